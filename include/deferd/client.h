@@ -1,0 +1,128 @@
+/* libdeferd: blocking client for the deferd socket protocol (docs/protocol.md).
+ *
+ * One deferd_client is one connection. It is not thread-safe: use it from one thread at a
+ * time, or give each thread its own connection. Every call that talks to the daemon sends
+ * one request and waits for its reply; JOB pushes that arrive meanwhile are queued inside
+ * the client and handed out by deferd_next_job() in arrival order.
+ *
+ * Errors are return values (DEFERD_OK or a negative DEFERD_E* code); the text of the last
+ * failure is kept in the client (deferd_last_error). After DEFERD_EIO, DEFERD_EPROTO,
+ * DEFERD_ENOMEM or DEFERD_ETIMEDOUT from a request, the reply stream may be out of step, so
+ * the connection is marked unusable: every later call returns DEFERD_EIO. Close it and
+ * connect again. DEFERD_ESERVER and DEFERD_EARG leave the connection usable.
+ */
+#ifndef DEFERD_CLIENT_H
+#define DEFERD_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DEFERD_DEFAULT_SOCKET "/run/deferd/deferd.sock"
+#define DEFERD_QUEUE_MAX 64      /* bytes in a queue name */
+#define DEFERD_ID_MAX 200        /* bytes in a job id */
+#define DEFERD_ID_SIZE 256       /* buffer big enough for any job id plus its NUL */
+#define DEFERD_INFLIGHT_MAX 10000
+
+enum {
+    DEFERD_OK = 0,
+    DEFERD_EIO = -1,       /* socket error, connection closed, or connection unusable */
+    DEFERD_ESERVER = -2,   /* the daemon answered ERR; see deferd_last_error_code() */
+    DEFERD_ETIMEDOUT = -3, /* no (complete) message within the timeout */
+    DEFERD_EPROTO = -4,    /* the daemon sent data that does not follow the protocol */
+    DEFERD_EARG = -5,      /* invalid argument; nothing was sent */
+    DEFERD_ENOMEM = -6,
+};
+
+typedef struct deferd_client deferd_client;
+
+/* A job pushed by the daemon. payload is malloc'd, always non-NULL and followed by a NUL
+ * byte that len does not count (so text payloads can be used as C strings). */
+typedef struct deferd_job {
+    char id[DEFERD_ID_SIZE];
+    char queue[72];
+    uint32_t attempt;       /* 1 on first delivery; > 1: an earlier consumer may have run it */
+    int64_t due_ms;         /* due time, ms since the Unix epoch */
+    uint32_t priority;      /* lower is more urgent */
+    unsigned char *payload;
+    size_t len;
+} deferd_job;
+
+/* Options for deferd_put(); zero-initialise, then set the has_* flags you need.
+ * has_delay and has_at are mutually exclusive; neither means "due now". */
+typedef struct deferd_put_opts {
+    int has_delay;
+    uint64_t delay_ms;
+    int has_at;
+    uint64_t at_ms;         /* ms since the Unix epoch */
+    int has_priority;
+    uint32_t priority;      /* default: the queue's configured priority */
+} deferd_put_opts;
+
+/* Connects to the daemon's socket (NULL: DEFERD_DEFAULT_SOCKET). On failure returns NULL
+ * and, if err is not NULL, writes a message into err[errlen]. */
+deferd_client *deferd_connect(const char *socket_path, char *err, size_t errlen);
+
+/* Closes the connection and frees the client and any queued jobs. NULL is a no-op. The
+ * daemon releases jobs that were pushed but not acked or nacked. */
+void deferd_close(deferd_client *c);
+
+/* The socket, for poll()/epoll. Readable data may already be buffered in the client, so
+ * after the fd turns readable call deferd_next_job(c, &job, 0) until it returns
+ * DEFERD_ETIMEDOUT before polling again. Do not read from or write to the fd yourself. */
+int deferd_fd(const deferd_client *c);
+
+/* Timeout for the reply to each request (PUT, SUB, ACK, NACK, PING); -1 (the default)
+ * waits forever. A request that times out leaves the connection unusable. */
+int deferd_set_timeout(deferd_client *c, int timeout_ms);
+
+/* Schedules a job. opts may be NULL. If id_out is not NULL, id_len must be more than
+ * DEFERD_ID_MAX (DEFERD_ID_SIZE will do) and the new job id is stored there. Returns
+ * DEFERD_OK once the daemon has stored the job in ZooKeeper; after ERR UNAVAILABLE it is
+ * unknown whether the job was stored. */
+int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t len,
+               const deferd_put_opts *opts, char *id_out, size_t id_len);
+
+/* Makes this connection a consumer of the comma separated queues. inflight: how many jobs
+ * the daemon may push before one is acked or nacked (1..DEFERD_INFLIGHT_MAX; 0: the
+ * daemon's default, 1). Calling it again adds queues and sets the new inflight. */
+int deferd_subscribe(deferd_client *c, const char *queues_comma_separated, unsigned inflight);
+
+/* Waits for the next pushed job, up to timeout_ms (-1: forever, 0: only what has already
+ * arrived). On DEFERD_OK *job is overwritten (not freed: clear it first when reusing) and
+ * owns a payload; release it with deferd_job_clear(). DEFERD_ETIMEDOUT and DEFERD_ENOMEM
+ * leave the connection usable. Queued jobs are never dropped by a timeout. */
+int deferd_next_job(deferd_client *c, deferd_job *job, int timeout_ms);
+
+/* Frees the payload and resets the job; safe to call twice. */
+void deferd_job_clear(deferd_job *job);
+
+/* Job done: the daemon deletes it. Only for jobs pushed to this connection. */
+int deferd_ack(deferd_client *c, const char *job_id);
+
+/* Job failed. delay_ms < 0: deliver again as soon as possible. delay_ms >= 0: reschedule
+ * to now + delay_ms (the job then gets a new id). */
+int deferd_nack(deferd_client *c, const char *job_id, int64_t delay_ms);
+
+/* Round trip to the daemon; DEFERD_OK if it answered PONG. */
+int deferd_ping(deferd_client *c);
+
+/* Text of the last failure, e.g. "UNKNOWN_QUEUE no queue 'x'" or "connection closed by
+ * deferd"; "" if nothing failed yet. Valid until the next call on c. */
+const char *deferd_last_error(const deferd_client *c);
+
+/* The daemon's ERR code word of the last failure (e.g. "TOO_LARGE", "UNAVAILABLE"), or ""
+ * if the last failure was not an ERR reply. */
+const char *deferd_last_error_code(const deferd_client *c);
+
+/* Short static description of a DEFERD_* return code. */
+const char *deferd_strerror(int rc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

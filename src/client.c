@@ -1,0 +1,739 @@
+/* libdeferd: blocking client for the deferd socket protocol (docs/protocol.md).
+ *
+ * Input is read into one buffer and parsed from there; a message is consumed only once it
+ * has fully arrived, so a timeout in deferd_next_job() never loses or splits a push. */
+#include "deferd/client.h"
+#include "units.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* Replies are short; a much longer line means the peer is not a deferd we understand. */
+#define IN_LINE_MAX 4096
+/* Sanity bound on a pushed payload: jobs live in ZooKeeper znodes (about 1 MiB at most). */
+#define IN_PAYLOAD_MAX (64u * 1024 * 1024)
+/* protocol.md: a header line, '\n' included, is at most 1024 bytes. */
+#define OUT_LINE_MAX 1024
+#define INBUF_MIN 8192
+/* A buffer grown for a big payload is given back once it is empty again. */
+#define INBUF_KEEP (1024 * 1024)
+
+enum { MSG_NONE = 0, MSG_OK = 1, MSG_ERR = 2, MSG_JOB = 3 };
+
+struct job_node {
+    struct job_node *next;
+    deferd_job job;
+};
+
+struct deferd_client {
+    int fd;
+    int broken;                     /* reply stream may be out of step: refuse further use */
+    int timeout_ms;                 /* reply timeout for requests; -1: none */
+    char *in;                       /* unconsumed input is in[pos, len) */
+    size_t pos, len, cap;
+    struct job_node *head, *tail;   /* pushes that arrived while waiting for a reply */
+    char reply[IN_LINE_MAX + 1];    /* text after "OK " of the last reply */
+    char err[512];
+    char err_code[32];
+};
+
+struct out_line {
+    char buf[OUT_LINE_MAX];
+    size_t len;
+};
+
+/* ---- errors ---- */
+
+static int fail(deferd_client *c, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(deferd_client *c, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, sizeof c->err, fmt, ap);
+    va_end(ap);
+    c->err_code[0] = '\0';
+    return rc;
+}
+
+/* After these errors during a request we cannot tell which reply belongs to which request. */
+static int mark_request_error(deferd_client *c, int rc)
+{
+    if (rc == DEFERD_EIO || rc == DEFERD_EPROTO || rc == DEFERD_ETIMEDOUT ||
+        rc == DEFERD_ENOMEM)
+        c->broken = 1;
+    return rc;
+}
+
+static int check_usable(deferd_client *c)
+{
+    if (c->broken)
+        return fail(c, DEFERD_EIO, "connection unusable after an earlier error; reconnect");
+    return DEFERD_OK;
+}
+
+const char *deferd_strerror(int rc)
+{
+    switch (rc) {
+    case DEFERD_OK: return "success";
+    case DEFERD_EIO: return "connection error";
+    case DEFERD_ESERVER: return "error reported by deferd";
+    case DEFERD_ETIMEDOUT: return "timed out";
+    case DEFERD_EPROTO: return "protocol error";
+    case DEFERD_EARG: return "invalid argument";
+    case DEFERD_ENOMEM: return "out of memory";
+    default: return "unknown error";
+    }
+}
+
+const char *deferd_last_error(const deferd_client *c)
+{
+    return c ? c->err : "no client";
+}
+
+const char *deferd_last_error_code(const deferd_client *c)
+{
+    return c ? c->err_code : "";
+}
+
+/* ---- names ---- */
+
+static int queue_byte_ok(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '_' || ch == '.' || ch == '-';
+}
+
+static int valid_queue_n(const char *s, size_t n)
+{
+    if (n == 0 || n > DEFERD_QUEUE_MAX || s[0] == '.')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!queue_byte_ok(s[i]))
+            return 0;
+    return 1;
+}
+
+/* "<queue>/<job name>", at most DEFERD_ID_MAX bytes; the name is one printable token. */
+static int valid_job_id(const char *id)
+{
+    size_t n = strnlen(id, DEFERD_ID_MAX + 1);
+    const char *slash = memchr(id, '/', n);
+    if (n > DEFERD_ID_MAX || slash == NULL || slash + 1 == id + n)
+        return 0;
+    if (!valid_queue_n(id, (size_t)(slash - id)))
+        return 0;
+    for (const char *p = slash + 1; p < id + n; p++)
+        if (*p <= ' ' || *p > '~' || *p == '/')
+            return 0;
+    return 1;
+}
+
+static int check_queue(deferd_client *c, const char *q, size_t n)
+{
+    if (valid_queue_n(q, n))
+        return DEFERD_OK;
+    return fail(c, DEFERD_EARG,
+                "invalid queue name '%.*s' (1-%d bytes of A-Z a-z 0-9 _ . -, not starting "
+                "with '.')", (int)(n > 80 ? 80 : n), q, DEFERD_QUEUE_MAX);
+}
+
+static int check_job_id(deferd_client *c, const char *id)
+{
+    if (id == NULL)
+        return fail(c, DEFERD_EARG, "job id is NULL");
+    if (!valid_job_id(id))
+        return fail(c, DEFERD_EARG, "invalid job id '%.80s' (want <queue>/<name>, at most %d "
+                    "bytes)", id, DEFERD_ID_MAX);
+    return DEFERD_OK;
+}
+
+/* ---- input buffer ---- */
+
+static void consume(deferd_client *c, size_t n)
+{
+    c->pos += n;
+    if (c->pos < c->len)
+        return;
+    c->pos = c->len = 0;
+    if (c->cap > INBUF_KEEP) {
+        free(c->in);
+        c->in = NULL;
+        c->cap = 0;
+    }
+}
+
+/* Moves unconsumed bytes to the front and makes room for a message of want bytes
+ * (0: unknown) plus at least one more byte to read. */
+static int inbuf_room(deferd_client *c, size_t want)
+{
+    size_t avail = c->len - c->pos;
+    if (c->pos > 0) {
+        memmove(c->in, c->in + c->pos, avail);
+        c->pos = 0;
+        c->len = avail;
+    }
+    size_t need = want > avail ? want : avail + 1;
+    if (need < INBUF_MIN)
+        need = INBUF_MIN;
+    if (need <= c->cap)
+        return DEFERD_OK;
+    char *p = realloc(c->in, need);
+    if (p == NULL)
+        return fail(c, DEFERD_ENOMEM, "out of memory for a %zu byte message", need);
+    c->in = p;
+    c->cap = need;
+    return DEFERD_OK;
+}
+
+static int64_t deadline_after(int timeout_ms)
+{
+    return timeout_ms < 0 ? -1 : units_mono_ms() + timeout_ms;
+}
+
+/* deadline: CLOCK_MONOTONIC ms, -1 = wait forever. */
+static int wait_fd(deferd_client *c, short events, int64_t deadline)
+{
+    struct pollfd pfd = { .fd = c->fd, .events = events };
+    for (;;) {
+        int ms = -1;
+        if (deadline >= 0) {
+            int64_t left = deadline - units_mono_ms();
+            ms = left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+        }
+        int n = poll(&pfd, 1, ms);
+        if (n > 0)
+            return DEFERD_OK;
+        if (n == 0)
+            return fail(c, DEFERD_ETIMEDOUT, "timed out waiting for deferd");
+        if (errno != EINTR)
+            return fail(c, DEFERD_EIO, "poll: %s", strerror(errno));
+    }
+}
+
+/* Reads what is available (at least one byte) into the buffer. */
+static int fill(deferd_client *c, size_t want, int64_t deadline)
+{
+    int rc = inbuf_room(c, want);
+    while (rc == DEFERD_OK && (rc = wait_fd(c, POLLIN, deadline)) == DEFERD_OK) {
+        ssize_t n = recv(c->fd, c->in + c->len, c->cap - c->len, 0);
+        if (n > 0) {
+            c->len += (size_t)n;
+            return DEFERD_OK;
+        }
+        if (n == 0 || errno == ECONNRESET)
+            return fail(c, DEFERD_EIO, "connection closed by deferd");
+        if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
+            return fail(c, DEFERD_EIO, "read from deferd: %s", strerror(errno));
+    }
+    return rc;
+}
+
+/* ---- output ---- */
+
+static int line_add(deferd_client *c, struct out_line *l, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Refuses to build a line the daemon would reject as too long. */
+static int line_add(deferd_client *c, struct out_line *l, const char *fmt, ...)
+{
+    size_t room = sizeof l->buf - l->len;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(l->buf + l->len, room, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= room)
+        return fail(c, DEFERD_EARG, "request line longer than %d bytes", OUT_LINE_MAX);
+    l->len += (size_t)n;
+    return DEFERD_OK;
+}
+
+static void iov_advance(struct msghdr *mh, size_t n)
+{
+    while (mh->msg_iovlen > 0 && n >= mh->msg_iov->iov_len) {
+        n -= mh->msg_iov->iov_len;
+        mh->msg_iov++;
+        mh->msg_iovlen--;
+    }
+    if (mh->msg_iovlen > 0) {
+        mh->msg_iov->iov_base = (char *)mh->msg_iov->iov_base + n;
+        mh->msg_iov->iov_len -= n;
+    }
+}
+
+/* MSG_NOSIGNAL: a closed socket must give EPIPE, not kill the caller with SIGPIPE. */
+static int send_all(deferd_client *c, struct iovec *iov, size_t iovcnt)
+{
+    struct msghdr mh = { .msg_iov = iov, .msg_iovlen = iovcnt };
+    iov_advance(&mh, 0);
+    while (mh.msg_iovlen > 0) {
+        ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+        if (n >= 0) {
+            iov_advance(&mh, (size_t)n);
+            continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            int rc = wait_fd(c, POLLOUT, -1);
+            if (rc != DEFERD_OK)
+                return rc;
+        } else if (errno == EPIPE || errno == ECONNRESET) {
+            return fail(c, DEFERD_EIO, "connection closed by deferd");
+        } else if (errno != EINTR) {
+            return fail(c, DEFERD_EIO, "write to deferd: %s", strerror(errno));
+        }
+    }
+    return DEFERD_OK;
+}
+
+/* ---- parsing ---- */
+
+/* Splits at single spaces into at most max tokens; returns the count, -1 on empty tokens. */
+static int split_tokens(char *line, char **tok, int max)
+{
+    int n = 0;
+    for (char *p = line;; ) {
+        if (n == max || *p == '\0')
+            return -1;
+        tok[n++] = p;
+        char *sp = strchr(p, ' ');
+        if (sp == NULL)
+            return n;
+        *sp = '\0';
+        p = sp + 1;
+    }
+}
+
+static int parse_job_header(deferd_client *c, char *line, deferd_job *job, uint64_t *len)
+{
+    char *t[8];
+    uint64_t attempt, due, prio;
+    if (split_tokens(line, t, 8) != 7)
+        return fail(c, DEFERD_EPROTO, "malformed JOB header from deferd");
+    if (!valid_job_id(t[1]) || !valid_queue_n(t[2], strlen(t[2])))
+        return fail(c, DEFERD_EPROTO, "bad job id or queue in JOB header: '%.80s' '%.80s'",
+                    t[1], t[2]);
+    if (units_parse_u64(t[3], UINT32_MAX, &attempt) != 0 ||
+        units_parse_u64(t[4], INT64_MAX, &due) != 0 ||
+        units_parse_u64(t[5], UINT32_MAX, &prio) != 0)
+        return fail(c, DEFERD_EPROTO, "bad number in JOB header for %s", t[1]);
+    if (units_parse_u64(t[6], IN_PAYLOAD_MAX, len) != 0)
+        return fail(c, DEFERD_EPROTO, "bad payload length '%.24s' for job %s (limit %u)",
+                    t[6], t[1], IN_PAYLOAD_MAX);
+    memset(job, 0, sizeof *job);
+    memcpy(job->id, t[1], strlen(t[1]) + 1);
+    memcpy(job->queue, t[2], strlen(t[2]) + 1);
+    job->attempt = (uint32_t)attempt;
+    job->due_ms = (int64_t)due;
+    job->priority = (uint32_t)prio;
+    return DEFERD_OK;
+}
+
+/* Takes a JOB push whose header line (hlen bytes with '\n') is at the buffer front, but only
+ * once the payload has fully arrived; otherwise *want says how many bytes are needed. */
+static int take_job(deferd_client *c, char *line, size_t hlen, struct job_node **out,
+                    size_t *want)
+{
+    deferd_job hdr;
+    uint64_t plen;
+    int rc = parse_job_header(c, line, &hdr, &plen);
+    if (rc != DEFERD_OK)
+        return rc;
+    size_t total = hlen + (size_t)plen + 1;
+    if (c->len - c->pos < total) {
+        *want = total;
+        return MSG_NONE;
+    }
+    const char *p = c->in + c->pos + hlen;
+    if (p[plen] != '\n')
+        return fail(c, DEFERD_EPROTO, "payload of job %s not followed by a newline", hdr.id);
+    struct job_node *node = malloc(sizeof *node);
+    unsigned char *payload = malloc((size_t)plen + 1);
+    if (node == NULL || payload == NULL) {
+        free(node);
+        free(payload);
+        return fail(c, DEFERD_ENOMEM, "out of memory for job %s", hdr.id);
+    }
+    memcpy(payload, p, (size_t)plen);
+    payload[plen] = '\0';
+    node->next = NULL;
+    node->job = hdr;
+    node->job.payload = payload;
+    node->job.len = (size_t)plen;
+    consume(c, total);
+    *out = node;
+    return MSG_JOB;
+}
+
+static int parse_reply(deferd_client *c, const char *line)
+{
+    if (strcmp(line, "OK") == 0 || strncmp(line, "OK ", 3) == 0) {
+        const char *text = line[2] ? line + 3 : "";
+        memcpy(c->reply, text, strlen(text) + 1);
+        return MSG_OK;
+    }
+    if (strncmp(line, "ERR ", 4) == 0) {
+        const char *code = line + 4;
+        size_t clen = strcspn(code, " ");
+        if (clen == 0)
+            return fail(c, DEFERD_EPROTO, "ERR reply without a code from deferd");
+        if (snprintf(c->err, sizeof c->err, "%s", code) < 0)
+            c->err[0] = '\0';
+        if (clen >= sizeof c->err_code)
+            clen = sizeof c->err_code - 1;
+        memcpy(c->err_code, code, clen);
+        c->err_code[clen] = '\0';
+        return MSG_ERR;
+    }
+    return fail(c, DEFERD_EPROTO, "unexpected line from deferd: '%.80s'", line);
+}
+
+/* Returns MSG_* for one complete message at the buffer front (consumed), MSG_NONE if more
+ * input is needed (*want: bytes needed, 0 if unknown), or a negative DEFERD_E* code. */
+static int take_message(deferd_client *c, struct job_node **job, size_t *want)
+{
+    const char *start = c->in + c->pos;
+    size_t avail = c->len - c->pos;
+    const char *nl = avail ? memchr(start, '\n', avail) : NULL;
+    *want = 0;
+    if (nl == NULL && avail <= IN_LINE_MAX)
+        return MSG_NONE;
+    size_t n = nl ? (size_t)(nl - start) : avail;
+    if (n > IN_LINE_MAX)
+        return fail(c, DEFERD_EPROTO, "line from deferd longer than %d bytes", IN_LINE_MAX);
+    size_t hlen = n + 1;
+    if (n > 0 && start[n - 1] == '\r')
+        n--;
+    if (memchr(start, '\0', n) != NULL)
+        return fail(c, DEFERD_EPROTO, "NUL byte in a line from deferd");
+    char line[IN_LINE_MAX + 1];
+    memcpy(line, start, n);
+    line[n] = '\0';
+    if (strncmp(line, "JOB ", 4) == 0)
+        return take_job(c, line, hlen, job, want);
+    int kind = parse_reply(c, line);
+    if (kind > 0)
+        consume(c, hlen);
+    return kind;
+}
+
+/* ---- queue of early pushes ---- */
+
+static void fifo_push(deferd_client *c, struct job_node *node)
+{
+    if (c->tail)
+        c->tail->next = node;
+    else
+        c->head = node;
+    c->tail = node;
+}
+
+static void fifo_pop(deferd_client *c, deferd_job *job)
+{
+    struct job_node *node = c->head;
+    c->head = node->next;
+    if (c->head == NULL)
+        c->tail = NULL;
+    *job = node->job;
+    free(node);
+}
+
+/* ---- requests ---- */
+
+static int await_reply(deferd_client *c)
+{
+    int64_t deadline = deadline_after(c->timeout_ms);
+    for (;;) {
+        struct job_node *node = NULL;
+        size_t want;
+        int kind = take_message(c, &node, &want);
+        if (kind == MSG_JOB) {
+            fifo_push(c, node);
+            continue;
+        }
+        if (kind == MSG_OK)
+            return DEFERD_OK;
+        if (kind == MSG_ERR)
+            return DEFERD_ESERVER;
+        int rc = kind < 0 ? kind : fill(c, want, deadline);
+        if (rc != DEFERD_OK)
+            return rc;
+    }
+}
+
+/* Sends one request and waits for its reply, queueing JOB pushes that come first. */
+static int transact(deferd_client *c, struct iovec *iov, size_t iovcnt)
+{
+    int rc = check_usable(c);
+    if (rc == DEFERD_OK)
+        rc = send_all(c, iov, iovcnt);
+    if (rc == DEFERD_OK)
+        rc = await_reply(c);
+    return mark_request_error(c, rc);
+}
+
+static int transact_line(deferd_client *c, struct out_line *l)
+{
+    int rc = line_add(c, l, "\n");
+    if (rc != DEFERD_OK)
+        return rc;
+    struct iovec iov = { .iov_base = l->buf, .iov_len = l->len };
+    return transact(c, &iov, 1);
+}
+
+static int check_put(deferd_client *c, const char *queue, const void *payload, size_t len,
+                     const deferd_put_opts *opts, const char *id_out, size_t id_len)
+{
+    if (queue == NULL)
+        return fail(c, DEFERD_EARG, "queue is NULL");
+    if (payload == NULL && len > 0)
+        return fail(c, DEFERD_EARG, "payload is NULL");
+    if (opts && opts->has_delay && opts->has_at)
+        return fail(c, DEFERD_EARG, "delay and at are mutually exclusive");
+    if (id_out && id_len <= DEFERD_ID_MAX)
+        return fail(c, DEFERD_EARG, "id buffer smaller than %d bytes", DEFERD_ID_MAX + 1);
+    return check_queue(c, queue, strlen(queue));
+}
+
+static int put_header(deferd_client *c, struct out_line *l, const char *queue, size_t len,
+                      const deferd_put_opts *o)
+{
+    int rc = line_add(c, l, "PUT %s %zu", queue, len);
+    if (rc == DEFERD_OK && o && o->has_delay)
+        rc = line_add(c, l, " delay=%" PRIu64, o->delay_ms);
+    if (rc == DEFERD_OK && o && o->has_at)
+        rc = line_add(c, l, " at=%" PRIu64, o->at_ms);
+    if (rc == DEFERD_OK && o && o->has_priority)
+        rc = line_add(c, l, " prio=%" PRIu32, o->priority);
+    if (rc == DEFERD_OK)
+        rc = line_add(c, l, "\n");
+    return rc;
+}
+
+int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t len,
+               const deferd_put_opts *opts, char *id_out, size_t id_len)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    struct out_line l = { .len = 0 };
+    int rc = check_put(c, queue, payload, len, opts, id_out, id_len);
+    if (rc == DEFERD_OK)
+        rc = put_header(c, &l, queue, len, opts);
+    if (rc != DEFERD_OK)
+        return rc;
+    struct iovec iov[3] = {
+        { .iov_base = l.buf, .iov_len = l.len },
+        { .iov_base = (void *)payload, .iov_len = len },
+        { .iov_base = "\n", .iov_len = 1 },
+    };
+    rc = transact(c, iov, 3);
+    if (rc != DEFERD_OK)
+        return rc;
+    if (!valid_job_id(c->reply))
+        return fail(c, DEFERD_EPROTO, "bad job id in PUT reply: '%.80s'", c->reply);
+    if (id_out)
+        memcpy(id_out, c->reply, strlen(c->reply) + 1);
+    return DEFERD_OK;
+}
+
+static int check_queue_list(deferd_client *c, const char *list)
+{
+    if (list == NULL)
+        return fail(c, DEFERD_EARG, "queue list is NULL");
+    for (const char *p = list;; ) {
+        size_t n = strcspn(p, ",");
+        int rc = check_queue(c, p, n);
+        if (rc != DEFERD_OK || p[n] == '\0')
+            return rc;
+        p += n + 1;
+    }
+}
+
+int deferd_subscribe(deferd_client *c, const char *queues, unsigned inflight)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    if (inflight > DEFERD_INFLIGHT_MAX)
+        return fail(c, DEFERD_EARG, "inflight %u over %d", inflight, DEFERD_INFLIGHT_MAX);
+    struct out_line l = { .len = 0 };
+    int rc = check_queue_list(c, queues);
+    if (rc == DEFERD_OK)
+        rc = line_add(c, &l, "SUB %s", queues);
+    if (rc == DEFERD_OK && inflight > 0)
+        rc = line_add(c, &l, " inflight=%u", inflight);
+    return rc == DEFERD_OK ? transact_line(c, &l) : rc;
+}
+
+int deferd_ack(deferd_client *c, const char *job_id)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    struct out_line l = { .len = 0 };
+    int rc = check_job_id(c, job_id);
+    if (rc == DEFERD_OK)
+        rc = line_add(c, &l, "ACK %s", job_id);
+    return rc == DEFERD_OK ? transact_line(c, &l) : rc;
+}
+
+int deferd_nack(deferd_client *c, const char *job_id, int64_t delay_ms)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    struct out_line l = { .len = 0 };
+    int rc = check_job_id(c, job_id);
+    if (rc == DEFERD_OK)
+        rc = line_add(c, &l, "NACK %s", job_id);
+    if (rc == DEFERD_OK && delay_ms >= 0)
+        rc = line_add(c, &l, " delay=%" PRId64, delay_ms);
+    return rc == DEFERD_OK ? transact_line(c, &l) : rc;
+}
+
+int deferd_ping(deferd_client *c)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    struct out_line l = { .len = 0 };
+    int rc = line_add(c, &l, "PING");
+    if (rc == DEFERD_OK)
+        rc = transact_line(c, &l);
+    if (rc == DEFERD_OK && strcmp(c->reply, "PONG") != 0)
+        rc = fail(c, DEFERD_EPROTO, "unexpected PING reply: 'OK %.80s'", c->reply);
+    return rc;
+}
+
+/* ---- consuming ---- */
+
+int deferd_next_job(deferd_client *c, deferd_job *job, int timeout_ms)
+{
+    if (c == NULL || job == NULL)
+        return DEFERD_EARG;
+    int rc = check_usable(c);
+    if (rc != DEFERD_OK)
+        return rc;
+    if (c->head) {
+        fifo_pop(c, job);
+        return DEFERD_OK;
+    }
+    int64_t deadline = deadline_after(timeout_ms);
+    for (;;) {
+        struct job_node *node = NULL;
+        size_t want;
+        int kind = take_message(c, &node, &want);
+        if (kind == MSG_JOB) {
+            *job = node->job;
+            free(node);
+            return DEFERD_OK;
+        }
+        if (kind == MSG_OK || kind == MSG_ERR)
+            kind = fail(c, DEFERD_EPROTO, "reply from deferd without a request");
+        rc = kind < 0 ? kind : fill(c, want, deadline);
+        /* Nothing was consumed on these two, so the stream is still in step. */
+        if (rc == DEFERD_ETIMEDOUT || rc == DEFERD_ENOMEM)
+            return rc;
+        if (rc != DEFERD_OK) {
+            c->broken = 1;
+            return rc;
+        }
+    }
+}
+
+void deferd_job_clear(deferd_job *job)
+{
+    if (job == NULL)
+        return;
+    free(job->payload);
+    memset(job, 0, sizeof *job);
+}
+
+/* ---- connection ---- */
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err == NULL || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* An AF_UNIX connect interrupted by a signal has not connected; just try again. */
+static int connect_retry(int fd, const struct sockaddr_un *sa)
+{
+    for (;;) {
+        if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0)
+            return 0;
+        if (errno == EISCONN)
+            return 0;
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
+deferd_client *deferd_connect(const char *socket_path, char *err, size_t errlen)
+{
+    const char *path = socket_path ? socket_path : DEFERD_DEFAULT_SOCKET;
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof sa.sun_path) {
+        set_err(err, errlen, "socket path '%s' is empty or too long", path);
+        return NULL;
+    }
+    memcpy(sa.sun_path, path, n + 1);
+    deferd_client *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->timeout_ms = -1;
+    /* CLOEXEC: commands run by a consumer must not inherit (and keep open) the socket. */
+    c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0 || connect_retry(c->fd, &sa) != 0) {
+        set_err(err, errlen, "cannot connect to %s: %s", path, strerror(errno));
+        if (c->fd >= 0)
+            close(c->fd);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void deferd_close(deferd_client *c)
+{
+    if (c == NULL)
+        return;
+    while (c->head) {
+        deferd_job job;
+        fifo_pop(c, &job);
+        free(job.payload);
+    }
+    close(c->fd);
+    free(c->in);
+    free(c);
+}
+
+int deferd_fd(const deferd_client *c)
+{
+    return c ? c->fd : -1;
+}
+
+int deferd_set_timeout(deferd_client *c, int timeout_ms)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    c->timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
+    return DEFERD_OK;
+}

@@ -1,0 +1,387 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "units.h"
+
+/* Parser state: inih reports no line numbers, so the line reader counts them. */
+struct load {
+    struct config *cfg;
+    FILE *fp;
+    const char *file;
+    int line;
+    int daemon_line, zk_line;
+    char **seen;
+    size_t nseen;
+    int overriding; /* -o may replace a key the file set */
+    char *err;
+    size_t errlen;
+    int failed;
+};
+
+static int fail(struct load *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(struct load *ld, const char *fmt, ...)
+{
+    if (!ld->failed) {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        if (ld->line > 0)
+            snprintf(ld->err, ld->errlen, "%s:%d: %s", ld->file, ld->line, msg);
+        else
+            snprintf(ld->err, ld->errlen, "%s: %s", ld->file, msg);
+        ld->failed = 1;
+    }
+    return 0;
+}
+
+int config_valid_queue_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > QUEUE_NAME_MAX || name[0] == '.')
+        return 0;
+    return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
+
+static int valid_root(const char *p)
+{
+    size_t n = strlen(p);
+    if (n < 2 || p[0] != '/' || p[n - 1] == '/' || strstr(p, "//") || n > 200)
+        return 0;
+    return strspn(p, "/ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
+
+static int set_string(struct load *ld, char **dst, const char *key, const char *value)
+{
+    if (*value == '\0')
+        return fail(ld, "'%s' must not be empty", key);
+    free(*dst);
+    *dst = strdup(value);
+    return *dst != NULL;
+}
+
+static int set_duration(struct load *ld, uint64_t *dst, const char *key, const char *value,
+                        uint64_t min, uint64_t max)
+{
+    uint64_t v;
+    if (units_parse_duration_ms(value, &v) != 0)
+        return fail(ld, "'%s': malformed duration '%s' (use e.g. 250ms, 5s, 2m, 1h)", key, value);
+    if (v < min || v > max)
+        return fail(ld, "'%s': duration '%s' out of range", key, value);
+    *dst = v;
+    return 1;
+}
+
+static int set_u32(struct load *ld, uint32_t *dst, const char *key, const char *value,
+                   uint64_t min)
+{
+    uint64_t v;
+    if (units_parse_u64(value, UINT32_MAX, &v) != 0 || v < min)
+        return fail(ld, "'%s': malformed or out-of-range number '%s'", key, value);
+    *dst = (uint32_t)v;
+    return 1;
+}
+
+static int daemon_key(struct load *ld, const char *key, const char *value)
+{
+    struct config *c = ld->cfg;
+    if (strcmp(key, "socket") == 0) {
+        if (strlen(value) >= 108)
+            return fail(ld, "'socket': path longer than 107 bytes");
+        return set_string(ld, &c->socket_path, key, value);
+    }
+    if (strcmp(key, "socket_mode") == 0) {
+        char *end;
+        errno = 0;
+        unsigned long m = strtoul(value, &end, 8);
+        if (*value == '\0' || *end != '\0' || errno || m > 0777)
+            return fail(ld, "'socket_mode': '%s' is not an octal mode like 0660", value);
+        c->socket_mode = (unsigned)m;
+        return 1;
+    }
+    if (strcmp(key, "log_level") == 0) {
+        if (log_level_parse(value, &c->log_level) != 0)
+            return fail(ld, "'log_level': '%s' is not one of error, warn, info, debug", value);
+        return 1;
+    }
+    if (strcmp(key, "max_payload") == 0) {
+        if (units_parse_size(value, &c->max_payload) != 0 || c->max_payload == 0 ||
+            c->max_payload > CONFIG_MAX_PAYLOAD_LIMIT)
+            return fail(ld, "'max_payload': '%s' is not a size between 1 and 1000000 bytes",
+                        value);
+        return 1;
+    }
+    if (strcmp(key, "lookahead") == 0)
+        return set_duration(ld, &c->lookahead_ms, key, value, 100, 3600000);
+    return fail(ld, "unknown key '%s' in section [daemon]", key);
+}
+
+static int zookeeper_key(struct load *ld, const char *key, const char *value)
+{
+    struct config *c = ld->cfg;
+    if (strcmp(key, "hosts") == 0)
+        return set_string(ld, &c->zk_hosts, key, value);
+    if (strcmp(key, "root") == 0) {
+        if (!valid_root(value))
+            return fail(ld, "'root': '%s' is not an absolute znode path like /deferd", value);
+        return set_string(ld, &c->zk_root, key, value);
+    }
+    if (strcmp(key, "session_timeout") == 0)
+        return set_duration(ld, &c->session_timeout_ms, key, value, 2000, 600000);
+    return fail(ld, "unknown key '%s' in section [zookeeper]", key);
+}
+
+static struct queue_config *find_queue(struct config *c, const char *name)
+{
+    for (size_t i = 0; i < c->nqueues; i++)
+        if (strcmp(c->queues[i].name, name) == 0)
+            return &c->queues[i];
+    return NULL;
+}
+
+static struct queue_config *add_queue(struct load *ld, const char *name)
+{
+    struct config *c = ld->cfg;
+    if (!config_valid_queue_name(name)) {
+        fail(ld, "bad queue name '%s' (1-64 of A-Z a-z 0-9 _ . -, not starting with .)", name);
+        return NULL;
+    }
+    struct queue_config *q = realloc(c->queues, (c->nqueues + 1) * sizeof *q);
+    if (!q)
+        return NULL;
+    c->queues = q;
+    q = &c->queues[c->nqueues++];
+    memset(q, 0, sizeof *q);
+    strcpy(q->name, name);
+    q->line = ld->line;
+    q->priority = 1024;
+    q->ttr_ms = 60000;
+    q->max_attempts = 10;
+    return q;
+}
+
+static int queue_key(struct load *ld, const char *qname, const char *key, const char *value)
+{
+    struct queue_config *q = find_queue(ld->cfg, qname);
+    if (!q && !(q = add_queue(ld, qname)))
+        return 0;
+    if (strcmp(key, "priority") == 0)
+        return set_u32(ld, &q->priority, key, value, 0);
+    if (strcmp(key, "ttr") == 0)
+        return set_duration(ld, &q->ttr_ms, key, value, 1000, 86400000ULL * 7);
+    if (strcmp(key, "max_attempts") == 0)
+        return set_u32(ld, &q->max_attempts, key, value, 1);
+    return fail(ld, "unknown key '%s' in section [queue %s]", key, qname);
+}
+
+/* inih does not report empty sections, so the line reader sees headers itself. */
+static void on_section(struct load *ld, const char *section)
+{
+    if (strcmp(section, "daemon") == 0)
+        ld->daemon_line = ld->line;
+    else if (strcmp(section, "zookeeper") == 0)
+        ld->zk_line = ld->line;
+    else if (strncmp(section, "queue ", 6) == 0) {
+        if (find_queue(ld->cfg, section + 6))
+            fail(ld, "duplicate section [%s]", section);
+        else
+            add_queue(ld, section + 6);
+    } else
+        fail(ld, "unknown section [%s]", section);
+}
+
+/* Keys already seen, as "section\nkey", to reject duplicates. */
+static int seen_before(struct load *ld, const char *section, const char *key)
+{
+    char k[256];
+    snprintf(k, sizeof k, "%s\n%s", section, key);
+    for (size_t i = 0; i < ld->nseen; i++)
+        if (strcmp(ld->seen[i], k) == 0)
+            return 1;
+    char **grown = realloc(ld->seen, (ld->nseen + 1) * sizeof *grown);
+    if (grown) {
+        ld->seen = grown;
+        if ((ld->seen[ld->nseen] = strdup(k)))
+            ld->nseen++;
+    }
+    return 0;
+}
+
+static int on_entry(void *user, const char *section, const char *key, const char *value)
+{
+    struct load *ld = user;
+    if (ld->failed)
+        return 0;
+    if (*section == '\0')
+        return fail(ld, "key '%s' outside of any section", key);
+    if (!ld->overriding && seen_before(ld, section, key))
+        return fail(ld, "duplicate key '%s' in section [%s]", key, section);
+    if (strcmp(section, "daemon") == 0)
+        return daemon_key(ld, key, value);
+    if (strcmp(section, "zookeeper") == 0)
+        return zookeeper_key(ld, key, value);
+    if (strncmp(section, "queue ", 6) == 0)
+        return queue_key(ld, section + 6, key, value);
+    return 0; /* unknown section: reported at its header */
+}
+
+static void check_header(struct load *ld, const char *line)
+{
+    while (*line == ' ' || *line == '\t')
+        line++;
+    if (*line != '[')
+        return;
+    const char *end = strchr(line, ']');
+    if (!end) {
+        fail(ld, "section header without ']'");
+        return;
+    }
+    char name[128];
+    size_t n = (size_t)(end - line - 1);
+    if (n >= sizeof name) {
+        fail(ld, "section name too long");
+        return;
+    }
+    memcpy(name, line + 1, n);
+    name[n] = '\0';
+    on_section(ld, name);
+}
+
+static char *read_line(char *buf, int size, void *stream)
+{
+    struct load *ld = stream;
+    char *s = fgets(buf, size, ld->fp);
+    if (s) {
+        ld->line++;
+        size_t n = strlen(s);
+        if (n > 0 && s[n - 1] != '\n' && !feof(ld->fp)) {
+            fail(ld, "line too long (at most 199 bytes)");
+            return NULL;
+        }
+        if (!ld->failed)
+            check_header(ld, s);
+    }
+    return s;
+}
+
+static int defaults(struct config *c, const char *path)
+{
+    memset(c, 0, sizeof *c);
+    c->path = strdup(path);
+    c->socket_mode = 0660;
+    c->log_level = LOG_INFO;
+    c->max_payload = 512 * 1024;
+    c->lookahead_ms = 5000;
+    c->zk_root = strdup("/deferd");
+    c->session_timeout_ms = 10000;
+    return c->path && c->zk_root ? 0 : -1;
+}
+
+/* "section.key=value"; the section may contain spaces ("queue emails.priority=3"). */
+static int apply_override(struct load *ld, const char *o)
+{
+    char label[600], buf[512];
+    snprintf(label, sizeof label, "override '%s'", o);
+    ld->file = label;
+    ld->line = 0;
+    const char *eq = strchr(o, '=');
+    char *dot = NULL;
+    if (eq && (size_t)(eq - o) < sizeof buf) {
+        memcpy(buf, o, (size_t)(eq - o));
+        buf[eq - o] = '\0';
+        dot = strrchr(buf, '.');
+    }
+    if (!dot || dot == buf || dot[1] == '\0')
+        return fail(ld, "expected SECTION.KEY=VALUE"), -1;
+    *dot = '\0';
+    if (strncmp(buf, "queue ", 6) != 0 || !find_queue(ld->cfg, buf + 6))
+        if (strcmp(buf, "daemon") && strcmp(buf, "zookeeper"))
+            on_section(ld, buf);
+    ld->overriding = 1;
+    if (!ld->failed)
+        on_entry(ld, buf, dot + 1, eq + 1);
+    ld->overriding = 0;
+    ld->file = ld->cfg->path;
+    return ld->failed ? -1 : 0;
+}
+
+static int missing(struct load *ld, int line, const char *what)
+{
+    snprintf(ld->err, ld->errlen, "%s:%d: missing required %s", ld->file, line, what);
+    return -1;
+}
+
+static int validate(struct load *ld)
+{
+    struct config *c = ld->cfg;
+    if (!c->socket_path)
+        return missing(ld, ld->daemon_line ? ld->daemon_line : 1, "key 'socket' in [daemon]");
+    if (!c->zk_hosts)
+        return missing(ld, ld->zk_line ? ld->zk_line : 1, "key 'hosts' in [zookeeper]");
+    if (c->nqueues == 0)
+        return missing(ld, ld->line, "section [queue NAME] (at least one queue)");
+    return 0;
+}
+
+int config_load(const char *path, const char *const *overrides, size_t noverrides,
+                struct config *cfg, char *err, size_t errlen)
+{
+    struct load ld = {.cfg = cfg, .file = path, .err = err, .errlen = errlen};
+    int rc = -1;
+    if (defaults(cfg, path) != 0) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto out;
+    }
+    ld.fp = fopen(path, "r");
+    if (!ld.fp) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        goto out;
+    }
+    int irc = ini_parse_stream(read_line, &ld, on_entry, &ld);
+    fclose(ld.fp);
+    if (ld.failed)
+        goto out;
+    if (irc != 0) {
+        snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key = value)", path,
+                 irc > 0 ? irc : ld.line);
+        goto out;
+    }
+    for (size_t i = 0; i < noverrides; i++)
+        if (apply_override(&ld, overrides[i]) != 0)
+            goto out;
+    ld.line = ld.line > 0 ? ld.line : 1;
+    rc = validate(&ld);
+out:
+    for (size_t i = 0; i < ld.nseen; i++)
+        free(ld.seen[i]);
+    free(ld.seen);
+    if (rc != 0)
+        config_free(cfg);
+    return rc;
+}
+
+void config_free(struct config *cfg)
+{
+    free(cfg->path);
+    free(cfg->socket_path);
+    free(cfg->zk_hosts);
+    free(cfg->zk_root);
+    free(cfg->queues);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+const struct queue_config *config_queue(const struct config *cfg, const char *name)
+{
+    for (size_t i = 0; i < cfg->nqueues; i++)
+        if (strcmp(cfg->queues[i].name, name) == 0)
+            return &cfg->queues[i];
+    return NULL;
+}

@@ -1,0 +1,47 @@
+/* deferd.ini: loading and validation. Every error names file and line. */
+#ifndef DEFERD_CONFIG_H
+#define DEFERD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+
+#define QUEUE_NAME_MAX 64
+#define CONFIG_MAX_PAYLOAD_LIMIT 1000000 /* stays below ZooKeeper's default jute.maxbuffer */
+
+struct queue_config {
+    char name[QUEUE_NAME_MAX + 1];
+    int line;                 /* where its section starts */
+    uint32_t priority;        /* default for puts without prio= */
+    uint64_t ttr_ms;          /* time-to-run lease */
+    uint32_t max_attempts;
+};
+
+struct config {
+    char *path;
+    /* [daemon] */
+    char *socket_path;
+    unsigned socket_mode;
+    enum log_level log_level;
+    uint64_t max_payload;
+    uint64_t lookahead_ms;
+    /* [zookeeper] */
+    char *zk_hosts;
+    char *zk_root;
+    uint64_t session_timeout_ms;
+    /* [queue NAME] */
+    struct queue_config *queues;
+    size_t nqueues;
+};
+
+/* Loads PATH, then applies overrides "section.key=value" (e.g. "zookeeper.hosts=h:2181";
+ * for a queue: "queue NAME.priority=5"), then validates. On error returns -1 with
+ * "file:line: message" in err and leaves cfg empty. */
+int config_load(const char *path, const char *const *overrides, size_t noverrides,
+                struct config *cfg, char *err, size_t errlen);
+void config_free(struct config *cfg);
+const struct queue_config *config_queue(const struct config *cfg, const char *name);
+int config_valid_queue_name(const char *name);
+
+#endif

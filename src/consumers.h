@@ -1,0 +1,42 @@
+/* The consumer registry: which connection consumes which queues, how many jobs each may
+ * hold, and round-robin choice among those with room. */
+#ifndef DEFERD_CONSUMERS_H
+#define DEFERD_CONSUMERS_H
+
+#include <stdint.h>
+
+struct conn;
+struct dqueue;
+struct job;
+
+struct sub {
+    struct consumer *c;
+    struct dqueue *q;
+    struct sub *rnext, *rprev;  /* the queue's ring */
+    struct sub *cnext;          /* the consumer's subscriptions */
+};
+
+struct consumer {
+    struct conn *conn;
+    uint32_t inflight_max;
+    uint32_t inflight;          /* jobs being locked or held for this consumer */
+    struct job *held;           /* list through job->owner_next/prev */
+    struct sub *subs;
+};
+
+struct consumer_ring {
+    struct sub *head;
+};
+
+struct consumer *consumer_new(struct conn *conn);
+/* Idempotent per queue. 0, or -1 when out of memory. */
+int consumer_subscribe(struct consumer *c, struct consumer_ring *ring, struct dqueue *q);
+int consumer_has_room(const struct consumer *c);
+/* Next consumer on the ring with room, rotating so that work is spread evenly. */
+struct consumer *consumer_pick(struct consumer_ring *ring);
+void consumer_hold(struct consumer *c, struct job *job);
+void consumer_release(struct consumer *c, struct job *job);
+/* Unlinks from every ring and frees; held jobs must have been released already. */
+void consumer_free(struct consumer *c, struct consumer_ring *(*ring_of)(struct dqueue *q));
+
+#endif

@@ -1,0 +1,24 @@
+/* The daemon's parts, owned by the one libevent loop thread. */
+#ifndef DEFERD_DAEMON_H
+#define DEFERD_DAEMON_H
+
+#include <stdint.h>
+
+struct event_base;
+struct config;
+struct zkstore;
+struct server;
+struct dispatcher;
+struct mirror;
+
+struct deferd {
+    struct event_base *base;
+    const struct config *cfg;
+    struct zkstore *zs;
+    struct server *server;
+    struct dispatcher *dispatcher;
+    struct mirror *mirror;
+    int64_t session_id;        /* current ZooKeeper session, 0 before the first */
+};
+
+#endif

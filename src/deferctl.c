@@ -1,0 +1,656 @@
+/* deferctl: command line client for deferd (put, work, ping). See docs/deferctl.md. */
+#define _GNU_SOURCE /* ppoll, pipe2 */
+
+#include "deferd/client.h"
+#include "units.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+/* Set by the SIGINT/SIGTERM handler of `work`; a handler can only talk through a global. */
+static volatile sig_atomic_t stop_signal;
+
+static void errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void errmsg(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("deferctl: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int usage_error(const char *cmd, const char *fmt, ...)
+{
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("deferctl: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+    }
+    fprintf(stderr, "Try 'deferctl %s--help'.\n", cmd);
+    return EXIT_USAGE;
+}
+
+/* Library failures: a bad argument is the user's input, everything else a runtime error. */
+static int lib_fail(deferd_client *c, const char *what, int rc)
+{
+    errmsg("%s: %s", what, deferd_last_error(c));
+    return rc == DEFERD_EARG ? EXIT_USAGE : EXIT_FAIL;
+}
+
+static deferd_client *connect_or_complain(const char *path)
+{
+    char err[256];
+    deferd_client *c = deferd_connect(path, err, sizeof err);
+    if (c == NULL)
+        errmsg("%s", err);
+    return c;
+}
+
+/* ---- usage ---- */
+
+static void main_usage(FILE *f)
+{
+    fputs("Usage: deferctl [-s PATH] COMMAND [ARGS...]\n"
+          "Talk to the deferd job scheduler.\n\n"
+          "Commands:\n"
+          "  put    schedule a job\n"
+          "  work   run a command for each job of some queues\n"
+          "  ping   check that deferd answers\n"
+          "  help   show help for a command\n\n"
+          "Options:\n"
+          "  -s, --socket PATH  deferd socket (default: $DEFERD_SOCKET, else "
+          DEFERD_DEFAULT_SOCKET ")\n"
+          "  -h, --help         show this help\n\n"
+          "Exit status: 0 ok, 1 error, 2 usage error.\n", f);
+}
+
+static void put_usage(FILE *f)
+{
+    fputs("Usage: deferctl put --queue Q [--delay DUR | --at EPOCH_MS] [--priority N]\n"
+          "                    [--file PATH | PAYLOAD | -]\n"
+          "Schedule a job and print its id. The payload is PAYLOAD, the contents of --file,\n"
+          "or standard input (PAYLOAD '-', or neither given).\n\n"
+          "  -q, --queue Q        queue to put the job in (required)\n"
+          "  -d, --delay DUR      due after DUR: 250ms, 5s, 2m, 1h, 1d\n"
+          "  -a, --at EPOCH_MS    due at this time, milliseconds since the Unix epoch\n"
+          "  -p, --priority N     0..4294967295, lower is more urgent (default: the queue's)\n"
+          "  -f, --file PATH      read the payload from PATH ('-': standard input)\n"
+          "  -h, --help           show this help\n", f);
+}
+
+static void work_usage(FILE *f)
+{
+    fputs("Usage: deferctl work --queue Q[,Q2...] [--inflight N] [--max-jobs N]\n"
+          "                     [--nack-delay DUR] -- CMD [ARGS...]\n"
+          "Run CMD once per job, one job at a time, with the payload on its standard input\n"
+          "and DEFERD_JOB_ID, DEFERD_QUEUE, DEFERD_ATTEMPT, DEFERD_DUE_MS, DEFERD_PRIORITY\n"
+          "in its environment. Exit status 0 acks the job; anything else nacks it.\n\n"
+          "  -q, --queue LIST     comma separated queues to consume (required)\n"
+          "  -n, --inflight N     jobs deferd may push ahead, 1..10000 (default 1)\n"
+          "  -m, --max-jobs N     exit after N jobs were handled\n"
+          "  -r, --nack-delay DUR retry a failed job after DUR instead of at once\n"
+          "  -h, --help           show this help\n"
+          "SIGINT/SIGTERM: finish the current job, then exit 0.\n", f);
+}
+
+static void ping_usage(FILE *f)
+{
+    fputs("Usage: deferctl ping\n"
+          "Check that deferd answers; prints PONG.\n", f);
+}
+
+/* ---- put ---- */
+
+struct put_args {
+    const char *queue;
+    const char *file;
+    const char *payload;          /* positional argument, "-" = stdin */
+    deferd_put_opts opts;
+};
+
+static int parse_put_opt(int opt, const char *arg, struct put_args *a)
+{
+    uint64_t v;
+    switch (opt) {
+    case 'q': a->queue = arg; return 0;
+    case 'f': a->file = arg; return 0;
+    case 'd':
+        if (units_parse_duration_ms(arg, &a->opts.delay_ms) != 0)
+            return usage_error("put ", "invalid duration '%s' (e.g. 250ms, 5s, 2m)", arg);
+        a->opts.has_delay = 1;
+        return 0;
+    case 'a':
+        if (units_parse_u64(arg, UINT64_MAX, &a->opts.at_ms) != 0)
+            return usage_error("put ", "invalid time '%s' (milliseconds since the epoch)", arg);
+        a->opts.has_at = 1;
+        return 0;
+    case 'p':
+        if (units_parse_u64(arg, UINT32_MAX, &v) != 0)
+            return usage_error("put ", "invalid priority '%s' (0..4294967295)", arg);
+        a->opts.priority = (uint32_t)v;
+        a->opts.has_priority = 1;
+        return 0;
+    default:
+        return usage_error("put ", NULL);
+    }
+}
+
+/* Returns -1 after --help, 0 when *a is complete, else an exit status. */
+static int parse_put(int argc, char **argv, struct put_args *a)
+{
+    static const struct option longopts[] = {
+        { "queue", required_argument, NULL, 'q' }, { "delay", required_argument, NULL, 'd' },
+        { "at", required_argument, NULL, 'a' }, { "priority", required_argument, NULL, 'p' },
+        { "file", required_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int opt, rc;
+    while ((opt = getopt_long(argc, argv, "q:d:a:p:f:h", longopts, NULL)) != -1) {
+        if (opt == 'h') {
+            put_usage(stdout);
+            return -1;
+        }
+        if ((rc = parse_put_opt(opt, optarg, a)) != 0)
+            return rc;
+    }
+    if (a->queue == NULL)
+        return usage_error("put ", "--queue is required");
+    if (a->opts.has_delay && a->opts.has_at)
+        return usage_error("put ", "--delay and --at are mutually exclusive");
+    if (argc - optind > 1)
+        return usage_error("put ", "only one PAYLOAD argument is allowed (quote it)");
+    a->payload = optind < argc ? argv[optind] : NULL;
+    if (a->payload && a->file)
+        return usage_error("put ", "give either PAYLOAD or --file, not both");
+    return 0;
+}
+
+static int read_all(int fd, char **out, size_t *len)
+{
+    size_t cap = 0, n = 0;
+    char *buf = NULL;
+    for (;;) {
+        if (n == cap) {
+            char *p = realloc(buf, cap = cap ? cap * 2 : 65536);
+            if (p == NULL) {
+                free(buf);
+                errno = ENOMEM;
+                return -1;
+            }
+            buf = p;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r > 0)
+            n += (size_t)r;
+        else if (r == 0)
+            break;
+        else if (errno != EINTR) {
+            int e = errno;
+            free(buf);
+            errno = e;
+            return -1;
+        }
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+static int read_path(const char *path, char **out, size_t *len)
+{
+    if (strcmp(path, "-") == 0)
+        return read_all(STDIN_FILENO, out, len);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = read_all(fd, out, len);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+/* The payload from the argument, --file, or stdin; *owned is set when it must be freed. */
+static int load_payload(const struct put_args *a, char **data, size_t *len, char **owned)
+{
+    *owned = NULL;
+    if (a->file == NULL && a->payload && strcmp(a->payload, "-") != 0) {
+        *data = (char *)a->payload;
+        *len = strlen(a->payload);
+        return 0;
+    }
+    const char *path = a->file ? a->file : "-";
+    if (read_path(path, owned, len) != 0) {
+        errmsg("cannot read %s: %s", strcmp(path, "-") ? path : "standard input",
+               strerror(errno));
+        return -1;
+    }
+    *data = *owned;
+    return 0;
+}
+
+static int cmd_put(const char *sock, int argc, char **argv)
+{
+    struct put_args a = { 0 };
+    int rc = parse_put(argc, argv, &a);
+    if (rc != 0)
+        return rc < 0 ? EXIT_OK : rc;
+    char *data, *owned;
+    size_t len;
+    if (load_payload(&a, &data, &len, &owned) != 0)
+        return EXIT_FAIL;
+    deferd_client *c = connect_or_complain(sock);
+    rc = EXIT_FAIL;
+    if (c) {
+        char id[DEFERD_ID_SIZE];
+        int err = deferd_put(c, a.queue, data, len, &a.opts, id, sizeof id);
+        rc = err == DEFERD_OK ? EXIT_OK : lib_fail(c, "put", err);
+        if (err == DEFERD_OK)
+            printf("%s\n", id);
+        deferd_close(c);
+    }
+    free(owned);
+    return rc;
+}
+
+/* ---- work ---- */
+
+struct work_args {
+    const char *queues;
+    unsigned inflight;
+    uint64_t max_jobs;            /* 0: no limit */
+    int64_t nack_delay_ms;        /* -1: nack without delay */
+    char **cmd;
+};
+
+static int parse_work_opt(int opt, const char *arg, struct work_args *a)
+{
+    uint64_t v;
+    switch (opt) {
+    case 'q': a->queues = arg; return 0;
+    case 'n':
+        if (units_parse_u64(arg, DEFERD_INFLIGHT_MAX, &v) != 0 || v == 0)
+            return usage_error("work ", "invalid --inflight '%s' (1..%d)", arg,
+                               DEFERD_INFLIGHT_MAX);
+        a->inflight = (unsigned)v;
+        return 0;
+    case 'm':
+        if (units_parse_u64(arg, UINT64_MAX, &a->max_jobs) != 0 || a->max_jobs == 0)
+            return usage_error("work ", "invalid --max-jobs '%s' (a number >= 1)", arg);
+        return 0;
+    case 'r':
+        if (units_parse_duration_ms(arg, &v) != 0 || v > INT64_MAX)
+            return usage_error("work ", "invalid duration '%s' (e.g. 250ms, 5s, 2m)", arg);
+        a->nack_delay_ms = (int64_t)v;
+        return 0;
+    default:
+        return usage_error("work ", NULL);
+    }
+}
+
+/* '+': stop at the first non-option, so CMD's own options are left alone. */
+static int parse_work(int argc, char **argv, struct work_args *a)
+{
+    static const struct option longopts[] = {
+        { "queue", required_argument, NULL, 'q' }, { "inflight", required_argument, NULL, 'n' },
+        { "max-jobs", required_argument, NULL, 'm' },
+        { "nack-delay", required_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int opt, rc;
+    while ((opt = getopt_long(argc, argv, "+q:n:m:r:h", longopts, NULL)) != -1) {
+        if (opt == 'h') {
+            work_usage(stdout);
+            return -1;
+        }
+        if ((rc = parse_work_opt(opt, optarg, a)) != 0)
+            return rc;
+    }
+    if (a->queues == NULL)
+        return usage_error("work ", "--queue is required");
+    if (optind >= argc)
+        return usage_error("work ", "missing command to run (after --)");
+    a->cmd = argv + optind;
+    return 0;
+}
+
+static void on_stop_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+/* SIGINT/SIGTERM stay blocked except while sleeping in ppoll(), so a stop request can't
+ * slip in between checking stop_signal and going to sleep. *child_mask is the original
+ * mask for the commands we run; *wait_mask the one to sleep with. */
+static void setup_signals(sigset_t *child_mask, sigset_t *wait_mask)
+{
+    struct sigaction sa = { .sa_handler = on_stop_signal };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a command that doesn't read all its stdin gives EPIPE */
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stops, child_mask);
+    *wait_mask = *child_mask;
+    sigdelset(wait_mask, SIGINT);
+    sigdelset(wait_mask, SIGTERM);
+}
+
+/* Also sees a signal that arrived while blocked (e.g. Ctrl-C during the last command). */
+static int stop_requested(void)
+{
+    sigset_t pending;
+    if (stop_signal)
+        return 1;
+    return sigpending(&pending) == 0 &&
+           (sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1);
+}
+
+enum { WAIT_JOB, WAIT_STOP, WAIT_ERROR };
+
+static int wait_job(deferd_client *c, deferd_job *job, const sigset_t *wait_mask)
+{
+    for (;;) {
+        if (stop_requested())
+            return WAIT_STOP;
+        int rc = deferd_next_job(c, job, 0);
+        if (rc == DEFERD_OK)
+            return WAIT_JOB;
+        if (rc != DEFERD_ETIMEDOUT) {
+            errmsg("%s: %s", rc == DEFERD_EIO ? "lost connection to deferd" :
+                   "waiting for jobs", deferd_last_error(c));
+            return WAIT_ERROR;
+        }
+        struct pollfd pfd = { .fd = deferd_fd(c), .events = POLLIN };
+        if (ppoll(&pfd, 1, NULL, wait_mask) < 0 && errno != EINTR) {
+            errmsg("ppoll: %s", strerror(errno));
+            return WAIT_ERROR;
+        }
+    }
+}
+
+static int set_job_env(const deferd_job *job)
+{
+    char attempt[16], due[24], prio[16];
+    snprintf(attempt, sizeof attempt, "%" PRIu32, job->attempt);
+    snprintf(due, sizeof due, "%" PRId64, job->due_ms);
+    snprintf(prio, sizeof prio, "%" PRIu32, job->priority);
+    if (setenv("DEFERD_JOB_ID", job->id, 1) != 0 || setenv("DEFERD_QUEUE", job->queue, 1) != 0 ||
+        setenv("DEFERD_ATTEMPT", attempt, 1) != 0 || setenv("DEFERD_DUE_MS", due, 1) != 0 ||
+        setenv("DEFERD_PRIORITY", prio, 1) != 0)
+        return -1;
+    return 0;
+}
+
+/* In the child: the parent learns of a failed exec through err_fd (closed by a good exec). */
+static void child_exec(char **cmd, const deferd_job *job, int in_fd, int err_fd,
+                       const sigset_t *mask)
+{
+    /* Ignored signals stay ignored across exec; the command gets normal SIGPIPE. */
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    sigprocmask(SIG_SETMASK, mask, NULL);
+    int ok = in_fd == STDIN_FILENO ? fcntl(in_fd, F_SETFD, 0) == 0
+                                   : dup2(in_fd, STDIN_FILENO) == STDIN_FILENO;
+    if (ok && set_job_env(job) == 0)
+        execvp(cmd[0], cmd);
+    int e = errno;
+    ssize_t w = write(err_fd, &e, sizeof e);
+    (void)w;
+    _exit(127);
+}
+
+/* Writes the payload; a command may exit without reading it, so EPIPE is not an error. */
+static void feed_payload(int fd, const deferd_job *job)
+{
+    size_t off = 0;
+    while (off < job->len) {
+        ssize_t n = write(fd, job->payload + off, job->len - off);
+        if (n > 0)
+            off += (size_t)n;
+        else if (n < 0 && errno != EINTR)
+            return;
+    }
+}
+
+/* 0 if exec succeeded, else the child's errno. */
+static int read_exec_error(int fd)
+{
+    int e = 0;
+    ssize_t n;
+    while ((n = read(fd, &e, sizeof e)) < 0 && errno == EINTR)
+        ;
+    return n == (ssize_t)sizeof e ? e : 0;
+}
+
+static int wait_child(pid_t pid, int *status)
+{
+    while (waitpid(pid, status, 0) < 0) {
+        if (errno != EINTR) {
+            errmsg("waitpid: %s", strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Runs the command for one job; 0 and its wait status, or -1 (reported) if it could not run. */
+static int run_command(char **cmd, const deferd_job *job, const sigset_t *child_mask,
+                       int *status)
+{
+    int in[2], ep[2];
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+        errmsg("pipe: %s", strerror(errno));
+        return -1; /* we exit right away; leaked fds don't matter */
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        errmsg("fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0)
+        child_exec(cmd, job, in[0], ep[1], child_mask);
+    close(in[0]);
+    close(ep[1]);
+    int exec_err = read_exec_error(ep[0]);
+    close(ep[0]);
+    if (exec_err == 0)
+        feed_payload(in[1], job);
+    close(in[1]);
+    if (wait_child(pid, status) != 0)
+        return -1;
+    if (exec_err != 0) {
+        errmsg("cannot run '%s': %s", cmd[0], strerror(exec_err));
+        return -1;
+    }
+    return 0;
+}
+
+static void report_job(const deferd_job *job, int acked, int status)
+{
+    const char *what = WIFSIGNALED(status) ? "signal" : "exit";
+    int code = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
+    fprintf(stderr, "deferctl: %s attempt %" PRIu32 " -> %s (%s %d)\n", job->id, job->attempt,
+            acked ? "ack" : "nack", what, code);
+}
+
+/* On any failure we exit: closing the connection makes deferd release the held jobs. */
+static int handle_job(deferd_client *c, const struct work_args *a, const deferd_job *job,
+                      const sigset_t *child_mask)
+{
+    int status;
+    if (run_command(a->cmd, job, child_mask, &status) != 0)
+        return EXIT_FAIL;
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    int rc = ok ? deferd_ack(c, job->id) : deferd_nack(c, job->id, a->nack_delay_ms);
+    if (rc != DEFERD_OK) {
+        errmsg("%s of %s failed: %s", ok ? "ack" : "nack", job->id, deferd_last_error(c));
+        return EXIT_FAIL;
+    }
+    report_job(job, ok, status);
+    return EXIT_OK;
+}
+
+static int work_loop(deferd_client *c, const struct work_args *a)
+{
+    sigset_t child_mask, wait_mask;
+    setup_signals(&child_mask, &wait_mask);
+    for (uint64_t done = 0; a->max_jobs == 0 || done < a->max_jobs; done++) {
+        deferd_job job;
+        int w = wait_job(c, &job, &wait_mask);
+        if (w == WAIT_STOP) {
+            errmsg("stopping on signal");
+            return EXIT_OK;
+        }
+        if (w == WAIT_ERROR)
+            return EXIT_FAIL;
+        int rc = handle_job(c, a, &job, &child_mask);
+        deferd_job_clear(&job);
+        if (rc != EXIT_OK)
+            return rc;
+    }
+    return EXIT_OK;
+}
+
+static int cmd_work(const char *sock, int argc, char **argv)
+{
+    struct work_args a = { .inflight = 1, .nack_delay_ms = -1 };
+    int rc = parse_work(argc, argv, &a);
+    if (rc != 0)
+        return rc < 0 ? EXIT_OK : rc;
+    deferd_client *c = connect_or_complain(sock);
+    if (c == NULL)
+        return EXIT_FAIL;
+    rc = deferd_subscribe(c, a.queues, a.inflight);
+    rc = rc == DEFERD_OK ? work_loop(c, &a) : lib_fail(c, "subscribe", rc);
+    deferd_close(c);
+    return rc;
+}
+
+/* ---- ping ---- */
+
+static int cmd_ping(const char *sock, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+    };
+    int opt;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (opt != 'h')
+            return usage_error("ping ", NULL);
+        ping_usage(stdout);
+        return EXIT_OK;
+    }
+    if (optind < argc)
+        return usage_error("ping ", "unexpected argument '%s'", argv[optind]);
+    deferd_client *c = connect_or_complain(sock);
+    if (c == NULL)
+        return EXIT_FAIL;
+    int rc = deferd_ping(c);
+    rc = rc == DEFERD_OK ? (puts("PONG"), EXIT_OK) : lib_fail(c, "ping", rc);
+    deferd_close(c);
+    return rc;
+}
+
+/* ---- main ---- */
+
+struct command {
+    const char *name;
+    int (*run)(const char *sock, int argc, char **argv);
+    void (*usage)(FILE *f);
+    const char *prog; /* argv[0] for getopt's messages */
+};
+
+static const struct command commands[] = {
+    { "put", cmd_put, put_usage, "deferctl put" },
+    { "work", cmd_work, work_usage, "deferctl work" },
+    { "ping", cmd_ping, ping_usage, "deferctl ping" },
+    { NULL, NULL, NULL, NULL },
+};
+
+static const struct command *find_command(const char *name)
+{
+    for (const struct command *cmd = commands; cmd->name; cmd++)
+        if (strcmp(cmd->name, name) == 0)
+            return cmd;
+    return NULL;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    const struct command *cmd = argc > 1 ? find_command(argv[1]) : NULL;
+    if (argc > 1 && cmd == NULL)
+        return usage_error("", "unknown command '%s'", argv[1]);
+    if (cmd)
+        cmd->usage(stdout);
+    else
+        main_usage(stdout);
+    return EXIT_OK;
+}
+
+/* Returns the index of the command word, -1 after --help, or -2 on a usage error. */
+static int parse_global(int argc, char **argv, const char **sock)
+{
+    static const struct option longopts[] = {
+        { "socket", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int opt;
+    while ((opt = getopt_long(argc, argv, "+s:h", longopts, NULL)) != -1) {
+        if (opt == 's') {
+            *sock = optarg;
+        } else if (opt == 'h') {
+            main_usage(stdout);
+            return -1;
+        } else {
+            return -2;
+        }
+    }
+    return optind;
+}
+
+int main(int argc, char **argv)
+{
+    const char *env = getenv("DEFERD_SOCKET");
+    const char *sock = env && *env ? env : DEFERD_DEFAULT_SOCKET;
+    int first = parse_global(argc, argv, &sock);
+    if (first == -1)
+        return EXIT_OK;
+    if (first == -2)
+        return usage_error("", NULL);
+    if (first >= argc)
+        return usage_error("", "missing command");
+    if (strcmp(argv[first], "help") == 0)
+        return cmd_help(argc - first, argv + first);
+    const struct command *cmd = find_command(argv[first]);
+    if (cmd == NULL)
+        return usage_error("", "unknown command '%s'", argv[first]);
+    argv[first] = (char *)cmd->prog;
+    optind = 0; /* glibc: start a fresh scan of the subcommand's arguments */
+    return cmd->run(sock, argc - first, argv + first);
+}

@@ -1,0 +1,755 @@
+#include "dispatcher.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "log.h"
+#include "mirror.h"
+#include "protocol.h"
+#include "server.h"
+#include "units.h"
+#include "zkstore.h"
+
+#define RETRY_MS 1000 /* after a ZooKeeper error, try a job again this much later */
+
+struct dispatcher {
+    struct deferd *d;
+    struct dqueue *queues;
+    size_t nqueues;
+    struct job *jobs;           /* by znode path */
+    struct event *timer;
+    int64_t armed_wall;         /* when the timer fires; INT64_MAX when idle */
+    uint64_t seq;
+    uint64_t uid_prefix, uid_counter;
+    char ident[128];            /* lock data: which daemon holds it */
+};
+
+static void dispatch(struct dispatcher *ds, struct dqueue *q);
+
+/* ---- heaps ---- */
+
+/* Keyed by the due time itself: jobs due at the same millisecond leave the delay heap in
+ * the same timer turn, so that priority alone orders them. */
+static int delayed_less(const void *a, const void *b)
+{
+    const struct job *x = a, *y = b;
+    return x->wake_ms < y->wake_ms || (x->wake_ms == y->wake_ms && x->seq < y->seq);
+}
+
+/* Among due jobs: more urgent priority, then earlier due time, then first seen. */
+static int ready_less(const void *a, const void *b)
+{
+    const struct job *x = a, *y = b;
+    if (x->jn.priority != y->jn.priority)
+        return x->jn.priority < y->jn.priority;
+    if (x->jn.due_ms != y->jn.due_ms)
+        return x->jn.due_ms < y->jn.due_ms;
+    return x->seq < y->seq;
+}
+
+static void job_setpos(void *item, size_t pos) { ((struct job *)item)->heap_pos = pos; }
+
+static void unheap(struct job *job)
+{
+    if (job->heap_pos == HEAP_NONE)
+        return;
+    if (job->state == JS_DELAYED)
+        heap_remove(&job->q->delayed, job->heap_pos);
+    else if (job->state == JS_READY)
+        heap_remove(&job->q->ready, job->heap_pos);
+}
+
+static void push_ready(struct job *job)
+{
+    unheap(job);
+    job->state = JS_READY;
+    if (heap_push(&job->q->ready, job) != 0)
+        log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
+}
+
+static void make_ready(struct dispatcher *ds, struct job *job)
+{
+    push_ready(job);
+    dispatch(ds, job->q);
+}
+
+/* Due jobs go to the ready heap (the caller dispatches); others wait in the delay heap.
+ * Returns 1 when the job is ready. */
+static int place(struct dispatcher *ds, struct job *job, int64_t due_wall)
+{
+    int64_t wall = units_wall_ms();
+    if (due_wall <= wall) {
+        push_ready(job);
+        return 1;
+    }
+    unheap(job);
+    job->state = JS_DELAYED;
+    job->wake_ms = due_wall;
+    if (heap_push(&job->q->delayed, job) != 0)
+        log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
+    if (due_wall < ds->armed_wall)
+        dispatcher_rearm(ds);
+    return 0;
+}
+
+static void schedule(struct dispatcher *ds, struct job *job, int64_t due_wall)
+{
+    if (place(ds, job, due_wall))
+        dispatch(ds, job->q);
+}
+
+static void free_job(struct dispatcher *ds, struct job *job)
+{
+    unheap(job);
+    if (job->owner)
+        consumer_release(job->owner, job);
+    mirror_job_freed(job);
+    HASH_DEL(ds->jobs, job);
+    free(job->path);
+    free(job->payload);
+    free(job);
+}
+
+/* ---- the timer: one libevent timer for the earliest deadline of all queues ---- */
+
+/* The libevent timer runs on CLOCK_MONOTONIC; it is armed for "earliest due time minus
+ * the wall clock now" and, when it fires, jobs are compared with the wall clock again, so
+ * a clock step can delay a job but never release it early. */
+void dispatcher_rearm(struct dispatcher *ds)
+{
+    int64_t next = INT64_MAX;
+    for (size_t i = 0; i < ds->nqueues; i++) {
+        struct job *top = heap_peek(&ds->queues[i].delayed);
+        if (top && top->wake_ms < next)
+            next = top->wake_ms;
+    }
+    int64_t bucket = mirror_next(ds->d->mirror);
+    if (bucket < next)
+        next = bucket;
+    ds->armed_wall = next;
+    if (next == INT64_MAX) {
+        evtimer_del(ds->timer);
+        return;
+    }
+    int64_t now = units_wall_ms();
+    int64_t wait = next > now ? next - now : 0;
+    struct timeval tv = {.tv_sec = wait / 1000, .tv_usec = (wait % 1000) * 1000};
+    evtimer_add(ds->timer, &tv);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct dispatcher *ds = arg;
+    int64_t wall = units_wall_ms();
+    mirror_tick(ds->d->mirror, wall);
+    for (size_t i = 0; i < ds->nqueues; i++) {
+        struct dqueue *q = &ds->queues[i];
+        struct job *job;
+        /* All due jobs enter the ready heap before any is dispatched, so that among
+         * jobs due together priority decides. */
+        while ((job = heap_peek(&q->delayed)) && job->wake_ms <= wall) {
+            heap_pop(&q->delayed);
+            push_ready(job);
+        }
+        dispatch(ds, q);
+    }
+    dispatcher_rearm(ds);
+}
+
+/* ---- ids ---- */
+
+static void new_uid(struct dispatcher *ds, char *uid)
+{
+    snprintf(uid, LAYOUT_UID_MAX + 1, "%08llx%08llx", (unsigned long long)ds->uid_prefix,
+             (unsigned long long)(ds->uid_counter++ & 0xffffffffULL));
+}
+
+static const char *root(struct dispatcher *ds) { return ds->d->cfg->zk_root; }
+
+static struct job *find_by_id(struct dispatcher *ds, const char *id)
+{
+    char queue[QUEUE_NAME_MAX + 1], path[LAYOUT_PATH_MAX];
+    struct job_name jn;
+    struct job *job = NULL;
+    if (layout_parse_id(id, queue, sizeof queue, &jn) == 0 &&
+        layout_job_path(path, sizeof path, root(ds), queue, &jn) == 0)
+        HASH_FIND_STR(ds->jobs, path, job);
+    return job;
+}
+
+static void lock_path(const struct job *job, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/" LAYOUT_LOCK, job->path);
+}
+
+/* Every ZooKeeper call made for a job holds it; a job that vanished meanwhile is freed
+ * by the last completion. Returns 1 when the job is gone and the caller must stop. */
+static int job_settled_gone(struct dispatcher *ds, struct job *job)
+{
+    if (job->gone && !job->owner && job->state != JS_INFLIGHT) {
+        struct dqueue *q = job->q;
+        free_job(ds, job);
+        dispatch(ds, q);
+        return 1;
+    }
+    return 0;
+}
+
+static void retry_later(struct dispatcher *ds, struct job *job, const char *what, int rc)
+{
+    log_warn("queue %s: job %s: %s failed: %s; retrying in %d ms", job->q->cfg->name, job->id,
+             what, zerror(rc), RETRY_MS);
+    if (job->owner)
+        consumer_release(job->owner, job);
+    if (job_settled_gone(ds, job))
+        return;
+    schedule(ds, job, units_wall_ms() + RETRY_MS);
+}
+
+/* ---- locking and delivery ---- */
+
+static void release_lock(struct dispatcher *ds, struct job *job);
+static void on_lock_checked(const struct zk_result *res, void *ctx);
+
+static void watch_lock(struct dispatcher *ds, struct job *job)
+{
+    char lock[LAYOUT_PATH_MAX + 8];
+    lock_path(job, lock, sizeof lock);
+    job->state = JS_CHECKING;
+    int rc = zkstore_exists(ds->d->zs, lock, 1, on_lock_checked, job);
+    if (rc != ZOK)
+        retry_later(ds, job, "watching the lock", rc);
+}
+
+static void on_fetched(const struct zk_result *res, void *ctx)
+{
+    struct job *job = ctx;
+    struct dispatcher *ds = job->q->ds;
+    if (res->rc != ZOK) {
+        log_warn("queue %s: job %s: reading its data failed: %s", job->q->cfg->name, job->id,
+                 zerror(res->rc));
+        release_lock(ds, job);
+        return;
+    }
+    /* Each delivery creates and deletes one lock child, so the job's cversion counts
+     * attempts durably at no extra write: ours made it odd. */
+    job->attempt = job->jn.prior_attempts + (uint32_t)((res->stat.cversion + 1) / 2);
+    free(job->payload);
+    job->len = (size_t)res->datalen;
+    job->payload = malloc(job->len ? job->len : 1);
+    if (!job->owner || !job->payload) {
+        release_lock(ds, job);
+        return;
+    }
+    memcpy(job->payload, res->data, job->len);
+    job->state = JS_INFLIGHT;
+    if (server_push_job(job->owner->conn, job) != 0)
+        log_error("queue %s: job %s: cannot queue the push", job->q->cfg->name, job->id);
+    log_debug("queue %s: job %s attempt %u delivered", job->q->cfg->name, job->id, job->attempt);
+}
+
+static void on_locked(const struct zk_result *res, void *ctx)
+{
+    struct job *job = ctx;
+    struct dispatcher *ds = job->q->ds;
+    if (res->rc == ZOK) {
+        job->gone = 0; /* the check inside the transaction just proved it exists */
+        int rc = zkstore_get(ds->d->zs, job->path, on_fetched, job);
+        if (rc != ZOK)
+            release_lock(ds, job);
+        return;
+    }
+    struct dqueue *q = job->q;
+    if (job->owner)
+        consumer_release(job->owner, job);
+    if (res->rc == ZNONODE) {          /* acked or cancelled elsewhere */
+        free_job(ds, job);
+    } else if (res->rc == ZNODEEXISTS) { /* another daemon holds it */
+        if (!job_settled_gone(ds, job))
+            watch_lock(ds, job);
+    } else {
+        retry_later(ds, job, "taking the lock", res->rc);
+        return;
+    }
+    dispatch(ds, q);
+}
+
+static void lock_job(struct dispatcher *ds, struct job *job, struct consumer *c)
+{
+    char lock[LAYOUT_PATH_MAX + 8];
+    lock_path(job, lock, sizeof lock);
+    const struct zk_txn_op ops[] = {
+        {.kind = ZT_CHECK, .path = job->path, .version = -1},
+        {.kind = ZT_CREATE, .path = lock, .data = ds->ident,
+         .len = strlen(ds->ident), .ephemeral = 1},
+    };
+    job->state = JS_LOCKING;
+    consumer_hold(c, job);
+    int rc = zkstore_multi(ds->d->zs, ops, 2, on_locked, job);
+    if (rc != ZOK)
+        retry_later(ds, job, "sending the lock transaction", rc);
+}
+
+static void dispatch(struct dispatcher *ds, struct dqueue *q)
+{
+    struct job *job;
+    while ((job = heap_peek(&q->ready)) && zkstore_connected(ds->d->zs)) {
+        struct consumer *c = consumer_pick(&q->ring);
+        if (!c)
+            return;
+        heap_pop(&q->ready);
+        lock_job(ds, job, c);
+    }
+}
+
+static void on_released(const struct zk_result *res, void *ctx)
+{
+    struct job *job = ctx;
+    struct dispatcher *ds = job->q->ds;
+    if (res->rc != ZOK && res->rc != ZNONODE) {
+        retry_later(ds, job, "releasing the lock", res->rc);
+        return;
+    }
+    if (!job_settled_gone(ds, job))
+        make_ready(ds, job);
+}
+
+/* Gives up our lock so that the job is delivered again (attempt + 1). */
+static void release_lock(struct dispatcher *ds, struct job *job)
+{
+    char lock[LAYOUT_PATH_MAX + 8];
+    lock_path(job, lock, sizeof lock);
+    if (job->owner)
+        consumer_release(job->owner, job);
+    job->state = JS_SETTLING;
+    int rc = zkstore_delete(ds->d->zs, lock, -1, on_released, job);
+    if (rc != ZOK)
+        retry_later(ds, job, "releasing the lock", rc);
+}
+
+static void on_lock_checked(const struct zk_result *res, void *ctx)
+{
+    struct job *job = ctx;
+    struct dispatcher *ds = job->q->ds;
+    job->state = JS_HELD;
+    if (job_settled_gone(ds, job))
+        return;
+    if (res->rc == ZNONODE) {
+        make_ready(ds, job);
+    } else if (res->rc != ZOK) {
+        retry_later(ds, job, "watching the lock", res->rc);
+    } else if (res->stat.ephemeralOwner == ds->d->session_id) {
+        release_lock(ds, job); /* ours from a delivery whose release failed: free it */
+    }
+    /* else: wait for the watch (dispatcher_lock_event) */
+}
+
+void dispatcher_lock_event(struct dispatcher *ds, const char *lock)
+{
+    char path[LAYOUT_PATH_MAX + 8];
+    size_t n = strlen(lock), suffix = strlen("/" LAYOUT_LOCK);
+    if (n <= suffix || n >= sizeof path || strcmp(lock + n - suffix, "/" LAYOUT_LOCK) != 0)
+        return;
+    memcpy(path, lock, n - suffix);
+    path[n - suffix] = '\0';
+    struct job *job;
+    HASH_FIND_STR(ds->jobs, path, job);
+    if (job && job->state == JS_HELD)
+        make_ready(ds, job);
+}
+
+/* ---- ack and nack: one transaction each ---- */
+
+struct settle {
+    struct job *job;
+    struct reply *r;
+    int has_delay;
+    char next_path[LAYOUT_PATH_MAX];
+    char next_id[LAYOUT_ID_MAX + 1];
+    int made_parents;
+};
+
+static struct job *held_job(struct dispatcher *ds, struct consumer *c, const char *id,
+                            struct reply *r)
+{
+    struct job *job = find_by_id(ds, id);
+    if (!job || job->owner != c || job->state != JS_INFLIGHT) {
+        reply_err(r, PE_NOT_FOUND, "job %s is not held by this connection", id);
+        return NULL;
+    }
+    return job;
+}
+
+/* The lock vanished under us (session trouble): someone else may hold the job now. */
+static void lease_lost(struct dispatcher *ds, struct settle *st)
+{
+    struct job *job = st->job;
+    reply_err(st->r, PE_NOT_FOUND, "job %s: lock lost, the job will be delivered again", job->id);
+    if (job->owner)
+        consumer_release(job->owner, job);
+    if (!job_settled_gone(ds, job))
+        make_ready(ds, job);
+}
+
+static void settle_failed(struct settle *st, int rc, const char *what)
+{
+    struct job *job = st->job;
+    log_warn("queue %s: job %s: %s failed: %s", job->q->cfg->name, job->id, what, zerror(rc));
+    reply_err(st->r, PE_UNAVAILABLE, "%s failed in ZooKeeper: %s", what, zerror(rc));
+    job->state = JS_INFLIGHT; /* still ours: the consumer may try again */
+    if (!job->owner)
+        release_lock(job->q->ds, job);
+}
+
+static void on_acked(const struct zk_result *res, void *ctx)
+{
+    struct settle *st = ctx;
+    struct job *job = st->job;
+    struct dispatcher *ds = job->q->ds;
+    struct dqueue *q = job->q;
+    if (res->rc == ZOK) {
+        reply_ok(st->r, NULL);
+        free_job(ds, job);
+        dispatch(ds, q);
+    } else if (res->rc == ZNONODE || res->rc == ZBADVERSION) {
+        lease_lost(ds, st);
+    } else {
+        settle_failed(st, res->rc, "ack");
+    }
+    free(st);
+}
+
+static struct settle *settle_new(struct job *job, struct reply *r)
+{
+    struct settle *st = calloc(1, sizeof *st);
+    if (!st) {
+        reply_err(r, PE_INTERNAL, "out of memory");
+        return NULL;
+    }
+    st->job = job;
+    st->r = r;
+    job->state = JS_SETTLING;
+    return st;
+}
+
+void dispatcher_ack(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r)
+{
+    struct job *job = held_job(ds, c, id, r);
+    struct settle *st = job ? settle_new(job, r) : NULL;
+    if (!st)
+        return;
+    char lock[LAYOUT_PATH_MAX + 8];
+    lock_path(job, lock, sizeof lock);
+    const struct zk_txn_op ops[] = {
+        {.kind = ZT_DELETE, .path = lock, .version = -1},
+        {.kind = ZT_DELETE, .path = job->path, .version = -1},
+    };
+    int rc = zkstore_multi(ds->d->zs, ops, 2, on_acked, st);
+    if (rc != ZOK) {
+        settle_failed(st, rc, "ack");
+        free(st);
+    }
+}
+
+static void on_nacked(const struct zk_result *res, void *ctx);
+
+static int send_move(struct dispatcher *ds, struct settle *st)
+{
+    struct job *job = st->job;
+    char lock[LAYOUT_PATH_MAX + 8];
+    lock_path(job, lock, sizeof lock);
+    const struct zk_txn_op ops[] = {
+        {.kind = ZT_DELETE, .path = lock, .version = -1},
+        {.kind = ZT_DELETE, .path = job->path, .version = -1},
+        {.kind = ZT_CREATE, .path = st->next_path, .data = job->payload, .len = job->len},
+    };
+    return zkstore_multi(ds->d->zs, ops, st->has_delay ? 3 : 1, on_nacked, st);
+}
+
+static void on_nacked(const struct zk_result *res, void *ctx)
+{
+    struct settle *st = ctx;
+    struct job *job = st->job;
+    struct dispatcher *ds = job->q->ds;
+    if (res->rc == ZNONODE && st->has_delay && res->op_err[2] == ZNONODE && !st->made_parents) {
+        st->made_parents = 1; /* the new due time's bucket does not exist yet */
+        int rc = zkstore_create_parents(ds->d->zs, st->next_path, NULL, NULL);
+        if (rc == ZOK && (rc = send_move(ds, st)) == ZOK)
+            return;
+        settle_failed(st, rc, "nack");
+    } else if (res->rc == ZOK) {
+        reply_ok(st->r, st->has_delay ? st->next_id : NULL);
+        if (job->owner)
+            consumer_release(job->owner, job);
+        if (st->has_delay || job->gone) { /* moved: the mirror will see the new node */
+            struct dqueue *q = job->q;
+            free_job(ds, job);
+            dispatch(ds, q);
+        } else {
+            make_ready(ds, job);
+        }
+    } else if (res->rc == ZNONODE || res->rc == ZBADVERSION) {
+        lease_lost(ds, st);
+    } else {
+        settle_failed(st, res->rc, "nack");
+    }
+    free(st);
+}
+
+void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, int has_delay,
+                     uint64_t delay_ms, struct reply *r)
+{
+    struct job *job = held_job(ds, c, id, r);
+    struct settle *st = job ? settle_new(job, r) : NULL;
+    if (!st)
+        return;
+    st->has_delay = has_delay;
+    if (has_delay) {
+        struct job_name next = job->jn;
+        next.due_ms = (uint64_t)units_wall_ms() + delay_ms;
+        next.prior_attempts = job->attempt;
+        new_uid(ds, next.uid);
+        char name[LAYOUT_NAME_MAX + 1];
+        if (next.due_ms > LAYOUT_DUE_MAX ||
+            layout_job_path(st->next_path, sizeof st->next_path, root(ds), job->q->cfg->name,
+                            &next) != 0 ||
+            layout_format_name(&next, name, sizeof name) != 0 ||
+            layout_format_id(st->next_id, sizeof st->next_id, job->q->cfg->name, name) != 0) {
+            reply_err(r, PE_BAD_REQUEST, "delay %llu ms is out of range",
+                      (unsigned long long)delay_ms);
+            job->state = JS_INFLIGHT;
+            free(st);
+            return;
+        }
+    }
+    int rc = send_move(ds, st);
+    if (rc != ZOK) {
+        settle_failed(st, rc, "nack");
+        free(st);
+    }
+}
+
+/* ---- put ---- */
+
+struct put {
+    struct dispatcher *ds;
+    struct dqueue *q;
+    struct reply *r;
+    struct job_name jn;
+    unsigned char *payload;
+    size_t len;
+    char path[LAYOUT_PATH_MAX];
+    int made_parents, tries;
+};
+
+static void on_put(const struct zk_result *res, void *ctx);
+
+static int send_put(struct put *p)
+{
+    new_uid(p->ds, p->jn.uid);
+    if (layout_job_path(p->path, sizeof p->path, root(p->ds), p->q->cfg->name, &p->jn) != 0)
+        return ZBADARGUMENTS;
+    p->tries++;
+    return zkstore_create(p->ds->d->zs, p->path, p->payload, p->len, 0, on_put, p);
+}
+
+static void put_done(struct put *p, int rc)
+{
+    char name[LAYOUT_NAME_MAX + 1], id[LAYOUT_ID_MAX + 1];
+    if (rc == ZOK && layout_format_name(&p->jn, name, sizeof name) == 0 &&
+        layout_format_id(id, sizeof id, p->q->cfg->name, name) == 0) {
+        reply_ok(p->r, id);
+    } else {
+        log_warn("queue %s: put to %s failed: %s", p->q->cfg->name, p->path, zerror(rc));
+        reply_err(p->r, PE_UNAVAILABLE, "ZooKeeper did not store the job: %s", zerror(rc));
+    }
+    free(p->payload);
+    free(p);
+}
+
+static void on_put(const struct zk_result *res, void *ctx)
+{
+    struct put *p = ctx;
+    int rc = res->rc;
+    if (rc == ZNONODE && !p->made_parents) {
+        /* First job in this bucket: create the bucket path, then the job again. */
+        p->made_parents = 1;
+        rc = zkstore_create_parents(p->ds->d->zs, p->path, NULL, NULL);
+        if (rc == ZOK && (rc = zkstore_create(p->ds->d->zs, p->path, p->payload, p->len, 0,
+                                              on_put, p)) == ZOK)
+            return;
+    } else if (rc == ZNODEEXISTS && p->tries < 3) {
+        if ((rc = send_put(p)) == ZOK)
+            return;
+    }
+    put_done(p, rc);
+}
+
+void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct reply *r)
+{
+    struct dqueue *q = dispatcher_queue(ds, req->queue);
+    struct put *p = NULL;
+    if (!q) {
+        reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->queue);
+    } else if (!zkstore_connected(ds->d->zs)) {
+        reply_err(r, PE_UNAVAILABLE, "not connected to ZooKeeper");
+    } else if (!(p = calloc(1, sizeof *p))) {
+        reply_err(r, PE_INTERNAL, "out of memory");
+    } else {
+        uint64_t due = req->has_at ? req->at_ms : (uint64_t)units_wall_ms() + req->delay_ms;
+        if (due > LAYOUT_DUE_MAX) {
+            reply_err(r, PE_BAD_REQUEST, "due time %llu is too far", (unsigned long long)due);
+            free(p);
+            p = NULL;
+        } else {
+            *p = (struct put){.ds = ds, .q = q, .r = r, .payload = req->payload, .len = req->len};
+            p->jn.due_ms = due;
+            p->jn.priority = req->has_prio ? req->prio : q->cfg->priority;
+            req->payload = NULL;
+            int rc = send_put(p);
+            if (rc != ZOK)
+                put_done(p, rc);
+            return;
+        }
+    }
+    free(req->payload);
+    req->payload = NULL;
+}
+
+/* ---- the mirror's reports ---- */
+
+struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
+                                const char *name, const struct job_name *jn)
+{
+    struct job *job;
+    HASH_FIND_STR(ds->jobs, path, job);
+    if (job)
+        return job;
+    job = calloc(1, sizeof *job);
+    if (!job || !(job->path = strdup(path)) ||
+        layout_format_id(job->id, sizeof job->id, q->cfg->name, name) != 0) {
+        if (job)
+            free(job->path);
+        free(job);
+        return NULL;
+    }
+    job->q = q;
+    job->jn = *jn;
+    job->heap_pos = HEAP_NONE;
+    job->seq = ++ds->seq;
+    job->state = JS_HELD; /* not in a heap yet */
+    HASH_ADD_KEYPTR(hh, ds->jobs, job->path, strlen(job->path), job);
+    place(ds, job, (int64_t)jn->due_ms); /* the mirror kicks once per listing */
+    return job;
+}
+
+void dispatcher_job_vanished(struct dispatcher *ds, struct job *job)
+{
+    switch (job->state) {
+    case JS_LOCKING:
+    case JS_SETTLING:
+    case JS_CHECKING:
+    case JS_INFLIGHT:
+        job->gone = 1; /* its pending call or its holder decides */
+        break;
+    default:
+        free_job(ds, job);
+    }
+}
+
+/* ---- consumers ---- */
+
+void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c)
+{
+    while (c->held) {
+        struct job *job = c->held;
+        consumer_release(c, job);
+        if (job->state == JS_INFLIGHT)
+            release_lock(ds, job); /* delivered again, attempt + 1 */
+        /* LOCKING and SETTLING jobs finish their call and see they have no owner */
+    }
+}
+
+int dispatcher_subscribe(struct dispatcher *ds, struct consumer *c, struct dqueue *q)
+{
+    if (consumer_subscribe(c, &q->ring, q) != 0 || mirror_start(ds->d->mirror, q) != 0)
+        return -1;
+    dispatch(ds, q);
+    return 0;
+}
+
+void dispatcher_kick(struct dispatcher *ds, struct dqueue *q) { dispatch(ds, q); }
+
+void dispatcher_session_up(struct dispatcher *ds)
+{
+    for (size_t i = 0; i < ds->nqueues; i++)
+        dispatch(ds, &ds->queues[i]);
+}
+
+struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name)
+{
+    for (size_t i = 0; i < ds->nqueues; i++)
+        if (strcmp(ds->queues[i].cfg->name, name) == 0)
+            return &ds->queues[i];
+    return NULL;
+}
+
+struct consumer_ring *dispatcher_ring(struct dqueue *q) { return &q->ring; }
+
+struct dispatcher *dispatcher_new(struct deferd *d)
+{
+    struct dispatcher *ds = calloc(1, sizeof *ds);
+    if (!ds)
+        return NULL;
+    ds->d = d;
+    ds->armed_wall = INT64_MAX;
+    ds->nqueues = d->cfg->nqueues;
+    ds->queues = calloc(ds->nqueues, sizeof *ds->queues);
+    ds->timer = evtimer_new(d->base, on_timer, ds);
+    uint32_t rnd = 0;
+    if (!ds->queues || !ds->timer || getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) {
+        dispatcher_free(ds);
+        return NULL;
+    }
+    ds->uid_prefix = rnd;
+    char host[64] = "?";
+    gethostname(host, sizeof host - 1);
+    snprintf(ds->ident, sizeof ds->ident, "%s:%d", host, (int)getpid());
+    for (size_t i = 0; i < ds->nqueues; i++) {
+        struct dqueue *q = &ds->queues[i];
+        q->ds = ds;
+        q->cfg = &d->cfg->queues[i];
+        heap_init(&q->delayed, delayed_less, job_setpos);
+        heap_init(&q->ready, ready_less, job_setpos);
+    }
+    return ds;
+}
+
+void dispatcher_free(struct dispatcher *ds)
+{
+    if (!ds)
+        return;
+    struct job *job, *tmp;
+    HASH_ITER(hh, ds->jobs, job, tmp) {
+        HASH_DEL(ds->jobs, job);
+        free(job->path);
+        free(job->payload);
+        free(job);
+    }
+    for (size_t i = 0; i < ds->nqueues; i++) {
+        heap_free(&ds->queues[i].delayed);
+        heap_free(&ds->queues[i].ready);
+    }
+    if (ds->timer)
+        event_free(ds->timer);
+    free(ds->queues);
+    free(ds);
+}

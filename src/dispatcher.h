@@ -1,0 +1,84 @@
+/* The dispatcher: jobs mirrored from ZooKeeper, their delay and ready heaps, the one timer,
+ * locks, and the put/ack/nack transactions. */
+#ifndef DEFERD_DISPATCHER_H
+#define DEFERD_DISPATCHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uthash.h>
+
+#include "consumers.h"
+#include "heap.h"
+#include "layout.h"
+
+struct deferd;
+struct dir;
+struct reply;
+struct proto_request;
+struct queue_config;
+
+enum job_state {
+    JS_DELAYED,   /* in the delay heap */
+    JS_READY,     /* in the ready heap */
+    JS_LOCKING,   /* lock transaction and data read in flight */
+    JS_INFLIGHT,  /* pushed to its owner, lock held */
+    JS_SETTLING,  /* ack/nack/release in flight */
+    JS_CHECKING,  /* locked by someone else; exists+watch on the lock in flight */
+    JS_HELD,      /* locked by someone else; waiting for the lock watch */
+};
+
+struct job {
+    UT_hash_handle hh;          /* dispatcher->jobs, key: path */
+    char *path;
+    char id[LAYOUT_ID_MAX + 1];
+    struct dqueue *q;
+    struct job_name jn;
+    enum job_state state;
+    int gone;                   /* vanished from ZooKeeper while busy */
+    int lock_rc;                /* result of the lock transaction */
+    size_t heap_pos;
+    int64_t wake_ms;            /* delay heap key: due time, or a retry time */
+    uint64_t seq;               /* creation order, last tie-break */
+    struct dir *leaf;           /* bucket it was listed in (mirror) */
+    struct job *leaf_next, *leaf_prev;
+    unsigned gen;               /* last listing that showed it */
+    struct consumer *owner;
+    struct job *owner_next, *owner_prev;
+    unsigned char *payload;
+    size_t len;
+    uint32_t attempt;
+};
+
+struct dqueue {
+    struct dispatcher *ds;
+    const struct queue_config *cfg;
+    struct heap delayed, ready;
+    struct consumer_ring ring;
+    struct dir *root;           /* mirror of jobs/, NULL until a consumer subscribes */
+};
+
+struct dispatcher;
+
+struct dispatcher *dispatcher_new(struct deferd *d);
+void dispatcher_free(struct dispatcher *ds);
+struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name);
+struct consumer_ring *dispatcher_ring(struct dqueue *q);
+
+/* From the server (socket side). The reply is always completed, now or later. */
+void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct reply *r);
+int dispatcher_subscribe(struct dispatcher *ds, struct consumer *c, struct dqueue *q);
+void dispatcher_ack(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r);
+void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, int has_delay,
+                     uint64_t delay_ms, struct reply *r);
+void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c);
+
+/* From the mirror (ZooKeeper side). */
+struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
+                                const char *name, const struct job_name *jn);
+void dispatcher_kick(struct dispatcher *ds, struct dqueue *q); /* after a listing */
+void dispatcher_job_vanished(struct dispatcher *ds, struct job *job);
+void dispatcher_lock_event(struct dispatcher *ds, const char *lock_path);
+void dispatcher_rearm(struct dispatcher *ds);
+void dispatcher_session_up(struct dispatcher *ds);
+
+#endif

@@ -1,0 +1,143 @@
+#include "layout.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "units.h"
+
+const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1] = {0, 10000000, 100000, 100};
+
+/* Canonical decimal: digits only, no leading zero unless the number is 0. */
+static int parse_canonical(const char *s, size_t n, uint64_t max, uint64_t *out)
+{
+    char tmp[24];
+    if (n == 0 || n >= sizeof tmp || (n > 1 && s[0] == '0'))
+        return -1;
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    return units_parse_u64(tmp, max, out);
+}
+
+int layout_valid_uid(const char *uid)
+{
+    size_t n = strlen(uid);
+    return n >= 1 && n <= LAYOUT_UID_MAX &&
+           strspn(uid, "0123456789abcdefghijklmnopqrstuvwxyz") == n;
+}
+
+int layout_parse_name(const char *name, struct job_name *out)
+{
+    const char *f[4];
+    size_t len[4], nf = 0;
+    const char *p = name;
+    if (strlen(name) > LAYOUT_NAME_MAX)
+        return -1;
+    for (;;) {
+        const char *dash = strchr(p, '-');
+        if (nf == 4)
+            return -1;
+        f[nf] = p;
+        len[nf++] = dash ? (size_t)(dash - p) : strlen(p);
+        if (!dash)
+            break;
+        p = dash + 1;
+    }
+    if (nf < 3)
+        return -1;
+    uint64_t due, prio, prior = 0;
+    if (parse_canonical(f[0], len[0], LAYOUT_DUE_MAX, &due) != 0 ||
+        parse_canonical(f[1], len[1], UINT32_MAX, &prio) != 0 || len[2] > LAYOUT_UID_MAX ||
+        (nf == 4 && (parse_canonical(f[3], len[3], UINT32_MAX, &prior) != 0 || prior == 0)))
+        return -1;
+    memcpy(out->uid, f[2], len[2]);
+    out->uid[len[2]] = '\0';
+    if (!layout_valid_uid(out->uid))
+        return -1;
+    out->due_ms = due;
+    out->priority = (uint32_t)prio;
+    out->prior_attempts = (uint32_t)prior;
+    return 0;
+}
+
+int layout_format_name(const struct job_name *jn, char *buf, size_t len)
+{
+    int n;
+    if (jn->due_ms > LAYOUT_DUE_MAX || !layout_valid_uid(jn->uid))
+        return -1;
+    if (jn->prior_attempts)
+        n = snprintf(buf, len, "%llu-%u-%s-%u", (unsigned long long)jn->due_ms, jn->priority,
+                     jn->uid, jn->prior_attempts);
+    else
+        n = snprintf(buf, len, "%llu-%u-%s", (unsigned long long)jn->due_ms, jn->priority,
+                     jn->uid);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+uint64_t layout_bucket_of(uint64_t due_ms, int level)
+{
+    return due_ms / layout_bucket_width[level];
+}
+
+int layout_parse_bucket(const char *child, int level, uint64_t parent, uint64_t *value)
+{
+    uint64_t v;
+    if (level < 1 || level > LAYOUT_DEPTH ||
+        parse_canonical(child, strlen(child), LAYOUT_DUE_MAX / layout_bucket_width[level], &v))
+        return -1;
+    if (level > 1 && v / (layout_bucket_width[level - 1] / layout_bucket_width[level]) != parent)
+        return -1;
+    *value = v;
+    return 0;
+}
+
+int layout_job_in_bucket(uint64_t due_ms, uint64_t leaf)
+{
+    return layout_bucket_of(due_ms, LAYOUT_DEPTH) == leaf;
+}
+
+int layout_queue_path(char *buf, size_t len, const char *root, const char *queue)
+{
+    int n = snprintf(buf, len, "%s/queues/%s", root, queue);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+int layout_bucket_path(char *buf, size_t len, const char *root, const char *queue,
+                       uint64_t due_ms, int level)
+{
+    int n = snprintf(buf, len, "%s/queues/%s/jobs", root, queue);
+    for (int l = 1; l <= level && n > 0 && (size_t)n < len; l++)
+        n += snprintf(buf + n, len - (size_t)n, "/%llu",
+                      (unsigned long long)layout_bucket_of(due_ms, l));
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+int layout_job_path(char *buf, size_t len, const char *root, const char *queue,
+                    const struct job_name *jn)
+{
+    char name[LAYOUT_NAME_MAX + 1];
+    if (layout_format_name(jn, name, sizeof name) != 0 ||
+        layout_bucket_path(buf, len, root, queue, jn->due_ms, LAYOUT_DEPTH) != 0)
+        return -1;
+    size_t used = strlen(buf);
+    int n = snprintf(buf + used, len - used, "/%s", name);
+    return n > 0 && (size_t)n < len - used ? 0 : -1;
+}
+
+int layout_format_id(char *buf, size_t len, const char *queue, const char *name)
+{
+    int n = snprintf(buf, len, "%s/%s", queue, name);
+    return n > 0 && (size_t)n < len && (size_t)n <= LAYOUT_ID_MAX ? 0 : -1;
+}
+
+int layout_parse_id(const char *id, char *queue, size_t qlen, struct job_name *jn)
+{
+    const char *slash = strchr(id, '/');
+    if (!slash || strlen(id) > LAYOUT_ID_MAX || (size_t)(slash - id) >= qlen)
+        return -1;
+    memcpy(queue, id, (size_t)(slash - id));
+    queue[slash - id] = '\0';
+    if (!config_valid_queue_name(queue))
+        return -1;
+    return layout_parse_name(slash + 1, jn);
+}

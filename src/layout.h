@@ -1,0 +1,51 @@
+/* The ZooKeeper layout codec: job znode names, bucket paths and job ids
+ * (docs/zookeeper-layout.md is the contract). Pure string work, no ZooKeeper calls. */
+#ifndef DEFERD_LAYOUT_H
+#define DEFERD_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Jobs live in <root>/queues/<queue>/jobs/<L1>/<L2>/<L3>/<job name>, where the bucket
+ * names are the due time (epoch ms) divided by these widths. */
+#define LAYOUT_DEPTH 3
+extern const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1]; /* [1..3] used */
+
+#define LAYOUT_UID_MAX 32
+#define LAYOUT_NAME_MAX 80
+#define LAYOUT_PATH_MAX 512
+#define LAYOUT_ID_MAX 200
+#define LAYOUT_DUE_MAX 9999999999999ULL /* year 2286; keeps names 13 digits or less */
+#define LAYOUT_LOCK "lock"
+
+struct job_name {
+    uint64_t due_ms;
+    uint32_t priority;
+    uint32_t prior_attempts; /* deliveries before the job was moved (nack with delay) */
+    char uid[LAYOUT_UID_MAX + 1];
+};
+
+int layout_parse_name(const char *name, struct job_name *out);
+int layout_format_name(const struct job_name *jn, char *buf, size_t len);
+
+/* Bucket name at level 1..3 for a due time, and the reverse check: does CHILD name a
+ * valid bucket at LEVEL under a parent bucket whose value is PARENT (ignored at level 1)? */
+uint64_t layout_bucket_of(uint64_t due_ms, int level);
+int layout_parse_bucket(const char *child, int level, uint64_t parent, uint64_t *value);
+/* Is a job due at DUE allowed in the level-3 bucket with value LEAF? */
+int layout_job_in_bucket(uint64_t due_ms, uint64_t leaf);
+
+/* <root>/queues/<queue>/jobs, then the bucket at LEVEL (0 = the jobs directory itself). */
+int layout_bucket_path(char *buf, size_t len, const char *root, const char *queue,
+                       uint64_t due_ms, int level);
+int layout_job_path(char *buf, size_t len, const char *root, const char *queue,
+                    const struct job_name *jn);
+int layout_queue_path(char *buf, size_t len, const char *root, const char *queue);
+
+/* Job ids are "<queue>/<job name>". */
+int layout_format_id(char *buf, size_t len, const char *queue, const char *name);
+int layout_parse_id(const char *id, char *queue, size_t qlen, struct job_name *jn);
+
+int layout_valid_uid(const char *uid);
+
+#endif

@@ -1,0 +1,192 @@
+/* deferd: the daemon's entry point: options, config, wiring, signals, the loop. */
+#include <errno.h>
+#include <event2/event.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "dispatcher.h"
+#include "log.h"
+#include "mirror.h"
+#include "server.h"
+#include "zkstore.h"
+
+#define DEFAULT_CONFIG "/etc/deferd/deferd.ini"
+#define MAX_OVERRIDES 64
+
+static int exit_status = 0;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: deferd [-c CONFIG] [-o SECTION.KEY=VALUE]... [--check-config]\n"
+            "  -c, --config PATH   configuration file (default " DEFAULT_CONFIG ")\n"
+            "  -o, --set S.K=V     override one config value, e.g. -o zookeeper.hosts=h:2181\n"
+            "      --check-config  validate the configuration and exit (0 valid, 2 invalid)\n"
+            "  -h, --help          this text\n"
+            "See deferd(8) in docs/deferd.md.\n");
+}
+
+static void on_session(int state, void *ctx)
+{
+    struct deferd *d = ctx;
+    if (state == ZOO_CONNECTED_STATE) {
+        int64_t id = zkstore_session_id(d->zs);
+        int fresh = id != d->session_id;
+        d->session_id = id;
+        log_info("zookeeper: connected, session 0x%llx (%s), timeout %d ms",
+                 (unsigned long long)id, fresh ? "new" : "resumed",
+                 zkstore_negotiated_timeout(d->zs));
+        mirror_resync(d->mirror); /* changes while disconnected fire no watch */
+        dispatcher_session_up(d->dispatcher);
+    } else if (state == ZOO_CONNECTING_STATE) {
+        log_warn("zookeeper: connection lost, reconnecting to %s", d->cfg->zk_hosts);
+    } else if (state == ZOO_EXPIRED_SESSION_STATE) {
+        /* Our locks are gone; continuing could deliver twice. Until a new session can be
+         * built in place, exit and let the service manager restart us. */
+        log_error("zookeeper: session 0x%llx expired; exiting so that a restart resyncs",
+                  (unsigned long long)d->session_id);
+        exit_status = 1;
+        event_base_loopbreak(d->base);
+    } else if (state == ZOO_AUTH_FAILED_STATE) {
+        log_error("zookeeper: authentication failed; exiting");
+        exit_status = 1;
+        event_base_loopbreak(d->base);
+    }
+}
+
+static void on_watch(int type, const char *path, void *ctx)
+{
+    struct deferd *d = ctx;
+    (void)type;
+    if (!mirror_on_watch(d->mirror, path))
+        dispatcher_lock_event(d->dispatcher, path);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    struct deferd *d = arg;
+    log_info("signal %d: shutting down", (int)sig);
+    event_base_loopbreak(d->base);
+}
+
+struct options {
+    const char *config;
+    const char *overrides[MAX_OVERRIDES];
+    size_t noverrides;
+    int check_only;
+};
+
+/* Returns -1 to continue, or an exit status. */
+static int parse_args(int argc, char **argv, struct options *o)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 'o'},
+        {"check-config", no_argument, NULL, 'C'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int ch;
+    o->config = DEFAULT_CONFIG;
+    while ((ch = getopt_long(argc, argv, "c:o:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c': o->config = optarg; break;
+        case 'o':
+            if (o->noverrides == MAX_OVERRIDES) {
+                fprintf(stderr, "deferd: too many -o options\n");
+                return 2;
+            }
+            o->overrides[o->noverrides++] = optarg;
+            break;
+        case 'C': o->check_only = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "deferd: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    return -1;
+}
+
+static struct event_base *new_base(void)
+{
+    /* Precise timers (timerfd) so that jobs fire within a millisecond of their due time. */
+    struct event_config *ec = event_config_new();
+    if (!ec)
+        return NULL;
+    event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+    struct event_base *base = event_base_new_with_config(ec);
+    event_config_free(ec);
+    return base;
+}
+
+static int run(struct deferd *d)
+{
+    struct event *sigs[2] = {
+        evsignal_new(d->base, SIGINT, on_signal, d),
+        evsignal_new(d->base, SIGTERM, on_signal, d),
+    };
+    int rc = 1;
+    if (!sigs[0] || !sigs[1] || evsignal_add(sigs[0], NULL) || evsignal_add(sigs[1], NULL))
+        goto out;
+    d->mirror = mirror_new(d);
+    d->dispatcher = dispatcher_new(d);
+    if (!d->mirror || !d->dispatcher)
+        goto out;
+    d->zs = zkstore_new(d->base, d->cfg, on_watch, on_session, d);
+    if (!d->zs)
+        goto out;
+    d->server = server_new(d);
+    if (!d->server)
+        goto out;
+    log_info("deferd started: %zu queue(s), zookeeper %s, root %s", d->cfg->nqueues,
+             d->cfg->zk_hosts, d->cfg->zk_root);
+    event_base_dispatch(d->base);
+    rc = exit_status;
+out:
+    server_free(d->server);   /* closes clients: their jobs are released first */
+    zkstore_free(d->zs);      /* ends the session: remaining locks vanish at once */
+    dispatcher_free(d->dispatcher);
+    mirror_free(d->mirror);
+    for (int i = 0; i < 2; i++)
+        if (sigs[i])
+            event_free(sigs[i]);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct options o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    struct config cfg;
+    char err[1024];
+    if (config_load(o.config, o.overrides, o.noverrides, &cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "deferd: %s\n", err);
+        return 2;
+    }
+    if (o.check_only) {
+        printf("%s: ok (%zu queue(s))\n", o.config, cfg.nqueues);
+        config_free(&cfg);
+        return 0;
+    }
+    log_set_level(cfg.log_level);
+    signal(SIGPIPE, SIG_IGN);
+    struct deferd d = {.cfg = &cfg, .base = new_base()};
+    if (!d.base) {
+        log_error("cannot create the event loop");
+        config_free(&cfg);
+        return 1;
+    }
+    rc = run(&d);
+    event_base_free(d.base);
+    config_free(&cfg);
+    return rc;
+}

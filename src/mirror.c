@@ -1,0 +1,386 @@
+#include "mirror.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "dispatcher.h"
+#include "heap.h"
+#include "layout.h"
+#include "log.h"
+#include "units.h"
+#include "zkstore.h"
+
+#define RETRY_MS 1000
+#define GC_GRACE_MS 2000 /* an empty bucket this far in the past is deleted */
+
+/* A bucket directory (or the queue's jobs/ directory at level 0). */
+struct dir {
+    UT_hash_handle hh;          /* mirror->dirs, key: path */
+    char *path;
+    int level;
+    uint64_t value;
+    int64_t start_ms, end_ms;   /* due times it may hold */
+    struct mirror *m;
+    struct dqueue *q;
+    struct dir *parent, *kids, *next, *prev;
+    struct job *jobs;           /* level 3 only */
+    unsigned gen;
+    int listing, dirty, removed, loaded;
+    int64_t load_at;            /* wall ms, key of the pending heap */
+    size_t pend_pos;
+};
+
+struct foreign {                /* names we refuse, logged once each */
+    UT_hash_handle hh;
+    char *path;
+};
+
+struct mirror {
+    struct deferd *d;
+    struct dir *dirs;
+    struct heap pending;        /* dirs waiting to be (re)listed, by load_at */
+    struct foreign *foreign;
+};
+
+static void load(struct mirror *m, struct dir *dir);
+
+static int pending_less(const void *a, const void *b)
+{
+    return ((const struct dir *)a)->load_at < ((const struct dir *)b)->load_at;
+}
+
+static void pending_setpos(void *item, size_t pos) { ((struct dir *)item)->pend_pos = pos; }
+
+static void defer_load(struct mirror *m, struct dir *dir, int64_t at)
+{
+    if (dir->pend_pos != HEAP_NONE)
+        heap_remove(&m->pending, dir->pend_pos);
+    dir->load_at = at;
+    if (heap_push(&m->pending, dir) == 0)
+        dispatcher_rearm(m->d->dispatcher);
+}
+
+static void note_foreign(struct mirror *m, const char *path, const char *why)
+{
+    struct foreign *f;
+    HASH_FIND_STR(m->foreign, path, f);
+    if (f || !(f = calloc(1, sizeof *f)))
+        return;
+    if (!(f->path = strdup(path))) {
+        free(f);
+        return;
+    }
+    HASH_ADD_KEYPTR(hh, m->foreign, f->path, strlen(f->path), f);
+    log_warn("ignoring znode %s: %s (never delivered, never deleted)", path, why);
+}
+
+static struct dir *dir_new(struct mirror *m, struct dqueue *q, struct dir *parent,
+                           const char *path, int level, uint64_t value)
+{
+    struct dir *dir = calloc(1, sizeof *dir);
+    if (!dir || !(dir->path = strdup(path))) {
+        free(dir);
+        return NULL;
+    }
+    dir->m = m;
+    dir->q = q;
+    dir->level = level;
+    dir->value = value;
+    dir->pend_pos = HEAP_NONE;
+    dir->parent = parent;
+    if (level == 0) {
+        dir->start_ms = 0;
+        dir->end_ms = INT64_MAX;
+    } else {
+        dir->start_ms = (int64_t)(value * layout_bucket_width[level]);
+        dir->end_ms = dir->start_ms + (int64_t)layout_bucket_width[level];
+    }
+    if (parent) {
+        dir->next = parent->kids;
+        if (parent->kids)
+            parent->kids->prev = dir;
+        parent->kids = dir;
+    }
+    HASH_ADD_KEYPTR(hh, m->dirs, dir->path, strlen(dir->path), dir);
+    return dir;
+}
+
+static void dir_unlink(struct dir *dir)
+{
+    if (!dir->parent)
+        return;
+    if (dir->prev)
+        dir->prev->next = dir->next;
+    else
+        dir->parent->kids = dir->next;
+    if (dir->next)
+        dir->next->prev = dir->prev;
+    dir->parent = dir->next = dir->prev = NULL;
+}
+
+static void job_unlink(struct job *job)
+{
+    struct dir *leaf = job->leaf;
+    if (!leaf)
+        return;
+    if (job->leaf_prev)
+        job->leaf_prev->leaf_next = job->leaf_next;
+    else
+        leaf->jobs = job->leaf_next;
+    if (job->leaf_next)
+        job->leaf_next->leaf_prev = job->leaf_prev;
+    job->leaf = NULL;
+    job->leaf_next = job->leaf_prev = NULL;
+}
+
+void mirror_job_freed(struct job *job) { job_unlink(job); }
+
+/* The bucket is gone from ZooKeeper: forget it, its sub-buckets and its idle jobs. */
+static void dir_remove(struct mirror *m, struct dir *dir)
+{
+    while (dir->kids)
+        dir_remove(m, dir->kids);
+    while (dir->jobs) {
+        struct job *job = dir->jobs;
+        job_unlink(job);
+        dispatcher_job_vanished(m->d->dispatcher, job);
+    }
+    if (dir->pend_pos != HEAP_NONE)
+        heap_remove(&m->pending, dir->pend_pos);
+    dir_unlink(dir);
+    HASH_DEL(m->dirs, dir);
+    if (dir->q->root == dir)
+        dir->q->root = NULL;
+    if (dir->listing) {
+        dir->removed = 1; /* freed when its listing returns */
+        return;
+    }
+    free(dir->path);
+    free(dir);
+}
+
+static void job_listed(struct mirror *m, struct dir *leaf, const char *path, const char *name)
+{
+    struct job_name jn;
+    if (layout_parse_name(name, &jn) != 0) {
+        note_foreign(m, path, "not a job name <due ms>-<priority>-<uid>[-<attempts>]");
+        return;
+    }
+    if (!layout_job_in_bucket(jn.due_ms, leaf->value)) {
+        note_foreign(m, path, "due time does not belong to this bucket");
+        return;
+    }
+    struct job *job = dispatcher_job_seen(m->d->dispatcher, leaf->q, path, name, &jn);
+    if (!job)
+        return;
+    if (job->leaf != leaf) {
+        job_unlink(job);
+        job->leaf = leaf;
+        job->leaf_next = leaf->jobs;
+        if (leaf->jobs)
+            leaf->jobs->leaf_prev = job;
+        leaf->jobs = job;
+    }
+    job->gen = leaf->gen;
+}
+
+static void dir_listed(struct mirror *m, struct dir *dir, const char *path, const char *name)
+{
+    uint64_t v;
+    if (layout_parse_bucket(name, dir->level + 1, dir->value, &v) != 0) {
+        note_foreign(m, path, "not a bucket of this level");
+        return;
+    }
+    struct dir *kid;
+    HASH_FIND_STR(m->dirs, path, kid);
+    if (!kid) {
+        kid = dir_new(m, dir->q, dir, path, dir->level + 1, v);
+        if (!kid)
+            return;
+        int64_t at = kid->start_ms - (int64_t)m->d->cfg->lookahead_ms;
+        if (at <= units_wall_ms())
+            load(m, kid);
+        else
+            defer_load(m, kid, at);
+    }
+    kid->gen = dir->gen;
+}
+
+/* Whatever the last listing did not show has been deleted in ZooKeeper. */
+static void sweep(struct mirror *m, struct dir *dir)
+{
+    for (struct dir *kid = dir->kids, *next; kid; kid = next) {
+        next = kid->next;
+        if (kid->gen != dir->gen)
+            dir_remove(m, kid);
+    }
+    for (struct job *job = dir->jobs, *next; job; job = next) {
+        next = job->leaf_next;
+        if (job->gen != dir->gen) {
+            job_unlink(job);
+            dispatcher_job_vanished(m->d->dispatcher, job);
+        }
+    }
+}
+
+/* Empty buckets in the past are deleted, so ZooKeeper does not collect one node per
+ * 100 ms forever. A concurrent put into it fails with NoNode and recreates the path. */
+static void collect(struct mirror *m, struct dir *dir, int nchildren)
+{
+    if (dir->level == 0 || nchildren > 0 || dir->end_ms > units_wall_ms() - GC_GRACE_MS)
+        return;
+    zkstore_delete(m->d->zs, dir->path, -1, NULL, NULL);
+}
+
+static void apply_listing(struct mirror *m, struct dir *dir, const struct zk_result *res)
+{
+    char path[LAYOUT_PATH_MAX];
+    dir->gen++;
+    for (int i = 0; i < res->nchildren; i++) {
+        const char *name = res->children[i];
+        if (snprintf(path, sizeof path, "%s/%s", dir->path, name) >= (int)sizeof path)
+            continue;
+        if (dir->level == LAYOUT_DEPTH)
+            job_listed(m, dir, path, name);
+        else
+            dir_listed(m, dir, path, name);
+    }
+    sweep(m, dir);
+    collect(m, dir, res->nchildren);
+    if (dir->level == LAYOUT_DEPTH)
+        dispatcher_kick(m->d->dispatcher, dir->q);
+}
+
+static void on_list(const struct zk_result *res, void *ctx)
+{
+    struct dir *dir = ctx;
+    struct mirror *m = dir->m;
+    dir->listing = 0;
+    if (dir->removed) {
+        free(dir->path);
+        free(dir);
+        return;
+    }
+    if (res->rc == ZNONODE && dir->level > 0) {
+        dir_remove(m, dir);
+        return;
+    }
+    if (res->rc != ZOK) {
+        if (res->rc == ZNONODE) { /* jobs/ itself missing: create it, list again */
+            zkstore_create_parents(m->d->zs, dir->path, NULL, NULL);
+            zkstore_create(m->d->zs, dir->path, NULL, 0, 0, NULL, NULL);
+        } else {
+            log_warn("listing %s failed: %s; retrying", dir->path, zerror(res->rc));
+        }
+        defer_load(m, dir, units_wall_ms() + (res->rc == ZNONODE ? 0 : RETRY_MS));
+        return;
+    }
+    dir->loaded = 1;
+    apply_listing(m, dir, res);
+    if (dir->dirty) {
+        dir->dirty = 0;
+        load(m, dir);
+    }
+}
+
+/* Lists DIR and leaves a child watch on it; one listing at a time per directory. */
+static void load(struct mirror *m, struct dir *dir)
+{
+    if (dir->listing) {
+        dir->dirty = 1;
+        return;
+    }
+    if (dir->pend_pos != HEAP_NONE)
+        heap_remove(&m->pending, dir->pend_pos);
+    int rc = zkstore_children(m->d->zs, dir->path, 1, on_list, dir);
+    if (rc != ZOK) {
+        log_warn("listing %s failed: %s; retrying", dir->path, zerror(rc));
+        defer_load(m, dir, units_wall_ms() + RETRY_MS);
+        return;
+    }
+    dir->listing = 1;
+}
+
+int mirror_on_watch(struct mirror *m, const char *path)
+{
+    struct dir *dir;
+    HASH_FIND_STR(m->dirs, path, dir);
+    if (!dir)
+        return 0;
+    if (dir->loaded || dir->listing)
+        load(m, dir); /* children changed or the node went: the listing tells which */
+    return 1;
+}
+
+int64_t mirror_next(const struct mirror *m)
+{
+    const struct dir *top = heap_peek(&m->pending);
+    return top ? top->load_at : INT64_MAX;
+}
+
+int64_t mirror_tick(struct mirror *m, int64_t wall_now)
+{
+    struct dir *top;
+    while ((top = heap_peek(&m->pending)) && top->load_at <= wall_now) {
+        heap_pop(&m->pending);
+        load(m, top);
+    }
+    return mirror_next(m);
+}
+
+int mirror_start(struct mirror *m, struct dqueue *q)
+{
+    if (q->root)
+        return 0;
+    char path[LAYOUT_PATH_MAX];
+    if (layout_bucket_path(path, sizeof path, m->d->cfg->zk_root, q->cfg->name, 0, 0) != 0)
+        return -1;
+    q->root = dir_new(m, q, NULL, path, 0, 0);
+    if (!q->root)
+        return -1;
+    load(m, q->root);
+    return 0;
+}
+
+void mirror_resync(struct mirror *m)
+{
+    struct dir *dir, *tmp;
+    HASH_ITER(hh, m->dirs, dir, tmp) {
+        if (dir->loaded)
+            load(m, dir);
+    }
+}
+
+struct mirror *mirror_new(struct deferd *d)
+{
+    struct mirror *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->d = d;
+    heap_init(&m->pending, pending_less, pending_setpos);
+    return m;
+}
+
+void mirror_free(struct mirror *m)
+{
+    if (!m)
+        return;
+    struct dir *dir, *tmp;
+    HASH_ITER(hh, m->dirs, dir, tmp) {
+        HASH_DEL(m->dirs, dir);
+        free(dir->path);
+        free(dir);
+    }
+    struct foreign *f, *ftmp;
+    HASH_ITER(hh, m->foreign, f, ftmp) {
+        HASH_DEL(m->foreign, f);
+        free(f->path);
+        free(f);
+    }
+    heap_free(&m->pending);
+    free(m);
+}

@@ -1,0 +1,314 @@
+#include "protocol.h"
+
+#include <event2/buffer.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "units.h"
+
+static const char *const errnames[] = {
+    "BAD_REQUEST", "UNKNOWN_QUEUE", "TOO_LARGE", "NOT_FOUND", "UNAVAILABLE", "INTERNAL",
+};
+
+const char *proto_errcode_name(enum proto_errcode code) { return errnames[code]; }
+
+static int bad(struct proto_error *err, enum proto_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad(struct proto_error *err, enum proto_errcode code, const char *fmt, ...)
+{
+    va_list ap;
+    err->code = code;
+    va_start(ap, fmt);
+    vsnprintf(err->text, sizeof err->text, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Splits the line at single spaces into at most MAX tokens (in place). */
+static int tokenize(char *line, char **tok, int max)
+{
+    int n = 0;
+    char *p = line;
+    while (*p) {
+        if (n == max)
+            return -1;
+        tok[n++] = p;
+        char *sp = strchr(p, ' ');
+        if (!sp)
+            break;
+        *sp = '\0';
+        p = sp + 1;
+        if (*p == '\0' || *p == ' ')
+            return -1; /* trailing or double space */
+    }
+    return n;
+}
+
+static int parse_num(const char *s, uint64_t max, uint64_t *out, struct proto_error *err)
+{
+    if (units_parse_u64(s, max, out) != 0)
+        return bad(err, PE_BAD_REQUEST, "bad number '%.40s'", s);
+    return 0;
+}
+
+static int parse_option(char *tok, struct proto_request *r, struct proto_error *err)
+{
+    char *eq = strchr(tok, '=');
+    if (!eq)
+        return bad(err, PE_BAD_REQUEST, "expected key=value, got '%.40s'", tok);
+    *eq = '\0';
+    const char *v = eq + 1;
+    uint64_t n;
+    if (strcmp(tok, "delay") == 0 && (r->cmd == CMD_PUT || r->cmd == CMD_NACK) && !r->has_delay) {
+        r->has_delay = 1;
+        return parse_num(v, LAYOUT_DUE_MAX, &r->delay_ms, err);
+    }
+    if (strcmp(tok, "at") == 0 && r->cmd == CMD_PUT && !r->has_at) {
+        r->has_at = 1;
+        return parse_num(v, LAYOUT_DUE_MAX, &r->at_ms, err);
+    }
+    if (strcmp(tok, "prio") == 0 && r->cmd == CMD_PUT && !r->has_prio) {
+        r->has_prio = 1;
+        if (parse_num(v, UINT32_MAX, &n, err) != 0)
+            return -1;
+        r->prio = (uint32_t)n;
+        return 0;
+    }
+    if (strcmp(tok, "inflight") == 0 && r->cmd == CMD_SUB) {
+        if (parse_num(v, PROTO_INFLIGHT_MAX, &n, err) != 0 || n == 0)
+            return bad(err, PE_BAD_REQUEST, "inflight must be 1..10000, got '%.20s'", v);
+        r->inflight = (uint32_t)n;
+        return 0;
+    }
+    return bad(err, PE_BAD_REQUEST, "unknown or repeated option '%.40s'", tok);
+}
+
+static int parse_queue(const char *s, char *dst, struct proto_error *err)
+{
+    if (!config_valid_queue_name(s))
+        return bad(err, PE_BAD_REQUEST, "bad queue name '%.70s'", s);
+    strcpy(dst, s);
+    return 0;
+}
+
+static int parse_subs(char *list, struct proto_request *r, struct proto_error *err)
+{
+    char *save = NULL;
+    if (list[0] == ',' || list[strlen(list) - 1] == ',' || strstr(list, ",,"))
+        return bad(err, PE_BAD_REQUEST, "bad queue list '%.70s'", list);
+    for (char *q = strtok_r(list, ",", &save); q; q = strtok_r(NULL, ",", &save)) {
+        if (r->nsubs == PROTO_SUB_MAX)
+            return bad(err, PE_BAD_REQUEST, "more than %s queues in one SUB", "32");
+        if (parse_queue(q, r->subs[r->nsubs++], err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int parse_id(const char *s, struct proto_request *r, struct proto_error *err)
+{
+    char queue[QUEUE_NAME_MAX + 1];
+    struct job_name jn;
+    if (layout_parse_id(s, queue, sizeof queue, &jn) != 0)
+        return bad(err, PE_BAD_REQUEST, "bad job id '%.100s'", s);
+    strcpy(r->id, s);
+    return 0;
+}
+
+/* Positional arguments per command: name, count. */
+static int parse_command(char **tok, int n, struct proto_request *r, struct proto_error *err,
+                         int *first_option)
+{
+    static const struct { const char *name; enum proto_cmd cmd; int args; } cmds[] = {
+        {"PUT", CMD_PUT, 2}, {"SUB", CMD_SUB, 1}, {"ACK", CMD_ACK, 1},
+        {"NACK", CMD_NACK, 1}, {"PING", CMD_PING, 0},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        if (strcmp(tok[0], cmds[i].name) != 0)
+            continue;
+        r->cmd = cmds[i].cmd;
+        if (n - 1 < cmds[i].args)
+            return bad(err, PE_BAD_REQUEST, "%s: missing arguments", cmds[i].name);
+        *first_option = 1 + cmds[i].args;
+        switch (r->cmd) {
+        case CMD_PUT: {
+            uint64_t len;
+            if (parse_queue(tok[1], r->queue, err) || parse_num(tok[2], UINT64_MAX / 2, &len, err))
+                return -1;
+            r->len = (size_t)len;
+            return 0;
+        }
+        case CMD_SUB: return parse_subs(tok[1], r, err);
+        case CMD_ACK:
+        case CMD_NACK: return parse_id(tok[1], r, err);
+        case CMD_PING: return 0;
+        }
+    }
+    return bad(err, PE_BAD_REQUEST, "unknown command '%.20s'", tok[0]);
+}
+
+int proto_parse_line(const char *line, size_t n, struct proto_request *req,
+                     struct proto_error *err)
+{
+    char buf[PROTO_LINE_MAX + 1];
+    char *tok[16];
+    memset(req, 0, sizeof *req);
+    req->inflight = 1;
+    if (n > 0 && line[n - 1] == '\r')
+        n--;
+    if (n > PROTO_LINE_MAX)
+        return bad(err, PE_BAD_REQUEST, "line longer than %s bytes", "1024");
+    if (n == 0 || memchr(line, '\0', n))
+        return bad(err, PE_BAD_REQUEST, "%s line", n == 0 ? "empty" : "NUL byte in");
+    memcpy(buf, line, n);
+    buf[n] = '\0';
+    int ntok = tokenize(buf, tok, 16);
+    if (ntok <= 0)
+        return bad(err, PE_BAD_REQUEST, "malformed line (%s)", "too many tokens or stray spaces");
+    int first_option;
+    if (parse_command(tok, ntok, req, err, &first_option) != 0)
+        return -1;
+    for (int i = first_option; i < ntok; i++)
+        if (parse_option(tok[i], req, err) != 0)
+            return -1;
+    if (req->has_delay && req->has_at)
+        return bad(err, PE_BAD_REQUEST, "give delay= or at=, not %s", "both");
+    return 0;
+}
+
+void proto_decoder_init(struct proto_decoder *d, uint64_t max_payload)
+{
+    memset(d, 0, sizeof *d);
+    d->state = PS_HEADER;
+    d->max_payload = max_payload;
+}
+
+/* Drops bytes announced by a rejected request; returns 0 when all are gone. */
+static int skip_bytes(struct proto_decoder *d, struct evbuffer *in)
+{
+    size_t avail = evbuffer_get_length(in);
+    size_t n = avail < d->skip ? avail : (size_t)d->skip;
+    evbuffer_drain(in, n);
+    d->skip -= n;
+    if (d->skip)
+        return -1;
+    d->state = PS_HEADER;
+    return 0;
+}
+
+static enum proto_result take_payload(struct proto_decoder *d, struct evbuffer *in,
+                                      struct proto_request *req, struct proto_error *err)
+{
+    size_t len = d->pending.len;
+    if (evbuffer_get_length(in) < len + 1)
+        return PROTO_NEED_MORE;
+    unsigned char end;
+    struct evbuffer_ptr pos;
+    evbuffer_ptr_set(in, &pos, len, EVBUFFER_PTR_SET);
+    evbuffer_copyout_from(in, &pos, &end, 1);
+    d->state = PS_HEADER;
+    if (end != '\n') {
+        evbuffer_drain(in, len); /* the stray byte starts the next header */
+        bad(err, PE_BAD_REQUEST, "payload not followed by %s", "newline");
+        return PROTO_ERROR;
+    }
+    *req = d->pending;
+    req->payload = malloc(len ? len : 1);
+    if (!req->payload) {
+        evbuffer_drain(in, len + 1);
+        bad(err, PE_INTERNAL, "out of %s", "memory");
+        return PROTO_ERROR;
+    }
+    evbuffer_remove(in, req->payload, len);
+    evbuffer_drain(in, 1);
+    return PROTO_REQUEST;
+}
+
+static enum proto_result take_header(struct proto_decoder *d, struct evbuffer *in,
+                                     struct proto_request *req, struct proto_error *err)
+{
+    size_t n;
+    struct evbuffer_ptr eol = evbuffer_search_eol(in, NULL, &n, EVBUFFER_EOL_LF);
+    if (eol.pos < 0) {
+        if (evbuffer_get_length(in) <= PROTO_LINE_MAX + 1)
+            return PROTO_NEED_MORE;
+        evbuffer_drain(in, evbuffer_get_length(in));
+        d->state = PS_SKIP_LINE;
+        bad(err, PE_BAD_REQUEST, "line longer than %s bytes", "1024");
+        return PROTO_ERROR;
+    }
+    char line[PROTO_LINE_MAX + 2];
+    size_t linelen = (size_t)eol.pos;
+    if (linelen > PROTO_LINE_MAX + 1) {
+        evbuffer_drain(in, linelen + 1);
+        bad(err, PE_BAD_REQUEST, "line longer than %s bytes", "1024");
+        return PROTO_ERROR;
+    }
+    evbuffer_remove(in, line, linelen);
+    evbuffer_drain(in, 1);
+    if (proto_parse_line(line, linelen, req, err) != 0)
+        return PROTO_ERROR;
+    if (req->cmd != CMD_PUT)
+        return PROTO_REQUEST;
+    if (req->len > d->max_payload) {
+        d->state = PS_SKIP_BYTES;
+        d->skip = (uint64_t)req->len + 1;
+        snprintf(err->text, sizeof err->text, "payload of %zu bytes is over the limit of %llu",
+                 req->len, (unsigned long long)d->max_payload);
+        err->code = PE_TOO_LARGE;
+        return PROTO_ERROR;
+    }
+    d->pending = *req;
+    d->state = PS_PAYLOAD;
+    return take_payload(d, in, req, err);
+}
+
+enum proto_result proto_decode(struct proto_decoder *d, struct evbuffer *in,
+                               struct proto_request *req, struct proto_error *err)
+{
+    for (;;) {
+        switch (d->state) {
+        case PS_HEADER:
+            return take_header(d, in, req, err);
+        case PS_PAYLOAD:
+            return take_payload(d, in, req, err);
+        case PS_SKIP_BYTES:
+            if (skip_bytes(d, in) != 0)
+                return PROTO_NEED_MORE;
+            break;
+        case PS_SKIP_LINE: {
+            struct evbuffer_ptr eol = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
+            if (eol.pos < 0) {
+                evbuffer_drain(in, evbuffer_get_length(in));
+                return PROTO_NEED_MORE;
+            }
+            evbuffer_drain(in, (size_t)eol.pos + 1);
+            d->state = PS_HEADER;
+            break;
+        }
+        }
+    }
+}
+
+int proto_format_error(char *buf, size_t len, enum proto_errcode code, const char *text)
+{
+    /* Replies are one line: no newline may leak in from a message. */
+    int n = snprintf(buf, len, "ERR %s %s", errnames[code], text);
+    for (char *p = buf; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    return n;
+}
+
+int proto_append_job(struct evbuffer *out, const char *id, const char *queue, uint32_t attempt,
+                     uint64_t due_ms, uint32_t prio, const void *payload, size_t len)
+{
+    if (evbuffer_add_printf(out, "JOB %s %s %u %llu %u %zu\n", id, queue, attempt,
+                            (unsigned long long)due_ms, prio, len) < 0 ||
+        evbuffer_add(out, payload, len) != 0 || evbuffer_add(out, "\n", 1) != 0)
+        return -1;
+    return 0;
+}

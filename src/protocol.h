@@ -1,0 +1,68 @@
+/* The socket protocol (docs/protocol.md): decoding requests from a connection's input
+ * buffer, staying in sync after any error, and formatting replies and pushes. */
+#ifndef DEFERD_PROTOCOL_H
+#define DEFERD_PROTOCOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "layout.h"
+
+struct evbuffer;
+
+#define PROTO_LINE_MAX 1024
+#define PROTO_SUB_MAX 32          /* queues in one SUB */
+#define PROTO_INFLIGHT_MAX 10000
+
+enum proto_cmd { CMD_PUT, CMD_SUB, CMD_ACK, CMD_NACK, CMD_PING };
+
+enum proto_errcode {
+    PE_BAD_REQUEST, PE_UNKNOWN_QUEUE, PE_TOO_LARGE, PE_NOT_FOUND, PE_UNAVAILABLE, PE_INTERNAL,
+};
+
+struct proto_request {
+    enum proto_cmd cmd;
+    char queue[QUEUE_NAME_MAX + 1];                   /* PUT */
+    char subs[PROTO_SUB_MAX][QUEUE_NAME_MAX + 1];     /* SUB */
+    size_t nsubs;
+    uint32_t inflight;                                /* SUB, default 1 */
+    char id[LAYOUT_ID_MAX + 1];                       /* ACK, NACK */
+    int has_delay, has_at, has_prio;
+    uint64_t delay_ms, at_ms;
+    uint32_t prio;
+    unsigned char *payload;                           /* PUT: malloc'd, owned by caller */
+    size_t len;
+};
+
+struct proto_error {
+    enum proto_errcode code;
+    char text[200];
+};
+
+enum proto_state { PS_HEADER, PS_PAYLOAD, PS_SKIP_LINE, PS_SKIP_BYTES };
+
+struct proto_decoder {
+    enum proto_state state;
+    uint64_t skip;               /* bytes still to drop in PS_SKIP_BYTES */
+    uint64_t max_payload;
+    struct proto_request pending; /* PUT header waiting for its payload */
+};
+
+enum proto_result { PROTO_NEED_MORE, PROTO_REQUEST, PROTO_ERROR };
+
+void proto_decoder_init(struct proto_decoder *d, uint64_t max_payload);
+/* Takes what it can from IN. PROTO_REQUEST: *req is filled (free req->payload later).
+ * PROTO_ERROR: *err says why; the decoder has resynchronised, keep calling. */
+enum proto_result proto_decode(struct proto_decoder *d, struct evbuffer *in,
+                               struct proto_request *req, struct proto_error *err);
+/* Parses one header line (no '\n'); exposed for tests. */
+int proto_parse_line(const char *line, size_t n, struct proto_request *req,
+                     struct proto_error *err);
+
+const char *proto_errcode_name(enum proto_errcode code);
+int proto_format_error(char *buf, size_t len, enum proto_errcode code, const char *text);
+int proto_append_job(struct evbuffer *out, const char *id, const char *queue, uint32_t attempt,
+                     uint64_t due_ms, uint32_t prio, const void *payload, size_t len);
+
+#endif

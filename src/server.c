@@ -1,0 +1,383 @@
+#include "server.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "consumers.h"
+#include "daemon.h"
+#include "dispatcher.h"
+#include "log.h"
+
+#define REQUESTS_PER_TURN 64      /* so that one busy client cannot starve the others */
+#define PENDING_REPLIES_MAX 1024  /* stop reading from a client that does not read replies */
+
+struct reply {
+    struct reply *next;
+    struct conn *conn;          /* NULL once the connection is gone */
+    int done;
+    char *line;
+};
+
+struct conn {
+    struct conn *next, *prev;   /* server->conns */
+    struct server *srv;
+    struct bufferevent *bev;
+    struct event *more;         /* continues decoding after REQUESTS_PER_TURN */
+    struct proto_decoder dec;
+    struct reply *rhead, *rtail;
+    size_t npending;
+    struct consumer *consumer;  /* set by the first SUB */
+    int closing;                /* stop decoding */
+    int eof;                    /* peer finished sending: close once answered */
+};
+
+struct server {
+    struct deferd *d;
+    struct evconnlistener *listener;
+    char *path;
+    struct conn *conns;
+};
+
+static void flush_replies(struct conn *c)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    while (c->rhead && c->rhead->done) {
+        struct reply *r = c->rhead;
+        evbuffer_add_printf(out, "%s\n", r->line);
+        c->rhead = r->next;
+        if (!c->rhead)
+            c->rtail = NULL;
+        c->npending--;
+        free(r->line);
+        free(r);
+    }
+    if (c->npending < PENDING_REPLIES_MAX / 2 && !c->eof)
+        bufferevent_enable(c->bev, EV_READ);
+    if (c->eof && !c->rhead)
+        event_active(c->more, 0, 0); /* freed there, never under a caller's feet */
+}
+
+static struct reply *reply_new(struct conn *c)
+{
+    struct reply *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->conn = c;
+    if (c->rtail)
+        c->rtail->next = r;
+    else
+        c->rhead = r;
+    c->rtail = r;
+    if (++c->npending >= PENDING_REPLIES_MAX)
+        bufferevent_disable(c->bev, EV_READ);
+    return r;
+}
+
+static void reply_done(struct reply *r, char *line)
+{
+    if (!r->conn) {
+        free(line);
+        free(r);
+        return;
+    }
+    r->line = line ? line : strdup("ERR INTERNAL out of memory");
+    r->done = 1;
+    flush_replies(r->conn);
+}
+
+void reply_ok(struct reply *r, const char *text)
+{
+    char *line = NULL;
+    if (asprintf(&line, text ? "OK %s" : "OK%s", text ? text : "") < 0)
+        line = NULL;
+    reply_done(r, line);
+}
+
+void reply_err(struct reply *r, enum proto_errcode code, const char *fmt, ...)
+{
+    char text[512], line[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    proto_format_error(line, sizeof line, code, text);
+    reply_done(r, strdup(line));
+}
+
+int server_push_job(struct conn *conn, const struct job *job)
+{
+    return proto_append_job(bufferevent_get_output(conn->bev), job->id, job->q->cfg->name,
+                            job->attempt, job->jn.due_ms, job->jn.priority, job->payload,
+                            job->len);
+}
+
+static void drop_consumer(struct conn *c);
+
+static void conn_free(struct conn *c)
+{
+    drop_consumer(c);
+    for (struct reply *r = c->rhead, *next; r; r = next) {
+        next = r->next;
+        if (r->done) {
+            free(r->line);
+            free(r);
+        } else {
+            r->conn = NULL; /* its completion frees it */
+        }
+    }
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        c->srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    event_free(c->more);
+    bufferevent_free(c->bev);
+    free(c);
+}
+
+static void handle_sub(struct conn *c, struct proto_request *req, struct reply *r)
+{
+    struct dispatcher *ds = c->srv->d->dispatcher;
+    for (size_t i = 0; i < req->nsubs; i++) {
+        if (!dispatcher_queue(ds, req->subs[i])) {
+            reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->subs[i]);
+            return;
+        }
+    }
+    if (!c->consumer && !(c->consumer = consumer_new(c))) {
+        reply_err(r, PE_INTERNAL, "out of memory");
+        return;
+    }
+    c->consumer->inflight_max = req->inflight;
+    for (size_t i = 0; i < req->nsubs; i++) {
+        if (dispatcher_subscribe(ds, c->consumer, dispatcher_queue(ds, req->subs[i])) != 0) {
+            reply_err(r, PE_UNAVAILABLE, "cannot follow queue '%s' in ZooKeeper", req->subs[i]);
+            return;
+        }
+    }
+    reply_ok(r, NULL);
+}
+
+static void handle_request(struct conn *c, struct proto_request *req)
+{
+    struct dispatcher *ds = c->srv->d->dispatcher;
+    struct reply *r = reply_new(c);
+    if (!r) {
+        free(req->payload);
+        c->closing = 1;
+        return;
+    }
+    switch (req->cmd) {
+    case CMD_PUT:
+        dispatcher_put(ds, req, r); /* takes the payload */
+        break;
+    case CMD_SUB:
+        handle_sub(c, req, r);
+        break;
+    case CMD_ACK:
+    case CMD_NACK:
+        if (!c->consumer) {
+            reply_err(r, PE_NOT_FOUND, "job %s is not held by this connection", req->id);
+        } else if (req->cmd == CMD_ACK) {
+            dispatcher_ack(ds, c->consumer, req->id, r);
+        } else {
+            dispatcher_nack(ds, c->consumer, req->id, req->has_delay, req->delay_ms, r);
+        }
+        break;
+    case CMD_PING:
+        reply_ok(r, "PONG");
+        break;
+    }
+}
+
+static void decode_some(struct conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct proto_request req;
+    struct proto_error err;
+    for (int n = 0; n < REQUESTS_PER_TURN && !c->closing; n++) {
+        if (c->npending >= PENDING_REPLIES_MAX)
+            return; /* reading resumes when replies drain */
+        enum proto_result res = proto_decode(&c->dec, in, &req, &err);
+        if (res == PROTO_NEED_MORE)
+            return;
+        if (res == PROTO_REQUEST) {
+            handle_request(c, &req);
+            continue;
+        }
+        struct reply *r = reply_new(c);
+        if (r)
+            reply_err(r, err.code, "%s", err.text);
+    }
+    if (!c->closing && evbuffer_get_length(in) > 0)
+        event_active(c->more, 0, 0);
+}
+
+static void drop_consumer(struct conn *c)
+{
+    if (c->consumer) {
+        dispatcher_consumer_gone(c->srv->d->dispatcher, c->consumer);
+        consumer_free(c->consumer, dispatcher_ring);
+        c->consumer = NULL;
+    }
+}
+
+static void on_more(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct conn *c = arg;
+    decode_some(c);
+    if (c->eof && !c->rhead && evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
+        evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+        conn_free(c);
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    struct conn *c = arg;
+    if (c->eof && !c->rhead)
+        event_active(c->more, 0, 0);
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    decode_some(arg);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    struct conn *c = arg;
+    if (what & BEV_EVENT_ERROR) {
+        log_debug("client connection error: %s", strerror(errno));
+        conn_free(c);
+    } else if (what & BEV_EVENT_EOF) {
+        /* Requests already received still get their answers; held jobs are released now
+         * because a consumer that stopped sending cannot ack them. */
+        c->eof = 1;
+        bufferevent_disable(c->bev, EV_READ);
+        drop_consumer(c);
+        event_active(c->more, 0, 0);
+    }
+}
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                      int socklen, void *arg)
+{
+    (void)l;
+    (void)sa;
+    (void)socklen;
+    struct server *s = arg;
+    struct event_base *base = s->d->base;
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        return;
+    }
+    c->srv = s;
+    c->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->more = event_new(base, -1, 0, on_more, c);
+    if (!c->bev || !c->more) {
+        log_error("out of memory accepting a client");
+        if (c->bev)
+            bufferevent_free(c->bev);
+        else
+            close(fd);
+        free(c);
+        return;
+    }
+    proto_decoder_init(&c->dec, s->d->cfg->max_payload);
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+/* A socket file nobody answers on is left over from a crash: remove it. A live one means
+ * another daemon uses this path: refuse rather than steal it. */
+static int clear_stale_socket(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISSOCK(st.st_mode)) {
+        log_error("socket path %s exists and is not a socket; not touching it", path);
+        return -1;
+    }
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    strncpy(sun.sun_path, path, sizeof sun.sun_path - 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int live = connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0;
+    close(fd);
+    if (live) {
+        log_error("another process is listening on %s", path);
+        return -1;
+    }
+    return unlink(path);
+}
+
+struct server *server_new(struct deferd *d)
+{
+    const struct config *cfg = d->cfg;
+    struct server *s = calloc(1, sizeof *s);
+    if (!s || !(s->path = strdup(cfg->socket_path))) {
+        free(s);
+        return NULL;
+    }
+    s->d = d;
+    if (clear_stale_socket(cfg->socket_path) != 0) {
+        log_error("cannot use socket path %s: %s", cfg->socket_path, strerror(errno));
+        goto fail;
+    }
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    strncpy(sun.sun_path, cfg->socket_path, sizeof sun.sun_path - 1);
+    mode_t old = umask(0777 & ~cfg->socket_mode); /* no window with a wider mode */
+    s->listener = evconnlistener_new_bind(d->base, on_accept, s,
+                                          LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 128,
+                                          (struct sockaddr *)&sun, sizeof sun);
+    umask(old);
+    if (!s->listener) {
+        log_error("cannot listen on %s: %s", cfg->socket_path, strerror(errno));
+        goto fail;
+    }
+    if (chmod(cfg->socket_path, cfg->socket_mode) != 0)
+        log_warn("chmod %o %s: %s", cfg->socket_mode, cfg->socket_path, strerror(errno));
+    log_info("listening on %s", cfg->socket_path);
+    return s;
+fail:
+    free(s->path);
+    free(s);
+    return NULL;
+}
+
+void server_free(struct server *s)
+{
+    if (!s)
+        return;
+    while (s->conns)
+        conn_free(s->conns);
+    evconnlistener_free(s->listener);
+    unlink(s->path);
+    free(s->path);
+    free(s);
+}

@@ -1,0 +1,24 @@
+/* The Unix socket server: accepts producers and consumers, decodes requests, hands them to
+ * the dispatcher, and writes replies in request order however late they complete. */
+#ifndef DEFERD_SERVER_H
+#define DEFERD_SERVER_H
+
+#include "protocol.h"
+
+struct deferd;
+struct conn;
+struct job;
+struct reply;
+struct server;
+
+struct server *server_new(struct deferd *d);
+void server_free(struct server *s);
+
+/* Completing a reply whose connection has closed just frees it. */
+void reply_ok(struct reply *r, const char *text); /* text may be NULL */
+void reply_err(struct reply *r, enum proto_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+int server_push_job(struct conn *conn, const struct job *job);
+
+#endif

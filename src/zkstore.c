@@ -1,0 +1,344 @@
+#include "zkstore.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "loopq.h"
+
+struct zkstore {
+    zhandle_t *zh;
+    struct loopq *q;
+    zk_watch_fn on_watch;
+    zk_session_fn on_session;
+    void *ctx;
+    int connected;
+    int closing; /* late completions are dropped, not delivered */
+};
+
+/* Everything that crosses from ZooKeeper's threads to the loop. */
+struct zk_msg {
+    struct loopq_item link;
+    enum { MSG_RESULT, MSG_WATCH, MSG_SESSION } kind;
+    struct zkstore *zs;
+    /* MSG_RESULT */
+    zk_done_fn done;
+    void *ctx;
+    struct zk_result res;
+    zoo_op_t ops[ZK_MULTI_MAX];
+    zoo_op_result_t op_res[ZK_MULTI_MAX];
+    char *strings[2 * ZK_MULTI_MAX];   /* copies kept alive until the completion */
+    /* MSG_WATCH / MSG_SESSION */
+    int type, state;
+    char *path;
+};
+
+static void free_msg(struct zk_msg *m)
+{
+    free(m->res.data);
+    for (int i = 0; i < m->res.nchildren; i++)
+        free(m->res.children[i]);
+    free(m->res.children);
+    for (size_t i = 0; i < sizeof m->strings / sizeof m->strings[0]; i++)
+        free(m->strings[i]);
+    free(m->path);
+    free(m);
+}
+
+static void on_loop(struct loopq_item *item, void *unused)
+{
+    (void)unused;
+    struct zk_msg *m = (struct zk_msg *)item;
+    struct zkstore *zs = m->zs;
+    if (zs->closing) {
+        free_msg(m);
+        return;
+    }
+    switch (m->kind) {
+    case MSG_RESULT:
+        if (m->done)
+            m->done(&m->res, m->ctx);
+        break;
+    case MSG_WATCH:
+        zs->on_watch(m->type, m->path, zs->ctx);
+        break;
+    case MSG_SESSION:
+        zs->connected = m->state == ZOO_CONNECTED_STATE;
+        zs->on_session(m->state, zs->ctx);
+        break;
+    }
+    free_msg(m);
+}
+
+static struct zk_msg *new_result(struct zkstore *zs, zk_done_fn done, void *ctx)
+{
+    struct zk_msg *m = calloc(1, sizeof *m);
+    if (m) {
+        m->kind = MSG_RESULT;
+        m->zs = zs;
+        m->done = done;
+        m->ctx = ctx;
+    }
+    return m;
+}
+
+/* ---- completions: these run on the ZooKeeper client's completion thread ---- */
+
+static void finish(int rc, const void *data)
+{
+    struct zk_msg *m = (struct zk_msg *)data;
+    m->res.rc = rc;
+    loopq_push(m->zs->q, &m->link);
+}
+
+static void on_void(int rc, const void *data) { finish(rc, data); }
+
+static void on_string(int rc, const char *value, const void *data)
+{
+    (void)value;
+    finish(rc, data);
+}
+
+static void on_stat(int rc, const struct Stat *stat, const void *data)
+{
+    struct zk_msg *m = (struct zk_msg *)data;
+    if (rc == ZOK && stat) {
+        m->res.stat = *stat;
+        m->res.has_stat = 1;
+    }
+    finish(rc, data);
+}
+
+static void on_data(int rc, const char *value, int len, const struct Stat *stat, const void *data)
+{
+    struct zk_msg *m = (struct zk_msg *)data;
+    if (rc == ZOK && len > 0 && value) {
+        m->res.data = malloc((size_t)len);
+        if (!m->res.data)
+            rc = ZSYSTEMERROR;
+        else {
+            memcpy(m->res.data, value, (size_t)len);
+            m->res.datalen = len;
+        }
+    }
+    on_stat(rc, stat, data);
+}
+
+static void on_strings(int rc, const struct String_vector *sv, const void *data)
+{
+    struct zk_msg *m = (struct zk_msg *)data;
+    if (rc == ZOK && sv && sv->count > 0) {
+        m->res.children = calloc((size_t)sv->count, sizeof(char *));
+        for (int i = 0; m->res.children && i < sv->count; i++) {
+            if (!(m->res.children[i] = strdup(sv->data[i]))) {
+                rc = ZSYSTEMERROR;
+                break;
+            }
+            m->res.nchildren++;
+        }
+        if (!m->res.children)
+            rc = ZSYSTEMERROR;
+    }
+    finish(rc, data);
+}
+
+static void on_multi(int rc, const void *data)
+{
+    struct zk_msg *m = (struct zk_msg *)data;
+    for (int i = 0; i < m->res.nops; i++)
+        m->res.op_err[i] = m->op_res[i].err;
+    finish(rc, data);
+}
+
+static void on_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh;
+    struct zkstore *zs = ctx;
+    struct zk_msg *m = calloc(1, sizeof *m);
+    if (!m)
+        return; /* nothing sane to do on this thread; the next event resyncs */
+    m->zs = zs;
+    m->type = type;
+    m->state = state;
+    if (type == ZOO_SESSION_EVENT) {
+        m->kind = MSG_SESSION;
+    } else {
+        m->kind = MSG_WATCH;
+        m->path = strdup(path ? path : "");
+    }
+    loopq_push(zs->q, &m->link);
+}
+
+/* ---- loop thread ---- */
+
+/* The client's own log lines, at the level they carry, through our logger. */
+static void zk_log(const char *message)
+{
+    enum log_level level = LOG_DEBUG;
+    if (strstr(message, "ZOO_ERROR@"))
+        level = LOG_ERROR;
+    else if (strstr(message, "ZOO_WARN@"))
+        level = LOG_WARN;
+    log_msg(level, "zookeeper client: %s", message);
+}
+
+static int sent(struct zk_msg *m, int rc)
+{
+    if (rc != ZOK)
+        free_msg(m);
+    return rc;
+}
+
+int zkstore_create(struct zkstore *zs, const char *path, const void *data, size_t len,
+                   int ephemeral, zk_done_fn done, void *ctx)
+{
+    struct zk_msg *m = new_result(zs, done, ctx);
+    if (!m)
+        return ZSYSTEMERROR;
+    return sent(m, zoo_acreate(zs->zh, path, data, (int)len, &ZOO_OPEN_ACL_UNSAFE,
+                               ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT,
+                               on_string, m));
+}
+
+int zkstore_delete(struct zkstore *zs, const char *path, int version, zk_done_fn done, void *ctx)
+{
+    struct zk_msg *m = new_result(zs, done, ctx);
+    if (!m)
+        return ZSYSTEMERROR;
+    return sent(m, zoo_adelete(zs->zh, path, version, on_void, m));
+}
+
+int zkstore_get(struct zkstore *zs, const char *path, zk_done_fn done, void *ctx)
+{
+    struct zk_msg *m = new_result(zs, done, ctx);
+    if (!m)
+        return ZSYSTEMERROR;
+    return sent(m, zoo_aget(zs->zh, path, 0, on_data, m));
+}
+
+int zkstore_exists(struct zkstore *zs, const char *path, int watch, zk_done_fn done, void *ctx)
+{
+    struct zk_msg *m = new_result(zs, done, ctx);
+    if (!m)
+        return ZSYSTEMERROR;
+    return sent(m, zoo_aexists(zs->zh, path, watch, on_stat, m));
+}
+
+int zkstore_children(struct zkstore *zs, const char *path, int watch, zk_done_fn done,
+                     void *ctx)
+{
+    struct zk_msg *m = new_result(zs, done, ctx);
+    if (!m)
+        return ZSYSTEMERROR;
+    return sent(m, zoo_aget_children(zs->zh, path, watch, on_strings, m));
+}
+
+static char *copy_bytes(const void *data, size_t len)
+{
+    char *p = malloc(len ? len : 1);
+    if (p && len)
+        memcpy(p, data, len);
+    return p;
+}
+
+int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_done_fn done,
+                  void *ctx)
+{
+    if (nops < 1 || nops > ZK_MULTI_MAX)
+        return ZBADARGUMENTS;
+    struct zk_msg *m = new_result(zs, done, ctx);
+    if (!m)
+        return ZSYSTEMERROR;
+    m->res.nops = nops;
+    for (int i = 0; i < nops; i++) {
+        const struct zk_txn_op *o = &ops[i];
+        char *path = m->strings[2 * i] = strdup(o->path);
+        char *data = m->strings[2 * i + 1] = o->kind == ZT_CREATE ? copy_bytes(o->data, o->len) : NULL;
+        if (!path || (o->kind == ZT_CREATE && !data))
+            return sent(m, ZSYSTEMERROR);
+        if (o->kind == ZT_CREATE)
+            zoo_create_op_init(&m->ops[i], path, data, (int)o->len, &ZOO_OPEN_ACL_UNSAFE,
+                               o->ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT, NULL, 0);
+        else if (o->kind == ZT_DELETE)
+            zoo_delete_op_init(&m->ops[i], path, o->version);
+        else
+            zoo_check_op_init(&m->ops[i], path, o->version);
+    }
+    return sent(m, zoo_amulti(zs->zh, nops, m->ops, m->op_res, on_multi, m));
+}
+
+int zkstore_create_parents(struct zkstore *zs, const char *path, zk_done_fn done, void *ctx)
+{
+    char buf[1024];
+    size_t n = strlen(path);
+    if (n >= sizeof buf)
+        return ZBADARGUMENTS;
+    memcpy(buf, path, n + 1);
+    char *last = strrchr(buf, '/');
+    if (!last || last == buf)
+        return done ? ZBADARGUMENTS : ZOK;
+    *last = '\0';
+    /* Creates are applied in order on one session: parents always before children. */
+    for (char *p = strchr(buf + 1, '/');; p = strchr(p + 1, '/')) {
+        if (p)
+            *p = '\0';
+        int rc = zkstore_create(zs, buf, NULL, 0, 0, p ? NULL : done, p ? NULL : ctx);
+        if (rc != ZOK)
+            return rc;
+        if (!p)
+            return ZOK;
+        *p = '/';
+    }
+}
+
+int zkstore_connected(const struct zkstore *zs) { return zs->connected; }
+
+int64_t zkstore_session_id(const struct zkstore *zs)
+{
+    const clientid_t *id = zoo_client_id(zs->zh);
+    return id ? id->client_id : 0;
+}
+
+int zkstore_negotiated_timeout(const struct zkstore *zs) { return zoo_recv_timeout(zs->zh); }
+
+struct zkstore *zkstore_new(struct event_base *base, const struct config *cfg,
+                            zk_watch_fn on_watch, zk_session_fn on_session, void *ctx)
+{
+    struct zkstore *zs = calloc(1, sizeof *zs);
+    if (!zs)
+        return NULL;
+    zs->on_watch = on_watch;
+    zs->on_session = on_session;
+    zs->ctx = ctx;
+    zs->q = loopq_new(base, on_loop, NULL);
+    if (!zs->q) {
+        free(zs);
+        return NULL;
+    }
+    zoo_set_debug_level(cfg->log_level >= LOG_DEBUG ? ZOO_LOG_LEVEL_INFO : ZOO_LOG_LEVEL_WARN);
+    /* The library logs its environment at start whatever the level: quiet unless debug. */
+    zs->zh = zookeeper_init2(cfg->zk_hosts, on_watcher, (int)cfg->session_timeout_ms, NULL, zs,
+                             0, zk_log);
+    if (!zs->zh) {
+        log_error("zookeeper: cannot create a handle for '%s': %s", cfg->zk_hosts,
+                  strerror(errno));
+        loopq_free(zs->q);
+        free(zs);
+        return NULL;
+    }
+    return zs;
+}
+
+void zkstore_free(struct zkstore *zs)
+{
+    if (!zs)
+        return;
+    /* Closing ends the session at once, so our ephemeral locks vanish now rather than
+     * after the session timeout. Completions still queued are handed to the loop queue. */
+    zs->closing = 1;
+    zookeeper_close(zs->zh);
+    loopq_free(zs->q);
+    free(zs);
+}

@@ -1,0 +1,66 @@
+/* The ZooKeeper store: one session, asynchronous calls only, every completion and watch
+ * event copied on the client's thread and handed to the loop (loopq). All callbacks below
+ * run on the loop thread. */
+#ifndef DEFERD_ZKSTORE_H
+#define DEFERD_ZKSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zookeeper/zookeeper.h>
+
+struct event_base;
+struct config;
+
+#define ZK_MULTI_MAX 8
+
+struct zk_result {
+    int rc;                    /* ZOK or a ZooKeeper error code */
+    int has_stat;
+    struct Stat stat;
+    char *data;                /* get: copy of the node's data */
+    int datalen;
+    char **children;           /* get_children: copies */
+    int nchildren;
+    int nops;                  /* multi: per-operation results */
+    int op_err[ZK_MULTI_MAX];
+};
+
+typedef void (*zk_done_fn)(const struct zk_result *r, void *ctx);
+typedef void (*zk_watch_fn)(int type, const char *path, void *ctx);
+typedef void (*zk_session_fn)(int state, void *ctx);
+
+/* One operation of a transaction; strings are copied by zkstore_multi. */
+struct zk_txn_op {
+    enum { ZT_CREATE, ZT_DELETE, ZT_CHECK } kind;
+    const char *path;
+    const void *data;
+    size_t len;
+    int ephemeral;
+    int version;               /* delete/check, -1 = any */
+};
+
+struct zkstore;
+
+struct zkstore *zkstore_new(struct event_base *base, const struct config *cfg,
+                            zk_watch_fn on_watch, zk_session_fn on_session, void *ctx);
+void zkstore_free(struct zkstore *zs);
+int zkstore_connected(const struct zkstore *zs);
+int64_t zkstore_session_id(const struct zkstore *zs);
+int zkstore_negotiated_timeout(const struct zkstore *zs);
+
+/* Each returns ZOK when the request was sent (DONE will be called exactly once) or an
+ * error code (DONE will not be called). DONE may be NULL. */
+int zkstore_create(struct zkstore *zs, const char *path, const void *data, size_t len,
+                   int ephemeral, zk_done_fn done, void *ctx);
+int zkstore_delete(struct zkstore *zs, const char *path, int version, zk_done_fn done, void *ctx);
+int zkstore_get(struct zkstore *zs, const char *path, zk_done_fn done, void *ctx);
+int zkstore_exists(struct zkstore *zs, const char *path, int watch, zk_done_fn done, void *ctx);
+int zkstore_children(struct zkstore *zs, const char *path, int watch, zk_done_fn done,
+                     void *ctx);
+int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_done_fn done,
+                  void *ctx);
+/* Creates every missing ancestor of PATH (not PATH itself), pipelined; NodeExists is fine.
+ * DONE gets the result of the last create. */
+int zkstore_create_parents(struct zkstore *zs, const char *path, zk_done_fn done, void *ctx);
+
+#endif

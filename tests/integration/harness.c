@@ -1,0 +1,252 @@
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "layout.h"
+
+char harness_zk_hosts[64];
+static const char *const *saved_overrides;
+
+int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "harness: %s\n", what);
+    exit(1);
+}
+
+void harness_init(const char *name, char *root, size_t rootlen)
+{
+    const char *dir = getenv("DEFERD_TEST_ZKDIR");
+    char path[512];
+    if (!dir)
+        die("DEFERD_TEST_ZKDIR not set (run through ctest)");
+    snprintf(path, sizeof path, "%s/port", dir);
+    FILE *f = fopen(path, "r");
+    int port = 0;
+    if (!f || fscanf(f, "%d", &port) != 1)
+        die("cannot read the fixture's ZooKeeper port");
+    fclose(f);
+    snprintf(harness_zk_hosts, sizeof harness_zk_hosts, "127.0.0.1:%d", port);
+    snprintf(root, rootlen, "/it-%s-%d", name, (int)getpid());
+    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static int write_config(struct daemon_proc *d)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/deferd.ini", d->dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "[daemon]\nsocket = %s\nlog_level = debug\nmax_payload = 4KiB\nlookahead = 2s\n"
+               "[zookeeper]\nhosts = %s\nroot = %s\nsession_timeout = 4s\n"
+               "[queue a]\n[queue b]\npriority = 7\n[queue emails]\n",
+            d->sock, harness_zk_hosts, d->root);
+    return fclose(f);
+}
+
+static pid_t spawn(struct daemon_proc *d, const char *const *overrides)
+{
+    const char *bin = getenv("DEFERD_BIN");
+    const char *wrap = getenv("DEFERD_WRAPPER"); /* e.g. valgrind */
+    char cfg[400];
+    const char *argv[64];
+    int n = 0;
+    snprintf(cfg, sizeof cfg, "%s/deferd.ini", d->dir);
+    if (wrap && *wrap) {
+        static char wrapbuf[512];
+        snprintf(wrapbuf, sizeof wrapbuf, "%s", wrap);
+        for (char *t = strtok(wrapbuf, " "); t && n < 20; t = strtok(NULL, " "))
+            argv[n++] = t;
+    }
+    argv[n++] = bin;
+    argv[n++] = "-c";
+    argv[n++] = cfg;
+    for (int i = 0; overrides && overrides[i] && n < 60; i++) {
+        argv[n++] = "-o";
+        argv[n++] = overrides[i];
+    }
+    argv[n] = NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        dup2(fd, 2);
+        dup2(fd, 1);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_ready(struct daemon_proc *d)
+{
+    int64_t deadline = now_ms() + 30000;
+    while (now_ms() < deadline) {
+        int status;
+        if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+            fprintf(stderr, "harness: deferd exited early; see %s\n", d->log);
+            d->pid = 0;
+            return -1;
+        }
+        deferd_client *c = deferd_connect(d->sock, NULL, 0);
+        if (c) {
+            int ok = deferd_ping(c) == DEFERD_OK;
+            deferd_close(c);
+            if (ok)
+                return 0;
+        }
+        usleep(20000);
+    }
+    fprintf(stderr, "harness: deferd not ready in 30 s; see %s\n", d->log);
+    return -1;
+}
+
+int daemon_start(struct daemon_proc *d, const char *root, const char *tag,
+                 const char *const *overrides)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->dir, sizeof d->dir, "/tmp/deferd-it-%d-%s", (int)getpid(), tag);
+    mkdir(d->dir, 0755);
+    snprintf(d->sock, sizeof d->sock, "%s/deferd.sock", d->dir);
+    snprintf(d->log, sizeof d->log, "%s/deferd.log", d->dir);
+    snprintf(d->root, sizeof d->root, "%s", root);
+    saved_overrides = overrides;
+    if (write_config(d) != 0)
+        return -1;
+    d->pid = spawn(d, overrides);
+    return d->pid > 0 ? wait_ready(d) : -1;
+}
+
+int daemon_restart(struct daemon_proc *d, const char *const *overrides)
+{
+    d->pid = spawn(d, overrides ? overrides : saved_overrides);
+    return d->pid > 0 ? wait_ready(d) : -1;
+}
+
+void daemon_kill(struct daemon_proc *d, int sig)
+{
+    if (d->pid <= 0)
+        return;
+    kill(d->pid, sig);
+    int status;
+    waitpid(d->pid, &status, 0);
+    if (sig == SIGTERM && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+        fprintf(stderr, "harness: deferd did not exit cleanly on SIGTERM (status %d); see %s\n",
+                status, d->log);
+        check_failures++;
+    }
+    d->pid = 0;
+}
+
+deferd_client *client(const struct daemon_proc *d)
+{
+    char err[256];
+    deferd_client *c = deferd_connect(d->sock, err, sizeof err);
+    if (!c)
+        die(err);
+    deferd_set_timeout(c, 20000);
+    return c;
+}
+
+int put_job(deferd_client *c, const char *queue, const char *payload, int64_t delay_ms,
+            int64_t at_ms, int prio, char *id)
+{
+    deferd_put_opts o = {0};
+    if (delay_ms >= 0) {
+        o.has_delay = 1;
+        o.delay_ms = (uint64_t)delay_ms;
+    }
+    if (at_ms >= 0) {
+        o.has_at = 1;
+        o.at_ms = (uint64_t)at_ms;
+    }
+    if (prio >= 0) {
+        o.has_priority = 1;
+        o.priority = (uint32_t)prio;
+    }
+    int64_t deadline = now_ms() + 20000;
+    for (;;) {
+        int rc = deferd_put(c, queue, payload, strlen(payload), &o, id, DEFERD_ID_SIZE);
+        if (rc == DEFERD_OK)
+            return 0;
+        if (rc != DEFERD_ESERVER || strcmp(deferd_last_error_code(c), "UNAVAILABLE") != 0 ||
+            now_ms() > deadline) {
+            fprintf(stderr, "put failed: %s\n", deferd_last_error(c));
+            return -1;
+        }
+        usleep(50000);
+    }
+}
+
+static void zk_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh;
+    (void)type;
+    (void)path;
+    (void)ctx;
+    (void)state;
+}
+
+zhandle_t *zk_connect(void)
+{
+    zhandle_t *zh = zookeeper_init(harness_zk_hosts, zk_watcher, 10000, NULL, NULL, 0);
+    int64_t deadline = now_ms() + 20000;
+    while (zh && zoo_state(zh) != ZOO_CONNECTED_STATE && now_ms() < deadline)
+        usleep(10000);
+    if (!zh || zoo_state(zh) != ZOO_CONNECTED_STATE)
+        die("test's ZooKeeper session did not connect");
+    return zh;
+}
+
+int zk_exists(zhandle_t *zh, const char *path)
+{
+    struct Stat st;
+    return zoo_exists(zh, path, 0, &st) == ZOK;
+}
+
+static int count_under(zhandle_t *zh, const char *path, int level)
+{
+    struct String_vector kids;
+    if (zoo_get_children(zh, path, 0, &kids) != ZOK)
+        return 0;
+    int n = 0;
+    for (int i = 0; i < kids.count; i++) {
+        char sub[600];
+        snprintf(sub, sizeof sub, "%s/%s", path, kids.data[i]);
+        n += level == LAYOUT_DEPTH ? 1 : count_under(zh, sub, level + 1);
+    }
+    deallocate_String_vector(&kids);
+    return n;
+}
+
+int zk_count_jobs(zhandle_t *zh, const char *root, const char *queue)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/queues/%s/jobs", root, queue);
+    return count_under(zh, path, 0);
+}
+
+int job_path(const char *root, const char *id, char *path, size_t len)
+{
+    char queue[80];
+    struct job_name jn;
+    if (layout_parse_id(id, queue, sizeof queue, &jn) != 0)
+        return -1;
+    return layout_job_path(path, len, root, queue, &jn);
+}

@@ -1,0 +1,49 @@
+/* Integration-test harness: a real ZooKeeper (started by the ctest fixture), real deferd
+ * processes, real sockets. Every wait has a deadline; nothing sleeps and hopes. */
+#ifndef DEFERD_TEST_HARNESS_H
+#define DEFERD_TEST_HARNESS_H
+
+#include <deferd/client.h>
+#include <signal.h>
+#include <string.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <zookeeper/zookeeper.h>
+
+#include "../unit/check.h"
+
+struct daemon_proc {
+    pid_t pid;
+    char dir[256];       /* config, socket and log live here */
+    char sock[300];
+    char log[300];
+    char root[128];      /* ZooKeeper root of this test */
+};
+
+extern char harness_zk_hosts[64];
+
+/* Reads the fixture's ZooKeeper port; makes a per-test root "/it-NAME-PID". */
+void harness_init(const char *name, char *root, size_t rootlen);
+int64_t now_ms(void);
+
+/* Starts deferd with a generated config (queues a, b, emails) plus extra "-o" overrides
+ * (NULL-terminated); returns once it answers PING and accepts a put. */
+int daemon_start(struct daemon_proc *d, const char *root, const char *tag,
+                 const char *const *overrides);
+void daemon_kill(struct daemon_proc *d, int sig); /* and reaps it */
+int daemon_restart(struct daemon_proc *d, const char *const *overrides);
+
+deferd_client *client(const struct daemon_proc *d);
+/* Puts with retries while deferd reports UNAVAILABLE (ZooKeeper session not up yet). */
+int put_job(deferd_client *c, const char *queue, const char *payload, int64_t delay_ms,
+            int64_t at_ms, int prio, char *id);
+
+/* A synchronous ZooKeeper session for checking what deferd wrote (tests only). */
+zhandle_t *zk_connect(void);
+int zk_exists(zhandle_t *zh, const char *path);
+/* Number of job znodes under ROOT/queues/QUEUE/jobs (walks the buckets). */
+int zk_count_jobs(zhandle_t *zh, const char *root, const char *queue);
+/* Path of a job id's znode. */
+int job_path(const char *root, const char *id, char *path, size_t len);
+
+#endif

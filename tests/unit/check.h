@@ -1,0 +1,45 @@
+/* Minimal assertion helpers for the unit tests: count failures, print where. */
+#ifndef DEFERD_TEST_CHECK_H
+#define DEFERD_TEST_CHECK_H
+
+#include <stdio.h>
+#include <string.h>
+
+static int check_failures;
+static int check_count;
+
+#define CHECK(cond)                                                                 \
+    do {                                                                            \
+        check_count++;                                                              \
+        if (!(cond)) {                                                              \
+            check_failures++;                                                       \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);  \
+        }                                                                           \
+    } while (0)
+
+#define CHECK_STR(a, b)                                                             \
+    do {                                                                            \
+        check_count++;                                                              \
+        if (strcmp((a), (b)) != 0) {                                                \
+            check_failures++;                                                       \
+            fprintf(stderr, "%s:%d: '%s' != '%s'\n", __FILE__, __LINE__, (a), (b));  \
+        }                                                                           \
+    } while (0)
+
+#define CHECK_CONTAINS(hay, needle)                                                 \
+    do {                                                                            \
+        check_count++;                                                              \
+        if (!strstr((hay), (needle))) {                                             \
+            check_failures++;                                                       \
+            fprintf(stderr, "%s:%d: '%s' does not contain '%s'\n", __FILE__, __LINE__, \
+                    (hay), (needle));                                               \
+        }                                                                           \
+    } while (0)
+
+static inline int check_report(const char *name)
+{
+    printf("%s: %d checks, %d failed\n", name, check_count, check_failures);
+    return check_failures ? 1 : 0;
+}
+
+#endif

@@ -1,0 +1,100 @@
+/* Config loading: the sample loads; every error names file and line. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "config.h"
+
+static char path[] = "/tmp/deferd-test-config-XXXXXX";
+
+static int load_text(const char *text, const char *const *ov, size_t nov, struct config *cfg,
+                     char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    return config_load(path, ov, nov, cfg, err, errlen);
+}
+
+#define BASE "[daemon]\nsocket = /tmp/x.sock\n[zookeeper]\nhosts = 127.0.0.1:2181\n"
+
+static void expect_error(const char *text, int line, const char *needle)
+{
+    struct config cfg;
+    char err[512], where[600];
+    CHECK(load_text(text, NULL, 0, &cfg, err, sizeof err) != 0);
+    snprintf(where, sizeof where, "%s:%d: ", path, line);
+    CHECK_CONTAINS(err, where);
+    CHECK_CONTAINS(err, needle);
+}
+
+static void sample(void)
+{
+    struct config cfg;
+    char err[512] = "";
+    int rc = config_load(TEST_DATA_DIR "/../../etc/deferd.ini", NULL, 0, &cfg, err, sizeof err);
+    CHECK(rc == 0);
+    if (rc != 0) {
+        fprintf(stderr, "  %s\n", err);
+        return;
+    }
+    CHECK_STR(cfg.zk_root, "/deferd");
+    CHECK(cfg.nqueues == 2);
+    const struct queue_config *q = config_queue(&cfg, "emails");
+    CHECK(q && q->priority == 1024 && q->ttr_ms == 60000 && q->max_attempts == 10);
+    CHECK(cfg.max_payload == 512 * 1024 && cfg.socket_mode == 0660);
+    config_free(&cfg);
+}
+
+static void overrides(void)
+{
+    struct config cfg;
+    char err[512];
+    const char *ov[] = {"zookeeper.hosts=127.0.0.1:9999", "queue new.priority=3",
+                        "daemon.lookahead=2s"};
+    CHECK(load_text(BASE "[queue a]\n", ov, 3, &cfg, err, sizeof err) == 0);
+    CHECK_STR(cfg.zk_hosts, "127.0.0.1:9999");
+    CHECK(config_queue(&cfg, "new") && config_queue(&cfg, "new")->priority == 3);
+    CHECK(cfg.lookahead_ms == 2000);
+    config_free(&cfg);
+    const char *bad[] = {"daemon.lookahead=soon"};
+    CHECK(load_text(BASE "[queue a]\n", bad, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "override 'daemon.lookahead=soon'");
+    const char *junk[] = {"nodot"};
+    CHECK(load_text(BASE "[queue a]\n", junk, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "SECTION.KEY=VALUE");
+}
+
+int main(void)
+{
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    sample();
+    overrides();
+    expect_error(BASE "[queue a]\n[bogus]\n", 6, "unknown section [bogus]");
+    expect_error(BASE "[queue a]\ncolour = red\n", 6, "unknown key 'colour'");
+    expect_error("[daemon]\nsocket = /s\nlookahead = 5 s\n", 3, "malformed duration");
+    expect_error(BASE "[queue a]\npriority = high\n", 6, "malformed or out-of-range number");
+    expect_error(BASE "[queue a]\nmax_attempts = 0\n", 6, "max_attempts");
+    expect_error("[daemon]\nsocket = /s\n[zookeeper]\nroot = /x\n[queue a]\n", 3,
+                 "missing required key 'hosts'");
+    expect_error("[zookeeper]\nhosts = h\n[queue a]\n", 1, "missing required key 'socket'");
+    expect_error(BASE, 4, "missing required section [queue NAME]");
+    expect_error(BASE "[queue a]\n[queue a]\n", 6, "duplicate section");
+    expect_error(BASE "[queue a]\npriority = 1\npriority = 2\n", 7, "duplicate key");
+    expect_error(BASE "[queue a b]\n", 5, "bad queue name");
+    expect_error(BASE "[queue a]\n[daemon]\nmax_payload = 2MiB\n", 7, "max_payload");
+    expect_error("socket = /s\n" BASE, 1, "outside of any section");
+    expect_error(BASE "[queue a]\nthis is not a pair\n", 6, "syntax error");
+    expect_error(BASE "[queue a]\n[zookeeper]\nroot = deferd/\n", 7, "'root'");
+    expect_error(BASE "[queue a]\n[daemon]\nsocket_mode = 999\n", 7, "octal");
+    expect_error(BASE "[queue a]\n[daemon]\nlog_level = loud\n", 7, "log_level");
+    expect_error(BASE "[queue a\n", 5, "without ']'");
+    struct config cfg;
+    char err[512];
+    CHECK(config_load("/nonexistent/deferd.ini", NULL, 0, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "/nonexistent/deferd.ini: cannot open");
+    unlink(path);
+    return check_report("config");
+}

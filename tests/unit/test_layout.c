@@ -1,0 +1,80 @@
+/* The znode layout codec: names and paths round-trip, foreign names are refused. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "layout.h"
+
+static void round_trips(void)
+{
+    srand(7);
+    for (int i = 0; i < 5000; i++) {
+        struct job_name a = {0}, b;
+        a.due_ms = ((uint64_t)rand() << 20 ^ (uint64_t)rand()) % (LAYOUT_DUE_MAX + 1);
+        a.priority = (uint32_t)rand() * 2u + (uint32_t)(rand() & 1);
+        a.prior_attempts = (i % 3) ? 0 : (uint32_t)rand() + 1;
+        snprintf(a.uid, sizeof a.uid, "%x%x", rand(), i);
+        char name[LAYOUT_NAME_MAX + 1], id[LAYOUT_ID_MAX + 1], q[65];
+        CHECK(layout_format_name(&a, name, sizeof name) == 0);
+        CHECK(layout_parse_name(name, &b) == 0);
+        CHECK(a.due_ms == b.due_ms && a.priority == b.priority &&
+              a.prior_attempts == b.prior_attempts);
+        CHECK_STR(a.uid, b.uid);
+        CHECK(layout_format_id(id, sizeof id, "emails", name) == 0);
+        CHECK(layout_parse_id(id, q, sizeof q, &b) == 0);
+        CHECK_STR(q, "emails");
+        CHECK(layout_job_in_bucket(a.due_ms, layout_bucket_of(a.due_ms, 3)));
+    }
+}
+
+static void paths(void)
+{
+    struct job_name jn = {.due_ms = 1763769605123ULL, .priority = 10, .uid = "abc"};
+    char buf[LAYOUT_PATH_MAX];
+    CHECK(layout_job_path(buf, sizeof buf, "/deferd", "emails", &jn) == 0);
+    CHECK_STR(buf, "/deferd/queues/emails/jobs/176376/17637696/17637696051/1763769605123-10-abc");
+    CHECK(layout_bucket_path(buf, sizeof buf, "/r", "q", jn.due_ms, 0) == 0);
+    CHECK_STR(buf, "/r/queues/q/jobs");
+    uint64_t v;
+    CHECK(layout_parse_bucket("176376", 1, 0, &v) == 0 && v == 176376);
+    CHECK(layout_parse_bucket("17637696", 2, 176376, &v) == 0 && v == 17637696);
+    CHECK(layout_parse_bucket("17637696", 2, 176377, &v) != 0); /* wrong parent */
+    CHECK(layout_parse_bucket("17637696051", 3, 17637696, &v) == 0);
+    CHECK(layout_parse_bucket("017637696051", 3, 17637696, &v) != 0);
+    CHECK(layout_parse_bucket("abc", 1, 0, &v) != 0);
+    CHECK(layout_parse_bucket("", 1, 0, &v) != 0);
+    CHECK(!layout_job_in_bucket(1763769605123ULL, 17637696052ULL));
+    char small[20];
+    CHECK(layout_job_path(small, sizeof small, "/deferd", "emails", &jn) != 0);
+}
+
+static void foreign_names(void)
+{
+    static const char *bad[] = {
+        "", "queue-0000000001", "lock", "1-2", "1-2-", "-1-2-abc", "01-2-abc", "1-02-abc",
+        "1-2-ABC", "1-2-ab_c", "1-2-abc-0", "1-2-abc-01", "1-2-abc-1-2", "1-4294967296-abc",
+        "99999999999999-1-abc", "1--2-abc", "1-2-abc-", "1-2-abcdefghijklmnopqrstuvwxyz0123456789",
+        "1 -2-abc",
+    };
+    struct job_name jn;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = layout_parse_name(bad[i], &jn);
+        CHECK(rc != 0);
+        if (rc == 0)
+            fprintf(stderr, "  accepted foreign name '%s'\n", bad[i]);
+    }
+    CHECK(layout_parse_name("0-0-0", &jn) == 0);
+    CHECK(layout_parse_name("1-4294967295-z-4294967295", &jn) == 0 && jn.prior_attempts == UINT32_MAX);
+    char q[65];
+    CHECK(layout_parse_id("nosuchslash", q, sizeof q, &jn) != 0);
+    CHECK(layout_parse_id("bad queue/1-2-abc", q, sizeof q, &jn) != 0);
+    CHECK(layout_parse_id("/1-2-abc", q, sizeof q, &jn) != 0);
+    CHECK(layout_parse_id("q/1-2-abc/x", q, sizeof q, &jn) != 0);
+}
+
+int main(void)
+{
+    round_trips();
+    paths();
+    foreign_names();
+    return check_report("layout");
+}

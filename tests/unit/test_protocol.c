@@ -1,0 +1,167 @@
+/* Protocol decoding: split reads, binary payloads, oversized input, garbage; the decoder
+ * always resynchronises. */
+#include <event2/buffer.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "protocol.h"
+
+struct outcome {
+    int nreq, nerr;
+    struct proto_request last;
+    struct proto_error lasterr;
+    char payload[256];
+};
+
+/* Feeds DATA in random chunks and decodes after each one. */
+static void feed(struct proto_decoder *d, const char *data, size_t len, struct outcome *o)
+{
+    struct evbuffer *in = evbuffer_new();
+    size_t off = 0;
+    memset(o, 0, sizeof *o);
+    while (off < len) {
+        size_t n = 1 + (size_t)rand() % 7;
+        if (n > len - off)
+            n = len - off;
+        evbuffer_add(in, data + off, n);
+        off += n;
+        for (;;) {
+            struct proto_request req;
+            struct proto_error err;
+            enum proto_result r = proto_decode(d, in, &req, &err);
+            if (r == PROTO_NEED_MORE)
+                break;
+            if (r == PROTO_REQUEST) {
+                o->nreq++;
+                o->last = req;
+                if (req.payload && req.len < sizeof o->payload)
+                    memcpy(o->payload, req.payload, req.len);
+                free(req.payload);
+                o->last.payload = NULL;
+            } else {
+                o->nerr++;
+                o->lasterr = err;
+            }
+        }
+    }
+    evbuffer_free(in);
+}
+
+static void valid_requests(void)
+{
+    struct proto_decoder d;
+    struct outcome o;
+    proto_decoder_init(&d, 64);
+    static const char put[] = "PUT emails 7 delay=100 prio=3\nhe\nl\0o!\n";
+    feed(&d, put, sizeof put - 1, &o);
+    CHECK(o.nreq == 1 && o.nerr == 0);
+    CHECK(o.last.cmd == CMD_PUT && o.last.len == 7 && o.last.has_delay && o.last.delay_ms == 100);
+    CHECK(o.last.has_prio && o.last.prio == 3 && memcmp(o.payload, "he\nl\0o!", 7) == 0);
+    const char *many = "SUB a,b.c inflight=5\r\nACK a/1-2-abc\nNACK a/1-2-abc delay=5\nPING\n"
+                       "PUT q 0 at=1763769605123\n\n";
+    feed(&d, many, strlen(many), &o);
+    CHECK(o.nreq == 5 && o.nerr == 0);
+    CHECK(o.last.cmd == CMD_PUT && o.last.len == 0 && o.last.has_at);
+    struct proto_request req;
+    struct proto_error err;
+    CHECK(proto_parse_line("SUB a,b.c inflight=5", 20, &req, &err) == 0);
+    CHECK(req.nsubs == 2 && req.inflight == 5);
+    CHECK_STR(req.subs[1], "b.c");
+}
+
+static void errors_resync(void)
+{
+    struct proto_decoder d;
+    struct outcome o;
+    proto_decoder_init(&d, 16);
+    static const char *bad[] = {
+        "HELLO\n", "PUT emails\n", "PUT emails x\n", "PUT bad/queue 1\n", "SUB a,,b\n",
+        "SUB \n", "ACK nothing\n", "PUT q 1 delay=1 at=2\n", "PUT q 0 foo=1\n", "PING \n",
+        "PUT q 0 prio=4294967296\n", "SUB a inflight=0\n", "NACK q/1-2-abc prio=1\n", "\n",
+        "PUT  q 0\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char buf[128];
+        snprintf(buf, sizeof buf, "%sPING\n", bad[i]);
+        feed(&d, buf, strlen(buf), &o);
+        CHECK(o.nerr == 1 && o.nreq == 1 && o.last.cmd == CMD_PING);
+        CHECK(o.lasterr.code == PE_BAD_REQUEST);
+        if (o.nerr != 1)
+            fprintf(stderr, "  input '%s' gave %d errors\n", bad[i], o.nerr);
+    }
+    static const char nul[] = "PI\0NG\nPING\n";
+    feed(&d, nul, sizeof nul - 1, &o);
+    CHECK(o.nerr == 1 && o.nreq == 1);
+}
+
+static void oversized(void)
+{
+    struct proto_decoder d;
+    struct outcome o;
+    proto_decoder_init(&d, 16);
+    char big[300];
+    int n = snprintf(big, sizeof big, "PUT q 100\n");
+    memset(big + n, 'x', 100);
+    memcpy(big + n + 100, "\nPING\n", 6);
+    feed(&d, big, (size_t)n + 106, &o);
+    CHECK(o.nerr == 1 && o.lasterr.code == PE_TOO_LARGE && o.nreq == 1 && o.last.cmd == CMD_PING);
+    /* payload not followed by a newline: the stray byte starts the next line */
+    const char *stray = "PUT q 3\nabcPING\n";
+    feed(&d, stray, strlen(stray), &o);
+    CHECK(o.nerr == 1 && o.nreq == 1 && o.last.cmd == CMD_PING);
+    const char *stray2 = "PUT q 3\nabc\nPUT q 2\nxyZPING\n";
+    feed(&d, stray2, strlen(stray2), &o);
+    CHECK(o.nreq == 1 && o.nerr == 2); /* the PUT of "abc", then 'Z' + "PING" is no command */
+    /* a header line longer than 1024 bytes, with and without its newline in sight */
+    char longline[3000];
+    memset(longline, 'A', sizeof longline);
+    memcpy(longline + 2000, "\nPING\n", 6);
+    feed(&d, longline, 2006, &o);
+    CHECK(o.nerr == 1 && o.nreq == 1 && o.last.cmd == CMD_PING);
+}
+
+static void garbage(void)
+{
+    struct proto_decoder d;
+    proto_decoder_init(&d, 1000);
+    srand(1234);
+    char buf[4096];
+    for (int round = 0; round < 300; round++) {
+        for (size_t i = 0; i < sizeof buf; i++) {
+            static const char alphabet[] = "PUTSBACKNIG q0123456789=,/-\n\r \xff";
+            buf[i] = (rand() % 4) ? alphabet[rand() % (sizeof alphabet - 1)] : (char)rand();
+        }
+        struct outcome o;
+        feed(&d, buf, sizeof buf, &o);
+        CHECK(o.nreq + o.nerr >= 0); /* reaching here without a crash is the point */
+    }
+    /* after any garbage, a clean newline and PING are understood */
+    struct outcome o;
+    proto_decoder_init(&d, 1000);
+    feed(&d, "\x01\x02garbage\nPING\n", 16, &o);
+    CHECK(o.nreq == 1 && o.last.cmd == CMD_PING);
+}
+
+static void formatting(void)
+{
+    char line[128];
+    proto_format_error(line, sizeof line, PE_TOO_LARGE, "two\nlines");
+    CHECK_STR(line, "ERR TOO_LARGE two lines");
+    struct evbuffer *out = evbuffer_new();
+    CHECK(proto_append_job(out, "q/1-2-a", "q", 3, 1, 2, "x\ny", 3) == 0);
+    char got[64] = "";
+    evbuffer_remove(out, got, sizeof got - 1);
+    CHECK_STR(got, "JOB q/1-2-a q 3 1 2 3\nx\ny\n");
+    evbuffer_free(out);
+}
+
+int main(void)
+{
+    srand(99);
+    valid_requests();
+    errors_resync();
+    oversized();
+    garbage();
+    formatting();
+    return check_report("protocol");
+}
