@@ -88,7 +88,7 @@ static pid_t spawn(struct daemon_proc *d, const char *const *overrides)
         int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
         dup2(fd, 2);
         dup2(fd, 1);
-        execv(argv[0], (char *const *)argv);
+        execvp(argv[0], (char *const *)argv);
         _exit(127);
     }
     return pid;
@@ -139,6 +139,26 @@ int daemon_restart(struct daemon_proc *d, const char *const *overrides)
     return d->pid > 0 ? wait_ready(d) : -1;
 }
 
+/* Under valgrind, every run recorded in the log must end with a clean summary. */
+static void check_valgrind_log(const struct daemon_proc *d)
+{
+    const char *wrap = getenv("DEFERD_WRAPPER");
+    if (!wrap || !strstr(wrap, "valgrind"))
+        return;
+    FILE *f = fopen(d->log, "r");
+    char line[1024];
+    int summaries = 0, clean = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        summaries += strstr(line, "ERROR SUMMARY:") != NULL;
+        clean += strstr(line, "ERROR SUMMARY: 0 errors") != NULL;
+    }
+    if (f)
+        fclose(f);
+    CHECK(summaries > 0 && summaries == clean);
+    if (summaries == 0 || summaries != clean)
+        fprintf(stderr, "harness: valgrind reported errors or did not run; see %s\n", d->log);
+}
+
 void daemon_kill(struct daemon_proc *d, int sig)
 {
     if (d->pid <= 0)
@@ -151,6 +171,8 @@ void daemon_kill(struct daemon_proc *d, int sig)
                 status, d->log);
         check_failures++;
     }
+    if (sig == SIGTERM)
+        check_valgrind_log(d);
     d->pid = 0;
 }
 
