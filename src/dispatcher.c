@@ -567,6 +567,7 @@ static void put_done(struct put *p, int rc)
     if (rc == ZOK && layout_format_name(&p->jn, name, sizeof name) == 0 &&
         layout_format_id(id, sizeof id, p->q->cfg->name, name) == 0) {
         reply_ok(p->r, id);
+        mirror_job_created(p->ds->d->mirror, p->q, p->path);
     } else {
         log_warn("queue %s: put to %s failed: %s", p->q->cfg->name, p->path, zerror(rc));
         reply_err(p->r, PE_UNAVAILABLE, "ZooKeeper did not store the job: %s", zerror(rc));

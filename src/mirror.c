@@ -16,6 +16,10 @@
 
 #define RETRY_MS 1000
 #define GC_GRACE_MS 2000 /* an empty bucket this far in the past is deleted */
+/* A busy bucket is re-listed at most this often: every change fires its watch, and a
+ * re-list per change would cost O(bucket) each time (Curator's quadratic trap). Jobs this
+ * daemon writes are entered directly, so only other writers' jobs can wait this long. */
+#define RELIST_MIN_MS 20
 
 /* A bucket directory (or the queue's jobs/ directory at level 0). */
 struct dir {
@@ -30,6 +34,7 @@ struct dir {
     struct job *jobs;           /* level 3 only */
     unsigned gen;
     int listing, dirty, removed, loaded;
+    int64_t listed_at;          /* wall ms of the last listing request */
     int64_t load_at;            /* wall ms, key of the pending heap */
     size_t pend_pos;
 };
@@ -296,6 +301,7 @@ static void load(struct mirror *m, struct dir *dir)
     }
     if (dir->pend_pos != HEAP_NONE)
         heap_remove(&m->pending, dir->pend_pos);
+    dir->listed_at = units_wall_ms();
     int rc = zkstore_children(m->d->zs, dir->path, 1, on_list, dir);
     if (rc != ZOK) {
         log_warn("listing %s failed: %s; retrying", dir->path, zerror(rc));
@@ -311,8 +317,14 @@ int mirror_on_watch(struct mirror *m, const char *path)
     HASH_FIND_STR(m->dirs, path, dir);
     if (!dir)
         return 0;
-    if (dir->loaded || dir->listing)
-        load(m, dir); /* children changed or the node went: the listing tells which */
+    if (!dir->loaded && !dir->listing)
+        return 1;
+    /* Children changed or the node went: the next listing tells which. */
+    int64_t due = dir->listed_at + RELIST_MIN_MS;
+    if (dir->listing || units_wall_ms() >= due)
+        load(m, dir);
+    else if (dir->pend_pos == HEAP_NONE)
+        defer_load(m, dir, due);
     return 1;
 }
 
@@ -344,6 +356,23 @@ int mirror_start(struct mirror *m, struct dqueue *q)
         return -1;
     load(m, q->root);
     return 0;
+}
+
+void mirror_job_created(struct mirror *m, struct dqueue *q, const char *path)
+{
+    char leaf_path[LAYOUT_PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    if (n == 0 || n >= sizeof leaf_path)
+        return;
+    memcpy(leaf_path, path, n);
+    leaf_path[n] = '\0';
+    struct dir *leaf;
+    HASH_FIND_STR(m->dirs, leaf_path, leaf);
+    if (!leaf || !leaf->loaded || leaf->level != LAYOUT_DEPTH || leaf->q != q)
+        return; /* not followed (yet): its listing will show the job */
+    job_listed(m, leaf, path, slash + 1);
+    dispatcher_kick(m->d->dispatcher, q);
 }
 
 void mirror_resync(struct mirror *m)
