@@ -96,10 +96,9 @@ static void unlink_sub(struct sub *s, struct consumer_ring *ring)
     }
 }
 
-void consumer_free(struct consumer *c, struct consumer_ring *(*ring_of)(struct dqueue *q))
+void consumer_unsubscribe_all(struct consumer *c,
+                              struct consumer_ring *(*ring_of)(struct dqueue *q))
 {
-    if (!c)
-        return;
     struct sub *s = c->subs;
     while (s) {
         struct sub *next = s->cnext;
@@ -107,5 +106,10 @@ void consumer_free(struct consumer *c, struct consumer_ring *(*ring_of)(struct d
         free(s);
         s = next;
     }
+    c->subs = NULL;
+}
+
+void consumer_free(struct consumer *c)
+{
     free(c);
 }

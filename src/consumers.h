@@ -36,7 +36,10 @@ int consumer_has_room(const struct consumer *c);
 struct consumer *consumer_pick(struct consumer_ring *ring);
 void consumer_hold(struct consumer *c, struct job *job);
 void consumer_release(struct consumer *c, struct job *job);
-/* Unlinks from every ring and frees; held jobs must have been released already. */
-void consumer_free(struct consumer *c, struct consumer_ring *(*ring_of)(struct dqueue *q));
+/* Leaves every queue's ring: no more jobs will be picked for it. */
+void consumer_unsubscribe_all(struct consumer *c,
+                              struct consumer_ring *(*ring_of)(struct dqueue *q));
+/* Held jobs must have been released and subscriptions dropped already. */
+void consumer_free(struct consumer *c);
 
 #endif

@@ -28,6 +28,7 @@ struct dispatcher {
     uint64_t seq;
     uint64_t uid_prefix, uid_counter;
     char ident[128];            /* lock data: which daemon holds it */
+    struct event *kick;         /* dispatches queues flagged by kick() once per loop turn */
 };
 
 static void dispatch(struct dispatcher *ds, struct dqueue *q);
@@ -104,11 +105,47 @@ static void schedule(struct dispatcher *ds, struct job *job, int64_t due_wall)
         dispatch(ds, job->q);
 }
 
+/* Queues to dispatch later in this loop turn: no recursion from completions, one pass for
+ * many changes. */
+static void kick(struct dispatcher *ds, struct dqueue *q)
+{
+    q->kicked = 1;
+    event_active(ds->kick, 0, 0);
+}
+
+static void on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct dispatcher *ds = arg;
+    for (size_t i = 0; i < ds->nqueues; i++) {
+        if (ds->queues[i].kicked) {
+            ds->queues[i].kicked = 0;
+            dispatch(ds, &ds->queues[i]);
+        }
+    }
+}
+
+/* A consumer with a free slot may take work from any queue it follows. */
+void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c)
+{
+    for (struct sub *s = c->subs; s; s = s->cnext)
+        kick(ds, s->q);
+}
+
+static void unhold(struct dispatcher *ds, struct job *job)
+{
+    struct consumer *c = job->owner;
+    if (!c)
+        return;
+    consumer_release(c, job);
+    dispatcher_consumer_changed(ds, c);
+}
+
 static void free_job(struct dispatcher *ds, struct job *job)
 {
     unheap(job);
-    if (job->owner)
-        consumer_release(job->owner, job);
+    unhold(ds, job);
     mirror_job_freed(job);
     HASH_DEL(ds->jobs, job);
     free(job->path);
@@ -207,8 +244,7 @@ static void retry_later(struct dispatcher *ds, struct job *job, const char *what
 {
     log_warn("queue %s: job %s: %s failed: %s; retrying in %d ms", job->q->cfg->name, job->id,
              what, zerror(rc), RETRY_MS);
-    if (job->owner)
-        consumer_release(job->owner, job);
+    unhold(ds, job);
     if (job_settled_gone(ds, job))
         return;
     schedule(ds, job, units_wall_ms() + RETRY_MS);
@@ -268,8 +304,7 @@ static void on_locked(const struct zk_result *res, void *ctx)
         return;
     }
     struct dqueue *q = job->q;
-    if (job->owner)
-        consumer_release(job->owner, job);
+    unhold(ds, job);
     if (res->rc == ZNONODE) {          /* acked or cancelled elsewhere */
         free_job(ds, job);
     } else if (res->rc == ZNODEEXISTS) { /* another daemon holds it */
@@ -292,6 +327,7 @@ static void lock_job(struct dispatcher *ds, struct job *job, struct consumer *c)
          .len = strlen(ds->ident), .ephemeral = 1},
     };
     job->state = JS_LOCKING;
+    job->uncertain = 0;
     consumer_hold(c, job);
     int rc = zkstore_multi(ds->d->zs, ops, 2, on_locked, job);
     if (rc != ZOK)
@@ -327,8 +363,12 @@ static void release_lock(struct dispatcher *ds, struct job *job)
 {
     char lock[LAYOUT_PATH_MAX + 8];
     lock_path(job, lock, sizeof lock);
-    if (job->owner)
-        consumer_release(job->owner, job);
+    unhold(ds, job);
+    if (job->uncertain) { /* the lock may be someone else's now: look before deleting */
+        job->uncertain = 0;
+        watch_lock(ds, job);
+        return;
+    }
     job->state = JS_SETTLING;
     int rc = zkstore_delete(ds->d->zs, lock, -1, on_released, job);
     if (rc != ZOK)
@@ -368,14 +408,23 @@ void dispatcher_lock_event(struct dispatcher *ds, const char *lock)
 
 /* ---- ack and nack: one transaction each ---- */
 
+enum settle_op { SETTLE_ACK, SETTLE_NACK };
+
 struct settle {
     struct job *job;
     struct reply *r;
-    int has_delay;
+    enum settle_op op;
+    int has_delay;              /* nack with delay: move the job */
+    int precheck;               /* verifying the lock before sending, not after */
+    int made_parents;
     char next_path[LAYOUT_PATH_MAX];
     char next_id[LAYOUT_ID_MAX + 1];
-    int made_parents;
 };
+
+static const char *settle_name(const struct settle *st)
+{
+    return st->op == SETTLE_ACK ? "ack" : "nack";
+}
 
 static struct job *held_job(struct dispatcher *ds, struct consumer *c, const char *id,
                             struct reply *r)
@@ -388,80 +437,47 @@ static struct job *held_job(struct dispatcher *ds, struct consumer *c, const cha
     return job;
 }
 
-/* The lock vanished under us (session trouble): someone else may hold the job now. */
+/* The lock is not ours any more: someone else may hold the job now. */
 static void lease_lost(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
-    reply_err(st->r, PE_NOT_FOUND, "job %s: lock lost, the job will be delivered again", job->id);
-    if (job->owner)
-        consumer_release(job->owner, job);
+    reply_err(st->r, PE_NOT_FOUND, "job %s: lease lost, the job will be delivered again",
+              job->id);
+    unhold(ds, job);
     if (!job_settled_gone(ds, job))
         make_ready(ds, job);
 }
 
-static void settle_failed(struct settle *st, int rc, const char *what)
+/* Known not applied: the job is still ours and the consumer may try again. */
+static void settle_failed(struct settle *st, int rc)
 {
     struct job *job = st->job;
-    log_warn("queue %s: job %s: %s failed: %s", job->q->cfg->name, job->id, what, zerror(rc));
-    reply_err(st->r, PE_UNAVAILABLE, "%s failed in ZooKeeper: %s", what, zerror(rc));
-    job->state = JS_INFLIGHT; /* still ours: the consumer may try again */
+    log_warn("queue %s: job %s: %s failed: %s", job->q->cfg->name, job->id, settle_name(st),
+             zerror(rc));
+    reply_err(st->r, PE_UNAVAILABLE, "%s failed in ZooKeeper: %s", settle_name(st), zerror(rc));
+    job->state = JS_INFLIGHT;
     if (!job->owner)
         release_lock(job->q->ds, job);
 }
 
-static void on_acked(const struct zk_result *res, void *ctx)
+static void settled(struct dispatcher *ds, struct settle *st)
 {
-    struct settle *st = ctx;
     struct job *job = st->job;
-    struct dispatcher *ds = job->q->ds;
-    struct dqueue *q = job->q;
-    if (res->rc == ZOK) {
-        reply_ok(st->r, NULL);
-        free_job(ds, job);
+    reply_ok(st->r, st->has_delay ? st->next_id : NULL);
+    if (st->op == SETTLE_ACK || st->has_delay || job->gone) {
+        struct dqueue *q = job->q;
+        free_job(ds, job); /* a moved job reappears through the mirror */
         dispatch(ds, q);
-    } else if (res->rc == ZNONODE || res->rc == ZBADVERSION) {
-        lease_lost(ds, st);
     } else {
-        settle_failed(st, res->rc, "ack");
-    }
-    free(st);
-}
-
-static struct settle *settle_new(struct job *job, struct reply *r)
-{
-    struct settle *st = calloc(1, sizeof *st);
-    if (!st) {
-        reply_err(r, PE_INTERNAL, "out of memory");
-        return NULL;
-    }
-    st->job = job;
-    st->r = r;
-    job->state = JS_SETTLING;
-    return st;
-}
-
-void dispatcher_ack(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r)
-{
-    struct job *job = held_job(ds, c, id, r);
-    struct settle *st = job ? settle_new(job, r) : NULL;
-    if (!st)
-        return;
-    char lock[LAYOUT_PATH_MAX + 8];
-    lock_path(job, lock, sizeof lock);
-    const struct zk_txn_op ops[] = {
-        {.kind = ZT_DELETE, .path = lock, .version = -1},
-        {.kind = ZT_DELETE, .path = job->path, .version = -1},
-    };
-    int rc = zkstore_multi(ds->d->zs, ops, 2, on_acked, st);
-    if (rc != ZOK) {
-        settle_failed(st, rc, "ack");
-        free(st);
+        unhold(ds, job);
+        make_ready(ds, job);
     }
 }
 
-static void on_nacked(const struct zk_result *res, void *ctx);
+static void on_settled(const struct zk_result *res, void *ctx);
+static void verify(struct dispatcher *ds, struct settle *st);
 
-static int send_move(struct dispatcher *ds, struct settle *st)
+static int send_settle(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
     char lock[LAYOUT_PATH_MAX + 8];
@@ -471,70 +487,167 @@ static int send_move(struct dispatcher *ds, struct settle *st)
         {.kind = ZT_DELETE, .path = job->path, .version = -1},
         {.kind = ZT_CREATE, .path = st->next_path, .data = job->payload, .len = job->len},
     };
-    return zkstore_multi(ds->d->zs, ops, st->has_delay ? 3 : 1, on_nacked, st);
+    int n = st->op == SETTLE_ACK ? 2 : st->has_delay ? 3 : 1;
+    job->state = JS_SETTLING;
+    return zkstore_multi(ds->d->zs, ops, n, on_settled, st);
 }
 
-static void on_nacked(const struct zk_result *res, void *ctx)
+/* Connection loss or a timeout: the transaction may or may not have been applied. */
+static int uncertain(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
+
+static void on_settled(const struct zk_result *res, void *ctx)
 {
     struct settle *st = ctx;
     struct job *job = st->job;
     struct dispatcher *ds = job->q->ds;
-    if (res->rc == ZNONODE && st->has_delay && res->op_err[2] == ZNONODE && !st->made_parents) {
+    int rc = res->rc;
+    if (rc == ZNONODE && st->has_delay && res->op_err[2] == ZNONODE && !st->made_parents) {
         st->made_parents = 1; /* the new due time's bucket does not exist yet */
-        int rc = zkstore_create_parents(ds->d->zs, st->next_path, NULL, NULL);
-        if (rc == ZOK && (rc = send_move(ds, st)) == ZOK)
+        if ((rc = zkstore_create_parents(ds->d->zs, st->next_path, NULL, NULL)) == ZOK &&
+            (rc = send_settle(ds, st)) == ZOK)
             return;
-        settle_failed(st, rc, "nack");
-    } else if (res->rc == ZOK) {
-        reply_ok(st->r, st->has_delay ? st->next_id : NULL);
-        if (job->owner)
-            consumer_release(job->owner, job);
-        if (st->has_delay || job->gone) { /* moved: the mirror will see the new node */
-            struct dqueue *q = job->q;
-            free_job(ds, job);
-            dispatch(ds, q);
-        } else {
-            make_ready(ds, job);
-        }
-    } else if (res->rc == ZNONODE || res->rc == ZBADVERSION) {
+    }
+    if (rc == ZOK) {
+        settled(ds, st);
+    } else if (rc == ZNONODE || rc == ZBADVERSION) {
         lease_lost(ds, st);
+    } else if (uncertain(rc)) {
+        job->uncertain = 1;
+        verify(ds, st);
+        return;
     } else {
-        settle_failed(st, res->rc, "nack");
+        settle_failed(st, rc);
     }
     free(st);
+}
+
+static void on_verified_job(const struct zk_result *res, void *ctx)
+{
+    struct settle *st = ctx;
+    struct dispatcher *ds = st->job->q->ds;
+    if (res->rc == ZNONODE) {        /* our transaction did delete it */
+        st->job->uncertain = 0;
+        settled(ds, st);
+    } else if (res->rc == ZOK) {
+        st->job->uncertain = 0;
+        lease_lost(ds, st);
+    } else {
+        settle_failed(st, res->rc); /* still unknown: stays uncertain */
+    }
+    free(st);
+}
+
+/* Never deletes a lock not confirmed ours: looks at the lock, then at the job. */
+static void on_verified_lock(const struct zk_result *res, void *ctx)
+{
+    struct settle *st = ctx;
+    struct job *job = st->job;
+    struct dispatcher *ds = job->q->ds;
+    int ours = res->rc == ZOK && res->stat.ephemeralOwner == ds->d->session_id;
+    if (ours || (res->rc != ZOK && res->rc != ZNONODE)) {
+        if (ours)
+            job->uncertain = 0;
+        if (ours && st->precheck) {
+            st->precheck = 0;
+            int rc = send_settle(ds, st);
+            if (rc == ZOK)
+                return;
+            settle_failed(st, rc);
+        } else {
+            settle_failed(st, ours ? ZCONNECTIONLOSS : res->rc); /* not applied, or unknown */
+        }
+    } else if (st->op == SETTLE_NACK && !st->has_delay) {
+        job->uncertain = 0;              /* lock gone: the release happened */
+        settled(ds, st);
+    } else {
+        int rc = zkstore_exists(ds->d->zs, job->path, 0, on_verified_job, st);
+        if (rc == ZOK)
+            return;
+        settle_failed(st, rc);
+    }
+    free(st);
+}
+
+static void verify(struct dispatcher *ds, struct settle *st)
+{
+    char lock[LAYOUT_PATH_MAX + 8];
+    lock_path(st->job, lock, sizeof lock);
+    st->job->state = JS_SETTLING;
+    int rc = zkstore_exists(ds->d->zs, lock, 0, on_verified_lock, st);
+    if (rc != ZOK) {
+        settle_failed(st, rc);
+        free(st);
+    }
+}
+
+static struct settle *settle_new(struct job *job, struct reply *r, enum settle_op op)
+{
+    struct settle *st = calloc(1, sizeof *st);
+    if (!st) {
+        reply_err(r, PE_INTERNAL, "out of memory");
+        return NULL;
+    }
+    st->job = job;
+    st->r = r;
+    st->op = op;
+    return st;
+}
+
+static void settle_start(struct dispatcher *ds, struct settle *st)
+{
+    if (st->job->uncertain) { /* an earlier attempt may have changed ZooKeeper */
+        st->precheck = 1;
+        verify(ds, st);
+        return;
+    }
+    int rc = send_settle(ds, st);
+    if (rc != ZOK) {
+        settle_failed(st, rc);
+        free(st);
+    }
+}
+
+void dispatcher_ack(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r)
+{
+    struct job *job = held_job(ds, c, id, r);
+    struct settle *st = job ? settle_new(job, r, SETTLE_ACK) : NULL;
+    if (st)
+        settle_start(ds, st);
+}
+
+/* The job moves to a new name: new due time, new uid, attempts so far carried along. */
+static int plan_move(struct dispatcher *ds, struct settle *st, uint64_t delay_ms)
+{
+    struct job *job = st->job;
+    struct job_name next = job->jn;
+    char name[LAYOUT_NAME_MAX + 1];
+    next.due_ms = (uint64_t)units_wall_ms() + delay_ms;
+    next.prior_attempts = job->attempt;
+    new_uid(ds, next.uid);
+    st->has_delay = 1;
+    if (delay_ms > LAYOUT_DUE_MAX || next.due_ms > LAYOUT_DUE_MAX ||
+        layout_job_path(st->next_path, sizeof st->next_path, root(ds), job->q->cfg->name,
+                        &next) != 0 ||
+        layout_format_name(&next, name, sizeof name) != 0 ||
+        layout_format_id(st->next_id, sizeof st->next_id, job->q->cfg->name, name) != 0)
+        return -1;
+    return 0;
 }
 
 void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, int has_delay,
                      uint64_t delay_ms, struct reply *r)
 {
     struct job *job = held_job(ds, c, id, r);
-    struct settle *st = job ? settle_new(job, r) : NULL;
+    struct settle *st = job ? settle_new(job, r, SETTLE_NACK) : NULL;
     if (!st)
         return;
-    st->has_delay = has_delay;
-    if (has_delay) {
-        struct job_name next = job->jn;
-        next.due_ms = (uint64_t)units_wall_ms() + delay_ms;
-        next.prior_attempts = job->attempt;
-        new_uid(ds, next.uid);
-        char name[LAYOUT_NAME_MAX + 1];
-        if (next.due_ms > LAYOUT_DUE_MAX ||
-            layout_job_path(st->next_path, sizeof st->next_path, root(ds), job->q->cfg->name,
-                            &next) != 0 ||
-            layout_format_name(&next, name, sizeof name) != 0 ||
-            layout_format_id(st->next_id, sizeof st->next_id, job->q->cfg->name, name) != 0) {
-            reply_err(r, PE_BAD_REQUEST, "delay %llu ms is out of range",
-                      (unsigned long long)delay_ms);
-            job->state = JS_INFLIGHT;
-            free(st);
-            return;
-        }
-    }
-    int rc = send_move(ds, st);
-    if (rc != ZOK) {
-        settle_failed(st, rc, "nack");
+    if (has_delay && plan_move(ds, st, delay_ms) != 0) {
+        reply_err(r, PE_BAD_REQUEST, "delay %llu ms is out of range",
+                  (unsigned long long)delay_ms);
         free(st);
+        return;
     }
+    settle_start(ds, st);
 }
 
 /* ---- put ---- */
@@ -715,8 +828,9 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->nqueues = d->cfg->nqueues;
     ds->queues = calloc(ds->nqueues, sizeof *ds->queues);
     ds->timer = evtimer_new(d->base, on_timer, ds);
+    ds->kick = event_new(d->base, -1, 0, on_kick, ds);
     uint32_t rnd = 0;
-    if (!ds->queues || !ds->timer || getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) {
+    if (!ds->queues || !ds->timer || !ds->kick || getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) {
         dispatcher_free(ds);
         return NULL;
     }
@@ -751,6 +865,8 @@ void dispatcher_free(struct dispatcher *ds)
     }
     if (ds->timer)
         event_free(ds->timer);
+    if (ds->kick)
+        event_free(ds->kick);
     free(ds->queues);
     free(ds);
 }

@@ -35,6 +35,7 @@ struct job {
     struct job_name jn;
     enum job_state state;
     int gone;                   /* vanished from ZooKeeper while busy */
+    int uncertain;              /* an ack/nack's outcome is unknown: verify the lock first */
     int lock_rc;                /* result of the lock transaction */
     size_t heap_pos;
     int64_t wake_ms;            /* delay heap key: due time, or a retry time */
@@ -55,6 +56,7 @@ struct dqueue {
     struct heap delayed, ready;
     struct consumer_ring ring;
     struct dir *root;           /* mirror of jobs/, NULL until a consumer subscribes */
+    int kicked;                 /* dispatch pending for this loop turn */
 };
 
 struct dispatcher;
@@ -71,6 +73,7 @@ void dispatcher_ack(struct dispatcher *ds, struct consumer *c, const char *id, s
 void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, int has_delay,
                      uint64_t delay_ms, struct reply *r);
 void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c);
+void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c); /* more room */
 
 /* From the mirror (ZooKeeper side). */
 struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,

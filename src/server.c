@@ -63,8 +63,12 @@ static void flush_replies(struct conn *c)
         free(r->line);
         free(r);
     }
-    if (c->npending < PENDING_REPLIES_MAX / 2 && !c->eof)
+    if (c->npending < PENDING_REPLIES_MAX / 2 && !c->eof) {
         bufferevent_enable(c->bev, EV_READ);
+        /* Requests already buffered would otherwise wait for the next byte to arrive. */
+        if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+            event_active(c->more, 0, 0);
+    }
     if (c->eof && !c->rhead)
         event_active(c->more, 0, 0); /* freed there, never under a caller's feet */
 }
@@ -168,6 +172,7 @@ static void handle_sub(struct conn *c, struct proto_request *req, struct reply *
             return;
         }
     }
+    dispatcher_consumer_changed(ds, c->consumer); /* inflight may have grown */
     reply_ok(r, NULL);
 }
 
@@ -229,8 +234,10 @@ static void decode_some(struct conn *c)
 static void drop_consumer(struct conn *c)
 {
     if (c->consumer) {
+        /* Out of the rings first, so that released jobs cannot be handed back to it. */
+        consumer_unsubscribe_all(c->consumer, dispatcher_ring);
         dispatcher_consumer_gone(c->srv->d->dispatcher, c->consumer);
-        consumer_free(c->consumer, dispatcher_ring);
+        consumer_free(c->consumer);
         c->consumer = NULL;
     }
 }

@@ -15,7 +15,7 @@ struct zkstore {
     zk_session_fn on_session;
     void *ctx;
     int connected;
-    int closing; /* late completions are dropped, not delivered */
+    int closing; /* no new calls; late completions arrive with ZCLOSING */
 };
 
 /* Everything that crosses from ZooKeeper's threads to the loop. */
@@ -52,7 +52,7 @@ static void on_loop(struct loopq_item *item, void *unused)
     (void)unused;
     struct zk_msg *m = (struct zk_msg *)item;
     struct zkstore *zs = m->zs;
-    if (zs->closing) {
+    if (zs->closing && m->kind != MSG_RESULT) {
         free_msg(m);
         return;
     }
@@ -74,6 +74,8 @@ static void on_loop(struct loopq_item *item, void *unused)
 
 static struct zk_msg *new_result(struct zkstore *zs, zk_done_fn done, void *ctx)
 {
+    if (zs->closing)
+        return NULL; /* callers see ZSYSTEMERROR and give up their context */
     struct zk_msg *m = calloc(1, sizeof *m);
     if (m) {
         m->kind = MSG_RESULT;
@@ -338,7 +340,11 @@ void zkstore_free(struct zkstore *zs)
     /* Closing ends the session at once, so our ephemeral locks vanish now rather than
      * after the session timeout. Completions still queued are handed to the loop queue. */
     zs->closing = 1;
+    /* Blocks up to a few seconds if ZooKeeper is unreachable: only ever at exit. Every
+     * call still pending completes (ZCLOSING) during the drain below, so that each
+     * owner frees its context. */
     zookeeper_close(zs->zh);
+    zs->zh = NULL;
     loopq_free(zs->q);
     free(zs);
 }

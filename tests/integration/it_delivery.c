@@ -108,6 +108,30 @@ static void ack_removes(zhandle_t *zh)
     CHECK(zk_count_jobs(zh, root, "a") == 0);
 }
 
+/* A consumer of two queues, full with a job of one, gets the other queue's due job as
+ * soon as it acks: a freed slot serves every queue it follows. */
+static void two_queues_one_slot(void)
+{
+    deferd_client *prod = client(&d), *cons = client(&d);
+    char ida[DEFERD_ID_SIZE], idb[DEFERD_ID_SIZE];
+    CHECK(deferd_subscribe(cons, "a,b", 1) == DEFERD_OK);
+    CHECK(put_job(prod, "a", "first", 0, -1, -1, ida) == 0);
+    deferd_job job;
+    CHECK(deferd_next_job(cons, &job, 10000) == DEFERD_OK);
+    CHECK_STR(job.id, ida);
+    CHECK(put_job(prod, "b", "second", 0, -1, -1, idb) == 0);
+    deferd_job none;
+    CHECK(deferd_next_job(cons, &none, 500) == DEFERD_ETIMEDOUT); /* full: nothing yet */
+    CHECK(deferd_ack(cons, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    CHECK(deferd_next_job(cons, &job, 5000) == DEFERD_OK);
+    CHECK_STR(job.id, idb);
+    CHECK(deferd_ack(cons, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    deferd_close(prod);
+    deferd_close(cons);
+}
+
 int main(void)
 {
     harness_init("delivery", root, sizeof root);
@@ -115,6 +139,7 @@ int main(void)
         return 1;
     zhandle_t *zh = zk_connect();
     ack_removes(zh);
+    two_queues_one_slot();
     priority_order();
     due_order();
     CHECK(zk_count_jobs(zh, root, "a") == 0);
