@@ -32,7 +32,7 @@ static void sample(void)
 {
     struct config cfg;
     char err[512] = "";
-    int rc = config_load(TEST_DATA_DIR "/../../etc/deferd.ini", NULL, 0, &cfg, err, sizeof err);
+    int rc = config_load(SAMPLE_CONFIG, NULL, 0, &cfg, err, sizeof err);
     CHECK(rc == 0);
     if (rc != 0) {
         fprintf(stderr, "  %s\n", err);
