@@ -1,7 +1,7 @@
 /* libdeferd: blocking client for the deferd socket protocol (docs/protocol.md).
  *
  * Input is read into one buffer and parsed from there; a message is consumed only once it
- * has fully arrived, so a timeout in deferd_next_job() never loses or splits a push. */
+ * has fully arrived, so a timeout in deferd_next_event() never loses or splits a push. */
 #include "deferd/client.h"
 #include "units.h"
 
@@ -28,11 +28,11 @@
 /* A buffer grown for a big payload is given back once it is empty again. */
 #define INBUF_KEEP (1024 * 1024)
 
-enum { MSG_NONE = 0, MSG_OK = 1, MSG_ERR = 2, MSG_JOB = 3 };
+enum { MSG_NONE = 0, MSG_OK = 1, MSG_ERR = 2, MSG_PUSH = 3 };
 
-struct job_node {
-    struct job_node *next;
-    deferd_job job;
+struct ev_node {
+    struct ev_node *next;
+    deferd_event ev;
 };
 
 struct deferd_client {
@@ -41,7 +41,7 @@ struct deferd_client {
     int timeout_ms;                 /* reply timeout for requests; -1: none */
     char *in;                       /* unconsumed input is in[pos, len) */
     size_t pos, len, cap;
-    struct job_node *head, *tail;   /* pushes that arrived while waiting for a reply */
+    struct ev_node *head, *tail;    /* pushes that arrived while waiting for a reply */
     char reply[IN_LINE_MAX + 1];    /* text after "OK " of the last reply */
     char err[512];
     char err_code[32];
@@ -314,34 +314,37 @@ static int split_tokens(char *line, char **tok, int max)
     }
 }
 
+/* JOB <id> <queue> <attempt> <due epoch ms> <prio> <ttr ms> <length> */
 static int parse_job_header(deferd_client *c, char *line, deferd_job *job, uint64_t *len)
 {
-    char *t[8];
-    uint64_t attempt, due, prio;
-    if (split_tokens(line, t, 8) != 7)
+    char *t[9];
+    uint64_t attempt, due, prio, ttr;
+    if (split_tokens(line, t, 9) != 8)
         return fail(c, DEFERD_EPROTO, "malformed JOB header from deferd");
     if (!valid_job_id(t[1]) || !valid_queue_n(t[2], strlen(t[2])))
         return fail(c, DEFERD_EPROTO, "bad job id or queue in JOB header: '%.80s' '%.80s'",
                     t[1], t[2]);
     if (units_parse_u64(t[3], UINT32_MAX, &attempt) != 0 ||
         units_parse_u64(t[4], INT64_MAX, &due) != 0 ||
-        units_parse_u64(t[5], UINT32_MAX, &prio) != 0)
+        units_parse_u64(t[5], UINT32_MAX, &prio) != 0 ||
+        units_parse_u64(t[6], UINT32_MAX, &ttr) != 0)
         return fail(c, DEFERD_EPROTO, "bad number in JOB header for %s", t[1]);
-    if (units_parse_u64(t[6], IN_PAYLOAD_MAX, len) != 0)
+    if (units_parse_u64(t[7], IN_PAYLOAD_MAX, len) != 0)
         return fail(c, DEFERD_EPROTO, "bad payload length '%.24s' for job %s (limit %u)",
-                    t[6], t[1], IN_PAYLOAD_MAX);
+                    t[7], t[1], IN_PAYLOAD_MAX);
     memset(job, 0, sizeof *job);
     memcpy(job->id, t[1], strlen(t[1]) + 1);
     memcpy(job->queue, t[2], strlen(t[2]) + 1);
     job->attempt = (uint32_t)attempt;
     job->due_ms = (int64_t)due;
     job->priority = (uint32_t)prio;
+    job->ttr_ms = (uint32_t)ttr;
     return DEFERD_OK;
 }
 
 /* Takes a JOB push whose header line (hlen bytes with '\n') is at the buffer front, but only
  * once the payload has fully arrived; otherwise *want says how many bytes are needed. */
-static int take_job(deferd_client *c, char *line, size_t hlen, struct job_node **out,
+static int take_job(deferd_client *c, char *line, size_t hlen, struct ev_node **out,
                     size_t *want)
 {
     deferd_job hdr;
@@ -357,7 +360,7 @@ static int take_job(deferd_client *c, char *line, size_t hlen, struct job_node *
     const char *p = c->in + c->pos + hlen;
     if (p[plen] != '\n')
         return fail(c, DEFERD_EPROTO, "payload of job %s not followed by a newline", hdr.id);
-    struct job_node *node = malloc(sizeof *node);
+    struct ev_node *node = calloc(1, sizeof *node);
     unsigned char *payload = malloc((size_t)plen + 1);
     if (node == NULL || payload == NULL) {
         free(node);
@@ -366,13 +369,39 @@ static int take_job(deferd_client *c, char *line, size_t hlen, struct job_node *
     }
     memcpy(payload, p, (size_t)plen);
     payload[plen] = '\0';
-    node->next = NULL;
-    node->job = hdr;
-    node->job.payload = payload;
-    node->job.len = (size_t)plen;
+    node->ev.kind = DEFERD_EV_JOB;
+    node->ev.job = hdr;
+    node->ev.job.payload = payload;
+    node->ev.job.len = (size_t)plen;
     consume(c, total);
     *out = node;
-    return MSG_JOB;
+    return MSG_PUSH;
+}
+
+/* DEADLINE <id> <ms left> | EXPIRED <id>: a single line, consumed once parsed. */
+static int take_lease_push(deferd_client *c, char *line, size_t hlen, deferd_event_kind kind,
+                           struct ev_node **out)
+{
+    const char *what = kind == DEFERD_EV_DEADLINE ? "DEADLINE" : "EXPIRED";
+    int ntok = kind == DEFERD_EV_DEADLINE ? 3 : 2;
+    char *t[4];
+    uint64_t left = 0;
+    if (split_tokens(line, t, ntok + 1) != ntok)
+        return fail(c, DEFERD_EPROTO, "malformed %s push from deferd", what);
+    if (!valid_job_id(t[1]))
+        return fail(c, DEFERD_EPROTO, "bad job id in %s push: '%.80s'", what, t[1]);
+    if (kind == DEFERD_EV_DEADLINE && units_parse_u64(t[2], INT64_MAX, &left) != 0)
+        return fail(c, DEFERD_EPROTO, "bad time left '%.24s' in DEADLINE push for %s", t[2],
+                    t[1]);
+    struct ev_node *node = calloc(1, sizeof *node);
+    if (node == NULL)
+        return fail(c, DEFERD_ENOMEM, "out of memory for a %s push", what);
+    node->ev.kind = kind;
+    memcpy(node->ev.job.id, t[1], strlen(t[1]) + 1);
+    node->ev.ms_left = (int64_t)left;
+    consume(c, hlen);
+    *out = node;
+    return MSG_PUSH;
 }
 
 static int parse_reply(deferd_client *c, const char *line)
@@ -400,7 +429,7 @@ static int parse_reply(deferd_client *c, const char *line)
 
 /* Returns MSG_* for one complete message at the buffer front (consumed), MSG_NONE if more
  * input is needed (*want: bytes needed, 0 if unknown), or a negative DEFERD_E* code. */
-static int take_message(deferd_client *c, struct job_node **job, size_t *want)
+static int take_message(deferd_client *c, struct ev_node **push, size_t *want)
 {
     const char *start = c->in + c->pos;
     size_t avail = c->len - c->pos;
@@ -420,7 +449,11 @@ static int take_message(deferd_client *c, struct job_node **job, size_t *want)
     memcpy(line, start, n);
     line[n] = '\0';
     if (strncmp(line, "JOB ", 4) == 0)
-        return take_job(c, line, hlen, job, want);
+        return take_job(c, line, hlen, push, want);
+    if (strncmp(line, "DEADLINE ", 9) == 0)
+        return take_lease_push(c, line, hlen, DEFERD_EV_DEADLINE, push);
+    if (strncmp(line, "EXPIRED ", 8) == 0)
+        return take_lease_push(c, line, hlen, DEFERD_EV_EXPIRED, push);
     int kind = parse_reply(c, line);
     if (kind > 0)
         consume(c, hlen);
@@ -429,7 +462,7 @@ static int take_message(deferd_client *c, struct job_node **job, size_t *want)
 
 /* ---- queue of early pushes ---- */
 
-static void fifo_push(deferd_client *c, struct job_node *node)
+static void fifo_push(deferd_client *c, struct ev_node *node)
 {
     if (c->tail)
         c->tail->next = node;
@@ -438,13 +471,13 @@ static void fifo_push(deferd_client *c, struct job_node *node)
     c->tail = node;
 }
 
-static void fifo_pop(deferd_client *c, deferd_job *job)
+static void fifo_pop(deferd_client *c, deferd_event *ev)
 {
-    struct job_node *node = c->head;
+    struct ev_node *node = c->head;
     c->head = node->next;
     if (c->head == NULL)
         c->tail = NULL;
-    *job = node->job;
+    *ev = node->ev;
     free(node);
 }
 
@@ -454,10 +487,10 @@ static int await_reply(deferd_client *c)
 {
     int64_t deadline = deadline_after(c->timeout_ms);
     for (;;) {
-        struct job_node *node = NULL;
+        struct ev_node *node = NULL;
         size_t want;
         int kind = take_message(c, &node, &want);
-        if (kind == MSG_JOB) {
+        if (kind == MSG_PUSH) {
             fifo_push(c, node);
             continue;
         }
@@ -471,7 +504,7 @@ static int await_reply(deferd_client *c)
     }
 }
 
-/* Sends one request and waits for its reply, queueing JOB pushes that come first. */
+/* Sends one request and waits for its reply, queueing pushes that come first. */
 static int transact(deferd_client *c, struct iovec *iov, size_t iovcnt)
 {
     int rc = check_usable(c);
@@ -500,6 +533,10 @@ static int check_put(deferd_client *c, const char *queue, const void *payload, s
         return fail(c, DEFERD_EARG, "payload is NULL");
     if (opts && opts->has_delay && opts->has_at)
         return fail(c, DEFERD_EARG, "delay and at are mutually exclusive");
+    if (opts && opts->has_ttr &&
+        (opts->ttr_ms < DEFERD_TTR_MIN_MS || opts->ttr_ms > DEFERD_TTR_MAX_MS))
+        return fail(c, DEFERD_EARG, "ttr %" PRIu64 " ms outside %d..%d", opts->ttr_ms,
+                    DEFERD_TTR_MIN_MS, DEFERD_TTR_MAX_MS);
     if (id_out && id_len <= DEFERD_ID_MAX)
         return fail(c, DEFERD_EARG, "id buffer smaller than %d bytes", DEFERD_ID_MAX + 1);
     return check_queue(c, queue, strlen(queue));
@@ -515,6 +552,8 @@ static int put_header(deferd_client *c, struct out_line *l, const char *queue, s
         rc = line_add(c, l, " at=%" PRIu64, o->at_ms);
     if (rc == DEFERD_OK && o && o->has_priority)
         rc = line_add(c, l, " prio=%" PRIu32, o->priority);
+    if (rc == DEFERD_OK && o && o->has_ttr)
+        rc = line_add(c, l, " ttr=%" PRIu64, o->ttr_ms);
     if (rc == DEFERD_OK)
         rc = line_add(c, l, "\n");
     return rc;
@@ -598,6 +637,17 @@ int deferd_nack(deferd_client *c, const char *job_id, int64_t delay_ms)
     return rc == DEFERD_OK ? transact_line(c, &l) : rc;
 }
 
+int deferd_touch(deferd_client *c, const char *job_id)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    struct out_line l = { .len = 0 };
+    int rc = check_job_id(c, job_id);
+    if (rc == DEFERD_OK)
+        rc = line_add(c, &l, "TOUCH %s", job_id);
+    return rc == DEFERD_OK ? transact_line(c, &l) : rc;
+}
+
 int deferd_ping(deferd_client *c)
 {
     if (c == NULL)
@@ -613,30 +663,25 @@ int deferd_ping(deferd_client *c)
 
 /* ---- consuming ---- */
 
-int deferd_next_job(deferd_client *c, deferd_job *job, int timeout_ms)
+/* deadline: CLOCK_MONOTONIC ms, -1 = wait forever. */
+static int next_event(deferd_client *c, deferd_event *ev, int64_t deadline)
 {
-    if (c == NULL || job == NULL)
-        return DEFERD_EARG;
-    int rc = check_usable(c);
-    if (rc != DEFERD_OK)
-        return rc;
     if (c->head) {
-        fifo_pop(c, job);
+        fifo_pop(c, ev);
         return DEFERD_OK;
     }
-    int64_t deadline = deadline_after(timeout_ms);
     for (;;) {
-        struct job_node *node = NULL;
+        struct ev_node *node = NULL;
         size_t want;
         int kind = take_message(c, &node, &want);
-        if (kind == MSG_JOB) {
-            *job = node->job;
+        if (kind == MSG_PUSH) {
+            *ev = node->ev;
             free(node);
             return DEFERD_OK;
         }
         if (kind == MSG_OK || kind == MSG_ERR)
             kind = fail(c, DEFERD_EPROTO, "reply from deferd without a request");
-        rc = kind < 0 ? kind : fill(c, want, deadline);
+        int rc = kind < 0 ? kind : fill(c, want, deadline);
         /* Nothing was consumed on these two, so the stream is still in step. */
         if (rc == DEFERD_ETIMEDOUT || rc == DEFERD_ENOMEM)
             return rc;
@@ -644,6 +689,38 @@ int deferd_next_job(deferd_client *c, deferd_job *job, int timeout_ms)
             c->broken = 1;
             return rc;
         }
+    }
+}
+
+int deferd_next_event(deferd_client *c, deferd_event *ev, int timeout_ms)
+{
+    if (c == NULL || ev == NULL)
+        return DEFERD_EARG;
+    int rc = check_usable(c);
+    if (rc != DEFERD_OK)
+        return rc;
+    return next_event(c, ev, deadline_after(timeout_ms));
+}
+
+/* Lease notices queued before the next job are dropped (documented in client.h). */
+int deferd_next_job(deferd_client *c, deferd_job *job, int timeout_ms)
+{
+    if (c == NULL || job == NULL)
+        return DEFERD_EARG;
+    int rc = check_usable(c);
+    if (rc != DEFERD_OK)
+        return rc;
+    int64_t deadline = deadline_after(timeout_ms);
+    for (;;) {
+        deferd_event ev;
+        rc = next_event(c, &ev, deadline);
+        if (rc != DEFERD_OK)
+            return rc;
+        if (ev.kind == DEFERD_EV_JOB) {
+            *job = ev.job;
+            return DEFERD_OK;
+        }
+        deferd_job_clear(&ev.job);
     }
 }
 
@@ -716,9 +793,9 @@ void deferd_close(deferd_client *c)
     if (c == NULL)
         return;
     while (c->head) {
-        deferd_job job;
-        fifo_pop(c, &job);
-        free(job.payload);
+        deferd_event ev;
+        fifo_pop(c, &ev);
+        free(ev.job.payload);
     }
     close(c->fd);
     free(c->in);

@@ -1,6 +1,8 @@
 #include "consumers.h"
 
 #include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "dispatcher.h"
 
@@ -112,4 +114,19 @@ void consumer_unsubscribe_all(struct consumer *c,
 void consumer_free(struct consumer *c)
 {
     free(c);
+}
+
+void consumer_note_lost(struct consumer *c, const char *id)
+{
+    snprintf(c->lost[c->nlost % CONSUMER_LOST_MAX], sizeof c->lost[0], "%s", id);
+    c->nlost++;
+}
+
+int consumer_lost(const struct consumer *c, const char *id)
+{
+    unsigned n = c->nlost < CONSUMER_LOST_MAX ? c->nlost : CONSUMER_LOST_MAX;
+    for (unsigned i = 0; i < n; i++)
+        if (strcmp(c->lost[i], id) == 0)
+            return 1;
+    return 0;
 }

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "layout.h"
+
 struct conn;
 struct dqueue;
 struct job;
@@ -16,8 +18,12 @@ struct sub {
     struct sub *cnext;          /* the consumer's subscriptions */
 };
 
+#define CONSUMER_LOST_MAX 16
+
 struct consumer {
     struct conn *conn;
+    char lost[CONSUMER_LOST_MAX][LAYOUT_ID_MAX + 1]; /* recent leases lost, newest last */
+    unsigned nlost;
     uint32_t inflight_max;
     uint32_t inflight;          /* jobs being locked or held for this consumer */
     struct job *held;           /* list through job->owner_next/prev */
@@ -35,6 +41,9 @@ int consumer_has_room(const struct consumer *c);
 /* Next consumer on the ring with room, rotating so that work is spread evenly. */
 struct consumer *consumer_pick(struct consumer_ring *ring);
 void consumer_hold(struct consumer *c, struct job *job);
+/* Remembers that this consumer's lease on ID ended, so that a late ack is told why. */
+void consumer_note_lost(struct consumer *c, const char *id);
+int consumer_lost(const struct consumer *c, const char *id);
 void consumer_release(struct consumer *c, struct job *job);
 /* Leaves every queue's ring: no more jobs will be picked for it. */
 void consumer_unsubscribe_all(struct consumer *c,

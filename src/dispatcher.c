@@ -29,6 +29,7 @@ struct dispatcher {
     uint64_t uid_prefix, uid_counter;
     char ident[128];            /* lock data: which daemon holds it */
     struct event *kick;         /* dispatches queues flagged by kick() once per loop turn */
+    struct heap leases;         /* INFLIGHT jobs by their next lease event */
 };
 
 static void dispatch(struct dispatcher *ds, struct dqueue *q);
@@ -54,8 +55,15 @@ static int ready_less(const void *a, const void *b)
     return x->seq < y->seq;
 }
 
+static int lease_less(const void *a, const void *b)
+{
+    const struct job *x = a, *y = b;
+    return x->lease_wake < y->lease_wake || (x->lease_wake == y->lease_wake && x->seq < y->seq);
+}
+
 static void job_setpos(void *item, size_t pos) { ((struct job *)item)->heap_pos = pos; }
 
+/* A job is in at most one heap, the one its state names. */
 static void unheap(struct job *job)
 {
     if (job->heap_pos == HEAP_NONE)
@@ -64,6 +72,40 @@ static void unheap(struct job *job)
         heap_remove(&job->q->delayed, job->heap_pos);
     else if (job->state == JS_READY)
         heap_remove(&job->q->ready, job->heap_pos);
+    else if (job->state == JS_INFLIGHT)
+        heap_remove(&job->q->ds->leases, job->heap_pos);
+}
+
+/* Leaves INFLIGHT for a state that is in no heap. */
+static void set_busy(struct job *job, enum job_state state)
+{
+    unheap(job);
+    job->state = state;
+}
+
+/* The "deadline soon" notice comes when a fifth of the lease (at most 1 s) is left. */
+static int64_t warn_before(const struct job *job)
+{
+    int64_t w = job->ttr_ms / 5;
+    return w < 1000 ? w : 1000;
+}
+
+static void lease_arm(struct dispatcher *ds, struct job *job)
+{
+    unheap(job);
+    job->state = JS_INFLIGHT;
+    job->lease_wake = job->warned ? job->lease_at : job->lease_at - warn_before(job);
+    if (heap_push(&ds->leases, job) != 0)
+        log_error("queue %s: out of memory for the lease of %s", job->q->cfg->name, job->id);
+    if (job->lease_wake < ds->armed_wall)
+        dispatcher_rearm(ds);
+}
+
+static void lease_start(struct dispatcher *ds, struct job *job)
+{
+    job->lease_at = units_wall_ms() + job->ttr_ms;
+    job->warned = 0;
+    lease_arm(ds, job);
 }
 
 static void push_ready(struct job *job)
@@ -169,6 +211,9 @@ void dispatcher_rearm(struct dispatcher *ds)
     int64_t bucket = mirror_next(ds->d->mirror);
     if (bucket < next)
         next = bucket;
+    struct job *lease = heap_peek(&ds->leases);
+    if (lease && lease->lease_wake < next)
+        next = lease->lease_wake;
     ds->armed_wall = next;
     if (next == INT64_MAX) {
         evtimer_del(ds->timer);
@@ -179,6 +224,8 @@ void dispatcher_rearm(struct dispatcher *ds)
     struct timeval tv = {.tv_sec = wait / 1000, .tv_usec = (wait % 1000) * 1000};
     evtimer_add(ds->timer, &tv);
 }
+
+static void leases_tick(struct dispatcher *ds, int64_t wall);
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
@@ -198,6 +245,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         }
         dispatch(ds, q);
     }
+    leases_tick(ds, wall);
     dispatcher_rearm(ds);
 }
 
@@ -259,7 +307,7 @@ static void watch_lock(struct dispatcher *ds, struct job *job)
 {
     char lock[LAYOUT_PATH_MAX + 8];
     lock_path(job, lock, sizeof lock);
-    job->state = JS_CHECKING;
+    set_busy(job, JS_CHECKING);
     int rc = zkstore_exists(ds->d->zs, lock, 1, on_lock_checked, job);
     if (rc != ZOK)
         retry_later(ds, job, "watching the lock", rc);
@@ -286,7 +334,8 @@ static void on_fetched(const struct zk_result *res, void *ctx)
         return;
     }
     memcpy(job->payload, res->data, job->len);
-    job->state = JS_INFLIGHT;
+    job->ttr_ms = job->jn.ttr_ms ? job->jn.ttr_ms : (uint32_t)job->q->cfg->ttr_ms;
+    lease_start(ds, job);
     if (server_push_job(job->owner->conn, job) != 0)
         log_error("queue %s: job %s: cannot queue the push", job->q->cfg->name, job->id);
     log_debug("queue %s: job %s attempt %u delivered", job->q->cfg->name, job->id, job->attempt);
@@ -369,7 +418,7 @@ static void release_lock(struct dispatcher *ds, struct job *job)
         watch_lock(ds, job);
         return;
     }
-    job->state = JS_SETTLING;
+    set_busy(job, JS_SETTLING);
     int rc = zkstore_delete(ds->d->zs, lock, -1, on_released, job);
     if (rc != ZOK)
         retry_later(ds, job, "releasing the lock", rc);
@@ -430,18 +479,20 @@ static struct job *held_job(struct dispatcher *ds, struct consumer *c, const cha
                             struct reply *r)
 {
     struct job *job = find_by_id(ds, id);
-    if (!job || job->owner != c || job->state != JS_INFLIGHT) {
+    if (job && job->owner == c && job->state == JS_INFLIGHT)
+        return job;
+    if (consumer_lost(c, id))
+        reply_err(r, PE_LEASE_LOST, "job %s: lease expired, the job will be delivered again", id);
+    else
         reply_err(r, PE_NOT_FOUND, "job %s is not held by this connection", id);
-        return NULL;
-    }
-    return job;
+    return NULL;
 }
 
 /* The lock is not ours any more: someone else may hold the job now. */
 static void lease_lost(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
-    reply_err(st->r, PE_NOT_FOUND, "job %s: lease lost, the job will be delivered again",
+    reply_err(st->r, PE_LEASE_LOST, "job %s: lease lost, the job will be delivered again",
               job->id);
     unhold(ds, job);
     if (!job_settled_gone(ds, job))
@@ -455,7 +506,7 @@ static void settle_failed(struct settle *st, int rc)
     log_warn("queue %s: job %s: %s failed: %s", job->q->cfg->name, job->id, settle_name(st),
              zerror(rc));
     reply_err(st->r, PE_UNAVAILABLE, "%s failed in ZooKeeper: %s", settle_name(st), zerror(rc));
-    job->state = JS_INFLIGHT;
+    lease_arm(job->q->ds, job); /* the lease runs on as before */
     if (!job->owner)
         release_lock(job->q->ds, job);
 }
@@ -488,7 +539,7 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
         {.kind = ZT_CREATE, .path = st->next_path, .data = job->payload, .len = job->len},
     };
     int n = st->op == SETTLE_ACK ? 2 : st->has_delay ? 3 : 1;
-    job->state = JS_SETTLING;
+    set_busy(job, JS_SETTLING);
     return zkstore_multi(ds->d->zs, ops, n, on_settled, st);
 }
 
@@ -572,7 +623,7 @@ static void verify(struct dispatcher *ds, struct settle *st)
 {
     char lock[LAYOUT_PATH_MAX + 8];
     lock_path(st->job, lock, sizeof lock);
-    st->job->state = JS_SETTLING;
+    set_busy(st->job, JS_SETTLING);
     int rc = zkstore_exists(ds->d->zs, lock, 0, on_verified_lock, st);
     if (rc != ZOK) {
         settle_failed(st, rc);
@@ -648,6 +699,45 @@ void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, 
         return;
     }
     settle_start(ds, st);
+}
+
+/* ---- leases ---- */
+
+/* The lease ran out: tell the holder, give the lock up, deliver again (attempt + 1). */
+static void expire(struct dispatcher *ds, struct job *job)
+{
+    struct consumer *c = job->owner;
+    log_info("queue %s: job %s: lease of %u ms expired, releasing it", job->q->cfg->name,
+             job->id, job->ttr_ms);
+    if (c) {
+        consumer_note_lost(c, job->id);
+        server_push_expired(c->conn, job->id);
+    }
+    release_lock(ds, job);
+}
+
+static void leases_tick(struct dispatcher *ds, int64_t wall)
+{
+    struct job *job;
+    while ((job = heap_peek(&ds->leases)) && job->lease_wake <= wall) {
+        heap_pop(&ds->leases);
+        if (job->warned || !job->owner) {
+            expire(ds, job);
+            continue;
+        }
+        job->warned = 1;
+        server_push_deadline(job->owner->conn, job->id, job->lease_at - wall);
+        lease_arm(ds, job);
+    }
+}
+
+void dispatcher_touch(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r)
+{
+    struct job *job = held_job(ds, c, id, r);
+    if (!job)
+        return;
+    lease_start(ds, job);
+    reply_ok(r, NULL);
 }
 
 /* ---- put ---- */
@@ -727,6 +817,7 @@ void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct rep
             *p = (struct put){.ds = ds, .q = q, .r = r, .payload = req->payload, .len = req->len};
             p->jn.due_ms = due;
             p->jn.priority = req->has_prio ? req->prio : q->cfg->priority;
+            p->jn.ttr_ms = req->has_ttr ? (uint32_t)req->ttr_ms : 0; /* 0: queue default */
             req->payload = NULL;
             int rc = send_put(p);
             if (rc != ZOK)
@@ -845,6 +936,7 @@ struct dispatcher *dispatcher_new(struct deferd *d)
         heap_init(&q->delayed, delayed_less, job_setpos);
         heap_init(&q->ready, ready_less, job_setpos);
     }
+    heap_init(&ds->leases, lease_less, job_setpos);
     return ds;
 }
 
@@ -863,6 +955,7 @@ void dispatcher_free(struct dispatcher *ds)
         heap_free(&ds->queues[i].delayed);
         heap_free(&ds->queues[i].ready);
     }
+    heap_free(&ds->leases);
     if (ds->timer)
         event_free(ds->timer);
     if (ds->kick)

@@ -48,6 +48,10 @@ struct job {
     unsigned char *payload;
     size_t len;
     uint32_t attempt;
+    uint32_t ttr_ms;            /* lease length of the current delivery */
+    int64_t lease_at;           /* wall ms when the lease runs out */
+    int64_t lease_wake;         /* lease heap key: the notice, then the expiry */
+    int warned;                 /* DEADLINE notice sent for this lease */
 };
 
 struct dqueue {
@@ -72,6 +76,7 @@ int dispatcher_subscribe(struct dispatcher *ds, struct consumer *c, struct dqueu
 void dispatcher_ack(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r);
 void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, int has_delay,
                      uint64_t delay_ms, struct reply *r);
+void dispatcher_touch(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r);
 void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c);
 void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c); /* more room */
 

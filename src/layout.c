@@ -26,16 +26,36 @@ int layout_valid_uid(const char *uid)
            strspn(uid, "0123456789abcdefghijklmnopqrstuvwxyz") == n;
 }
 
+/* Optional tagged fields after the uid, in this order: a<prior attempts>, t<ttr ms>. */
+static int parse_tags(const char *const *f, const size_t *len, size_t nf, struct job_name *out)
+{
+    static const char order[] = "at";
+    size_t next = 0;
+    for (size_t i = 3; i < nf; i++) {
+        const char *pos = len[i] ? strchr(order + next, f[i][0]) : NULL;
+        uint64_t v;
+        if (!pos || parse_canonical(f[i] + 1, len[i] - 1, UINT32_MAX, &v) != 0 || v == 0)
+            return -1;
+        if (*pos == 'a')
+            out->prior_attempts = (uint32_t)v;
+        else
+            out->ttr_ms = (uint32_t)v;
+        next = (size_t)(pos - order) + 1;
+    }
+    return 0;
+}
+
 int layout_parse_name(const char *name, struct job_name *out)
 {
-    const char *f[4];
-    size_t len[4], nf = 0;
+    enum { MAXF = 5 };
+    const char *f[MAXF];
+    size_t len[MAXF], nf = 0;
     const char *p = name;
     if (strlen(name) > LAYOUT_NAME_MAX)
         return -1;
     for (;;) {
         const char *dash = strchr(p, '-');
-        if (nf == 4)
+        if (nf == MAXF)
             return -1;
         f[nf] = p;
         len[nf++] = dash ? (size_t)(dash - p) : strlen(p);
@@ -43,12 +63,11 @@ int layout_parse_name(const char *name, struct job_name *out)
             break;
         p = dash + 1;
     }
-    if (nf < 3)
-        return -1;
-    uint64_t due, prio, prior = 0;
-    if (parse_canonical(f[0], len[0], LAYOUT_DUE_MAX, &due) != 0 ||
+    uint64_t due, prio;
+    memset(out, 0, sizeof *out);
+    if (nf < 3 || parse_canonical(f[0], len[0], LAYOUT_DUE_MAX, &due) != 0 ||
         parse_canonical(f[1], len[1], UINT32_MAX, &prio) != 0 || len[2] > LAYOUT_UID_MAX ||
-        (nf == 4 && (parse_canonical(f[3], len[3], UINT32_MAX, &prior) != 0 || prior == 0)))
+        parse_tags(f, len, nf, out) != 0)
         return -1;
     memcpy(out->uid, f[2], len[2]);
     out->uid[len[2]] = '\0';
@@ -56,21 +75,19 @@ int layout_parse_name(const char *name, struct job_name *out)
         return -1;
     out->due_ms = due;
     out->priority = (uint32_t)prio;
-    out->prior_attempts = (uint32_t)prior;
     return 0;
 }
 
 int layout_format_name(const struct job_name *jn, char *buf, size_t len)
 {
-    int n;
     if (jn->due_ms > LAYOUT_DUE_MAX || !layout_valid_uid(jn->uid))
         return -1;
-    if (jn->prior_attempts)
-        n = snprintf(buf, len, "%llu-%u-%s-%u", (unsigned long long)jn->due_ms, jn->priority,
-                     jn->uid, jn->prior_attempts);
-    else
-        n = snprintf(buf, len, "%llu-%u-%s", (unsigned long long)jn->due_ms, jn->priority,
+    int n = snprintf(buf, len, "%llu-%u-%s", (unsigned long long)jn->due_ms, jn->priority,
                      jn->uid);
+    if (n > 0 && jn->prior_attempts && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "-a%u", jn->prior_attempts);
+    if (n > 0 && jn->ttr_ms && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "-t%u", jn->ttr_ms);
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 

@@ -22,6 +22,7 @@ struct job_name {
     uint64_t due_ms;
     uint32_t priority;
     uint32_t prior_attempts; /* deliveries before the job was moved (nack with delay) */
+    uint32_t ttr_ms;         /* time-to-run lease; 0 = the queue's default */
     char uid[LAYOUT_UID_MAX + 1];
 };
 

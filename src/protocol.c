@@ -10,6 +10,7 @@
 
 static const char *const errnames[] = {
     "BAD_REQUEST", "UNKNOWN_QUEUE", "TOO_LARGE", "NOT_FOUND", "UNAVAILABLE", "INTERNAL",
+    "LEASE_LOST",
 };
 
 const char *proto_errcode_name(enum proto_errcode code) { return errnames[code]; }
@@ -77,6 +78,12 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
         r->prio = (uint32_t)n;
         return 0;
     }
+    if (strcmp(tok, "ttr") == 0 && r->cmd == CMD_PUT && !r->has_ttr) {
+        r->has_ttr = 1;
+        if (parse_num(v, PROTO_TTR_MAX, &r->ttr_ms, err) != 0 || r->ttr_ms < PROTO_TTR_MIN)
+            return bad(err, PE_BAD_REQUEST, "ttr must be 1000..604800000 ms, got '%.20s'", v);
+        return 0;
+    }
     if (strcmp(tok, "inflight") == 0 && r->cmd == CMD_SUB) {
         if (parse_num(v, PROTO_INFLIGHT_MAX, &n, err) != 0 || n == 0)
             return bad(err, PE_BAD_REQUEST, "inflight must be 1..10000, got '%.20s'", v);
@@ -124,7 +131,7 @@ static int parse_command(char **tok, int n, struct proto_request *r, struct prot
 {
     static const struct { const char *name; enum proto_cmd cmd; int args; } cmds[] = {
         {"PUT", CMD_PUT, 2}, {"SUB", CMD_SUB, 1}, {"ACK", CMD_ACK, 1},
-        {"NACK", CMD_NACK, 1}, {"PING", CMD_PING, 0},
+        {"NACK", CMD_NACK, 1}, {"TOUCH", CMD_TOUCH, 1}, {"PING", CMD_PING, 0},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(tok[0], cmds[i].name) != 0)
@@ -143,7 +150,8 @@ static int parse_command(char **tok, int n, struct proto_request *r, struct prot
         }
         case CMD_SUB: return parse_subs(tok[1], r, err);
         case CMD_ACK:
-        case CMD_NACK: return parse_id(tok[1], r, err);
+        case CMD_NACK:
+        case CMD_TOUCH: return parse_id(tok[1], r, err);
         case CMD_PING: return 0;
         }
     }
@@ -304,11 +312,23 @@ int proto_format_error(char *buf, size_t len, enum proto_errcode code, const cha
 }
 
 int proto_append_job(struct evbuffer *out, const char *id, const char *queue, uint32_t attempt,
-                     uint64_t due_ms, uint32_t prio, const void *payload, size_t len)
+                     uint64_t due_ms, uint32_t prio, uint32_t ttr_ms, const void *payload,
+                     size_t len)
 {
-    if (evbuffer_add_printf(out, "JOB %s %s %u %llu %u %zu\n", id, queue, attempt,
-                            (unsigned long long)due_ms, prio, len) < 0 ||
+    if (evbuffer_add_printf(out, "JOB %s %s %u %llu %u %u %zu\n", id, queue, attempt,
+                            (unsigned long long)due_ms, prio, ttr_ms, len) < 0 ||
         evbuffer_add(out, payload, len) != 0 || evbuffer_add(out, "\n", 1) != 0)
         return -1;
     return 0;
+}
+
+int proto_append_deadline(struct evbuffer *out, const char *id, int64_t ms_left)
+{
+    return evbuffer_add_printf(out, "DEADLINE %s %lld\n", id,
+                               (long long)(ms_left > 0 ? ms_left : 0)) < 0 ? -1 : 0;
+}
+
+int proto_append_expired(struct evbuffer *out, const char *id)
+{
+    return evbuffer_add_printf(out, "EXPIRED %s\n", id) < 0 ? -1 : 0;
 }

@@ -15,10 +15,11 @@ struct evbuffer;
 #define PROTO_SUB_MAX 32          /* queues in one SUB */
 #define PROTO_INFLIGHT_MAX 10000
 
-enum proto_cmd { CMD_PUT, CMD_SUB, CMD_ACK, CMD_NACK, CMD_PING };
+enum proto_cmd { CMD_PUT, CMD_SUB, CMD_ACK, CMD_NACK, CMD_TOUCH, CMD_PING };
 
 enum proto_errcode {
     PE_BAD_REQUEST, PE_UNKNOWN_QUEUE, PE_TOO_LARGE, PE_NOT_FOUND, PE_UNAVAILABLE, PE_INTERNAL,
+    PE_LEASE_LOST,
 };
 
 struct proto_request {
@@ -27,9 +28,9 @@ struct proto_request {
     char subs[PROTO_SUB_MAX][QUEUE_NAME_MAX + 1];     /* SUB */
     size_t nsubs;
     uint32_t inflight;                                /* SUB, default 1 */
-    char id[LAYOUT_ID_MAX + 1];                       /* ACK, NACK */
-    int has_delay, has_at, has_prio;
-    uint64_t delay_ms, at_ms;
+    char id[LAYOUT_ID_MAX + 1];                       /* ACK, NACK, TOUCH */
+    int has_delay, has_at, has_prio, has_ttr;
+    uint64_t delay_ms, at_ms, ttr_ms;
     uint32_t prio;
     unsigned char *payload;                           /* PUT: malloc'd, owned by caller */
     size_t len;
@@ -63,6 +64,12 @@ int proto_parse_line(const char *line, size_t n, struct proto_request *req,
 const char *proto_errcode_name(enum proto_errcode code);
 int proto_format_error(char *buf, size_t len, enum proto_errcode code, const char *text);
 int proto_append_job(struct evbuffer *out, const char *id, const char *queue, uint32_t attempt,
-                     uint64_t due_ms, uint32_t prio, const void *payload, size_t len);
+                     uint64_t due_ms, uint32_t prio, uint32_t ttr_ms, const void *payload,
+                     size_t len);
+int proto_append_deadline(struct evbuffer *out, const char *id, int64_t ms_left);
+int proto_append_expired(struct evbuffer *out, const char *id);
+
+#define PROTO_TTR_MIN 1000
+#define PROTO_TTR_MAX 604800000
 
 #endif

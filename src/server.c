@@ -123,8 +123,18 @@ void reply_err(struct reply *r, enum proto_errcode code, const char *fmt, ...)
 int server_push_job(struct conn *conn, const struct job *job)
 {
     return proto_append_job(bufferevent_get_output(conn->bev), job->id, job->q->cfg->name,
-                            job->attempt, job->jn.due_ms, job->jn.priority, job->payload,
-                            job->len);
+                            job->attempt, job->jn.due_ms, job->jn.priority, job->ttr_ms,
+                            job->payload, job->len);
+}
+
+int server_push_deadline(struct conn *conn, const char *id, int64_t ms_left)
+{
+    return proto_append_deadline(bufferevent_get_output(conn->bev), id, ms_left);
+}
+
+int server_push_expired(struct conn *conn, const char *id)
+{
+    return proto_append_expired(bufferevent_get_output(conn->bev), id);
 }
 
 static void drop_consumer(struct conn *c);
@@ -194,13 +204,15 @@ static void handle_request(struct conn *c, struct proto_request *req)
         break;
     case CMD_ACK:
     case CMD_NACK:
-        if (!c->consumer) {
+    case CMD_TOUCH:
+        if (!c->consumer)
             reply_err(r, PE_NOT_FOUND, "job %s is not held by this connection", req->id);
-        } else if (req->cmd == CMD_ACK) {
+        else if (req->cmd == CMD_ACK)
             dispatcher_ack(ds, c->consumer, req->id, r);
-        } else {
+        else if (req->cmd == CMD_NACK)
             dispatcher_nack(ds, c->consumer, req->id, req->has_delay, req->delay_ms, r);
-        }
+        else
+            dispatcher_touch(ds, c->consumer, req->id, r);
         break;
     case CMD_PING:
         reply_ok(r, "PONG");

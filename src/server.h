@@ -3,6 +3,8 @@
 #ifndef DEFERD_SERVER_H
 #define DEFERD_SERVER_H
 
+#include <stdint.h>
+
 #include "protocol.h"
 
 struct deferd;
@@ -20,5 +22,7 @@ void reply_err(struct reply *r, enum proto_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 int server_push_job(struct conn *conn, const struct job *job);
+int server_push_deadline(struct conn *conn, const char *id, int64_t ms_left);
+int server_push_expired(struct conn *conn, const char *id);
 
 #endif

@@ -2,8 +2,9 @@
  *
  * One deferd_client is one connection. It is not thread-safe: use it from one thread at a
  * time, or give each thread its own connection. Every call that talks to the daemon sends
- * one request and waits for its reply; JOB pushes that arrive meanwhile are queued inside
- * the client and handed out by deferd_next_job() in arrival order.
+ * one request and waits for its reply; pushes (JOB, DEADLINE, EXPIRED) that arrive meanwhile
+ * are queued inside the client and handed out by deferd_next_event() (all of them) or
+ * deferd_next_job() (jobs only) in arrival order.
  *
  * Errors are return values (DEFERD_OK or a negative DEFERD_E* code); the text of the last
  * failure is kept in the client (deferd_last_error). After DEFERD_EIO, DEFERD_EPROTO,
@@ -26,6 +27,8 @@ extern "C" {
 #define DEFERD_ID_MAX 200        /* bytes in a job id */
 #define DEFERD_ID_SIZE 256       /* buffer big enough for any job id plus its NUL */
 #define DEFERD_INFLIGHT_MAX 10000
+#define DEFERD_TTR_MIN_MS 1000        /* time-to-run lease: 1 s .. */
+#define DEFERD_TTR_MAX_MS 604800000   /* .. 7 days */
 
 enum {
     DEFERD_OK = 0,
@@ -47,9 +50,27 @@ typedef struct deferd_job {
     uint32_t attempt;       /* 1 on first delivery; > 1: an earlier consumer may have run it */
     int64_t due_ms;         /* due time, ms since the Unix epoch */
     uint32_t priority;      /* lower is more urgent */
+    uint32_t ttr_ms;        /* time to run: the lease on this delivery lasts this long from the
+                             * push (or from the last deferd_touch()); then it expires */
     unsigned char *payload;
     size_t len;
 } deferd_job;
+
+/* A push from the daemon, as returned by deferd_next_event(). */
+typedef enum {
+    DEFERD_EV_JOB = 1,      /* a job was delivered to this connection */
+    DEFERD_EV_DEADLINE,     /* the lease of a held job ends in ms_left ms (once per lease) */
+    DEFERD_EV_EXPIRED,      /* the lease ran out: the daemon released the job, which will be
+                             * delivered again (maybe to this connection, with a higher
+                             * attempt); ack/nack/touch of it now fail with LEASE_LOST */
+} deferd_event_kind;
+
+typedef struct deferd_event {
+    deferd_event_kind kind;
+    deferd_job job;         /* JOB: the whole job (owns a payload). DEADLINE, EXPIRED: only
+                             * job.id is set, the rest is zero and payload is NULL */
+    int64_t ms_left;        /* DEADLINE only: ms until the lease ends (0: any moment now) */
+} deferd_event;
 
 /* Options for deferd_put(); zero-initialise, then set the has_* flags you need.
  * has_delay and has_at are mutually exclusive; neither means "due now". */
@@ -60,6 +81,9 @@ typedef struct deferd_put_opts {
     uint64_t at_ms;         /* ms since the Unix epoch */
     int has_priority;
     uint32_t priority;      /* default: the queue's configured priority */
+    int has_ttr;
+    uint64_t ttr_ms;        /* lease length, DEFERD_TTR_MIN_MS .. DEFERD_TTR_MAX_MS;
+                             * default: the queue's configured ttr */
 } deferd_put_opts;
 
 /* Connects to the daemon's socket (NULL: DEFERD_DEFAULT_SOCKET). On failure returns NULL
@@ -71,11 +95,12 @@ deferd_client *deferd_connect(const char *socket_path, char *err, size_t errlen)
 void deferd_close(deferd_client *c);
 
 /* The socket, for poll()/epoll. Readable data may already be buffered in the client, so
- * after the fd turns readable call deferd_next_job(c, &job, 0) until it returns
- * DEFERD_ETIMEDOUT before polling again. Do not read from or write to the fd yourself. */
+ * after the fd turns readable (and after any request, which may queue pushes) call
+ * deferd_next_event(c, &ev, 0) (or deferd_next_job) until it returns DEFERD_ETIMEDOUT before
+ * polling again. Do not read from or write to the fd yourself. */
 int deferd_fd(const deferd_client *c);
 
-/* Timeout for the reply to each request (PUT, SUB, ACK, NACK, PING); -1 (the default)
+/* Timeout for the reply to each request (PUT, SUB, ACK, NACK, TOUCH, PING); -1 (the default)
  * waits forever. A request that times out leaves the connection unusable. */
 int deferd_set_timeout(deferd_client *c, int timeout_ms);
 
@@ -91,21 +116,38 @@ int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t 
  * daemon's default, 1). Calling it again adds queues and sets the new inflight. */
 int deferd_subscribe(deferd_client *c, const char *queues_comma_separated, unsigned inflight);
 
-/* Waits for the next pushed job, up to timeout_ms (-1: forever, 0: only what has already
- * arrived). On DEFERD_OK *job is overwritten (not freed: clear it first when reusing) and
- * owns a payload; release it with deferd_job_clear(). DEFERD_ETIMEDOUT and DEFERD_ENOMEM
- * leave the connection usable. Queued jobs are never dropped by a timeout. */
+/* Waits for the next push of any kind (JOB, DEADLINE, EXPIRED), in arrival order, up to
+ * timeout_ms (-1: forever, 0: only what has already arrived). On DEFERD_OK *ev is
+ * overwritten (not freed: clear it first when reusing); release it with
+ * deferd_job_clear(&ev->job), which is right for every kind. DEFERD_ETIMEDOUT and
+ * DEFERD_ENOMEM leave the connection usable. Queued pushes are never dropped by a timeout. */
+int deferd_next_event(deferd_client *c, deferd_event *ev, int timeout_ms);
+
+/* Like deferd_next_event() but returns only jobs: DEADLINE and EXPIRED pushes that are queued
+ * before the next JOB are silently dropped. A program that keeps jobs longer than their ttr
+ * should use deferd_next_event() (and deferd_touch()) instead; otherwise it only learns of an
+ * expired lease when deferd_ack()/deferd_nack() fails with LEASE_LOST.
+ * On DEFERD_OK *job is overwritten (not freed: clear it first when reusing) and owns a
+ * payload; release it with deferd_job_clear(). DEFERD_ETIMEDOUT and DEFERD_ENOMEM leave the
+ * connection usable; queued jobs are never dropped by a timeout. */
 int deferd_next_job(deferd_client *c, deferd_job *job, int timeout_ms);
 
 /* Frees the payload and resets the job; safe to call twice. */
 void deferd_job_clear(deferd_job *job);
 
-/* Job done: the daemon deletes it. Only for jobs pushed to this connection. */
+/* Job done: the daemon deletes it. Only for jobs pushed to this connection. Fails with
+ * DEFERD_ESERVER and code "LEASE_LOST" when the job's lease expired (or its lock was lost):
+ * the job is then delivered again, so the work may be done twice. */
 int deferd_ack(deferd_client *c, const char *job_id);
 
 /* Job failed. delay_ms < 0: deliver again as soon as possible. delay_ms >= 0: reschedule
- * to now + delay_ms (the job then gets a new id). */
+ * to now + delay_ms (the job then gets a new id). "LEASE_LOST" as for deferd_ack(). */
 int deferd_nack(deferd_client *c, const char *job_id, int64_t delay_ms);
+
+/* Renews the lease of a job pushed to this connection: it then ends one full ttr from now.
+ * Call it when a DEADLINE event arrives for a job that is still being worked on.
+ * "LEASE_LOST" as for deferd_ack() (the lease had already expired). */
+int deferd_touch(deferd_client *c, const char *job_id);
 
 /* Round trip to the daemon; DEFERD_OK if it answered PONG. */
 int deferd_ping(deferd_client *c);

@@ -12,12 +12,13 @@ static void round_trips(void)
         a.due_ms = ((uint64_t)rand() << 20 ^ (uint64_t)rand()) % (LAYOUT_DUE_MAX + 1);
         a.priority = (uint32_t)rand() * 2u + (uint32_t)(rand() & 1);
         a.prior_attempts = (i % 3) ? 0 : (uint32_t)rand() + 1;
+        a.ttr_ms = (i % 5) ? 0 : (uint32_t)rand() + 1;
         snprintf(a.uid, sizeof a.uid, "%x%x", rand(), i);
         char name[LAYOUT_NAME_MAX + 1], id[LAYOUT_ID_MAX + 1], q[65];
         CHECK(layout_format_name(&a, name, sizeof name) == 0);
         CHECK(layout_parse_name(name, &b) == 0);
         CHECK(a.due_ms == b.due_ms && a.priority == b.priority &&
-              a.prior_attempts == b.prior_attempts);
+              a.prior_attempts == b.prior_attempts && a.ttr_ms == b.ttr_ms);
         CHECK_STR(a.uid, b.uid);
         CHECK(layout_format_id(id, sizeof id, "emails", name) == 0);
         CHECK(layout_parse_id(id, q, sizeof q, &b) == 0);
@@ -52,6 +53,8 @@ static void foreign_names(void)
     static const char *bad[] = {
         "", "queue-0000000001", "lock", "1-2", "1-2-", "-1-2-abc", "01-2-abc", "1-02-abc",
         "1-2-ABC", "1-2-ab_c", "1-2-abc-0", "1-2-abc-01", "1-2-abc-1-2", "1-4294967296-abc",
+        "1-2-abc-2", "1-2-abc-a0", "1-2-abc-a01", "1-2-abc-t5-a2", "1-2-abc-a1-a2",
+        "1-2-abc-x5", "1-2-abc-a", "1-2-abc-a1-t1-t2", "1-2-abc-a4294967296",
         "99999999999999-1-abc", "1--2-abc", "1-2-abc-", "1-2-abcdefghijklmnopqrstuvwxyz0123456789",
         "1 -2-abc",
     };
@@ -63,7 +66,11 @@ static void foreign_names(void)
             fprintf(stderr, "  accepted foreign name '%s'\n", bad[i]);
     }
     CHECK(layout_parse_name("0-0-0", &jn) == 0);
-    CHECK(layout_parse_name("1-4294967295-z-4294967295", &jn) == 0 && jn.prior_attempts == UINT32_MAX);
+    CHECK(layout_parse_name("1-4294967295-z-a4294967295", &jn) == 0 &&
+          jn.prior_attempts == UINT32_MAX && jn.ttr_ms == 0);
+    CHECK(layout_parse_name("1-2-z-t30000", &jn) == 0 && jn.ttr_ms == 30000 && !jn.prior_attempts);
+    CHECK(layout_parse_name("1-2-z-a3-t30000", &jn) == 0 && jn.ttr_ms == 30000 &&
+          jn.prior_attempts == 3);
     char q[65];
     CHECK(layout_parse_id("nosuchslash", q, sizeof q, &jn) != 0);
     CHECK(layout_parse_id("bad queue/1-2-abc", q, sizeof q, &jn) != 0);

@@ -58,9 +58,10 @@ static void valid_requests(void)
     CHECK(o.last.cmd == CMD_PUT && o.last.len == 7 && o.last.has_delay && o.last.delay_ms == 100);
     CHECK(o.last.has_prio && o.last.prio == 3 && memcmp(o.payload, "he\nl\0o!", 7) == 0);
     const char *many = "SUB a,b.c inflight=5\r\nACK a/1-2-abc\nNACK a/1-2-abc delay=5\nPING\n"
-                       "PUT q 0 at=1763769605123\n\n";
+                       "TOUCH a/1-2-abc-a2-t5000\nPUT q 0 at=1763769605123 ttr=5000\n\n";
     feed(&d, many, strlen(many), &o);
-    CHECK(o.nreq == 5 && o.nerr == 0);
+    CHECK(o.nreq == 6 && o.nerr == 0);
+    CHECK(o.last.has_ttr && o.last.ttr_ms == 5000);
     CHECK(o.last.cmd == CMD_PUT && o.last.len == 0 && o.last.has_at);
     struct proto_request req;
     struct proto_error err;
@@ -78,7 +79,8 @@ static void errors_resync(void)
         "HELLO\n", "PUT emails\n", "PUT emails x\n", "PUT bad/queue 1\n", "SUB a,,b\n",
         "SUB \n", "ACK nothing\n", "PUT q 1 delay=1 at=2\n", "PUT q 0 foo=1\n", "PING \n",
         "PUT q 0 prio=4294967296\n", "SUB a inflight=0\n", "NACK q/1-2-abc prio=1\n", "\n",
-        "PUT  q 0\n",
+        "PUT  q 0\n", "PUT q 0 ttr=999\n", "PUT q 0 ttr=604800001\n", "TOUCH\n",
+        "SUB q ttr=5000\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char buf[128];
@@ -148,10 +150,12 @@ static void formatting(void)
     proto_format_error(line, sizeof line, PE_TOO_LARGE, "two\nlines");
     CHECK_STR(line, "ERR TOO_LARGE two lines");
     struct evbuffer *out = evbuffer_new();
-    CHECK(proto_append_job(out, "q/1-2-a", "q", 3, 1, 2, "x\ny", 3) == 0);
-    char got[64] = "";
+    CHECK(proto_append_job(out, "q/1-2-a", "q", 3, 1, 2, 5000, "x\ny", 3) == 0);
+    CHECK(proto_append_deadline(out, "q/1-2-a", 900) == 0);
+    CHECK(proto_append_expired(out, "q/1-2-a") == 0);
+    char got[128] = "";
     evbuffer_remove(out, got, sizeof got - 1);
-    CHECK_STR(got, "JOB q/1-2-a q 3 1 2 3\nx\ny\n");
+    CHECK_STR(got, "JOB q/1-2-a q 3 1 2 5000 3\nx\ny\nDEADLINE q/1-2-a 900\nEXPIRED q/1-2-a\n");
     evbuffer_free(out);
 }
 

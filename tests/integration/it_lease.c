@@ -1,0 +1,103 @@
+/* Time-to-run leases: a DEADLINE notice before expiry, EXPIRED and redelivery after it,
+ * TOUCH keeping a lease alive, and a late ack fenced off with LEASE_LOST. */
+#include "harness.h"
+
+static struct daemon_proc d;
+static char root[128];
+
+/* Next push of any kind, with a deadline. */
+static int next_event(deferd_client *c, deferd_event *ev, int ms)
+{
+    memset(ev, 0, sizeof *ev);
+    return deferd_next_event(c, ev, ms);
+}
+
+/* A held job's lease runs out: notice first, then EXPIRED; the slot it freed takes the
+ * next ready job; another consumer gets the expired job with attempt 2; the first
+ * consumer's late ack is refused with LEASE_LOST and changes nothing. */
+static void expiry_and_fenced_ack(void)
+{
+    deferd_client *prod = client(&d), *a = client(&d), *b;
+    char j[DEFERD_ID_SIZE], k[DEFERD_ID_SIZE];
+    deferd_put_opts o = {.has_ttr = 1, .ttr_ms = 1500};
+    CHECK(deferd_subscribe(a, "a", 1) == DEFERD_OK);
+    CHECK(deferd_put(prod, "a", "short", 5, &o, j, sizeof j) == DEFERD_OK);
+    deferd_event ev;
+    CHECK(next_event(a, &ev, 10000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
+    CHECK_STR(ev.job.id, j);
+    CHECK(ev.job.ttr_ms == 1500 && ev.job.attempt == 1);
+    int64_t got = now_ms();
+    deferd_job_clear(&ev.job);
+    CHECK(put_job(prod, "a", "next", 0, -1, 0, k) == 0); /* waits: a is full */
+    CHECK(next_event(a, &ev, 5000) == DEFERD_OK && ev.kind == DEFERD_EV_DEADLINE);
+    CHECK_STR(ev.job.id, j);
+    CHECK(ev.ms_left > 0 && ev.ms_left <= 300);
+    CHECK(next_event(a, &ev, 5000) == DEFERD_OK && ev.kind == DEFERD_EV_EXPIRED);
+    CHECK_STR(ev.job.id, j);
+    int64_t held = now_ms() - got;
+    printf("lease of 1500 ms expired after %lld ms\n", (long long)held);
+    CHECK(held >= 1500);
+    CHECK(next_event(a, &ev, 5000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
+    CHECK_STR(ev.job.id, k); /* the freed slot took the next job */
+    deferd_job_clear(&ev.job);
+    b = client(&d);
+    CHECK(deferd_subscribe(b, "a", 1) == DEFERD_OK);
+    CHECK(next_event(b, &ev, 10000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
+    CHECK_STR(ev.job.id, j);
+    CHECK(ev.job.attempt == 2);
+    deferd_job_clear(&ev.job);
+    CHECK(deferd_ack(a, j) == DEFERD_ESERVER);
+    CHECK_STR(deferd_last_error_code(a), "LEASE_LOST");
+    CHECK(deferd_touch(a, j) == DEFERD_ESERVER);
+    CHECK_STR(deferd_last_error_code(a), "LEASE_LOST");
+    CHECK(deferd_ack(b, j) == DEFERD_OK); /* the current holder is unaffected */
+    CHECK(deferd_ack(a, k) == DEFERD_OK);
+    deferd_close(prod);
+    deferd_close(a);
+    deferd_close(b);
+}
+
+/* TOUCH renews the lease: held three times its ttr, never expired, acked as attempt 1. */
+static void touch_keeps_it(zhandle_t *zh)
+{
+    deferd_client *c = client(&d);
+    char j[DEFERD_ID_SIZE], path[512];
+    deferd_put_opts o = {.has_ttr = 1, .ttr_ms = 1000};
+    CHECK(deferd_put(c, "b", "long job", 8, &o, j, sizeof j) == DEFERD_OK);
+    CHECK(deferd_subscribe(c, "b", 1) == DEFERD_OK);
+    deferd_event ev;
+    CHECK(next_event(c, &ev, 10000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
+    CHECK(ev.job.attempt == 1 && ev.job.ttr_ms == 1000);
+    deferd_job_clear(&ev.job);
+    int64_t until = now_ms() + 3000;
+    int touches = 0, expired = 0;
+    while (now_ms() < until) {
+        int rc = next_event(c, &ev, 100);
+        if (rc == DEFERD_OK) {
+            expired += ev.kind == DEFERD_EV_EXPIRED;
+            if (ev.kind == DEFERD_EV_JOB)
+                deferd_job_clear(&ev.job);
+        }
+        if (touches * 400 < 3000 - (until - now_ms())) { /* every 400 ms */
+            CHECK(deferd_touch(c, j) == DEFERD_OK);
+            touches++;
+        }
+    }
+    CHECK(expired == 0);
+    CHECK(deferd_ack(c, j) == DEFERD_OK);
+    CHECK(job_path(root, j, path, sizeof path) == 0 && !zk_exists(zh, path));
+    deferd_close(c);
+}
+
+int main(void)
+{
+    harness_init("lease", root, sizeof root);
+    if (daemon_start(&d, root, "l1", NULL) != 0)
+        return 1;
+    zhandle_t *zh = zk_connect();
+    expiry_and_fenced_ack();
+    touch_keeps_it(zh);
+    daemon_kill(&d, SIGTERM);
+    zookeeper_close(zh);
+    return check_report("it_lease");
+}
