@@ -165,6 +165,9 @@ static struct queue_config *add_queue(struct load *ld, const char *name)
     q->priority = 1024;
     q->ttr_ms = 60000;
     q->max_attempts = 10;
+    q->backoff_min_ms = 1000;
+    q->backoff_max_ms = 600000;
+    q->backoff_jitter = 20;
     return q;
 }
 
@@ -179,6 +182,15 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         return set_duration(ld, &q->ttr_ms, key, value, 1000, 86400000ULL * 7);
     if (strcmp(key, "max_attempts") == 0)
         return set_u32(ld, &q->max_attempts, key, value, 1);
+    if (strcmp(key, "backoff_min") == 0)
+        return set_duration(ld, &q->backoff_min_ms, key, value, 0, 86400000);
+    if (strcmp(key, "backoff_max") == 0)
+        return set_duration(ld, &q->backoff_max_ms, key, value, 0, 86400000ULL * 30);
+    if (strcmp(key, "backoff_jitter") == 0) {
+        if (set_u32(ld, &q->backoff_jitter, key, value, 0) && q->backoff_jitter > 100)
+            return fail(ld, "'backoff_jitter': %s%% is over 100%%", value);
+        return !ld->failed;
+    }
     return fail(ld, "unknown key '%s' in section [queue %s]", key, qname);
 }
 

@@ -16,6 +16,9 @@ struct queue_config {
     uint32_t priority;        /* default for puts without prio= */
     uint64_t ttr_ms;          /* time-to-run lease */
     uint32_t max_attempts;
+    uint64_t backoff_min_ms;  /* nack without delay: first redelivery delay (0 = at once) */
+    uint64_t backoff_max_ms;  /* cap of the doubling delay */
+    uint32_t backoff_jitter;  /* percent of the delay, spread both ways */
 };
 
 struct config {

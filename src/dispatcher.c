@@ -685,6 +685,25 @@ static int plan_move(struct dispatcher *ds, struct settle *st, uint64_t delay_ms
     return 0;
 }
 
+/* The queue's policy for a nack without a delay: doubling from backoff_min per attempt,
+ * capped at backoff_max, spread by +-backoff_jitter percent so that a burst of failures
+ * does not come back as a burst. */
+static uint64_t backoff_ms(const struct queue_config *qc, uint32_t attempt)
+{
+    uint64_t d = qc->backoff_min_ms;
+    for (uint32_t i = 1; i < attempt && d < qc->backoff_max_ms; i++)
+        d *= 2;
+    if (d > qc->backoff_max_ms)
+        d = qc->backoff_max_ms;
+    if (qc->backoff_jitter && d) {
+        uint64_t span = d * qc->backoff_jitter / 100;
+        uint32_t rnd = 0;
+        if (span && getrandom(&rnd, sizeof rnd, 0) == sizeof rnd)
+            d = d - span + (uint64_t)rnd % (2 * span + 1);
+    }
+    return d;
+}
+
 void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, int has_delay,
                      uint64_t delay_ms, struct reply *r)
 {
@@ -692,6 +711,10 @@ void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, 
     struct settle *st = job ? settle_new(job, r, SETTLE_NACK) : NULL;
     if (!st)
         return;
+    if (!has_delay) {
+        delay_ms = backoff_ms(job->q->cfg, job->attempt);
+        has_delay = delay_ms > 0;
+    }
     if (has_delay && plan_move(ds, st, delay_ms) != 0) {
         reply_err(r, PE_BAD_REQUEST, "delay %llu ms is out of range",
                   (unsigned long long)delay_ms);
