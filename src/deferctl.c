@@ -2,7 +2,10 @@
 #define _GNU_SOURCE /* ppoll, pipe2 */
 
 #include "deferd/client.h"
+#include "admin.h"
 #include "units.h"
+
+#define DEFAULT_CONFIG "/etc/deferd/deferd.ini"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,10 +79,13 @@ static void main_usage(FILE *f)
           "  put    schedule a job\n"
           "  work   run a command for each job of some queues\n"
           "  ping   check that deferd answers\n"
+          "  dead   list, show, kick or delete dead-lettered jobs (reads ZooKeeper)\n"
           "  help   show help for a command\n\n"
           "Options:\n"
           "  -s, --socket PATH  deferd socket (default: $DEFERD_SOCKET, else "
           DEFERD_DEFAULT_SOCKET ")\n"
+          "  -c, --config PATH  deferd.ini, for commands that read ZooKeeper (default:\n"
+          "                     $DEFERD_CONFIG, else " DEFAULT_CONFIG ")\n"
           "  -h, --help         show this help\n\n"
           "Exit status: 0 ok, 1 error, 2 usage error.\n", f);
 }
@@ -826,6 +832,56 @@ static int cmd_ping(const char *sock, int argc, char **argv)
     return rc;
 }
 
+/* ---- dead letters (ZooKeeper, through admin.c) ---- */
+
+static const char *config_path = DEFAULT_CONFIG;
+
+static void dead_usage(FILE *f)
+{
+    fputs("Usage: deferctl [-c CONFIG] dead list QUEUE\n"
+          "       deferctl [-c CONFIG] dead show|kick|delete JOB_ID\n"
+          "Jobs whose attempts reached their queue's max_attempts wait in its dead letters.\n\n"
+          "  list QUEUE    one line per dead job: id, attempts, priority, due time, bytes\n"
+          "  show ID       its metadata, a blank line, then its payload\n"
+          "  kick ID       put it back in the queue, due now, attempts from zero; prints the\n"
+          "                new job id\n"
+          "  delete ID     remove it for good\n", f);
+}
+
+static int cmd_dead(const char *sock, int argc, char **argv)
+{
+    (void)sock;
+    if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        dead_usage(stdout);
+        return EXIT_OK;
+    }
+    if (argc != 3 || (strcmp(argv[1], "list") && strcmp(argv[1], "show") &&
+                      strcmp(argv[1], "kick") && strcmp(argv[1], "delete"))) {
+        dead_usage(stderr);
+        return EXIT_USAGE;
+    }
+    char err[512], id[DEFERD_ID_SIZE];
+    struct admin *a;
+    if (admin_open(config_path, &a, err, sizeof err) != 0) {
+        fprintf(stderr, "deferctl: %s\n", err);
+        return EXIT_FAIL;
+    }
+    int rc;
+    if (strcmp(argv[1], "list") == 0)
+        rc = admin_dead_list(a, argv[2], stdout, err, sizeof err);
+    else if (strcmp(argv[1], "show") == 0)
+        rc = admin_dead_show(a, argv[2], stdout, err, sizeof err);
+    else if (strcmp(argv[1], "kick") == 0 &&
+             (rc = admin_dead_kick(a, argv[2], id, sizeof id, err, sizeof err)) == 0)
+        puts(id);
+    else if (strcmp(argv[1], "delete") == 0)
+        rc = admin_dead_delete(a, argv[2], err, sizeof err);
+    admin_close(a);
+    if (rc != 0)
+        fprintf(stderr, "deferctl: %s\n", err);
+    return rc == 0 ? EXIT_OK : EXIT_FAIL;
+}
+
 /* ---- main ---- */
 
 struct command {
@@ -839,6 +895,7 @@ static const struct command commands[] = {
     { "put", cmd_put, put_usage, "deferctl put" },
     { "work", cmd_work, work_usage, "deferctl work" },
     { "ping", cmd_ping, ping_usage, "deferctl ping" },
+    { "dead", cmd_dead, dead_usage, "deferctl dead" },
     { NULL, NULL, NULL, NULL },
 };
 
@@ -867,12 +924,14 @@ static int parse_global(int argc, char **argv, const char **sock)
 {
     static const struct option longopts[] = {
         { "socket", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        { "config", required_argument, NULL, 'c' }, { NULL, 0, NULL, 0 },
     };
     int opt;
-    while ((opt = getopt_long(argc, argv, "+s:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+s:c:h", longopts, NULL)) != -1) {
         if (opt == 's') {
             *sock = optarg;
+        } else if (opt == 'c') {
+            config_path = optarg;
         } else if (opt == 'h') {
             main_usage(stdout);
             return -1;
@@ -887,6 +946,9 @@ int main(int argc, char **argv)
 {
     const char *env = getenv("DEFERD_SOCKET");
     const char *sock = env && *env ? env : DEFERD_DEFAULT_SOCKET;
+    const char *cenv = getenv("DEFERD_CONFIG");
+    if (cenv && *cenv)
+        config_path = cenv;
     int first = parse_global(argc, argv, &sock);
     if (first == -1)
         return EXIT_OK;

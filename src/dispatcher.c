@@ -313,6 +313,8 @@ static void watch_lock(struct dispatcher *ds, struct job *job)
         retry_later(ds, job, "watching the lock", rc);
 }
 
+static void bury_locked(struct dispatcher *ds, struct job *job);
+
 static void on_fetched(const struct zk_result *res, void *ctx)
 {
     struct job *job = ctx;
@@ -334,6 +336,10 @@ static void on_fetched(const struct zk_result *res, void *ctx)
         return;
     }
     memcpy(job->payload, res->data, job->len);
+    if (job->attempt > job->q->cfg->max_attempts) {
+        bury_locked(ds, job);
+        return;
+    }
     job->ttr_ms = job->jn.ttr_ms ? job->jn.ttr_ms : (uint32_t)job->q->cfg->ttr_ms;
     lease_start(ds, job);
     if (server_push_job(job->owner->conn, job) != 0)
@@ -464,6 +470,7 @@ struct settle {
     struct reply *r;
     enum settle_op op;
     int has_delay;              /* nack with delay: move the job */
+    int bury;                   /* the move goes to the dead letters */
     int precheck;               /* verifying the lock before sending, not after */
     int made_parents;
     char next_path[LAYOUT_PATH_MAX];
@@ -492,8 +499,9 @@ static struct job *held_job(struct dispatcher *ds, struct consumer *c, const cha
 static void lease_lost(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
-    reply_err(st->r, PE_LEASE_LOST, "job %s: lease lost, the job will be delivered again",
-              job->id);
+    if (st->r)
+        reply_err(st->r, PE_LEASE_LOST, "job %s: lease lost, the job will be delivered again",
+                  job->id);
     unhold(ds, job);
     if (!job_settled_gone(ds, job))
         make_ready(ds, job);
@@ -505,7 +513,9 @@ static void settle_failed(struct settle *st, int rc)
     struct job *job = st->job;
     log_warn("queue %s: job %s: %s failed: %s", job->q->cfg->name, job->id, settle_name(st),
              zerror(rc));
-    reply_err(st->r, PE_UNAVAILABLE, "%s failed in ZooKeeper: %s", settle_name(st), zerror(rc));
+    if (st->r)
+        reply_err(st->r, PE_UNAVAILABLE, "%s failed in ZooKeeper: %s", settle_name(st),
+                  zerror(rc));
     lease_arm(job->q->ds, job); /* the lease runs on as before */
     if (!job->owner)
         release_lock(job->q->ds, job);
@@ -514,7 +524,11 @@ static void settle_failed(struct settle *st, int rc)
 static void settled(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
-    reply_ok(st->r, st->has_delay ? st->next_id : NULL);
+    if (st->bury)
+        log_warn("queue %s: job %s dead-lettered after %u attempts (max_attempts %u)",
+                 job->q->cfg->name, job->id, job->attempt, job->q->cfg->max_attempts);
+    if (st->r)
+        reply_ok(st->r, st->has_delay && !st->bury ? st->next_id : NULL);
     if (st->op == SETTLE_ACK || st->has_delay || job->gone) {
         struct dqueue *q = job->q;
         free_job(ds, job); /* a moved job reappears through the mirror */
@@ -635,7 +649,8 @@ static struct settle *settle_new(struct job *job, struct reply *r, enum settle_o
 {
     struct settle *st = calloc(1, sizeof *st);
     if (!st) {
-        reply_err(r, PE_INTERNAL, "out of memory");
+        if (r)
+            reply_err(r, PE_INTERNAL, "out of memory");
         return NULL;
     }
     st->job = job;
@@ -704,6 +719,32 @@ static uint64_t backoff_ms(const struct queue_config *qc, uint32_t attempt)
     return d;
 }
 
+/* The last allowed attempt failed: the job moves to its queue's dead letters. */
+static int plan_bury(struct dispatcher *ds, struct settle *st)
+{
+    struct job *job = st->job;
+    struct job_name dead = job->jn;
+    dead.prior_attempts = job->attempt;
+    st->has_delay = st->bury = 1;
+    return layout_dead_path(st->next_path, sizeof st->next_path, root(ds), job->q->cfg->name,
+                            &dead);
+}
+
+/* Locked for an attempt past max_attempts (its holders kept crashing): bury, not deliver. */
+static void bury_locked(struct dispatcher *ds, struct job *job)
+{
+    struct settle *st = settle_new(job, NULL, SETTLE_NACK);
+    unhold(ds, job);
+    job->state = JS_SETTLING;
+    if (st && plan_bury(ds, st) == 0) {
+        int rc = send_settle(ds, st);
+        if (rc == ZOK)
+            return;
+    }
+    free(st);
+    release_lock(ds, job);
+}
+
 void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, int has_delay,
                      uint64_t delay_ms, struct reply *r)
 {
@@ -711,7 +752,13 @@ void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, 
     struct settle *st = job ? settle_new(job, r, SETTLE_NACK) : NULL;
     if (!st)
         return;
-    if (!has_delay) {
+    if (job->attempt >= job->q->cfg->max_attempts) {
+        if (plan_bury(ds, st) == 0) {
+            settle_start(ds, st);
+            return;
+        }
+        has_delay = 0; /* cannot name it: fall back to a plain release */
+    } else if (!has_delay) {
         delay_ms = backoff_ms(job->q->cfg, job->attempt);
         has_delay = delay_ms > 0;
     }

@@ -158,3 +158,14 @@ int layout_parse_id(const char *id, char *queue, size_t qlen, struct job_name *j
         return -1;
     return layout_parse_name(slash + 1, jn);
 }
+
+int layout_dead_path(char *buf, size_t len, const char *root, const char *queue,
+                     const struct job_name *jn)
+{
+    char name[LAYOUT_NAME_MAX + 1];
+    if (layout_format_name(jn, name, sizeof name) != 0)
+        return -1;
+    int n = snprintf(buf, len, "%s/queues/%s/dead/%llu/%s", root, queue,
+                     (unsigned long long)layout_bucket_of(jn->due_ms, 1), name);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}

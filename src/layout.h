@@ -42,6 +42,10 @@ int layout_bucket_path(char *buf, size_t len, const char *root, const char *queu
 int layout_job_path(char *buf, size_t len, const char *root, const char *queue,
                     const struct job_name *jn);
 int layout_queue_path(char *buf, size_t len, const char *root, const char *queue);
+/* Dead letters: <root>/queues/<queue>/dead/<L1 of the due time>/<job name>, the name's
+ * a<N> field holding the attempts made. */
+int layout_dead_path(char *buf, size_t len, const char *root, const char *queue,
+                     const struct job_name *jn);
 
 /* Job ids are "<queue>/<job name>". */
 int layout_format_id(char *buf, size_t len, const char *queue, const char *name);

@@ -1,5 +1,7 @@
 /* Time-to-run leases: a DEADLINE notice before expiry, EXPIRED and redelivery after it,
  * TOUCH keeping a lease alive, and a late ack fenced off with LEASE_LOST. */
+#include <sys/wait.h>
+
 #include "harness.h"
 
 static struct daemon_proc d;
@@ -118,6 +120,58 @@ static void nack_backoff(void)
     deferd_close(c);
 }
 
+/* Runs deferctl with this daemon's config; returns its exit status, output in OUT. */
+static int deferctl(const char *args, char *out, size_t len)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s -c %s/deferd.ini %s", getenv("DEFERCTL_BIN"), d.dir, args);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, len - 1, p) : 0;
+    out[n] = '\0';
+    int status = p ? pclose(p) : -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The fifth failure of a queue with max_attempts = 5 moves the job to the dead letters in
+ * one transaction; deferctl lists, shows, kicks (back with attempt 1) and deletes them. */
+static void dead_letters(zhandle_t *zh)
+{
+    deferd_client *c = client(&d);
+    char out[4096], args[512], id[DEFERD_ID_SIZE], path[512];
+    CHECK(deferctl("dead list retry", out, sizeof out) == 0);
+    CHECK(strstr(out, "flaky") == NULL);
+    int lines = 0;
+    for (char *p = out; (p = strchr(p, '\n')); p++)
+        lines++;
+    CHECK(lines == 2); /* header + the job nack_backoff() failed five times */
+    CHECK_CONTAINS(out, "retry/");
+    char dead[DEFERD_ID_SIZE] = "";
+    sscanf(strchr(out, '\n') + 1, "%255s", dead);
+    CHECK(strstr(dead, "-a5") != NULL);
+    CHECK(zk_count_jobs(zh, root, "retry") == 0);
+    snprintf(args, sizeof args, "dead show %s", dead);
+    CHECK(deferctl(args, out, sizeof out) == 0);
+    CHECK_CONTAINS(out, "attempts: 5");
+    CHECK_CONTAINS(out, "\n\nflaky");
+    snprintf(args, sizeof args, "dead kick %s", dead);
+    CHECK(deferctl(args, out, sizeof out) == 0);
+    sscanf(out, "%255s", id);
+    CHECK(deferd_subscribe(c, "retry", 1) == DEFERD_OK);
+    deferd_job job;
+    CHECK(deferd_next_job(c, &job, 10000) == DEFERD_OK);
+    CHECK_STR(job.id, id);
+    CHECK(job.attempt == 1 && job.len == 5 && memcmp(job.payload, "flaky", 5) == 0);
+    CHECK(deferd_ack(c, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    CHECK(deferctl(args, out, sizeof out) == 1); /* already kicked */
+    CHECK(deferctl("dead list retry", out, sizeof out) == 0);
+    CHECK(strstr(out, "retry/") == NULL);
+    CHECK(deferctl("dead show retry/nonsense", out, sizeof out) == 1);
+    CHECK(deferctl("dead frobnicate x", out, sizeof out) == 2);
+    (void)path;
+    deferd_close(c);
+}
+
 int main(void)
 {
     harness_init("lease", root, sizeof root);
@@ -127,6 +181,7 @@ int main(void)
     expiry_and_fenced_ack();
     touch_keeps_it(zh);
     nack_backoff();
+    dead_letters(zh);
     daemon_kill(&d, SIGTERM);
     zookeeper_close(zh);
     return check_report("it_lease");

@@ -1,0 +1,209 @@
+#include "admin.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+#include <zookeeper/zookeeper.h>
+
+#include "config.h"
+#include "layout.h"
+#include "units.h"
+
+struct admin {
+    struct config cfg;
+    zhandle_t *zh;
+};
+
+static int failed(char *err, size_t errlen, const char *what, const char *path, int rc)
+{
+    snprintf(err, errlen, "%s %s: %s", what, path, zerror(rc));
+    return -1;
+}
+
+int admin_open(const char *config_path, struct admin **out, char *err, size_t errlen)
+{
+    struct admin *a = calloc(1, sizeof *a);
+    if (!a || config_load(config_path, NULL, 0, &a->cfg, err, errlen) != 0) {
+        free(a);
+        return -1;
+    }
+    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+    a->zh = zookeeper_init(a->cfg.zk_hosts, NULL, (int)a->cfg.session_timeout_ms, NULL, NULL, 0);
+    int64_t deadline = units_mono_ms() + 10000;
+    while (a->zh && zoo_state(a->zh) != ZOO_CONNECTED_STATE && units_mono_ms() < deadline)
+        usleep(10000);
+    if (!a->zh || zoo_state(a->zh) != ZOO_CONNECTED_STATE) {
+        snprintf(err, errlen, "cannot connect to ZooKeeper at %s", a->cfg.zk_hosts);
+        admin_close(a);
+        return -1;
+    }
+    *out = a;
+    return 0;
+}
+
+void admin_close(struct admin *a)
+{
+    if (!a)
+        return;
+    if (a->zh)
+        zookeeper_close(a->zh);
+    config_free(&a->cfg);
+    free(a);
+}
+
+static int sorted_children(struct admin *a, const char *path, struct String_vector *kids)
+{
+    int rc = zoo_get_children(a->zh, path, 0, kids);
+    if (rc == ZOK && kids->count > 1)
+        qsort(kids->data, (size_t)kids->count, sizeof kids->data[0],
+              (int (*)(const void *, const void *))strcmp);
+    return rc;
+}
+
+static void print_dead(struct admin *a, const char *queue, const char *path, const char *name,
+                       FILE *out)
+{
+    struct job_name jn;
+    struct Stat st;
+    if (layout_parse_name(name, &jn) != 0 || zoo_exists(a->zh, path, 0, &st) != ZOK)
+        return;
+    time_t due = (time_t)(jn.due_ms / 1000);
+    struct tm tm;
+    char when[32];
+    gmtime_r(&due, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fprintf(out, "%s/%s\t%u\t%u\t%s\t%d\n", queue, name, jn.prior_attempts, jn.priority, when,
+            st.dataLength);
+}
+
+int admin_dead_list(struct admin *a, const char *queue, FILE *out, char *err, size_t errlen)
+{
+    char dir[LAYOUT_PATH_MAX];
+    if (!config_valid_queue_name(queue))
+        return snprintf(err, errlen, "bad queue name '%s'", queue), -1;
+    snprintf(dir, sizeof dir, "%s/queues/%s/dead", a->cfg.zk_root, queue);
+    struct String_vector buckets;
+    int rc = sorted_children(a, dir, &buckets);
+    if (rc == ZNONODE)
+        return 0; /* nothing was ever dead-lettered */
+    if (rc != ZOK)
+        return failed(err, errlen, "listing", dir, rc);
+    fprintf(out, "ID\tATTEMPTS\tPRIORITY\tDUE\tBYTES\n");
+    for (int i = 0; i < buckets.count; i++) {
+        char bucket[LAYOUT_PATH_MAX + 32], path[LAYOUT_PATH_MAX + 128];
+        snprintf(bucket, sizeof bucket, "%s/%s", dir, buckets.data[i]);
+        struct String_vector jobs;
+        if (sorted_children(a, bucket, &jobs) != ZOK)
+            continue;
+        for (int k = 0; k < jobs.count; k++) {
+            snprintf(path, sizeof path, "%s/%s", bucket, jobs.data[k]);
+            print_dead(a, queue, path, jobs.data[k], out);
+        }
+        deallocate_String_vector(&jobs);
+    }
+    deallocate_String_vector(&buckets);
+    return 0;
+}
+
+/* Resolves a dead job's id to its znode. */
+static int dead_path(struct admin *a, const char *id, char *queue, struct job_name *jn,
+                     char *path, char *err, size_t errlen)
+{
+    if (layout_parse_id(id, queue, QUEUE_NAME_MAX + 1, jn) != 0 ||
+        layout_dead_path(path, LAYOUT_PATH_MAX, a->cfg.zk_root, queue, jn) != 0)
+        return snprintf(err, errlen, "bad job id '%s'", id), -1;
+    return 0;
+}
+
+static int read_dead(struct admin *a, const char *path, char **data, int *len, struct Stat *st,
+                     char *err, size_t errlen)
+{
+    *len = (int)CONFIG_MAX_PAYLOAD_LIMIT + 1;
+    *data = malloc((size_t)*len);
+    int rc = *data ? zoo_get(a->zh, path, 0, *data, len, st) : ZSYSTEMERROR;
+    if (rc != ZOK) {
+        free(*data);
+        *data = NULL;
+        return failed(err, errlen, "reading", path, rc);
+    }
+    if (*len < 0)
+        *len = 0;
+    return 0;
+}
+
+int admin_dead_show(struct admin *a, const char *id, FILE *out, char *err, size_t errlen)
+{
+    char queue[QUEUE_NAME_MAX + 1], path[LAYOUT_PATH_MAX], *data;
+    struct job_name jn;
+    struct Stat st;
+    int len;
+    if (dead_path(a, id, queue, &jn, path, err, errlen) != 0 ||
+        read_dead(a, path, &data, &len, &st, err, errlen) != 0)
+        return -1;
+    fprintf(out, "id: %s\nqueue: %s\nattempts: %u\npriority: %u\ndue_ms: %llu\nbytes: %d\n\n",
+            id, queue, jn.prior_attempts, jn.priority, (unsigned long long)jn.due_ms, len);
+    fwrite(data, 1, (size_t)len, out);
+    free(data);
+    return 0;
+}
+
+static int create_parents(struct admin *a, const char *path)
+{
+    char buf[LAYOUT_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
+        *p = '\0';
+        int rc = zoo_create(a->zh, buf, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        *p = '/';
+        if (rc != ZOK && rc != ZNODEEXISTS)
+            return rc;
+    }
+    return ZOK;
+}
+
+/* Back to the queue, due now, with a fresh attempt count: one transaction. */
+int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen, char *err,
+                    size_t errlen)
+{
+    char queue[QUEUE_NAME_MAX + 1], path[LAYOUT_PATH_MAX], next[LAYOUT_PATH_MAX], *data;
+    char name[LAYOUT_NAME_MAX + 1];
+    struct job_name jn;
+    struct Stat st;
+    int len;
+    if (dead_path(a, id, queue, &jn, path, err, errlen) != 0 ||
+        read_dead(a, path, &data, &len, &st, err, errlen) != 0)
+        return -1;
+    uint64_t rnd = 0;
+    if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
+        rnd = (uint64_t)units_mono_ms();
+    jn.due_ms = (uint64_t)units_wall_ms();
+    jn.prior_attempts = 0;
+    snprintf(jn.uid, sizeof jn.uid, "%016llx", (unsigned long long)rnd);
+    int rc = ZBADARGUMENTS;
+    if (layout_job_path(next, sizeof next, a->cfg.zk_root, queue, &jn) == 0 &&
+        layout_format_name(&jn, name, sizeof name) == 0 &&
+        (rc = create_parents(a, next)) == ZOK) {
+        zoo_op_t ops[2];
+        zoo_op_result_t res[2];
+        zoo_delete_op_init(&ops[0], path, st.version);
+        zoo_create_op_init(&ops[1], next, data, len, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        rc = zoo_multi(a->zh, 2, ops, res);
+    }
+    free(data);
+    if (rc != ZOK)
+        return failed(err, errlen, "kicking", path, rc);
+    layout_format_id(new_id, idlen, queue, name);
+    return 0;
+}
+
+int admin_dead_delete(struct admin *a, const char *id, char *err, size_t errlen)
+{
+    char queue[QUEUE_NAME_MAX + 1], path[LAYOUT_PATH_MAX];
+    struct job_name jn;
+    if (dead_path(a, id, queue, &jn, path, err, errlen) != 0)
+        return -1;
+    int rc = zoo_delete(a->zh, path, -1);
+    return rc == ZOK ? 0 : failed(err, errlen, "deleting", path, rc);
+}
