@@ -275,6 +275,22 @@ static void lock_path(const struct job *job, char *buf, size_t len)
     snprintf(buf, len, "%s/" LAYOUT_LOCK, job->path);
 }
 
+/* The lock (exclusive: one holder) and the owner node (names the holder's session), both
+ * ephemeral children of the job, created and deleted together. Every transaction that
+ * releases or deletes the job deletes our owner node too, so it fails as a whole unless
+ * this very session still holds the job. */
+struct lock_paths {
+    char lock[LAYOUT_PATH_MAX + 8];
+    char owner[LAYOUT_PATH_MAX + 32];
+};
+
+static void lock_paths(const struct job *job, struct lock_paths *lp)
+{
+    lock_path(job, lp->lock, sizeof lp->lock);
+    snprintf(lp->owner, sizeof lp->owner, "%s/" LAYOUT_OWNER "%llx", job->path,
+             (unsigned long long)job->lock_session);
+}
+
 /* Every ZooKeeper call made for a job holds it; a job that vanished meanwhile is freed
  * by the last completion. Returns 1 when the job is gone and the caller must stop. */
 static int job_settled_gone(struct dispatcher *ds, struct job *job)
@@ -325,9 +341,9 @@ static void on_fetched(const struct zk_result *res, void *ctx)
         release_lock(ds, job);
         return;
     }
-    /* Each delivery creates and deletes one lock child, so the job's cversion counts
-     * attempts durably at no extra write: ours made it odd. */
-    job->attempt = job->jn.prior_attempts + (uint32_t)((res->stat.cversion + 1) / 2);
+    /* Each delivery creates two children (lock, owner) and deletes them again, so the
+     * job's cversion counts attempts durably at no extra write: ours left it at 4n - 2. */
+    job->attempt = job->jn.prior_attempts + (uint32_t)((res->stat.cversion + 2) / 4);
     free(job->payload);
     job->len = (size_t)res->datalen;
     job->payload = malloc(job->len ? job->len : 1);
@@ -374,17 +390,19 @@ static void on_locked(const struct zk_result *res, void *ctx)
 
 static void lock_job(struct dispatcher *ds, struct job *job, struct consumer *c)
 {
-    char lock[LAYOUT_PATH_MAX + 8];
-    lock_path(job, lock, sizeof lock);
+    struct lock_paths lp;
+    job->lock_session = ds->d->session_id;
+    lock_paths(job, &lp);
     const struct zk_txn_op ops[] = {
         {.kind = ZT_CHECK, .path = job->path, .version = -1},
-        {.kind = ZT_CREATE, .path = lock, .data = ds->ident,
-         .len = strlen(ds->ident), .ephemeral = 1},
+        {.kind = ZT_CREATE, .path = lp.lock, .data = ds->ident, .len = strlen(ds->ident),
+         .ephemeral = 1},
+        {.kind = ZT_CREATE, .path = lp.owner, .ephemeral = 1},
     };
     job->state = JS_LOCKING;
     job->uncertain = 0;
     consumer_hold(c, job);
-    int rc = zkstore_multi(ds->d->zs, ops, 2, on_locked, job);
+    int rc = zkstore_multi(ds->d->zs, ops, 3, on_locked, job);
     if (rc != ZOK)
         retry_later(ds, job, "sending the lock transaction", rc);
 }
@@ -416,16 +434,20 @@ static void on_released(const struct zk_result *res, void *ctx)
 /* Gives up our lock so that the job is delivered again (attempt + 1). */
 static void release_lock(struct dispatcher *ds, struct job *job)
 {
-    char lock[LAYOUT_PATH_MAX + 8];
-    lock_path(job, lock, sizeof lock);
+    struct lock_paths lp;
+    lock_paths(job, &lp);
     unhold(ds, job);
     if (job->uncertain) { /* the lock may be someone else's now: look before deleting */
         job->uncertain = 0;
         watch_lock(ds, job);
         return;
     }
+    const struct zk_txn_op ops[] = {
+        {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
+        {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
+    };
     set_busy(job, JS_SETTLING);
-    int rc = zkstore_delete(ds->d->zs, lock, -1, on_released, job);
+    int rc = zkstore_multi(ds->d->zs, ops, 2, on_released, job);
     if (rc != ZOK)
         retry_later(ds, job, "releasing the lock", rc);
 }
@@ -545,14 +567,15 @@ static void verify(struct dispatcher *ds, struct settle *st);
 static int send_settle(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
-    char lock[LAYOUT_PATH_MAX + 8];
-    lock_path(job, lock, sizeof lock);
+    struct lock_paths lp;
+    lock_paths(job, &lp);
     const struct zk_txn_op ops[] = {
-        {.kind = ZT_DELETE, .path = lock, .version = -1},
+        {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
+        {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
         {.kind = ZT_DELETE, .path = job->path, .version = -1},
         {.kind = ZT_CREATE, .path = st->next_path, .data = job->payload, .len = job->len},
     };
-    int n = st->op == SETTLE_ACK ? 2 : st->has_delay ? 3 : 1;
+    int n = st->op == SETTLE_ACK ? 3 : st->has_delay ? 4 : 2;
     set_busy(job, JS_SETTLING);
     return zkstore_multi(ds->d->zs, ops, n, on_settled, st);
 }
@@ -566,7 +589,7 @@ static void on_settled(const struct zk_result *res, void *ctx)
     struct job *job = st->job;
     struct dispatcher *ds = job->q->ds;
     int rc = res->rc;
-    if (rc == ZNONODE && st->has_delay && res->op_err[2] == ZNONODE && !st->made_parents) {
+    if (rc == ZNONODE && st->has_delay && res->op_err[3] == ZNONODE && !st->made_parents) {
         st->made_parents = 1; /* the new due time's bucket does not exist yet */
         if ((rc = zkstore_create_parents(ds->d->zs, st->next_path, NULL, NULL)) == ZOK &&
             (rc = send_settle(ds, st)) == ZOK)
@@ -574,8 +597,8 @@ static void on_settled(const struct zk_result *res, void *ctx)
     }
     if (rc == ZOK) {
         settled(ds, st);
-    } else if (rc == ZNONODE || rc == ZBADVERSION) {
-        lease_lost(ds, st);
+    } else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOTEMPTY) {
+        lease_lost(ds, st); /* our owner node is gone, or another holder's is there */
     } else if (uncertain(rc)) {
         job->uncertain = 1;
         verify(ds, st);

@@ -36,7 +36,7 @@ struct job {
     enum job_state state;
     int gone;                   /* vanished from ZooKeeper while busy */
     int uncertain;              /* an ack/nack's outcome is unknown: verify the lock first */
-    int lock_rc;                /* result of the lock transaction */
+    int64_t lock_session;       /* session that took the lock (names the owner node) */
     size_t heap_pos;
     int64_t wake_ms;            /* delay heap key: due time, or a retry time */
     uint64_t seq;               /* creation order, last tie-break */

@@ -1,0 +1,103 @@
+/* Flow control: round robin among consumers with free credit, and credit respected and
+ * changeable. */
+#include "harness.h"
+
+static struct daemon_proc d;
+static char root[128];
+
+/* 1000 jobs due together, 4 consumers with room for all: each gets a quarter (+-10%). */
+static void round_robin(void)
+{
+    enum { N = 1000, C = 4 };
+    deferd_client *prod = client(&d), *cons[C];
+    for (int k = 0; k < C; k++) {
+        cons[k] = client(&d);
+        CHECK(deferd_subscribe(cons[k], "emails", N) == DEFERD_OK);
+    }
+    char id[DEFERD_ID_SIZE];
+    int64_t at = now_ms() + 3000;
+    for (int i = 0; i < N; i++)
+        CHECK(put_job(prod, "emails", "rr", -1, at, -1, id) == 0);
+    CHECK(now_ms() < at);
+    int got[C] = {0}, total = 0;
+    int64_t deadline = now_ms() + 30000;
+    while (total < N && now_ms() < deadline) {
+        for (int k = 0; k < C; k++) {
+            deferd_job job;
+            while (deferd_next_job(cons[k], &job, 5) == DEFERD_OK) {
+                got[k]++;
+                total++;
+                deferd_job_clear(&job); /* acked below, after the count */
+            }
+        }
+    }
+    printf("round robin over %d jobs:", N);
+    for (int k = 0; k < C; k++) {
+        printf(" %d", got[k]);
+        CHECK(got[k] >= N / C * 9 / 10 && got[k] <= N / C * 11 / 10);
+    }
+    printf("\n");
+    CHECK(total == N);
+    for (int k = 0; k < C; k++)
+        deferd_close(cons[k]); /* releases every held job: delivered again below */
+    deferd_client *drain = client(&d);
+    CHECK(deferd_subscribe(drain, "emails", 100) == DEFERD_OK);
+    for (int i = 0; i < N; i++) {
+        deferd_job job;
+        if (deferd_next_job(drain, &job, 10000) != DEFERD_OK) {
+            CHECK(!"drain timed out");
+            break;
+        }
+        CHECK(job.attempt == 2);
+        CHECK(deferd_ack(drain, job.id) == DEFERD_OK);
+        deferd_job_clear(&job);
+    }
+    deferd_close(drain);
+    deferd_close(prod);
+}
+
+/* A consumer never holds more than its credit; more credit (a new SUB) means more jobs. */
+static void credit(void)
+{
+    deferd_client *prod = client(&d), *c = client(&d);
+    char id[DEFERD_ID_SIZE];
+    for (int i = 0; i < 10; i++)
+        CHECK(put_job(prod, "b", "credit", 0, -1, -1, id) == 0);
+    CHECK(deferd_subscribe(c, "b", 3) == DEFERD_OK);
+    deferd_job held[10];
+    int n = 0;
+    while (n < 10 && deferd_next_job(c, &held[n], 700) == DEFERD_OK)
+        n++;
+    CHECK(n == 3);
+    CHECK(deferd_ack(c, held[0].id) == DEFERD_OK);
+    CHECK(deferd_next_job(c, &held[n], 5000) == DEFERD_OK);
+    n++;
+    CHECK(deferd_next_job(c, &held[n], 700) == DEFERD_ETIMEDOUT); /* 3 held again */
+    CHECK(deferd_subscribe(c, "b", 5) == DEFERD_OK);
+    while (n < 10 && deferd_next_job(c, &held[n], 700) == DEFERD_OK)
+        n++;
+    CHECK(n == 6); /* 4 received before, 2 more for the raised credit */
+    for (int i = 1; i < n; i++)
+        CHECK(deferd_ack(c, held[i].id) == DEFERD_OK);
+    for (int i = 0; i < n; i++)
+        deferd_job_clear(&held[i]);
+    while (deferd_next_job(c, &held[0], 3000) == DEFERD_OK) { /* the last 4 */
+        CHECK(deferd_ack(c, held[0].id) == DEFERD_OK);
+        deferd_job_clear(&held[0]);
+        n++;
+    }
+    CHECK(n == 10);
+    deferd_close(c);
+    deferd_close(prod);
+}
+
+int main(void)
+{
+    harness_init("flow", root, sizeof root);
+    if (daemon_start(&d, root, "w1", NULL) != 0)
+        return 1;
+    round_robin();
+    credit();
+    daemon_kill(&d, SIGTERM);
+    return check_report("it_flow");
+}
