@@ -404,6 +404,28 @@ static int take_lease_push(deferd_client *c, char *line, size_t hlen, deferd_eve
     return MSG_PUSH;
 }
 
+/* STATE <name>: the daemon's ZooKeeper connection state changed. */
+static int take_state_push(deferd_client *c, char *line, size_t hlen, struct ev_node **out)
+{
+    char *t[3];
+    static const char *const names[] = {"CONNECTED", "SUSPENDED", "RECONNECTED", "LOST"};
+    if (split_tokens(line, t, 3) != 2)
+        return fail(c, DEFERD_EPROTO, "malformed STATE push from deferd");
+    size_t i = 0;
+    while (i < 4 && strcmp(t[1], names[i]) != 0)
+        i++;
+    if (i == 4)
+        return fail(c, DEFERD_EPROTO, "unknown state '%.20s' in STATE push", t[1]);
+    struct ev_node *node = calloc(1, sizeof *node);
+    if (node == NULL)
+        return fail(c, DEFERD_ENOMEM, "out of memory for a STATE push");
+    node->ev.kind = DEFERD_EV_STATE;
+    snprintf(node->ev.state, sizeof node->ev.state, "%s", names[i]);
+    consume(c, hlen);
+    *out = node;
+    return MSG_PUSH;
+}
+
 static int parse_reply(deferd_client *c, const char *line)
 {
     if (strcmp(line, "OK") == 0 || strncmp(line, "OK ", 3) == 0) {
@@ -454,6 +476,8 @@ static int take_message(deferd_client *c, struct ev_node **push, size_t *want)
         return take_lease_push(c, line, hlen, DEFERD_EV_DEADLINE, push);
     if (strncmp(line, "EXPIRED ", 8) == 0)
         return take_lease_push(c, line, hlen, DEFERD_EV_EXPIRED, push);
+    if (strncmp(line, "STATE ", 6) == 0)
+        return take_state_push(c, line, hlen, push);
     int kind = parse_reply(c, line);
     if (kind > 0)
         consume(c, hlen);
@@ -658,6 +682,19 @@ int deferd_ping(deferd_client *c)
         rc = transact_line(c, &l);
     if (rc == DEFERD_OK && strcmp(c->reply, "PONG") != 0)
         rc = fail(c, DEFERD_EPROTO, "unexpected PING reply: 'OK %.80s'", c->reply);
+    return rc;
+}
+
+int deferd_stats(deferd_client *c, char *buf, size_t len)
+{
+    if (c == NULL || buf == NULL || len == 0)
+        return DEFERD_EARG;
+    struct out_line l = { .len = 0 };
+    int rc = line_add(c, &l, "STATS");
+    if (rc == DEFERD_OK)
+        rc = transact_line(c, &l);
+    if (rc == DEFERD_OK)
+        snprintf(buf, len, "%s", c->reply);
     return rc;
 }
 

@@ -10,6 +10,7 @@ struct zkstore;
 struct server;
 struct dispatcher;
 struct mirror;
+struct session;
 
 struct deferd {
     struct event_base *base;
@@ -18,7 +19,9 @@ struct deferd {
     struct server *server;
     struct dispatcher *dispatcher;
     struct mirror *mirror;
-    int64_t session_id;        /* current ZooKeeper session, 0 before the first */
+    struct session *session;
+    int64_t session_id;        /* current ZooKeeper session, 0 when none */
+    int exit_status;
 };
 
 #endif

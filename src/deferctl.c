@@ -80,6 +80,7 @@ static void main_usage(FILE *f)
           "  work   run a command for each job of some queues\n"
           "  ping   check that deferd answers\n"
           "  dead   list, show, kick or delete dead-lettered jobs (reads ZooKeeper)\n"
+          "  stats  show the daemon's ZooKeeper connection state and counters\n"
           "  help   show help for a command\n\n"
           "Options:\n"
           "  -s, --socket PATH  deferd socket (default: $DEFERD_SOCKET, else "
@@ -524,6 +525,8 @@ static void on_event(struct worker *w, deferd_event *ev)
         pending_push(w, &ev->job);
         return;
     }
+    if (ev->kind == DEFERD_EV_STATE)
+        errmsg("deferd's ZooKeeper connection: %s", ev->state);
     if (ev->kind == DEFERD_EV_DEADLINE && is_current(w, id)) {
         if (w->a->touch)
             touch_current(w);
@@ -809,6 +812,43 @@ static int cmd_work(const char *sock, int argc, char **argv)
 
 /* ---- ping ---- */
 
+static void stats_usage(FILE *f)
+{
+    fputs("Usage: deferctl stats\n"
+          "Print the daemon's status: ZooKeeper connection state, time in it, transitions,\n"
+          "session, jobs known, consumers.\n", f);
+}
+
+static int cmd_stats(const char *sock, int argc, char **argv)
+{
+    if (argc > 1) {
+        if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+            stats_usage(stdout);
+            return EXIT_OK;
+        }
+        stats_usage(stderr);
+        return EXIT_USAGE;
+    }
+    deferd_client *c = connect_or_complain(sock);
+    if (c == NULL)
+        return EXIT_FAIL;
+    char buf[1024];
+    int rc = deferd_stats(c, buf, sizeof buf);
+    if (rc == DEFERD_OK) {
+        for (char *t = strtok(buf, " "); t; t = strtok(NULL, " ")) {
+            char *eq = strchr(t, '=');
+            if (eq)
+                *eq = '\0';
+            printf("%-22s %s\n", t, eq ? eq + 1 : "");
+        }
+        rc = EXIT_OK;
+    } else {
+        rc = lib_fail(c, "stats", rc);
+    }
+    deferd_close(c);
+    return rc;
+}
+
 static int cmd_ping(const char *sock, int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -896,6 +936,7 @@ static const struct command commands[] = {
     { "work", cmd_work, work_usage, "deferctl work" },
     { "ping", cmd_ping, ping_usage, "deferctl ping" },
     { "dead", cmd_dead, dead_usage, "deferctl dead" },
+    { "stats", cmd_stats, stats_usage, "deferctl stats" },
     { NULL, NULL, NULL, NULL },
 };
 

@@ -30,6 +30,7 @@ struct dispatcher {
     char ident[128];            /* lock data: which daemon holds it */
     struct event *kick;         /* dispatches queues flagged by kick() once per loop turn */
     struct heap leases;         /* INFLIGHT jobs by their next lease event */
+    struct settle *held;        /* acks/nacks waiting for the connection to come back */
 };
 
 static void dispatch(struct dispatcher *ds, struct dqueue *q);
@@ -212,7 +213,8 @@ void dispatcher_rearm(struct dispatcher *ds)
     if (bucket < next)
         next = bucket;
     struct job *lease = heap_peek(&ds->leases);
-    if (lease && lease->lease_wake < next)
+    /* Disconnected, a holder cannot ack: its lease waits for the connection. */
+    if (lease && lease->lease_wake < next && zkstore_connected(ds->d->zs))
         next = lease->lease_wake;
     ds->armed_wall = next;
     if (next == INT64_MAX) {
@@ -488,6 +490,7 @@ void dispatcher_lock_event(struct dispatcher *ds, const char *lock)
 enum settle_op { SETTLE_ACK, SETTLE_NACK };
 
 struct settle {
+    struct settle *next;        /* in dispatcher->held */
     struct job *job;
     struct reply *r;
     enum settle_op op;
@@ -684,6 +687,13 @@ static struct settle *settle_new(struct job *job, struct reply *r, enum settle_o
 
 static void settle_start(struct dispatcher *ds, struct settle *st)
 {
+    if (!zkstore_connected(ds->d->zs) && ds->d->session_id != 0) {
+        /* SUSPENDED: the session may survive; hold it and send it on reconnection. */
+        set_busy(st->job, JS_SETTLING);
+        st->next = ds->held;
+        ds->held = st;
+        return;
+    }
     if (st->job->uncertain) { /* an earlier attempt may have changed ZooKeeper */
         st->precheck = 1;
         verify(ds, st);
@@ -812,6 +822,8 @@ static void expire(struct dispatcher *ds, struct job *job)
 static void leases_tick(struct dispatcher *ds, int64_t wall)
 {
     struct job *job;
+    if (!zkstore_connected(ds->d->zs))
+        return;
     while ((job = heap_peek(&ds->leases)) && job->lease_wake <= wall) {
         heap_pop(&ds->leases);
         if (job->warned || !job->owner) {
@@ -986,10 +998,68 @@ int dispatcher_subscribe(struct dispatcher *ds, struct consumer *c, struct dqueu
 
 void dispatcher_kick(struct dispatcher *ds, struct dqueue *q) { dispatch(ds, q); }
 
+/* (Re)connected: follow every queue that has consumers (after a lost session the mirror
+ * starts from nothing) and hand out what is ready. */
 void dispatcher_session_up(struct dispatcher *ds)
 {
-    for (size_t i = 0; i < ds->nqueues; i++)
-        dispatch(ds, &ds->queues[i]);
+    struct settle *held = ds->held;
+    ds->held = NULL;
+    while (held) { /* the same session came back: apply what the consumers asked meanwhile */
+        struct settle *next = held->next;
+        held->job->state = JS_INFLIGHT;
+        settle_start(ds, held);
+        held = next;
+    }
+    dispatcher_rearm(ds); /* leases wait while disconnected */
+    for (size_t i = 0; i < ds->nqueues; i++) {
+        struct dqueue *q = &ds->queues[i];
+        if (q->ring.head && mirror_start(ds->d->mirror, q) != 0)
+            log_error("queue %s: cannot follow it in ZooKeeper", q->cfg->name);
+        dispatch(ds, q);
+    }
+}
+
+/* The session is gone, and our locks with it: every holder is told its lease is lost, and
+ * every job is forgotten (the new session reads them again). Jobs with a call in flight are
+ * freed by its completion. */
+void dispatcher_revoke_all(struct dispatcher *ds)
+{
+    while (ds->held) {
+        struct settle *st = ds->held;
+        ds->held = st->next;
+        if (st->r)
+            reply_err(st->r, PE_LEASE_LOST, "job %s: the ZooKeeper session was lost",
+                      st->job->id);
+        st->job->state = JS_HELD; /* no call in flight: freed below */
+        free(st);
+    }
+    struct job *job, *tmp;
+    HASH_ITER(hh, ds->jobs, job, tmp) {
+        if (job->owner && job->state == JS_INFLIGHT) {
+            consumer_note_lost(job->owner, job->id);
+            server_push_expired(job->owner->conn, job->id);
+        }
+        unheap(job);
+        unhold(ds, job);
+        job->gone = 1;
+        if (job->state != JS_LOCKING && job->state != JS_SETTLING && job->state != JS_CHECKING)
+            free_job(ds, job);
+        else
+            mirror_job_freed(job); /* out of its bucket; the mirror is reset next */
+    }
+}
+
+void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
+{
+    size_t inflight = 0, ready = 0, delayed = 0;
+    const struct job *job, *tmp;
+    HASH_ITER(hh, ds->jobs, job, tmp) {
+        inflight += job->state == JS_INFLIGHT;
+        ready += job->state == JS_READY;
+        delayed += job->state == JS_DELAYED;
+    }
+    snprintf(buf, len, " jobs_known=%u delayed=%zu ready=%zu inflight=%zu",
+             HASH_COUNT(ds->jobs), delayed, ready, inflight);
 }
 
 struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name)
@@ -1049,6 +1119,11 @@ void dispatcher_free(struct dispatcher *ds)
         heap_free(&ds->queues[i].ready);
     }
     heap_free(&ds->leases);
+    while (ds->held) {
+        struct settle *st = ds->held;
+        ds->held = st->next;
+        free(st);
+    }
     if (ds->timer)
         event_free(ds->timer);
     if (ds->kick)

@@ -13,12 +13,12 @@
 #include "log.h"
 #include "mirror.h"
 #include "server.h"
+#include "session.h"
 #include "zkstore.h"
 
 #define DEFAULT_CONFIG "/etc/deferd/deferd.ini"
 #define MAX_OVERRIDES 64
 
-static int exit_status = 0;
 
 static void usage(FILE *out)
 {
@@ -34,29 +34,9 @@ static void usage(FILE *out)
 static void on_session(int state, void *ctx)
 {
     struct deferd *d = ctx;
-    if (state == ZOO_CONNECTED_STATE) {
-        int64_t id = zkstore_session_id(d->zs);
-        int fresh = id != d->session_id;
-        d->session_id = id;
-        log_info("zookeeper: connected, session 0x%llx (%s), timeout %d ms",
-                 (unsigned long long)id, fresh ? "new" : "resumed",
-                 zkstore_negotiated_timeout(d->zs));
-        mirror_resync(d->mirror); /* changes while disconnected fire no watch */
-        dispatcher_session_up(d->dispatcher);
-    } else if (state == ZOO_CONNECTING_STATE) {
-        log_warn("zookeeper: connection lost, reconnecting to %s", d->cfg->zk_hosts);
-    } else if (state == ZOO_EXPIRED_SESSION_STATE) {
-        /* Our locks are gone; continuing could deliver twice. Until a new session can be
-         * built in place, exit and let the service manager restart us. */
-        log_error("zookeeper: session 0x%llx expired; exiting so that a restart resyncs",
-                  (unsigned long long)d->session_id);
-        exit_status = 1;
-        event_base_loopbreak(d->base);
-    } else if (state == ZOO_AUTH_FAILED_STATE) {
-        log_error("zookeeper: authentication failed; exiting");
-        exit_status = 1;
-        event_base_loopbreak(d->base);
-    }
+    session_on_zk_state(d->session, state);
+    if (state == ZOO_AUTH_FAILED_STATE)
+        d->exit_status = 1;
 }
 
 static void on_watch(int type, const char *path, void *ctx)
@@ -137,7 +117,8 @@ static int run(struct deferd *d)
         goto out;
     d->mirror = mirror_new(d);
     d->dispatcher = dispatcher_new(d);
-    if (!d->mirror || !d->dispatcher)
+    d->session = session_new(d);
+    if (!d->mirror || !d->dispatcher || !d->session)
         goto out;
     d->zs = zkstore_new(d->base, d->cfg, on_watch, on_session, d);
     if (!d->zs)
@@ -148,12 +129,13 @@ static int run(struct deferd *d)
     log_info("deferd started: %zu queue(s), zookeeper %s, root %s", d->cfg->nqueues,
              d->cfg->zk_hosts, d->cfg->zk_root);
     event_base_dispatch(d->base);
-    rc = exit_status;
+    rc = d->exit_status;
 out:
     server_free(d->server);   /* closes clients: their jobs are released first */
     zkstore_free(d->zs);      /* ends the session: remaining locks vanish at once */
     dispatcher_free(d->dispatcher);
     mirror_free(d->mirror);
+    session_free(d->session);
     for (int i = 0; i < 2; i++)
         if (sigs[i])
             event_free(sigs[i]);

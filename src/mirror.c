@@ -375,6 +375,16 @@ void mirror_job_created(struct mirror *m, struct dqueue *q, const char *path)
     dispatcher_kick(m->d->dispatcher, q);
 }
 
+void mirror_reset(struct mirror *m)
+{
+    struct dir *dir;
+    while ((dir = m->dirs)) {
+        while (dir->parent)
+            dir = dir->parent;
+        dir_remove(m, dir);
+    }
+}
+
 void mirror_resync(struct mirror *m)
 {
     struct dir *dir, *tmp;

@@ -21,7 +21,8 @@ int mirror_on_watch(struct mirror *m, const char *path);
 int64_t mirror_tick(struct mirror *m, int64_t wall_now);
 int64_t mirror_next(const struct mirror *m);
 void mirror_job_freed(struct job *job);                    /* unlink from its bucket */
-void mirror_resync(struct mirror *m);
+void mirror_resync(struct mirror *m);                      /* re-list everything loaded */
+void mirror_reset(struct mirror *m);                       /* forget everything: session lost */
 /* This daemon just created PATH: enter it now if its bucket is followed. */
 void mirror_job_created(struct mirror *m, struct dqueue *q, const char *path);                      /* re-list everything loaded */
 

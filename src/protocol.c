@@ -132,6 +132,7 @@ static int parse_command(char **tok, int n, struct proto_request *r, struct prot
     static const struct { const char *name; enum proto_cmd cmd; int args; } cmds[] = {
         {"PUT", CMD_PUT, 2}, {"SUB", CMD_SUB, 1}, {"ACK", CMD_ACK, 1},
         {"NACK", CMD_NACK, 1}, {"TOUCH", CMD_TOUCH, 1}, {"PING", CMD_PING, 0},
+        {"STATS", CMD_STATS, 0},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(tok[0], cmds[i].name) != 0)
@@ -152,7 +153,8 @@ static int parse_command(char **tok, int n, struct proto_request *r, struct prot
         case CMD_ACK:
         case CMD_NACK:
         case CMD_TOUCH: return parse_id(tok[1], r, err);
-        case CMD_PING: return 0;
+        case CMD_PING:
+        case CMD_STATS: return 0;
         }
     }
     return bad(err, PE_BAD_REQUEST, "unknown command '%.20s'", tok[0]);

@@ -15,7 +15,7 @@ struct evbuffer;
 #define PROTO_SUB_MAX 32          /* queues in one SUB */
 #define PROTO_INFLIGHT_MAX 10000
 
-enum proto_cmd { CMD_PUT, CMD_SUB, CMD_ACK, CMD_NACK, CMD_TOUCH, CMD_PING };
+enum proto_cmd { CMD_PUT, CMD_SUB, CMD_ACK, CMD_NACK, CMD_TOUCH, CMD_PING, CMD_STATS };
 
 enum proto_errcode {
     PE_BAD_REQUEST, PE_UNKNOWN_QUEUE, PE_TOO_LARGE, PE_NOT_FOUND, PE_UNAVAILABLE, PE_INTERNAL,

@@ -19,6 +19,7 @@
 #include "daemon.h"
 #include "dispatcher.h"
 #include "log.h"
+#include "session.h"
 
 #define REQUESTS_PER_TURN 64      /* so that one busy client cannot starve the others */
 #define PENDING_REPLIES_MAX 1024  /* stop reading from a client that does not read replies */
@@ -132,6 +133,15 @@ int server_push_deadline(struct conn *conn, const char *id, int64_t ms_left)
     return proto_append_deadline(bufferevent_get_output(conn->bev), id, ms_left);
 }
 
+void server_broadcast_state(struct server *s, const char *name)
+{
+    if (!s)
+        return;
+    for (struct conn *c = s->conns; c; c = c->next)
+        if (c->consumer)
+            evbuffer_add_printf(bufferevent_get_output(c->bev), "STATE %s\n", name);
+}
+
 int server_push_expired(struct conn *conn, const char *id)
 {
     return proto_append_expired(bufferevent_get_output(conn->bev), id);
@@ -217,6 +227,15 @@ static void handle_request(struct conn *c, struct proto_request *req)
     case CMD_PING:
         reply_ok(r, "PONG");
         break;
+    case CMD_STATS: {
+        char text[512];
+        size_t n;
+        session_format(c->srv->d->session, text, sizeof text);
+        n = strlen(text);
+        dispatcher_format(ds, text + n, sizeof text - n);
+        reply_ok(r, text);
+        break;
+    }
     }
 }
 

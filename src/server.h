@@ -24,5 +24,7 @@ void reply_err(struct reply *r, enum proto_errcode code, const char *fmt, ...)
 int server_push_job(struct conn *conn, const struct job *job);
 int server_push_deadline(struct conn *conn, const char *id, int64_t ms_left);
 int server_push_expired(struct conn *conn, const char *id);
+/* Tells every consumer connection: "STATE <name>". */
+void server_broadcast_state(struct server *s, const char *name);
 
 #endif

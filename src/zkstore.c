@@ -1,6 +1,7 @@
 #include "zkstore.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,8 +9,18 @@
 #include "log.h"
 #include "loopq.h"
 
+/* Watch and session events name the handle they came from: after a renewal, the old
+ * handle's events are dropped (its call results still arrive, so contexts are freed). */
+struct handle_ctx {
+    struct zkstore *zs;
+    unsigned gen;
+};
+
 struct zkstore {
     zhandle_t *zh;
+    struct handle_ctx *hctx;
+    unsigned gen;
+    const struct config *cfg;
     struct loopq *q;
     zk_watch_fn on_watch;
     zk_session_fn on_session;
@@ -31,9 +42,14 @@ struct zk_msg {
     zoo_op_result_t op_res[ZK_MULTI_MAX];
     char *strings[2 * ZK_MULTI_MAX];   /* copies kept alive until the completion */
     /* MSG_WATCH / MSG_SESSION */
+    unsigned gen;
     int type, state;
     char *path;
 };
+
+/* While disconnected the client logs every reconnect attempt; deferd logs the state change
+ * once instead, so those lines go to debug. Written by the loop, read on client threads. */
+static _Atomic int quiet_client_log;
 
 static void free_msg(struct zk_msg *m)
 {
@@ -52,7 +68,7 @@ static void on_loop(struct loopq_item *item, void *unused)
     (void)unused;
     struct zk_msg *m = (struct zk_msg *)item;
     struct zkstore *zs = m->zs;
-    if (zs->closing && m->kind != MSG_RESULT) {
+    if ((zs->closing || m->gen != zs->gen) && m->kind != MSG_RESULT) {
         free_msg(m);
         return;
     }
@@ -66,6 +82,7 @@ static void on_loop(struct loopq_item *item, void *unused)
         break;
     case MSG_SESSION:
         zs->connected = m->state == ZOO_CONNECTED_STATE;
+        quiet_client_log = !zs->connected;
         zs->on_session(m->state, zs->ctx);
         break;
     }
@@ -74,7 +91,7 @@ static void on_loop(struct loopq_item *item, void *unused)
 
 static struct zk_msg *new_result(struct zkstore *zs, zk_done_fn done, void *ctx)
 {
-    if (zs->closing)
+    if (zs->closing || !zs->zh)
         return NULL; /* callers see ZSYSTEMERROR and give up their context */
     struct zk_msg *m = calloc(1, sizeof *m);
     if (m) {
@@ -157,11 +174,13 @@ static void on_multi(int rc, const void *data)
 static void on_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     (void)zh;
-    struct zkstore *zs = ctx;
+    const struct handle_ctx *hc = ctx;
+    struct zkstore *zs = hc->zs;
     struct zk_msg *m = calloc(1, sizeof *m);
     if (!m)
         return; /* nothing sane to do on this thread; the next event resyncs */
     m->zs = zs;
+    m->gen = hc->gen;
     m->type = type;
     m->state = state;
     if (type == ZOO_SESSION_EVENT) {
@@ -179,7 +198,9 @@ static void on_watcher(zhandle_t *zh, int type, int state, const char *path, voi
 static void zk_log(const char *message)
 {
     enum log_level level = LOG_DEBUG;
-    if (strstr(message, "ZOO_ERROR@"))
+    if (quiet_client_log)
+        level = LOG_DEBUG;
+    else if (strstr(message, "ZOO_ERROR@"))
         level = LOG_ERROR;
     else if (strstr(message, "ZOO_WARN@"))
         level = LOG_WARN;
@@ -299,11 +320,34 @@ int zkstore_connected(const struct zkstore *zs) { return zs->connected; }
 
 int64_t zkstore_session_id(const struct zkstore *zs)
 {
-    const clientid_t *id = zoo_client_id(zs->zh);
+    const clientid_t *id = zs->zh ? zoo_client_id(zs->zh) : NULL;
     return id ? id->client_id : 0;
 }
 
-int zkstore_negotiated_timeout(const struct zkstore *zs) { return zoo_recv_timeout(zs->zh); }
+int zkstore_negotiated_timeout(const struct zkstore *zs)
+{
+    return zs->zh ? zoo_recv_timeout(zs->zh) : (int)zs->cfg->session_timeout_ms;
+}
+
+static int open_handle(struct zkstore *zs)
+{
+    struct handle_ctx *hc = calloc(1, sizeof *hc);
+    if (!hc)
+        return -1;
+    hc->zs = zs;
+    hc->gen = ++zs->gen;
+    zs->connected = 0;
+    zs->zh = zookeeper_init2(zs->cfg->zk_hosts, on_watcher, (int)zs->cfg->session_timeout_ms,
+                             NULL, hc, 0, zk_log);
+    if (!zs->zh) {
+        log_error("zookeeper: cannot create a handle for '%s': %s", zs->cfg->zk_hosts,
+                  strerror(errno));
+        free(hc);
+        return -1;
+    }
+    zs->hctx = hc;
+    return 0;
+}
 
 struct zkstore *zkstore_new(struct event_base *base, const struct config *cfg,
                             zk_watch_fn on_watch, zk_session_fn on_session, void *ctx)
@@ -311,26 +355,53 @@ struct zkstore *zkstore_new(struct event_base *base, const struct config *cfg,
     struct zkstore *zs = calloc(1, sizeof *zs);
     if (!zs)
         return NULL;
+    zs->cfg = cfg;
     zs->on_watch = on_watch;
     zs->on_session = on_session;
     zs->ctx = ctx;
     zs->q = loopq_new(base, on_loop, NULL);
-    if (!zs->q) {
-        free(zs);
-        return NULL;
-    }
     zoo_set_debug_level(cfg->log_level >= LOG_DEBUG ? ZOO_LOG_LEVEL_INFO : ZOO_LOG_LEVEL_WARN);
-    /* The library logs its environment at start whatever the level: quiet unless debug. */
-    zs->zh = zookeeper_init2(cfg->zk_hosts, on_watcher, (int)cfg->session_timeout_ms, NULL, zs,
-                             0, zk_log);
-    if (!zs->zh) {
-        log_error("zookeeper: cannot create a handle for '%s': %s", cfg->zk_hosts,
-                  strerror(errno));
-        loopq_free(zs->q);
+    if (!zs->q || open_handle(zs) != 0) {
+        if (zs->q)
+            loopq_free(zs->q);
         free(zs);
         return NULL;
     }
     return zs;
+}
+
+struct closing_handle {
+    zhandle_t *zh;
+    struct handle_ctx *hctx;
+};
+
+/* zookeeper_close() can wait for the server: never on the loop thread. */
+static void *close_handle(void *arg)
+{
+    struct closing_handle *ch = arg;
+    zookeeper_close(ch->zh);
+    free(ch->hctx);
+    free(ch);
+    return NULL;
+}
+
+int zkstore_renew(struct zkstore *zs)
+{
+    struct closing_handle *ch = malloc(sizeof *ch);
+    if (!ch)
+        return -1;
+    ch->zh = zs->zh;
+    ch->hctx = zs->hctx;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, close_handle, ch) != 0)
+        close_handle(ch);
+    pthread_attr_destroy(&attr);
+    zs->zh = NULL;
+    zs->hctx = NULL;
+    return open_handle(zs);
 }
 
 void zkstore_free(struct zkstore *zs)
@@ -343,8 +414,10 @@ void zkstore_free(struct zkstore *zs)
     /* Blocks up to a few seconds if ZooKeeper is unreachable: only ever at exit. Every
      * call still pending completes (ZCLOSING) during the drain below, so that each
      * owner frees its context. */
-    zookeeper_close(zs->zh);
+    if (zs->zh)
+        zookeeper_close(zs->zh);
     zs->zh = NULL;
+    free(zs->hctx);
     loopq_free(zs->q);
     free(zs);
 }

@@ -63,6 +63,8 @@ typedef enum {
     DEFERD_EV_EXPIRED,      /* the lease ran out: the daemon released the job, which will be
                              * delivered again (maybe to this connection, with a higher
                              * attempt); ack/nack/touch of it now fail with LEASE_LOST */
+    DEFERD_EV_STATE,        /* the daemon's ZooKeeper connection changed: state holds
+                             * CONNECTED, SUSPENDED, RECONNECTED or LOST */
 } deferd_event_kind;
 
 typedef struct deferd_event {
@@ -70,7 +72,11 @@ typedef struct deferd_event {
     deferd_job job;         /* JOB: the whole job (owns a payload). DEADLINE, EXPIRED: only
                              * job.id is set, the rest is zero and payload is NULL */
     int64_t ms_left;        /* DEADLINE only: ms until the lease ends (0: any moment now) */
+    char state[16];         /* STATE only */
 } deferd_event;
+
+/* Fills BUF with the daemon's status line ("key=value ..."); see docs/protocol.md, STATS. */
+int deferd_stats(deferd_client *c, char *buf, size_t len);
 
 /* Options for deferd_put(); zero-initialise, then set the has_* flags you need.
  * has_delay and has_at are mutually exclusive; neither means "due now". */

@@ -274,3 +274,26 @@ int job_path(const char *root, const char *id, char *path, size_t len)
         return -1;
     return layout_job_path(path, len, root, queue, &jn);
 }
+
+int zk_private(const char *verb, const char *dir)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s %s >/dev/null", getenv("DEFERD_ZK_SANDBOX"), verb, dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int zk_private_start(const char *dir)
+{
+    char cmd[1024];
+    int port = 0;
+    snprintf(cmd, sizeof cmd, "%s start %s", getenv("DEFERD_ZK_SANDBOX"), dir);
+    FILE *p = popen(cmd, "r");
+    if (!p || fscanf(p, "%d", &port) != 1)
+        port = 0;
+    if (p)
+        pclose(p);
+    if (port <= 0)
+        return -1;
+    snprintf(harness_zk_hosts, sizeof harness_zk_hosts, "127.0.0.1:%d", port);
+    return 0;
+}

@@ -38,6 +38,11 @@ deferd_client *client(const struct daemon_proc *d);
 int put_job(deferd_client *c, const char *queue, const char *payload, int64_t delay_ms,
             int64_t at_ms, int prio, char *id);
 
+/* A ZooKeeper of the test's own (packaging/zk-sandbox), to stop and restart at will;
+ * harness_zk_hosts then points at it. Returns 0 when it answers. */
+int zk_private_start(const char *dir);
+int zk_private(const char *verb, const char *dir); /* "stop" or "restart" */
+
 /* A synchronous ZooKeeper session for checking what deferd wrote (tests only). */
 zhandle_t *zk_connect(void);
 int zk_exists(zhandle_t *zh, const char *path);

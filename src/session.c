@@ -1,0 +1,134 @@
+#include "session.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <zookeeper/zookeeper.h>
+
+#include "daemon.h"
+#include "dispatcher.h"
+#include "log.h"
+#include "mirror.h"
+#include "server.h"
+#include "units.h"
+#include "zkstore.h"
+
+struct session {
+    struct deferd *d;
+    enum conn_state state;
+    int64_t since_ms;            /* wall ms of the last state change */
+    unsigned transitions[CS_COUNT];
+    struct event *lost_timer;    /* armed while SUSPENDED */
+};
+
+static const char *const names[CS_COUNT] = {
+    "CONNECTING", "CONNECTED", "SUSPENDED", "RECONNECTED", "LOST",
+};
+
+const char *session_state_name(enum conn_state st) { return names[st]; }
+enum conn_state session_state(const struct session *s) { return s->state; }
+
+static void enter(struct session *s, enum conn_state st, const char *why)
+{
+    int64_t now = units_wall_ms();
+    log_info("zookeeper: %s -> %s after %lld ms (%s)", names[s->state], names[st],
+             (long long)(now - s->since_ms), why);
+    s->state = st;
+    s->since_ms = now;
+    s->transitions[st]++;
+    if (st != CS_CONNECTING)
+        server_broadcast_state(s->d->server, names[st]);
+}
+
+/* The session is gone: revoke every lock we held (consumers are told), forget the mirror,
+ * and build a new session. Jobs are read again from ZooKeeper once it is up. */
+static void lose(struct session *s, const char *why)
+{
+    struct deferd *d = s->d;
+    evtimer_del(s->lost_timer);
+    enter(s, CS_LOST, why);
+    dispatcher_revoke_all(d->dispatcher);
+    mirror_reset(d->mirror);
+    d->session_id = 0;
+    if (zkstore_renew(d->zs) != 0)
+        log_error("zookeeper: cannot create a new handle; retrying on the next event");
+}
+
+static void on_lost_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct session *s = arg;
+    if (s->state == CS_SUSPENDED)
+        lose(s, "no reconnection within the session timeout");
+}
+
+static void connected(struct session *s)
+{
+    struct deferd *d = s->d;
+    int64_t id = zkstore_session_id(d->zs);
+    evtimer_del(s->lost_timer);
+    if (s->state == CS_SUSPENDED && id == d->session_id) {
+        enter(s, CS_RECONNECTED, "same session");
+        mirror_resync(d->mirror); /* changes while away fired no watch */
+        s->state = CS_CONNECTED;  /* RECONNECTED is an event; the state is connected */
+    } else {
+        d->session_id = id;
+        char why[96];
+        snprintf(why, sizeof why, "session 0x%llx, timeout %d ms", (unsigned long long)id,
+                 zkstore_negotiated_timeout(d->zs));
+        enter(s, CS_CONNECTED, why);
+    }
+    dispatcher_session_up(d->dispatcher);
+}
+
+void session_on_zk_state(struct session *s, int zk_state)
+{
+    if (zk_state == ZOO_CONNECTED_STATE) {
+        connected(s);
+    } else if (zk_state == ZOO_CONNECTING_STATE && s->state == CS_CONNECTED) {
+        enter(s, CS_SUSPENDED, "connection lost; dispatch paused");
+        int ms = zkstore_negotiated_timeout(s->d->zs);
+        struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+        evtimer_add(s->lost_timer, &tv);
+    } else if (zk_state == ZOO_EXPIRED_SESSION_STATE && s->state != CS_LOST) {
+        lose(s, "ZooKeeper expired the session");
+    } else if (zk_state == ZOO_AUTH_FAILED_STATE) {
+        log_error("zookeeper: authentication failed; check the credentials; exiting");
+        event_base_loopbreak(s->d->base);
+    }
+}
+
+void session_format(const struct session *s, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "zk_state=%s zk_state_ms=%lld zk_session=0x%llx zk_suspended=%u zk_reconnected=%u "
+             "zk_lost=%u",
+             names[s->state], (long long)(units_wall_ms() - s->since_ms),
+             (unsigned long long)s->d->session_id, s->transitions[CS_SUSPENDED],
+             s->transitions[CS_RECONNECTED], s->transitions[CS_LOST]);
+}
+
+struct session *session_new(struct deferd *d)
+{
+    struct session *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->d = d;
+    s->state = CS_CONNECTING;
+    s->since_ms = units_wall_ms();
+    s->lost_timer = evtimer_new(d->base, on_lost_timer, s);
+    if (!s->lost_timer) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void session_free(struct session *s)
+{
+    if (!s)
+        return;
+    event_free(s->lost_timer);
+    free(s);
+}
