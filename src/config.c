@@ -136,6 +136,12 @@ static int zookeeper_key(struct load *ld, const char *key, const char *value)
     }
     if (strcmp(key, "session_timeout") == 0)
         return set_duration(ld, &c->session_timeout_ms, key, value, 2000, 600000);
+    if (strcmp(key, "auth") == 0) {
+        const char *colon = strchr(value, ':');
+        if (!colon || colon == value || colon[1] == '\0')
+            return fail(ld, "'auth': expected SCHEME:CREDENTIALS, e.g. digest:user:secret");
+        return set_string(ld, &c->zk_auth, key, value);
+    }
     return fail(ld, "unknown key '%s' in section [zookeeper]", key);
 }
 
@@ -386,6 +392,7 @@ void config_free(struct config *cfg)
     free(cfg->socket_path);
     free(cfg->zk_hosts);
     free(cfg->zk_root);
+    free(cfg->zk_auth);
     free(cfg->queues);
     memset(cfg, 0, sizeof *cfg);
 }

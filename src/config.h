@@ -33,6 +33,7 @@ struct config {
     char *zk_hosts;
     char *zk_root;
     uint64_t session_timeout_ms;
+    char *zk_auth;            /* "scheme:credentials", e.g. "digest:user:secret"; or NULL */
     /* [queue NAME] */
     struct queue_config *queues;
     size_t nqueues;

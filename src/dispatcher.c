@@ -1049,6 +1049,51 @@ void dispatcher_revoke_all(struct dispatcher *ds)
     }
 }
 
+/* After a reconnection with the same session our locks should all still be there; one
+ * that is not (deleted by hand meanwhile) means the job is no longer ours to hand out. */
+struct owner_check {
+    struct dispatcher *ds;
+    char path[];                /* the job's: looked up again, it may be gone by then */
+};
+
+static void on_owner_checked(const struct zk_result *res, void *ctx)
+{
+    struct owner_check *oc = ctx;
+    struct dispatcher *ds = oc->ds;
+    struct job *job = NULL;
+    HASH_FIND_STR(ds->jobs, oc->path, job);
+    if (job && job->state == JS_INFLIGHT && res->rc == ZNONODE) {
+        log_warn("queue %s: job %s: our lock vanished while disconnected; revoking it",
+                 job->q->cfg->name, job->id);
+        if (job->owner) {
+            consumer_note_lost(job->owner, job->id);
+            server_push_expired(job->owner->conn, job->id);
+        }
+        unhold(ds, job);
+        make_ready(ds, job);
+    }
+    free(oc);
+}
+
+void dispatcher_verify_held(struct dispatcher *ds)
+{
+    struct job *job, *tmp;
+    HASH_ITER(hh, ds->jobs, job, tmp) {
+        if (job->state != JS_INFLIGHT)
+            continue;
+        struct lock_paths lp;
+        size_t n = strlen(job->path) + 1;
+        struct owner_check *oc = malloc(sizeof *oc + n);
+        if (!oc)
+            continue;
+        oc->ds = ds;
+        memcpy(oc->path, job->path, n);
+        lock_paths(job, &lp);
+        if (zkstore_exists(ds->d->zs, lp.owner, 0, on_owner_checked, oc) != ZOK)
+            free(oc);
+    }
+}
+
 void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
 {
     size_t inflight = 0, ready = 0, delayed = 0;

@@ -89,6 +89,7 @@ void dispatcher_lock_event(struct dispatcher *ds, const char *lock_path);
 void dispatcher_rearm(struct dispatcher *ds);
 void dispatcher_session_up(struct dispatcher *ds);
 void dispatcher_revoke_all(struct dispatcher *ds);
+void dispatcher_verify_held(struct dispatcher *ds); /* after RECONNECTED */
 void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len); /* for STATS */
 
 #endif

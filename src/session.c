@@ -63,6 +63,24 @@ static void on_lost_timer(evutil_socket_t fd, short what, void *arg)
         lose(s, "no reconnection within the session timeout");
 }
 
+/* Test seam: with DEFERD_TEST_SESSION_FILE set, the session id and password are written
+ * there, so that a test can take the session over and close it (a forced expiry). */
+static void expose_session(struct session *s, int64_t id)
+{
+    const char *path = getenv("DEFERD_TEST_SESSION_FILE");
+    char pw[16];
+    if (!path || zkstore_session_password(s->d->zs, pw) != 0)
+        return;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    fprintf(f, "%llx", (unsigned long long)id);
+    for (int i = 0; i < 16; i++)
+        fprintf(f, " %02x", (unsigned char)pw[i]);
+    fprintf(f, "\n");
+    fclose(f);
+}
+
 static void connected(struct session *s)
 {
     struct deferd *d = s->d;
@@ -71,9 +89,11 @@ static void connected(struct session *s)
     if (s->state == CS_SUSPENDED && id == d->session_id) {
         enter(s, CS_RECONNECTED, "same session");
         mirror_resync(d->mirror); /* changes while away fired no watch */
+        dispatcher_verify_held(d->dispatcher);
         s->state = CS_CONNECTED;  /* RECONNECTED is an event; the state is connected */
     } else {
         d->session_id = id;
+        expose_session(s, id);
         char why[96];
         snprintf(why, sizeof why, "session 0x%llx, timeout %d ms", (unsigned long long)id,
                  zkstore_negotiated_timeout(d->zs));

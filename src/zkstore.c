@@ -324,6 +324,15 @@ int64_t zkstore_session_id(const struct zkstore *zs)
     return id ? id->client_id : 0;
 }
 
+int zkstore_session_password(const struct zkstore *zs, char passwd[16])
+{
+    const clientid_t *id = zs->zh ? zoo_client_id(zs->zh) : NULL;
+    if (!id)
+        return -1;
+    memcpy(passwd, id->passwd, 16);
+    return 0;
+}
+
 int zkstore_negotiated_timeout(const struct zkstore *zs)
 {
     return zs->zh ? zoo_recv_timeout(zs->zh) : (int)zs->cfg->session_timeout_ms;
@@ -346,6 +355,17 @@ static int open_handle(struct zkstore *zs)
         return -1;
     }
     zs->hctx = hc;
+    /* Credentials go with every new session; the server answers a bad scheme or secret
+     * with AUTH_FAILED, which is fatal (session.c). */
+    if (zs->cfg->zk_auth) {
+        const char *colon = strchr(zs->cfg->zk_auth, ':');
+        char scheme[64];
+        snprintf(scheme, sizeof scheme, "%.*s", (int)(colon - zs->cfg->zk_auth),
+                 zs->cfg->zk_auth);
+        int rc = zoo_add_auth(zs->zh, scheme, colon + 1, (int)strlen(colon + 1), NULL, NULL);
+        if (rc != ZOK)
+            log_error("zookeeper: cannot add %s credentials: %s", scheme, zerror(rc));
+    }
     return 0;
 }
 

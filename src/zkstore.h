@@ -50,6 +50,7 @@ int zkstore_renew(struct zkstore *zs);
 int zkstore_connected(const struct zkstore *zs);
 int64_t zkstore_session_id(const struct zkstore *zs);
 int zkstore_negotiated_timeout(const struct zkstore *zs);
+int zkstore_session_password(const struct zkstore *zs, char passwd[16]);
 
 /* Each returns ZOK when the request was sent (DONE will be called exactly once) or an
  * error code (DONE will not be called). DONE may be NULL. */

@@ -13,7 +13,7 @@
 
 #include "layout.h"
 
-char harness_zk_hosts[64];
+char harness_zk_hosts[128];
 static const char *const *saved_overrides;
 
 int64_t now_ms(void)
@@ -103,6 +103,7 @@ static int wait_ready(struct daemon_proc *d)
         int status;
         if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
             fprintf(stderr, "harness: deferd exited early; see %s\n", d->log);
+            d->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
             d->pid = 0;
             return -1;
         }
@@ -176,6 +177,20 @@ void daemon_kill(struct daemon_proc *d, int sig)
     if (sig == SIGTERM)
         check_valgrind_log(d);
     d->pid = 0;
+}
+
+int daemon_wait_exit(struct daemon_proc *d, int ms)
+{
+    int64_t deadline = now_ms() + ms;
+    int status;
+    while (now_ms() < deadline) {
+        if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+            d->pid = 0;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        }
+        usleep(20000);
+    }
+    return -1;
 }
 
 deferd_client *client(const struct daemon_proc *d)

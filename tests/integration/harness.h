@@ -18,9 +18,10 @@ struct daemon_proc {
     char sock[300];
     char log[300];
     char root[128];      /* ZooKeeper root of this test */
+    int exit_status;     /* when it exited before it was ready; -1 for a signal */
 };
 
-extern char harness_zk_hosts[64];
+extern char harness_zk_hosts[128];
 
 /* Reads the fixture's ZooKeeper port; makes a per-test root "/it-NAME-PID". */
 void harness_init(const char *name, char *root, size_t rootlen);
@@ -31,6 +32,8 @@ int64_t now_ms(void);
 int daemon_start(struct daemon_proc *d, const char *root, const char *tag,
                  const char *const *overrides);
 void daemon_kill(struct daemon_proc *d, int sig); /* and reaps it */
+/* Waits up to MS for deferd to exit by itself; its exit status, or -1. */
+int daemon_wait_exit(struct daemon_proc *d, int ms);
 int daemon_restart(struct daemon_proc *d, const char *const *overrides);
 
 deferd_client *client(const struct daemon_proc *d);

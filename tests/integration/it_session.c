@@ -49,16 +49,39 @@ static int reaped_ok(pid_t pid)
     return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/* Deletes a job's lock children by hand, as a careless operator might. */
+static void steal_lock(const char *id)
+{
+    char path[512], kid[700];
+    zhandle_t *zh = zk_connect();
+    struct String_vector kids;
+    CHECK(job_path(root, id, path, sizeof path) == 0);
+    CHECK(zoo_get_children(zh, path, 0, &kids) == ZOK && kids.count == 2);
+    for (int i = 0; i < kids.count; i++) {
+        snprintf(kid, sizeof kid, "%s/%s", path, kids.data[i]);
+        CHECK(zoo_delete(zh, kid, -1) == ZOK);
+    }
+    deallocate_String_vector(&kids);
+    zookeeper_close(zh);
+}
+
 static void short_outage(void)
 {
     deferd_client *c = client(&d);
-    char j1[DEFERD_ID_SIZE], path[512];
+    char j1[DEFERD_ID_SIZE], j0[DEFERD_ID_SIZE], path[512];
     CHECK(put_job(c, "a", "held over", 0, -1, -1, j1) == 0);
     CHECK(deferd_subscribe(c, "a", 1) == DEFERD_OK);
     deferd_job job;
     CHECK(deferd_next_job(c, &job, 10000) == DEFERD_OK);
     CHECK_STR(job.id, j1);
     deferd_job_clear(&job);
+    deferd_client *c0 = client(&d); /* holds a job whose lock is deleted behind its back */
+    CHECK(put_job(c0, "b", "stolen", 0, -1, -1, j0) == 0);
+    CHECK(deferd_subscribe(c0, "b", 1) == DEFERD_OK);
+    CHECK(deferd_next_job(c0, &job, 10000) == DEFERD_OK);
+    CHECK_STR(job.id, j0);
+    deferd_job_clear(&job);
+    steal_lock(j0);
     CHECK(zk_private("stop", zkdir) == 0);
     CHECK(wait_state(c, "SUSPENDED", 15000, NULL) == 0);
     pid_t r = restart_later(1000);
@@ -72,7 +95,26 @@ static void short_outage(void)
     CHECK(deferd_stats(c, stats, sizeof stats) == DEFERD_OK);
     CHECK_CONTAINS(stats, "zk_state=CONNECTED");
     CHECK_CONTAINS(stats, "zk_suspended=1 zk_reconnected=1 zk_lost=0");
+    /* After RECONNECTED deferd checked its locks: the stolen one is revoked and its job
+     * delivered again. */
+    int64_t deadline = now_ms() + 10000;
+    int expired = 0, again = 0;
+    while (!again && now_ms() < deadline) {
+        deferd_event ev;
+        memset(&ev, 0, sizeof ev);
+        if (deferd_next_event(c0, &ev, 500) != DEFERD_OK)
+            continue;
+        expired += ev.kind == DEFERD_EV_EXPIRED && strcmp(ev.job.id, j0) == 0;
+        if (ev.kind == DEFERD_EV_JOB && strcmp(ev.job.id, j0) == 0) {
+            again = ev.job.attempt == 2;
+            CHECK(deferd_ack(c0, j0) == DEFERD_OK);
+        }
+        deferd_job_clear(&ev.job);
+    }
+    CHECK(expired == 1 && again == 1);
+    CHECK(job_path(root, j0, path, sizeof path) == 0 && !zk_exists(zh, path));
     zookeeper_close(zh);
+    deferd_close(c0);
     deferd_close(c);
 }
 
@@ -123,6 +165,62 @@ static void long_outage(void)
     deferd_close(c);
 }
 
+static void ignore(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
+}
+
+/* Another client takes deferd's session over and closes it: ZooKeeper ends the session,
+ * deferd hears it has expired, revokes, builds a new one, and the job comes back. */
+static void forced_expiry(const char *session_file)
+{
+    deferd_client *c = client(&d);
+    char j[DEFERD_ID_SIZE];
+    CHECK(put_job(c, "a", "expire me", 0, -1, -1, j) == 0);
+    CHECK(deferd_subscribe(c, "a", 1) == DEFERD_OK);
+    deferd_job job;
+    CHECK(deferd_next_job(c, &job, 10000) == DEFERD_OK);
+    CHECK_STR(job.id, j);
+    deferd_job_clear(&job);
+    clientid_t cid = {0};
+    unsigned long long id = 0;
+    FILE *f = fopen(session_file, "r");
+    CHECK(f && fscanf(f, "%llx", &id) == 1);
+    for (int i = 0; f && i < 16; i++) {
+        unsigned b = 0;
+        CHECK(fscanf(f, "%x", &b) == 1);
+        cid.passwd[i] = (char)b;
+    }
+    if (f)
+        fclose(f);
+    cid.client_id = (int64_t)id;
+    zhandle_t *thief = zookeeper_init(harness_zk_hosts, ignore, 4000, &cid, NULL, 0);
+    int64_t deadline = now_ms() + 10000;
+    while (thief && zoo_state(thief) != ZOO_CONNECTED_STATE && now_ms() < deadline)
+        usleep(10000);
+    CHECK(thief && zoo_state(thief) == ZOO_CONNECTED_STATE);
+    CHECK(zoo_client_id(thief)->client_id == (int64_t)id);
+    zookeeper_close(thief); /* ends deferd's session */
+    CHECK(wait_state(c, "LOST", 15000, NULL) == 0);
+    CHECK(wait_state(c, "CONNECTED", 15000, NULL) == 0);
+    int expired = 0, got = 0;
+    deadline = now_ms() + 15000;
+    while (!got && now_ms() < deadline) {
+        deferd_event ev;
+        memset(&ev, 0, sizeof ev);
+        if (deferd_next_event(c, &ev, 500) != DEFERD_OK)
+            continue;
+        expired += ev.kind == DEFERD_EV_EXPIRED;
+        if (ev.kind == DEFERD_EV_JOB) {
+            got = strcmp(ev.job.id, j) == 0 && ev.job.attempt == 2;
+            CHECK(deferd_ack(c, ev.job.id) == DEFERD_OK);
+        }
+        deferd_job_clear(&ev.job);
+    }
+    CHECK(got);
+    deferd_close(c);
+}
+
 int main(void)
 {
     harness_init("session", root, sizeof root);
@@ -135,10 +233,22 @@ int main(void)
     short_outage();
     daemon_kill(&d, SIGTERM);
     static const char *const fast[] = {"zookeeper.session_timeout=4s", NULL};
+    char session_file[300];
+    snprintf(session_file, sizeof session_file, "/tmp/deferd-it-%d-session", (int)getpid());
+    setenv("DEFERD_TEST_SESSION_FILE", session_file, 1);
     if (daemon_start(&d, root, "s2", fast) != 0)
         return 1;
     long_outage();
+    forced_expiry(session_file);
     daemon_kill(&d, SIGTERM);
+    /* Credentials ZooKeeper refuses: a clear message and exit status 1. */
+    static const char *const bad_auth[] = {"zookeeper.auth=nosuchscheme:secret", NULL};
+    int status = daemon_start(&d, root, "s3", bad_auth) == 0 ? daemon_wait_exit(&d, 20000)
+                                                              : d.exit_status;
+    CHECK(status == 1); /* it may fail before or after it answered the harness's PING */
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "grep -q 'authentication failed' %s", d.log);
+    CHECK(system(cmd) == 0);
     zk_private("stop", zkdir);
     return check_report("it_session");
 }
