@@ -19,6 +19,8 @@ struct session {
     int64_t since_ms;            /* wall ms of the last state change */
     unsigned transitions[CS_COUNT];
     struct event *lost_timer;    /* armed while SUSPENDED */
+    struct event *renew_timer;   /* retries a failed handle creation, backing off */
+    int renew_delay_ms;
 };
 
 static const char *const names[CS_COUNT] = {
@@ -27,6 +29,8 @@ static const char *const names[CS_COUNT] = {
 
 const char *session_state_name(enum conn_state st) { return names[st]; }
 enum conn_state session_state(const struct session *s) { return s->state; }
+
+static void renew(struct session *s);
 
 static void enter(struct session *s, enum conn_state st, const char *why)
 {
@@ -50,8 +54,32 @@ static void lose(struct session *s, const char *why)
     dispatcher_revoke_all(d->dispatcher);
     mirror_reset(d->mirror);
     d->session_id = 0;
-    if (zkstore_renew(d->zs) != 0)
-        log_error("zookeeper: cannot create a new handle; retrying on the next event");
+    renew(s);
+}
+
+/* Only fails when the client library cannot even allocate a handle: try again later,
+ * doubling the wait up to 30 s, and say so once. */
+static void renew(struct session *s)
+{
+    if (zkstore_renew(s->d->zs) == 0) {
+        s->renew_delay_ms = 0;
+        return;
+    }
+    if (s->renew_delay_ms == 0)
+        log_error("zookeeper: cannot create a new handle; retrying with back-off");
+    s->renew_delay_ms = s->renew_delay_ms ? s->renew_delay_ms * 2 : 500;
+    if (s->renew_delay_ms > 30000)
+        s->renew_delay_ms = 30000;
+    struct timeval tv = {.tv_sec = s->renew_delay_ms / 1000,
+                         .tv_usec = (s->renew_delay_ms % 1000) * 1000};
+    evtimer_add(s->renew_timer, &tv);
+}
+
+static void on_renew_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    renew(arg);
 }
 
 static void on_lost_timer(evutil_socket_t fd, short what, void *arg)
@@ -138,8 +166,9 @@ struct session *session_new(struct deferd *d)
     s->state = CS_CONNECTING;
     s->since_ms = units_wall_ms();
     s->lost_timer = evtimer_new(d->base, on_lost_timer, s);
-    if (!s->lost_timer) {
-        free(s);
+    s->renew_timer = evtimer_new(d->base, on_renew_timer, s);
+    if (!s->lost_timer || !s->renew_timer) {
+        session_free(s);
         return NULL;
     }
     return s;
@@ -149,6 +178,9 @@ void session_free(struct session *s)
 {
     if (!s)
         return;
-    event_free(s->lost_timer);
+    if (s->lost_timer)
+        event_free(s->lost_timer);
+    if (s->renew_timer)
+        event_free(s->renew_timer);
     free(s);
 }
