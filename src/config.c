@@ -188,6 +188,13 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         return set_duration(ld, &q->ttr_ms, key, value, 1000, 86400000ULL * 7);
     if (strcmp(key, "max_attempts") == 0)
         return set_u32(ld, &q->max_attempts, key, value, 1);
+    if (strcmp(key, "max_pending") == 0) {
+        uint64_t v;
+        if (units_parse_u64(value, 1000000000000ULL, &v) != 0)
+            return fail(ld, "'max_pending': malformed or out-of-range number '%s'", value);
+        q->max_pending = v;
+        return 1;
+    }
     if (strcmp(key, "backoff_min") == 0)
         return set_duration(ld, &q->backoff_min_ms, key, value, 0, 86400000);
     if (strcmp(key, "backoff_max") == 0)

@@ -19,6 +19,7 @@ struct queue_config {
     uint64_t backoff_min_ms;  /* nack without delay: first redelivery delay (0 = at once) */
     uint64_t backoff_max_ms;  /* cap of the doubling delay */
     uint32_t backoff_jitter;  /* percent of the delay, spread both ways */
+    uint64_t max_pending;     /* puts refused (QUEUE_FULL) at this many jobs; 0 = no limit */
 };
 
 struct config {

@@ -11,6 +11,7 @@ struct server;
 struct dispatcher;
 struct mirror;
 struct session;
+struct pending;
 
 struct deferd {
     struct event_base *base;
@@ -20,6 +21,7 @@ struct deferd {
     struct dispatcher *dispatcher;
     struct mirror *mirror;
     struct session *session;
+    struct pending *pending;
     int64_t session_id;        /* current ZooKeeper session, 0 when none */
     int exit_status;
 };

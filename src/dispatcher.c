@@ -11,6 +11,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "mirror.h"
+#include "pending.h"
 #include "protocol.h"
 #include "server.h"
 #include "units.h"
@@ -554,6 +555,8 @@ static void settled(struct dispatcher *ds, struct settle *st)
                  job->q->cfg->name, job->id, job->attempt, job->q->cfg->max_attempts);
     if (st->r)
         reply_ok(st->r, st->has_delay && !st->bury ? st->next_id : NULL);
+    if (st->op == SETTLE_ACK || st->bury)
+        pending_changed(job->q, -1);
     if (st->op == SETTLE_ACK || st->has_delay || job->gone) {
         struct dqueue *q = job->q;
         free_job(ds, job); /* a moved job reappears through the mirror */
@@ -583,6 +586,12 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
     return zkstore_multi(ds->d->zs, ops, n, on_settled, st);
 }
 
+/* The session that held the lock is over (LOST while the call was in flight). */
+static int session_gone(int rc)
+{
+    return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
+}
+
 /* Connection loss or a timeout: the transaction may or may not have been applied. */
 static int uncertain(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
 
@@ -600,7 +609,7 @@ static void on_settled(const struct zk_result *res, void *ctx)
     }
     if (rc == ZOK) {
         settled(ds, st);
-    } else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOTEMPTY) {
+    } else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOTEMPTY || session_gone(rc)) {
         lease_lost(ds, st); /* our owner node is gone, or another holder's is there */
     } else if (uncertain(rc)) {
         job->uncertain = 1;
@@ -616,7 +625,9 @@ static void on_verified_job(const struct zk_result *res, void *ctx)
 {
     struct settle *st = ctx;
     struct dispatcher *ds = st->job->q->ds;
-    if (res->rc == ZNONODE) {        /* our transaction did delete it */
+    if (session_gone(res->rc)) {
+        lease_lost(ds, st);
+    } else if (res->rc == ZNONODE) {        /* our transaction did delete it */
         st->job->uncertain = 0;
         settled(ds, st);
     } else if (res->rc == ZOK) {
@@ -635,7 +646,9 @@ static void on_verified_lock(const struct zk_result *res, void *ctx)
     struct job *job = st->job;
     struct dispatcher *ds = job->q->ds;
     int ours = res->rc == ZOK && res->stat.ephemeralOwner == ds->d->session_id;
-    if (ours || (res->rc != ZOK && res->rc != ZNONODE)) {
+    if (session_gone(res->rc)) {
+        lease_lost(ds, st);
+    } else if (ours || (res->rc != ZOK && res->rc != ZNONODE)) {
         if (ours)
             job->uncertain = 0;
         if (ours && st->precheck) {
@@ -875,6 +888,7 @@ static void put_done(struct put *p, int rc)
     if (rc == ZOK && layout_format_name(&p->jn, name, sizeof name) == 0 &&
         layout_format_id(id, sizeof id, p->q->cfg->name, name) == 0) {
         reply_ok(p->r, id);
+        pending_changed(p->q, +1);
         mirror_job_created(p->ds->d->mirror, p->q, p->path);
     } else {
         log_warn("queue %s: put to %s failed: %s", p->q->cfg->name, p->path, zerror(rc));
@@ -910,6 +924,10 @@ void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct rep
         reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->queue);
     } else if (!zkstore_connected(ds->d->zs)) {
         reply_err(r, PE_UNAVAILABLE, "not connected to ZooKeeper");
+    } else if (pending_full(q)) {
+        reply_err(r, PE_QUEUE_FULL, "queue '%s' holds %lld of at most %llu pending jobs",
+                  req->queue, (long long)pending_estimate(q),
+                  (unsigned long long)q->cfg->max_pending);
     } else if (!(p = calloc(1, sizeof *p))) {
         reply_err(r, PE_INTERNAL, "out of memory");
     } else {
@@ -941,8 +959,10 @@ struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const c
 {
     struct job *job;
     HASH_FIND_STR(ds->jobs, path, job);
-    if (job)
+    if (job) {
+        job->gone = 0; /* listed again: it exists, whatever an earlier listing said */
         return job;
+    }
     job = calloc(1, sizeof *job);
     if (!job || !(job->path = strdup(path)) ||
         layout_format_id(job->id, sizeof job->id, q->cfg->name, name) != 0) {
@@ -1035,10 +1055,10 @@ void dispatcher_revoke_all(struct dispatcher *ds)
     }
     struct job *job, *tmp;
     HASH_ITER(hh, ds->jobs, job, tmp) {
-        if (job->owner && job->state == JS_INFLIGHT) {
-            consumer_note_lost(job->owner, job->id);
+        if (job->owner && job->state == JS_INFLIGHT)
             server_push_expired(job->owner->conn, job->id);
-        }
+        if (job->owner && (job->state == JS_INFLIGHT || job->state == JS_SETTLING))
+            consumer_note_lost(job->owner, job->id);
         unheap(job);
         unhold(ds, job);
         job->gone = 1;
@@ -1075,6 +1095,17 @@ static void on_owner_checked(const struct zk_result *res, void *ctx)
     free(oc);
 }
 
+/* Leases stood still while disconnected: move every lease end by the time away. The
+ * order of the lease heap does not change when all keys move alike. */
+void dispatcher_shift_leases(struct dispatcher *ds, int64_t delta_ms)
+{
+    struct job *job, *tmp;
+    HASH_ITER(hh, ds->jobs, job, tmp) {
+        job->lease_at += delta_ms;
+        job->lease_wake += delta_ms;
+    }
+}
+
 void dispatcher_verify_held(struct dispatcher *ds)
 {
     struct job *job, *tmp;
@@ -1103,8 +1134,12 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
         ready += job->state == JS_READY;
         delayed += job->state == JS_DELAYED;
     }
-    snprintf(buf, len, " jobs_known=%u delayed=%zu ready=%zu inflight=%zu",
-             HASH_COUNT(ds->jobs), delayed, ready, inflight);
+    int n = snprintf(buf, len, " jobs_known=%u delayed=%zu ready=%zu inflight=%zu",
+                     HASH_COUNT(ds->jobs), delayed, ready, inflight);
+    for (size_t i = 0; i < ds->nqueues && n > 0 && (size_t)n < len; i++)
+        if (ds->queues[i].cfg->max_pending && ds->queues[i].count_ready)
+            n += snprintf(buf + n, len - (size_t)n, " pending.%s=%lld",
+                          ds->queues[i].cfg->name, (long long)pending_estimate(&ds->queues[i]));
 }
 
 struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name)

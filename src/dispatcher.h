@@ -61,6 +61,12 @@ struct dqueue {
     struct consumer_ring ring;
     struct dir *root;           /* mirror of jobs/, NULL until a consumer subscribes */
     int kicked;                 /* dispatch pending for this loop turn */
+    /* pending.c: our counter's value in ZooKeeper, changes not written yet, the last sum
+     * read, and our changes since that read began */
+    int64_t count_written, count_unwritten, count_sum, count_since_sum, count_since_inflight;
+    int count_ready;            /* our counter exists and a sum was read */
+    int count_summing;          /* a sum read is in flight */
+    int count_writing;          /* a counter write is in flight */
 };
 
 struct dispatcher;
@@ -90,6 +96,7 @@ void dispatcher_rearm(struct dispatcher *ds);
 void dispatcher_session_up(struct dispatcher *ds);
 void dispatcher_revoke_all(struct dispatcher *ds);
 void dispatcher_verify_held(struct dispatcher *ds); /* after RECONNECTED */
+void dispatcher_shift_leases(struct dispatcher *ds, int64_t delta_ms);
 void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len); /* for STATS */
 
 #endif

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "mirror.h"
 #include "server.h"
+#include "pending.h"
 #include "session.h"
 #include "zkstore.h"
 
@@ -118,7 +119,8 @@ static int run(struct deferd *d)
     d->mirror = mirror_new(d);
     d->dispatcher = dispatcher_new(d);
     d->session = session_new(d);
-    if (!d->mirror || !d->dispatcher || !d->session)
+    d->pending = pending_new(d);
+    if (!d->mirror || !d->dispatcher || !d->session || !d->pending)
         goto out;
     d->zs = zkstore_new(d->base, d->cfg, on_watch, on_session, d);
     if (!d->zs)
@@ -136,6 +138,7 @@ out:
     dispatcher_free(d->dispatcher);
     mirror_free(d->mirror);
     session_free(d->session);
+    pending_free(d->pending);
     for (int i = 0; i < 2; i++)
         if (sigs[i])
             event_free(sigs[i]);

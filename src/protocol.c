@@ -10,7 +10,7 @@
 
 static const char *const errnames[] = {
     "BAD_REQUEST", "UNKNOWN_QUEUE", "TOO_LARGE", "NOT_FOUND", "UNAVAILABLE", "INTERNAL",
-    "LEASE_LOST",
+    "LEASE_LOST", "QUEUE_FULL",
 };
 
 const char *proto_errcode_name(enum proto_errcode code) { return errnames[code]; }

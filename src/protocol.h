@@ -19,7 +19,7 @@ enum proto_cmd { CMD_PUT, CMD_SUB, CMD_ACK, CMD_NACK, CMD_TOUCH, CMD_PING, CMD_S
 
 enum proto_errcode {
     PE_BAD_REQUEST, PE_UNKNOWN_QUEUE, PE_TOO_LARGE, PE_NOT_FOUND, PE_UNAVAILABLE, PE_INTERNAL,
-    PE_LEASE_LOST,
+    PE_LEASE_LOST, PE_QUEUE_FULL,
 };
 
 struct proto_request {

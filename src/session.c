@@ -9,6 +9,7 @@
 #include "dispatcher.h"
 #include "log.h"
 #include "mirror.h"
+#include "pending.h"
 #include "server.h"
 #include "units.h"
 #include "zkstore.h"
@@ -21,6 +22,9 @@ struct session {
     struct event *lost_timer;    /* armed while SUSPENDED */
     struct event *renew_timer;   /* retries a failed handle creation, backing off */
     int renew_delay_ms;
+    struct event *beat_timer;    /* a cheap read every third of the session timeout */
+    int64_t last_contact_ms;     /* wall ms we last sent a read that ZooKeeper answered */
+    int64_t suspended_at_ms;
 };
 
 static const char *const names[CS_COUNT] = {
@@ -88,7 +92,46 @@ static void on_lost_timer(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct session *s = arg;
     if (s->state == CS_SUSPENDED)
-        lose(s, "no reconnection within the session timeout");
+        lose(s, "a session timeout passed since ZooKeeper last answered");
+}
+
+/* ZooKeeper expires a session a session timeout after it last heard from the client; the
+ * client notices a silent partition only after two thirds of it. So LOST is declared a
+ * session timeout after the last answered read, never later than the server expires us. */
+struct beat {
+    struct session *s;
+    int64_t sent_at;
+};
+
+static void on_beat_answer(const struct zk_result *res, void *ctx)
+{
+    struct beat *b = ctx;
+    if ((res->rc == ZOK || res->rc == ZNONODE) && b->sent_at > b->s->last_contact_ms)
+        b->s->last_contact_ms = b->sent_at;
+    free(b);
+}
+
+static void beat(struct session *s)
+{
+    int ms = zkstore_negotiated_timeout(s->d->zs) / 3;
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    evtimer_add(s->beat_timer, &tv);
+    if (s->state != CS_CONNECTED)
+        return;
+    struct beat *b = malloc(sizeof *b);
+    if (!b)
+        return;
+    b->s = s;
+    b->sent_at = units_wall_ms();
+    if (zkstore_exists(s->d->zs, s->d->cfg->zk_root, 0, on_beat_answer, b) != ZOK)
+        free(b);
+}
+
+static void on_beat_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    beat(arg);
 }
 
 /* Test seam: with DEFERD_TEST_SESSION_FILE set, the session id and password are written
@@ -114,8 +157,10 @@ static void connected(struct session *s)
     struct deferd *d = s->d;
     int64_t id = zkstore_session_id(d->zs);
     evtimer_del(s->lost_timer);
+    s->last_contact_ms = units_wall_ms();
     if (s->state == CS_SUSPENDED && id == d->session_id) {
         enter(s, CS_RECONNECTED, "same session");
+        dispatcher_shift_leases(d->dispatcher, units_wall_ms() - s->suspended_at_ms);
         mirror_resync(d->mirror); /* changes while away fired no watch */
         dispatcher_verify_held(d->dispatcher);
         s->state = CS_CONNECTED;  /* RECONNECTED is an event; the state is connected */
@@ -128,6 +173,8 @@ static void connected(struct session *s)
         enter(s, CS_CONNECTED, why);
     }
     dispatcher_session_up(d->dispatcher);
+    pending_session_up(d->pending);
+    beat(s);
 }
 
 void session_on_zk_state(struct session *s, int zk_state)
@@ -136,7 +183,11 @@ void session_on_zk_state(struct session *s, int zk_state)
         connected(s);
     } else if (zk_state == ZOO_CONNECTING_STATE && s->state == CS_CONNECTED) {
         enter(s, CS_SUSPENDED, "connection lost; dispatch paused");
-        int ms = zkstore_negotiated_timeout(s->d->zs);
+        s->suspended_at_ms = units_wall_ms();
+        int64_t ms = s->last_contact_ms + zkstore_negotiated_timeout(s->d->zs) -
+                     s->suspended_at_ms;
+        if (ms < 0)
+            ms = 0;
         struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
         evtimer_add(s->lost_timer, &tv);
     } else if (zk_state == ZOO_EXPIRED_SESSION_STATE && s->state != CS_LOST) {
@@ -167,7 +218,8 @@ struct session *session_new(struct deferd *d)
     s->since_ms = units_wall_ms();
     s->lost_timer = evtimer_new(d->base, on_lost_timer, s);
     s->renew_timer = evtimer_new(d->base, on_renew_timer, s);
-    if (!s->lost_timer || !s->renew_timer) {
+    s->beat_timer = evtimer_new(d->base, on_beat_timer, s);
+    if (!s->lost_timer || !s->renew_timer || !s->beat_timer) {
         session_free(s);
         return NULL;
     }
@@ -182,5 +234,7 @@ void session_free(struct session *s)
         event_free(s->lost_timer);
     if (s->renew_timer)
         event_free(s->renew_timer);
+    if (s->beat_timer)
+        event_free(s->beat_timer);
     free(s);
 }

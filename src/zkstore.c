@@ -233,6 +233,15 @@ int zkstore_delete(struct zkstore *zs, const char *path, int version, zk_done_fn
     return sent(m, zoo_adelete(zs->zh, path, version, on_void, m));
 }
 
+int zkstore_set(struct zkstore *zs, const char *path, const void *data, size_t len,
+                zk_done_fn done, void *ctx)
+{
+    struct zk_msg *m = new_result(zs, done, ctx);
+    if (!m)
+        return ZSYSTEMERROR;
+    return sent(m, zoo_aset(zs->zh, path, data, (int)len, -1, on_stat, m));
+}
+
 int zkstore_get(struct zkstore *zs, const char *path, zk_done_fn done, void *ctx)
 {
     struct zk_msg *m = new_result(zs, done, ctx);
@@ -395,13 +404,24 @@ struct closing_handle {
     struct handle_ctx *hctx;
 };
 
+/* Close threads still running; zkstore_free waits for them, as their completions go to
+ * the loop queue it is about to free. */
+static pthread_mutex_t closers_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t closers_done = PTHREAD_COND_INITIALIZER;
+static int closers;
+
 /* zookeeper_close() can wait for the server: never on the loop thread. */
 static void *close_handle(void *arg)
 {
     struct closing_handle *ch = arg;
-    zookeeper_close(ch->zh);
+    if (ch->zh)
+        zookeeper_close(ch->zh);
     free(ch->hctx);
     free(ch);
+    pthread_mutex_lock(&closers_lock);
+    closers--;
+    pthread_cond_broadcast(&closers_done);
+    pthread_mutex_unlock(&closers_lock);
     return NULL;
 }
 
@@ -412,6 +432,9 @@ int zkstore_renew(struct zkstore *zs)
         return -1;
     ch->zh = zs->zh;
     ch->hctx = zs->hctx;
+    pthread_mutex_lock(&closers_lock);
+    closers++;
+    pthread_mutex_unlock(&closers_lock);
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -438,6 +461,10 @@ void zkstore_free(struct zkstore *zs)
         zookeeper_close(zs->zh);
     zs->zh = NULL;
     free(zs->hctx);
+    pthread_mutex_lock(&closers_lock);
+    while (closers > 0)
+        pthread_cond_wait(&closers_done, &closers_lock);
+    pthread_mutex_unlock(&closers_lock);
     loopq_free(zs->q);
     free(zs);
 }

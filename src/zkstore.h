@@ -58,6 +58,8 @@ int zkstore_create(struct zkstore *zs, const char *path, const void *data, size_
                    int ephemeral, zk_done_fn done, void *ctx);
 int zkstore_delete(struct zkstore *zs, const char *path, int version, zk_done_fn done, void *ctx);
 int zkstore_get(struct zkstore *zs, const char *path, zk_done_fn done, void *ctx);
+int zkstore_set(struct zkstore *zs, const char *path, const void *data, size_t len,
+                zk_done_fn done, void *ctx);
 int zkstore_exists(struct zkstore *zs, const char *path, int watch, zk_done_fn done, void *ctx);
 int zkstore_children(struct zkstore *zs, const char *path, int watch, zk_done_fn done,
                      void *ctx);

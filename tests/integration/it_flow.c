@@ -1,5 +1,7 @@
 /* Flow control: round robin among consumers with free credit, and credit respected and
  * changeable. */
+#include <unistd.h>
+
 #include "harness.h"
 
 static struct daemon_proc d;
@@ -91,6 +93,47 @@ static void credit(void)
     deferd_close(prod);
 }
 
+/* Waits until the daemon has read its queue's pending count (STATS shows it). */
+static void wait_count(deferd_client *c, const char *want)
+{
+    char stats[512] = "";
+    int64_t deadline = now_ms() + 10000;
+    while (now_ms() < deadline && deferd_stats(c, stats, sizeof stats) == DEFERD_OK &&
+           !strstr(stats, want))
+        usleep(50000);
+    CHECK_CONTAINS(stats, want);
+}
+
+/* max_pending = 5: the sixth put is refused with QUEUE_FULL, on this daemon at once and on
+ * another daemon once it has read the counters; an ack makes room again. */
+static void queue_full(void)
+{
+    struct daemon_proc d2;
+    deferd_client *c = client(&d);
+    char id[DEFERD_ID_SIZE], first[DEFERD_ID_SIZE];
+    wait_count(c, "pending.limited=0");
+    for (int i = 0; i < 5; i++)
+        CHECK(put_job(c, "limited", "x", i == 0 ? 0 : 60000, -1, -1, i ? id : first) == 0);
+    CHECK(deferd_put(c, "limited", "x", 1, NULL, id, sizeof id) == DEFERD_ESERVER);
+    CHECK_STR(deferd_last_error_code(c), "QUEUE_FULL");
+    CHECK(daemon_start(&d2, root, "w2", NULL) == 0);
+    deferd_client *c2 = client(&d2);
+    wait_count(c2, "pending.limited=5");
+    CHECK(deferd_put(c2, "limited", "x", 1, NULL, id, sizeof id) == DEFERD_ESERVER);
+    CHECK_STR(deferd_last_error_code(c2), "QUEUE_FULL");
+    CHECK(deferd_subscribe(c, "limited", 1) == DEFERD_OK);
+    deferd_job job;
+    CHECK(deferd_next_job(c, &job, 10000) == DEFERD_OK);
+    CHECK_STR(job.id, first);
+    CHECK(deferd_ack(c, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    CHECK(put_job(c, "limited", "x", 60000, -1, -1, id) == 0); /* room for one again */
+    wait_count(c2, "pending.limited=5");
+    deferd_close(c2);
+    daemon_kill(&d2, SIGTERM);
+    deferd_close(c);
+}
+
 int main(void)
 {
     harness_init("flow", root, sizeof root);
@@ -98,6 +141,7 @@ int main(void)
         return 1;
     round_robin();
     credit();
+    queue_full();
     daemon_kill(&d, SIGTERM);
     return check_report("it_flow");
 }

@@ -82,12 +82,21 @@ static void short_outage(void)
     CHECK_STR(job.id, j0);
     deferd_job_clear(&job);
     steal_lock(j0);
+    deferd_client *cl = client(&d); /* holds a job whose 2 s lease outlasts the outage */
+    char jl[DEFERD_ID_SIZE];
+    deferd_put_opts o = {.has_ttr = 1, .ttr_ms = 2000};
+    CHECK(deferd_put(cl, "emails", "short lease", 11, &o, jl, sizeof jl) == DEFERD_OK);
+    CHECK(deferd_subscribe(cl, "emails", 1) == DEFERD_OK);
+    CHECK(deferd_next_job(cl, &job, 10000) == DEFERD_OK);
+    deferd_job_clear(&job);
     CHECK(zk_private("stop", zkdir) == 0);
     CHECK(wait_state(c, "SUSPENDED", 15000, NULL) == 0);
     pid_t r = restart_later(1000);
     CHECK(deferd_ack(c, j1) == DEFERD_OK); /* held by deferd, applied after reconnecting */
     CHECK(reaped_ok(r));
     CHECK(wait_state(c, "RECONNECTED", 15000, NULL) == 0);
+    CHECK(deferd_ack(cl, jl) == DEFERD_OK); /* the lease stood still while away */
+    deferd_close(cl);
     zhandle_t *zh = zk_connect();
     CHECK(job_path(root, j1, path, sizeof path) == 0 && !zk_exists(zh, path));
     CHECK(deferd_next_job(c, &job, 1000) == DEFERD_ETIMEDOUT); /* not delivered twice */

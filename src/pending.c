@@ -1,0 +1,238 @@
+#include "pending.h"
+
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "dispatcher.h"
+#include "log.h"
+#include "zkstore.h"
+
+#define TICK_MS 1000
+
+struct pending {
+    struct deferd *d;
+    struct event *timer;
+    char uid[20];               /* this daemon run's counter name */
+};
+
+static struct pending *the; /* one per daemon; completions find it here */
+
+static int limited(const struct dqueue *q) { return q->cfg->max_pending > 0; }
+
+static void counts_path(const struct dqueue *q, char *buf, size_t len, const char *child)
+{
+    snprintf(buf, len, "%s/queues/%s/counts%s%s", the->d->cfg->zk_root, q->cfg->name,
+             child ? "/" : "", child ? child : "");
+}
+
+void pending_changed(struct dqueue *q, int delta)
+{
+    if (!limited(q))
+        return;
+    q->count_unwritten += delta;
+    q->count_since_sum += delta;
+    q->count_since_inflight += delta;
+}
+
+int64_t pending_estimate(const struct dqueue *q)
+{
+    return q->count_sum + q->count_since_sum;
+}
+
+int pending_full(const struct dqueue *q)
+{
+    return limited(q) && q->count_ready && pending_estimate(q) >= (int64_t)q->cfg->max_pending;
+}
+
+static void create_counter(struct dqueue *q);
+
+/* ---- writing our counter ---- */
+
+struct write_ctx {
+    struct dqueue *q;
+    int64_t delta;
+};
+
+static void on_written(const struct zk_result *res, void *ctx)
+{
+    struct write_ctx *w = ctx;
+    w->q->count_writing = 0;
+    if (res->rc == ZOK) {
+        w->q->count_written += w->delta;
+        w->q->count_unwritten -= w->delta;
+    } else if (res->rc == ZNONODE) {
+        create_counter(w->q); /* someone deleted it; the next tick writes it again */
+    }
+    free(w);
+}
+
+static void write_counter(struct dqueue *q)
+{
+    char path[512], value[32];
+    struct write_ctx *w;
+    if (q->count_writing || q->count_unwritten == 0 || !(w = malloc(sizeof *w)))
+        return;
+    w->q = q;
+    w->delta = q->count_unwritten;
+    counts_path(q, path, sizeof path, the->uid);
+    snprintf(value, sizeof value, "%" PRId64, q->count_written + w->delta);
+    q->count_writing = 1;
+    if (zkstore_set(the->d->zs, path, value, strlen(value), on_written, w) != ZOK) {
+        q->count_writing = 0;
+        free(w);
+    }
+}
+
+/* ---- reading the sum of all counters ---- */
+
+struct sum_ctx {
+    struct dqueue *q;
+    int remaining, failed;
+    int64_t sum;
+};
+
+static void sum_done(struct sum_ctx *sc)
+{
+    struct dqueue *q = sc->q;
+    q->count_summing = 0;
+    if (!sc->failed) {
+        q->count_sum = sc->sum;
+        q->count_since_sum = q->count_since_inflight;
+        q->count_ready = 1;
+    }
+    free(sc);
+}
+
+static void on_count(const struct zk_result *res, void *ctx)
+{
+    struct sum_ctx *sc = ctx;
+    char text[32];
+    if (res->rc == ZOK && res->datalen > 0 && res->datalen < (int)sizeof text) {
+        memcpy(text, res->data, (size_t)res->datalen);
+        text[res->datalen] = '\0';
+        sc->sum += strtoll(text, NULL, 10);
+    } else if (res->rc != ZNONODE) {
+        sc->failed = 1;
+    }
+    if (--sc->remaining == 0)
+        sum_done(sc);
+}
+
+static void on_counters(const struct zk_result *res, void *ctx)
+{
+    struct sum_ctx *sc = ctx;
+    char path[600];
+    if (res->rc != ZOK || res->nchildren == 0) {
+        sc->failed = res->rc != ZOK;
+        sum_done(sc);
+        return;
+    }
+    sc->remaining = res->nchildren;
+    for (int i = 0; i < res->nchildren; i++) {
+        counts_path(sc->q, path, sizeof path, res->children[i]);
+        if (zkstore_get(the->d->zs, path, on_count, sc) != ZOK) {
+            sc->failed = 1;
+            if (--sc->remaining == 0)
+                sum_done(sc);
+        }
+    }
+}
+
+static void read_sum(struct dqueue *q)
+{
+    char path[512];
+    struct sum_ctx *sc;
+    if (q->count_summing || !(sc = calloc(1, sizeof *sc)))
+        return;
+    sc->q = q;
+    q->count_summing = 1;
+    q->count_since_inflight = 0; /* changes from now on are not in this sum */
+    counts_path(q, path, sizeof path, NULL);
+    if (zkstore_children(the->d->zs, path, 0, on_counters, sc) != ZOK) {
+        q->count_summing = 0;
+        free(sc);
+    }
+}
+
+/* ---- our counter node, and the tick ---- */
+
+static void on_created(const struct zk_result *res, void *ctx)
+{
+    struct dqueue *q = ctx;
+    if (res->rc != ZOK && res->rc != ZNODEEXISTS)
+        log_warn("queue %s: cannot create its pending counter: %s", q->cfg->name,
+                 zerror(res->rc));
+}
+
+static void create_counter(struct dqueue *q)
+{
+    char path[512], value[32];
+    counts_path(q, path, sizeof path, the->uid);
+    snprintf(value, sizeof value, "%" PRId64, q->count_written);
+    if (zkstore_create_parents(the->d->zs, path, NULL, NULL) == ZOK)
+        zkstore_create(the->d->zs, path, value, strlen(value), 0, on_created, q);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct pending *p = arg;
+    struct dispatcher *ds = p->d->dispatcher;
+    struct timeval tv = {.tv_sec = TICK_MS / 1000, .tv_usec = (TICK_MS % 1000) * 1000};
+    evtimer_add(p->timer, &tv);
+    if (!zkstore_connected(p->d->zs))
+        return;
+    for (size_t i = 0; i < p->d->cfg->nqueues; i++) {
+        struct dqueue *q = dispatcher_queue(ds, p->d->cfg->queues[i].name);
+        if (!q || !limited(q))
+            continue;
+        write_counter(q); /* ordered before the reads on the same session */
+        read_sum(q);
+    }
+}
+
+void pending_session_up(struct pending *p)
+{
+    for (size_t i = 0; i < p->d->cfg->nqueues; i++) {
+        struct dqueue *q = dispatcher_queue(p->d->dispatcher, p->d->cfg->queues[i].name);
+        if (q && limited(q))
+            create_counter(q);
+    }
+    event_active(p->timer, 0, 0);
+}
+
+struct pending *pending_new(struct deferd *d)
+{
+    struct pending *p = calloc(1, sizeof *p);
+    uint64_t rnd = 0;
+    if (!p || getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) {
+        free(p);
+        return NULL;
+    }
+    p->d = d;
+    snprintf(p->uid, sizeof p->uid, "%016" PRIx64, rnd);
+    p->timer = evtimer_new(d->base, on_tick, p);
+    if (!p->timer) {
+        free(p);
+        return NULL;
+    }
+    the = p;
+    return p;
+}
+
+void pending_free(struct pending *p)
+{
+    if (!p)
+        return;
+    event_free(p->timer);
+    if (the == p)
+        the = NULL;
+    free(p);
+}

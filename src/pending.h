@@ -1,0 +1,22 @@
+/* Pending-job counts per queue, cluster-wide, for queues with a max_pending limit.
+ * Each daemon keeps its own counter znode, <root>/queues/<q>/counts/<daemon uid>, holding
+ * the jobs it added minus the jobs it removed; the sum over all counters is the number of
+ * pending jobs. A daemon writes its counter and reads the sum once a second, so the limit
+ * holds to within what other daemons put in the last second. */
+#ifndef DEFERD_PENDING_H
+#define DEFERD_PENDING_H
+
+#include <stdint.h>
+
+struct deferd;
+struct dqueue;
+struct pending;
+
+struct pending *pending_new(struct deferd *d);
+void pending_free(struct pending *p);
+void pending_session_up(struct pending *p);    /* (re)create our counters, start reading */
+void pending_changed(struct dqueue *q, int delta); /* +1 put, -1 ack or dead-lettered */
+int pending_full(const struct dqueue *q);      /* 1 when a put must be refused */
+int64_t pending_estimate(const struct dqueue *q);
+
+#endif
