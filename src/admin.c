@@ -163,6 +163,34 @@ static int create_parents(struct admin *a, const char *path)
     return ZOK;
 }
 
+/* A kicked job is pending again: for a queue with max_pending, the same transaction adds 1
+ * to the "admin" counter (see docs/zookeeper-layout.md, Pending counts). */
+static int admin_counter(struct admin *a, const char *queue, char *path, size_t len,
+                         char *value, size_t vlen, int *version)
+{
+    const struct queue_config *qc = config_queue(&a->cfg, queue);
+    struct Stat st;
+    char buf[32];
+    int blen = sizeof buf - 1;
+    if (!qc || !qc->max_pending)
+        return 0;
+    snprintf(path, len, "%s/queues/%s/counts/admin", a->cfg.zk_root, queue);
+    int rc = zoo_get(a->zh, path, 0, buf, &blen, &st);
+    if (rc == ZNONODE && (rc = create_parents(a, path)) == ZOK) {
+        rc = zoo_create(a->zh, path, "0", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        if (rc == ZOK || rc == ZNODEEXISTS) {
+            blen = sizeof buf - 1;
+            rc = zoo_get(a->zh, path, 0, buf, &blen, &st);
+        }
+    }
+    if (rc != ZOK)
+        return -1;
+    buf[blen > 0 ? blen : 0] = '\0';
+    snprintf(value, vlen, "%lld", strtoll(buf, NULL, 10) + 1);
+    *version = st.version;
+    return 1;
+}
+
 /* Back to the queue, due now, with a fresh attempt count: one transaction. */
 int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen, char *err,
                     size_t errlen)
@@ -185,11 +213,21 @@ int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen,
     if (layout_job_path(next, sizeof next, a->cfg.zk_root, queue, &jn) == 0 &&
         layout_format_name(&jn, name, sizeof name) == 0 &&
         (rc = create_parents(a, next)) == ZOK) {
-        zoo_op_t ops[2];
-        zoo_op_result_t res[2];
-        zoo_delete_op_init(&ops[0], path, st.version);
-        zoo_create_op_init(&ops[1], next, data, len, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-        rc = zoo_multi(a->zh, 2, ops, res);
+        for (int tries = 0; tries < 5; tries++) { /* the counter may move under us */
+            char cpath[LAYOUT_PATH_MAX], cvalue[32];
+            int cversion = -1;
+            int counted = admin_counter(a, queue, cpath, sizeof cpath, cvalue, sizeof cvalue,
+                                        &cversion);
+            zoo_op_t ops[3];
+            zoo_op_result_t res[3];
+            zoo_delete_op_init(&ops[0], path, st.version);
+            zoo_create_op_init(&ops[1], next, data, len, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+            if (counted > 0)
+                zoo_set_op_init(&ops[2], cpath, cvalue, (int)strlen(cvalue), cversion, NULL);
+            rc = counted < 0 ? ZSYSTEMERROR : zoo_multi(a->zh, counted > 0 ? 3 : 2, ops, res);
+            if (rc != ZBADVERSION || counted <= 0)
+                break;
+        }
     }
     free(data);
     if (rc != ZOK)

@@ -61,14 +61,10 @@ static void lose(struct session *s, const char *why)
     renew(s);
 }
 
-/* Only fails when the client library cannot even allocate a handle: try again later,
- * doubling the wait up to 30 s, and say so once. */
-static void renew(struct session *s)
+/* A new handle could not be made (no memory, host names that do not resolve): try again
+ * later, doubling the wait up to 30 s, and say so once. */
+static void renew_later(struct session *s)
 {
-    if (zkstore_renew(s->d->zs) == 0) {
-        s->renew_delay_ms = 0;
-        return;
-    }
     if (s->renew_delay_ms == 0)
         log_error("zookeeper: cannot create a new handle; retrying with back-off");
     s->renew_delay_ms = s->renew_delay_ms ? s->renew_delay_ms * 2 : 500;
@@ -77,6 +73,12 @@ static void renew(struct session *s)
     struct timeval tv = {.tv_sec = s->renew_delay_ms / 1000,
                          .tv_usec = (s->renew_delay_ms % 1000) * 1000};
     evtimer_add(s->renew_timer, &tv);
+}
+
+static void renew(struct session *s)
+{
+    if (zkstore_renew(s->d->zs) != 0)
+        renew_later(s);
 }
 
 static void on_renew_timer(evutil_socket_t fd, short what, void *arg)
@@ -179,7 +181,10 @@ static void connected(struct session *s)
 
 void session_on_zk_state(struct session *s, int zk_state)
 {
-    if (zk_state == ZOO_CONNECTED_STATE) {
+    if (zk_state == ZKSTORE_HANDLE_FAILED) {
+        renew_later(s);
+    } else if (zk_state == ZOO_CONNECTED_STATE) {
+        s->renew_delay_ms = 0;
         connected(s);
     } else if (zk_state == ZOO_CONNECTING_STATE && s->state == CS_CONNECTED) {
         enter(s, CS_SUSPENDED, "connection lost; dispatch paused");

@@ -27,12 +27,13 @@ struct zkstore {
     void *ctx;
     int connected;
     int closing; /* no new calls; late completions arrive with ZCLOSING */
+    int early_state;   /* a session event of the new handle that came before the handle */
 };
 
 /* Everything that crosses from ZooKeeper's threads to the loop. */
 struct zk_msg {
     struct loopq_item link;
-    enum { MSG_RESULT, MSG_WATCH, MSG_SESSION } kind;
+    enum { MSG_RESULT, MSG_WATCH, MSG_SESSION, MSG_HANDLE } kind;
     struct zkstore *zs;
     /* MSG_RESULT */
     zk_done_fn done;
@@ -41,8 +42,10 @@ struct zk_msg {
     zoo_op_t ops[ZK_MULTI_MAX];
     zoo_op_result_t op_res[ZK_MULTI_MAX];
     char *strings[2 * ZK_MULTI_MAX];   /* copies kept alive until the completion */
-    /* MSG_WATCH / MSG_SESSION */
+    /* MSG_WATCH / MSG_SESSION / MSG_HANDLE */
     unsigned gen;
+    zhandle_t *zh;                     /* MSG_HANDLE: the new handle, NULL if it failed */
+    struct handle_ctx *hctx;
     int type, state;
     char *path;
 };
@@ -63,12 +66,24 @@ static void free_msg(struct zk_msg *m)
     free(m);
 }
 
+static void install_handle(struct zkstore *zs, struct zk_msg *m);
+
 static void on_loop(struct loopq_item *item, void *unused)
 {
     (void)unused;
     struct zk_msg *m = (struct zk_msg *)item;
     struct zkstore *zs = m->zs;
+    if (m->kind == MSG_HANDLE) {
+        install_handle(zs, m);
+        free_msg(m);
+        return;
+    }
     if ((zs->closing || m->gen != zs->gen) && m->kind != MSG_RESULT) {
+        free_msg(m);
+        return;
+    }
+    if (m->kind == MSG_SESSION && !zs->zh) { /* its handle is still on its way to us */
+        zs->early_state = m->state;
         free_msg(m);
         return;
     }
@@ -85,6 +100,8 @@ static void on_loop(struct loopq_item *item, void *unused)
         quiet_client_log = !zs->connected;
         zs->on_session(m->state, zs->ctx);
         break;
+    case MSG_HANDLE:
+        break; /* handled above */
     }
     free_msg(m);
 }
@@ -347,34 +364,49 @@ int zkstore_negotiated_timeout(const struct zkstore *zs)
     return zs->zh ? zoo_recv_timeout(zs->zh) : (int)zs->cfg->session_timeout_ms;
 }
 
-static int open_handle(struct zkstore *zs)
+/* Safe on any thread: touches nothing of the store's. */
+static zhandle_t *create_handle(const struct config *cfg, struct handle_ctx *hc)
+{
+    zhandle_t *zh = zookeeper_init2(cfg->zk_hosts, on_watcher, (int)cfg->session_timeout_ms,
+                                    NULL, hc, 0, zk_log);
+    if (!zh) {
+        log_error("zookeeper: cannot create a handle for '%s': %s", cfg->zk_hosts,
+                  strerror(errno));
+        return NULL;
+    }
+    /* Credentials go with every new session; the server answers a bad scheme or secret
+     * with AUTH_FAILED, which is fatal (session.c). */
+    if (cfg->zk_auth) {
+        const char *colon = strchr(cfg->zk_auth, ':');
+        char scheme[64];
+        snprintf(scheme, sizeof scheme, "%.*s", (int)(colon - cfg->zk_auth), cfg->zk_auth);
+        int rc = zoo_add_auth(zh, scheme, colon + 1, (int)strlen(colon + 1), NULL, NULL);
+        if (rc != ZOK)
+            log_error("zookeeper: cannot add %s credentials: %s", scheme, zerror(rc));
+    }
+    return zh;
+}
+
+static struct handle_ctx *new_hctx(struct zkstore *zs)
 {
     struct handle_ctx *hc = calloc(1, sizeof *hc);
-    if (!hc)
-        return -1;
-    hc->zs = zs;
-    hc->gen = ++zs->gen;
+    if (hc) {
+        hc->zs = zs;
+        hc->gen = ++zs->gen;
+    }
     zs->connected = 0;
-    zs->zh = zookeeper_init2(zs->cfg->zk_hosts, on_watcher, (int)zs->cfg->session_timeout_ms,
-                             NULL, hc, 0, zk_log);
-    if (!zs->zh) {
-        log_error("zookeeper: cannot create a handle for '%s': %s", zs->cfg->zk_hosts,
-                  strerror(errno));
+    return hc;
+}
+
+/* At start, before the loop runs. */
+static int open_handle(struct zkstore *zs)
+{
+    struct handle_ctx *hc = new_hctx(zs);
+    if (!hc || !(zs->zh = create_handle(zs->cfg, hc))) {
         free(hc);
         return -1;
     }
     zs->hctx = hc;
-    /* Credentials go with every new session; the server answers a bad scheme or secret
-     * with AUTH_FAILED, which is fatal (session.c). */
-    if (zs->cfg->zk_auth) {
-        const char *colon = strchr(zs->cfg->zk_auth, ':');
-        char scheme[64];
-        snprintf(scheme, sizeof scheme, "%.*s", (int)(colon - zs->cfg->zk_auth),
-                 zs->cfg->zk_auth);
-        int rc = zoo_add_auth(zs->zh, scheme, colon + 1, (int)strlen(colon + 1), NULL, NULL);
-        if (rc != ZOK)
-            log_error("zookeeper: cannot add %s credentials: %s", scheme, zerror(rc));
-    }
     return 0;
 }
 
@@ -399,52 +431,95 @@ struct zkstore *zkstore_new(struct event_base *base, const struct config *cfg,
     return zs;
 }
 
-struct closing_handle {
-    zhandle_t *zh;
-    struct handle_ctx *hctx;
+/* A renewal in progress: the old handle to close, then the new one to create, both off
+ * the loop thread (closing waits for the server; creating resolves host names). */
+struct renewal {
+    struct zkstore *zs;
+    const struct config *cfg;
+    zhandle_t *old;
+    struct handle_ctx *old_hctx, *hctx;
 };
 
-/* Close threads still running; zkstore_free waits for them, as their completions go to
- * the loop queue it is about to free. */
-static pthread_mutex_t closers_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t closers_done = PTHREAD_COND_INITIALIZER;
-static int closers;
+/* Renewal threads still running; zkstore_free waits for them, as they push to the loop
+ * queue it is about to free. */
+static pthread_mutex_t renewers_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t renewers_done = PTHREAD_COND_INITIALIZER;
+static int renewers;
 
-/* zookeeper_close() can wait for the server: never on the loop thread. */
-static void *close_handle(void *arg)
+static void *renew_thread(void *arg)
 {
-    struct closing_handle *ch = arg;
-    if (ch->zh)
-        zookeeper_close(ch->zh);
-    free(ch->hctx);
-    free(ch);
-    pthread_mutex_lock(&closers_lock);
-    closers--;
-    pthread_cond_broadcast(&closers_done);
-    pthread_mutex_unlock(&closers_lock);
+    struct renewal *rn = arg;
+    if (rn->old)
+        zookeeper_close(rn->old);
+    free(rn->old_hctx);
+    struct zk_msg *m = calloc(1, sizeof *m);
+    zhandle_t *zh = create_handle(rn->cfg, rn->hctx);
+    if (m) {
+        m->kind = MSG_HANDLE;
+        m->zs = rn->zs;
+        m->gen = rn->hctx->gen;
+        m->zh = zh;
+        m->hctx = rn->hctx;
+        loopq_push(rn->zs->q, &m->link);
+    } else {
+        if (zh)
+            zookeeper_close(zh);
+        free(rn->hctx);
+    }
+    free(rn);
+    pthread_mutex_lock(&renewers_lock);
+    renewers--;
+    pthread_cond_broadcast(&renewers_done);
+    pthread_mutex_unlock(&renewers_lock);
     return NULL;
+}
+
+static void install_handle(struct zkstore *zs, struct zk_msg *m)
+{
+    int fresh = m->gen == zs->gen && !zs->closing;
+    if (!fresh || !m->zh) {
+        if (m->zh)
+            zookeeper_close(m->zh); /* only at exit: nothing else supersedes a renewal */
+        free(m->hctx);
+        if (fresh)
+            zs->on_session(ZKSTORE_HANDLE_FAILED, zs->ctx);
+        return;
+    }
+    zs->zh = m->zh;
+    zs->hctx = m->hctx;
+    if (zs->early_state) {
+        int state = zs->early_state;
+        zs->early_state = 0;
+        zs->connected = state == ZOO_CONNECTED_STATE;
+        quiet_client_log = !zs->connected;
+        zs->on_session(state, zs->ctx);
+    }
 }
 
 int zkstore_renew(struct zkstore *zs)
 {
-    struct closing_handle *ch = malloc(sizeof *ch);
-    if (!ch)
+    struct renewal *rn = calloc(1, sizeof *rn);
+    struct handle_ctx *hc = rn ? new_hctx(zs) : NULL;
+    if (!hc) {
+        free(rn);
         return -1;
-    ch->zh = zs->zh;
-    ch->hctx = zs->hctx;
-    pthread_mutex_lock(&closers_lock);
-    closers++;
-    pthread_mutex_unlock(&closers_lock);
+    }
+    *rn = (struct renewal){.zs = zs, .cfg = zs->cfg, .old = zs->zh, .old_hctx = zs->hctx,
+                           .hctx = hc};
+    zs->zh = NULL;
+    zs->hctx = NULL;
+    zs->early_state = 0;
+    pthread_mutex_lock(&renewers_lock);
+    renewers++;
+    pthread_mutex_unlock(&renewers_lock);
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&t, &attr, close_handle, ch) != 0)
-        close_handle(ch);
+    if (pthread_create(&t, &attr, renew_thread, rn) != 0)
+        renew_thread(rn); /* cannot start a thread: do it here, blocking, rather than never */
     pthread_attr_destroy(&attr);
-    zs->zh = NULL;
-    zs->hctx = NULL;
-    return open_handle(zs);
+    return 0;
 }
 
 void zkstore_free(struct zkstore *zs)
@@ -461,10 +536,10 @@ void zkstore_free(struct zkstore *zs)
         zookeeper_close(zs->zh);
     zs->zh = NULL;
     free(zs->hctx);
-    pthread_mutex_lock(&closers_lock);
-    while (closers > 0)
-        pthread_cond_wait(&closers_done, &closers_lock);
-    pthread_mutex_unlock(&closers_lock);
+    pthread_mutex_lock(&renewers_lock);
+    while (renewers > 0)
+        pthread_cond_wait(&renewers_done, &renewers_lock);
+    pthread_mutex_unlock(&renewers_lock);
     loopq_free(zs->q);
     free(zs);
 }

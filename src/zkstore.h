@@ -44,9 +44,12 @@ struct zkstore;
 struct zkstore *zkstore_new(struct event_base *base, const struct config *cfg,
                             zk_watch_fn on_watch, zk_session_fn on_session, void *ctx);
 void zkstore_free(struct zkstore *zs);
-/* The session is lost: close the handle (on another thread) and start a new session.
- * Results of the old handle's calls still arrive; its watch and session events do not. */
+/* The session is lost: on another thread, close the handle and create a new one, which
+ * the loop installs when it arrives. Results of the old handle's calls still arrive; its
+ * watch and session events do not. If the new handle cannot be created, the session
+ * callback gets ZKSTORE_HANDLE_FAILED. */
 int zkstore_renew(struct zkstore *zs);
+#define ZKSTORE_HANDLE_FAILED (-1000)
 int zkstore_connected(const struct zkstore *zs);
 int64_t zkstore_session_id(const struct zkstore *zs);
 int zkstore_negotiated_timeout(const struct zkstore *zs);
