@@ -281,7 +281,17 @@ static int cmd_put(const char *sock, int argc, char **argv)
     rc = EXIT_FAIL;
     if (c) {
         char id[DEFERD_ID_SIZE];
-        int err = deferd_put(c, a.queue, data, len, &a.opts, id, sizeof id);
+        int err;
+        /* A daemon still opening its ZooKeeper session stored nothing: wait for it a
+         * little. Other UNAVAILABLE answers may mean the job was stored: never retried. */
+        for (int tries = 0;; tries++) {
+            err = deferd_put(c, a.queue, data, len, &a.opts, id, sizeof id);
+            if (err != DEFERD_ESERVER || tries == 50 ||
+                strcmp(deferd_last_error_code(c), "UNAVAILABLE") != 0 ||
+                !strstr(deferd_last_error(c), "not connected to ZooKeeper"))
+                break;
+            poll(NULL, 0, 100);
+        }
         rc = err == DEFERD_OK ? EXIT_OK : lib_fail(c, "put", err);
         if (err == DEFERD_OK)
             printf("%s\n", id);

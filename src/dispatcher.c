@@ -672,8 +672,21 @@ static void on_verified_lock(const struct zk_result *res, void *ctx)
     free(st);
 }
 
+static void hold_settle(struct dispatcher *ds, struct settle *st)
+{
+    set_busy(st->job, JS_SETTLING);
+    st->next = ds->held;
+    ds->held = st;
+}
+
 static void verify(struct dispatcher *ds, struct settle *st)
 {
+    if (!zkstore_connected(ds->d->zs) && ds->d->session_id != 0) {
+        /* Cannot look now; the session may survive: look again when it is back. */
+        st->job->uncertain = 1;
+        hold_settle(ds, st);
+        return;
+    }
     char lock[LAYOUT_PATH_MAX + 8];
     lock_path(st->job, lock, sizeof lock);
     set_busy(st->job, JS_SETTLING);
@@ -701,10 +714,7 @@ static struct settle *settle_new(struct job *job, struct reply *r, enum settle_o
 static void settle_start(struct dispatcher *ds, struct settle *st)
 {
     if (!zkstore_connected(ds->d->zs) && ds->d->session_id != 0) {
-        /* SUSPENDED: the session may survive; hold it and send it on reconnection. */
-        set_busy(st->job, JS_SETTLING);
-        st->next = ds->held;
-        ds->held = st;
+        hold_settle(ds, st); /* SUSPENDED: the session may survive; send it on reconnection */
         return;
     }
     if (st->job->uncertain) { /* an earlier attempt may have changed ZooKeeper */

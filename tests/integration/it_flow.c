@@ -127,8 +127,27 @@ static void queue_full(void)
     CHECK_STR(job.id, first);
     CHECK(deferd_ack(c, job.id) == DEFERD_OK);
     deferd_job_clear(&job);
-    CHECK(put_job(c, "limited", "x", 60000, -1, -1, id) == 0); /* room for one again */
+    CHECK(put_job(c, "limited", "y", 0, -1, -1, id) == 0); /* room for one again */
     wait_count(c2, "pending.limited=5");
+    /* max_attempts = 1: a nack buries it (one less pending); kicking it back counts it again */
+    CHECK(deferd_next_job(c, &job, 10000) == DEFERD_OK);
+    CHECK_STR(job.id, id);
+    CHECK(deferd_nack(c, job.id, -1) == DEFERD_OK);
+    deferd_job_clear(&job);
+    wait_count(c2, "pending.limited=4");
+    char cmd[700], dead[DEFERD_ID_SIZE] = "";
+    snprintf(cmd, sizeof cmd, "%s -c %s/deferd.ini dead kick %s-a1", getenv("DEFERCTL_BIN"),
+             d.dir, id);
+    FILE *p = popen(cmd, "r");
+    CHECK(p && fscanf(p, "%255s", dead) == 1);
+    if (p)
+        pclose(p);
+    wait_count(c2, "pending.limited=5");
+    CHECK(deferd_next_job(c, &job, 10000) == DEFERD_OK);
+    CHECK_STR(job.id, dead);
+    CHECK(deferd_ack(c, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    wait_count(c2, "pending.limited=4");
     deferd_close(c2);
     daemon_kill(&d2, SIGTERM);
     deferd_close(c);
