@@ -281,7 +281,8 @@ static void on_list(const struct zk_result *res, void *ctx)
         } else {
             log_warn("listing %s failed: %s; retrying", dir->path, zerror(res->rc));
         }
-        defer_load(m, dir, units_wall_ms() + (res->rc == ZNONODE ? 0 : RETRY_MS));
+        /* jobs/ just created: list it again soon, but never in a tight loop */
+        defer_load(m, dir, units_wall_ms() + (res->rc == ZNONODE ? 100 : RETRY_MS));
         return;
     }
     dir->loaded = 1;
