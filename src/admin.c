@@ -133,19 +133,34 @@ static int read_dead(struct admin *a, const char *path, char **data, int *len, s
     return 0;
 }
 
-int admin_dead_show(struct admin *a, const char *id, FILE *out, char *err, size_t errlen)
-{
-    char queue[QUEUE_NAME_MAX + 1], path[LAYOUT_PATH_MAX], *data;
+/* A dead job found by its id, with its payload read (free data). */
+struct dead_job {
+    char queue[QUEUE_NAME_MAX + 1];
+    char path[LAYOUT_PATH_MAX];
     struct job_name jn;
     struct Stat st;
+    char *data;
     int len;
-    if (dead_path(a, id, queue, &jn, path, err, errlen) != 0 ||
-        read_dead(a, path, &data, &len, &st, err, errlen) != 0)
+};
+
+static int load_dead(struct admin *a, const char *id, struct dead_job *dj, char *err,
+                     size_t errlen)
+{
+    if (dead_path(a, id, dj->queue, &dj->jn, dj->path, err, errlen) != 0)
+        return -1;
+    return read_dead(a, dj->path, &dj->data, &dj->len, &dj->st, err, errlen);
+}
+
+int admin_dead_show(struct admin *a, const char *id, FILE *out, char *err, size_t errlen)
+{
+    struct dead_job dj;
+    if (load_dead(a, id, &dj, err, errlen) != 0)
         return -1;
     fprintf(out, "id: %s\nqueue: %s\nattempts: %u\npriority: %u\ndue_ms: %llu\nbytes: %d\n\n",
-            id, queue, jn.prior_attempts, jn.priority, (unsigned long long)jn.due_ms, len);
-    fwrite(data, 1, (size_t)len, out);
-    free(data);
+            id, dj.queue, dj.jn.prior_attempts, dj.jn.priority,
+            (unsigned long long)dj.jn.due_ms, dj.len);
+    fwrite(dj.data, 1, (size_t)dj.len, out);
+    free(dj.data);
     return 0;
 }
 
@@ -195,14 +210,14 @@ static int admin_counter(struct admin *a, const char *queue, char *path, size_t 
 int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen, char *err,
                     size_t errlen)
 {
-    char queue[QUEUE_NAME_MAX + 1], path[LAYOUT_PATH_MAX], next[LAYOUT_PATH_MAX], *data;
-    char name[LAYOUT_NAME_MAX + 1];
-    struct job_name jn;
-    struct Stat st;
-    int len;
-    if (dead_path(a, id, queue, &jn, path, err, errlen) != 0 ||
-        read_dead(a, path, &data, &len, &st, err, errlen) != 0)
+    char next[LAYOUT_PATH_MAX], name[LAYOUT_NAME_MAX + 1];
+    struct dead_job dj;
+    if (load_dead(a, id, &dj, err, errlen) != 0)
         return -1;
+    const char *queue = dj.queue, *path = dj.path, *data = dj.data;
+    struct job_name jn = dj.jn;
+    struct Stat st = dj.st;
+    int len = dj.len;
     uint64_t rnd = 0;
     if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
         rnd = (uint64_t)units_mono_ms();
@@ -229,7 +244,7 @@ int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen,
                 break;
         }
     }
-    free(data);
+    free(dj.data);
     if (rc != ZOK)
         return failed(err, errlen, "kicking", path, rc);
     layout_format_id(new_id, idlen, queue, name);

@@ -137,7 +137,7 @@ static int deferctl(const char *args, char *out, size_t len)
 static void dead_letters(zhandle_t *zh)
 {
     deferd_client *c = client(&d);
-    char out[4096], args[512], id[DEFERD_ID_SIZE], path[512];
+    char out[4096], args[512], id[DEFERD_ID_SIZE];
     CHECK(deferctl("dead list retry", out, sizeof out) == 0);
     CHECK(strstr(out, "flaky") == NULL);
     int lines = 0;
@@ -168,7 +168,6 @@ static void dead_letters(zhandle_t *zh)
     CHECK(strstr(out, "retry/") == NULL);
     CHECK(deferctl("dead show retry/nonsense", out, sizeof out) == 1);
     CHECK(deferctl("dead frobnicate x", out, sizeof out) == 2);
-    (void)path;
     deferd_close(c);
 }
 
