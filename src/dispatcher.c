@@ -14,6 +14,7 @@
 #include "pending.h"
 #include "protocol.h"
 #include "server.h"
+#include "txnbatch.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -32,6 +33,8 @@ struct dispatcher {
     struct event *kick;         /* dispatches queues flagged by kick() once per loop turn */
     struct heap leases;         /* INFLIGHT jobs by their next lease event */
     struct settle *held;        /* acks/nacks waiting for the connection to come back */
+    /* Transactions of many jobs go to ZooKeeper as few multis (txnbatch.h). */
+    struct txnbatch *locks, *settles, *puts;
 };
 
 static void dispatch(struct dispatcher *ds, struct dqueue *q);
@@ -405,7 +408,7 @@ static void lock_job(struct dispatcher *ds, struct job *job, struct consumer *c)
     job->state = JS_LOCKING;
     job->uncertain = 0;
     consumer_hold(c, job);
-    int rc = zkstore_multi(ds->d->zs, ops, 3, on_locked, job);
+    int rc = txnbatch_add(ds->locks, ops, 3, on_locked, job);
     if (rc != ZOK)
         retry_later(ds, job, "sending the lock transaction", rc);
 }
@@ -450,7 +453,7 @@ static void release_lock(struct dispatcher *ds, struct job *job)
         {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
     };
     set_busy(job, JS_SETTLING);
-    int rc = zkstore_multi(ds->d->zs, ops, 2, on_released, job);
+    int rc = txnbatch_add(ds->settles, ops, 2, on_released, job);
     if (rc != ZOK)
         retry_later(ds, job, "releasing the lock", rc);
 }
@@ -583,7 +586,7 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
     };
     int n = st->op == SETTLE_ACK ? 3 : st->has_delay ? 4 : 2;
     set_busy(job, JS_SETTLING);
-    return zkstore_multi(ds->d->zs, ops, n, on_settled, st);
+    return txnbatch_add(ds->settles, ops, n, on_settled, st);
 }
 
 /* The session that held the lock is over (LOST while the call was in flight). */
@@ -883,13 +886,20 @@ struct put {
 
 static void on_put(const struct zk_result *res, void *ctx);
 
+static int add_create(struct put *p)
+{
+    const struct zk_txn_op op = {.kind = ZT_CREATE, .path = p->path, .data = p->payload,
+                                 .len = p->len};
+    return txnbatch_add(p->ds->puts, &op, 1, on_put, p);
+}
+
 static int send_put(struct put *p)
 {
     new_uid(p->ds, p->jn.uid);
     if (layout_job_path(p->path, sizeof p->path, root(p->ds), p->q->cfg->name, &p->jn) != 0)
         return ZBADARGUMENTS;
     p->tries++;
-    return zkstore_create(p->ds->d->zs, p->path, p->payload, p->len, 0, on_put, p);
+    return add_create(p);
 }
 
 static void put_done(struct put *p, int rc)
@@ -916,8 +926,7 @@ static void on_put(const struct zk_result *res, void *ctx)
         /* First job in this bucket: create the bucket path, then the job again. */
         p->made_parents = 1;
         rc = zkstore_create_parents(p->ds->d->zs, p->path, NULL, NULL);
-        if (rc == ZOK && (rc = zkstore_create(p->ds->d->zs, p->path, p->payload, p->len, 0,
-                                              on_put, p)) == ZOK)
+        if (rc == ZOK && (rc = add_create(p)) == ZOK)
             return;
     } else if (rc == ZNODEEXISTS && p->tries < 3) {
         if ((rc = send_put(p)) == ZOK)
@@ -1144,12 +1153,29 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
         ready += job->state == JS_READY;
         delayed += job->state == JS_DELAYED;
     }
-    int n = snprintf(buf, len, " jobs_known=%u delayed=%zu ready=%zu inflight=%zu",
-                     HASH_COUNT(ds->jobs), delayed, ready, inflight);
+    unsigned long long items[3], multis[3];
+    txnbatch_counts(ds->puts, &items[0], &multis[0]);
+    txnbatch_counts(ds->locks, &items[1], &multis[1]);
+    txnbatch_counts(ds->settles, &items[2], &multis[2]);
+    int n = snprintf(buf, len,
+                     " jobs_known=%u delayed=%zu ready=%zu inflight=%zu listing_max_bytes=%zu"
+                     " txn.puts=%llu/%llu txn.locks=%llu/%llu txn.settles=%llu/%llu",
+                     HASH_COUNT(ds->jobs), delayed, ready, inflight,
+                     mirror_listing_max(ds->d->mirror), items[0], multis[0], items[1],
+                     multis[1], items[2], multis[2]);
     for (size_t i = 0; i < ds->nqueues && n > 0 && (size_t)n < len; i++)
         if (ds->queues[i].cfg->max_pending && ds->queues[i].count_ready)
             n += snprintf(buf + n, len - (size_t)n, " pending.%s=%lld",
                           ds->queues[i].cfg->name, (long long)pending_estimate(&ds->queues[i]));
+}
+
+void dispatcher_close(struct dispatcher *ds)
+{
+    if (!ds)
+        return;
+    txnbatch_close(ds->puts);
+    txnbatch_close(ds->settles);
+    txnbatch_close(ds->locks);
 }
 
 struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name)
@@ -1190,6 +1216,14 @@ struct dispatcher *dispatcher_new(struct deferd *d)
         heap_init(&q->ready, ready_less, job_setpos);
     }
     heap_init(&ds->leases, lease_less, job_setpos);
+    /* Locks and puts wait for nothing but ZooKeeper; settles hold consumers' replies. */
+    ds->locks = txnbatch_new(d->base, d->zs, "locks", 4);
+    ds->settles = txnbatch_new(d->base, d->zs, "settles", 4);
+    ds->puts = txnbatch_new(d->base, d->zs, "puts", 4);
+    if (!ds->locks || !ds->settles || !ds->puts) {
+        dispatcher_free(ds);
+        return NULL;
+    }
     return ds;
 }
 
@@ -1218,6 +1252,9 @@ void dispatcher_free(struct dispatcher *ds)
         event_free(ds->timer);
     if (ds->kick)
         event_free(ds->kick);
+    txnbatch_free(ds->locks);
+    txnbatch_free(ds->settles);
+    txnbatch_free(ds->puts);
     free(ds->queues);
     free(ds);
 }

@@ -72,6 +72,8 @@ struct dqueue {
 struct dispatcher;
 
 struct dispatcher *dispatcher_new(struct deferd *d);
+/* At exit, before the store closes: transactions not sent yet fail (ZCLOSING). */
+void dispatcher_close(struct dispatcher *ds);
 void dispatcher_free(struct dispatcher *ds);
 struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name);
 struct consumer_ring *dispatcher_ring(struct dqueue *q);

@@ -49,6 +49,7 @@ struct mirror {
     struct dir *dirs;
     struct heap pending;        /* dirs waiting to be (re)listed, by load_at */
     struct foreign *foreign;
+    size_t listing_max;         /* bytes of the largest listing so far, as on the wire */
 };
 
 static void load(struct mirror *m, struct dir *dir);
@@ -244,9 +245,11 @@ static void collect(struct mirror *m, struct dir *dir, int nchildren)
 static void apply_listing(struct mirror *m, struct dir *dir, const struct zk_result *res)
 {
     char path[LAYOUT_PATH_MAX];
+    size_t bytes = 0;
     dir->gen++;
     for (int i = 0; i < res->nchildren; i++) {
         const char *name = res->children[i];
+        bytes += 4 + strlen(name);
         if (snprintf(path, sizeof path, "%s/%s", dir->path, name) >= (int)sizeof path)
             continue;
         if (dir->level == LAYOUT_DEPTH)
@@ -254,6 +257,8 @@ static void apply_listing(struct mirror *m, struct dir *dir, const struct zk_res
         else
             dir_listed(m, dir, path, name);
     }
+    if (bytes > m->listing_max)
+        m->listing_max = bytes;
     sweep(m, dir);
     collect(m, dir, res->nchildren);
     if (dir->level == LAYOUT_DEPTH)
@@ -328,6 +333,8 @@ int mirror_on_watch(struct mirror *m, const char *path)
         defer_load(m, dir, due);
     return 1;
 }
+
+size_t mirror_listing_max(const struct mirror *m) { return m->listing_max; }
 
 int64_t mirror_next(const struct mirror *m)
 {
