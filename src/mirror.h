@@ -28,5 +28,8 @@ void mirror_reset(struct mirror *m);                       /* forget everything:
 void mirror_job_created(struct mirror *m, struct dqueue *q, const char *path);
 /* Bytes of the largest child listing received (names plus their 4-byte lengths). */
 size_t mirror_listing_max(const struct mirror *m);
+/* Listings received and names they held, for STATS. */
+void mirror_counts(const struct mirror *m, unsigned long long *listings,
+                   unsigned long long *names);
 
 #endif

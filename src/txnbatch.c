@@ -43,12 +43,15 @@ static void free_item(struct txn_item *it)
 }
 
 /* Calls the item's DONE with RC and the item's slice of the per-operation errors. */
-static void finish_item(struct txn_item *it, int rc, const int *op_err)
+static void finish_item(struct txn_item *it, int rc, const int *op_err, char **op_path)
 {
     int errs[TXN_ITEM_OPS];
-    for (int i = 0; i < it->nops; i++)
+    char *paths[TXN_ITEM_OPS] = {0};
+    for (int i = 0; i < it->nops; i++) {
         errs[i] = op_err ? op_err[i] : rc;
-    struct zk_result r = {.rc = rc, .nops = it->nops, .op_err = errs};
+        paths[i] = op_path ? op_path[i] : NULL;
+    }
+    struct zk_result r = {.rc = rc, .nops = it->nops, .op_err = errs, .op_path = paths};
     if (it->done)
         it->done(&r, it->ctx);
     free_item(it);
@@ -104,14 +107,16 @@ static void on_multi(const struct zk_result *res, void *ctx)
         }
         *pp = it->next;
         requeue(b, items);
-        finish_item(it, res->op_err[bad], res->op_err + first);
+        finish_item(it, res->op_err[bad], res->op_err + first, NULL);
         schedule_flush(b);
         return;
     }
     int first = 0;
     for (struct txn_item *it = items, *next; it; it = next) {
         next = it->next;
-        finish_item(it, res->rc, res->rc == ZOK && res->op_err ? res->op_err + first : NULL);
+        int ok = res->rc == ZOK && res->op_err && res->op_path;
+        finish_item(it, res->rc, ok ? res->op_err + first : NULL,
+                    ok ? res->op_path + first : NULL);
         first += it->nops;
     }
     schedule_flush(b);
@@ -143,7 +148,7 @@ static void fail_all(struct txn_item *items, int rc)
 {
     for (struct txn_item *it = items, *next; it; it = next) {
         next = it->next;
-        finish_item(it, rc, NULL);
+        finish_item(it, rc, NULL, NULL);
     }
 }
 

@@ -66,6 +66,9 @@ static void free_msg(struct zk_msg *m)
     free(m->ops);
     free(m->op_res);
     free(m->res.op_err);
+    for (int i = 0; m->res.op_path && i < m->res.nops; i++)
+        free(m->res.op_path[i]);
+    free(m->res.op_path);
     free(m->path);
     free(m);
 }
@@ -308,18 +311,22 @@ int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_
     m->op_res = calloc((size_t)nops, sizeof *m->op_res);
     m->strings = calloc(2 * (size_t)nops, sizeof *m->strings);
     m->res.op_err = calloc((size_t)nops, sizeof *m->res.op_err);
-    if (!m->ops || !m->op_res || !m->strings || !m->res.op_err)
+    m->res.op_path = calloc((size_t)nops, sizeof *m->res.op_path);
+    if (!m->ops || !m->op_res || !m->strings || !m->res.op_err || !m->res.op_path)
         return sent(m, ZSYSTEMERROR);
     m->res.nops = nops;
     for (int i = 0; i < nops; i++) {
         const struct zk_txn_op *o = &ops[i];
         char *path = m->strings[2 * i] = strdup(o->path);
         char *data = m->strings[2 * i + 1] = o->kind == ZT_CREATE ? copy_bytes(o->data, o->len) : NULL;
-        if (!path || (o->kind == ZT_CREATE && !data))
+        size_t namelen = o->sequential ? strlen(o->path) + 16 : 0;
+        char *name = m->res.op_path[i] = namelen ? calloc(1, namelen) : NULL;
+        if (!path || (o->kind == ZT_CREATE && !data) || (namelen && !name))
             return sent(m, ZSYSTEMERROR);
+        int flags = (o->ephemeral ? ZOO_EPHEMERAL : 0) | (o->sequential ? ZOO_SEQUENCE : 0);
         if (o->kind == ZT_CREATE)
             zoo_create_op_init(&m->ops[i], path, data, (int)o->len, &ZOO_OPEN_ACL_UNSAFE,
-                               o->ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT, NULL, 0);
+                               flags, name, (int)namelen);
         else if (o->kind == ZT_DELETE)
             zoo_delete_op_init(&m->ops[i], path, o->version);
         else

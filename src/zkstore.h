@@ -24,6 +24,7 @@ struct zk_result {
     int nchildren;
     int nops;                  /* multi: per-operation results */
     int *op_err;
+    char **op_path;            /* multi: name a sequential create got (NULL for others) */
 };
 
 typedef void (*zk_done_fn)(const struct zk_result *r, void *ctx);
@@ -37,6 +38,7 @@ struct zk_txn_op {
     const void *data;
     size_t len;
     int ephemeral;
+    int sequential;            /* create: ZooKeeper appends the parent's cversion (10 digits) */
     int version;               /* delete/check, -1 = any */
 };
 
