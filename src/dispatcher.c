@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "buckets.h"
 #include "config.h"
 #include "daemon.h"
 #include "log.h"
@@ -39,6 +40,7 @@ struct dispatcher {
     struct settle *held;        /* acks/nacks waiting for the connection to come back */
     /* Transactions of many jobs go to ZooKeeper as few multis (txnbatch.h). */
     struct txnbatch *locks, *settles, *puts;
+    struct buckets *buckets;    /* bucket paths known to exist, for puts */
     size_t payload_bytes;       /* held in jobs */
     unsigned long long reads;   /* payloads read from ZooKeeper at delivery */
 };
@@ -996,13 +998,50 @@ static int add_create(struct put *p)
     return txnbatch_add(p->ds->puts, &op, 1, on_put, p);
 }
 
+static void on_bucket_made(const struct zk_result *res, void *ctx)
+{
+    (void)res; /* NodeExists: someone else made it; other errors: the put will say */
+    (void)ctx;
+}
+
+/* Makes sure the job's bucket exists before the job's create reaches ZooKeeper (both go
+ * out on one session, in order): nothing for a bucket known to exist, one create in the
+ * same batch for a new 100 ms bucket of a known parent, else every missing ancestor. */
+static int prepare_bucket(struct dispatcher *ds, const char *job_path)
+{
+    char leaf[LAYOUT_PATH_MAX], *slash;
+    snprintf(leaf, sizeof leaf, "%s", job_path);
+    if (!(slash = strrchr(leaf, '/')))
+        return ZBADARGUMENTS;
+    *slash = '\0';
+    if (buckets_known(ds->buckets, leaf))
+        return ZOK;
+    int rc;
+    if (!(slash = strrchr(leaf, '/')))
+        return ZBADARGUMENTS;
+    *slash = '\0';
+    int parent_known = buckets_known(ds->buckets, leaf);
+    buckets_add(ds->buckets, leaf);
+    *slash = '/';
+    if (parent_known) {
+        const struct zk_txn_op op = {.kind = ZT_CREATE, .path = leaf};
+        rc = txnbatch_add(ds->puts, &op, 1, on_bucket_made, NULL);
+    } else {
+        rc = zkstore_create_parents(ds->d->zs, job_path, NULL, NULL);
+    }
+    if (rc == ZOK)
+        buckets_add(ds->buckets, leaf);
+    return rc;
+}
+
 static int send_put(struct put *p)
 {
     new_uid(p->ds, p->jn.uid);
     if (layout_job_path(p->path, sizeof p->path, root(p->ds), p->q->cfg->name, &p->jn) != 0)
         return ZBADARGUMENTS;
     p->tries++;
-    return add_create(p);
+    int rc = prepare_bucket(p->ds, p->path);
+    return rc == ZOK ? add_create(p) : rc;
 }
 
 /* The job is in our mirror (due soon, its queue has consumers): keep its payload, so that
@@ -1044,7 +1083,7 @@ static void on_put(const struct zk_result *res, void *ctx)
     int rc = res->rc;
     if (rc == ZNONODE && !p->made_parents) {
         /* First job in this bucket: create the bucket path, then the job again. */
-        p->made_parents = 1;
+        p->made_parents = 1; /* known to us, but deleted meanwhile (empty past bucket) */
         rc = zkstore_create_parents(p->ds->d->zs, p->path, NULL, NULL);
         if (rc == ZOK && (rc = add_create(p)) == ZOK)
             return;
@@ -1341,10 +1380,11 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     heap_init(&ds->leases, lease_less, job_setpos);
     /* Locks and puts wait for nothing but ZooKeeper; settles hold consumers' replies. */
     int inflight = getenv("DEFERD_TXN_INFLIGHT") ? atoi(getenv("DEFERD_TXN_INFLIGHT")) : 4;
+    ds->buckets = buckets_new(4096);
     ds->locks = txnbatch_new(d->base, d->zs, "locks", inflight);
     ds->settles = txnbatch_new(d->base, d->zs, "settles", inflight);
     ds->puts = txnbatch_new(d->base, d->zs, "puts", inflight);
-    if (!ds->locks || !ds->settles || !ds->puts) {
+    if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets) {
         dispatcher_free(ds);
         return NULL;
     }
@@ -1379,6 +1419,7 @@ void dispatcher_free(struct dispatcher *ds)
     txnbatch_free(ds->locks);
     txnbatch_free(ds->settles);
     txnbatch_free(ds->puts);
+    buckets_free(ds->buckets);
     free(ds->queues);
     free(ds);
 }
