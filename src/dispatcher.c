@@ -14,10 +14,15 @@
 #include "pending.h"
 #include "protocol.h"
 #include "server.h"
+#include "txnbatch.h"
 #include "units.h"
 #include "zkstore.h"
 
 #define RETRY_MS 1000 /* after a ZooKeeper error, try a job again this much later */
+/* Payloads of jobs this daemon put and will deliver soon stay in memory, so that delivery
+ * needs no read: up to this much per job and in all. */
+#define KEEP_PAYLOAD_MAX (64 * 1024)
+#define KEEP_PAYLOADS_TOTAL (64 * 1024 * 1024)
 
 struct dispatcher {
     struct deferd *d;
@@ -32,6 +37,10 @@ struct dispatcher {
     struct event *kick;         /* dispatches queues flagged by kick() once per loop turn */
     struct heap leases;         /* INFLIGHT jobs by their next lease event */
     struct settle *held;        /* acks/nacks waiting for the connection to come back */
+    /* Transactions of many jobs go to ZooKeeper as few multis (txnbatch.h). */
+    struct txnbatch *locks, *settles, *puts;
+    size_t payload_bytes;       /* held in jobs */
+    unsigned long long reads;   /* payloads read from ZooKeeper at delivery */
 };
 
 static void dispatch(struct dispatcher *ds, struct dqueue *q);
@@ -193,6 +202,7 @@ static void free_job(struct dispatcher *ds, struct job *job)
     mirror_job_freed(job);
     HASH_DEL(ds->jobs, job);
     free(job->path);
+    ds->payload_bytes -= job->payload ? job->len : 0;
     free(job->payload);
     free(job);
 }
@@ -287,11 +297,16 @@ struct lock_paths {
     char owner[LAYOUT_PATH_MAX + 32];
 };
 
+/* The owner node is created sequential: its suffix is the job's cversion at that moment,
+ * which counts the job's deliveries (see on_locked) with no read. OWNER_SEQ_UNKNOWN gives
+ * the prefix to create it with. */
 static void lock_paths(const struct job *job, struct lock_paths *lp)
 {
     lock_path(job, lp->lock, sizeof lp->lock);
-    snprintf(lp->owner, sizeof lp->owner, "%s/" LAYOUT_OWNER "%llx", job->path,
-             (unsigned long long)job->lock_session);
+    int n = snprintf(lp->owner, sizeof lp->owner, "%s/" LAYOUT_OWNER "%llx-", job->path,
+                     (unsigned long long)job->lock_session);
+    if (job->owner_seq != OWNER_SEQ_UNKNOWN && n > 0 && (size_t)n < sizeof lp->owner)
+        snprintf(lp->owner + n, sizeof lp->owner - (size_t)n, "%010u", job->owner_seq);
 }
 
 /* Every ZooKeeper call made for a job holds it; a job that vanished meanwhile is freed
@@ -321,6 +336,7 @@ static void retry_later(struct dispatcher *ds, struct job *job, const char *what
 
 static void release_lock(struct dispatcher *ds, struct job *job);
 static void on_lock_checked(const struct zk_result *res, void *ctx);
+static void on_released(const struct zk_result *res, void *ctx);
 
 static void watch_lock(struct dispatcher *ds, struct job *job)
 {
@@ -334,27 +350,13 @@ static void watch_lock(struct dispatcher *ds, struct job *job)
 
 static void bury_locked(struct dispatcher *ds, struct job *job);
 
-static void on_fetched(const struct zk_result *res, void *ctx)
+/* Locked, payload at hand: push it to its consumer and start the lease. */
+static void deliver(struct dispatcher *ds, struct job *job)
 {
-    struct job *job = ctx;
-    struct dispatcher *ds = job->q->ds;
-    if (res->rc != ZOK) {
-        log_warn("queue %s: job %s: reading its data failed: %s", job->q->cfg->name, job->id,
-                 zerror(res->rc));
+    if (!job->owner) {
         release_lock(ds, job);
         return;
     }
-    /* Each delivery creates two children (lock, owner) and deletes them again, so the
-     * job's cversion counts attempts durably at no extra write: ours left it at 4n - 2. */
-    job->attempt = job->jn.prior_attempts + (uint32_t)((res->stat.cversion + 2) / 4);
-    free(job->payload);
-    job->len = (size_t)res->datalen;
-    job->payload = malloc(job->len ? job->len : 1);
-    if (!job->owner || !job->payload) {
-        release_lock(ds, job);
-        return;
-    }
-    memcpy(job->payload, res->data, job->len);
     if (job->attempt > job->q->cfg->max_attempts) {
         bury_locked(ds, job);
         return;
@@ -366,12 +368,65 @@ static void on_fetched(const struct zk_result *res, void *ctx)
     log_debug("queue %s: job %s attempt %u delivered", job->q->cfg->name, job->id, job->attempt);
 }
 
+static void on_fetched(const struct zk_result *res, void *ctx)
+{
+    struct job *job = ctx;
+    struct dispatcher *ds = job->q->ds;
+    if (res->rc != ZOK) {
+        log_warn("queue %s: job %s: reading its data failed: %s", job->q->cfg->name, job->id,
+                 zerror(res->rc));
+        release_lock(ds, job);
+        return;
+    }
+    if (!job->payload) {
+        job->len = (size_t)res->datalen;
+        if (!(job->payload = malloc(job->len ? job->len : 1))) {
+            release_lock(ds, job);
+            return;
+        }
+        memcpy(job->payload, res->data, job->len);
+        ds->payload_bytes += job->len;
+    }
+    deliver(ds, job);
+}
+
+/* Each delivery creates two children (lock, then owner). A sequential name's suffix is the
+ * number of children the parent has ever had created (ZooKeeper's internal cversion, which
+ * deletes do not move), so the n-th delivery's owner node gets 2(n - 1) + 1: attempts are
+ * counted durably at no extra write and no read. */
+static int owner_locked(struct job *job, const struct zk_result *res)
+{
+    const char *name = res->op_path ? res->op_path[2] : NULL;
+    size_t n = name ? strlen(name) : 0;
+    char *end;
+    if (n < 10)
+        return -1;
+    unsigned long seq = strtoul(name + n - 10, &end, 10);
+    if (*end || seq > UINT32_MAX - 4)
+        return -1;
+    job->owner_seq = (uint32_t)seq;
+    job->attempt = job->jn.prior_attempts + (uint32_t)((seq + 1) / 2);
+    return 0;
+}
+
 static void on_locked(const struct zk_result *res, void *ctx)
 {
     struct job *job = ctx;
     struct dispatcher *ds = job->q->ds;
     if (res->rc == ZOK) {
         job->gone = 0; /* the check inside the transaction just proved it exists */
+        if (owner_locked(job, res) != 0) {
+            log_error("queue %s: job %s: no sequence in our owner node's name", job->q->cfg->name,
+                      job->id);
+            job->owner_seq = OWNER_SEQ_UNKNOWN;
+            release_lock(ds, job);
+            return;
+        }
+        if (job->payload) {
+            deliver(ds, job);
+            return;
+        }
+        ds->reads++;
         int rc = zkstore_get(ds->d->zs, job->path, on_fetched, job);
         if (rc != ZOK)
             release_lock(ds, job);
@@ -395,17 +450,18 @@ static void lock_job(struct dispatcher *ds, struct job *job, struct consumer *c)
 {
     struct lock_paths lp;
     job->lock_session = ds->d->session_id;
+    job->owner_seq = OWNER_SEQ_UNKNOWN;
     lock_paths(job, &lp);
     const struct zk_txn_op ops[] = {
         {.kind = ZT_CHECK, .path = job->path, .version = -1},
         {.kind = ZT_CREATE, .path = lp.lock, .data = ds->ident, .len = strlen(ds->ident),
          .ephemeral = 1},
-        {.kind = ZT_CREATE, .path = lp.owner, .ephemeral = 1},
+        {.kind = ZT_CREATE, .path = lp.owner, .ephemeral = 1, .sequential = 1},
     };
     job->state = JS_LOCKING;
     job->uncertain = 0;
     consumer_hold(c, job);
-    int rc = zkstore_multi(ds->d->zs, ops, 3, on_locked, job);
+    int rc = txnbatch_add(ds->locks, ops, 3, on_locked, job);
     if (rc != ZOK)
         retry_later(ds, job, "sending the lock transaction", rc);
 }
@@ -434,6 +490,52 @@ static void on_released(const struct zk_result *res, void *ctx)
         make_ready(ds, job);
 }
 
+static void on_owner_listed(const struct zk_result *res, void *ctx)
+{
+    struct job *job = ctx;
+    struct dispatcher *ds = job->q->ds;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, LAYOUT_OWNER "%llx-", (unsigned long long)job->lock_session);
+    size_t n = strlen(prefix);
+    for (int i = 0; res->rc == ZOK && i < res->nchildren; i++) {
+        const char *name = res->children[i];
+        char *end;
+        unsigned long seq;
+        if (strncmp(name, prefix, n) == 0 && strlen(name + n) == 10 &&
+            (seq = strtoul(name + n, &end, 10)) < OWNER_SEQ_UNKNOWN && !*end) {
+            job->owner_seq = (uint32_t)seq;
+            release_lock(ds, job);
+            return;
+        }
+    }
+    if (res->rc == ZNONODE) {
+        if (!job_settled_gone(ds, job))
+            free_job(ds, job);
+        return;
+    }
+    if (res->rc != ZOK) {
+        retry_later(ds, job, "looking for our owner node", res->rc);
+        return;
+    }
+    /* Our lock (we only get here after seeing it ours) without its owner node, deleted
+     * by hand: delete the lock alone. */
+    char lock[LAYOUT_PATH_MAX + 8];
+    lock_path(job, lock, sizeof lock);
+    const struct zk_txn_op op = {.kind = ZT_DELETE, .path = lock, .version = -1};
+    int rc = txnbatch_add(ds->settles, &op, 1, on_released, job);
+    if (rc != ZOK)
+        retry_later(ds, job, "releasing the lock", rc);
+}
+
+/* Lists the job's children to learn our owner node's name. */
+static void find_owner(struct dispatcher *ds, struct job *job)
+{
+    set_busy(job, JS_SETTLING);
+    int rc = zkstore_children(ds->d->zs, job->path, 0, on_owner_listed, job);
+    if (rc != ZOK)
+        retry_later(ds, job, "looking for our owner node", rc);
+}
+
 /* Gives up our lock so that the job is delivered again (attempt + 1). */
 static void release_lock(struct dispatcher *ds, struct job *job)
 {
@@ -445,12 +547,16 @@ static void release_lock(struct dispatcher *ds, struct job *job)
         watch_lock(ds, job);
         return;
     }
+    if (job->owner_seq == OWNER_SEQ_UNKNOWN) { /* a lock whose answer we never got */
+        find_owner(ds, job);
+        return;
+    }
     const struct zk_txn_op ops[] = {
         {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
         {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
     };
     set_busy(job, JS_SETTLING);
-    int rc = zkstore_multi(ds->d->zs, ops, 2, on_released, job);
+    int rc = txnbatch_add(ds->settles, ops, 2, on_released, job);
     if (rc != ZOK)
         retry_later(ds, job, "releasing the lock", rc);
 }
@@ -583,7 +689,7 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
     };
     int n = st->op == SETTLE_ACK ? 3 : st->has_delay ? 4 : 2;
     set_busy(job, JS_SETTLING);
-    return zkstore_multi(ds->d->zs, ops, n, on_settled, st);
+    return txnbatch_add(ds->settles, ops, n, on_settled, st);
 }
 
 /* The session that held the lock is over (LOST while the call was in flight). */
@@ -883,13 +989,36 @@ struct put {
 
 static void on_put(const struct zk_result *res, void *ctx);
 
+static int add_create(struct put *p)
+{
+    const struct zk_txn_op op = {.kind = ZT_CREATE, .path = p->path, .data = p->payload,
+                                 .len = p->len};
+    return txnbatch_add(p->ds->puts, &op, 1, on_put, p);
+}
+
 static int send_put(struct put *p)
 {
     new_uid(p->ds, p->jn.uid);
     if (layout_job_path(p->path, sizeof p->path, root(p->ds), p->q->cfg->name, &p->jn) != 0)
         return ZBADARGUMENTS;
     p->tries++;
-    return zkstore_create(p->ds->d->zs, p->path, p->payload, p->len, 0, on_put, p);
+    return add_create(p);
+}
+
+/* The job is in our mirror (due soon, its queue has consumers): keep its payload, so that
+ * delivering it needs no read. Payloads never change once written. */
+static void keep_payload(struct put *p)
+{
+    struct dispatcher *ds = p->ds;
+    struct job *job;
+    HASH_FIND_STR(ds->jobs, p->path, job);
+    if (!job || job->payload || p->len > KEEP_PAYLOAD_MAX ||
+        ds->payload_bytes + p->len > KEEP_PAYLOADS_TOTAL)
+        return;
+    job->payload = p->payload;
+    job->len = p->len;
+    ds->payload_bytes += p->len;
+    p->payload = NULL;
 }
 
 static void put_done(struct put *p, int rc)
@@ -900,6 +1029,7 @@ static void put_done(struct put *p, int rc)
         reply_ok(p->r, id);
         pending_changed(p->q, +1);
         mirror_job_created(p->ds->d->mirror, p->q, p->path);
+        keep_payload(p);
     } else {
         log_warn("queue %s: put to %s failed: %s", p->q->cfg->name, p->path, zerror(rc));
         reply_err(p->r, PE_UNAVAILABLE, "ZooKeeper did not store the job: %s", zerror(rc));
@@ -916,8 +1046,7 @@ static void on_put(const struct zk_result *res, void *ctx)
         /* First job in this bucket: create the bucket path, then the job again. */
         p->made_parents = 1;
         rc = zkstore_create_parents(p->ds->d->zs, p->path, NULL, NULL);
-        if (rc == ZOK && (rc = zkstore_create(p->ds->d->zs, p->path, p->payload, p->len, 0,
-                                              on_put, p)) == ZOK)
+        if (rc == ZOK && (rc = add_create(p)) == ZOK)
             return;
     } else if (rc == ZNODEEXISTS && p->tries < 3) {
         if ((rc = send_put(p)) == ZOK)
@@ -984,6 +1113,7 @@ struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const c
     job->q = q;
     job->jn = *jn;
     job->heap_pos = HEAP_NONE;
+    job->owner_seq = OWNER_SEQ_UNKNOWN;
     job->seq = ++ds->seq;
     job->state = JS_HELD; /* not in a heap yet */
     HASH_ADD_KEYPTR(hh, ds->jobs, job->path, strlen(job->path), job);
@@ -1144,12 +1274,31 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
         ready += job->state == JS_READY;
         delayed += job->state == JS_DELAYED;
     }
-    int n = snprintf(buf, len, " jobs_known=%u delayed=%zu ready=%zu inflight=%zu",
-                     HASH_COUNT(ds->jobs), delayed, ready, inflight);
+    unsigned long long items[3], multis[3], lists, names;
+    mirror_counts(ds->d->mirror, &lists, &names);
+    txnbatch_counts(ds->puts, &items[0], &multis[0]);
+    txnbatch_counts(ds->locks, &items[1], &multis[1]);
+    txnbatch_counts(ds->settles, &items[2], &multis[2]);
+    int n = snprintf(buf, len,
+                     " jobs_known=%u delayed=%zu ready=%zu inflight=%zu listing_max_bytes=%zu"
+                     " listings=%llu listed_names=%llu payload_reads=%llu payload_bytes=%zu"
+                     " txn.puts=%llu/%llu txn.locks=%llu/%llu txn.settles=%llu/%llu",
+                     HASH_COUNT(ds->jobs), delayed, ready, inflight,
+                     mirror_listing_max(ds->d->mirror), lists, names, ds->reads, ds->payload_bytes, items[0], multis[0], items[1],
+                     multis[1], items[2], multis[2]);
     for (size_t i = 0; i < ds->nqueues && n > 0 && (size_t)n < len; i++)
         if (ds->queues[i].cfg->max_pending && ds->queues[i].count_ready)
             n += snprintf(buf + n, len - (size_t)n, " pending.%s=%lld",
                           ds->queues[i].cfg->name, (long long)pending_estimate(&ds->queues[i]));
+}
+
+void dispatcher_close(struct dispatcher *ds)
+{
+    if (!ds)
+        return;
+    txnbatch_close(ds->puts);
+    txnbatch_close(ds->settles);
+    txnbatch_close(ds->locks);
 }
 
 struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name)
@@ -1190,6 +1339,15 @@ struct dispatcher *dispatcher_new(struct deferd *d)
         heap_init(&q->ready, ready_less, job_setpos);
     }
     heap_init(&ds->leases, lease_less, job_setpos);
+    /* Locks and puts wait for nothing but ZooKeeper; settles hold consumers' replies. */
+    int inflight = getenv("DEFERD_TXN_INFLIGHT") ? atoi(getenv("DEFERD_TXN_INFLIGHT")) : 4;
+    ds->locks = txnbatch_new(d->base, d->zs, "locks", inflight);
+    ds->settles = txnbatch_new(d->base, d->zs, "settles", inflight);
+    ds->puts = txnbatch_new(d->base, d->zs, "puts", inflight);
+    if (!ds->locks || !ds->settles || !ds->puts) {
+        dispatcher_free(ds);
+        return NULL;
+    }
     return ds;
 }
 
@@ -1218,6 +1376,9 @@ void dispatcher_free(struct dispatcher *ds)
         event_free(ds->timer);
     if (ds->kick)
         event_free(ds->kick);
+    txnbatch_free(ds->locks);
+    txnbatch_free(ds->settles);
+    txnbatch_free(ds->puts);
     free(ds->queues);
     free(ds);
 }

@@ -17,6 +17,8 @@ struct reply;
 struct proto_request;
 struct queue_config;
 
+#define OWNER_SEQ_UNKNOWN UINT32_MAX
+
 enum job_state {
     JS_DELAYED,   /* in the delay heap */
     JS_READY,     /* in the ready heap */
@@ -37,6 +39,7 @@ struct job {
     int gone;                   /* vanished from ZooKeeper while busy */
     int uncertain;              /* an ack/nack's outcome is unknown: verify the lock first */
     int64_t lock_session;       /* session that took the lock (names the owner node) */
+    uint32_t owner_seq;         /* the owner node's sequence suffix; OWNER_SEQ_UNKNOWN */
     size_t heap_pos;
     int64_t wake_ms;            /* delay heap key: due time, or a retry time */
     uint64_t seq;               /* creation order, last tie-break */
@@ -72,6 +75,8 @@ struct dqueue {
 struct dispatcher;
 
 struct dispatcher *dispatcher_new(struct deferd *d);
+/* At exit, before the store closes: transactions not sent yet fail (ZCLOSING). */
+void dispatcher_close(struct dispatcher *ds);
 void dispatcher_free(struct dispatcher *ds);
 struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name);
 struct consumer_ring *dispatcher_ring(struct dqueue *q);

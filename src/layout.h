@@ -17,7 +17,7 @@ extern const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1]; /* [1..3] used */
 #define LAYOUT_ID_MAX 200
 #define LAYOUT_DUE_MAX 9999999999999ULL /* year 2286; keeps names 13 digits or less */
 #define LAYOUT_LOCK "lock"
-#define LAYOUT_OWNER "owner-" /* + the holding session id in hex */
+#define LAYOUT_OWNER "owner-" /* + the holding session id in hex, '-', 10-digit sequence */
 
 struct job_name {
     uint64_t due_ms;

@@ -116,14 +116,15 @@ static int run(struct deferd *d)
     int rc = 1;
     if (!sigs[0] || !sigs[1] || evsignal_add(sigs[0], NULL) || evsignal_add(sigs[1], NULL))
         goto out;
+    /* The store first: the others send through it. Its events wait for the loop. */
+    d->zs = zkstore_new(d->base, d->cfg, on_watch, on_session, d);
+    if (!d->zs)
+        goto out;
     d->mirror = mirror_new(d);
     d->dispatcher = dispatcher_new(d);
     d->session = session_new(d);
     d->pending = pending_new(d);
     if (!d->mirror || !d->dispatcher || !d->session || !d->pending)
-        goto out;
-    d->zs = zkstore_new(d->base, d->cfg, on_watch, on_session, d);
-    if (!d->zs)
         goto out;
     d->server = server_new(d);
     if (!d->server)
@@ -134,6 +135,7 @@ static int run(struct deferd *d)
     rc = d->exit_status;
 out:
     server_free(d->server);   /* closes clients: their jobs are released first */
+    dispatcher_close(d->dispatcher);
     zkstore_free(d->zs);      /* ends the session: remaining locks vanish at once */
     dispatcher_free(d->dispatcher);
     mirror_free(d->mirror);

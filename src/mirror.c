@@ -16,10 +16,13 @@
 
 #define RETRY_MS 1000
 #define GC_GRACE_MS 2000 /* an empty bucket this far in the past is deleted */
-/* A busy bucket is re-listed at most this often: every change fires its watch, and a
- * re-list per change would cost O(bucket) each time (Curator's quadratic trap). Jobs this
- * daemon writes are entered directly, so only other writers' jobs can wait this long. */
+/* A busy bucket is re-listed at most every RELIST_MIN_MS plus 1 ms per RELIST_NAMES_PER_MS
+ * names it held (plus more while it is not due yet): every change fires its watch, and a re-list per change would cost
+ * O(bucket) each time (Curator's quadratic trap). Jobs this daemon writes are entered
+ * directly and deletions show when a lock fails, so only other writers' new jobs wait. */
 #define RELIST_MIN_MS 20
+#define RELIST_NAMES_PER_MS 20
+#define RELIST_MAX_AHEAD_MS 1000 /* and a quarter of the time until it is due, up to this */
 
 /* A bucket directory (or the queue's jobs/ directory at level 0). */
 struct dir {
@@ -34,6 +37,7 @@ struct dir {
     struct job *jobs;           /* level 3 only */
     unsigned gen;
     int listing, dirty, removed, loaded;
+    int names;                  /* in the last listing */
     int64_t listed_at;          /* wall ms of the last listing request */
     int64_t load_at;            /* wall ms, key of the pending heap */
     size_t pend_pos;
@@ -49,9 +53,12 @@ struct mirror {
     struct dir *dirs;
     struct heap pending;        /* dirs waiting to be (re)listed, by load_at */
     struct foreign *foreign;
+    size_t listing_max;         /* bytes of the largest listing so far, as on the wire */
+    unsigned long long listings, listed_names;
 };
 
 static void load(struct mirror *m, struct dir *dir);
+static void relist(struct mirror *m, struct dir *dir);
 
 static int pending_less(const void *a, const void *b)
 {
@@ -244,9 +251,11 @@ static void collect(struct mirror *m, struct dir *dir, int nchildren)
 static void apply_listing(struct mirror *m, struct dir *dir, const struct zk_result *res)
 {
     char path[LAYOUT_PATH_MAX];
+    size_t bytes = 0;
     dir->gen++;
     for (int i = 0; i < res->nchildren; i++) {
         const char *name = res->children[i];
+        bytes += 4 + strlen(name);
         if (snprintf(path, sizeof path, "%s/%s", dir->path, name) >= (int)sizeof path)
             continue;
         if (dir->level == LAYOUT_DEPTH)
@@ -254,6 +263,10 @@ static void apply_listing(struct mirror *m, struct dir *dir, const struct zk_res
         else
             dir_listed(m, dir, path, name);
     }
+    if (bytes > m->listing_max)
+        m->listing_max = bytes;
+    m->listings++;
+    m->listed_names += (unsigned)res->nchildren;
     sweep(m, dir);
     collect(m, dir, res->nchildren);
     if (dir->level == LAYOUT_DEPTH)
@@ -286,10 +299,11 @@ static void on_list(const struct zk_result *res, void *ctx)
         return;
     }
     dir->loaded = 1;
+    dir->names = res->nchildren;
     apply_listing(m, dir, res);
-    if (dir->dirty) {
+    if (dir->dirty) { /* changed while we listed: again, but not at once */
         dir->dirty = 0;
-        load(m, dir);
+        relist(m, dir);
     }
 }
 
@@ -312,6 +326,18 @@ static void load(struct mirror *m, struct dir *dir)
     dir->listing = 1;
 }
 
+static void relist(struct mirror *m, struct dir *dir)
+{
+    /* Others' new jobs in a bucket due later can wait longer to be seen. */
+    int64_t now = units_wall_ms(), ahead = (dir->start_ms - now) / 4;
+    ahead = ahead < 0 ? 0 : ahead > RELIST_MAX_AHEAD_MS ? RELIST_MAX_AHEAD_MS : ahead;
+    int64_t due = dir->listed_at + RELIST_MIN_MS + ahead + dir->names / RELIST_NAMES_PER_MS;
+    if (now >= due)
+        load(m, dir);
+    else if (dir->pend_pos == HEAP_NONE || dir->load_at > due)
+        defer_load(m, dir, due);
+}
+
 int mirror_on_watch(struct mirror *m, const char *path)
 {
     struct dir *dir;
@@ -321,12 +347,20 @@ int mirror_on_watch(struct mirror *m, const char *path)
     if (!dir->loaded && !dir->listing)
         return 1;
     /* Children changed or the node went: the next listing tells which. */
-    int64_t due = dir->listed_at + RELIST_MIN_MS;
-    if (dir->listing || units_wall_ms() >= due)
-        load(m, dir);
-    else if (dir->pend_pos == HEAP_NONE)
-        defer_load(m, dir, due);
+    if (dir->listing)
+        dir->dirty = 1;
+    else
+        relist(m, dir);
     return 1;
+}
+
+size_t mirror_listing_max(const struct mirror *m) { return m->listing_max; }
+
+void mirror_counts(const struct mirror *m, unsigned long long *listings,
+                   unsigned long long *names)
+{
+    *listings = m->listings;
+    *names = m->listed_names;
 }
 
 int64_t mirror_next(const struct mirror *m)

@@ -3,6 +3,7 @@
 #ifndef DEFERD_MIRROR_H
 #define DEFERD_MIRROR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct deferd;
@@ -24,6 +25,11 @@ void mirror_job_freed(struct job *job);                    /* unlink from its bu
 void mirror_resync(struct mirror *m);                      /* re-list everything loaded */
 void mirror_reset(struct mirror *m);                       /* forget everything: session lost */
 /* This daemon just created PATH: enter it now if its bucket is followed. */
-void mirror_job_created(struct mirror *m, struct dqueue *q, const char *path);                      /* re-list everything loaded */
+void mirror_job_created(struct mirror *m, struct dqueue *q, const char *path);
+/* Bytes of the largest child listing received (names plus their 4-byte lengths). */
+size_t mirror_listing_max(const struct mirror *m);
+/* Listings received and names they held, for STATS. */
+void mirror_counts(const struct mirror *m, unsigned long long *listings,
+                   unsigned long long *names);
 
 #endif

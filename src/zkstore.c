@@ -39,9 +39,9 @@ struct zk_msg {
     zk_done_fn done;
     void *ctx;
     struct zk_result res;
-    zoo_op_t ops[ZK_MULTI_MAX];
-    zoo_op_result_t op_res[ZK_MULTI_MAX];
-    char *strings[2 * ZK_MULTI_MAX];   /* copies kept alive until the completion */
+    zoo_op_t *ops;                     /* multi */
+    zoo_op_result_t *op_res;
+    char **strings;                    /* 2 per op: copies kept alive until the completion */
     /* MSG_WATCH / MSG_SESSION / MSG_HANDLE */
     unsigned gen;
     zhandle_t *zh;                     /* MSG_HANDLE: the new handle, NULL if it failed */
@@ -60,8 +60,15 @@ static void free_msg(struct zk_msg *m)
     for (int i = 0; i < m->res.nchildren; i++)
         free(m->res.children[i]);
     free(m->res.children);
-    for (size_t i = 0; i < sizeof m->strings / sizeof m->strings[0]; i++)
+    for (int i = 0; m->strings && i < 2 * m->res.nops; i++)
         free(m->strings[i]);
+    free(m->strings);
+    free(m->ops);
+    free(m->op_res);
+    free(m->res.op_err);
+    for (int i = 0; m->res.op_path && i < m->res.nops; i++)
+        free(m->res.op_path[i]);
+    free(m->res.op_path);
     free(m->path);
     free(m);
 }
@@ -300,16 +307,26 @@ int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_
     struct zk_msg *m = new_result(zs, done, ctx);
     if (!m)
         return ZSYSTEMERROR;
+    m->ops = calloc((size_t)nops, sizeof *m->ops);
+    m->op_res = calloc((size_t)nops, sizeof *m->op_res);
+    m->strings = calloc(2 * (size_t)nops, sizeof *m->strings);
+    m->res.op_err = calloc((size_t)nops, sizeof *m->res.op_err);
+    m->res.op_path = calloc((size_t)nops, sizeof *m->res.op_path);
+    if (!m->ops || !m->op_res || !m->strings || !m->res.op_err || !m->res.op_path)
+        return sent(m, ZSYSTEMERROR);
     m->res.nops = nops;
     for (int i = 0; i < nops; i++) {
         const struct zk_txn_op *o = &ops[i];
         char *path = m->strings[2 * i] = strdup(o->path);
         char *data = m->strings[2 * i + 1] = o->kind == ZT_CREATE ? copy_bytes(o->data, o->len) : NULL;
-        if (!path || (o->kind == ZT_CREATE && !data))
+        size_t namelen = o->sequential ? strlen(o->path) + 16 : 0;
+        char *name = m->res.op_path[i] = namelen ? calloc(1, namelen) : NULL;
+        if (!path || (o->kind == ZT_CREATE && !data) || (namelen && !name))
             return sent(m, ZSYSTEMERROR);
+        int flags = (o->ephemeral ? ZOO_EPHEMERAL : 0) | (o->sequential ? ZOO_SEQUENCE : 0);
         if (o->kind == ZT_CREATE)
             zoo_create_op_init(&m->ops[i], path, data, (int)o->len, &ZOO_OPEN_ACL_UNSAFE,
-                               o->ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT, NULL, 0);
+                               flags, name, (int)namelen);
         else if (o->kind == ZT_DELETE)
             zoo_delete_op_init(&m->ops[i], path, o->version);
         else

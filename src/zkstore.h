@@ -11,7 +11,8 @@
 struct event_base;
 struct config;
 
-#define ZK_MULTI_MAX 8
+/* Operations in one transaction: a batch of up to 128 jobs of at most 4 operations each. */
+#define ZK_MULTI_MAX 512
 
 struct zk_result {
     int rc;                    /* ZOK or a ZooKeeper error code */
@@ -22,7 +23,8 @@ struct zk_result {
     char **children;           /* get_children: copies */
     int nchildren;
     int nops;                  /* multi: per-operation results */
-    int op_err[ZK_MULTI_MAX];
+    int *op_err;
+    char **op_path;            /* multi: name a sequential create got (NULL for others) */
 };
 
 typedef void (*zk_done_fn)(const struct zk_result *r, void *ctx);
@@ -36,6 +38,7 @@ struct zk_txn_op {
     const void *data;
     size_t len;
     int ephemeral;
+    int sequential;            /* create: ZooKeeper appends the parent's cversion (10 digits) */
     int version;               /* delete/check, -1 = any */
 };
 

@@ -1,0 +1,267 @@
+#include "txnbatch.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+#define BATCH_ITEMS_MAX 128
+#define BATCH_BYTES_MAX (512 * 1024) /* well inside ZooKeeper's 1 MB packet limit */
+
+struct txn_item {
+    struct txn_item *next;
+    struct zk_txn_op ops[TXN_ITEM_OPS];
+    char *copies[2 * TXN_ITEM_OPS];
+    int nops;
+    size_t bytes;
+    zk_done_fn done;
+    void *ctx;
+};
+
+struct txnbatch {
+    struct zkstore *zs;
+    struct event *flush;
+    const char *name;
+    struct txn_item *head, **tail;  /* waiting to be sent */
+    int inflight, max_inflight;
+    int closing;
+    unsigned long long nitems, nmultis;
+};
+
+/* One multi on its way: its items in order, and the operations it was built from. */
+struct sent {
+    struct txnbatch *b;
+    struct txn_item *items;
+    int nops;
+};
+
+static void free_item(struct txn_item *it)
+{
+    for (int i = 0; i < 2 * TXN_ITEM_OPS; i++)
+        free(it->copies[i]);
+    free(it);
+}
+
+/* Calls the item's DONE with RC and the item's slice of the per-operation errors. */
+static void finish_item(struct txn_item *it, int rc, const int *op_err, char **op_path)
+{
+    int errs[TXN_ITEM_OPS];
+    char *paths[TXN_ITEM_OPS] = {0};
+    for (int i = 0; i < it->nops; i++) {
+        errs[i] = op_err ? op_err[i] : rc;
+        paths[i] = op_path ? op_path[i] : NULL;
+    }
+    struct zk_result r = {.rc = rc, .nops = it->nops, .op_err = errs, .op_path = paths};
+    if (it->done)
+        it->done(&r, it->ctx);
+    free_item(it);
+}
+
+static void schedule_flush(struct txnbatch *b)
+{
+    if (b->head && b->inflight < b->max_inflight && !b->closing)
+        event_active(b->flush, 0, 0);
+}
+
+/* Puts ITEMS (a list) back in front of the waiting ones, in their order. */
+static void requeue(struct txnbatch *b, struct txn_item *items)
+{
+    if (!items)
+        return;
+    struct txn_item *last = items;
+    while (last->next)
+        last = last->next;
+    last->next = b->head;
+    if (!b->head)
+        b->tail = &last->next;
+    b->head = items;
+}
+
+/* The operation that failed a multi: the first with an error of its own (the others carry
+ * ZOK or ZRUNTIMEINCONSISTENCY). -1 when the multi never reached the data (connection). */
+static int culprit(const struct zk_result *res, int nops)
+{
+    if (!res->op_err || res->nops != nops)
+        return -1;
+    for (int i = 0; i < nops; i++)
+        if (res->op_err[i] != ZOK && res->op_err[i] != ZRUNTIMEINCONSISTENCY)
+            return i;
+    return -1;
+}
+
+static void on_multi(const struct zk_result *res, void *ctx)
+{
+    struct sent *s = ctx;
+    struct txnbatch *b = s->b;
+    struct txn_item *items = s->items;
+    int bad = res->rc == ZOK ? -1 : culprit(res, s->nops);
+    b->inflight--;
+    free(s);
+    if (res->rc != ZOK && bad >= 0) {
+        /* One item failed: it alone gets its error; the rest were rolled back, go again. */
+        struct txn_item **pp = &items, *it;
+        int first = 0;
+        while ((it = *pp) && first + it->nops <= bad) {
+            first += it->nops;
+            pp = &it->next;
+        }
+        *pp = it->next;
+        requeue(b, items);
+        finish_item(it, res->op_err[bad], res->op_err + first, NULL);
+        schedule_flush(b);
+        return;
+    }
+    int first = 0;
+    for (struct txn_item *it = items, *next; it; it = next) {
+        next = it->next;
+        int ok = res->rc == ZOK && res->op_err && res->op_path;
+        finish_item(it, res->rc, ok ? res->op_err + first : NULL,
+                    ok ? res->op_path + first : NULL);
+        first += it->nops;
+    }
+    schedule_flush(b);
+}
+
+/* Takes the next batch off the waiting list: up to BATCH_ITEMS_MAX items, ZK_MULTI_MAX
+ * operations and BATCH_BYTES_MAX bytes (a bigger item goes alone). */
+static struct txn_item *take(struct txnbatch *b, int *nops)
+{
+    struct txn_item *items = b->head, **pp = &b->head;
+    size_t bytes = 0;
+    int n = 0, ops = 0;
+    while (*pp && n < BATCH_ITEMS_MAX && ops + (*pp)->nops <= ZK_MULTI_MAX &&
+           (n == 0 || bytes + (*pp)->bytes <= BATCH_BYTES_MAX)) {
+        bytes += (*pp)->bytes;
+        ops += (*pp)->nops;
+        n++;
+        pp = &(*pp)->next;
+    }
+    b->head = *pp;
+    if (!b->head)
+        b->tail = &b->head;
+    *pp = NULL;
+    *nops = ops;
+    return items;
+}
+
+static void fail_all(struct txn_item *items, int rc)
+{
+    for (struct txn_item *it = items, *next; it; it = next) {
+        next = it->next;
+        finish_item(it, rc, NULL, NULL);
+    }
+}
+
+static int send_batch(struct txnbatch *b)
+{
+    int nops;
+    struct txn_item *items = take(b, &nops);
+    struct zk_txn_op *ops = malloc((size_t)nops * sizeof *ops);
+    struct sent *s = malloc(sizeof *s);
+    int rc = ZSYSTEMERROR;
+    if (ops && s) {
+        int k = 0;
+        for (struct txn_item *it = items; it; it = it->next)
+            for (int i = 0; i < it->nops; i++)
+                ops[k++] = it->ops[i];
+        *s = (struct sent){.b = b, .items = items, .nops = nops};
+        rc = zkstore_multi(b->zs, ops, nops, on_multi, s);
+    }
+    free(ops);
+    if (rc != ZOK) {
+        free(s);
+        fail_all(items, rc);
+        return rc;
+    }
+    b->inflight++;
+    b->nmultis++;
+    return ZOK;
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct txnbatch *b = arg;
+    while (b->head && b->inflight < b->max_inflight && !b->closing)
+        send_batch(b);
+}
+
+int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_done_fn done,
+                 void *ctx)
+{
+    if (b->closing)
+        return ZCLOSING;
+    if (nops < 1 || nops > TXN_ITEM_OPS)
+        return ZBADARGUMENTS;
+    struct txn_item *it = calloc(1, sizeof *it);
+    if (!it)
+        return ZSYSTEMERROR;
+    for (int i = 0; i < nops; i++) {
+        it->ops[i] = ops[i];
+        char *path = it->copies[2 * i] = strdup(ops[i].path);
+        char *data = NULL;
+        if (ops[i].kind == ZT_CREATE && ops[i].len) {
+            data = it->copies[2 * i + 1] = malloc(ops[i].len);
+            if (data)
+                memcpy(data, ops[i].data, ops[i].len);
+        }
+        if (!path || (ops[i].kind == ZT_CREATE && ops[i].len && !data)) {
+            free_item(it);
+            return ZSYSTEMERROR;
+        }
+        it->ops[i].path = path;
+        it->ops[i].data = data;
+        it->bytes += strlen(path) + ops[i].len + 16;
+    }
+    it->nops = nops;
+    it->done = done;
+    it->ctx = ctx;
+    *b->tail = it;
+    b->tail = &it->next;
+    b->nitems++;
+    schedule_flush(b);
+    return ZOK;
+}
+
+void txnbatch_counts(const struct txnbatch *b, unsigned long long *items,
+                     unsigned long long *multis)
+{
+    *items = b->nitems;
+    *multis = b->nmultis;
+}
+
+struct txnbatch *txnbatch_new(struct event_base *base, struct zkstore *zs, const char *name,
+                              int max_inflight)
+{
+    struct txnbatch *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->zs = zs;
+    b->name = name;
+    b->max_inflight = max_inflight;
+    b->tail = &b->head;
+    if (!(b->flush = event_new(base, -1, 0, on_flush, b))) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+void txnbatch_close(struct txnbatch *b)
+{
+    if (!b || b->closing)
+        return;
+    while (b->head)
+        send_batch(b); /* the store's close sends them before it ends the session */
+    b->closing = 1;
+}
+
+void txnbatch_free(struct txnbatch *b)
+{
+    if (!b)
+        return;
+    txnbatch_close(b);
+    event_free(b->flush);
+    free(b);
+}

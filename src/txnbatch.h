@@ -1,0 +1,46 @@
+/* Batched transactions: many small all-or-nothing transactions (one per job: a put, a lock,
+ * an ack...) sent to ZooKeeper as few multis. ZooKeeper's cost is per request, so 100 jobs
+ * in one multi cost about a tenth of 100 multis.
+ *
+ * Nothing waits to fill a batch: what was added during one loop turn goes out at the end
+ * of that turn. Only when `max_inflight` multis are already on their way do new items wait,
+ * for the first of them to come back; so batches grow with the load and stay single under
+ * light load.
+ *
+ * A multi fails as a whole when one operation fails. The item that failed gets its error;
+ * the others were rolled back and are sent again in the next batch, so each item's outcome
+ * is exactly what it would have been alone. Errors of the connection (unknown outcome,
+ * session gone) go to every item of the multi. */
+#ifndef DEFERD_TXNBATCH_H
+#define DEFERD_TXNBATCH_H
+
+#include <stddef.h>
+
+#include "zkstore.h"
+
+struct event_base;
+
+#define TXN_ITEM_OPS 4
+
+struct txnbatch;
+
+struct txnbatch *txnbatch_new(struct event_base *base, struct zkstore *zs, const char *name,
+                              int max_inflight);
+/* At exit, before the store closes: sends what is waiting (the store's close delivers the
+ * results), and later adds fail with ZCLOSING. */
+void txnbatch_close(struct txnbatch *b);
+/* After the store is freed (its last completions may still name the batch). */
+void txnbatch_free(struct txnbatch *b);
+
+/* Adds one transaction of 1..TXN_ITEM_OPS operations (paths and data are copied). DONE gets
+ * a result whose rc is ZOK or the item's own error, and whose op_err (nops entries) are the
+ * item's operations only. Returns ZOK (DONE will be called exactly once, never from within
+ * this call) or an error (DONE will not be called). */
+int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_done_fn done,
+                 void *ctx);
+
+/* Items added and multis sent so far, for STATS. */
+void txnbatch_counts(const struct txnbatch *b, unsigned long long *items,
+                     unsigned long long *multis);
+
+#endif
