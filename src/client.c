@@ -1,7 +1,13 @@
 /* libdeferd: blocking client for the deferd socket protocol (docs/protocol.md).
  *
  * Input is read into one buffer and parsed from there; a message is consumed only once it
- * has fully arrived, so a timeout in deferd_next_event() never loses or splits a push. */
+ * has fully arrived, so a timeout in deferd_next_event() never loses or splits a push.
+ *
+ * Pipelined puts (deferd_put_send) are appended to an output buffer and written when it is
+ * large or by deferd_put_recv(). The daemon answers in request order, so the n-th reply
+ * belongs to the n-th put not yet answered. Replies that arrive while the client is busy
+ * with something else (writing a full socket buffer, waiting for a push) are set aside in a
+ * queue of results, in order, for deferd_put_recv(). */
 #include "deferd/client.h"
 #include "units.h"
 
@@ -27,6 +33,9 @@
 #define INBUF_MIN 8192
 /* A buffer grown for a big payload is given back once it is empty again. */
 #define INBUF_KEEP (1024 * 1024)
+/* deferd_put_send() writes the queued puts once this many bytes are waiting. */
+#define OUT_FLUSH (64 * 1024)
+#define OUTBUF_KEEP (1024 * 1024)
 
 enum { MSG_NONE = 0, MSG_OK = 1, MSG_ERR = 2, MSG_PUSH = 3 };
 
@@ -35,14 +44,30 @@ struct ev_node {
     deferd_event ev;
 };
 
+/* The reply to a pipelined put, read before deferd_put_recv() asked for it. */
+struct put_result {
+    struct put_result *next;
+    int is_err;
+    char code[32];                  /* ERR code word */
+    char text[];                    /* job id, or the ERR text (code included) */
+};
+
 struct deferd_client {
     int fd;
     int broken;                     /* reply stream may be out of step: refuse further use */
     int timeout_ms;                 /* reply timeout for requests; -1: none */
     char *in;                       /* unconsumed input is in[pos, len) */
     size_t pos, len, cap;
+    size_t in_want;                 /* bytes the message at in[pos] needs; 0: unknown */
     struct ev_node *head, *tail;    /* pushes that arrived while waiting for a reply */
-    char reply[IN_LINE_MAX + 1];    /* text after "OK " of the last reply */
+    char *out;                      /* queued pipelined puts not yet written: out[opos, olen) */
+    size_t opos, olen, ocap;
+    int puts_out;                   /* pipelined puts not yet returned by deferd_put_recv */
+    int nresults;                   /* of which answered already: in rhead..rtail */
+    struct put_result *rhead, *rtail;
+    char reply[IN_LINE_MAX + 1];    /* text after "OK " or "ERR " of the last reply */
+    char reply_code[32];            /* ERR code word of the last reply */
+    size_t reply_hlen;              /* bytes of the last reply line, not consumed yet */
     char err[512];
     char err_code[32];
 };
@@ -202,8 +227,9 @@ static int64_t deadline_after(int timeout_ms)
     return timeout_ms < 0 ? -1 : units_mono_ms() + timeout_ms;
 }
 
-/* deadline: CLOCK_MONOTONIC ms, -1 = wait forever. */
-static int wait_fd(deferd_client *c, short events, int64_t deadline)
+/* deadline: CLOCK_MONOTONIC ms, -1 = wait forever. If revents is not NULL, the events
+ * that happened are stored there. */
+static int poll_fd(deferd_client *c, short events, int64_t deadline, short *revents)
 {
     struct pollfd pfd = { .fd = c->fd, .events = events };
     for (;;) {
@@ -213,13 +239,21 @@ static int wait_fd(deferd_client *c, short events, int64_t deadline)
             ms = left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
         }
         int n = poll(&pfd, 1, ms);
-        if (n > 0)
+        if (n > 0) {
+            if (revents)
+                *revents = pfd.revents;
             return DEFERD_OK;
+        }
         if (n == 0)
             return fail(c, DEFERD_ETIMEDOUT, "timed out waiting for deferd");
         if (errno != EINTR)
             return fail(c, DEFERD_EIO, "poll: %s", strerror(errno));
     }
+}
+
+static int wait_fd(deferd_client *c, short events, int64_t deadline)
+{
+    return poll_fd(c, events, deadline, NULL);
 }
 
 /* Reads what is available (at least one byte) into the buffer. */
@@ -235,6 +269,26 @@ static int fill(deferd_client *c, size_t want, int64_t deadline)
         if (n == 0 || errno == ECONNRESET)
             return fail(c, DEFERD_EIO, "connection closed by deferd");
         if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
+            return fail(c, DEFERD_EIO, "read from deferd: %s", strerror(errno));
+    }
+    return rc;
+}
+
+/* Reads what is available without waiting (nothing is fine). */
+static int read_available(deferd_client *c)
+{
+    int rc = inbuf_room(c, c->in_want);
+    while (rc == DEFERD_OK) {
+        ssize_t n = recv(c->fd, c->in + c->len, c->cap - c->len, MSG_DONTWAIT);
+        if (n > 0) {
+            c->len += (size_t)n;
+            return DEFERD_OK;
+        }
+        if (n == 0 || errno == ECONNRESET)
+            return fail(c, DEFERD_EIO, "connection closed by deferd");
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return DEFERD_OK;
+        if (errno != EINTR)
             return fail(c, DEFERD_EIO, "read from deferd: %s", strerror(errno));
     }
     return rc;
@@ -426,11 +480,13 @@ static int take_state_push(deferd_client *c, char *line, size_t hlen, struct ev_
     return MSG_PUSH;
 }
 
+/* Fills c->reply (and c->reply_code for ERR); the caller consumes c->reply_hlen bytes. */
 static int parse_reply(deferd_client *c, const char *line)
 {
     if (strcmp(line, "OK") == 0 || strncmp(line, "OK ", 3) == 0) {
         const char *text = line[2] ? line + 3 : "";
         memcpy(c->reply, text, strlen(text) + 1);
+        c->reply_code[0] = '\0';
         return MSG_OK;
     }
     if (strncmp(line, "ERR ", 4) == 0) {
@@ -438,19 +494,32 @@ static int parse_reply(deferd_client *c, const char *line)
         size_t clen = strcspn(code, " ");
         if (clen == 0)
             return fail(c, DEFERD_EPROTO, "ERR reply without a code from deferd");
-        if (snprintf(c->err, sizeof c->err, "%s", code) < 0)
-            c->err[0] = '\0';
-        if (clen >= sizeof c->err_code)
-            clen = sizeof c->err_code - 1;
-        memcpy(c->err_code, code, clen);
-        c->err_code[clen] = '\0';
+        memcpy(c->reply, code, strlen(code) + 1);
+        if (clen >= sizeof c->reply_code)
+            clen = sizeof c->reply_code - 1;
+        memcpy(c->reply_code, code, clen);
+        c->reply_code[clen] = '\0';
         return MSG_ERR;
     }
     return fail(c, DEFERD_EPROTO, "unexpected line from deferd: '%.80s'", line);
 }
 
-/* Returns MSG_* for one complete message at the buffer front (consumed), MSG_NONE if more
- * input is needed (*want: bytes needed, 0 if unknown), or a negative DEFERD_E* code. */
+/* Makes the last ERR reply the client's last failure. */
+static int server_error(deferd_client *c, const char *text, const char *code)
+{
+    /* Truncation is fine; using the result tells the compiler so. */
+    if (snprintf(c->err, sizeof c->err, "%s", text) < 0)
+        c->err[0] = '\0';
+    if (snprintf(c->err_code, sizeof c->err_code, "%s", code) < 0)
+        c->err_code[0] = '\0';
+    return DEFERD_ESERVER;
+}
+
+/* Returns MSG_* for one complete message at the buffer front, MSG_NONE if more input is
+ * needed (*want: bytes needed, 0 if unknown), or a negative DEFERD_E* code. A push is
+ * consumed; a reply (MSG_OK, MSG_ERR) is left in c->reply and the caller consumes its
+ * c->reply_hlen bytes once it has kept what it needs, so that running out of memory on
+ * the way never loses a reply. */
 static int take_message(deferd_client *c, struct ev_node **push, size_t *want)
 {
     const char *start = c->in + c->pos;
@@ -478,10 +547,8 @@ static int take_message(deferd_client *c, struct ev_node **push, size_t *want)
         return take_lease_push(c, line, hlen, DEFERD_EV_EXPIRED, push);
     if (strncmp(line, "STATE ", 6) == 0)
         return take_state_push(c, line, hlen, push);
-    int kind = parse_reply(c, line);
-    if (kind > 0)
-        consume(c, hlen);
-    return kind;
+    c->reply_hlen = hlen;
+    return parse_reply(c, line);
 }
 
 /* ---- queue of early pushes ---- */
@@ -505,6 +572,125 @@ static void fifo_pop(deferd_client *c, deferd_event *ev)
     free(node);
 }
 
+/* ---- replies to pipelined puts ---- */
+
+static int unanswered_puts(const deferd_client *c)
+{
+    return c->puts_out - c->nresults;
+}
+
+/* Keeps the reply (kind MSG_OK or MSG_ERR) at the buffer front, in order, for
+ * deferd_put_recv(), then consumes it. A reply nobody asked for is a protocol error. */
+static int keep_put_reply(deferd_client *c, int kind)
+{
+    if (unanswered_puts(c) <= 0)
+        return fail(c, DEFERD_EPROTO, "reply from deferd without a request: '%s%.80s'",
+                    kind == MSG_OK ? "OK " : "ERR ", c->reply);
+    if (kind == MSG_OK && !valid_job_id(c->reply))
+        return fail(c, DEFERD_EPROTO, "bad job id in PUT reply: '%.80s'", c->reply);
+    size_t n = strlen(c->reply);
+    struct put_result *r = malloc(sizeof *r + n + 1);
+    if (r == NULL)
+        return fail(c, DEFERD_ENOMEM, "out of memory for a PUT reply");
+    r->next = NULL;
+    r->is_err = kind == MSG_ERR;
+    memcpy(r->code, c->reply_code, sizeof r->code);
+    memcpy(r->text, c->reply, n + 1);
+    consume(c, c->reply_hlen);
+    if (c->rtail)
+        c->rtail->next = r;
+    else
+        c->rhead = r;
+    c->rtail = r;
+    c->nresults++;
+    return DEFERD_OK;
+}
+
+/* Takes every complete message already buffered: pushes into the event queue, replies
+ * into the queue of put results. Leaves c->in_want set for the message still incomplete. */
+static int take_buffered(deferd_client *c)
+{
+    for (;;) {
+        struct ev_node *node = NULL;
+        int kind = take_message(c, &node, &c->in_want);
+        if (kind == MSG_PUSH) {
+            fifo_push(c, node);
+            continue;
+        }
+        if (kind == MSG_OK || kind == MSG_ERR) {
+            int rc = keep_put_reply(c, kind);
+            if (rc != DEFERD_OK)
+                return rc;
+            continue;
+        }
+        return kind; /* MSG_NONE (DEFERD_OK) or an error */
+    }
+}
+
+/* ---- output buffer of pipelined puts ---- */
+
+static int out_reserve(deferd_client *c, size_t n)
+{
+    if (c->opos > 0) {
+        memmove(c->out, c->out + c->opos, c->olen - c->opos);
+        c->olen -= c->opos;
+        c->opos = 0;
+    }
+    if (n <= c->ocap - c->olen)
+        return DEFERD_OK;
+    if (n > SIZE_MAX / 2 - c->olen)
+        return fail(c, DEFERD_ENOMEM, "request of %zu bytes too large to queue", n);
+    size_t cap = c->ocap ? c->ocap : 16384;
+    while (cap - c->olen < n)
+        cap *= 2;
+    char *p = realloc(c->out, cap);
+    if (p == NULL)
+        return fail(c, DEFERD_ENOMEM, "out of memory queueing a %zu byte request", n);
+    c->out = p;
+    c->ocap = cap;
+    return DEFERD_OK;
+}
+
+/* Writes the queued puts. While the socket buffer is full it waits, and meanwhile reads
+ * whatever deferd sends (replies into the result queue, pushes into the event queue), so
+ * that neither side can stall the other however many puts are in flight.
+ * deadline: CLOCK_MONOTONIC ms, -1: none. A timeout leaves the rest queued, in step. */
+static int flush_out(deferd_client *c, int64_t deadline)
+{
+    while (c->opos < c->olen) {
+        ssize_t n = send(c->fd, c->out + c->opos, c->olen - c->opos,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n >= 0) {
+            c->opos += (size_t)n;
+            continue;
+        }
+        if (errno == EPIPE || errno == ECONNRESET)
+            return fail(c, DEFERD_EIO, "connection closed by deferd");
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return fail(c, DEFERD_EIO, "write to deferd: %s", strerror(errno));
+        short rev = 0;
+        int rc = poll_fd(c, POLLIN | POLLOUT, deadline, &rev);
+        if (rc == DEFERD_OK && (rev & (POLLIN | POLLHUP | POLLERR))) {
+            rc = take_buffered(c); /* also sizes the room needed for the next read */
+            if (rc == DEFERD_OK)
+                rc = read_available(c);
+            if (rc == DEFERD_OK)
+                rc = take_buffered(c);
+        }
+        if (rc != DEFERD_OK)
+            return rc;
+    }
+    c->opos = c->olen = 0;
+    if (c->ocap > OUTBUF_KEEP) {
+        free(c->out);
+        c->out = NULL;
+        c->ocap = 0;
+    }
+    return DEFERD_OK;
+}
+
 /* ---- requests ---- */
 
 static int await_reply(deferd_client *c)
@@ -518,20 +704,32 @@ static int await_reply(deferd_client *c)
             fifo_push(c, node);
             continue;
         }
-        if (kind == MSG_OK)
-            return DEFERD_OK;
-        if (kind == MSG_ERR)
-            return DEFERD_ESERVER;
+        if (kind == MSG_OK || kind == MSG_ERR) {
+            int rc = kind == MSG_OK ? DEFERD_OK : server_error(c, c->reply, c->reply_code);
+            consume(c, c->reply_hlen);
+            return rc;
+        }
         int rc = kind < 0 ? kind : fill(c, want, deadline);
         if (rc != DEFERD_OK)
             return rc;
     }
 }
 
+/* Blocking requests need the reply stream to themselves. */
+static int check_no_puts(deferd_client *c)
+{
+    if (c->puts_out > 0)
+        return fail(c, DEFERD_EARG, "%d pipelined put%s outstanding: call deferd_put_recv "
+                    "first", c->puts_out, c->puts_out == 1 ? "" : "s");
+    return DEFERD_OK;
+}
+
 /* Sends one request and waits for its reply, queueing pushes that come first. */
 static int transact(deferd_client *c, struct iovec *iov, size_t iovcnt)
 {
     int rc = check_usable(c);
+    if (rc == DEFERD_OK)
+        rc = check_no_puts(c);
     if (rc == DEFERD_OK)
         rc = send_all(c, iov, iovcnt);
     if (rc == DEFERD_OK)
@@ -607,6 +805,84 @@ int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t 
     if (id_out)
         memcpy(id_out, c->reply, strlen(c->reply) + 1);
     return DEFERD_OK;
+}
+
+int deferd_put_send(deferd_client *c, const char *queue, const void *payload, size_t len,
+                    const deferd_put_opts *opts)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    struct out_line l = { .len = 0 };
+    int rc = check_usable(c);
+    if (rc == DEFERD_OK)
+        rc = check_put(c, queue, payload, len, opts, NULL, 0);
+    if (rc == DEFERD_OK && c->puts_out == INT_MAX)
+        rc = fail(c, DEFERD_EARG, "%d pipelined puts outstanding", INT_MAX);
+    if (rc == DEFERD_OK)
+        rc = put_header(c, &l, queue, len, opts);
+    if (rc == DEFERD_OK)
+        rc = out_reserve(c, l.len + len + 1);
+    if (rc != DEFERD_OK)
+        return rc; /* nothing was queued: the connection is as it was */
+    memcpy(c->out + c->olen, l.buf, l.len);
+    c->olen += l.len;
+    if (len > 0)
+        memcpy(c->out + c->olen, payload, len);
+    c->olen += len;
+    c->out[c->olen++] = '\n';
+    c->puts_out++;
+    if (c->olen - c->opos < OUT_FLUSH)
+        return DEFERD_OK;
+    return mark_request_error(c, flush_out(c, -1));
+}
+
+int deferd_put_recv(deferd_client *c, char *id_out, size_t id_len, int timeout_ms)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    int rc = check_usable(c);
+    if (rc != DEFERD_OK)
+        return rc;
+    if (id_out && id_len <= DEFERD_ID_MAX)
+        return fail(c, DEFERD_EARG, "id buffer smaller than %d bytes", DEFERD_ID_MAX + 1);
+    if (c->puts_out == 0)
+        return fail(c, DEFERD_EARG, "no pipelined put outstanding");
+    int64_t deadline = deadline_after(timeout_ms);
+    rc = flush_out(c, deadline);
+    while (rc == DEFERD_OK && c->rhead == NULL) {
+        struct ev_node *node = NULL;
+        size_t want;
+        int kind = take_message(c, &node, &want);
+        if (kind == MSG_PUSH)
+            fifo_push(c, node);
+        else if (kind == MSG_OK || kind == MSG_ERR)
+            rc = keep_put_reply(c, kind);
+        else
+            rc = kind < 0 ? kind : fill(c, want, deadline);
+    }
+    /* A timeout consumed nothing: the reply is still owed and comes with a later call. */
+    if (rc == DEFERD_ETIMEDOUT)
+        return rc;
+    if (rc != DEFERD_OK)
+        return mark_request_error(c, rc);
+    struct put_result *r = c->rhead;
+    c->rhead = r->next;
+    if (c->rhead == NULL)
+        c->rtail = NULL;
+    c->nresults--;
+    c->puts_out--;
+    if (r->is_err) {
+        rc = server_error(c, r->text, r->code);
+    } else if (id_out) {
+        memcpy(id_out, r->text, strlen(r->text) + 1);
+    }
+    free(r);
+    return rc;
+}
+
+int deferd_puts_outstanding(const deferd_client *c)
+{
+    return c ? c->puts_out : 0;
 }
 
 static int check_queue_list(deferd_client *c, const char *list)
@@ -700,25 +976,29 @@ int deferd_stats(deferd_client *c, char *buf, size_t len)
 
 /* ---- consuming ---- */
 
-/* deadline: CLOCK_MONOTONIC ms, -1 = wait forever. */
+/* deadline: CLOCK_MONOTONIC ms, -1 = wait forever. Queued pipelined puts are written on the
+ * way; their replies are kept for deferd_put_recv(). */
 static int next_event(deferd_client *c, deferd_event *ev, int64_t deadline)
 {
-    if (c->head) {
-        fifo_pop(c, ev);
-        return DEFERD_OK;
-    }
     for (;;) {
-        struct ev_node *node = NULL;
-        size_t want;
-        int kind = take_message(c, &node, &want);
-        if (kind == MSG_PUSH) {
-            *ev = node->ev;
-            free(node);
+        if (c->head) {
+            fifo_pop(c, ev);
             return DEFERD_OK;
         }
-        if (kind == MSG_OK || kind == MSG_ERR)
-            kind = fail(c, DEFERD_EPROTO, "reply from deferd without a request");
-        int rc = kind < 0 ? kind : fill(c, want, deadline);
+        int rc = DEFERD_OK;
+        if (c->opos < c->olen)
+            rc = flush_out(c, deadline);
+        if (rc == DEFERD_OK && c->head == NULL) {
+            struct ev_node *node = NULL;
+            size_t want;
+            int kind = take_message(c, &node, &want);
+            if (kind == MSG_PUSH)
+                fifo_push(c, node);
+            else if (kind == MSG_OK || kind == MSG_ERR)
+                rc = keep_put_reply(c, kind);
+            else
+                rc = kind < 0 ? kind : fill(c, want, deadline);
+        }
         /* Nothing was consumed on these two, so the stream is still in step. */
         if (rc == DEFERD_ETIMEDOUT || rc == DEFERD_ENOMEM)
             return rc;
@@ -834,7 +1114,13 @@ void deferd_close(deferd_client *c)
         fifo_pop(c, &ev);
         free(ev.job.payload);
     }
+    while (c->rhead) {
+        struct put_result *r = c->rhead;
+        c->rhead = r->next;
+        free(r);
+    }
     close(c->fd);
+    free(c->out);
     free(c->in);
     free(c);
 }

@@ -2,15 +2,19 @@
  *
  * One deferd_client is one connection. It is not thread-safe: use it from one thread at a
  * time, or give each thread its own connection. Every call that talks to the daemon sends
- * one request and waits for its reply; pushes (JOB, DEADLINE, EXPIRED) that arrive meanwhile
- * are queued inside the client and handed out by deferd_next_event() (all of them) or
- * deferd_next_job() (jobs only) in arrival order.
+ * one request and waits for its reply (except the pipelined puts, below); pushes (JOB,
+ * DEADLINE, EXPIRED, STATE) that arrive meanwhile are queued inside the client and handed
+ * out by deferd_next_event() (all of them) or deferd_next_job() (jobs only) in arrival order.
  *
  * Errors are return values (DEFERD_OK or a negative DEFERD_E* code); the text of the last
  * failure is kept in the client (deferd_last_error). After DEFERD_EIO, DEFERD_EPROTO,
  * DEFERD_ENOMEM or DEFERD_ETIMEDOUT from a request, the reply stream may be out of step, so
  * the connection is marked unusable: every later call returns DEFERD_EIO. Close it and
- * connect again. DEFERD_ESERVER and DEFERD_EARG leave the connection usable.
+ * connect again. DEFERD_ESERVER and DEFERD_EARG leave the connection usable (and so does
+ * DEFERD_ETIMEDOUT from deferd_put_recv(), which consumes nothing).
+ *
+ * Producers that want more than one put in flight use the pipelined calls
+ * deferd_put_send() / deferd_put_recv() instead of deferd_put(): see "Pipelined puts" below.
  */
 #ifndef DEFERD_CLIENT_H
 #define DEFERD_CLIENT_H
@@ -116,6 +120,52 @@ int deferd_set_timeout(deferd_client *c, int timeout_ms);
  * unknown whether the job was stored. */
 int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t len,
                const deferd_put_opts *opts, char *id_out, size_t id_len);
+
+/* ---- Pipelined puts ----
+ *
+ * deferd_put_send() queues a PUT and returns at once; deferd_put_recv() returns the result
+ * of the oldest put sent and not yet received. deferd answers the requests of a connection
+ * in order, so the n-th deferd_put_recv() answers the n-th deferd_put_send(). Typical use:
+ * keep up to DEPTH puts in flight, calling deferd_put_recv() whenever DEPTH are outstanding
+ * and at the end until deferd_puts_outstanding() is 0.
+ *
+ * While puts are outstanding (sent and not yet received), the other request calls
+ * (deferd_put, deferd_subscribe, deferd_ack, deferd_nack, deferd_touch, deferd_ping,
+ * deferd_stats) refuse with DEFERD_EARG and "N pipelined puts outstanding: call
+ * deferd_put_recv first"; nothing is sent and the connection stays usable.
+ * deferd_next_event() and deferd_next_job() do work: they write queued puts on the way and
+ * set aside the put replies they meet for deferd_put_recv(). Pushes that arrive at any
+ * point are queued as for every other call.
+ *
+ * deferd_close() with puts outstanding drops those not yet written; those written may or
+ * may not be stored. */
+
+/* Queues a PUT (arguments as for deferd_put()) and returns without waiting for the reply.
+ * Requests are buffered in the client and written once 64 KiB are waiting, or by
+ * deferd_put_recv() (and deferd_next_event/next_job); the only wait is for room in the
+ * socket's send buffer, during which replies and pushes that arrive are read and kept.
+ * Returns DEFERD_OK once queued (deferd_puts_outstanding() grows by one). DEFERD_EARG:
+ * nothing was queued and the connection is unchanged; so for DEFERD_ENOMEM if
+ * deferd_puts_outstanding() did not grow. Otherwise an error comes from writing the queue
+ * (or reading what arrived meanwhile): DEFERD_EIO, DEFERD_EPROTO, DEFERD_ENOMEM, and the
+ * connection is unusable. */
+int deferd_put_send(deferd_client *c, const char *queue, const void *payload, size_t len,
+                    const deferd_put_opts *opts);
+
+/* Writes all queued puts, then waits up to timeout_ms (-1: forever; deferd_set_timeout()
+ * does not apply) for the reply to the oldest outstanding put and hands it out:
+ * DEFERD_OK and, if id_out is not NULL, the job id in id_out (id_len more than
+ * DEFERD_ID_MAX), as from deferd_put(); DEFERD_ESERVER for an ERR reply (after UNAVAILABLE
+ * it is unknown whether the job was stored), with deferd_last_error() and
+ * deferd_last_error_code() set (e.g. "UNKNOWN_QUEUE"); the connection stays usable and the
+ * next call returns the next put's result. Either way that put is no longer outstanding.
+ * DEFERD_ETIMEDOUT: nothing was consumed, the put is still outstanding and the connection
+ * usable; call again. DEFERD_EARG if no put is outstanding (or id_len is too small).
+ * DEFERD_EIO, DEFERD_EPROTO, DEFERD_ENOMEM: the connection is unusable. */
+int deferd_put_recv(deferd_client *c, char *id_out, size_t id_len, int timeout_ms);
+
+/* Puts sent with deferd_put_send() whose result deferd_put_recv() has not returned yet. */
+int deferd_puts_outstanding(const deferd_client *c);
 
 /* Makes this connection a consumer of the comma separated queues. inflight: how many jobs
  * the daemon may push before one is acked or nacked (1..DEFERD_INFLIGHT_MAX; 0: the

@@ -1,7 +1,12 @@
 /* deferd benchmark: N jobs due over a window W, C consumers; prints lateness percentiles
  * (delivery time minus due time) and rates. The same workload as the Curator peer bench:
- * due = t0 + 1 s + U(0, W), payload P bytes, every job acked. Not a test: it prints. */
+ * due = t0 + 1 s + U(0, W), payload P bytes, every job acked. Not a test: it prints.
+ *
+ * Producers keep up to DEPTH puts in flight on their connection (deferd_put_send /
+ * deferd_put_recv). -C 0 only puts, -P 0 only consumes (jobs put earlier by this bench),
+ * -L puts a backlog of jobs due in days first. See tests/bench/README.md. */
 #include <deferd/client.h>
+#include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -11,16 +16,26 @@
 #include <string.h>
 #include <time.h>
 
+#define DAY_MS 86400000LL
+#define MAX_THREADS 256
+
 struct bench {
-    const char *sock;
-    int n, window_ms, consumers, producers, payload, inflight, timeout_s;
-    int64_t t0;
+    const char *sock, *late_file;
+    int n, window_ms, consumers, producers, payload, inflight, timeout_s, depth;
+    int preload, preload_days;
+    int64_t t0;                   /* epoch ms: start of the measured phase */
+    int64_t preload_base;         /* epoch ms: preload jobs are due from here + 1 day */
     int64_t *due;                 /* per job */
-    int64_t *late;                /* per delivery */
-    int64_t *put_us;              /* per put: request to reply */
+    int64_t *late;                /* per delivery, in delivery order */
+    int64_t *put_us;              /* per put: send to its reply */
     _Atomic int *seen;            /* deliveries per job */
-    _Atomic int delivered, dups, put_fail, next_put;
+    _Atomic int delivered, dups, put_fail, next_put, next_preload, preload_fail;
     _Atomic int64_t first_delivery, last_delivery, last_put;
+};
+
+struct phase {
+    struct bench *b;
+    int preload;                  /* 1: the backlog, 0: the measured jobs */
 };
 
 static int64_t now_ms(void)
@@ -28,6 +43,29 @@ static int64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* splitmix64: a reproducible random number per job index, from any thread. */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
 }
 
 static deferd_client *connect_or_die(const struct bench *b)
@@ -41,37 +79,132 @@ static deferd_client *connect_or_die(const struct bench *b)
     return c;
 }
 
+/* A put in flight on one producer connection. */
+struct slot {
+    int i;                        /* job index */
+    int64_t sent_us;              /* first send (retries keep it) */
+    int64_t last_us;              /* latest send */
+    int64_t give_up_ms;           /* retry UNAVAILABLE until then */
+};
+
+/* Builds job i's payload (at least b->payload bytes) and due time; returns the length. */
+static size_t make_job(const struct phase *ph, int i, char *buf, deferd_put_opts *o)
+{
+    const struct bench *b = ph->b;
+    int len;
+    memset(o, 0, sizeof *o);
+    o->has_at = 1;
+    if (ph->preload) {
+        /* Not "<index>:": a consumer must never take these for measured jobs. */
+        len = snprintf(buf, 32, "preload");
+        uint64_t span = (uint64_t)(b->preload_days - 1) * DAY_MS;
+        uint64_t r = span ? mix64((uint64_t)i) % (span + 1) : 0;
+        o->at_ms = (uint64_t)(b->preload_base + DAY_MS) + r;
+    } else {
+        len = snprintf(buf, 32, "%d:", i);
+        o->at_ms = (uint64_t)b->due[i];
+    }
+    buf[len] = 'x';
+    return (size_t)(b->payload > len ? b->payload : len);
+}
+
+static int unavailable(deferd_client *c, int rc)
+{
+    return rc == DEFERD_ESERVER && strcmp(deferd_last_error_code(c), "UNAVAILABLE") == 0;
+}
+
+/* One producer connection: up to b->depth puts in flight, taking job indexes from the
+ * phase's shared counter; a put answered UNAVAILABLE (deferd may still be opening its
+ * ZooKeeper session) is sent again, for up to 10 s. deferd sends nothing but replies to a
+ * producer connection, and libdeferd reads them while it waits to write, so any number of
+ * producers and any depth make progress. */
 static void *producer(void *arg)
 {
-    struct bench *b = arg;
+    const struct phase *ph = arg;
+    struct bench *b = ph->b;
+    _Atomic int *next = ph->preload ? &b->next_preload : &b->next_put;
+    _Atomic int *failures = ph->preload ? &b->preload_fail : &b->put_fail;
+    int total = ph->preload ? b->preload : b->n;
     deferd_client *c = connect_or_die(b);
     char *payload = malloc((size_t)b->payload + 32), id[DEFERD_ID_SIZE];
+    struct slot *ring = calloc((size_t)b->depth, sizeof *ring);
+    if (!payload || !ring) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
     memset(payload, 'x', (size_t)b->payload + 32);
-    int i;
-    while ((i = atomic_fetch_add(&b->next_put, 1)) < b->n) {
-        int len = snprintf(payload, 32, "%d:", i);
-        payload[len] = 'x';
-        deferd_put_opts o = {.has_at = 1, .at_ms = (uint64_t)b->due[i]};
-        int plen = b->payload > len ? b->payload : len;
-        struct timespec t1, t2;
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        int rc;
-        int64_t give_up = now_ms() + 10000; /* deferd may still be opening its session */
-        while ((rc = deferd_put(c, "bench", payload, (size_t)plen, &o, id, sizeof id)) ==
-                   DEFERD_ESERVER &&
-               strcmp(deferd_last_error_code(c), "UNAVAILABLE") == 0 && now_ms() < give_up)
-            nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
-        clock_gettime(CLOCK_MONOTONIC, &t2);
-        b->put_us[i] = (t2.tv_sec - t1.tv_sec) * 1000000LL + (t2.tv_nsec - t1.tv_nsec) / 1000;
+    int head = 0, count = 0, dead = 0;
+    int64_t paused_us = 0;        /* end of the last pause before a retry */
+    struct slot retry = {.i = -1};
+    for (;;) {
+        /* Fill the window: a retry first, then new jobs. */
+        while (!dead && count < b->depth) {
+            struct slot s = retry;
+            retry.i = -1;
+            if (s.i < 0) {
+                int i = atomic_fetch_add(next, 1);
+                if (i >= total)
+                    break;
+                s = (struct slot){.i = i, .sent_us = mono_us(), .give_up_ms = now_ms() + 10000};
+            }
+            s.last_us = mono_us();
+            deferd_put_opts o;
+            size_t len = make_job(ph, s.i, payload, &o);
+            if (deferd_put_send(c, "bench", payload, len, &o) != DEFERD_OK) {
+                fprintf(stderr, "bench: put failed: %s\n", deferd_last_error(c));
+                atomic_fetch_add(failures, 1);
+                dead = 1; /* the connection is unusable: the window is lost too */
+                break;
+            }
+            ring[(head + count) % b->depth] = s;
+            count++;
+        }
+        if (count == 0)
+            break;
+        /* A put unanswered for -t seconds counts as failed, and so does the rest. */
+        int rc = dead ? DEFERD_EIO : deferd_put_recv(c, id, sizeof id, b->timeout_s * 1000);
+        struct slot s = ring[head];
+        head = (head + 1) % b->depth;
+        count--;
+        if (unavailable(c, rc) && now_ms() < s.give_up_ms) {
+            /* One pause per wave of refusals, not one per refused put. */
+            if (s.last_us >= paused_us) {
+                sleep_ms(20);
+                paused_us = mono_us();
+            }
+            retry = s;
+            continue;
+        }
+        if (!ph->preload)
+            b->put_us[s.i] = mono_us() - s.sent_us;
         if (rc != DEFERD_OK) {
-            atomic_fetch_add(&b->put_fail, 1);
-            fprintf(stderr, "bench: put failed: %s\n", deferd_last_error(c));
+            atomic_fetch_add(failures, 1);
+            if (!dead)
+                fprintf(stderr, "bench: put failed: %s\n", deferd_last_error(c));
+            if (rc != DEFERD_ESERVER)
+                dead = 1;
         }
     }
-    atomic_store(&b->last_put, now_ms());
+    if (!ph->preload)
+        atomic_store(&b->last_put, now_ms());
+    free(ring);
     free(payload);
     deferd_close(c);
     return NULL;
+}
+
+/* "<index>:..." as written by make_job(); -1 for anything else. */
+static int job_index(const deferd_job *job, int n)
+{
+    const char *p = (const char *)job->payload;
+    char *end;
+    if (job->len == 0 || *p < '0' || *p > '9')
+        return -1;
+    errno = 0;
+    long i = strtol(p, &end, 10);
+    if (errno || *end != ':' || i >= n)
+        return -1;
+    return (int)i;
 }
 
 static void *consumer(void *arg)
@@ -91,8 +224,10 @@ static void *consumer(void *arg)
         if (rc != DEFERD_OK)
             break;
         int64_t at = now_ms();
-        int i = atoi((const char *)job.payload);
-        if (i >= 0 && i < b->n && atomic_fetch_add(&b->seen[i], 1) == 0) {
+        int i = job_index(&job, b->n);
+        if (i >= 0 && atomic_fetch_add(&b->seen[i], 1) == 0) {
+            if (b->producers == 0)
+                b->due[i] = job.due_ms; /* consume-only: learn it from the job */
             int k = atomic_fetch_add(&b->delivered, 1);
             b->late[k] = at - job.due_ms;
             int64_t first = 0;
@@ -115,7 +250,23 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void report(struct bench *b, int64_t put_ms)
+static int write_lateness(const struct bench *b, int n)
+{
+    FILE *f = fopen(b->late_file, "w");
+    if (!f) {
+        fprintf(stderr, "bench: %s: %s\n", b->late_file, strerror(errno));
+        return -1;
+    }
+    for (int k = 0; k < n; k++)
+        fprintf(f, "%lld\n", (long long)b->late[k]);
+    if (fclose(f) != 0) {
+        fprintf(stderr, "bench: %s: %s\n", b->late_file, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static void report(struct bench *b, int64_t put_ms, double preload_rate)
 {
     int n = atomic_load(&b->delivered);
     qsort(b->late, (size_t)n, sizeof b->late[0], cmp_i64);
@@ -124,27 +275,56 @@ static void report(struct bench *b, int64_t put_ms)
         if (b->due[i] > last_due)
             last_due = b->due[i];
     qsort(b->put_us, (size_t)b->n, sizeof b->put_us[0], cmp_i64);
-    int64_t span = atomic_load(&b->last_delivery) - atomic_load(&b->first_delivery);
+    int64_t first = atomic_load(&b->first_delivery), last = atomic_load(&b->last_delivery);
+    int64_t span = last - first;
     double e2e = span > 0 ? 1000.0 * n / (double)span : 0;
+    int puts = b->producers > 0 ? b->n : 0;
     printf("{\"n\":%d,\"window_ms\":%d,\"consumers\":%d,\"inflight\":%d,\"payload\":%d,"
+           "\"producers\":%d,\"depth\":%d,\"preload\":%d,\"preload_rate\":%.0f,"
            "\"put_rate\":%.0f,\"put_fail\":%d,\"delivered\":%d,\"duplicates\":%d,\"missing\":%d,"
            "\"lateness_ms_p50\":%lld,\"lateness_ms_p99\":%lld,\"lateness_ms_max\":%lld,"
-           "\"e2e_rate\":%.0f,\"drain_ms\":%lld,\"put_us_p50\":%lld,\"put_us_p99\":%lld}\n",
-           b->n, b->window_ms, b->consumers, b->inflight, b->payload,
-           put_ms > 0 ? 1000.0 * b->n / (double)put_ms : 0, atomic_load(&b->put_fail), n,
-           atomic_load(&b->dups), b->n - n, n ? (long long)b->late[n / 2] : -1,
+           "\"e2e_rate\":%.0f,\"drain_ms\":%lld,\"put_us_p50\":%lld,\"put_us_p99\":%lld,"
+           "\"t0_ms\":%lld,\"first_delivery_ms\":%lld}\n",
+           b->n, b->window_ms, b->consumers, b->inflight, b->payload, b->producers, b->depth,
+           b->preload, preload_rate,
+           puts && put_ms > 0 ? 1000.0 * puts / (double)put_ms : 0, atomic_load(&b->put_fail),
+           n, atomic_load(&b->dups), b->n - n, n ? (long long)b->late[n / 2] : -1,
            n ? (long long)b->late[(n * 99) / 100] : -1, n ? (long long)b->late[n - 1] : -1, e2e,
-           (long long)(atomic_load(&b->last_delivery) - last_due),
-           (long long)b->put_us[b->n / 2], (long long)b->put_us[(b->n * 99) / 100]);
+           n ? (long long)(last - last_due) : -1,
+           (long long)b->put_us[b->n / 2], (long long)b->put_us[(b->n * 99) / 100],
+           (long long)b->t0, (long long)first);
+}
+
+/* Runs b->producers producer threads over one phase and waits for them. */
+static void run_producers(struct bench *b, int preload, pthread_t *th, int *nth)
+{
+    static struct phase phases[2];
+    phases[preload] = (struct phase){.b = b, .preload = preload};
+    int from = *nth;
+    for (int i = 0; i < b->producers; i++)
+        pthread_create(&th[(*nth)++], NULL, producer, &phases[preload]);
+    if (preload) {
+        for (int i = from; i < *nth; i++)
+            pthread_join(th[i], NULL);
+        *nth = from;
+    }
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: bench -s SOCKET [-n N] [-w WINDOW_MS] [-C CONSUMERS] "
+                    "[-P PRODUCERS] [-D DEPTH] [-p PAYLOAD] [-i INFLIGHT] [-t TIMEOUT_S] "
+                    "[-L PRELOAD [-B DAYS]] [-o LATENESS_FILE]\n");
+    return 2;
 }
 
 int main(int argc, char **argv)
 {
     struct bench b = {.sock = getenv("DEFERD_SOCKET"), .n = 10000, .window_ms = 5000,
                       .consumers = 4, .producers = 4, .payload = 100, .inflight = 1,
-                      .timeout_s = 120};
+                      .timeout_s = 120, .depth = 1, .preload_days = 30};
     int ch;
-    while ((ch = getopt(argc, argv, "s:n:w:C:P:p:i:t:")) != -1) {
+    while ((ch = getopt(argc, argv, "s:n:w:C:P:p:i:t:D:L:B:o:")) != -1) {
         switch (ch) {
         case 's': b.sock = optarg; break;
         case 'n': b.n = atoi(optarg); break;
@@ -154,32 +334,71 @@ int main(int argc, char **argv)
         case 'p': b.payload = atoi(optarg); break;
         case 'i': b.inflight = atoi(optarg); break;
         case 't': b.timeout_s = atoi(optarg); break;
-        default:
-            fprintf(stderr, "usage: bench -s SOCKET [-n N] [-w WINDOW_MS] [-C CONSUMERS] "
-                            "[-P PRODUCERS] [-p PAYLOAD] [-i INFLIGHT] [-t TIMEOUT_S]\n");
-            return 2;
+        case 'D': b.depth = atoi(optarg); break;
+        case 'L': b.preload = atoi(optarg); break;
+        case 'B': b.preload_days = atoi(optarg); break;
+        case 'o': b.late_file = optarg; break;
+        default: return usage();
         }
     }
-    if (!b.sock || b.n <= 0 || b.consumers < 0 || b.producers <= 0 || b.inflight <= 0) {
-        fprintf(stderr, "bench: need -s SOCKET and positive counts\n");
+    if (optind != argc)
+        return usage();
+    if (!b.sock || b.n <= 0 || b.consumers < 0 || b.producers < 0 || b.inflight <= 0 ||
+        b.depth <= 0 || b.payload < 0 || b.window_ms < 0 || b.preload < 0 ||
+        b.preload_days < 1) {
+        fprintf(stderr, "bench: need -s SOCKET, positive -n -i -D -B, and no negative "
+                        "count\n");
+        return 2;
+    }
+    if (b.consumers == 0 && b.producers == 0) {
+        fprintf(stderr, "bench: -C 0 and -P 0: nothing to do\n");
+        return 2;
+    }
+    if (b.preload > 0 && b.producers == 0) {
+        fprintf(stderr, "bench: -L needs producers (-P)\n");
+        return 2;
+    }
+    if (b.consumers + b.producers > MAX_THREADS) {
+        fprintf(stderr, "bench: at most %d consumers and producers together\n", MAX_THREADS);
         return 2;
     }
     b.due = calloc((size_t)b.n, sizeof *b.due);
     b.late = calloc((size_t)b.n, sizeof *b.late);
     b.seen = calloc((size_t)b.n, sizeof *b.seen);
     b.put_us = calloc((size_t)b.n, sizeof *b.put_us);
+    if (!b.due || !b.late || !b.seen || !b.put_us) {
+        fprintf(stderr, "bench: out of memory\n");
+        return 1;
+    }
+    pthread_t th[MAX_THREADS];
+    int nth = 0;
+    double preload_rate = 0;
+    if (b.preload > 0) {
+        int64_t start = mono_us();
+        b.preload_base = now_ms();
+        run_producers(&b, 1, th, &nth);
+        int64_t us = mono_us() - start;
+        preload_rate = us > 0 ? 1e6 * b.preload / (double)us : 0;
+        if (atomic_load(&b.preload_fail))
+            fprintf(stderr, "bench: %d preload puts failed\n", atomic_load(&b.preload_fail));
+    }
     srand(1);
     b.t0 = now_ms();
-    for (int i = 0; i < b.n; i++)
+    for (int i = 0; i < b.n && b.producers > 0; i++)
         b.due[i] = b.t0 + 1000 + (b.window_ms ? rand() % b.window_ms : 0);
-    pthread_t th[256];
-    int nth = 0;
-    for (int i = 0; i < b.consumers && nth < 256; i++)
+    for (int i = 0; i < b.consumers; i++)
         pthread_create(&th[nth++], NULL, consumer, &b);
-    for (int i = 0; i < b.producers && nth < 256; i++)
-        pthread_create(&th[nth++], NULL, producer, &b);
+    if (b.producers > 0)
+        run_producers(&b, 0, th, &nth);
     for (int i = 0; i < nth; i++)
         pthread_join(th[i], NULL);
-    report(&b, atomic_load(&b.last_put) - b.t0);
-    return atomic_load(&b.delivered) == b.n ? 0 : 1;
+    int delivered = atomic_load(&b.delivered);
+    int file_ok = b.late_file ? write_lateness(&b, delivered) == 0 : 1;
+    report(&b, atomic_load(&b.last_put) - b.t0, preload_rate);
+    int ok = b.consumers == 0 ? atomic_load(&b.put_fail) == 0 : delivered == b.n;
+    free(b.due);
+    free(b.late);
+    free(b.seen);
+    free(b.put_us);
+    return ok && file_ok && atomic_load(&b.preload_fail) == 0 ? 0 : 1;
 }
