@@ -3,11 +3,14 @@
  * Input is read into one buffer and parsed from there; a message is consumed only once it
  * has fully arrived, so a timeout in deferd_next_event() never loses or splits a push.
  *
- * Pipelined puts (deferd_put_send) are appended to an output buffer and written when it is
- * large or by deferd_put_recv(). The daemon answers in request order, so the n-th reply
- * belongs to the n-th put not yet answered. Replies that arrive while the client is busy
- * with something else (writing a full socket buffer, waiting for a push) are set aside in a
- * queue of results, in order, for deferd_put_recv(). */
+ * Pipelined requests (deferd_put_send, deferd_ack_send) are appended to an output buffer
+ * and written when it is large or by deferd_put_recv()/deferd_ack_recv() (or while waiting
+ * for a push). Each one also gets a struct req, linked twice: into the list of requests not
+ * yet answered, in request order (the daemon answers in request order, so a reply belongs
+ * to the head of that list), and into the list of its kind, in order, from which the recv
+ * call of that kind takes its oldest. A reply that arrives while the client is busy with
+ * something else (writing a full socket buffer, waiting for a push or for a reply of the
+ * other kind) is stored in its req, which stays in its kind's list until handed out. */
 #include "deferd/client.h"
 #include "units.h"
 
@@ -44,12 +47,25 @@ struct ev_node {
     deferd_event ev;
 };
 
-/* The reply to a pipelined put, read before deferd_put_recv() asked for it. */
-struct put_result {
-    struct put_result *next;
+/* Kinds of pipelined request. */
+enum { REQ_PUT = 0, REQ_ACK = 1, REQ_KINDS };
+
+/* A pipelined request queued or sent, whose result its recv call has not returned yet. */
+struct req {
+    struct req *next;               /* in the list of unanswered requests (request order) */
+    struct req *knext;              /* in the list of its kind (request order) */
+    int kind;                       /* REQ_* */
+    int answered;                   /* the reply was read: is_err, code and text hold it */
     int is_err;
     char code[32];                  /* ERR code word */
-    char text[];                    /* job id, or the ERR text (code included) */
+    char *text;                     /* job id (PUT OK), the ERR text (code included), or
+                                     * NULL (ACK OK, or no reply yet) */
+    char id[];                      /* ACK: the job id acked; PUT: "" */
+};
+
+struct req_list {
+    struct req *head, *tail;        /* linked through knext */
+    int n;
 };
 
 struct deferd_client {
@@ -60,11 +76,13 @@ struct deferd_client {
     size_t pos, len, cap;
     size_t in_want;                 /* bytes the message at in[pos] needs; 0: unknown */
     struct ev_node *head, *tail;    /* pushes that arrived while waiting for a reply */
-    char *out;                      /* queued pipelined puts not yet written: out[opos, olen) */
+    char *out;                      /* queued pipelined requests not yet written:
+                                     * out[opos, olen) */
     size_t opos, olen, ocap;
-    int puts_out;                   /* pipelined puts not yet returned by deferd_put_recv */
-    int nresults;                   /* of which answered already: in rhead..rtail */
-    struct put_result *rhead, *rtail;
+    struct req *whead, *wtail;      /* pipelined requests not answered yet, in request order;
+                                     * emptied (not freed) once the connection is unusable */
+    struct req_list kq[REQ_KINDS];  /* outstanding pipelined requests (answered or not) by
+                                     * kind; these lists own the reqs */
     char reply[IN_LINE_MAX + 1];    /* text after "OK " or "ERR " of the last reply */
     char reply_code[32];            /* ERR code word of the last reply */
     size_t reply_hlen;              /* bytes of the last reply line, not consumed yet */
@@ -92,12 +110,20 @@ static int fail(deferd_client *c, int rc, const char *fmt, ...)
     return rc;
 }
 
+/* No more reply will be read: pipelined requests still unanswered stay unknown (their recv
+ * calls return DEFERD_EIO); results already read are still handed out. */
+static void set_broken(deferd_client *c)
+{
+    c->broken = 1;
+    c->whead = c->wtail = NULL; /* the reqs stay in (and are owned by) their kind lists */
+}
+
 /* After these errors during a request we cannot tell which reply belongs to which request. */
 static int mark_request_error(deferd_client *c, int rc)
 {
     if (rc == DEFERD_EIO || rc == DEFERD_EPROTO || rc == DEFERD_ETIMEDOUT ||
         rc == DEFERD_ENOMEM)
-        c->broken = 1;
+        set_broken(c);
     return rc;
 }
 
@@ -572,37 +598,91 @@ static void fifo_pop(deferd_client *c, deferd_event *ev)
     free(node);
 }
 
-/* ---- replies to pipelined puts ---- */
+/* ---- pipelined requests and their replies ---- */
 
-static int unanswered_puts(const deferd_client *c)
+static const char *const req_names[REQ_KINDS] = {"put", "ack"};
+static const char *const req_recv_calls[REQ_KINDS] = {"deferd_put_recv", "deferd_ack_recv"};
+
+/* A new request of the given kind (ack: for job id), not linked anywhere yet. */
+static struct req *req_new(deferd_client *c, int kind, const char *id)
 {
-    return c->puts_out - c->nresults;
+    size_t n = id ? strlen(id) : 0;
+    struct req *r = calloc(1, sizeof *r + n + 1);
+    if (r == NULL) {
+        fail(c, DEFERD_ENOMEM, "out of memory queueing a pipelined %s", req_names[kind]);
+        return NULL;
+    }
+    r->kind = kind;
+    if (n)
+        memcpy(r->id, id, n);
+    return r;
 }
 
-/* Keeps the reply (kind MSG_OK or MSG_ERR) at the buffer front, in order, for
- * deferd_put_recv(), then consumes it. A reply nobody asked for is a protocol error. */
-static int keep_put_reply(deferd_client *c, int kind)
+/* Links a request that was just queued into both lists. */
+static void req_link(deferd_client *c, struct req *r)
 {
-    if (unanswered_puts(c) <= 0)
+    if (c->wtail)
+        c->wtail->next = r;
+    else
+        c->whead = r;
+    c->wtail = r;
+    struct req_list *k = &c->kq[r->kind];
+    if (k->tail)
+        k->tail->knext = r;
+    else
+        k->head = r;
+    k->tail = r;
+    k->n++;
+}
+
+static void req_free(struct req *r)
+{
+    free(r->text);
+    free(r);
+}
+
+/* Takes the oldest request of a kind out of its list (it is answered, or the connection is
+ * unusable, so it is no longer in the list of unanswered requests). */
+static struct req *req_take(deferd_client *c, int kind)
+{
+    struct req_list *k = &c->kq[kind];
+    struct req *r = k->head;
+    k->head = r->knext;
+    if (k->head == NULL)
+        k->tail = NULL;
+    k->n--;
+    return r;
+}
+
+/* Stores the reply (kind MSG_OK or MSG_ERR) at the buffer front in the oldest unanswered
+ * request, for its recv call, then consumes it. A reply nobody asked for is a protocol
+ * error. Running out of memory consumes nothing. */
+static int keep_reply(deferd_client *c, int kind)
+{
+    struct req *r = c->whead;
+    if (r == NULL)
         return fail(c, DEFERD_EPROTO, "reply from deferd without a request: '%s%.80s'",
                     kind == MSG_OK ? "OK " : "ERR ", c->reply);
-    if (kind == MSG_OK && !valid_job_id(c->reply))
+    if (kind == MSG_OK && r->kind == REQ_PUT && !valid_job_id(c->reply))
         return fail(c, DEFERD_EPROTO, "bad job id in PUT reply: '%.80s'", c->reply);
-    size_t n = strlen(c->reply);
-    struct put_result *r = malloc(sizeof *r + n + 1);
-    if (r == NULL)
-        return fail(c, DEFERD_ENOMEM, "out of memory for a PUT reply");
-    r->next = NULL;
+    char *text = NULL;
+    if (kind == MSG_ERR || r->kind == REQ_PUT) {
+        size_t n = strlen(c->reply);
+        text = malloc(n + 1);
+        if (text == NULL)
+            return fail(c, DEFERD_ENOMEM, "out of memory for a %s reply",
+                        r->kind == REQ_PUT ? "PUT" : "ACK");
+        memcpy(text, c->reply, n + 1);
+    }
+    r->text = text;
     r->is_err = kind == MSG_ERR;
     memcpy(r->code, c->reply_code, sizeof r->code);
-    memcpy(r->text, c->reply, n + 1);
+    r->answered = 1;
     consume(c, c->reply_hlen);
-    if (c->rtail)
-        c->rtail->next = r;
-    else
-        c->rhead = r;
-    c->rtail = r;
-    c->nresults++;
+    c->whead = r->next;
+    if (c->whead == NULL)
+        c->wtail = NULL;
+    r->next = NULL;
     return DEFERD_OK;
 }
 
@@ -618,7 +698,7 @@ static int take_buffered(deferd_client *c)
             continue;
         }
         if (kind == MSG_OK || kind == MSG_ERR) {
-            int rc = keep_put_reply(c, kind);
+            int rc = keep_reply(c, kind);
             if (rc != DEFERD_OK)
                 return rc;
             continue;
@@ -627,7 +707,7 @@ static int take_buffered(deferd_client *c)
     }
 }
 
-/* ---- output buffer of pipelined puts ---- */
+/* ---- output buffer of pipelined requests ---- */
 
 static int out_reserve(deferd_client *c, size_t n)
 {
@@ -651,9 +731,9 @@ static int out_reserve(deferd_client *c, size_t n)
     return DEFERD_OK;
 }
 
-/* Writes the queued puts. While the socket buffer is full it waits, and meanwhile reads
- * whatever deferd sends (replies into the result queue, pushes into the event queue), so
- * that neither side can stall the other however many puts are in flight.
+/* Writes the queued requests. While the socket buffer is full it waits, and meanwhile reads
+ * whatever deferd sends (replies into their requests, pushes into the event queue), so
+ * that neither side can stall the other however many requests are in flight.
  * deadline: CLOCK_MONOTONIC ms, -1: none. A timeout leaves the rest queued, in step. */
 static int flush_out(deferd_client *c, int64_t deadline)
 {
@@ -716,11 +796,18 @@ static int await_reply(deferd_client *c)
 }
 
 /* Blocking requests need the reply stream to themselves. */
-static int check_no_puts(deferd_client *c)
+static int check_no_pipelined(deferd_client *c)
 {
-    if (c->puts_out > 0)
-        return fail(c, DEFERD_EARG, "%d pipelined put%s outstanding: call deferd_put_recv "
-                    "first", c->puts_out, c->puts_out == 1 ? "" : "s");
+    int np = c->kq[REQ_PUT].n, na = c->kq[REQ_ACK].n;
+    if (np > 0 && na > 0)
+        return fail(c, DEFERD_EARG, "%d pipelined put%s and %d pipelined ack%s outstanding: "
+                    "call deferd_put_recv and deferd_ack_recv first", np, np == 1 ? "" : "s",
+                    na, na == 1 ? "" : "s");
+    if (np > 0 || na > 0) {
+        int kind = np > 0 ? REQ_PUT : REQ_ACK, n = np + na;
+        return fail(c, DEFERD_EARG, "%d pipelined %s%s outstanding: call %s first", n,
+                    req_names[kind], n == 1 ? "" : "s", req_recv_calls[kind]);
+    }
     return DEFERD_OK;
 }
 
@@ -729,7 +816,7 @@ static int transact(deferd_client *c, struct iovec *iov, size_t iovcnt)
 {
     int rc = check_usable(c);
     if (rc == DEFERD_OK)
-        rc = check_no_puts(c);
+        rc = check_no_pipelined(c);
     if (rc == DEFERD_OK)
         rc = send_all(c, iov, iovcnt);
     if (rc == DEFERD_OK)
@@ -807,6 +894,35 @@ int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t 
     return DEFERD_OK;
 }
 
+/* Appends a request (bytes already formatted in parts) to the output buffer and the lists;
+ * writes the buffer once it is large. */
+static int queue_request(deferd_client *c, int kind, const char *id, const struct iovec *iov,
+                         size_t iovcnt)
+{
+    if (c->kq[kind].n == INT_MAX)
+        return fail(c, DEFERD_EARG, "%d pipelined %ss outstanding", INT_MAX, req_names[kind]);
+    size_t total = 0;
+    for (size_t i = 0; i < iovcnt; i++)
+        total += iov[i].iov_len;
+    struct req *r = req_new(c, kind, id);
+    if (r == NULL)
+        return DEFERD_ENOMEM;
+    int rc = out_reserve(c, total);
+    if (rc != DEFERD_OK) {
+        free(r);
+        return rc; /* nothing was queued: the connection is as it was */
+    }
+    for (size_t i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > 0)
+            memcpy(c->out + c->olen, iov[i].iov_base, iov[i].iov_len);
+        c->olen += iov[i].iov_len;
+    }
+    req_link(c, r);
+    if (c->olen - c->opos < OUT_FLUSH)
+        return DEFERD_OK;
+    return mark_request_error(c, flush_out(c, -1));
+}
+
 int deferd_put_send(deferd_client *c, const char *queue, const void *payload, size_t len,
                     const deferd_put_opts *opts)
 {
@@ -816,73 +932,119 @@ int deferd_put_send(deferd_client *c, const char *queue, const void *payload, si
     int rc = check_usable(c);
     if (rc == DEFERD_OK)
         rc = check_put(c, queue, payload, len, opts, NULL, 0);
-    if (rc == DEFERD_OK && c->puts_out == INT_MAX)
-        rc = fail(c, DEFERD_EARG, "%d pipelined puts outstanding", INT_MAX);
     if (rc == DEFERD_OK)
         rc = put_header(c, &l, queue, len, opts);
-    if (rc == DEFERD_OK)
-        rc = out_reserve(c, l.len + len + 1);
     if (rc != DEFERD_OK)
-        return rc; /* nothing was queued: the connection is as it was */
-    memcpy(c->out + c->olen, l.buf, l.len);
-    c->olen += l.len;
-    if (len > 0)
-        memcpy(c->out + c->olen, payload, len);
-    c->olen += len;
-    c->out[c->olen++] = '\n';
-    c->puts_out++;
-    if (c->olen - c->opos < OUT_FLUSH)
-        return DEFERD_OK;
-    return mark_request_error(c, flush_out(c, -1));
+        return rc;
+    struct iovec iov[3] = {
+        { .iov_base = l.buf, .iov_len = l.len },
+        { .iov_base = (void *)payload, .iov_len = len },
+        { .iov_base = "\n", .iov_len = 1 },
+    };
+    return queue_request(c, REQ_PUT, NULL, iov, 3);
+}
+
+int deferd_ack_send(deferd_client *c, const char *job_id)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    struct out_line l = { .len = 0 };
+    int rc = check_usable(c);
+    if (rc == DEFERD_OK)
+        rc = check_job_id(c, job_id);
+    if (rc == DEFERD_OK)
+        rc = line_add(c, &l, "ACK %s\n", job_id);
+    if (rc != DEFERD_OK)
+        return rc;
+    struct iovec iov = { .iov_base = l.buf, .iov_len = l.len };
+    return queue_request(c, REQ_ACK, job_id, &iov, 1);
+}
+
+/* The result of the oldest outstanding request of a kind: writes what is queued, reads
+ * until that request is answered (setting aside pushes and replies to other requests),
+ * and takes it out. A timeout consumes nothing. Once the connection is unusable, results
+ * read before are still handed out and each request never answered returns the error
+ * (DEFERD_EIO after the first). */
+static int recv_result(deferd_client *c, int kind, char *id_out, size_t id_len,
+                       int timeout_ms)
+{
+    if (c->kq[kind].n == 0) {
+        if (c->broken)
+            return check_usable(c);
+        return fail(c, DEFERD_EARG, "no pipelined %s outstanding", req_names[kind]);
+    }
+    if (id_out && id_len <= DEFERD_ID_MAX)
+        return fail(c, DEFERD_EARG, "id buffer smaller than %d bytes", DEFERD_ID_MAX + 1);
+    struct req *r = c->kq[kind].head;
+    int rc = check_usable(c);
+    if (rc == DEFERD_OK) {
+        int64_t deadline = deadline_after(timeout_ms);
+        rc = flush_out(c, deadline);
+        while (rc == DEFERD_OK && !r->answered) {
+            struct ev_node *node = NULL;
+            size_t want;
+            int mkind = take_message(c, &node, &want);
+            if (mkind == MSG_PUSH)
+                fifo_push(c, node);
+            else if (mkind == MSG_OK || mkind == MSG_ERR)
+                rc = keep_reply(c, mkind);
+            else
+                rc = mkind < 0 ? mkind : fill(c, want, deadline);
+        }
+        /* A timeout consumed nothing: the reply is still owed and comes with a later call
+         * (or was read meanwhile: then it is handed out now). */
+        if (rc == DEFERD_ETIMEDOUT && !r->answered)
+            return rc;
+        if (rc != DEFERD_OK && rc != DEFERD_ETIMEDOUT)
+            set_broken(c);
+    }
+    r = req_take(c, kind);
+    if (kind == REQ_ACK && id_out)
+        memcpy(id_out, r->id, strlen(r->id) + 1);
+    if (!r->answered) {
+        char cause[sizeof c->err];
+        memcpy(cause, c->err, sizeof cause);
+        if (rc == DEFERD_OK || rc == DEFERD_ETIMEDOUT)
+            rc = DEFERD_EIO;
+        if (kind == REQ_ACK)
+            fail(c, rc, "ACK %s not answered (%s): the job may or may not have been acked",
+                 r->id, cause);
+        else
+            fail(c, rc, "PUT not answered (%s): the job may or may not have been stored",
+                 cause);
+    } else if (r->is_err) {
+        rc = server_error(c, r->text, r->code);
+    } else {
+        rc = DEFERD_OK;
+        if (kind == REQ_PUT && id_out)
+            memcpy(id_out, r->text, strlen(r->text) + 1);
+    }
+    req_free(r);
+    return rc;
 }
 
 int deferd_put_recv(deferd_client *c, char *id_out, size_t id_len, int timeout_ms)
 {
     if (c == NULL)
         return DEFERD_EARG;
-    int rc = check_usable(c);
-    if (rc != DEFERD_OK)
-        return rc;
-    if (id_out && id_len <= DEFERD_ID_MAX)
-        return fail(c, DEFERD_EARG, "id buffer smaller than %d bytes", DEFERD_ID_MAX + 1);
-    if (c->puts_out == 0)
-        return fail(c, DEFERD_EARG, "no pipelined put outstanding");
-    int64_t deadline = deadline_after(timeout_ms);
-    rc = flush_out(c, deadline);
-    while (rc == DEFERD_OK && c->rhead == NULL) {
-        struct ev_node *node = NULL;
-        size_t want;
-        int kind = take_message(c, &node, &want);
-        if (kind == MSG_PUSH)
-            fifo_push(c, node);
-        else if (kind == MSG_OK || kind == MSG_ERR)
-            rc = keep_put_reply(c, kind);
-        else
-            rc = kind < 0 ? kind : fill(c, want, deadline);
-    }
-    /* A timeout consumed nothing: the reply is still owed and comes with a later call. */
-    if (rc == DEFERD_ETIMEDOUT)
-        return rc;
-    if (rc != DEFERD_OK)
-        return mark_request_error(c, rc);
-    struct put_result *r = c->rhead;
-    c->rhead = r->next;
-    if (c->rhead == NULL)
-        c->rtail = NULL;
-    c->nresults--;
-    c->puts_out--;
-    if (r->is_err) {
-        rc = server_error(c, r->text, r->code);
-    } else if (id_out) {
-        memcpy(id_out, r->text, strlen(r->text) + 1);
-    }
-    free(r);
-    return rc;
+    return recv_result(c, REQ_PUT, id_out, id_len, timeout_ms);
 }
 
 int deferd_puts_outstanding(const deferd_client *c)
 {
-    return c ? c->puts_out : 0;
+    return c ? c->kq[REQ_PUT].n : 0;
+}
+
+int deferd_ack_recv(deferd_client *c, char *id_out, size_t id_len, int timeout_ms)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    return recv_result(c, REQ_ACK, id_out, id_len, timeout_ms);
+}
+
+int deferd_acks_outstanding(const deferd_client *c)
+{
+    return c ? c->kq[REQ_ACK].n : 0;
 }
 
 static int check_queue_list(deferd_client *c, const char *list)
@@ -976,26 +1138,32 @@ int deferd_stats(deferd_client *c, char *buf, size_t len)
 
 /* ---- consuming ---- */
 
-/* deadline: CLOCK_MONOTONIC ms, -1 = wait forever. Queued pipelined puts are written on the
- * way; their replies are kept for deferd_put_recv(). */
+/* deadline: CLOCK_MONOTONIC ms, -1 = wait forever. Queued pipelined requests are written on
+ * the way; their replies are kept for deferd_put_recv() and deferd_ack_recv(). */
 static int next_event(deferd_client *c, deferd_event *ev, int64_t deadline)
 {
     for (;;) {
-        if (c->head) {
+        int rc = DEFERD_OK;
+        /* Queued requests go out first, also when a push is already at hand (then only what
+         * the socket takes at once): a pipelined ack must not wait, holding its job and its
+         * lease, until the caller has worked through every queued job. */
+        if (c->opos < c->olen) {
+            rc = flush_out(c, c->head ? units_mono_ms() : deadline);
+            if (rc == DEFERD_ETIMEDOUT && c->head)
+                rc = DEFERD_OK;
+        }
+        if (rc == DEFERD_OK && c->head) {
             fifo_pop(c, ev);
             return DEFERD_OK;
         }
-        int rc = DEFERD_OK;
-        if (c->opos < c->olen)
-            rc = flush_out(c, deadline);
-        if (rc == DEFERD_OK && c->head == NULL) {
+        if (rc == DEFERD_OK) {
             struct ev_node *node = NULL;
             size_t want;
             int kind = take_message(c, &node, &want);
             if (kind == MSG_PUSH)
                 fifo_push(c, node);
             else if (kind == MSG_OK || kind == MSG_ERR)
-                rc = keep_put_reply(c, kind);
+                rc = keep_reply(c, kind);
             else
                 rc = kind < 0 ? kind : fill(c, want, deadline);
         }
@@ -1003,7 +1171,7 @@ static int next_event(deferd_client *c, deferd_event *ev, int64_t deadline)
         if (rc == DEFERD_ETIMEDOUT || rc == DEFERD_ENOMEM)
             return rc;
         if (rc != DEFERD_OK) {
-            c->broken = 1;
+            set_broken(c);
             return rc;
         }
     }
@@ -1114,11 +1282,9 @@ void deferd_close(deferd_client *c)
         fifo_pop(c, &ev);
         free(ev.job.payload);
     }
-    while (c->rhead) {
-        struct put_result *r = c->rhead;
-        c->rhead = r->next;
-        free(r);
-    }
+    for (int k = 0; k < REQ_KINDS; k++)
+        while (c->kq[k].head)
+            req_free(req_take(c, k));
     close(c->fd);
     free(c->out);
     free(c->in);

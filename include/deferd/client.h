@@ -2,19 +2,23 @@
  *
  * One deferd_client is one connection. It is not thread-safe: use it from one thread at a
  * time, or give each thread its own connection. Every call that talks to the daemon sends
- * one request and waits for its reply (except the pipelined puts, below); pushes (JOB,
- * DEADLINE, EXPIRED, STATE) that arrive meanwhile are queued inside the client and handed
- * out by deferd_next_event() (all of them) or deferd_next_job() (jobs only) in arrival order.
+ * one request and waits for its reply (except the pipelined puts and acks, below); pushes
+ * (JOB, DEADLINE, EXPIRED, STATE) that arrive meanwhile are queued inside the client and
+ * handed out by deferd_next_event() (all of them) or deferd_next_job() (jobs only) in
+ * arrival order.
  *
  * Errors are return values (DEFERD_OK or a negative DEFERD_E* code); the text of the last
  * failure is kept in the client (deferd_last_error). After DEFERD_EIO, DEFERD_EPROTO,
  * DEFERD_ENOMEM or DEFERD_ETIMEDOUT from a request, the reply stream may be out of step, so
- * the connection is marked unusable: every later call returns DEFERD_EIO. Close it and
+ * the connection is marked unusable: every later call returns DEFERD_EIO (results of
+ * pipelined requests that had already arrived are still handed out, below). Close it and
  * connect again. DEFERD_ESERVER and DEFERD_EARG leave the connection usable (and so does
- * DEFERD_ETIMEDOUT from deferd_put_recv(), which consumes nothing).
+ * DEFERD_ETIMEDOUT from deferd_put_recv() and deferd_ack_recv(), which consume nothing).
  *
  * Producers that want more than one put in flight use the pipelined calls
- * deferd_put_send() / deferd_put_recv() instead of deferd_put(): see "Pipelined puts" below.
+ * deferd_put_send() / deferd_put_recv() instead of deferd_put(), and consumers that want to
+ * ack without waiting for each ack's ZooKeeper round trip use deferd_ack_send() /
+ * deferd_ack_recv() instead of deferd_ack(): see "Pipelined puts" and "Pipelined acks" below.
  */
 #ifndef DEFERD_CLIENT_H
 #define DEFERD_CLIENT_H
@@ -129,21 +133,33 @@ int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t 
  * keep up to DEPTH puts in flight, calling deferd_put_recv() whenever DEPTH are outstanding
  * and at the end until deferd_puts_outstanding() is 0.
  *
- * While puts are outstanding (sent and not yet received), the other request calls
- * (deferd_put, deferd_subscribe, deferd_ack, deferd_nack, deferd_touch, deferd_ping,
+ * Pipelined puts and pipelined acks (below) can be outstanding at the same time on one
+ * connection; each recv call returns the oldest result of its own kind, and replies of the
+ * other kind that arrive first are set aside for their own recv call.
+ *
+ * While puts or acks are outstanding (sent and not yet received), the blocking request
+ * calls (deferd_put, deferd_subscribe, deferd_ack, deferd_nack, deferd_touch, deferd_ping,
  * deferd_stats) refuse with DEFERD_EARG and "N pipelined puts outstanding: call
- * deferd_put_recv first"; nothing is sent and the connection stays usable.
- * deferd_next_event() and deferd_next_job() do work: they write queued puts on the way and
- * set aside the put replies they meet for deferd_put_recv(). Pushes that arrive at any
- * point are queued as for every other call.
+ * deferd_put_recv first" (or acks and deferd_ack_recv, or both); nothing is sent and the
+ * connection stays usable. deferd_next_event() and deferd_next_job() do work: they write
+ * queued requests on the way and set aside the replies they meet for deferd_put_recv() and
+ * deferd_ack_recv(). Pushes that arrive at any point are queued as for every other call.
+ *
+ * If the connection becomes unusable (DEFERD_EIO, DEFERD_EPROTO, DEFERD_ENOMEM) with puts or
+ * acks outstanding, results that had already arrived are still handed out in order; every
+ * other outstanding request is unknown (it may or may not have been applied), and its recv
+ * call returns the error (DEFERD_EIO after the first) and takes it off the outstanding
+ * count, so that receiving until nothing is outstanding ends.
  *
  * deferd_close() with puts outstanding drops those not yet written; those written may or
  * may not be stored. */
 
 /* Queues a PUT (arguments as for deferd_put()) and returns without waiting for the reply.
  * Requests are buffered in the client and written once 64 KiB are waiting, or by
- * deferd_put_recv() (and deferd_next_event/next_job); the only wait is for room in the
- * socket's send buffer, during which replies and pushes that arrive are read and kept.
+ * deferd_put_recv(), deferd_ack_recv(), deferd_next_event() and deferd_next_job() (these
+ * two write only what the socket takes at once when they have a push to hand out
+ * already); the only wait is for room in the socket's send buffer, during which replies
+ * and pushes that arrive are read and kept.
  * Returns DEFERD_OK once queued (deferd_puts_outstanding() grows by one). DEFERD_EARG:
  * nothing was queued and the connection is unchanged; so for DEFERD_ENOMEM if
  * deferd_puts_outstanding() did not grow. Otherwise an error comes from writing the queue
@@ -152,7 +168,7 @@ int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t 
 int deferd_put_send(deferd_client *c, const char *queue, const void *payload, size_t len,
                     const deferd_put_opts *opts);
 
-/* Writes all queued puts, then waits up to timeout_ms (-1: forever; deferd_set_timeout()
+/* Writes all queued requests, then waits up to timeout_ms (-1: forever; deferd_set_timeout()
  * does not apply) for the reply to the oldest outstanding put and hands it out:
  * DEFERD_OK and, if id_out is not NULL, the job id in id_out (id_len more than
  * DEFERD_ID_MAX), as from deferd_put(); DEFERD_ESERVER for an ERR reply (after UNAVAILABLE
@@ -161,11 +177,57 @@ int deferd_put_send(deferd_client *c, const char *queue, const void *payload, si
  * next call returns the next put's result. Either way that put is no longer outstanding.
  * DEFERD_ETIMEDOUT: nothing was consumed, the put is still outstanding and the connection
  * usable; call again. DEFERD_EARG if no put is outstanding (or id_len is too small).
- * DEFERD_EIO, DEFERD_EPROTO, DEFERD_ENOMEM: the connection is unusable. */
+ * DEFERD_EIO, DEFERD_EPROTO, DEFERD_ENOMEM: the connection is unusable, and this put, not
+ * answered, is no longer outstanding: it is unknown whether the job was stored. */
 int deferd_put_recv(deferd_client *c, char *id_out, size_t id_len, int timeout_ms);
 
 /* Puts sent with deferd_put_send() whose result deferd_put_recv() has not returned yet. */
 int deferd_puts_outstanding(const deferd_client *c);
+
+/* ---- Pipelined acks ----
+ *
+ * deferd_ack_send() queues an ACK and returns at once; deferd_ack_recv() returns the result
+ * of the oldest ack sent and not yet received, in order, as for pipelined puts (above,
+ * which also says what other calls do meanwhile). deferd sends acks that arrive together
+ * to ZooKeeper as few transactions, so a consumer that does not wait for each ack's round
+ * trip handles many more jobs. Typical use with inflight N: after each job, deferd_ack_send()
+ * it and go on with deferd_next_job(), which writes the queued acks and sets their replies
+ * aside; call deferd_ack_recv(c, id, sizeof id, 0) whenever more than about N acks are
+ * outstanding (DEFERD_ETIMEDOUT: not answered yet, try later), and at the end until
+ * deferd_acks_outstanding() is 0.
+ *
+ * An ack is done once deferd_ack_recv() returned DEFERD_OK for it. A queued ack is written
+ * by the next deferd_next_job(), deferd_next_event(), deferd_ack_recv() or deferd_put_recv()
+ * (or by deferd_ack_send() once 64 KiB are queued). Until deferd has it, the job's lease
+ * runs on, and until deferd has applied it, the job counts against the inflight limit: so
+ * do not start long work with acks queued (deferd_ack_recv(c, NULL, 0, 0) writes them).
+ * deferd_close() with acks outstanding drops those not yet written; those written may or
+ * may not be applied (jobs not acked are released and delivered again). */
+
+/* Queues an ACK of job_id (a job pushed to this connection, as for deferd_ack()) and returns
+ * without waiting for the reply; buffered and written as pipelined puts are (they share
+ * the buffer). Returns DEFERD_OK once queued (deferd_acks_outstanding() grows by one).
+ * DEFERD_EARG: nothing was queued and the connection is unchanged; so for DEFERD_ENOMEM if
+ * deferd_acks_outstanding() did not grow. Otherwise an error comes from writing the queue:
+ * DEFERD_EIO, DEFERD_EPROTO, DEFERD_ENOMEM, and the connection is unusable. */
+int deferd_ack_send(deferd_client *c, const char *job_id);
+
+/* Writes all queued requests, then waits up to timeout_ms (-1: forever, 0: only what has
+ * arrived; deferd_set_timeout() does not apply) for the reply to the oldest outstanding
+ * ack and hands it out: DEFERD_OK once the daemon has deleted the job in ZooKeeper;
+ * DEFERD_ESERVER for an ERR reply, with deferd_last_error() and deferd_last_error_code()
+ * set ("LEASE_LOST", "NOT_FOUND", "UNAVAILABLE", as for deferd_ack()); the connection stays
+ * usable and the next call returns the next ack's result. Either way that ack is no longer
+ * outstanding, and if id_out is not NULL (id_len more than DEFERD_ID_MAX) the job id that
+ * ack was for is stored there. DEFERD_ETIMEDOUT: nothing was consumed, the ack is still
+ * outstanding and the connection usable; call again. DEFERD_EARG if no ack is outstanding
+ * (or id_len is too small). DEFERD_EIO, DEFERD_EPROTO, DEFERD_ENOMEM: the connection is
+ * unusable, and this ack, not answered, is no longer outstanding (id_out is set): it is
+ * unknown whether it was applied; if not, the job is delivered again. */
+int deferd_ack_recv(deferd_client *c, char *id_out, size_t id_len, int timeout_ms);
+
+/* Acks sent with deferd_ack_send() whose result deferd_ack_recv() has not returned yet. */
+int deferd_acks_outstanding(const deferd_client *c);
 
 /* Makes this connection a consumer of the comma separated queues. inflight: how many jobs
  * the daemon may push before one is acked or nacked (1..DEFERD_INFLIGHT_MAX; 0: the
@@ -193,7 +255,8 @@ void deferd_job_clear(deferd_job *job);
 
 /* Job done: the daemon deletes it. Only for jobs pushed to this connection. Fails with
  * DEFERD_ESERVER and code "LEASE_LOST" when the job's lease expired (or its lock was lost):
- * the job is then delivered again, so the work may be done twice. */
+ * the job is then delivered again, so the work may be done twice. To ack without waiting
+ * for each reply, see deferd_ack_send(). */
 int deferd_ack(deferd_client *c, const char *job_id);
 
 /* Job failed. delay_ms < 0: deliver again as soon as possible. delay_ms >= 0: reschedule

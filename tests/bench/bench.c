@@ -3,8 +3,10 @@
  * due = t0 + 1 s + U(0, W), payload P bytes, every job acked. Not a test: it prints.
  *
  * Producers keep up to DEPTH puts in flight on their connection (deferd_put_send /
- * deferd_put_recv). -C 0 only puts, -P 0 only consumes (jobs put earlier by this bench),
- * -L puts a backlog of jobs due in days first. See tests/bench/README.md. */
+ * deferd_put_recv). Consumers ack each job with deferd_ack (one round trip each) or, with
+ * -A, with deferd_ack_send, collecting the results lazily (deferd_ack_recv). -C 0 only
+ * puts, -P 0 only consumes (jobs put earlier by this bench), -L puts a backlog of jobs due
+ * in days first. See tests/bench/README.md. */
 #include <deferd/client.h>
 #include <errno.h>
 #include <getopt.h>
@@ -23,13 +25,14 @@ struct bench {
     const char *sock, *late_file;
     int n, window_ms, consumers, producers, payload, inflight, timeout_s, depth;
     int preload, preload_days;
+    int ack_pipe;                 /* -A: consumers pipeline their acks */
     int64_t t0;                   /* epoch ms: start of the measured phase */
     int64_t preload_base;         /* epoch ms: preload jobs are due from here + 1 day */
     int64_t *due;                 /* per job */
     int64_t *late;                /* per delivery, in delivery order */
     int64_t *put_us;              /* per put: send to its reply */
     _Atomic int *seen;            /* deliveries per job */
-    _Atomic int delivered, dups, put_fail, next_put, next_preload, preload_fail;
+    _Atomic int delivered, dups, put_fail, next_put, next_preload, preload_fail, ack_fail;
     _Atomic int64_t first_delivery, last_delivery, last_put;
 };
 
@@ -207,6 +210,36 @@ static int job_index(const deferd_job *job, int n)
     return (int)i;
 }
 
+/* Counts a failed ack (its result came back, or never will). */
+static void ack_failed(struct bench *b, deferd_client *c, int rc, const char *id)
+{
+    atomic_fetch_add(&b->ack_fail, 1);
+    fprintf(stderr, "bench: ack%s%s failed: %s: %s\n", id ? " of " : "", id ? id : "",
+            deferd_strerror(rc), deferd_last_error(c));
+}
+
+/* -A: takes the results of pipelined acks while more than KEEP are outstanding, waiting up
+ * to timeout_ms for each (0: only those already answered). Returns 0, or -1 when the
+ * results stopped coming (timeout): those still outstanding are then counted as failed. */
+static int collect_acks(struct bench *b, deferd_client *c, int keep, int timeout_ms)
+{
+    char id[DEFERD_ID_SIZE];
+    while (deferd_acks_outstanding(c) > keep) {
+        int rc = deferd_ack_recv(c, id, sizeof id, timeout_ms);
+        if (rc == DEFERD_ETIMEDOUT) {
+            if (timeout_ms == 0)
+                return 0;
+            int left = deferd_acks_outstanding(c);
+            atomic_fetch_add(&b->ack_fail, left);
+            fprintf(stderr, "bench: %d acks unanswered after %d ms\n", left, timeout_ms);
+            return -1;
+        }
+        if (rc != DEFERD_OK)
+            ack_failed(b, c, rc, id);
+    }
+    return 0;
+}
+
 static void *consumer(void *arg)
 {
     struct bench *b = arg;
@@ -236,10 +269,21 @@ static void *consumer(void *arg)
         } else {
             atomic_fetch_add(&b->dups, 1);
         }
-        if (deferd_ack(c, job.id) != DEFERD_OK)
-            fprintf(stderr, "bench: ack failed: %s\n", deferd_last_error(c));
+        if (b->ack_pipe) {
+            /* Written by the next deferd_next_job() (or the collecting deferd_ack_recv). */
+            rc = deferd_ack_send(c, job.id);
+            if (rc != DEFERD_OK)
+                ack_failed(b, c, rc, job.id);
+            else
+                collect_acks(b, c, b->inflight, 0);
+        } else {
+            rc = deferd_ack(c, job.id);
+            if (rc != DEFERD_OK)
+                ack_failed(b, c, rc, job.id);
+        }
         deferd_job_clear(&job);
     }
+    collect_acks(b, c, 0, b->timeout_s * 1000);
     deferd_close(c);
     return NULL;
 }
@@ -284,7 +328,7 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
            "\"put_rate\":%.0f,\"put_fail\":%d,\"delivered\":%d,\"duplicates\":%d,\"missing\":%d,"
            "\"lateness_ms_p50\":%lld,\"lateness_ms_p99\":%lld,\"lateness_ms_max\":%lld,"
            "\"e2e_rate\":%.0f,\"drain_ms\":%lld,\"put_us_p50\":%lld,\"put_us_p99\":%lld,"
-           "\"t0_ms\":%lld,\"first_delivery_ms\":%lld}\n",
+           "\"t0_ms\":%lld,\"first_delivery_ms\":%lld,\"ack_pipelined\":%d,\"ack_fail\":%d}\n",
            b->n, b->window_ms, b->consumers, b->inflight, b->payload, b->producers, b->depth,
            b->preload, preload_rate,
            puts && put_ms > 0 ? 1000.0 * puts / (double)put_ms : 0, atomic_load(&b->put_fail),
@@ -292,7 +336,7 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
            n ? (long long)b->late[(n * 99) / 100] : -1, n ? (long long)b->late[n - 1] : -1, e2e,
            n ? (long long)(last - last_due) : -1,
            (long long)b->put_us[b->n / 2], (long long)b->put_us[(b->n * 99) / 100],
-           (long long)b->t0, (long long)first);
+           (long long)b->t0, (long long)first, b->ack_pipe, atomic_load(&b->ack_fail));
 }
 
 /* Runs b->producers producer threads over one phase and waits for them. */
@@ -314,7 +358,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: bench -s SOCKET [-n N] [-w WINDOW_MS] [-C CONSUMERS] "
                     "[-P PRODUCERS] [-D DEPTH] [-p PAYLOAD] [-i INFLIGHT] [-t TIMEOUT_S] "
-                    "[-L PRELOAD [-B DAYS]] [-o LATENESS_FILE]\n");
+                    "[-L PRELOAD [-B DAYS]] [-o LATENESS_FILE] [-A]\n");
     return 2;
 }
 
@@ -324,7 +368,7 @@ int main(int argc, char **argv)
                       .consumers = 4, .producers = 4, .payload = 100, .inflight = 1,
                       .timeout_s = 120, .depth = 1, .preload_days = 30};
     int ch;
-    while ((ch = getopt(argc, argv, "s:n:w:C:P:p:i:t:D:L:B:o:")) != -1) {
+    while ((ch = getopt(argc, argv, "s:n:w:C:P:p:i:t:D:L:B:o:A")) != -1) {
         switch (ch) {
         case 's': b.sock = optarg; break;
         case 'n': b.n = atoi(optarg); break;
@@ -338,6 +382,7 @@ int main(int argc, char **argv)
         case 'L': b.preload = atoi(optarg); break;
         case 'B': b.preload_days = atoi(optarg); break;
         case 'o': b.late_file = optarg; break;
+        case 'A': b.ack_pipe = 1; break;
         default: return usage();
         }
     }

@@ -1,6 +1,8 @@
-/* Pipelined puts (deferd_put_send / deferd_put_recv): replies come back in order, an ERR in
- * the middle costs only its own put, other requests are refused while puts are
- * outstanding, and pushes and put replies on one connection are kept apart. */
+/* Pipelined puts (deferd_put_send / deferd_put_recv) and acks (deferd_ack_send /
+ * deferd_ack_recv): replies come back in order, an ERR in the middle costs only its own
+ * request, other requests are refused while any are outstanding, pushes, put replies and
+ * ack replies on one connection are kept apart, and a connection that fails hands out what
+ * had arrived and then one DEFERD_EIO per unknown request. */
 #include <stdlib.h>
 
 #include "harness.h"
@@ -177,6 +179,235 @@ static void socket_full(zhandle_t *zh)
     deferd_close(c);
 }
 
+/* A job id in the right format that nobody holds. */
+#define ID_NOT_HELD "a/1000-0-0123456789abcdef"
+
+/* A consumer with inflight 64 acks each of 1000 jobs with deferd_ack_send and goes on
+ * receiving; one ack in the middle names a job it does not hold. Then every ack's result
+ * comes back in order: that one NOT_FOUND, the others OK, and ZooKeeper holds no job. */
+static void pipelined_acks(zhandle_t *zh)
+{
+    enum { N = 1000, BOGUS = 400 };
+    deferd_client *prod = client(&d), *cons = client(&d);
+    char id[DEFERD_ID_SIZE], payload[32];
+    static char acked[N + 1][DEFERD_ID_SIZE]; /* job id of the k-th ack sent */
+    static int seen[N];
+
+    for (int i = 0; i < N; i++) {
+        int n = snprintf(payload, sizeof payload, "%d", i);
+        CHECK(deferd_put_send(prod, "a", payload, (size_t)n, NULL) == DEFERD_OK);
+    }
+    int put_ok = 0;
+    while (deferd_puts_outstanding(prod) > 0)
+        put_ok += deferd_put_recv(prod, NULL, 0, 20000) == DEFERD_OK;
+    CHECK(put_ok == N);
+    CHECK(zk_count_jobs(zh, root, "a") == N);
+    deferd_close(prod);
+
+    CHECK(deferd_ack_recv(cons, id, sizeof id, 1000) == DEFERD_EARG); /* none outstanding */
+    CHECK_CONTAINS(deferd_last_error(cons), "no pipelined ack");
+    CHECK(deferd_ack_send(cons, "no slash") == DEFERD_EARG); /* not queued */
+    CHECK(deferd_acks_outstanding(cons) == 0);
+    CHECK(deferd_subscribe(cons, "a", 64) == DEFERD_OK);
+    int64_t t0 = now_ms();
+    int nacks = 0, distinct = 0, dups = 0, bogus_at = -1;
+    while (distinct < N) {
+        deferd_job job;
+        int rc = deferd_next_job(cons, &job, 20000);
+        CHECK(rc == DEFERD_OK);
+        if (rc != DEFERD_OK)
+            break;
+        int i = atoi((const char *)job.payload);
+        CHECK(i >= 0 && i < N);
+        if (i >= 0 && i < N) {
+            if (seen[i]++ == 0)
+                distinct++;
+            else
+                dups++;
+        }
+        CHECK(deferd_ack_send(cons, job.id) == DEFERD_OK);
+        snprintf(acked[nacks++], sizeof acked[0], "%s", job.id);
+        if (nacks == BOGUS) {
+            CHECK(deferd_ack_send(cons, ID_NOT_HELD) == DEFERD_OK);
+            bogus_at = nacks;
+            snprintf(acked[nacks++], sizeof acked[0], "%s", ID_NOT_HELD);
+            /* Blocking requests are refused, and nothing is sent. */
+            CHECK(deferd_ping(cons) == DEFERD_EARG);
+            CHECK_CONTAINS(deferd_last_error(cons), "pipelined acks outstanding");
+            CHECK_CONTAINS(deferd_last_error(cons), "deferd_ack_recv first");
+            CHECK(deferd_ack(cons, job.id) == DEFERD_EARG);
+            CHECK(deferd_nack(cons, job.id, -1) == DEFERD_EARG);
+            CHECK(deferd_put_recv(cons, id, sizeof id, 0) == DEFERD_EARG); /* no put */
+        }
+        CHECK(deferd_acks_outstanding(cons) == nacks);
+        deferd_job_clear(&job);
+    }
+    CHECK(distinct == N);
+    CHECK(dups == 0);
+    int64_t t_recv = now_ms() - t0;
+
+    int ok = 0, in_order = 0, not_found_at = -1;
+    for (int k = 0; k < nacks; k++) {
+        id[0] = '\0';
+        int rc = deferd_ack_recv(cons, id, sizeof id, 20000);
+        CHECK(deferd_acks_outstanding(cons) == nacks - 1 - k);
+        in_order += strcmp(id, acked[k]) == 0;
+        if (rc == DEFERD_OK) {
+            ok++;
+        } else {
+            CHECK(rc == DEFERD_ESERVER);
+            CHECK_STR(deferd_last_error_code(cons), "NOT_FOUND");
+            not_found_at = k;
+        }
+    }
+    CHECK(ok == N);
+    CHECK(in_order == N + 1);
+    CHECK(not_found_at == bogus_at);
+    CHECK(deferd_ack_recv(cons, id, sizeof id, 1000) == DEFERD_EARG);
+    CHECK(deferd_ping(cons) == DEFERD_OK); /* usable again for everything */
+    printf("pipelined %d acks (inflight 64): %d ok, NOT_FOUND at %d of %d; %lld ms to "
+           "receive and ack, %lld ms in all\n", nacks, ok, not_found_at, bogus_at,
+           (long long)t_recv, (long long)(now_ms() - t0));
+    CHECK(zk_count_jobs(zh, root, "a") == 0);
+    deferd_job extra;
+    CHECK(deferd_next_job(cons, &extra, 1000) == DEFERD_ETIMEDOUT); /* none comes back */
+    deferd_close(cons);
+}
+
+/* Puts and acks interleaved on one consumer connection: each recv call gets its own kind's
+ * results in order, setting aside the other kind's replies it meets; an ERR of either kind
+ * stays with its request. */
+static void puts_and_acks(zhandle_t *zh)
+{
+    enum { N = 40, BAD_PUT = 7, BAD_ACK = 20 };
+    deferd_client *c = client(&d);
+    char id[DEFERD_ID_SIZE];
+    static char acked[N + 1][DEFERD_ID_SIZE];
+    int in_b = zk_count_jobs(zh, root, "b");
+    CHECK(deferd_subscribe(c, "a", N) == DEFERD_OK);
+    /* N jobs that come back to this very connection ... */
+    for (int i = 0; i < N; i++) {
+        deferd_put_opts o = {.has_priority = 1, .priority = (uint32_t)i};
+        CHECK(deferd_put_send(c, "a", "now", 3, &o) == DEFERD_OK);
+    }
+    /* ... each acked as it arrives, with a put (due tomorrow) after each ack. */
+    int nacks = 0, bad_ack_at = -1;
+    for (int k = 0; k < N; k++) {
+        deferd_job job;
+        int rc = deferd_next_job(c, &job, 10000);
+        CHECK(rc == DEFERD_OK);
+        if (rc != DEFERD_OK)
+            break;
+        CHECK(job.len == 3 && memcmp(job.payload, "now", 3) == 0);
+        CHECK(deferd_ack_send(c, job.id) == DEFERD_OK);
+        snprintf(acked[nacks++], sizeof acked[0], "%s", job.id);
+        if (k == BAD_ACK) {
+            CHECK(deferd_ack_send(c, ID_NOT_HELD) == DEFERD_OK);
+            bad_ack_at = nacks;
+            snprintf(acked[nacks++], sizeof acked[0], "%s", ID_NOT_HELD);
+        }
+        deferd_put_opts o = {.has_delay = 1, .delay_ms = 86400000, .has_priority = 1,
+                             .priority = (uint32_t)(1000 + k)};
+        CHECK(deferd_put_send(c, k == BAD_PUT ? "nosuchqueue" : "b", "later", 5, &o) ==
+              DEFERD_OK);
+        deferd_job_clear(&job);
+    }
+    CHECK(deferd_puts_outstanding(c) == 2 * N);
+    CHECK(deferd_acks_outstanding(c) == N + 1);
+    CHECK(deferd_touch(c, "a/1-1-x") == DEFERD_EARG); /* refused, naming both */
+    CHECK_CONTAINS(deferd_last_error(c), "80 pipelined puts and 41 pipelined acks");
+    CHECK_CONTAINS(deferd_last_error(c), "call deferd_put_recv and deferd_ack_recv first");
+
+    /* One put result first, then every ack (passing the put replies in between), then the
+     * other puts. */
+    CHECK(deferd_put_recv(c, id, sizeof id, 10000) == DEFERD_OK);
+    CHECK(id_priority(id) == 0);
+    int ack_ok = 0, ack_in_order = 0, not_found_at = -1;
+    for (int k = 0; k < nacks; k++) {
+        int rc = deferd_ack_recv(c, id, sizeof id, 10000);
+        ack_in_order += strcmp(id, acked[k]) == 0;
+        if (rc == DEFERD_OK) {
+            ack_ok++;
+        } else {
+            CHECK(rc == DEFERD_ESERVER);
+            CHECK_STR(deferd_last_error_code(c), "NOT_FOUND");
+            not_found_at = k;
+        }
+    }
+    CHECK(ack_ok == N);
+    CHECK(ack_in_order == N + 1);
+    CHECK(not_found_at == bad_ack_at);
+    CHECK(deferd_acks_outstanding(c) == 0);
+    CHECK(deferd_ping(c) == DEFERD_EARG); /* puts still outstanding */
+    CHECK_CONTAINS(deferd_last_error(c), "79 pipelined puts outstanding");
+    int put_ok = 0, put_in_order = 0, put_failed_at = -1;
+    for (int i = 1; i < 2 * N; i++) {
+        int rc = deferd_put_recv(c, id, sizeof id, 10000);
+        int want_prio = i < N ? i : 1000 + (i - N);
+        if (rc == DEFERD_OK) {
+            put_ok++;
+            put_in_order += id_priority(id) == want_prio;
+        } else {
+            CHECK(rc == DEFERD_ESERVER);
+            CHECK_STR(deferd_last_error_code(c), "UNKNOWN_QUEUE");
+            put_failed_at = i - N;
+        }
+    }
+    CHECK(put_ok == 2 * N - 2);
+    CHECK(put_in_order == 2 * N - 2);
+    CHECK(put_failed_at == BAD_PUT);
+    CHECK(deferd_puts_outstanding(c) == 0);
+    CHECK(deferd_ping(c) == DEFERD_OK);
+    CHECK(zk_count_jobs(zh, root, "a") == 0);
+    CHECK(zk_count_jobs(zh, root, "b") == in_b + N - 1);
+    deferd_close(c);
+}
+
+/* The connection fails (deferd stops) with acks and a put outstanding: the ack whose reply
+ * had already arrived still gets its result; the others return DEFERD_EIO one by one, with
+ * their job ids, and are no longer outstanding. Stops deferd. */
+static void fails_with_acks(void)
+{
+    deferd_client *c = client(&d);
+    char id[DEFERD_ID_SIZE], held[3][DEFERD_ID_SIZE];
+    CHECK(deferd_subscribe(c, "a", 3) == DEFERD_OK);
+    for (int i = 0; i < 3; i++)
+        CHECK(put_job(c, "a", "fail", -1, -1, -1, NULL) == 0);
+    for (int i = 0; i < 3; i++) {
+        deferd_job job;
+        CHECK(deferd_next_job(c, &job, 10000) == DEFERD_OK);
+        snprintf(held[i], sizeof held[i], "%s", job.id);
+        deferd_job_clear(&job);
+    }
+    /* The ack's reply comes before the put's, so it is set aside on the way. */
+    deferd_put_opts later = {.has_delay = 1, .delay_ms = 86400000};
+    CHECK(deferd_ack_send(c, held[0]) == DEFERD_OK);
+    CHECK(deferd_put_send(c, "b", "x", 1, &later) == DEFERD_OK);
+    CHECK(deferd_put_recv(c, id, sizeof id, 10000) == DEFERD_OK);
+    CHECK(deferd_acks_outstanding(c) == 1);
+    CHECK(deferd_ack_send(c, held[1]) == DEFERD_OK); /* these stay in the buffer */
+    CHECK(deferd_put_send(c, "b", "x", 1, &later) == DEFERD_OK);
+    CHECK(deferd_ack_send(c, held[2]) == DEFERD_OK);
+    daemon_kill(&d, SIGTERM);
+
+    CHECK(deferd_ack_recv(c, id, sizeof id, 5000) == DEFERD_OK);
+    CHECK_STR(id, held[0]);
+    CHECK(deferd_ack_recv(c, id, sizeof id, 5000) == DEFERD_EIO);
+    CHECK_STR(id, held[1]);
+    CHECK_CONTAINS(deferd_last_error(c), "not answered");
+    CHECK(deferd_acks_outstanding(c) == 1);
+    CHECK(deferd_ack_recv(c, id, sizeof id, 5000) == DEFERD_EIO);
+    CHECK_STR(id, held[2]);
+    CHECK_CONTAINS(deferd_last_error(c), held[2]);
+    CHECK(deferd_acks_outstanding(c) == 0);
+    CHECK(deferd_ack_recv(c, id, sizeof id, 5000) == DEFERD_EIO); /* unusable, none left */
+    CHECK(deferd_puts_outstanding(c) == 1);
+    CHECK(deferd_put_recv(c, id, sizeof id, 5000) == DEFERD_EIO);
+    CHECK(deferd_puts_outstanding(c) == 0);
+    CHECK(deferd_ack_send(c, held[1]) == DEFERD_EIO);
+    deferd_close(c);
+}
+
 int main(void)
 {
     harness_init("pipeline", root, sizeof root);
@@ -189,9 +420,11 @@ int main(void)
     CHECK(put_job(c, "emails", "warm-up", 3600000, -1, -1, id) == 0);
     deferd_close(c);
     five_hundred(zh);
+    pipelined_acks(zh);
     mixed_with_pushes();
     socket_full(zh);
-    daemon_kill(&d, SIGTERM);
+    puts_and_acks(zh);
+    fails_with_acks(); /* stops deferd */
     zookeeper_close(zh);
     return check_report("it_pipeline");
 }
