@@ -24,6 +24,12 @@
  * needs no read: up to this much per job and in all. */
 #define KEEP_PAYLOAD_MAX (64 * 1024)
 #define KEEP_PAYLOADS_TOTAL (64 * 1024 * 1024)
+/* Work per queue per loop turn, so that a burst of due jobs cannot stall acks and new
+ * connections: the rest follows in the next turns. */
+#define DUE_PER_TURN 4096
+#define LOCKS_PER_TURN 1024
+#define SHARD_AFTER 2048
+#define SHARD_SIZE 2048
 
 struct dispatcher {
     struct deferd *d;
@@ -36,6 +42,7 @@ struct dispatcher {
     uint64_t uid_prefix, uid_counter;
     char ident[128];            /* lock data: which daemon holds it */
     struct event *kick;         /* dispatches queues flagged by kick() once per loop turn */
+    struct event *later;        /* the same, in the next loop turn */
     struct heap leases;         /* INFLIGHT jobs by their next lease event */
     struct settle *held;        /* acks/nacks waiting for the connection to come back */
     /* Transactions of many jobs go to ZooKeeper as few multis (txnbatch.h). */
@@ -252,9 +259,12 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 0; i < ds->nqueues; i++) {
         struct dqueue *q = &ds->queues[i];
         struct job *job;
+        int moved = 0;
         /* All due jobs enter the ready heap before any is dispatched, so that among
-         * jobs due together priority decides. */
-        while ((job = heap_peek(&q->delayed)) && job->wake_ms <= wall) {
+         * jobs due together priority decides (up to DUE_PER_TURN: the timer fires again
+         * at once for the rest). */
+        while (moved++ < DUE_PER_TURN && (job = heap_peek(&q->delayed)) &&
+               job->wake_ms <= wall) {
             heap_pop(&q->delayed);
             push_ready(job);
         }
@@ -471,7 +481,14 @@ static void lock_job(struct dispatcher *ds, struct job *job, struct consumer *c)
 static void dispatch(struct dispatcher *ds, struct dqueue *q)
 {
     struct job *job;
+    int locks = 0;
     while ((job = heap_peek(&q->ready)) && zkstore_connected(ds->d->zs)) {
+        if (locks++ == LOCKS_PER_TURN) { /* more after the loop has polled again */
+            q->kicked = 1;
+            static const struct timeval now = {0, 0};
+            evtimer_add(ds->later, &now);
+            return;
+        }
         struct consumer *c = consumer_pick(&q->ring);
         if (!c)
             return;
@@ -850,16 +867,15 @@ static int plan_move(struct dispatcher *ds, struct settle *st, uint64_t delay_ms
 {
     struct job *job = st->job;
     struct job_name next = job->jn;
-    char name[LAYOUT_NAME_MAX + 1];
     next.due_ms = (uint64_t)units_wall_ms() + delay_ms;
     next.prior_attempts = job->attempt;
+    next.shard[0] = '\0';
     new_uid(ds, next.uid);
     st->has_delay = 1;
     if (delay_ms > LAYOUT_DUE_MAX || next.due_ms > LAYOUT_DUE_MAX ||
         layout_job_path(st->next_path, sizeof st->next_path, root(ds), job->q->cfg->name,
                         &next) != 0 ||
-        layout_format_name(&next, name, sizeof name) != 0 ||
-        layout_format_id(st->next_id, sizeof st->next_id, job->q->cfg->name, name) != 0)
+        layout_job_id(st->next_id, sizeof st->next_id, job->q->cfg->name, &next) != 0)
         return -1;
     return 0;
 }
@@ -1034,13 +1050,43 @@ static int prepare_bucket(struct dispatcher *ds, const char *job_path)
     return rc;
 }
 
+/* Past SHARD_AFTER of our puts into one 100 ms bucket, the next ones go into shards of
+ * SHARD_SIZE jobs, named for this daemon run, so that no listing of the bucket or of a
+ * shard grows past about 100 KiB per writer. */
+static int choose_shard(struct put *p)
+{
+    struct dispatcher *ds = p->ds;
+    char dir[LAYOUT_PATH_MAX], *slash;
+    snprintf(dir, sizeof dir, "%s", p->path);
+    if (!(slash = strrchr(dir, '/')))
+        return ZBADARGUMENTS;
+    *slash = '\0';
+    unsigned n = buckets_count_put(ds->buckets, dir);
+    if (n < SHARD_AFTER)
+        return ZOK;
+    snprintf(p->jn.shard, sizeof p->jn.shard, "s%08llx-%u", (unsigned long long)ds->uid_prefix,
+             (n - SHARD_AFTER) / SHARD_SIZE);
+    if (layout_job_path(p->path, sizeof p->path, root(ds), p->q->cfg->name, &p->jn) != 0)
+        return ZBADARGUMENTS;
+    snprintf(dir, sizeof dir, "%s", p->path);
+    *strrchr(dir, '/') = '\0';
+    if (buckets_known(ds->buckets, dir))
+        return ZOK;
+    buckets_add(ds->buckets, dir);
+    const struct zk_txn_op op = {.kind = ZT_CREATE, .path = dir};
+    return txnbatch_add(ds->puts, &op, 1, on_bucket_made, NULL);
+}
+
 static int send_put(struct put *p)
 {
     new_uid(p->ds, p->jn.uid);
+    p->jn.shard[0] = '\0';
     if (layout_job_path(p->path, sizeof p->path, root(p->ds), p->q->cfg->name, &p->jn) != 0)
         return ZBADARGUMENTS;
     p->tries++;
     int rc = prepare_bucket(p->ds, p->path);
+    if (rc == ZOK)
+        rc = choose_shard(p);
     return rc == ZOK ? add_create(p) : rc;
 }
 
@@ -1062,9 +1108,8 @@ static void keep_payload(struct put *p)
 
 static void put_done(struct put *p, int rc)
 {
-    char name[LAYOUT_NAME_MAX + 1], id[LAYOUT_ID_MAX + 1];
-    if (rc == ZOK && layout_format_name(&p->jn, name, sizeof name) == 0 &&
-        layout_format_id(id, sizeof id, p->q->cfg->name, name) == 0) {
+    char id[LAYOUT_ID_MAX + 1];
+    if (rc == ZOK && layout_job_id(id, sizeof id, p->q->cfg->name, &p->jn) == 0) {
         reply_ok(p->r, id);
         pending_changed(p->q, +1);
         mirror_job_created(p->ds->d->mirror, p->q, p->path);
@@ -1133,7 +1178,7 @@ void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct rep
 /* ---- the mirror's reports ---- */
 
 struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
-                                const char *name, const struct job_name *jn)
+                                const struct job_name *jn)
 {
     struct job *job;
     HASH_FIND_STR(ds->jobs, path, job);
@@ -1143,7 +1188,7 @@ struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const c
     }
     job = calloc(1, sizeof *job);
     if (!job || !(job->path = strdup(path)) ||
-        layout_format_id(job->id, sizeof job->id, q->cfg->name, name) != 0) {
+        layout_job_id(job->id, sizeof job->id, q->cfg->name, jn) != 0) {
         if (job)
             free(job->path);
         free(job);
@@ -1361,8 +1406,9 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->queues = calloc(ds->nqueues, sizeof *ds->queues);
     ds->timer = evtimer_new(d->base, on_timer, ds);
     ds->kick = event_new(d->base, -1, 0, on_kick, ds);
+    ds->later = evtimer_new(d->base, on_kick, ds);
     uint32_t rnd = 0;
-    if (!ds->queues || !ds->timer || !ds->kick || getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) {
+    if (!ds->queues || !ds->timer || !ds->kick || !ds->later || getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) {
         dispatcher_free(ds);
         return NULL;
     }
@@ -1416,6 +1462,8 @@ void dispatcher_free(struct dispatcher *ds)
         event_free(ds->timer);
     if (ds->kick)
         event_free(ds->kick);
+    if (ds->later)
+        event_free(ds->later);
     txnbatch_free(ds->locks);
     txnbatch_free(ds->settles);
     txnbatch_free(ds->puts);
