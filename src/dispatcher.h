@@ -63,6 +63,7 @@ struct dqueue {
     struct heap delayed, ready;
     struct consumer_ring ring;
     struct dir *root;           /* mirror of jobs/, NULL until a consumer subscribes */
+    size_t mirrored;            /* jobs in the mirror's buckets (mirror.c) */
     int kicked;                 /* dispatch pending for this loop turn */
     /* pending.c: our counter's value in ZooKeeper, changes not written yet, the last sum
      * read, and our changes since that read began */

@@ -15,6 +15,11 @@
 #include "zkstore.h"
 
 #define RETRY_MS 1000
+/* A queue whose mirror holds this many jobs lists no new bucket until some are gone: a
+ * daemon that comes back to a million overdue jobs takes them oldest bucket first, in
+ * bounded memory. Buckets it already follows are still re-listed. */
+#define MIRRORED_MAX 50000
+#define FULL_RETRY_MS 100
 #define GC_GRACE_MS 2000 /* an empty bucket this far in the past is deleted */
 /* A busy bucket is re-listed at most every RELIST_MIN_MS plus 1 ms per RELIST_NAMES_PER_MS
  * names it held (plus more while it is not due yet): every change fires its watch, and a re-list per change would cost
@@ -152,6 +157,7 @@ static void job_unlink(struct job *job)
     if (job->leaf_next)
         job->leaf_next->leaf_prev = job->leaf_prev;
     job->leaf = NULL;
+    leaf->q->mirrored--;
     job->leaf_next = job->leaf_prev = NULL;
 }
 
@@ -200,6 +206,7 @@ static void job_listed(struct mirror *m, struct dir *leaf, const char *path, con
     if (job->leaf != leaf) {
         job_unlink(job);
         job->leaf = leaf;
+        leaf->q->mirrored++;
         job->leaf_next = leaf->jobs;
         if (leaf->jobs)
             leaf->jobs->leaf_prev = job;
@@ -333,6 +340,10 @@ static void load(struct mirror *m, struct dir *dir)
 {
     if (dir->listing) {
         dir->dirty = 1;
+        return;
+    }
+    if (!dir->loaded && dir->level >= LAYOUT_DEPTH && dir->q->mirrored >= MIRRORED_MAX) {
+        defer_load(m, dir, units_wall_ms() + FULL_RETRY_MS);
         return;
     }
     if (dir->pend_pos != HEAP_NONE)
