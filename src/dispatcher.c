@@ -720,10 +720,11 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     /* Locks and puts wait for nothing but ZooKeeper; settles hold consumers' replies. */
     int inflight = getenv("DEFERD_TXN_INFLIGHT") ? atoi(getenv("DEFERD_TXN_INFLIGHT")) : 4;
     ds->buckets = buckets_new(4096);
+    ds->parents = buckets_new(32768); /* 30 days of 100 s buckets */
     ds->locks = txnbatch_new(d->base, d->zs, "locks", inflight);
     ds->settles = txnbatch_new(d->base, d->zs, "settles", inflight);
     ds->puts = txnbatch_new(d->base, d->zs, "puts", inflight);
-    if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets) {
+    if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets || !ds->parents) {
         dispatcher_free(ds);
         return NULL;
     }
@@ -757,6 +758,7 @@ void dispatcher_free(struct dispatcher *ds)
     txnbatch_free(ds->settles);
     txnbatch_free(ds->puts);
     buckets_free(ds->buckets);
+    buckets_free(ds->parents);
     free(ds->queues);
     free(ds);
 }

@@ -30,7 +30,8 @@ struct dispatcher {
     struct settle *held;        /* acks/nacks waiting for the connection to come back */
     /* Transactions of many jobs go to ZooKeeper as few multis (txnbatch.h). */
     struct txnbatch *locks, *settles, *puts;
-    struct buckets *buckets;    /* bucket paths known to exist, for puts */
+    struct buckets *buckets;    /* 100 ms buckets and shards known to exist, for puts */
+    struct buckets *parents;    /* coarser buckets known to exist */
     size_t payload_bytes;       /* held in jobs */
     unsigned long long reads;   /* payloads read from ZooKeeper at delivery */
 };

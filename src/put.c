@@ -53,32 +53,32 @@ static void on_bucket_made(const struct zk_result *res, void *ctx)
 }
 
 /* Makes sure the job's bucket exists before the job's create reaches ZooKeeper (both go
- * out on one session, in order): nothing for a bucket known to exist, one create in the
- * same batch for a new 100 ms bucket of a known parent, else every missing ancestor. */
+ * out on one session, in order): the bucket levels below the deepest one known to exist
+ * are created in the same batch, ahead of the job; with none known (a new 2.8-hour window),
+ * every missing ancestor directly. NodeExists costs only a resend of the batch. */
 static int prepare_bucket(struct dispatcher *ds, const char *job_path)
 {
-    char leaf[LAYOUT_PATH_MAX], *slash;
-    snprintf(leaf, sizeof leaf, "%s", job_path);
-    if (!(slash = strrchr(leaf, '/')))
-        return ZBADARGUMENTS;
-    *slash = '\0';
-    if (buckets_known(ds->buckets, leaf))
-        return ZOK;
-    int rc;
-    if (!(slash = strrchr(leaf, '/')))
-        return ZBADARGUMENTS;
-    *slash = '\0';
-    int parent_known = buckets_known(ds->buckets, leaf);
-    buckets_add(ds->buckets, leaf);
-    *slash = '/';
-    if (parent_known) {
-        const struct zk_txn_op op = {.kind = ZT_CREATE, .path = leaf};
-        rc = txnbatch_add(ds->puts, &op, 1, on_bucket_made, NULL);
-    } else {
-        rc = zkstore_create_parents(ds->d->zs, job_path, NULL, NULL);
+    char path[LAYOUT_PATH_MAX], missing[LAYOUT_DEPTH][LAYOUT_PATH_MAX], *slash;
+    int n = 0, level, rc = ZOK;
+    snprintf(path, sizeof path, "%s", job_path);
+    for (level = LAYOUT_DEPTH; level >= 1; level--) {
+        if (!(slash = strrchr(path, '/')))
+            return ZBADARGUMENTS;
+        *slash = '\0';
+        if (buckets_known(level == LAYOUT_DEPTH ? ds->buckets : ds->parents, path))
+            break;
+        memcpy(missing[n++], path, sizeof path);
     }
-    if (rc == ZOK)
-        buckets_add(ds->buckets, leaf);
+    if (n == 0)
+        return ZOK;
+    if (level == 0)
+        rc = zkstore_create_parents(ds->d->zs, job_path, NULL, NULL);
+    for (int i = n - 1; level > 0 && i >= 0 && rc == ZOK; i--) {
+        const struct zk_txn_op op = {.kind = ZT_CREATE, .path = missing[i]};
+        rc = txnbatch_add(ds->puts, &op, 1, on_bucket_made, NULL);
+    }
+    for (int i = 0; rc == ZOK && i < n; i++)
+        buckets_add(i == 0 ? ds->buckets : ds->parents, missing[i]);
     return rc;
 }
 
