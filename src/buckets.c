@@ -7,6 +7,7 @@
 struct bucket {
     UT_hash_handle hh;
     struct bucket *newer;       /* insertion order, for forgetting the oldest */
+    unsigned puts;
     char path[];
 };
 
@@ -30,6 +31,13 @@ int buckets_known(const struct buckets *b, const char *path)
     return e != NULL;
 }
 
+unsigned buckets_count_put(struct buckets *b, const char *path)
+{
+    struct bucket *e;
+    HASH_FIND_STR(b->by_path, path, e);
+    return e ? e->puts++ : 0;
+}
+
 static void forget_oldest(struct buckets *b)
 {
     struct bucket *e = b->oldest;
@@ -51,6 +59,7 @@ void buckets_add(struct buckets *b, const char *path)
         return;
     memcpy(e->path, path, n);
     e->newer = NULL;
+    e->puts = 0;
     HASH_ADD_STR(b->by_path, path, e);
     if (b->newest)
         b->newest->newer = e;

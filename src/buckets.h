@@ -12,6 +12,8 @@ struct buckets;
 struct buckets *buckets_new(size_t capacity);
 void buckets_free(struct buckets *b);
 int buckets_known(const struct buckets *b, const char *path);
+/* Counts one more put into a known bucket; returns the count before it (0 if unknown). */
+unsigned buckets_count_put(struct buckets *b, const char *path);
 void buckets_add(struct buckets *b, const char *path); /* no-op when out of memory */
 
 #endif

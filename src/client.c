@@ -176,7 +176,8 @@ static int valid_queue_n(const char *s, size_t n)
     return 1;
 }
 
-/* "<queue>/<job name>", at most DEFERD_ID_MAX bytes; the name is one printable token. */
+/* "<queue>/<job name>" or "<queue>/<shard>/<job name>", at most DEFERD_ID_MAX bytes; the
+ * rest after the queue is one or two printable tokens. */
 static int valid_job_id(const char *id)
 {
     size_t n = strnlen(id, DEFERD_ID_MAX + 1);
@@ -185,9 +186,13 @@ static int valid_job_id(const char *id)
         return 0;
     if (!valid_queue_n(id, (size_t)(slash - id)))
         return 0;
-    for (const char *p = slash + 1; p < id + n; p++)
-        if (*p <= ' ' || *p > '~' || *p == '/')
+    int slashes = 0;
+    for (const char *p = slash + 1; p < id + n; p++) {
+        if (*p <= ' ' || *p > '~')
             return 0;
+        if (*p == '/' && (p == slash + 1 || p + 1 == id + n || ++slashes > 1))
+            return 0;
+    }
     return 1;
 }
 

@@ -1,4 +1,4 @@
-#include "dispatcher.h"
+#include "dispatcher_int.h"
 
 #include <event2/event.h>
 #include <stdio.h>
@@ -19,33 +19,10 @@
 #include "units.h"
 #include "zkstore.h"
 
-#define RETRY_MS 1000 /* after a ZooKeeper error, try a job again this much later */
-/* Payloads of jobs this daemon put and will deliver soon stay in memory, so that delivery
- * needs no read: up to this much per job and in all. */
-#define KEEP_PAYLOAD_MAX (64 * 1024)
-#define KEEP_PAYLOADS_TOTAL (64 * 1024 * 1024)
-
-struct dispatcher {
-    struct deferd *d;
-    struct dqueue *queues;
-    size_t nqueues;
-    struct job *jobs;           /* by znode path */
-    struct event *timer;
-    int64_t armed_wall;         /* when the timer fires; INT64_MAX when idle */
-    uint64_t seq;
-    uint64_t uid_prefix, uid_counter;
-    char ident[128];            /* lock data: which daemon holds it */
-    struct event *kick;         /* dispatches queues flagged by kick() once per loop turn */
-    struct heap leases;         /* INFLIGHT jobs by their next lease event */
-    struct settle *held;        /* acks/nacks waiting for the connection to come back */
-    /* Transactions of many jobs go to ZooKeeper as few multis (txnbatch.h). */
-    struct txnbatch *locks, *settles, *puts;
-    struct buckets *buckets;    /* bucket paths known to exist, for puts */
-    size_t payload_bytes;       /* held in jobs */
-    unsigned long long reads;   /* payloads read from ZooKeeper at delivery */
-};
-
-static void dispatch(struct dispatcher *ds, struct dqueue *q);
+/* Work per queue per loop turn, so that a burst of due jobs cannot stall acks and new
+ * connections: the rest follows in the next turns. */
+#define DUE_PER_TURN 4096
+#define LOCKS_PER_TURN 1024
 
 /* ---- heaps ---- */
 
@@ -90,7 +67,7 @@ static void unheap(struct job *job)
 }
 
 /* Leaves INFLIGHT for a state that is in no heap. */
-static void set_busy(struct job *job, enum job_state state)
+void set_busy(struct job *job, enum job_state state)
 {
     unheap(job);
     job->state = state;
@@ -103,7 +80,7 @@ static int64_t warn_before(const struct job *job)
     return w < 1000 ? w : 1000;
 }
 
-static void lease_arm(struct dispatcher *ds, struct job *job)
+void lease_arm(struct dispatcher *ds, struct job *job)
 {
     unheap(job);
     job->state = JS_INFLIGHT;
@@ -114,7 +91,7 @@ static void lease_arm(struct dispatcher *ds, struct job *job)
         dispatcher_rearm(ds);
 }
 
-static void lease_start(struct dispatcher *ds, struct job *job)
+void lease_start(struct dispatcher *ds, struct job *job)
 {
     job->lease_at = units_wall_ms() + job->ttr_ms;
     job->warned = 0;
@@ -129,7 +106,7 @@ static void push_ready(struct job *job)
         log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
 }
 
-static void make_ready(struct dispatcher *ds, struct job *job)
+void make_ready(struct dispatcher *ds, struct job *job)
 {
     push_ready(job);
     dispatch(ds, job->q);
@@ -188,7 +165,7 @@ void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c)
         kick(ds, s->q);
 }
 
-static void unhold(struct dispatcher *ds, struct job *job)
+void unhold(struct dispatcher *ds, struct job *job)
 {
     struct consumer *c = job->owner;
     if (!c)
@@ -197,7 +174,7 @@ static void unhold(struct dispatcher *ds, struct job *job)
     dispatcher_consumer_changed(ds, c);
 }
 
-static void free_job(struct dispatcher *ds, struct job *job)
+void free_job(struct dispatcher *ds, struct job *job)
 {
     unheap(job);
     unhold(ds, job);
@@ -240,8 +217,6 @@ void dispatcher_rearm(struct dispatcher *ds)
     evtimer_add(ds->timer, &tv);
 }
 
-static void leases_tick(struct dispatcher *ds, int64_t wall);
-
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -252,9 +227,12 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 0; i < ds->nqueues; i++) {
         struct dqueue *q = &ds->queues[i];
         struct job *job;
+        int moved = 0;
         /* All due jobs enter the ready heap before any is dispatched, so that among
-         * jobs due together priority decides. */
-        while ((job = heap_peek(&q->delayed)) && job->wake_ms <= wall) {
+         * jobs due together priority decides (up to DUE_PER_TURN: the timer fires again
+         * at once for the rest). */
+        while (moved++ < DUE_PER_TURN && (job = heap_peek(&q->delayed)) &&
+               job->wake_ms <= wall) {
             heap_pop(&q->delayed);
             push_ready(job);
         }
@@ -266,15 +244,15 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 /* ---- ids ---- */
 
-static void new_uid(struct dispatcher *ds, char *uid)
+void new_uid(struct dispatcher *ds, char *uid)
 {
     snprintf(uid, LAYOUT_UID_MAX + 1, "%08llx%08llx", (unsigned long long)ds->uid_prefix,
              (unsigned long long)(ds->uid_counter++ & 0xffffffffULL));
 }
 
-static const char *root(struct dispatcher *ds) { return ds->d->cfg->zk_root; }
+const char *root(struct dispatcher *ds) { return ds->d->cfg->zk_root; }
 
-static struct job *find_by_id(struct dispatcher *ds, const char *id)
+struct job *find_by_id(struct dispatcher *ds, const char *id)
 {
     char queue[QUEUE_NAME_MAX + 1], path[LAYOUT_PATH_MAX];
     struct job_name jn;
@@ -285,24 +263,15 @@ static struct job *find_by_id(struct dispatcher *ds, const char *id)
     return job;
 }
 
-static void lock_path(const struct job *job, char *buf, size_t len)
+void lock_path(const struct job *job, char *buf, size_t len)
 {
     snprintf(buf, len, "%s/" LAYOUT_LOCK, job->path);
 }
 
-/* The lock (exclusive: one holder) and the owner node (names the holder's session), both
- * ephemeral children of the job, created and deleted together. Every transaction that
- * releases or deletes the job deletes our owner node too, so it fails as a whole unless
- * this very session still holds the job. */
-struct lock_paths {
-    char lock[LAYOUT_PATH_MAX + 8];
-    char owner[LAYOUT_PATH_MAX + 32];
-};
-
 /* The owner node is created sequential: its suffix is the job's cversion at that moment,
  * which counts the job's deliveries (see on_locked) with no read. OWNER_SEQ_UNKNOWN gives
  * the prefix to create it with. */
-static void lock_paths(const struct job *job, struct lock_paths *lp)
+void lock_paths(const struct job *job, struct lock_paths *lp)
 {
     lock_path(job, lp->lock, sizeof lp->lock);
     int n = snprintf(lp->owner, sizeof lp->owner, "%s/" LAYOUT_OWNER "%llx-", job->path,
@@ -313,7 +282,7 @@ static void lock_paths(const struct job *job, struct lock_paths *lp)
 
 /* Every ZooKeeper call made for a job holds it; a job that vanished meanwhile is freed
  * by the last completion. Returns 1 when the job is gone and the caller must stop. */
-static int job_settled_gone(struct dispatcher *ds, struct job *job)
+int job_settled_gone(struct dispatcher *ds, struct job *job)
 {
     if (job->gone && !job->owner && job->state != JS_INFLIGHT) {
         struct dqueue *q = job->q;
@@ -324,7 +293,7 @@ static int job_settled_gone(struct dispatcher *ds, struct job *job)
     return 0;
 }
 
-static void retry_later(struct dispatcher *ds, struct job *job, const char *what, int rc)
+void retry_later(struct dispatcher *ds, struct job *job, const char *what, int rc)
 {
     log_warn("queue %s: job %s: %s failed: %s; retrying in %d ms", job->q->cfg->name, job->id,
              what, zerror(rc), RETRY_MS);
@@ -336,11 +305,9 @@ static void retry_later(struct dispatcher *ds, struct job *job, const char *what
 
 /* ---- locking and delivery ---- */
 
-static void release_lock(struct dispatcher *ds, struct job *job);
 static void on_lock_checked(const struct zk_result *res, void *ctx);
-static void on_released(const struct zk_result *res, void *ctx);
 
-static void watch_lock(struct dispatcher *ds, struct job *job)
+void watch_lock(struct dispatcher *ds, struct job *job)
 {
     char lock[LAYOUT_PATH_MAX + 8];
     lock_path(job, lock, sizeof lock);
@@ -349,8 +316,6 @@ static void watch_lock(struct dispatcher *ds, struct job *job)
     if (rc != ZOK)
         retry_later(ds, job, "watching the lock", rc);
 }
-
-static void bury_locked(struct dispatcher *ds, struct job *job);
 
 /* Locked, payload at hand: push it to its consumer and start the lease. */
 static void deliver(struct dispatcher *ds, struct job *job)
@@ -468,99 +433,23 @@ static void lock_job(struct dispatcher *ds, struct job *job, struct consumer *c)
         retry_later(ds, job, "sending the lock transaction", rc);
 }
 
-static void dispatch(struct dispatcher *ds, struct dqueue *q)
+void dispatch(struct dispatcher *ds, struct dqueue *q)
 {
     struct job *job;
+    int locks = 0;
     while ((job = heap_peek(&q->ready)) && zkstore_connected(ds->d->zs)) {
+        if (locks++ == LOCKS_PER_TURN) { /* more after the loop has polled again */
+            q->kicked = 1;
+            static const struct timeval now = {0, 0};
+            evtimer_add(ds->later, &now);
+            return;
+        }
         struct consumer *c = consumer_pick(&q->ring);
         if (!c)
             return;
         heap_pop(&q->ready);
         lock_job(ds, job, c);
     }
-}
-
-static void on_released(const struct zk_result *res, void *ctx)
-{
-    struct job *job = ctx;
-    struct dispatcher *ds = job->q->ds;
-    if (res->rc != ZOK && res->rc != ZNONODE) {
-        retry_later(ds, job, "releasing the lock", res->rc);
-        return;
-    }
-    if (!job_settled_gone(ds, job))
-        make_ready(ds, job);
-}
-
-static void on_owner_listed(const struct zk_result *res, void *ctx)
-{
-    struct job *job = ctx;
-    struct dispatcher *ds = job->q->ds;
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, LAYOUT_OWNER "%llx-", (unsigned long long)job->lock_session);
-    size_t n = strlen(prefix);
-    for (int i = 0; res->rc == ZOK && i < res->nchildren; i++) {
-        const char *name = res->children[i];
-        char *end;
-        unsigned long seq;
-        if (strncmp(name, prefix, n) == 0 && strlen(name + n) == 10 &&
-            (seq = strtoul(name + n, &end, 10)) < OWNER_SEQ_UNKNOWN && !*end) {
-            job->owner_seq = (uint32_t)seq;
-            release_lock(ds, job);
-            return;
-        }
-    }
-    if (res->rc == ZNONODE) {
-        if (!job_settled_gone(ds, job))
-            free_job(ds, job);
-        return;
-    }
-    if (res->rc != ZOK) {
-        retry_later(ds, job, "looking for our owner node", res->rc);
-        return;
-    }
-    /* Our lock (we only get here after seeing it ours) without its owner node, deleted
-     * by hand: delete the lock alone. */
-    char lock[LAYOUT_PATH_MAX + 8];
-    lock_path(job, lock, sizeof lock);
-    const struct zk_txn_op op = {.kind = ZT_DELETE, .path = lock, .version = -1};
-    int rc = txnbatch_add(ds->settles, &op, 1, on_released, job);
-    if (rc != ZOK)
-        retry_later(ds, job, "releasing the lock", rc);
-}
-
-/* Lists the job's children to learn our owner node's name. */
-static void find_owner(struct dispatcher *ds, struct job *job)
-{
-    set_busy(job, JS_SETTLING);
-    int rc = zkstore_children(ds->d->zs, job->path, 0, on_owner_listed, job);
-    if (rc != ZOK)
-        retry_later(ds, job, "looking for our owner node", rc);
-}
-
-/* Gives up our lock so that the job is delivered again (attempt + 1). */
-static void release_lock(struct dispatcher *ds, struct job *job)
-{
-    struct lock_paths lp;
-    lock_paths(job, &lp);
-    unhold(ds, job);
-    if (job->uncertain) { /* the lock may be someone else's now: look before deleting */
-        job->uncertain = 0;
-        watch_lock(ds, job);
-        return;
-    }
-    if (job->owner_seq == OWNER_SEQ_UNKNOWN) { /* a lock whose answer we never got */
-        find_owner(ds, job);
-        return;
-    }
-    const struct zk_txn_op ops[] = {
-        {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
-        {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
-    };
-    set_busy(job, JS_SETTLING);
-    int rc = txnbatch_add(ds->settles, ops, 2, on_released, job);
-    if (rc != ZOK)
-        retry_later(ds, job, "releasing the lock", rc);
 }
 
 static void on_lock_checked(const struct zk_result *res, void *ctx)
@@ -594,546 +483,10 @@ void dispatcher_lock_event(struct dispatcher *ds, const char *lock)
         make_ready(ds, job);
 }
 
-/* ---- ack and nack: one transaction each ---- */
-
-enum settle_op { SETTLE_ACK, SETTLE_NACK };
-
-struct settle {
-    struct settle *next;        /* in dispatcher->held */
-    struct job *job;
-    struct reply *r;
-    enum settle_op op;
-    int has_delay;              /* nack with delay: move the job */
-    int bury;                   /* the move goes to the dead letters */
-    int precheck;               /* verifying the lock before sending, not after */
-    int made_parents;
-    char next_path[LAYOUT_PATH_MAX];
-    char next_id[LAYOUT_ID_MAX + 1];
-};
-
-static const char *settle_name(const struct settle *st)
-{
-    return st->op == SETTLE_ACK ? "ack" : "nack";
-}
-
-static struct job *held_job(struct dispatcher *ds, struct consumer *c, const char *id,
-                            struct reply *r)
-{
-    struct job *job = find_by_id(ds, id);
-    if (job && job->owner == c && job->state == JS_INFLIGHT)
-        return job;
-    if (consumer_lost(c, id))
-        reply_err(r, PE_LEASE_LOST, "job %s: lease expired, the job will be delivered again", id);
-    else
-        reply_err(r, PE_NOT_FOUND, "job %s is not held by this connection", id);
-    return NULL;
-}
-
-/* The lock is not ours any more: someone else may hold the job now. */
-static void lease_lost(struct dispatcher *ds, struct settle *st)
-{
-    struct job *job = st->job;
-    if (st->r)
-        reply_err(st->r, PE_LEASE_LOST, "job %s: lease lost, the job will be delivered again",
-                  job->id);
-    unhold(ds, job);
-    if (!job_settled_gone(ds, job))
-        make_ready(ds, job);
-}
-
-/* Known not applied: the job is still ours and the consumer may try again. */
-static void settle_failed(struct settle *st, int rc)
-{
-    struct job *job = st->job;
-    log_warn("queue %s: job %s: %s failed: %s", job->q->cfg->name, job->id, settle_name(st),
-             zerror(rc));
-    if (st->r)
-        reply_err(st->r, PE_UNAVAILABLE, "%s failed in ZooKeeper: %s", settle_name(st),
-                  zerror(rc));
-    lease_arm(job->q->ds, job); /* the lease runs on as before */
-    if (!job->owner)
-        release_lock(job->q->ds, job);
-}
-
-static void settled(struct dispatcher *ds, struct settle *st)
-{
-    struct job *job = st->job;
-    if (st->bury)
-        log_warn("queue %s: job %s dead-lettered after %u attempts (max_attempts %u)",
-                 job->q->cfg->name, job->id, job->attempt, job->q->cfg->max_attempts);
-    if (st->r)
-        reply_ok(st->r, st->has_delay && !st->bury ? st->next_id : NULL);
-    if (st->op == SETTLE_ACK || st->bury)
-        pending_changed(job->q, -1);
-    if (st->op == SETTLE_ACK || st->has_delay || job->gone) {
-        struct dqueue *q = job->q;
-        free_job(ds, job); /* a moved job reappears through the mirror */
-        dispatch(ds, q);
-    } else {
-        unhold(ds, job);
-        make_ready(ds, job);
-    }
-}
-
-static void on_settled(const struct zk_result *res, void *ctx);
-static void verify(struct dispatcher *ds, struct settle *st);
-
-static int send_settle(struct dispatcher *ds, struct settle *st)
-{
-    struct job *job = st->job;
-    struct lock_paths lp;
-    lock_paths(job, &lp);
-    const struct zk_txn_op ops[] = {
-        {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
-        {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
-        {.kind = ZT_DELETE, .path = job->path, .version = -1},
-        {.kind = ZT_CREATE, .path = st->next_path, .data = job->payload, .len = job->len},
-    };
-    int n = st->op == SETTLE_ACK ? 3 : st->has_delay ? 4 : 2;
-    set_busy(job, JS_SETTLING);
-    return txnbatch_add(ds->settles, ops, n, on_settled, st);
-}
-
-/* The session that held the lock is over (LOST while the call was in flight). */
-static int session_gone(int rc)
-{
-    return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
-}
-
-/* Connection loss or a timeout: the transaction may or may not have been applied. */
-static int uncertain(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
-
-static void on_settled(const struct zk_result *res, void *ctx)
-{
-    struct settle *st = ctx;
-    struct job *job = st->job;
-    struct dispatcher *ds = job->q->ds;
-    int rc = res->rc;
-    if (rc == ZNONODE && st->has_delay && res->op_err[3] == ZNONODE && !st->made_parents) {
-        st->made_parents = 1; /* the new due time's bucket does not exist yet */
-        if ((rc = zkstore_create_parents(ds->d->zs, st->next_path, NULL, NULL)) == ZOK &&
-            (rc = send_settle(ds, st)) == ZOK)
-            return;
-    }
-    if (rc == ZOK) {
-        settled(ds, st);
-    } else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOTEMPTY || session_gone(rc)) {
-        lease_lost(ds, st); /* our owner node is gone, or another holder's is there */
-    } else if (uncertain(rc)) {
-        job->uncertain = 1;
-        verify(ds, st);
-        return;
-    } else {
-        settle_failed(st, rc);
-    }
-    free(st);
-}
-
-static void on_verified_job(const struct zk_result *res, void *ctx)
-{
-    struct settle *st = ctx;
-    struct dispatcher *ds = st->job->q->ds;
-    if (session_gone(res->rc)) {
-        lease_lost(ds, st);
-    } else if (res->rc == ZNONODE) {        /* our transaction did delete it */
-        st->job->uncertain = 0;
-        settled(ds, st);
-    } else if (res->rc == ZOK) {
-        st->job->uncertain = 0;
-        lease_lost(ds, st);
-    } else {
-        settle_failed(st, res->rc); /* still unknown: stays uncertain */
-    }
-    free(st);
-}
-
-/* Never deletes a lock not confirmed ours: looks at the lock, then at the job. */
-static void on_verified_lock(const struct zk_result *res, void *ctx)
-{
-    struct settle *st = ctx;
-    struct job *job = st->job;
-    struct dispatcher *ds = job->q->ds;
-    int ours = res->rc == ZOK && res->stat.ephemeralOwner == ds->d->session_id;
-    if (session_gone(res->rc)) {
-        lease_lost(ds, st);
-    } else if (ours || (res->rc != ZOK && res->rc != ZNONODE)) {
-        if (ours)
-            job->uncertain = 0;
-        if (ours && st->precheck) {
-            st->precheck = 0;
-            int rc = send_settle(ds, st);
-            if (rc == ZOK)
-                return;
-            settle_failed(st, rc);
-        } else {
-            settle_failed(st, ours ? ZCONNECTIONLOSS : res->rc); /* not applied, or unknown */
-        }
-    } else if (st->op == SETTLE_NACK && !st->has_delay) {
-        job->uncertain = 0;              /* lock gone: the release happened */
-        settled(ds, st);
-    } else {
-        int rc = zkstore_exists(ds->d->zs, job->path, 0, on_verified_job, st);
-        if (rc == ZOK)
-            return;
-        settle_failed(st, rc);
-    }
-    free(st);
-}
-
-static void hold_settle(struct dispatcher *ds, struct settle *st)
-{
-    set_busy(st->job, JS_SETTLING);
-    st->next = ds->held;
-    ds->held = st;
-}
-
-static void verify(struct dispatcher *ds, struct settle *st)
-{
-    if (!zkstore_connected(ds->d->zs) && ds->d->session_id != 0) {
-        /* Cannot look now; the session may survive: look again when it is back. */
-        st->job->uncertain = 1;
-        hold_settle(ds, st);
-        return;
-    }
-    char lock[LAYOUT_PATH_MAX + 8];
-    lock_path(st->job, lock, sizeof lock);
-    set_busy(st->job, JS_SETTLING);
-    int rc = zkstore_exists(ds->d->zs, lock, 0, on_verified_lock, st);
-    if (rc != ZOK) {
-        settle_failed(st, rc);
-        free(st);
-    }
-}
-
-static struct settle *settle_new(struct job *job, struct reply *r, enum settle_op op)
-{
-    struct settle *st = calloc(1, sizeof *st);
-    if (!st) {
-        if (r)
-            reply_err(r, PE_INTERNAL, "out of memory");
-        return NULL;
-    }
-    st->job = job;
-    st->r = r;
-    st->op = op;
-    return st;
-}
-
-static void settle_start(struct dispatcher *ds, struct settle *st)
-{
-    if (!zkstore_connected(ds->d->zs) && ds->d->session_id != 0) {
-        hold_settle(ds, st); /* SUSPENDED: the session may survive; send it on reconnection */
-        return;
-    }
-    if (st->job->uncertain) { /* an earlier attempt may have changed ZooKeeper */
-        st->precheck = 1;
-        verify(ds, st);
-        return;
-    }
-    int rc = send_settle(ds, st);
-    if (rc != ZOK) {
-        settle_failed(st, rc);
-        free(st);
-    }
-}
-
-void dispatcher_ack(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r)
-{
-    struct job *job = held_job(ds, c, id, r);
-    struct settle *st = job ? settle_new(job, r, SETTLE_ACK) : NULL;
-    if (st)
-        settle_start(ds, st);
-}
-
-/* The job moves to a new name: new due time, new uid, attempts so far carried along. */
-static int plan_move(struct dispatcher *ds, struct settle *st, uint64_t delay_ms)
-{
-    struct job *job = st->job;
-    struct job_name next = job->jn;
-    char name[LAYOUT_NAME_MAX + 1];
-    next.due_ms = (uint64_t)units_wall_ms() + delay_ms;
-    next.prior_attempts = job->attempt;
-    new_uid(ds, next.uid);
-    st->has_delay = 1;
-    if (delay_ms > LAYOUT_DUE_MAX || next.due_ms > LAYOUT_DUE_MAX ||
-        layout_job_path(st->next_path, sizeof st->next_path, root(ds), job->q->cfg->name,
-                        &next) != 0 ||
-        layout_format_name(&next, name, sizeof name) != 0 ||
-        layout_format_id(st->next_id, sizeof st->next_id, job->q->cfg->name, name) != 0)
-        return -1;
-    return 0;
-}
-
-/* The queue's policy for a nack without a delay: doubling from backoff_min per attempt,
- * capped at backoff_max, spread by +-backoff_jitter percent so that a burst of failures
- * does not come back as a burst. */
-static uint64_t backoff_ms(const struct queue_config *qc, uint32_t attempt)
-{
-    uint64_t d = qc->backoff_min_ms;
-    for (uint32_t i = 1; i < attempt && d < qc->backoff_max_ms; i++)
-        d *= 2;
-    if (d > qc->backoff_max_ms)
-        d = qc->backoff_max_ms;
-    if (qc->backoff_jitter && d) {
-        uint64_t span = d * qc->backoff_jitter / 100;
-        uint32_t rnd = 0;
-        if (span && getrandom(&rnd, sizeof rnd, 0) == sizeof rnd)
-            d = d - span + (uint64_t)rnd % (2 * span + 1);
-    }
-    return d;
-}
-
-/* The last allowed attempt failed: the job moves to its queue's dead letters. */
-static int plan_bury(struct dispatcher *ds, struct settle *st)
-{
-    struct job *job = st->job;
-    struct job_name dead = job->jn;
-    dead.prior_attempts = job->attempt;
-    st->has_delay = st->bury = 1;
-    return layout_dead_path(st->next_path, sizeof st->next_path, root(ds), job->q->cfg->name,
-                            &dead);
-}
-
-/* Locked for an attempt past max_attempts (its holders kept crashing): bury, not deliver. */
-static void bury_locked(struct dispatcher *ds, struct job *job)
-{
-    struct settle *st = settle_new(job, NULL, SETTLE_NACK);
-    unhold(ds, job);
-    job->state = JS_SETTLING;
-    if (st && plan_bury(ds, st) == 0) {
-        int rc = send_settle(ds, st);
-        if (rc == ZOK)
-            return;
-    }
-    free(st);
-    release_lock(ds, job);
-}
-
-void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, int has_delay,
-                     uint64_t delay_ms, struct reply *r)
-{
-    struct job *job = held_job(ds, c, id, r);
-    struct settle *st = job ? settle_new(job, r, SETTLE_NACK) : NULL;
-    if (!st)
-        return;
-    if (job->attempt >= job->q->cfg->max_attempts) {
-        if (plan_bury(ds, st) == 0) {
-            settle_start(ds, st);
-            return;
-        }
-        has_delay = 0; /* cannot name it: fall back to a plain release */
-    } else if (!has_delay) {
-        delay_ms = backoff_ms(job->q->cfg, job->attempt);
-        has_delay = delay_ms > 0;
-    }
-    if (has_delay && plan_move(ds, st, delay_ms) != 0) {
-        reply_err(r, PE_BAD_REQUEST, "delay %llu ms is out of range",
-                  (unsigned long long)delay_ms);
-        free(st);
-        return;
-    }
-    settle_start(ds, st);
-}
-
-/* ---- leases ---- */
-
-/* The lease ran out: tell the holder, give the lock up, deliver again (attempt + 1). */
-static void expire(struct dispatcher *ds, struct job *job)
-{
-    struct consumer *c = job->owner;
-    log_info("queue %s: job %s: lease of %u ms expired, releasing it", job->q->cfg->name,
-             job->id, job->ttr_ms);
-    if (c) {
-        consumer_note_lost(c, job->id);
-        server_push_expired(c->conn, job->id);
-    }
-    release_lock(ds, job);
-}
-
-static void leases_tick(struct dispatcher *ds, int64_t wall)
-{
-    struct job *job;
-    if (!zkstore_connected(ds->d->zs))
-        return;
-    while ((job = heap_peek(&ds->leases)) && job->lease_wake <= wall) {
-        heap_pop(&ds->leases);
-        if (job->warned || !job->owner) {
-            expire(ds, job);
-            continue;
-        }
-        job->warned = 1;
-        server_push_deadline(job->owner->conn, job->id, job->lease_at - wall);
-        lease_arm(ds, job);
-    }
-}
-
-void dispatcher_touch(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r)
-{
-    struct job *job = held_job(ds, c, id, r);
-    if (!job)
-        return;
-    lease_start(ds, job);
-    reply_ok(r, NULL);
-}
-
-/* ---- put ---- */
-
-struct put {
-    struct dispatcher *ds;
-    struct dqueue *q;
-    struct reply *r;
-    struct job_name jn;
-    unsigned char *payload;
-    size_t len;
-    char path[LAYOUT_PATH_MAX];
-    int made_parents, tries;
-};
-
-static void on_put(const struct zk_result *res, void *ctx);
-
-static int add_create(struct put *p)
-{
-    const struct zk_txn_op op = {.kind = ZT_CREATE, .path = p->path, .data = p->payload,
-                                 .len = p->len};
-    return txnbatch_add(p->ds->puts, &op, 1, on_put, p);
-}
-
-static void on_bucket_made(const struct zk_result *res, void *ctx)
-{
-    (void)res; /* NodeExists: someone else made it; other errors: the put will say */
-    (void)ctx;
-}
-
-/* Makes sure the job's bucket exists before the job's create reaches ZooKeeper (both go
- * out on one session, in order): nothing for a bucket known to exist, one create in the
- * same batch for a new 100 ms bucket of a known parent, else every missing ancestor. */
-static int prepare_bucket(struct dispatcher *ds, const char *job_path)
-{
-    char leaf[LAYOUT_PATH_MAX], *slash;
-    snprintf(leaf, sizeof leaf, "%s", job_path);
-    if (!(slash = strrchr(leaf, '/')))
-        return ZBADARGUMENTS;
-    *slash = '\0';
-    if (buckets_known(ds->buckets, leaf))
-        return ZOK;
-    int rc;
-    if (!(slash = strrchr(leaf, '/')))
-        return ZBADARGUMENTS;
-    *slash = '\0';
-    int parent_known = buckets_known(ds->buckets, leaf);
-    buckets_add(ds->buckets, leaf);
-    *slash = '/';
-    if (parent_known) {
-        const struct zk_txn_op op = {.kind = ZT_CREATE, .path = leaf};
-        rc = txnbatch_add(ds->puts, &op, 1, on_bucket_made, NULL);
-    } else {
-        rc = zkstore_create_parents(ds->d->zs, job_path, NULL, NULL);
-    }
-    if (rc == ZOK)
-        buckets_add(ds->buckets, leaf);
-    return rc;
-}
-
-static int send_put(struct put *p)
-{
-    new_uid(p->ds, p->jn.uid);
-    if (layout_job_path(p->path, sizeof p->path, root(p->ds), p->q->cfg->name, &p->jn) != 0)
-        return ZBADARGUMENTS;
-    p->tries++;
-    int rc = prepare_bucket(p->ds, p->path);
-    return rc == ZOK ? add_create(p) : rc;
-}
-
-/* The job is in our mirror (due soon, its queue has consumers): keep its payload, so that
- * delivering it needs no read. Payloads never change once written. */
-static void keep_payload(struct put *p)
-{
-    struct dispatcher *ds = p->ds;
-    struct job *job;
-    HASH_FIND_STR(ds->jobs, p->path, job);
-    if (!job || job->payload || p->len > KEEP_PAYLOAD_MAX ||
-        ds->payload_bytes + p->len > KEEP_PAYLOADS_TOTAL)
-        return;
-    job->payload = p->payload;
-    job->len = p->len;
-    ds->payload_bytes += p->len;
-    p->payload = NULL;
-}
-
-static void put_done(struct put *p, int rc)
-{
-    char name[LAYOUT_NAME_MAX + 1], id[LAYOUT_ID_MAX + 1];
-    if (rc == ZOK && layout_format_name(&p->jn, name, sizeof name) == 0 &&
-        layout_format_id(id, sizeof id, p->q->cfg->name, name) == 0) {
-        reply_ok(p->r, id);
-        pending_changed(p->q, +1);
-        mirror_job_created(p->ds->d->mirror, p->q, p->path);
-        keep_payload(p);
-    } else {
-        log_warn("queue %s: put to %s failed: %s", p->q->cfg->name, p->path, zerror(rc));
-        reply_err(p->r, PE_UNAVAILABLE, "ZooKeeper did not store the job: %s", zerror(rc));
-    }
-    free(p->payload);
-    free(p);
-}
-
-static void on_put(const struct zk_result *res, void *ctx)
-{
-    struct put *p = ctx;
-    int rc = res->rc;
-    if (rc == ZNONODE && !p->made_parents) {
-        /* First job in this bucket: create the bucket path, then the job again. */
-        p->made_parents = 1; /* known to us, but deleted meanwhile (empty past bucket) */
-        rc = zkstore_create_parents(p->ds->d->zs, p->path, NULL, NULL);
-        if (rc == ZOK && (rc = add_create(p)) == ZOK)
-            return;
-    } else if (rc == ZNODEEXISTS && p->tries < 3) {
-        if ((rc = send_put(p)) == ZOK)
-            return;
-    }
-    put_done(p, rc);
-}
-
-void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct reply *r)
-{
-    struct dqueue *q = dispatcher_queue(ds, req->queue);
-    struct put *p = NULL;
-    if (!q) {
-        reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->queue);
-    } else if (!zkstore_connected(ds->d->zs)) {
-        reply_err(r, PE_UNAVAILABLE, "not connected to ZooKeeper");
-    } else if (pending_full(q)) {
-        reply_err(r, PE_QUEUE_FULL, "queue '%s' holds %lld of at most %llu pending jobs",
-                  req->queue, (long long)pending_estimate(q),
-                  (unsigned long long)q->cfg->max_pending);
-    } else if (!(p = calloc(1, sizeof *p))) {
-        reply_err(r, PE_INTERNAL, "out of memory");
-    } else {
-        uint64_t due = req->has_at ? req->at_ms : (uint64_t)units_wall_ms() + req->delay_ms;
-        if (due > LAYOUT_DUE_MAX) {
-            reply_err(r, PE_BAD_REQUEST, "due time %llu is too far", (unsigned long long)due);
-            free(p);
-            p = NULL;
-        } else {
-            *p = (struct put){.ds = ds, .q = q, .r = r, .payload = req->payload, .len = req->len};
-            p->jn.due_ms = due;
-            p->jn.priority = req->has_prio ? req->prio : q->cfg->priority;
-            p->jn.ttr_ms = req->has_ttr ? (uint32_t)req->ttr_ms : 0; /* 0: queue default */
-            req->payload = NULL;
-            int rc = send_put(p);
-            if (rc != ZOK)
-                put_done(p, rc);
-            return;
-        }
-    }
-    free(req->payload);
-    req->payload = NULL;
-}
-
 /* ---- the mirror's reports ---- */
 
 struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
-                                const char *name, const struct job_name *jn)
+                                const struct job_name *jn)
 {
     struct job *job;
     HASH_FIND_STR(ds->jobs, path, job);
@@ -1143,7 +496,7 @@ struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const c
     }
     job = calloc(1, sizeof *job);
     if (!job || !(job->path = strdup(path)) ||
-        layout_format_id(job->id, sizeof job->id, q->cfg->name, name) != 0) {
+        layout_job_id(job->id, sizeof job->id, q->cfg->name, jn) != 0) {
         if (job)
             free(job->path);
         free(job);
@@ -1201,14 +554,7 @@ void dispatcher_kick(struct dispatcher *ds, struct dqueue *q) { dispatch(ds, q);
  * starts from nothing) and hand out what is ready. */
 void dispatcher_session_up(struct dispatcher *ds)
 {
-    struct settle *held = ds->held;
-    ds->held = NULL;
-    while (held) { /* the same session came back: apply what the consumers asked meanwhile */
-        struct settle *next = held->next;
-        held->job->state = JS_INFLIGHT;
-        settle_start(ds, held);
-        held = next;
-    }
+    settle_resume_held(ds); /* the same session came back: apply what consumers asked */
     dispatcher_rearm(ds); /* leases wait while disconnected */
     for (size_t i = 0; i < ds->nqueues; i++) {
         struct dqueue *q = &ds->queues[i];
@@ -1223,15 +569,7 @@ void dispatcher_session_up(struct dispatcher *ds)
  * freed by its completion. */
 void dispatcher_revoke_all(struct dispatcher *ds)
 {
-    while (ds->held) {
-        struct settle *st = ds->held;
-        ds->held = st->next;
-        if (st->r)
-            reply_err(st->r, PE_LEASE_LOST, "job %s: the ZooKeeper session was lost",
-                      st->job->id);
-        st->job->state = JS_HELD; /* no call in flight: freed below */
-        free(st);
-    }
+    settle_revoke_held(ds);
     struct job *job, *tmp;
     HASH_ITER(hh, ds->jobs, job, tmp) {
         if (job->owner && job->state == JS_INFLIGHT)
@@ -1361,8 +699,9 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->queues = calloc(ds->nqueues, sizeof *ds->queues);
     ds->timer = evtimer_new(d->base, on_timer, ds);
     ds->kick = event_new(d->base, -1, 0, on_kick, ds);
+    ds->later = evtimer_new(d->base, on_kick, ds);
     uint32_t rnd = 0;
-    if (!ds->queues || !ds->timer || !ds->kick || getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) {
+    if (!ds->queues || !ds->timer || !ds->kick || !ds->later || getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) {
         dispatcher_free(ds);
         return NULL;
     }
@@ -1381,10 +720,11 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     /* Locks and puts wait for nothing but ZooKeeper; settles hold consumers' replies. */
     int inflight = getenv("DEFERD_TXN_INFLIGHT") ? atoi(getenv("DEFERD_TXN_INFLIGHT")) : 4;
     ds->buckets = buckets_new(4096);
+    ds->parents = buckets_new(32768); /* 30 days of 100 s buckets */
     ds->locks = txnbatch_new(d->base, d->zs, "locks", inflight);
     ds->settles = txnbatch_new(d->base, d->zs, "settles", inflight);
     ds->puts = txnbatch_new(d->base, d->zs, "puts", inflight);
-    if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets) {
+    if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets || !ds->parents) {
         dispatcher_free(ds);
         return NULL;
     }
@@ -1407,19 +747,18 @@ void dispatcher_free(struct dispatcher *ds)
         heap_free(&ds->queues[i].ready);
     }
     heap_free(&ds->leases);
-    while (ds->held) {
-        struct settle *st = ds->held;
-        ds->held = st->next;
-        free(st);
-    }
+    settle_free_held(ds);
     if (ds->timer)
         event_free(ds->timer);
     if (ds->kick)
         event_free(ds->kick);
+    if (ds->later)
+        event_free(ds->later);
     txnbatch_free(ds->locks);
     txnbatch_free(ds->settles);
     txnbatch_free(ds->puts);
     buckets_free(ds->buckets);
+    buckets_free(ds->parents);
     free(ds->queues);
     free(ds);
 }

@@ -63,6 +63,7 @@ struct dqueue {
     struct heap delayed, ready;
     struct consumer_ring ring;
     struct dir *root;           /* mirror of jobs/, NULL until a consumer subscribes */
+    size_t mirrored;            /* jobs in the mirror's buckets (mirror.c) */
     int kicked;                 /* dispatch pending for this loop turn */
     /* pending.c: our counter's value in ZooKeeper, changes not written yet, the last sum
      * read, and our changes since that read began */
@@ -93,7 +94,7 @@ void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c); /* 
 
 /* From the mirror (ZooKeeper side). */
 struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
-                                const char *name, const struct job_name *jn);
+                                const struct job_name *jn);
 void dispatcher_kick(struct dispatcher *ds, struct dqueue *q); /* after a listing */
 void dispatcher_job_vanished(struct dispatcher *ds, struct job *job);
 void dispatcher_lock_event(struct dispatcher *ds, const char *lock_path);

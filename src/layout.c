@@ -19,6 +19,13 @@ static int parse_canonical(const char *s, size_t n, uint64_t max, uint64_t *out)
     return units_parse_u64(tmp, max, out);
 }
 
+int layout_valid_shard(const char *name)
+{
+    size_t n = strlen(name);
+    return n >= 2 && n <= LAYOUT_SHARD_MAX && name[0] == 's' &&
+           strspn(name + 1, "0123456789abcdefghijklmnopqrstuvwxyz-") == n - 1;
+}
+
 int layout_valid_uid(const char *uid)
 {
     size_t n = strlen(uid);
@@ -136,14 +143,26 @@ int layout_job_path(char *buf, size_t len, const char *root, const char *queue,
     if (layout_format_name(jn, name, sizeof name) != 0 ||
         layout_bucket_path(buf, len, root, queue, jn->due_ms, LAYOUT_DEPTH) != 0)
         return -1;
+    if (jn->shard[0] && !layout_valid_shard(jn->shard))
+        return -1;
     size_t used = strlen(buf);
-    int n = snprintf(buf + used, len - used, "/%s", name);
+    int n = snprintf(buf + used, len - used, "%s%s/%s", jn->shard[0] ? "/" : "", jn->shard,
+                     name);
     return n > 0 && (size_t)n < len - used ? 0 : -1;
 }
 
 int layout_format_id(char *buf, size_t len, const char *queue, const char *name)
 {
     int n = snprintf(buf, len, "%s/%s", queue, name);
+    return n > 0 && (size_t)n < len && (size_t)n <= LAYOUT_ID_MAX ? 0 : -1;
+}
+
+int layout_job_id(char *buf, size_t len, const char *queue, const struct job_name *jn)
+{
+    char name[LAYOUT_NAME_MAX + 1];
+    if (layout_format_name(jn, name, sizeof name) != 0)
+        return -1;
+    int n = snprintf(buf, len, "%s/%s%s%s", queue, jn->shard, jn->shard[0] ? "/" : "", name);
     return n > 0 && (size_t)n < len && (size_t)n <= LAYOUT_ID_MAX ? 0 : -1;
 }
 
@@ -156,7 +175,22 @@ int layout_parse_id(const char *id, char *queue, size_t qlen, struct job_name *j
     queue[slash - id] = '\0';
     if (!config_valid_queue_name(queue))
         return -1;
-    return layout_parse_name(slash + 1, jn);
+    const char *name = slash + 1, *second = strchr(name, '/');
+    char shard[LAYOUT_SHARD_MAX + 1] = "";
+    if (second) {
+        size_t n = (size_t)(second - name);
+        if (n > LAYOUT_SHARD_MAX)
+            return -1;
+        memcpy(shard, name, n);
+        shard[n] = '\0';
+        if (!layout_valid_shard(shard))
+            return -1;
+        name = second + 1;
+    }
+    if (layout_parse_name(name, jn) != 0)
+        return -1;
+    memcpy(jn->shard, shard, sizeof shard);
+    return 0;
 }
 
 int layout_dead_path(char *buf, size_t len, const char *root, const char *queue,

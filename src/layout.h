@@ -12,6 +12,7 @@
 extern const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1]; /* [1..3] used */
 
 #define LAYOUT_UID_MAX 32
+#define LAYOUT_SHARD_MAX 24
 #define LAYOUT_NAME_MAX 80
 #define LAYOUT_PATH_MAX 512
 #define LAYOUT_ID_MAX 200
@@ -25,7 +26,14 @@ struct job_name {
     uint32_t prior_attempts; /* deliveries before the job was moved (nack with delay) */
     uint32_t ttr_ms;         /* time-to-run lease; 0 = the queue's default */
     char uid[LAYOUT_UID_MAX + 1];
+    /* "" or the shard directory inside the 100 ms bucket that holds the job: a writer
+     * that has put many jobs into one bucket puts the rest into shards of its own, so
+     * that no listing grows past a few hundred KiB. Not part of the name. */
+    char shard[LAYOUT_SHARD_MAX + 1];
 };
+
+/* Shard names: 's', then 1..23 of [0-9a-z-]. Job names start with a digit. */
+int layout_valid_shard(const char *name);
 
 int layout_parse_name(const char *name, struct job_name *out);
 int layout_format_name(const struct job_name *jn, char *buf, size_t len);
@@ -48,8 +56,9 @@ int layout_queue_path(char *buf, size_t len, const char *root, const char *queue
 int layout_dead_path(char *buf, size_t len, const char *root, const char *queue,
                      const struct job_name *jn);
 
-/* Job ids are "<queue>/<job name>". */
+/* Job ids are "<queue>/<job name>", or "<queue>/<shard>/<job name>" for a sharded job. */
 int layout_format_id(char *buf, size_t len, const char *queue, const char *name);
+int layout_job_id(char *buf, size_t len, const char *queue, const struct job_name *jn);
 int layout_parse_id(const char *id, char *queue, size_t qlen, struct job_name *jn);
 
 int layout_valid_uid(const char *uid);

@@ -15,6 +15,11 @@
 #include "zkstore.h"
 
 #define RETRY_MS 1000
+/* A queue whose mirror holds this many jobs lists no new bucket until some are gone: a
+ * daemon that comes back to a million overdue jobs takes them oldest bucket first, in
+ * bounded memory. Buckets it already follows are still re-listed. */
+#define MIRRORED_MAX 50000
+#define FULL_RETRY_MS 100
 #define GC_GRACE_MS 2000 /* an empty bucket this far in the past is deleted */
 /* A busy bucket is re-listed at most every RELIST_MIN_MS plus 1 ms per RELIST_NAMES_PER_MS
  * names it held (plus more while it is not due yet): every change fires its watch, and a re-list per change would cost
@@ -24,7 +29,10 @@
 #define RELIST_NAMES_PER_MS 20
 #define RELIST_MAX_AHEAD_MS 1000 /* and a quarter of the time until it is due, up to this */
 
-/* A bucket directory (or the queue's jobs/ directory at level 0). */
+/* A bucket directory (or the queue's jobs/ directory at level 0, or at level 4 a shard
+ * of a 100 ms bucket, which covers the same time). */
+#define SHARD_LEVEL (LAYOUT_DEPTH + 1)
+
 struct dir {
     UT_hash_handle hh;          /* mirror->dirs, key: path */
     char *path;
@@ -107,6 +115,9 @@ static struct dir *dir_new(struct mirror *m, struct dqueue *q, struct dir *paren
     if (level == 0) {
         dir->start_ms = 0;
         dir->end_ms = INT64_MAX;
+    } else if (level == SHARD_LEVEL) {
+        dir->start_ms = parent->start_ms;
+        dir->end_ms = parent->end_ms;
     } else {
         dir->start_ms = (int64_t)(value * layout_bucket_width[level]);
         dir->end_ms = dir->start_ms + (int64_t)layout_bucket_width[level];
@@ -146,6 +157,7 @@ static void job_unlink(struct job *job)
     if (job->leaf_next)
         job->leaf_next->leaf_prev = job->leaf_prev;
     job->leaf = NULL;
+    leaf->q->mirrored--;
     job->leaf_next = job->leaf_prev = NULL;
 }
 
@@ -178,6 +190,7 @@ static void dir_remove(struct mirror *m, struct dir *dir)
 static void job_listed(struct mirror *m, struct dir *leaf, const char *path, const char *name)
 {
     struct job_name jn;
+    const char *shard = leaf->level == SHARD_LEVEL ? strrchr(leaf->path, '/') + 1 : "";
     if (layout_parse_name(name, &jn) != 0) {
         note_foreign(m, path, "not a job name <due ms>-<priority>-<uid>[-<attempts>]");
         return;
@@ -186,18 +199,31 @@ static void job_listed(struct mirror *m, struct dir *leaf, const char *path, con
         note_foreign(m, path, "due time does not belong to this bucket");
         return;
     }
-    struct job *job = dispatcher_job_seen(m->d->dispatcher, leaf->q, path, name, &jn);
+    snprintf(jn.shard, sizeof jn.shard, "%s", shard);
+    struct job *job = dispatcher_job_seen(m->d->dispatcher, leaf->q, path, &jn);
     if (!job)
         return;
     if (job->leaf != leaf) {
         job_unlink(job);
         job->leaf = leaf;
+        leaf->q->mirrored++;
         job->leaf_next = leaf->jobs;
         if (leaf->jobs)
             leaf->jobs->leaf_prev = job;
         leaf->jobs = job;
     }
     job->gen = leaf->gen;
+}
+
+/* A shard of a 100 ms bucket: as near as its bucket, so listed at once. */
+static void shard_listed(struct mirror *m, struct dir *leaf, const char *path)
+{
+    struct dir *shard;
+    HASH_FIND_STR(m->dirs, path, shard);
+    if (!shard && (shard = dir_new(m, leaf->q, leaf, path, SHARD_LEVEL, leaf->value)))
+        load(m, shard);
+    if (shard)
+        shard->gen = leaf->gen;
 }
 
 static void dir_listed(struct mirror *m, struct dir *dir, const char *path, const char *name)
@@ -258,7 +284,9 @@ static void apply_listing(struct mirror *m, struct dir *dir, const struct zk_res
         bytes += 4 + strlen(name);
         if (snprintf(path, sizeof path, "%s/%s", dir->path, name) >= (int)sizeof path)
             continue;
-        if (dir->level == LAYOUT_DEPTH)
+        if (dir->level == LAYOUT_DEPTH && layout_valid_shard(name))
+            shard_listed(m, dir, path);
+        else if (dir->level >= LAYOUT_DEPTH)
             job_listed(m, dir, path, name);
         else
             dir_listed(m, dir, path, name);
@@ -269,7 +297,7 @@ static void apply_listing(struct mirror *m, struct dir *dir, const struct zk_res
     m->listed_names += (unsigned)res->nchildren;
     sweep(m, dir);
     collect(m, dir, res->nchildren);
-    if (dir->level == LAYOUT_DEPTH)
+    if (dir->level >= LAYOUT_DEPTH)
         dispatcher_kick(m->d->dispatcher, dir->q);
 }
 
@@ -312,6 +340,10 @@ static void load(struct mirror *m, struct dir *dir)
 {
     if (dir->listing) {
         dir->dirty = 1;
+        return;
+    }
+    if (!dir->loaded && dir->level >= LAYOUT_DEPTH && dir->q->mirrored >= MIRRORED_MAX) {
+        defer_load(m, dir, units_wall_ms() + FULL_RETRY_MS);
         return;
     }
     if (dir->pend_pos != HEAP_NONE)
@@ -404,7 +436,7 @@ void mirror_job_created(struct mirror *m, struct dqueue *q, const char *path)
     leaf_path[n] = '\0';
     struct dir *leaf;
     HASH_FIND_STR(m->dirs, leaf_path, leaf);
-    if (!leaf || !leaf->loaded || leaf->level != LAYOUT_DEPTH || leaf->q != q)
+    if (!leaf || !leaf->loaded || leaf->level < LAYOUT_DEPTH || leaf->q != q)
         return; /* not followed (yet): its listing will show the job */
     job_listed(m, leaf, path, slash + 1);
     dispatcher_kick(m->d->dispatcher, q);

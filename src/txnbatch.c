@@ -113,11 +113,11 @@ static void on_multi(const struct zk_result *res, void *ctx)
     }
     int first = 0;
     for (struct txn_item *it = items, *next; it; it = next) {
+        int ok = res->rc == ZOK && res->op_err && res->op_path, nops = it->nops;
         next = it->next;
-        int ok = res->rc == ZOK && res->op_err && res->op_path;
         finish_item(it, res->rc, ok ? res->op_err + first : NULL,
                     ok ? res->op_path + first : NULL);
-        first += it->nops;
+        first += nops;
     }
     schedule_flush(b);
 }

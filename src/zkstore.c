@@ -391,6 +391,10 @@ static zhandle_t *create_handle(const struct config *cfg, struct handle_ctx *hc)
                   strerror(errno));
         return NULL;
     }
+    /* By default the client resolves the host list every time it polls its socket, which
+     * costs a netlink round trip per request under load; once a minute notices DNS
+     * changes well enough (and it resolves again on connection loss anyway). */
+    zoo_set_servers_resolution_delay(zh, 60000);
     /* Credentials go with every new session; the server answers a bad scheme or secret
      * with AUTH_FAILED, which is fatal (session.c). */
     if (cfg->zk_auth) {

@@ -268,7 +268,10 @@ static int count_under(zhandle_t *zh, const char *path, int level)
     for (int i = 0; i < kids.count; i++) {
         char sub[600];
         snprintf(sub, sizeof sub, "%s/%s", path, kids.data[i]);
-        n += level == LAYOUT_DEPTH ? 1 : count_under(zh, sub, level + 1);
+        if (level == LAYOUT_DEPTH && layout_valid_shard(kids.data[i]))
+            n += count_under(zh, sub, level + 1); /* a shard: jobs only */
+        else
+            n += level >= LAYOUT_DEPTH ? 1 : count_under(zh, sub, level + 1);
     }
     deallocate_String_vector(&kids);
     return n;

@@ -48,6 +48,30 @@ static void paths(void)
     CHECK(layout_job_path(small, sizeof small, "/deferd", "emails", &jn) != 0);
 }
 
+static void shards(void)
+{
+    struct job_name jn = {.due_ms = 1763769605123ULL, .priority = 10, .uid = "abc",
+                          .shard = "s1a2b3c4d-3"}, back;
+    char buf[LAYOUT_PATH_MAX], id[LAYOUT_ID_MAX + 1], q[65];
+    CHECK(layout_job_path(buf, sizeof buf, "/deferd", "emails", &jn) == 0);
+    CHECK_STR(buf, "/deferd/queues/emails/jobs/176376/17637696/17637696051/s1a2b3c4d-3/"
+                   "1763769605123-10-abc");
+    CHECK(layout_job_id(id, sizeof id, "emails", &jn) == 0);
+    CHECK_STR(id, "emails/s1a2b3c4d-3/1763769605123-10-abc");
+    CHECK(layout_parse_id(id, q, sizeof q, &back) == 0);
+    CHECK_STR(back.shard, "s1a2b3c4d-3");
+    CHECK(back.due_ms == jn.due_ms && back.priority == 10);
+    jn.shard[0] = '\0';
+    CHECK(layout_job_id(id, sizeof id, "emails", &jn) == 0);
+    CHECK_STR(id, "emails/1763769605123-10-abc");
+    CHECK(layout_parse_id(id, q, sizeof q, &back) == 0 && back.shard[0] == '\0');
+    CHECK(layout_valid_shard("s0") && !layout_valid_shard("s") && !layout_valid_shard("x1"));
+    CHECK(!layout_valid_shard("sA") && !layout_valid_shard("s123456789012345678901234"));
+    CHECK(layout_parse_id("q/t1/1-2-abc", q, sizeof q, &back) != 0);  /* not a shard */
+    CHECK(layout_parse_id("q/s1/2/1-2-abc", q, sizeof q, &back) != 0); /* two levels */
+    CHECK(layout_parse_name("s1a2b3c4d-3", &back) != 0);              /* never a job */
+}
+
 static void foreign_names(void)
 {
     static const char *bad[] = {
@@ -82,6 +106,7 @@ int main(void)
 {
     round_trips();
     paths();
+    shards();
     foreign_names();
     return check_report("layout");
 }

@@ -1,0 +1,519 @@
+/* Settling a held job: ack, nack (release, move or dead-letter), lease expiry and release
+ * of a lock, each one ZooKeeper transaction that deletes our owner node, so it applies only
+ * while this session still holds the job. Outcomes that the connection leaves unknown are
+ * verified before anyone is answered. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "dispatcher_int.h"
+#include "log.h"
+#include "pending.h"
+#include "protocol.h"
+#include "server.h"
+#include "txnbatch.h"
+#include "units.h"
+#include "zkstore.h"
+
+static void on_released(const struct zk_result *res, void *ctx)
+{
+    struct job *job = ctx;
+    struct dispatcher *ds = job->q->ds;
+    if (res->rc != ZOK && res->rc != ZNONODE) {
+        retry_later(ds, job, "releasing the lock", res->rc);
+        return;
+    }
+    if (!job_settled_gone(ds, job))
+        make_ready(ds, job);
+}
+
+static void on_owner_listed(const struct zk_result *res, void *ctx)
+{
+    struct job *job = ctx;
+    struct dispatcher *ds = job->q->ds;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, LAYOUT_OWNER "%llx-", (unsigned long long)job->lock_session);
+    size_t n = strlen(prefix);
+    for (int i = 0; res->rc == ZOK && i < res->nchildren; i++) {
+        const char *name = res->children[i];
+        char *end;
+        unsigned long seq;
+        if (strncmp(name, prefix, n) == 0 && strlen(name + n) == 10 &&
+            (seq = strtoul(name + n, &end, 10)) < OWNER_SEQ_UNKNOWN && !*end) {
+            job->owner_seq = (uint32_t)seq;
+            release_lock(ds, job);
+            return;
+        }
+    }
+    if (res->rc == ZNONODE) {
+        if (!job_settled_gone(ds, job))
+            free_job(ds, job);
+        return;
+    }
+    if (res->rc != ZOK) {
+        retry_later(ds, job, "looking for our owner node", res->rc);
+        return;
+    }
+    /* Our lock (we only get here after seeing it ours) without its owner node, deleted
+     * by hand: delete the lock alone. */
+    char lock[LAYOUT_PATH_MAX + 8];
+    lock_path(job, lock, sizeof lock);
+    const struct zk_txn_op op = {.kind = ZT_DELETE, .path = lock, .version = -1};
+    int rc = txnbatch_add(ds->settles, &op, 1, on_released, job);
+    if (rc != ZOK)
+        retry_later(ds, job, "releasing the lock", rc);
+}
+
+/* Lists the job's children to learn our owner node's name. */
+static void find_owner(struct dispatcher *ds, struct job *job)
+{
+    set_busy(job, JS_SETTLING);
+    int rc = zkstore_children(ds->d->zs, job->path, 0, on_owner_listed, job);
+    if (rc != ZOK)
+        retry_later(ds, job, "looking for our owner node", rc);
+}
+
+/* Gives up our lock so that the job is delivered again (attempt + 1). */
+void release_lock(struct dispatcher *ds, struct job *job)
+{
+    struct lock_paths lp;
+    lock_paths(job, &lp);
+    unhold(ds, job);
+    if (job->uncertain) { /* the lock may be someone else's now: look before deleting */
+        job->uncertain = 0;
+        watch_lock(ds, job);
+        return;
+    }
+    if (job->owner_seq == OWNER_SEQ_UNKNOWN) { /* a lock whose answer we never got */
+        find_owner(ds, job);
+        return;
+    }
+    const struct zk_txn_op ops[] = {
+        {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
+        {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
+    };
+    set_busy(job, JS_SETTLING);
+    int rc = txnbatch_add(ds->settles, ops, 2, on_released, job);
+    if (rc != ZOK)
+        retry_later(ds, job, "releasing the lock", rc);
+}
+
+/* ---- ack and nack: one transaction each ---- */
+
+enum settle_op { SETTLE_ACK, SETTLE_NACK };
+
+struct settle {
+    struct settle *next;        /* in dispatcher->held */
+    struct job *job;
+    struct reply *r;
+    enum settle_op op;
+    int has_delay;              /* nack with delay: move the job */
+    int bury;                   /* the move goes to the dead letters */
+    int precheck;               /* verifying the lock before sending, not after */
+    int made_parents;
+    char next_path[LAYOUT_PATH_MAX];
+    char next_id[LAYOUT_ID_MAX + 1];
+};
+
+static const char *settle_name(const struct settle *st)
+{
+    return st->op == SETTLE_ACK ? "ack" : "nack";
+}
+
+static struct job *held_job(struct dispatcher *ds, struct consumer *c, const char *id,
+                            struct reply *r)
+{
+    struct job *job = find_by_id(ds, id);
+    if (job && job->owner == c && job->state == JS_INFLIGHT)
+        return job;
+    if (consumer_lost(c, id))
+        reply_err(r, PE_LEASE_LOST, "job %s: lease expired, the job will be delivered again", id);
+    else
+        reply_err(r, PE_NOT_FOUND, "job %s is not held by this connection", id);
+    return NULL;
+}
+
+/* The lock is not ours any more: someone else may hold the job now. */
+static void lease_lost(struct dispatcher *ds, struct settle *st)
+{
+    struct job *job = st->job;
+    if (st->r)
+        reply_err(st->r, PE_LEASE_LOST, "job %s: lease lost, the job will be delivered again",
+                  job->id);
+    unhold(ds, job);
+    if (!job_settled_gone(ds, job))
+        make_ready(ds, job);
+}
+
+/* Known not applied: the job is still ours and the consumer may try again. */
+static void settle_failed(struct settle *st, int rc)
+{
+    struct job *job = st->job;
+    log_warn("queue %s: job %s: %s failed: %s", job->q->cfg->name, job->id, settle_name(st),
+             zerror(rc));
+    if (st->r)
+        reply_err(st->r, PE_UNAVAILABLE, "%s failed in ZooKeeper: %s", settle_name(st),
+                  zerror(rc));
+    lease_arm(job->q->ds, job); /* the lease runs on as before */
+    if (!job->owner)
+        release_lock(job->q->ds, job);
+}
+
+static void settled(struct dispatcher *ds, struct settle *st)
+{
+    struct job *job = st->job;
+    if (st->bury)
+        log_warn("queue %s: job %s dead-lettered after %u attempts (max_attempts %u)",
+                 job->q->cfg->name, job->id, job->attempt, job->q->cfg->max_attempts);
+    if (st->r)
+        reply_ok(st->r, st->has_delay && !st->bury ? st->next_id : NULL);
+    if (st->op == SETTLE_ACK || st->bury)
+        pending_changed(job->q, -1);
+    if (st->op == SETTLE_ACK || st->has_delay || job->gone) {
+        struct dqueue *q = job->q;
+        free_job(ds, job); /* a moved job reappears through the mirror */
+        dispatch(ds, q);
+    } else {
+        unhold(ds, job);
+        make_ready(ds, job);
+    }
+}
+
+static void on_settled(const struct zk_result *res, void *ctx);
+static void verify(struct dispatcher *ds, struct settle *st);
+
+static int send_settle(struct dispatcher *ds, struct settle *st)
+{
+    struct job *job = st->job;
+    struct lock_paths lp;
+    lock_paths(job, &lp);
+    const struct zk_txn_op ops[] = {
+        {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
+        {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
+        {.kind = ZT_DELETE, .path = job->path, .version = -1},
+        {.kind = ZT_CREATE, .path = st->next_path, .data = job->payload, .len = job->len},
+    };
+    int n = st->op == SETTLE_ACK ? 3 : st->has_delay ? 4 : 2;
+    set_busy(job, JS_SETTLING);
+    return txnbatch_add(ds->settles, ops, n, on_settled, st);
+}
+
+/* The session that held the lock is over (LOST while the call was in flight). */
+static int session_gone(int rc)
+{
+    return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
+}
+
+/* Connection loss or a timeout: the transaction may or may not have been applied. */
+static int uncertain(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
+
+static void on_settled(const struct zk_result *res, void *ctx)
+{
+    struct settle *st = ctx;
+    struct job *job = st->job;
+    struct dispatcher *ds = job->q->ds;
+    int rc = res->rc;
+    if (rc == ZNONODE && st->has_delay && res->op_err[3] == ZNONODE && !st->made_parents) {
+        st->made_parents = 1; /* the new due time's bucket does not exist yet */
+        if ((rc = zkstore_create_parents(ds->d->zs, st->next_path, NULL, NULL)) == ZOK &&
+            (rc = send_settle(ds, st)) == ZOK)
+            return;
+    }
+    if (rc == ZOK) {
+        settled(ds, st);
+    } else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOTEMPTY || session_gone(rc)) {
+        lease_lost(ds, st); /* our owner node is gone, or another holder's is there */
+    } else if (uncertain(rc)) {
+        job->uncertain = 1;
+        verify(ds, st);
+        return;
+    } else {
+        settle_failed(st, rc);
+    }
+    free(st);
+}
+
+static void on_verified_job(const struct zk_result *res, void *ctx)
+{
+    struct settle *st = ctx;
+    struct dispatcher *ds = st->job->q->ds;
+    if (session_gone(res->rc)) {
+        lease_lost(ds, st);
+    } else if (res->rc == ZNONODE) {        /* our transaction did delete it */
+        st->job->uncertain = 0;
+        settled(ds, st);
+    } else if (res->rc == ZOK) {
+        st->job->uncertain = 0;
+        lease_lost(ds, st);
+    } else {
+        settle_failed(st, res->rc); /* still unknown: stays uncertain */
+    }
+    free(st);
+}
+
+/* Never deletes a lock not confirmed ours: looks at the lock, then at the job. */
+static void on_verified_lock(const struct zk_result *res, void *ctx)
+{
+    struct settle *st = ctx;
+    struct job *job = st->job;
+    struct dispatcher *ds = job->q->ds;
+    int ours = res->rc == ZOK && res->stat.ephemeralOwner == ds->d->session_id;
+    if (session_gone(res->rc)) {
+        lease_lost(ds, st);
+    } else if (ours || (res->rc != ZOK && res->rc != ZNONODE)) {
+        if (ours)
+            job->uncertain = 0;
+        if (ours && st->precheck) {
+            st->precheck = 0;
+            int rc = send_settle(ds, st);
+            if (rc == ZOK)
+                return;
+            settle_failed(st, rc);
+        } else {
+            settle_failed(st, ours ? ZCONNECTIONLOSS : res->rc); /* not applied, or unknown */
+        }
+    } else if (st->op == SETTLE_NACK && !st->has_delay) {
+        job->uncertain = 0;              /* lock gone: the release happened */
+        settled(ds, st);
+    } else {
+        int rc = zkstore_exists(ds->d->zs, job->path, 0, on_verified_job, st);
+        if (rc == ZOK)
+            return;
+        settle_failed(st, rc);
+    }
+    free(st);
+}
+
+static void hold_settle(struct dispatcher *ds, struct settle *st)
+{
+    set_busy(st->job, JS_SETTLING);
+    st->next = ds->held;
+    ds->held = st;
+}
+
+static void verify(struct dispatcher *ds, struct settle *st)
+{
+    if (!zkstore_connected(ds->d->zs) && ds->d->session_id != 0) {
+        /* Cannot look now; the session may survive: look again when it is back. */
+        st->job->uncertain = 1;
+        hold_settle(ds, st);
+        return;
+    }
+    char lock[LAYOUT_PATH_MAX + 8];
+    lock_path(st->job, lock, sizeof lock);
+    set_busy(st->job, JS_SETTLING);
+    int rc = zkstore_exists(ds->d->zs, lock, 0, on_verified_lock, st);
+    if (rc != ZOK) {
+        settle_failed(st, rc);
+        free(st);
+    }
+}
+
+static struct settle *settle_new(struct job *job, struct reply *r, enum settle_op op)
+{
+    struct settle *st = calloc(1, sizeof *st);
+    if (!st) {
+        if (r)
+            reply_err(r, PE_INTERNAL, "out of memory");
+        return NULL;
+    }
+    st->job = job;
+    st->r = r;
+    st->op = op;
+    return st;
+}
+
+static void settle_start(struct dispatcher *ds, struct settle *st)
+{
+    if (!zkstore_connected(ds->d->zs) && ds->d->session_id != 0) {
+        hold_settle(ds, st); /* SUSPENDED: the session may survive; send it on reconnection */
+        return;
+    }
+    if (st->job->uncertain) { /* an earlier attempt may have changed ZooKeeper */
+        st->precheck = 1;
+        verify(ds, st);
+        return;
+    }
+    int rc = send_settle(ds, st);
+    if (rc != ZOK) {
+        settle_failed(st, rc);
+        free(st);
+    }
+}
+
+void dispatcher_ack(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r)
+{
+    struct job *job = held_job(ds, c, id, r);
+    struct settle *st = job ? settle_new(job, r, SETTLE_ACK) : NULL;
+    if (st)
+        settle_start(ds, st);
+}
+
+/* The job moves to a new name: new due time, new uid, attempts so far carried along. */
+static int plan_move(struct dispatcher *ds, struct settle *st, uint64_t delay_ms)
+{
+    struct job *job = st->job;
+    struct job_name next = job->jn;
+    next.due_ms = (uint64_t)units_wall_ms() + delay_ms;
+    next.prior_attempts = job->attempt;
+    next.shard[0] = '\0';
+    new_uid(ds, next.uid);
+    st->has_delay = 1;
+    if (delay_ms > LAYOUT_DUE_MAX || next.due_ms > LAYOUT_DUE_MAX ||
+        layout_job_path(st->next_path, sizeof st->next_path, root(ds), job->q->cfg->name,
+                        &next) != 0 ||
+        layout_job_id(st->next_id, sizeof st->next_id, job->q->cfg->name, &next) != 0)
+        return -1;
+    return 0;
+}
+
+/* The queue's policy for a nack without a delay: doubling from backoff_min per attempt,
+ * capped at backoff_max, spread by +-backoff_jitter percent so that a burst of failures
+ * does not come back as a burst. */
+static uint64_t backoff_ms(const struct queue_config *qc, uint32_t attempt)
+{
+    uint64_t d = qc->backoff_min_ms;
+    for (uint32_t i = 1; i < attempt && d < qc->backoff_max_ms; i++)
+        d *= 2;
+    if (d > qc->backoff_max_ms)
+        d = qc->backoff_max_ms;
+    if (qc->backoff_jitter && d) {
+        uint64_t span = d * qc->backoff_jitter / 100;
+        uint32_t rnd = 0;
+        if (span && getrandom(&rnd, sizeof rnd, 0) == sizeof rnd)
+            d = d - span + (uint64_t)rnd % (2 * span + 1);
+    }
+    return d;
+}
+
+/* The last allowed attempt failed: the job moves to its queue's dead letters. */
+static int plan_bury(struct dispatcher *ds, struct settle *st)
+{
+    struct job *job = st->job;
+    struct job_name dead = job->jn;
+    dead.prior_attempts = job->attempt;
+    st->has_delay = st->bury = 1;
+    return layout_dead_path(st->next_path, sizeof st->next_path, root(ds), job->q->cfg->name,
+                            &dead);
+}
+
+/* Locked for an attempt past max_attempts (its holders kept crashing): bury, not deliver. */
+void bury_locked(struct dispatcher *ds, struct job *job)
+{
+    struct settle *st = settle_new(job, NULL, SETTLE_NACK);
+    unhold(ds, job);
+    job->state = JS_SETTLING;
+    if (st && plan_bury(ds, st) == 0) {
+        int rc = send_settle(ds, st);
+        if (rc == ZOK)
+            return;
+    }
+    free(st);
+    release_lock(ds, job);
+}
+
+void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, int has_delay,
+                     uint64_t delay_ms, struct reply *r)
+{
+    struct job *job = held_job(ds, c, id, r);
+    struct settle *st = job ? settle_new(job, r, SETTLE_NACK) : NULL;
+    if (!st)
+        return;
+    if (job->attempt >= job->q->cfg->max_attempts) {
+        if (plan_bury(ds, st) == 0) {
+            settle_start(ds, st);
+            return;
+        }
+        has_delay = 0; /* cannot name it: fall back to a plain release */
+    } else if (!has_delay) {
+        delay_ms = backoff_ms(job->q->cfg, job->attempt);
+        has_delay = delay_ms > 0;
+    }
+    if (has_delay && plan_move(ds, st, delay_ms) != 0) {
+        reply_err(r, PE_BAD_REQUEST, "delay %llu ms is out of range",
+                  (unsigned long long)delay_ms);
+        free(st);
+        return;
+    }
+    settle_start(ds, st);
+}
+
+/* ---- leases ---- */
+
+/* The lease ran out: tell the holder, give the lock up, deliver again (attempt + 1). */
+static void expire(struct dispatcher *ds, struct job *job)
+{
+    struct consumer *c = job->owner;
+    log_info("queue %s: job %s: lease of %u ms expired, releasing it", job->q->cfg->name,
+             job->id, job->ttr_ms);
+    if (c) {
+        consumer_note_lost(c, job->id);
+        server_push_expired(c->conn, job->id);
+    }
+    release_lock(ds, job);
+}
+
+void leases_tick(struct dispatcher *ds, int64_t wall)
+{
+    struct job *job;
+    if (!zkstore_connected(ds->d->zs))
+        return;
+    while ((job = heap_peek(&ds->leases)) && job->lease_wake <= wall) {
+        heap_pop(&ds->leases);
+        if (job->warned || !job->owner) {
+            expire(ds, job);
+            continue;
+        }
+        job->warned = 1;
+        server_push_deadline(job->owner->conn, job->id, job->lease_at - wall);
+        lease_arm(ds, job);
+    }
+}
+
+void dispatcher_touch(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r)
+{
+    struct job *job = held_job(ds, c, id, r);
+    if (!job)
+        return;
+    lease_start(ds, job);
+    reply_ok(r, NULL);
+}
+
+/* The same session came back: send what consumers asked while it was away. */
+void settle_resume_held(struct dispatcher *ds)
+{
+    struct settle *held = ds->held;
+    ds->held = NULL;
+    while (held) {
+        struct settle *next = held->next;
+        held->job->state = JS_INFLIGHT;
+        settle_start(ds, held);
+        held = next;
+    }
+}
+
+/* The session is gone: every held ack/nack fails with LEASE_LOST. */
+void settle_revoke_held(struct dispatcher *ds)
+{
+    while (ds->held) {
+        struct settle *st = ds->held;
+        ds->held = st->next;
+        if (st->r)
+            reply_err(st->r, PE_LEASE_LOST, "job %s: the ZooKeeper session was lost",
+                      st->job->id);
+        st->job->state = JS_HELD; /* no call in flight: the caller frees it */
+        free(st);
+    }
+}
+
+void settle_free_held(struct dispatcher *ds)
+{
+    while (ds->held) {
+        struct settle *st = ds->held;
+        ds->held = st->next;
+        free(st);
+    }
+}
