@@ -15,6 +15,7 @@
 #include "pending.h"
 #include "protocol.h"
 #include "server.h"
+#include "stash.h"
 #include "txnbatch.h"
 #include "units.h"
 #include "zkstore.h"
@@ -504,6 +505,8 @@ struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const c
     }
     job->q = q;
     job->jn = *jn;
+    if ((job->payload = stash_take(ds->stash, path, &job->len)))
+        ds->payload_bytes += job->len;
     job->heap_pos = HEAP_NONE;
     job->owner_seq = OWNER_SEQ_UNKNOWN;
     job->seq = ++ds->seq;
@@ -721,10 +724,11 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     int inflight = getenv("DEFERD_TXN_INFLIGHT") ? atoi(getenv("DEFERD_TXN_INFLIGHT")) : 4;
     ds->buckets = buckets_new(4096);
     ds->parents = buckets_new(32768); /* 30 days of 100 s buckets */
+    ds->stash = stash_new(16 * 1024 * 1024);
     ds->locks = txnbatch_new(d->base, d->zs, "locks", inflight);
     ds->settles = txnbatch_new(d->base, d->zs, "settles", inflight);
     ds->puts = txnbatch_new(d->base, d->zs, "puts", inflight);
-    if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets || !ds->parents) {
+    if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets || !ds->parents || !ds->stash) {
         dispatcher_free(ds);
         return NULL;
     }
@@ -759,6 +763,7 @@ void dispatcher_free(struct dispatcher *ds)
     txnbatch_free(ds->puts);
     buckets_free(ds->buckets);
     buckets_free(ds->parents);
+    stash_free(ds->stash);
     free(ds->queues);
     free(ds);
 }

@@ -13,6 +13,7 @@
 #include "pending.h"
 #include "protocol.h"
 #include "server.h"
+#include "stash.h"
 #include "txnbatch.h"
 #include "units.h"
 #include "zkstore.h"
@@ -21,6 +22,9 @@
  * needs no read: up to this much per job and in all. */
 #define KEEP_PAYLOAD_MAX (64 * 1024)
 #define KEEP_PAYLOADS_TOTAL (64 * 1024 * 1024)
+/* Stashed: payloads of jobs due within lookahead plus this, kept until due plus this. */
+#define STASH_AHEAD_MS 1000
+#define STASH_KEEP_MS 10000
 #define SHARD_AFTER 2048
 #define SHARD_SIZE 2048
 
@@ -122,15 +126,25 @@ static int send_put(struct put *p)
     return rc == ZOK ? add_create(p) : rc;
 }
 
-/* The job is in our mirror (due soon, its queue has consumers): keep its payload, so that
- * delivering it needs no read. Payloads never change once written. */
+/* The job is due soon: keep its payload, so that delivering it needs no read. In the job
+ * if our mirror has it already, else in the stash until the mirror lists it. Payloads
+ * never change once written. */
 static void keep_payload(struct put *p)
 {
     struct dispatcher *ds = p->ds;
     struct job *job;
+    int64_t now = units_wall_ms();
+    if (p->len > KEEP_PAYLOAD_MAX || !p->payload)
+        return;
     HASH_FIND_STR(ds->jobs, p->path, job);
-    if (!job || job->payload || p->len > KEEP_PAYLOAD_MAX ||
-        ds->payload_bytes + p->len > KEEP_PAYLOADS_TOTAL)
+    if (!job) {
+        if ((int64_t)p->jn.due_ms <= now + (int64_t)ds->d->cfg->lookahead_ms + STASH_AHEAD_MS &&
+            stash_put(ds->stash, p->path, p->payload, p->len,
+                      (int64_t)p->jn.due_ms + STASH_KEEP_MS, now) == 0)
+            p->payload = NULL;
+        return;
+    }
+    if (job->payload || ds->payload_bytes + p->len > KEEP_PAYLOADS_TOTAL)
         return;
     job->payload = p->payload;
     job->len = p->len;
