@@ -60,6 +60,20 @@ struct consumer *consumer_pick(struct consumer_ring *ring)
     return NULL;
 }
 
+uint64_t consumer_ring_room(const struct consumer_ring *ring)
+{
+    uint64_t room = 0;
+    const struct sub *s = ring->head;
+    if (!s)
+        return 0;
+    do {
+        if (s->c->inflight < s->c->inflight_max)
+            room += s->c->inflight_max - s->c->inflight;
+        s = s->rnext;
+    } while (s != ring->head);
+    return room;
+}
+
 void consumer_hold(struct consumer *c, struct job *job)
 {
     job->owner = c;

@@ -41,6 +41,8 @@ int consumer_has_room(const struct consumer *c);
 /* Next consumer on the ring with room, rotating so that work is spread evenly. */
 struct consumer *consumer_pick(struct consumer_ring *ring);
 void consumer_hold(struct consumer *c, struct job *job);
+/* Free slots of all consumers on the ring (a consumer on several rings counts on each). */
+uint64_t consumer_ring_room(const struct consumer_ring *ring);
 /* Remembers that this consumer's lease on ID ended, so that a late ack is told why. */
 void consumer_note_lost(struct consumer *c, const char *id);
 int consumer_lost(const struct consumer *c, const char *id);

@@ -24,6 +24,9 @@
  * connections: the rest follows in the next turns. */
 #define DUE_PER_TURN 4096
 #define LOCKS_PER_TURN 1024
+/* Jobs are locked (and their payload read if needed) this long before they are due, while
+ * the queue has consumers with room, so that at the due time only the push is left. */
+#define PRELOCK_MS 50
 
 /* ---- heaps ---- */
 
@@ -46,6 +49,12 @@ static int ready_less(const void *a, const void *b)
     return x->seq < y->seq;
 }
 
+static int armed_less(const void *a, const void *b)
+{
+    const struct job *x = a, *y = b;
+    return x->jn.due_ms < y->jn.due_ms || (x->jn.due_ms == y->jn.due_ms && x->seq < y->seq);
+}
+
 static int lease_less(const void *a, const void *b)
 {
     const struct job *x = a, *y = b;
@@ -63,6 +72,10 @@ static void unheap(struct job *job)
         heap_remove(&job->q->delayed, job->heap_pos);
     else if (job->state == JS_READY)
         heap_remove(&job->q->ready, job->heap_pos);
+    else if (job->state == JS_ARMED)
+        heap_remove(&job->q->armed, job->heap_pos);
+    else if (job->state == JS_LOCKING)
+        heap_remove(&job->q->prelocking, job->heap_pos);
     else if (job->state == JS_INFLIGHT)
         heap_remove(&job->q->ds->leases, job->heap_pos);
 }
@@ -175,8 +188,24 @@ void unhold(struct dispatcher *ds, struct job *job)
     dispatcher_consumer_changed(ds, c);
 }
 
+/* The job no longer holds a lock taken ahead of its consumer (or never will). */
+void unprelock(struct job *job)
+{
+    if (job->prelocked) {
+        job->prelocked = 0;
+        job->q->nprelocked--;
+    }
+}
+
+/* Locking ahead needs a consumer with room for every job already locked ahead. */
+static int may_prelock(struct dispatcher *ds, struct dqueue *q)
+{
+    return zkstore_connected(ds->d->zs) && consumer_ring_room(&q->ring) > q->nprelocked;
+}
+
 void free_job(struct dispatcher *ds, struct job *job)
 {
+    unprelock(job);
     unheap(job);
     unhold(ds, job);
     mirror_job_freed(job);
@@ -187,6 +216,8 @@ void free_job(struct dispatcher *ds, struct job *job)
     free(job);
 }
 
+static void lock_job(struct dispatcher *ds, struct job *job, struct consumer *c);
+
 /* ---- the timer: one libevent timer for the earliest deadline of all queues ---- */
 
 /* The libevent timer runs on CLOCK_MONOTONIC; it is armed for "earliest due time minus
@@ -196,9 +227,13 @@ void dispatcher_rearm(struct dispatcher *ds)
 {
     int64_t next = INT64_MAX;
     for (size_t i = 0; i < ds->nqueues; i++) {
-        struct job *top = heap_peek(&ds->queues[i].delayed);
-        if (top && top->wake_ms < next)
-            next = top->wake_ms;
+        struct dqueue *q = &ds->queues[i];
+        struct job *top = heap_peek(&q->delayed), *armed = heap_peek(&q->armed);
+        int64_t ahead = may_prelock(ds, q) ? PRELOCK_MS : 0;
+        if (top && top->wake_ms - ahead < next)
+            next = top->wake_ms - ahead;
+        if (armed && (int64_t)armed->jn.due_ms < next)
+            next = (int64_t)armed->jn.due_ms;
     }
     int64_t bucket = mirror_next(ds->d->mirror);
     if (bucket < next)
@@ -232,10 +267,22 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         /* All due jobs enter the ready heap before any is dispatched, so that among
          * jobs due together priority decides (up to DUE_PER_TURN: the timer fires again
          * at once for the rest). */
+        while (moved++ < DUE_PER_TURN && (job = heap_peek(&q->armed)) &&
+               (int64_t)job->jn.due_ms <= wall) {
+            heap_pop(&q->armed);
+            push_ready(job);
+        }
         while (moved++ < DUE_PER_TURN && (job = heap_peek(&q->delayed)) &&
                job->wake_ms <= wall) {
             heap_pop(&q->delayed);
             push_ready(job);
+        }
+        while (moved++ < DUE_PER_TURN && (job = heap_peek(&q->delayed)) &&
+               job->wake_ms <= wall + PRELOCK_MS && may_prelock(ds, q)) {
+            heap_pop(&q->delayed);
+            job->prelocked = 1;
+            q->nprelocked++;
+            lock_job(ds, job, NULL);
         }
         dispatch(ds, q);
     }
@@ -318,15 +365,32 @@ void watch_lock(struct dispatcher *ds, struct job *job)
         retry_later(ds, job, "watching the lock", rc);
 }
 
+/* Locked ahead of its due time: wait in the armed heap until it is due. */
+static void arm(struct dispatcher *ds, struct job *job)
+{
+    if ((int64_t)job->jn.due_ms <= units_wall_ms()) {
+        make_ready(ds, job);
+        return;
+    }
+    job->state = JS_ARMED;
+    if (heap_push(&job->q->armed, job) != 0)
+        log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
+    if ((int64_t)job->jn.due_ms < ds->armed_wall)
+        dispatcher_rearm(ds);
+}
+
 /* Locked, payload at hand: push it to its consumer and start the lease. */
 static void deliver(struct dispatcher *ds, struct job *job)
 {
-    if (!job->owner) {
-        release_lock(ds, job);
-        return;
-    }
     if (job->attempt > job->q->cfg->max_attempts) {
         bury_locked(ds, job);
+        return;
+    }
+    if (!job->owner) {
+        if (job->prelocked)
+            arm(ds, job);
+        else
+            release_lock(ds, job);
         return;
     }
     job->ttr_ms = job->jn.ttr_ms ? job->jn.ttr_ms : (uint32_t)job->q->cfg->ttr_ms;
@@ -381,6 +445,7 @@ static void on_locked(const struct zk_result *res, void *ctx)
 {
     struct job *job = ctx;
     struct dispatcher *ds = job->q->ds;
+    unheap(job); /* out of the prelocking heap */
     if (res->rc == ZOK) {
         job->gone = 0; /* the check inside the transaction just proved it exists */
         if (owner_locked(job, res) != 0) {
@@ -402,6 +467,7 @@ static void on_locked(const struct zk_result *res, void *ctx)
     }
     struct dqueue *q = job->q;
     unhold(ds, job);
+    unprelock(job);
     if (res->rc == ZNONODE) {          /* acked or cancelled elsewhere */
         free_job(ds, job);
     } else if (res->rc == ZNODEEXISTS) { /* another daemon holds it */
@@ -428,17 +494,29 @@ static void lock_job(struct dispatcher *ds, struct job *job, struct consumer *c)
     };
     job->state = JS_LOCKING;
     job->uncertain = 0;
-    consumer_hold(c, job);
+    if (c)
+        consumer_hold(c, job);
+    else if (heap_push(&job->q->prelocking, job) != 0) /* see dispatch() */
+        log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
     int rc = txnbatch_add(ds->locks, ops, 3, on_locked, job);
     if (rc != ZOK)
         retry_later(ds, job, "sending the lock transaction", rc);
+}
+
+/* A job locked ahead whose lock is still on its way when it falls due goes before every
+ * ready job it would precede: nothing overtakes it meanwhile. */
+static int overtakes_prelock(struct dqueue *q, const struct job *job)
+{
+    const struct job *pl = heap_peek(&q->prelocking);
+    return pl && (int64_t)pl->jn.due_ms <= units_wall_ms() && ready_less(pl, job);
 }
 
 void dispatch(struct dispatcher *ds, struct dqueue *q)
 {
     struct job *job;
     int locks = 0;
-    while ((job = heap_peek(&q->ready)) && zkstore_connected(ds->d->zs)) {
+    while ((job = heap_peek(&q->ready)) && zkstore_connected(ds->d->zs) &&
+           !overtakes_prelock(q, job)) {
         if (locks++ == LOCKS_PER_TURN) { /* more after the loop has polled again */
             q->kicked = 1;
             static const struct timeval now = {0, 0};
@@ -449,6 +527,13 @@ void dispatch(struct dispatcher *ds, struct dqueue *q)
         if (!c)
             return;
         heap_pop(&q->ready);
+        if (job->prelocked) { /* locked ahead: only the push is left */
+            unprelock(job);
+            consumer_hold(c, job);
+            job->state = JS_LOCKING;
+            deliver(ds, job);
+            continue;
+        }
         lock_job(ds, job, c);
     }
 }
@@ -652,7 +737,7 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
     HASH_ITER(hh, ds->jobs, job, tmp) {
         inflight += job->state == JS_INFLIGHT;
         ready += job->state == JS_READY;
-        delayed += job->state == JS_DELAYED;
+        delayed += job->state == JS_DELAYED || job->state == JS_ARMED;
     }
     unsigned long long items[3], multis[3], lists, names;
     mirror_counts(ds->d->mirror, &lists, &names);
@@ -718,6 +803,8 @@ struct dispatcher *dispatcher_new(struct deferd *d)
         q->cfg = &d->cfg->queues[i];
         heap_init(&q->delayed, delayed_less, job_setpos);
         heap_init(&q->ready, ready_less, job_setpos);
+        heap_init(&q->armed, armed_less, job_setpos);
+        heap_init(&q->prelocking, armed_less, job_setpos);
     }
     heap_init(&ds->leases, lease_less, job_setpos);
     /* Locks and puts wait for nothing but ZooKeeper; settles hold consumers' replies. */
@@ -749,6 +836,8 @@ void dispatcher_free(struct dispatcher *ds)
     for (size_t i = 0; i < ds->nqueues; i++) {
         heap_free(&ds->queues[i].delayed);
         heap_free(&ds->queues[i].ready);
+        heap_free(&ds->queues[i].armed);
+        heap_free(&ds->queues[i].prelocking);
     }
     heap_free(&ds->leases);
     settle_free_held(ds);

@@ -27,6 +27,7 @@ enum job_state {
     JS_SETTLING,  /* ack/nack/release in flight */
     JS_CHECKING,  /* locked by someone else; exists+watch on the lock in flight */
     JS_HELD,      /* locked by someone else; waiting for the lock watch */
+    JS_ARMED,     /* locked by us ahead of its due time, in the armed heap, no consumer */
 };
 
 struct job {
@@ -38,6 +39,7 @@ struct job {
     enum job_state state;
     int gone;                   /* vanished from ZooKeeper while busy */
     int uncertain;              /* an ack/nack's outcome is unknown: verify the lock first */
+    int prelocked;              /* our lock was taken before a consumer was chosen */
     int64_t lock_session;       /* session that took the lock (names the owner node) */
     uint32_t owner_seq;         /* the owner node's sequence suffix; OWNER_SEQ_UNKNOWN */
     size_t heap_pos;
@@ -61,6 +63,9 @@ struct dqueue {
     struct dispatcher *ds;
     const struct queue_config *cfg;
     struct heap delayed, ready;
+    struct heap armed;          /* jobs locked ahead of their due time, by due time */
+    struct heap prelocking;     /* their lock transactions in flight, by due time */
+    size_t nprelocked;          /* locked ahead (locking, armed or ready), no consumer yet */
     struct consumer_ring ring;
     struct dir *root;           /* mirror of jobs/, NULL until a consumer subscribes */
     size_t mirrored;            /* jobs in the mirror's buckets (mirror.c) */

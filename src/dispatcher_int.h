@@ -54,6 +54,7 @@ void make_ready(struct dispatcher *ds, struct job *job);
 void dispatch(struct dispatcher *ds, struct dqueue *q);
 void unhold(struct dispatcher *ds, struct job *job);
 void free_job(struct dispatcher *ds, struct job *job);
+void unprelock(struct job *job);
 /* ids and paths */
 void new_uid(struct dispatcher *ds, char *uid);
 const char *root(struct dispatcher *ds);

@@ -82,6 +82,7 @@ void release_lock(struct dispatcher *ds, struct job *job)
     struct lock_paths lp;
     lock_paths(job, &lp);
     unhold(ds, job);
+    unprelock(job);
     if (job->uncertain) { /* the lock may be someone else's now: look before deleting */
         job->uncertain = 0;
         watch_lock(ds, job);
