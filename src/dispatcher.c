@@ -35,7 +35,12 @@
 static int delayed_less(const void *a, const void *b)
 {
     const struct job *x = a, *y = b;
-    return x->wake_ms < y->wake_ms || (x->wake_ms == y->wake_ms && x->seq < y->seq);
+    if (x->wake_ms != y->wake_ms)
+        return x->wake_ms < y->wake_ms;
+    /* Same due time: the more urgent leave first, should a turn not take them all. */
+    if (x->jn.priority != y->jn.priority)
+        return x->jn.priority < y->jn.priority;
+    return x->seq < y->seq;
 }
 
 /* Among due jobs: more urgent priority, then earlier due time, then first seen. */
@@ -382,6 +387,7 @@ static void arm(struct dispatcher *ds, struct job *job)
 /* Locked, payload at hand: push it to its consumer and start the lease. */
 static void deliver(struct dispatcher *ds, struct job *job)
 {
+    unheap(job); /* a lock taken ahead leaves the prelocking heap only now */
     if (job->attempt > job->q->cfg->max_attempts) {
         bury_locked(ds, job);
         return;
@@ -445,7 +451,6 @@ static void on_locked(const struct zk_result *res, void *ctx)
 {
     struct job *job = ctx;
     struct dispatcher *ds = job->q->ds;
-    unheap(job); /* out of the prelocking heap */
     if (res->rc == ZOK) {
         job->gone = 0; /* the check inside the transaction just proved it exists */
         if (owner_locked(job, res) != 0) {
@@ -466,6 +471,7 @@ static void on_locked(const struct zk_result *res, void *ctx)
         return;
     }
     struct dqueue *q = job->q;
+    unheap(job); /* out of the prelocking heap */
     unhold(ds, job);
     unprelock(job);
     if (res->rc == ZNONODE) {          /* acked or cancelled elsewhere */
@@ -503,12 +509,13 @@ static void lock_job(struct dispatcher *ds, struct job *job, struct consumer *c)
         retry_later(ds, job, "sending the lock transaction", rc);
 }
 
-/* A job locked ahead whose lock is still on its way when it falls due goes before every
- * ready job it would precede: nothing overtakes it meanwhile. */
+/* A job locked ahead whose lock is still on its way when it falls due would be overtaken
+ * by jobs locked after it: nothing is dispatched until its answer is in (its completion
+ * dispatches again), unless it is locked ahead itself. */
 static int overtakes_prelock(struct dqueue *q, const struct job *job)
 {
     const struct job *pl = heap_peek(&q->prelocking);
-    return pl && (int64_t)pl->jn.due_ms <= units_wall_ms() && ready_less(pl, job);
+    return pl && (int64_t)pl->jn.due_ms <= units_wall_ms() && !job->prelocked;
 }
 
 void dispatch(struct dispatcher *ds, struct dqueue *q)
