@@ -199,6 +199,26 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         return set_duration(ld, &q->backoff_min_ms, key, value, 0, 86400000);
     if (strcmp(key, "backoff_max") == 0)
         return set_duration(ld, &q->backoff_max_ms, key, value, 0, 86400000ULL * 30);
+    if (strcmp(key, "format") == 0) {
+        if (strcmp(value, "native") == 0)
+            q->format = QF_NATIVE;
+        else if (strcmp(value, "curator-delay") == 0)
+            q->format = QF_CURATOR_DELAY;
+        else if (strcmp(value, "curator-priority") == 0)
+            q->format = QF_CURATOR_PRIORITY;
+        else
+            return fail(ld, "'format': '%s' is not native, curator-delay or curator-priority",
+                        value);
+        return 1;
+    }
+    if (strcmp(key, "curator_path") == 0 || strcmp(key, "curator_lock_path") == 0) {
+        char *dst = key[8] == 'p' ? q->curator_path : q->curator_lock_path;
+        if (!valid_root(value) || strlen(value) >= CURATOR_PATH_MAX)
+            return fail(ld, "'%s': '%s' is not an absolute znode path like /jobs/delay", key,
+                        value);
+        snprintf(dst, CURATOR_PATH_MAX, "%s", value);
+        return 1;
+    }
     if (strcmp(key, "backoff_jitter") == 0) {
         if (set_u32(ld, &q->backoff_jitter, key, value, 0) && q->backoff_jitter > 100)
             return fail(ld, "'backoff_jitter': %s%% is over 100%%", value);
@@ -344,6 +364,29 @@ static int missing(struct load *ld, int line, const char *what)
     return -1;
 }
 
+/* Curator's lock names equal item names: a lockPath inside the queuePath would be taken
+ * for items (docs/curator-compat.md). */
+static int validate_curator(struct load *ld, const struct queue_config *q)
+{
+    const char *p = q->curator_path, *l = q->curator_lock_path;
+    size_t n = strlen(p);
+    if (q->format == QF_NATIVE) {
+        if (!*p && !*l)
+            return 0;
+        snprintf(ld->err, ld->errlen, "%s:%d: [queue %s]: curator_path and curator_lock_path "
+                 "need format = curator-delay or curator-priority", ld->file, q->line, q->name);
+        return -1;
+    }
+    if (!*p)
+        return missing(ld, q->line, "key 'curator_path' for a Curator queue");
+    if (*l && (strcmp(l, p) == 0 || (strncmp(l, p, n) == 0 && l[n] == '/'))) {
+        snprintf(ld->err, ld->errlen, "%s:%d: [queue %s]: curator_lock_path must not be "
+                 "curator_path or inside it", ld->file, q->line, q->name);
+        return -1;
+    }
+    return 0;
+}
+
 static int validate(struct load *ld)
 {
     struct config *c = ld->cfg;
@@ -353,6 +396,9 @@ static int validate(struct load *ld)
         return missing(ld, ld->zk_line ? ld->zk_line : 1, "key 'hosts' in [zookeeper]");
     if (c->nqueues == 0)
         return missing(ld, ld->line, "section [queue NAME] (at least one queue)");
+    for (size_t i = 0; i < c->nqueues; i++)
+        if (validate_curator(ld, &c->queues[i]) != 0)
+            return -1;
     return 0;
 }
 

@@ -8,6 +8,11 @@
 #include "log.h"
 
 #define QUEUE_NAME_MAX 64
+#define CURATOR_PATH_MAX 256
+
+/* How a queue's jobs are stored: deferd's own bucket layout, or a flat Apache Curator
+ * queue shared with Java services (docs/curator-compat.md). */
+enum queue_format { QF_NATIVE, QF_CURATOR_DELAY, QF_CURATOR_PRIORITY };
 #define CONFIG_MAX_PAYLOAD_LIMIT 1000000 /* stays below ZooKeeper's default jute.maxbuffer */
 
 struct queue_config {
@@ -20,6 +25,9 @@ struct queue_config {
     uint64_t backoff_max_ms;  /* cap of the doubling delay */
     uint32_t backoff_jitter;  /* percent of the delay, spread both ways */
     uint64_t max_pending;     /* puts refused (QUEUE_FULL) at this many jobs; 0 = no limit */
+    enum queue_format format;
+    char curator_path[CURATOR_PATH_MAX];      /* Curator's queuePath ("" when native) */
+    char curator_lock_path[CURATOR_PATH_MAX]; /* Curator's lockPath ("" when none) */
 };
 
 struct config {

@@ -6,6 +6,7 @@
 
 #include "buckets.h"
 #include "config.h"
+#include "curator_queue.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "log.h"
@@ -197,6 +198,9 @@ void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct rep
         reply_err(r, PE_QUEUE_FULL, "queue '%s' holds %lld of at most %llu pending jobs",
                   req->queue, (long long)pending_estimate(q),
                   (unsigned long long)q->cfg->max_pending);
+    } else if (q->cfg->format != QF_NATIVE) {
+        curator_queue_put(ds, q, req, r); /* takes the payload */
+        return;
     } else if (!(p = calloc(1, sizeof *p))) {
         reply_err(r, PE_INTERNAL, "out of memory");
     } else {

@@ -176,8 +176,14 @@ static void handle_sub(struct conn *c, struct proto_request *req, struct reply *
 {
     struct dispatcher *ds = c->srv->d->dispatcher;
     for (size_t i = 0; i < req->nsubs; i++) {
-        if (!dispatcher_queue(ds, req->subs[i])) {
+        const struct dqueue *q = dispatcher_queue(ds, req->subs[i]);
+        if (!q) {
             reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->subs[i]);
+            return;
+        }
+        if (q->cfg->format != QF_NATIVE) {
+            reply_err(r, PE_BAD_REQUEST, "queue '%s' is a Curator queue: deferd only puts "
+                      "into it so far (docs/curator-compat.md)", req->subs[i]);
             return;
         }
     }

@@ -28,6 +28,20 @@ static void expect_error(const char *text, int line, const char *needle)
     CHECK_CONTAINS(err, needle);
 }
 
+static void curator_queue(void)
+{
+    struct config cfg;
+    char err[512];
+    CHECK(load_text(BASE "[queue r]\nformat = curator-delay\ncurator_path = /svc/r\n"
+                    "curator_lock_path = /svc/r-locks\n[queue n]\n", NULL, 0, &cfg, err,
+                    sizeof err) == 0);
+    const struct queue_config *r = config_queue(&cfg, "r"), *n = config_queue(&cfg, "n");
+    CHECK(r && r->format == QF_CURATOR_DELAY);
+    CHECK(r && strcmp(r->curator_path, "/svc/r") == 0 && strcmp(r->curator_lock_path, "/svc/r-locks") == 0);
+    CHECK(n && n->format == QF_NATIVE && n->curator_path[0] == '\0');
+    config_free(&cfg);
+}
+
 static void sample(void)
 {
     struct config cfg;
@@ -71,6 +85,7 @@ int main(void)
     CHECK(fd >= 0);
     close(fd);
     sample();
+    curator_queue();
     overrides();
     expect_error(BASE "[queue a]\n[bogus]\n", 6, "unknown section [bogus]");
     expect_error(BASE "[queue a]\ncolour = red\n", 6, "unknown key 'colour'");
@@ -90,6 +105,12 @@ int main(void)
     expect_error(BASE "[queue a]\n[zookeeper]\nroot = deferd/\n", 7, "'root'");
     expect_error(BASE "[queue a]\n[daemon]\nsocket_mode = 999\n", 7, "octal");
     expect_error(BASE "[queue a]\n[daemon]\nlog_level = loud\n", 7, "log_level");
+    expect_error(BASE "[queue a]\nformat = kafka\n", 6, "not native, curator-delay");
+    expect_error(BASE "[queue a]\ncurator_path = rel/path\n", 6, "absolute znode path");
+    expect_error(BASE "[queue a]\ncurator_path = /q\n", 5, "need format = curator");
+    expect_error(BASE "[queue a]\nformat = curator-delay\n", 5, "key 'curator_path'");
+    expect_error(BASE "[queue a]\nformat = curator-priority\ncurator_path = /q\n"
+                 "curator_lock_path = /q/locks\n", 5, "must not be curator_path or inside");
     expect_error(BASE "[queue a\n", 5, "without ']'");
     struct config cfg;
     char err[512];

@@ -1,0 +1,122 @@
+#include "curator_queue.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "curator.h"
+#include "daemon.h"
+#include "dispatcher_int.h"
+#include "log.h"
+#include "protocol.h"
+#include "server.h"
+#include "txnbatch.h"
+#include "units.h"
+#include "zkstore.h"
+
+struct cput {
+    struct dispatcher *ds;
+    struct dqueue *q;
+    struct reply *r;
+    unsigned char *frame;
+    size_t len;
+    int made_parents;
+    char path[CURATOR_PATH_MAX + CURATOR_PREFIX_MAX + 2]; /* queuePath/prefix */
+};
+
+static void on_created(const struct zk_result *res, void *ctx);
+
+static int send_create(struct cput *cp)
+{
+    const struct zk_txn_op op = {.kind = ZT_CREATE, .path = cp->path, .data = cp->frame,
+                                 .len = cp->len, .sequential = 1};
+    return txnbatch_add(cp->ds->puts, &op, 1, on_created, cp);
+}
+
+static void finish(struct cput *cp, int rc, const char *created)
+{
+    const char *name = created ? strrchr(created, '/') : NULL;
+    char id[LAYOUT_ID_MAX + 1];
+    if (rc == ZOK && name &&
+        snprintf(id, sizeof id, "%s/%s", cp->q->cfg->name, name + 1) < (int)sizeof id) {
+        reply_ok(cp->r, id);
+    } else {
+        log_warn("queue %s: put to Curator queue %s failed: %s", cp->q->cfg->name, cp->path,
+                 rc == ZOK ? "no name came back" : zerror(rc));
+        reply_err(cp->r, PE_UNAVAILABLE, "ZooKeeper did not store the job: %s",
+                  rc == ZOK ? "no name came back" : zerror(rc));
+    }
+    free(cp->frame);
+    free(cp);
+}
+
+static void on_created(const struct zk_result *res, void *ctx)
+{
+    struct cput *cp = ctx;
+    int rc = res->rc;
+    if (rc == ZNONODE && !cp->made_parents) { /* the queue directory does not exist yet */
+        cp->made_parents = 1;
+        rc = zkstore_create_parents(cp->ds->d->zs, cp->path, NULL, NULL);
+        if (rc == ZOK && (rc = send_create(cp)) == ZOK)
+            return;
+    }
+    finish(cp, rc, rc == ZOK && res->op_path ? res->op_path[0] : NULL);
+}
+
+/* Curator's name carries what it orders by: the priority (a signed 32-bit number) or the
+ * due time; a ttr has no place in a Curator item. */
+static int name_value(const struct dqueue *q, const struct proto_request *req, int64_t *value,
+                      struct reply *r)
+{
+    if (req->has_ttr) {
+        reply_err(r, PE_BAD_REQUEST, "a Curator queue item cannot carry a ttr");
+        return -1;
+    }
+    if (q->cfg->format == QF_CURATOR_DELAY) {
+        *value = req->has_at ? (int64_t)req->at_ms : units_wall_ms() + (int64_t)req->delay_ms;
+        return 0;
+    }
+    uint64_t prio = req->has_prio ? req->prio : q->cfg->priority;
+    if (prio > INT32_MAX) {
+        reply_err(r, PE_BAD_REQUEST, "Curator priorities are signed 32-bit: %llu is over "
+                  "2147483647", (unsigned long long)prio);
+        return -1;
+    }
+    *value = (int64_t)prio;
+    return 0;
+}
+
+void curator_queue_put(struct dispatcher *ds, struct dqueue *q, struct proto_request *req,
+                       struct reply *r)
+{
+    int64_t value;
+    char prefix[CURATOR_PREFIX_MAX];
+    enum curator_kind kind = q->cfg->format == QF_CURATOR_DELAY ? CURATOR_DELAY : CURATOR_PRIORITY;
+    struct cput *cp = NULL;
+    if (name_value(q, req, &value, r) != 0)
+        goto out;
+    const unsigned char *item = req->payload ? req->payload : (const unsigned char *)"";
+    size_t ilen = req->len, flen = curator_frame_size(&ilen, 1);
+    if (curator_name_prefix(kind, value, prefix, sizeof prefix) != 0) {
+        reply_err(r, PE_BAD_REQUEST, "due time %lld cannot be written", (long long)value);
+        goto out;
+    }
+    if (!(cp = calloc(1, sizeof *cp)) || !(cp->frame = malloc(flen))) {
+        reply_err(r, PE_INTERNAL, "out of memory");
+        goto out;
+    }
+    *cp = (struct cput){.ds = ds, .q = q, .r = r, .frame = cp->frame};
+    cp->len = curator_frame_encode(&item, &ilen, 1, cp->frame, flen);
+    snprintf(cp->path, sizeof cp->path, "%s/%s", q->cfg->curator_path, prefix);
+    int rc = send_create(cp);
+    if (rc != ZOK)
+        finish(cp, rc, NULL);
+    cp = NULL;
+out:
+    if (cp)
+        free(cp->frame);
+    free(cp);
+    free(req->payload);
+    req->payload = NULL;
+}
