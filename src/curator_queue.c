@@ -94,6 +94,7 @@ void curator_queue_put(struct dispatcher *ds, struct dqueue *q, struct proto_req
     char prefix[CURATOR_PREFIX_MAX];
     enum curator_kind kind = q->cfg->format == QF_CURATOR_DELAY ? CURATOR_DELAY : CURATOR_PRIORITY;
     struct cput *cp = NULL;
+    unsigned char *frame = NULL;
     if (name_value(q, req, &value, r) != 0)
         goto out;
     const unsigned char *item = req->payload ? req->payload : (const unsigned char *)"";
@@ -102,20 +103,20 @@ void curator_queue_put(struct dispatcher *ds, struct dqueue *q, struct proto_req
         reply_err(r, PE_BAD_REQUEST, "due time %lld cannot be written", (long long)value);
         goto out;
     }
-    if (!(cp = calloc(1, sizeof *cp)) || !(cp->frame = malloc(flen))) {
+    if (!(frame = malloc(flen)) || !(cp = malloc(sizeof *cp))) {
         reply_err(r, PE_INTERNAL, "out of memory");
         goto out;
     }
-    *cp = (struct cput){.ds = ds, .q = q, .r = r, .frame = cp->frame};
-    cp->len = curator_frame_encode(&item, &ilen, 1, cp->frame, flen);
+    *cp = (struct cput){.ds = ds, .q = q, .r = r, .frame = frame,
+                        .len = curator_frame_encode(&item, &ilen, 1, frame, flen)};
     snprintf(cp->path, sizeof cp->path, "%s/%s", q->cfg->curator_path, prefix);
     int rc = send_create(cp);
     if (rc != ZOK)
-        finish(cp, rc, NULL);
+        finish(cp, rc, NULL); /* frees cp and the frame */
     cp = NULL;
+    frame = NULL;
 out:
-    if (cp)
-        free(cp->frame);
+    free(frame);
     free(cp);
     free(req->payload);
     req->payload = NULL;

@@ -24,6 +24,8 @@
  * connections: the rest follows in the next turns. */
 #define DUE_PER_TURN 4096
 #define LOCKS_PER_TURN 1024
+/* Multis of one kind on their way before new items wait (and so batch up). */
+#define TXN_INFLIGHT 4
 /* Jobs are locked (and their payload read if needed) this long before they are due, while
  * the queue has consumers with room, so that at the due time only the push is left. */
 #define PRELOCK_MS 50
@@ -815,13 +817,12 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     }
     heap_init(&ds->leases, lease_less, job_setpos);
     /* Locks and puts wait for nothing but ZooKeeper; settles hold consumers' replies. */
-    int inflight = getenv("DEFERD_TXN_INFLIGHT") ? atoi(getenv("DEFERD_TXN_INFLIGHT")) : 4;
     ds->buckets = buckets_new(4096);
     ds->parents = buckets_new(32768); /* 30 days of 100 s buckets */
     ds->stash = stash_new(16 * 1024 * 1024);
-    ds->locks = txnbatch_new(d->base, d->zs, "locks", inflight);
-    ds->settles = txnbatch_new(d->base, d->zs, "settles", inflight);
-    ds->puts = txnbatch_new(d->base, d->zs, "puts", inflight);
+    ds->locks = txnbatch_new(d->base, d->zs, TXN_INFLIGHT);
+    ds->settles = txnbatch_new(d->base, d->zs, TXN_INFLIGHT);
+    ds->puts = txnbatch_new(d->base, d->zs, TXN_INFLIGHT);
     if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets || !ds->parents || !ds->stash) {
         dispatcher_free(ds);
         return NULL;

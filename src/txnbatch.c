@@ -21,7 +21,6 @@ struct txn_item {
 struct txnbatch {
     struct zkstore *zs;
     struct event *flush;
-    const char *name;
     struct txn_item *head, **tail;  /* waiting to be sent */
     int inflight, max_inflight;
     int closing;
@@ -231,14 +230,12 @@ void txnbatch_counts(const struct txnbatch *b, unsigned long long *items,
     *multis = b->nmultis;
 }
 
-struct txnbatch *txnbatch_new(struct event_base *base, struct zkstore *zs, const char *name,
-                              int max_inflight)
+struct txnbatch *txnbatch_new(struct event_base *base, struct zkstore *zs, int max_inflight)
 {
     struct txnbatch *b = calloc(1, sizeof *b);
     if (!b)
         return NULL;
     b->zs = zs;
-    b->name = name;
     b->max_inflight = max_inflight;
     b->tail = &b->head;
     if (!(b->flush = event_new(base, -1, 0, on_flush, b))) {

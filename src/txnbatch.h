@@ -24,8 +24,7 @@ struct event_base;
 
 struct txnbatch;
 
-struct txnbatch *txnbatch_new(struct event_base *base, struct zkstore *zs, const char *name,
-                              int max_inflight);
+struct txnbatch *txnbatch_new(struct event_base *base, struct zkstore *zs, int max_inflight);
 /* At exit, before the store closes: sends what is waiting (the store's close delivers the
  * results), and later adds fail with ZCLOSING. */
 void txnbatch_close(struct txnbatch *b);
