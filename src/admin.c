@@ -8,6 +8,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "config.h"
+#include "curator.h"
 #include "layout.h"
 #include "units.h"
 
@@ -206,6 +207,31 @@ static int admin_counter(struct admin *a, const char *queue, char *path, size_t 
     return 1;
 }
 
+/* A Curator queue's dead letter holds a Curator frame: it goes back as a Curator item,
+ * due now (delay queues) or with its priority (priority queues), in one transaction. */
+static int kick_curator(struct admin *a, const struct queue_config *qc, struct dead_job *dj,
+                        char *new_id, size_t idlen, char *err, size_t errlen)
+{
+    char prefix[CURATOR_PREFIX_MAX], next[CURATOR_PATH_MAX + CURATOR_PREFIX_MAX + 2],
+        made[CURATOR_PATH_MAX + CURATOR_PREFIX_MAX + 16];
+    int delay = qc->format == QF_CURATOR_DELAY;
+    int64_t value = delay ? units_wall_ms() : (int32_t)(dj->jn.priority ^ 0x80000000u);
+    if (curator_name_prefix(delay ? CURATOR_DELAY : CURATOR_PRIORITY, value, prefix,
+                            sizeof prefix) != 0)
+        return failed(err, errlen, "naming the Curator item for", dj->path, ZBADARGUMENTS);
+    snprintf(next, sizeof next, "%s/%s", qc->curator_path, prefix);
+    zoo_op_t ops[2];
+    zoo_op_result_t res[2];
+    zoo_delete_op_init(&ops[0], dj->path, dj->st.version);
+    zoo_create_op_init(&ops[1], next, dj->data, dj->len, &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE,
+                       made, sizeof made);
+    int rc = zoo_multi(a->zh, 2, ops, res);
+    if (rc != ZOK)
+        return failed(err, errlen, "kicking", dj->path, rc);
+    snprintf(new_id, idlen, "%s/%s", qc->name, strrchr(made, '/') + 1);
+    return 0;
+}
+
 /* Back to the queue, due now, with a fresh attempt count: one transaction. */
 int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen, char *err,
                     size_t errlen)
@@ -214,6 +240,12 @@ int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen,
     struct dead_job dj;
     if (load_dead(a, id, &dj, err, errlen) != 0)
         return -1;
+    const struct queue_config *qc = config_queue(&a->cfg, dj.queue);
+    if (qc && qc->format != QF_NATIVE) {
+        int rc = kick_curator(a, qc, &dj, new_id, idlen, err, errlen);
+        free(dj.data);
+        return rc;
+    }
     const char *queue = dj.queue, *path = dj.path, *data = dj.data;
     struct job_name jn = dj.jn;
     struct Stat st = dj.st;

@@ -219,6 +219,13 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         snprintf(dst, CURATOR_PATH_MAX, "%s", value);
         return 1;
     }
+    if (strcmp(key, "curator_corrupt") == 0) {
+        if (strcmp(value, "skip") == 0 || strcmp(value, "delete") == 0) {
+            q->curator_delete_corrupt = value[0] == 'd';
+            return 1;
+        }
+        return fail(ld, "'curator_corrupt': '%s' is not skip or delete", value);
+    }
     if (strcmp(key, "backoff_jitter") == 0) {
         if (set_u32(ld, &q->backoff_jitter, key, value, 0) && q->backoff_jitter > 100)
             return fail(ld, "'backoff_jitter': %s%% is over 100%%", value);
@@ -396,9 +403,18 @@ static int validate(struct load *ld)
         return missing(ld, ld->zk_line ? ld->zk_line : 1, "key 'hosts' in [zookeeper]");
     if (c->nqueues == 0)
         return missing(ld, ld->line, "section [queue NAME] (at least one queue)");
-    for (size_t i = 0; i < c->nqueues; i++)
+    for (size_t i = 0; i < c->nqueues; i++) {
         if (validate_curator(ld, &c->queues[i]) != 0)
             return -1;
+        for (size_t j = 0; j < i && c->queues[i].curator_path[0]; j++) {
+            if (strcmp(c->queues[i].curator_path, c->queues[j].curator_path) == 0) {
+                snprintf(ld->err, ld->errlen, "%s:%d: [queue %s]: curator_path %s is already "
+                         "the path of queue %s", ld->file, c->queues[i].line,
+                         c->queues[i].name, c->queues[i].curator_path, c->queues[j].name);
+                return -1;
+            }
+        }
+    }
     return 0;
 }
 

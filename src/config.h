@@ -28,6 +28,7 @@ struct queue_config {
     enum queue_format format;
     char curator_path[CURATOR_PATH_MAX];      /* Curator's queuePath ("" when native) */
     char curator_lock_path[CURATOR_PATH_MAX]; /* Curator's lockPath ("" when none) */
+    int curator_delete_corrupt; /* delete undecodable items (as Curator does); else skip */
 };
 
 struct config {

@@ -23,6 +23,37 @@ int curator_name_prefix(enum curator_kind kind, int64_t value, char *buf, size_t
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
+int curator_name_prefix_tagged(enum curator_kind kind, int64_t value, uint32_t attempts,
+                               char *buf, size_t len)
+{
+    char plain[CURATOR_PREFIX_MAX];
+    if (curator_name_prefix(kind, value, plain, sizeof plain) != 0)
+        return -1;
+    const char *rest = plain + strlen(CURATOR_PREFIX);
+    int n;
+    if (kind == CURATOR_DELAY)
+        n = snprintf(buf, len, CURATOR_PREFIX "a%u%s", attempts, rest);
+    else if (kind == CURATOR_PRIORITY)
+        n = snprintf(buf, len, "%sa%u-", plain, attempts);
+    else
+        n = snprintf(buf, len, CURATOR_PREFIX "a%u-", attempts);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* "a<digits>" followed by END: the attempts of a tagged name, else 0. */
+static uint32_t tag_attempts(const char *s, char end)
+{
+    uint32_t v = 0;
+    if (*s++ != 'a' || *s < '0' || *s > '9')
+        return 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (v > (UINT32_MAX - 9) / 10)
+            return 0;
+        v = v * 10 + (uint32_t)(*s - '0');
+    }
+    return *s == end ? v : 0;
+}
+
 static int hex_digit(int c)
 {
     if (c >= '0' && c <= '9')
@@ -93,11 +124,27 @@ int curator_parse_name(enum curator_kind kind, const char *name, struct curator_
     if (strncmp(name, CURATOR_PREFIX, strlen(CURATOR_PREFIX)) != 0)
         return -1;
     const char *rest = name + strlen(CURATOR_PREFIX);
-    if (kind == CURATOR_DELAY)
+    if (kind == CURATOR_DELAY) {
         out->epoch_ms = delay_epoch(name);
-    else if (kind == CURATOR_PRIORITY)
+        out->attempts = tag_attempts(rest, '|');
+    } else if (kind == CURATOR_PRIORITY) {
         out->has_priority = priority_of(rest, &out->priority) == 0;
+        out->attempts = out->has_priority ? tag_attempts(rest + 9, '-') : tag_attempts(rest, '-');
+    } else {
+        out->attempts = tag_attempts(rest, '-');
+    }
     return 0;
+}
+
+int curator_valid_id_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(name, CURATOR_PREFIX, strlen(CURATOR_PREFIX)) != 0 || n > 255)
+        return 0;
+    for (const char *p = name; *p; p++)
+        if (*p <= ' ' || *p > '~' || *p == '/')
+            return 0;
+    return 1;
 }
 
 int curator_name_cmp(enum curator_kind kind, const char *a, const struct curator_name *na,

@@ -21,18 +21,30 @@ enum curator_kind {
  * PRIORITY (priority queues) or due at EPOCH_MS (delay queues, > 0); VALUE is ignored for
  * plain queues. 0, or -1 when it does not fit or the epoch is not positive. */
 int curator_name_prefix(enum curator_kind kind, int64_t value, char *buf, size_t len);
+/* The same with ATTEMPTS (> 0) made so far, for an item deferd puts back after a nack, in
+ * a place Curator's readers ignore: delay "queue-a<N>|<hex>|" (Curator reads the epoch
+ * between the last two '|'), priority "queue-<sign><hex8>a<N>-" (Curator only sorts names:
+ * this sorts after every untagged item of the same priority, before the next priority). */
+int curator_name_prefix_tagged(enum curator_kind kind, int64_t value, uint32_t attempts,
+                               char *buf, size_t len);
 
 struct curator_name {
     int64_t epoch_ms;  /* delay: when due; 0 (due at once) when the name holds no epoch,
                         * as Curator reads it */
     int32_t priority;  /* priority: the value written in the name; 0 when not readable */
     int has_priority;  /* the name carries a well-formed sign digit and 8 hex digits */
+    uint32_t attempts; /* made before, from a deferd requeue tag; 0 when untagged */
 };
 
 /* Reads a child name of a KIND queue. -1 for a foreign name (not "queue-..."), which
  * Curator skips and leaves in place; otherwise 0 (a malformed epoch or priority reads the
  * way Curator reads it). */
 int curator_parse_name(enum curator_kind kind, const char *name, struct curator_name *out);
+
+/* Is NAME what a job id of a Curator queue holds after "<queue>/": an item name
+ * ("queue-...", printable, no '/'), optionally followed by "#<part>" (1-based) for one
+ * item of a frame holding several? */
+int curator_valid_id_name(const char *name);
 
 /* Curator's consumer order: plain and priority queues sort the whole names as bytes;
  * delay queues sort by epoch (ties: by name, which Curator leaves undefined). */

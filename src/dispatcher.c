@@ -9,6 +9,7 @@
 
 #include "buckets.h"
 #include "config.h"
+#include "curator_consume.h"
 #include "daemon.h"
 #include "log.h"
 #include "mirror.h"
@@ -119,7 +120,7 @@ void lease_start(struct dispatcher *ds, struct job *job)
     lease_arm(ds, job);
 }
 
-static void push_ready(struct job *job)
+void push_ready(struct job *job)
 {
     unheap(job);
     job->state = JS_READY;
@@ -135,7 +136,7 @@ void make_ready(struct dispatcher *ds, struct job *job)
 
 /* Due jobs go to the ready heap (the caller dispatches); others wait in the delay heap.
  * Returns 1 when the job is ready. */
-static int place(struct dispatcher *ds, struct job *job, int64_t due_wall)
+int place(struct dispatcher *ds, struct job *job, int64_t due_wall)
 {
     int64_t wall = units_wall_ms();
     if (due_wall <= wall) {
@@ -160,7 +161,7 @@ static void schedule(struct dispatcher *ds, struct job *job, int64_t due_wall)
 
 /* Queues to dispatch later in this loop turn: no recursion from completions, one pass for
  * many changes. */
-static void kick(struct dispatcher *ds, struct dqueue *q)
+void kick(struct dispatcher *ds, struct dqueue *q)
 {
     q->kicked = 1;
     event_active(ds->kick, 0, 0);
@@ -207,7 +208,7 @@ void unprelock(struct job *job)
 /* Locking ahead needs a consumer with room for every job already locked ahead. */
 static int may_prelock(struct dispatcher *ds, struct dqueue *q)
 {
-    return zkstore_connected(ds->d->zs) && consumer_ring_room(&q->ring) > q->nprelocked;
+    return q->cfg->format == QF_NATIVE && zkstore_connected(ds->d->zs) && consumer_ring_room(&q->ring) > q->nprelocked;
 }
 
 void free_job(struct dispatcher *ds, struct job *job)
@@ -216,6 +217,8 @@ void free_job(struct dispatcher *ds, struct job *job)
     unheap(job);
     unhold(ds, job);
     mirror_job_freed(job);
+    if (job->ci)
+        curator_job_freed(job);
     HASH_DEL(ds->jobs, job);
     free(job->path);
     ds->payload_bytes -= job->payload ? job->len : 0;
@@ -312,6 +315,18 @@ struct job *find_by_id(struct dispatcher *ds, const char *id)
     char queue[QUEUE_NAME_MAX + 1], path[LAYOUT_PATH_MAX];
     struct job_name jn;
     struct job *job = NULL;
+    const char *slash = strchr(id, '/');
+    if (slash && (size_t)(slash - id) < sizeof queue) {
+        memcpy(queue, id, (size_t)(slash - id));
+        queue[slash - id] = '\0';
+        struct dqueue *q = dispatcher_queue(ds, queue);
+        if (q && q->cfg->format != QF_NATIVE) {
+            if (snprintf(path, sizeof path, "%s/%s", q->cfg->curator_path, slash + 1) <
+                (int)sizeof path)
+                HASH_FIND_STR(ds->jobs, path, job);
+            return job;
+        }
+    }
     if (layout_parse_id(id, queue, sizeof queue, &jn) == 0 &&
         layout_job_path(path, sizeof path, root(ds), queue, &jn) == 0)
         HASH_FIND_STR(ds->jobs, path, job);
@@ -387,15 +402,17 @@ static void arm(struct dispatcher *ds, struct job *job)
 }
 
 /* Locked, payload at hand: push it to its consumer and start the lease. */
-static void deliver(struct dispatcher *ds, struct job *job)
+void deliver(struct dispatcher *ds, struct job *job)
 {
     unheap(job); /* a lock taken ahead leaves the prelocking heap only now */
-    if (job->attempt > job->q->cfg->max_attempts) {
+    if (!job->ci && job->attempt > job->q->cfg->max_attempts) {
         bury_locked(ds, job);
         return;
     }
     if (!job->owner) {
-        if (job->prelocked)
+        if (job->ci)
+            curator_part_release(ds, job, 0);
+        else if (job->prelocked)
             arm(ds, job);
         else
             release_lock(ds, job);
@@ -536,6 +553,10 @@ void dispatch(struct dispatcher *ds, struct dqueue *q)
         if (!c)
             return;
         heap_pop(&q->ready);
+        if (job->ci) {
+            curator_dispatch(ds, job, c);
+            continue;
+        }
         if (job->prelocked) { /* locked ahead: only the push is left */
             unprelock(job);
             consumer_hold(c, job);
@@ -580,32 +601,42 @@ void dispatcher_lock_event(struct dispatcher *ds, const char *lock)
 
 /* ---- the mirror's reports ---- */
 
-struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
-                                const struct job_name *jn)
+struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, const char *id,
+                    const struct job_name *jn)
 {
-    struct job *job;
-    HASH_FIND_STR(ds->jobs, path, job);
-    if (job) {
-        job->gone = 0; /* listed again: it exists, whatever an earlier listing said */
-        return job;
-    }
-    job = calloc(1, sizeof *job);
-    if (!job || !(job->path = strdup(path)) ||
-        layout_job_id(job->id, sizeof job->id, q->cfg->name, jn) != 0) {
+    struct job *job = calloc(1, sizeof *job);
+    if (!job || !(job->path = strdup(path)) || strlen(id) >= sizeof job->id) {
         if (job)
             free(job->path);
         free(job);
         return NULL;
     }
+    strcpy(job->id, id);
     job->q = q;
     job->jn = *jn;
-    if ((job->payload = stash_take(ds->stash, path, &job->len)))
-        ds->payload_bytes += job->len;
     job->heap_pos = HEAP_NONE;
     job->owner_seq = OWNER_SEQ_UNKNOWN;
     job->seq = ++ds->seq;
     job->state = JS_HELD; /* not in a heap yet */
     HASH_ADD_KEYPTR(hh, ds->jobs, job->path, strlen(job->path), job);
+    return job;
+}
+
+struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
+                                const struct job_name *jn)
+{
+    struct job *job;
+    char id[LAYOUT_ID_MAX + 1];
+    HASH_FIND_STR(ds->jobs, path, job);
+    if (job) {
+        job->gone = 0; /* listed again: it exists, whatever an earlier listing said */
+        return job;
+    }
+    if (layout_job_id(id, sizeof id, q->cfg->name, jn) != 0 ||
+        !(job = job_new(ds, q, path, id, jn)))
+        return NULL;
+    if ((job->payload = stash_take(ds->stash, path, &job->len)))
+        ds->payload_bytes += job->len;
     place(ds, job, (int64_t)jn->due_ms); /* the mirror kicks once per listing */
     return job;
 }
@@ -637,9 +668,17 @@ void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c)
     }
 }
 
+/* Starts reading a queue's jobs from ZooKeeper (idempotent). */
+static int follow(struct dispatcher *ds, struct dqueue *q)
+{
+    if (q->cfg->format != QF_NATIVE)
+        return curator_consume_start(ds, q);
+    return mirror_start(ds->d->mirror, q);
+}
+
 int dispatcher_subscribe(struct dispatcher *ds, struct consumer *c, struct dqueue *q)
 {
-    if (consumer_subscribe(c, &q->ring, q) != 0 || mirror_start(ds->d->mirror, q) != 0)
+    if (consumer_subscribe(c, &q->ring, q) != 0 || follow(ds, q) != 0)
         return -1;
     dispatch(ds, q);
     return 0;
@@ -655,7 +694,7 @@ void dispatcher_session_up(struct dispatcher *ds)
     dispatcher_rearm(ds); /* leases wait while disconnected */
     for (size_t i = 0; i < ds->nqueues; i++) {
         struct dqueue *q = &ds->queues[i];
-        if (q->ring.head && mirror_start(ds->d->mirror, q) != 0)
+        if (q->ring.head && follow(ds, q) != 0)
             log_error("queue %s: cannot follow it in ZooKeeper", q->cfg->name);
         dispatch(ds, q);
     }
@@ -681,6 +720,7 @@ void dispatcher_revoke_all(struct dispatcher *ds)
         else
             mirror_job_freed(job); /* out of its bucket; the mirror is reset next */
     }
+    curator_consume_reset(ds);
 }
 
 /* After a reconnection with the same session our locks should all still be there; one
@@ -723,8 +763,9 @@ void dispatcher_shift_leases(struct dispatcher *ds, int64_t delta_ms)
 void dispatcher_verify_held(struct dispatcher *ds)
 {
     struct job *job, *tmp;
+    curator_consume_resync(ds); /* checks its own locks */
     HASH_ITER(hh, ds->jobs, job, tmp) {
-        if (job->state != JS_INFLIGHT)
+        if (job->state != JS_INFLIGHT || job->ci)
             continue;
         struct lock_paths lp;
         size_t n = strlen(job->path) + 1;
@@ -849,6 +890,7 @@ void dispatcher_free(struct dispatcher *ds)
     }
     heap_free(&ds->leases);
     settle_free_held(ds);
+    curator_consume_free(ds);
     if (ds->timer)
         event_free(ds->timer);
     if (ds->kick)

@@ -13,6 +13,8 @@
 
 struct deferd;
 struct dir;
+struct citem;
+struct cqueue;
 struct reply;
 struct proto_request;
 struct queue_config;
@@ -57,6 +59,7 @@ struct job {
     int64_t lease_at;           /* wall ms when the lease runs out */
     int64_t lease_wake;         /* lease heap key: the notice, then the expiry */
     int warned;                 /* DEADLINE notice sent for this lease */
+    struct citem *ci;           /* a Curator queue's item (curator_consume.c), or NULL */
 };
 
 struct dqueue {
@@ -68,6 +71,7 @@ struct dqueue {
     size_t nprelocked;          /* locked ahead (locking, armed or ready), no consumer yet */
     struct consumer_ring ring;
     struct dir *root;           /* mirror of jobs/, NULL until a consumer subscribes */
+    struct cqueue *cq;          /* a Curator queue's listing, when consumed */
     size_t mirrored;            /* jobs in the mirror's buckets (mirror.c) */
     int kicked;                 /* dispatch pending for this loop turn */
     /* pending.c: our counter's value in ZooKeeper, changes not written yet, the last sum

@@ -11,6 +11,7 @@
 struct event;
 struct settle;
 struct zk_result;
+struct queue_config;
 
 #define RETRY_MS 1000 /* after a ZooKeeper error, try a job again this much later */
 
@@ -50,7 +51,14 @@ struct lock_paths {
 void set_busy(struct job *job, enum job_state state);
 void lease_arm(struct dispatcher *ds, struct job *job);
 void lease_start(struct dispatcher *ds, struct job *job);
+void push_ready(struct job *job);
 void make_ready(struct dispatcher *ds, struct job *job);
+int place(struct dispatcher *ds, struct job *job, int64_t due_wall);
+void deliver(struct dispatcher *ds, struct job *job);
+void kick(struct dispatcher *ds, struct dqueue *q);
+/* A new job in the hash, in no heap yet (state HELD); NULL when out of memory. */
+struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, const char *id,
+                    const struct job_name *jn);
 void dispatch(struct dispatcher *ds, struct dqueue *q);
 void unhold(struct dispatcher *ds, struct job *job);
 void free_job(struct dispatcher *ds, struct job *job);
@@ -73,5 +81,6 @@ void leases_tick(struct dispatcher *ds, int64_t wall);
 void settle_resume_held(struct dispatcher *ds);
 void settle_revoke_held(struct dispatcher *ds);
 void settle_free_held(struct dispatcher *ds);
+uint64_t backoff_ms(const struct queue_config *qc, uint32_t attempt);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "curator_consume.h"
 #include "daemon.h"
 #include "dispatcher.h"
 #include "log.h"
@@ -44,7 +45,7 @@ static void on_watch(int type, const char *path, void *ctx)
 {
     struct deferd *d = ctx;
     (void)type;
-    if (!mirror_on_watch(d->mirror, path))
+    if (!mirror_on_watch(d->mirror, path) && !curator_consume_on_watch(d->dispatcher, path))
         dispatcher_lock_event(d->dispatcher, path);
 }
 

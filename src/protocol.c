@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+#include "curator.h"
 #include "units.h"
 
 static const char *const errnames[] = {
@@ -119,7 +121,15 @@ static int parse_id(const char *s, struct proto_request *r, struct proto_error *
 {
     char queue[QUEUE_NAME_MAX + 1];
     struct job_name jn;
-    if (layout_parse_id(s, queue, sizeof queue, &jn) != 0)
+    const char *slash = strchr(s, '/');
+    int curator = slash && (size_t)(slash - s) < sizeof queue && strlen(s) <= LAYOUT_ID_MAX &&
+                  curator_valid_id_name(slash + 1);
+    if (curator) {
+        memcpy(queue, s, (size_t)(slash - s));
+        queue[slash - s] = '\0';
+        curator = config_valid_queue_name(queue);
+    }
+    if (!curator && layout_parse_id(s, queue, sizeof queue, &jn) != 0)
         return bad(err, PE_BAD_REQUEST, "bad job id '%.100s'", s);
     strcpy(r->id, s);
     return 0;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "curator_consume.h"
 #include "consumers.h"
 #include "daemon.h"
 #include "dispatcher.h"
@@ -124,7 +125,8 @@ void reply_err(struct reply *r, enum proto_errcode code, const char *fmt, ...)
 int server_push_job(struct conn *conn, const struct job *job)
 {
     return proto_append_job(bufferevent_get_output(conn->bev), job->id, job->q->cfg->name,
-                            job->attempt, job->jn.due_ms, job->jn.priority, job->ttr_ms,
+                            job->attempt, job->jn.due_ms,
+                            job->ci ? curator_job_priority(job) : job->jn.priority, job->ttr_ms,
                             job->payload, job->len);
 }
 
@@ -181,9 +183,10 @@ static void handle_sub(struct conn *c, struct proto_request *req, struct reply *
             reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->subs[i]);
             return;
         }
-        if (q->cfg->format != QF_NATIVE) {
-            reply_err(r, PE_BAD_REQUEST, "queue '%s' is a Curator queue: deferd only puts "
-                      "into it so far (docs/curator-compat.md)", req->subs[i]);
+        if (q->cfg->format != QF_NATIVE && !q->cfg->curator_lock_path[0]) {
+            reply_err(r, PE_BAD_REQUEST, "queue '%s' is a Curator queue without "
+                      "curator_lock_path: consuming it needs Curator's lockPath "
+                      "(docs/curator-compat.md)", req->subs[i]);
             return;
         }
     }

@@ -8,6 +8,7 @@
 #include <sys/random.h>
 
 #include "config.h"
+#include "curator_consume.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "log.h"
@@ -79,6 +80,10 @@ static void find_owner(struct dispatcher *ds, struct job *job)
 /* Gives up our lock so that the job is delivered again (attempt + 1). */
 void release_lock(struct dispatcher *ds, struct job *job)
 {
+    if (job->ci) {
+        curator_part_release(ds, job, job->state == JS_INFLIGHT);
+        return;
+    }
     struct lock_paths lp;
     lock_paths(job, &lp);
     unhold(ds, job);
@@ -348,6 +353,10 @@ static void settle_start(struct dispatcher *ds, struct settle *st)
 void dispatcher_ack(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r)
 {
     struct job *job = held_job(ds, c, id, r);
+    if (job && job->ci) {
+        curator_part_settle(ds, job, 1, 0, 0, r);
+        return;
+    }
     struct settle *st = job ? settle_new(job, r, SETTLE_ACK) : NULL;
     if (st)
         settle_start(ds, st);
@@ -374,7 +383,7 @@ static int plan_move(struct dispatcher *ds, struct settle *st, uint64_t delay_ms
 /* The queue's policy for a nack without a delay: doubling from backoff_min per attempt,
  * capped at backoff_max, spread by +-backoff_jitter percent so that a burst of failures
  * does not come back as a burst. */
-static uint64_t backoff_ms(const struct queue_config *qc, uint32_t attempt)
+uint64_t backoff_ms(const struct queue_config *qc, uint32_t attempt)
 {
     uint64_t d = qc->backoff_min_ms;
     for (uint32_t i = 1; i < attempt && d < qc->backoff_max_ms; i++)
@@ -420,6 +429,10 @@ void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, 
                      uint64_t delay_ms, struct reply *r)
 {
     struct job *job = held_job(ds, c, id, r);
+    if (job && job->ci) {
+        curator_part_settle(ds, job, 0, has_delay, delay_ms, r);
+        return;
+    }
     struct settle *st = job ? settle_new(job, r, SETTLE_NACK) : NULL;
     if (!st)
         return;

@@ -200,12 +200,13 @@ int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_d
         it->ops[i] = ops[i];
         char *path = it->copies[2 * i] = strdup(ops[i].path);
         char *data = NULL;
-        if (ops[i].kind == ZT_CREATE && ops[i].len) {
+        int has_data = ops[i].kind == ZT_CREATE || ops[i].kind == ZT_SET;
+        if (has_data && ops[i].len) {
             data = it->copies[2 * i + 1] = malloc(ops[i].len);
             if (data)
                 memcpy(data, ops[i].data, ops[i].len);
         }
-        if (!path || (ops[i].kind == ZT_CREATE && ops[i].len && !data)) {
+        if (!path || (has_data && ops[i].len && !data)) {
             free_item(it);
             return ZSYSTEMERROR;
         }

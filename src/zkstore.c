@@ -41,6 +41,7 @@ struct zk_msg {
     struct zk_result res;
     zoo_op_t *ops;                     /* multi */
     zoo_op_result_t *op_res;
+    struct Stat *stats;                /* multi: one per op, for set operations */
     char **strings;                    /* 2 per op: copies kept alive until the completion */
     /* MSG_WATCH / MSG_SESSION / MSG_HANDLE */
     unsigned gen;
@@ -65,6 +66,7 @@ static void free_msg(struct zk_msg *m)
     free(m->strings);
     free(m->ops);
     free(m->op_res);
+    free(m->stats);
     free(m->res.op_err);
     for (int i = 0; m->res.op_path && i < m->res.nops; i++)
         free(m->res.op_path[i]);
@@ -310,18 +312,21 @@ int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_
     m->ops = calloc((size_t)nops, sizeof *m->ops);
     m->op_res = calloc((size_t)nops, sizeof *m->op_res);
     m->strings = calloc(2 * (size_t)nops, sizeof *m->strings);
+    m->stats = calloc((size_t)nops, sizeof *m->stats);
     m->res.op_err = calloc((size_t)nops, sizeof *m->res.op_err);
     m->res.op_path = calloc((size_t)nops, sizeof *m->res.op_path);
-    if (!m->ops || !m->op_res || !m->strings || !m->res.op_err || !m->res.op_path)
+    if (!m->ops || !m->op_res || !m->strings || !m->stats || !m->res.op_err ||
+        !m->res.op_path)
         return sent(m, ZSYSTEMERROR);
     m->res.nops = nops;
     for (int i = 0; i < nops; i++) {
         const struct zk_txn_op *o = &ops[i];
         char *path = m->strings[2 * i] = strdup(o->path);
-        char *data = m->strings[2 * i + 1] = o->kind == ZT_CREATE ? copy_bytes(o->data, o->len) : NULL;
+        int has_data = o->kind == ZT_CREATE || o->kind == ZT_SET;
+        char *data = m->strings[2 * i + 1] = has_data ? copy_bytes(o->data, o->len) : NULL;
         size_t namelen = o->sequential ? strlen(o->path) + 16 : 0;
         char *name = m->res.op_path[i] = namelen ? calloc(1, namelen) : NULL;
-        if (!path || (o->kind == ZT_CREATE && !data) || (namelen && !name))
+        if (!path || (has_data && !data) || (namelen && !name))
             return sent(m, ZSYSTEMERROR);
         int flags = (o->ephemeral ? ZOO_EPHEMERAL : 0) | (o->sequential ? ZOO_SEQUENCE : 0);
         if (o->kind == ZT_CREATE)
@@ -329,6 +334,8 @@ int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_
                                flags, name, (int)namelen);
         else if (o->kind == ZT_DELETE)
             zoo_delete_op_init(&m->ops[i], path, o->version);
+        else if (o->kind == ZT_SET)
+            zoo_set_op_init(&m->ops[i], path, data, (int)o->len, o->version, &m->stats[i]);
         else
             zoo_check_op_init(&m->ops[i], path, o->version);
     }

@@ -33,13 +33,13 @@ typedef void (*zk_session_fn)(int state, void *ctx);
 
 /* One operation of a transaction; strings are copied by zkstore_multi. */
 struct zk_txn_op {
-    enum { ZT_CREATE, ZT_DELETE, ZT_CHECK } kind;
+    enum { ZT_CREATE, ZT_DELETE, ZT_CHECK, ZT_SET } kind;
     const char *path;
     const void *data;
     size_t len;
     int ephemeral;
     int sequential;            /* create: ZooKeeper appends the parent's cversion (10 digits) */
-    int version;               /* delete/check, -1 = any */
+    int version;               /* delete/check/set, -1 = any */
 };
 
 struct zkstore;

@@ -1,7 +1,8 @@
 /* deferd as a producer for Java services: jobs put through deferd into queues declared
  * `format = curator-delay` and `format = curator-priority` are consumed by a real Apache
  * Curator 5.4.0 consumer with lockPath (tests/java/CuratorConsume.java): every item arrives,
- * none before its due time, priorities in Curator's order. Also what deferd refuses. */
+ * none before its due time, priorities in Curator's order. Also what deferd refuses.
+ * deferd consuming Curator queues: it_curator_consume.c. */
 #include <stdlib.h>
 
 #include "harness.h"
@@ -87,8 +88,8 @@ static void refusals(deferd_client *c)
     CHECK(deferd_put(c, "cprio", "x", 1, &big, id, sizeof id) == DEFERD_ESERVER);
     CHECK_CONTAINS(deferd_last_error(c), "signed 32-bit");
     deferd_client *s = client(&d);
-    CHECK(deferd_subscribe(s, "cdelay", 1) == DEFERD_ESERVER);
-    CHECK_CONTAINS(deferd_last_error(s), "Curator queue");
+    CHECK(deferd_subscribe(s, "cnolock", 1) == DEFERD_ESERVER); /* consuming needs locks */
+    CHECK_CONTAINS(deferd_last_error(s), "curator_lock_path");
     deferd_close(s);
 }
 
@@ -104,14 +105,16 @@ int main(void)
     snprintf(delay_locks, sizeof delay_locks, "%s/java/delay-locks", root);
     snprintf(prio_path, sizeof prio_path, "%s/java/prio", root);
     snprintf(prio_locks, sizeof prio_locks, "%s/java/prio-locks", root);
-    char o[6][300];
+    char o[8][300];
     snprintf(o[0], sizeof o[0], "queue cdelay.format=curator-delay");
     snprintf(o[1], sizeof o[1], "queue cdelay.curator_path=%s", delay_path);
     snprintf(o[2], sizeof o[2], "queue cdelay.curator_lock_path=%s", delay_locks);
     snprintf(o[3], sizeof o[3], "queue cprio.format=curator-priority");
     snprintf(o[4], sizeof o[4], "queue cprio.curator_path=%s", prio_path);
     snprintf(o[5], sizeof o[5], "queue cprio.curator_lock_path=%s", prio_locks);
-    const char *const overrides[] = {o[0], o[1], o[2], o[3], o[4], o[5], NULL};
+    snprintf(o[6], sizeof o[6], "queue cnolock.format=curator-delay");
+    snprintf(o[7], sizeof o[7], "queue cnolock.curator_path=%s/java/nolock", root);
+    const char *const overrides[] = {o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], NULL};
     CHECK(daemon_start(&d, root, "c", overrides) == 0);
     deferd_client *c = client(&d);
     char id[DEFERD_ID_SIZE];

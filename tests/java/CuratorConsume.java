@@ -1,7 +1,10 @@
 // Consumes a Curator DistributedDelayQueue or DistributedPriorityQueue with lockPath, exactly
 // as a Java service would (Apache Curator 5.4.0 from Debian), and prints one line per item:
-// "<epoch ms when received> <payload>". Stops after COUNT items or TIMEOUT_S seconds.
+// "<epoch ms when received> <payload>". Stops after COUNT items or TIMEOUT_S seconds; with
+// STOP_FILE, runs until that file exists (then closes the queue, which lets the item in hand
+// finish) and exits 0. WORK_MS: time spent on each item, to share a queue with others.
 // usage: CuratorConsume CONNECT delay|priority QUEUE_PATH LOCK_PATH COUNT TIMEOUT_S
+//                       [WORK_MS STOP_FILE]
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -18,13 +21,17 @@ public class CuratorConsume {
         String connect = a[0], mode = a[1], qpath = a[2], lpath = a[3];
         int count = Integer.parseInt(a[4]);
         long timeoutS = Long.parseLong(a[5]);
+        long workMs = a.length > 6 ? Long.parseLong(a[6]) : 0;
+        java.io.File stop = a.length > 7 ? new java.io.File(a[7]) : null;
         CountDownLatch left = new CountDownLatch(count);
         QueueSerializer<byte[]> ser = new QueueSerializer<byte[]>() {
             public byte[] serialize(byte[] item) { return item; }
             public byte[] deserialize(byte[] bytes) { return bytes; }
         };
         QueueConsumer<byte[]> consumer = new QueueConsumer<byte[]>() {
-            public void consumeMessage(byte[] item) {
+            public void consumeMessage(byte[] item) throws Exception {
+                if (workMs > 0)
+                    Thread.sleep(workMs);
                 synchronized (System.out) {
                     System.out.println(System.currentTimeMillis() + " "
                                        + new String(item, StandardCharsets.UTF_8));
@@ -46,7 +53,15 @@ public class CuratorConsume {
             q = b.buildPriorityQueue(0);
             ((org.apache.curator.framework.recipes.queue.DistributedPriorityQueue<byte[]>) q).start();
         }
-        boolean all = left.await(timeoutS, TimeUnit.SECONDS);
+        boolean all;
+        if (stop != null) {
+            long end = System.currentTimeMillis() + timeoutS * 1000;
+            while (!stop.exists() && System.currentTimeMillis() < end)
+                Thread.sleep(20);
+            all = stop.exists();
+        } else {
+            all = left.await(timeoutS, TimeUnit.SECONDS);
+        }
         q.close();
         client.close();
         System.exit(all ? 0 : 1);

@@ -33,12 +33,13 @@ static void curator_queue(void)
     struct config cfg;
     char err[512];
     CHECK(load_text(BASE "[queue r]\nformat = curator-delay\ncurator_path = /svc/r\n"
-                    "curator_lock_path = /svc/r-locks\n[queue n]\n", NULL, 0, &cfg, err,
+                    "curator_lock_path = /svc/r-locks\ncurator_corrupt = delete\n[queue n]\n", NULL, 0, &cfg, err,
                     sizeof err) == 0);
     const struct queue_config *r = config_queue(&cfg, "r"), *n = config_queue(&cfg, "n");
     CHECK(r && r->format == QF_CURATOR_DELAY);
     CHECK(r && strcmp(r->curator_path, "/svc/r") == 0 && strcmp(r->curator_lock_path, "/svc/r-locks") == 0);
     CHECK(n && n->format == QF_NATIVE && n->curator_path[0] == '\0');
+    CHECK(r && r->curator_delete_corrupt && n && !n->curator_delete_corrupt);
     config_free(&cfg);
 }
 
@@ -106,6 +107,10 @@ int main(void)
     expect_error(BASE "[queue a]\n[daemon]\nsocket_mode = 999\n", 7, "octal");
     expect_error(BASE "[queue a]\n[daemon]\nlog_level = loud\n", 7, "log_level");
     expect_error(BASE "[queue a]\nformat = kafka\n", 6, "not native, curator-delay");
+    expect_error(BASE "[queue a]\ncurator_corrupt = maybe\n", 6, "not skip or delete");
+    expect_error(BASE "[queue a]\nformat = curator-delay\ncurator_path = /q\n"
+                 "[queue b]\nformat = curator-priority\ncurator_path = /q\n", 8,
+                 "already the path of queue a");
     expect_error(BASE "[queue a]\ncurator_path = rel/path\n", 6, "absolute znode path");
     expect_error(BASE "[queue a]\ncurator_path = /q\n", 5, "need format = curator");
     expect_error(BASE "[queue a]\nformat = curator-delay\n", 5, "key 'curator_path'");

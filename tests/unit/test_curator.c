@@ -150,8 +150,40 @@ static void delay_names(void)
     CHECK_STR(prefix, "queue-");
 }
 
+/* deferd's requeue tags: attempts carried where Curator does not look, order kept. */
+static void tagged_names(void)
+{
+    char prefix[CURATOR_PREFIX_MAX], name[80];
+    struct curator_name cn, plain;
+    CHECK(curator_name_prefix_tagged(CURATOR_DELAY, 0x1A2003B816ELL, 3, prefix,
+                                     sizeof prefix) == 0);
+    CHECK_STR(prefix, "queue-a3|1A2003B816E|");
+    snprintf(name, sizeof name, "%s0000000042", prefix);
+    CHECK(curator_parse_name(CURATOR_DELAY, name, &cn) == 0);
+    CHECK(cn.epoch_ms == 0x1A2003B816ELL && cn.attempts == 3);
+    CHECK(curator_parse_name(CURATOR_DELAY, "queue-|1A2003B816E|0000000001", &plain) == 0 &&
+          plain.attempts == 0);
+    CHECK(curator_parse_name(CURATOR_DELAY, "queue-ax|1A|0000000001", &cn) == 0 &&
+          cn.attempts == 0 && cn.epoch_ms == 0x1A); /* not a tag: read as Curator reads it */
+
+    CHECK(curator_name_prefix_tagged(CURATOR_PRIORITY, -5, 12, prefix, sizeof prefix) == 0);
+    CHECK_STR(prefix, "queue-0FFFFFFFBa12-");
+    snprintf(name, sizeof name, "%s0000000007", prefix);
+    CHECK(curator_parse_name(CURATOR_PRIORITY, name, &cn) == 0);
+    CHECK(cn.has_priority && cn.priority == -5 && cn.attempts == 12);
+    /* after untagged items of its priority, before the next priority */
+    CHECK(strcmp(name, "queue-0FFFFFFFB0000000099") > 0);
+    CHECK(strcmp(name, "queue-0FFFFFFFC0000000000") < 0);
+    CHECK(curator_name_prefix_tagged(CURATOR_PLAIN, 0, 2, prefix, sizeof prefix) == 0);
+    CHECK_STR(prefix, "queue-a2-");
+    CHECK(curator_parse_name(CURATOR_PLAIN, "queue-a2-0000000001", &cn) == 0 && cn.attempts == 2);
+    CHECK(curator_parse_name(CURATOR_PLAIN, "queue-a99999999999-0000000001", &cn) == 0 &&
+          cn.attempts == 0); /* overflow: no tag */
+}
+
 int main(void)
 {
+    tagged_names();
     seen_frames();
     corrupt_frames();
     round_trips();

@@ -68,6 +68,13 @@ static void valid_requests(void)
     CHECK(proto_parse_line("SUB a,b.c inflight=5", 20, &req, &err) == 0);
     CHECK(req.nsubs == 2 && req.inflight == 5);
     CHECK_STR(req.subs[1], "b.c");
+    /* Curator queue items: "<queue>/queue-...", "#<part>" for one item of several */
+    static const char *curator_ids[] = {"ACK r/queue-|1A2003B816E|0000000001",
+                                        "NACK r/queue-1000000000000000002#3 delay=5",
+                                        "ACK r/queue-a2|1A2003B816E|0000000001"};
+    for (size_t i = 0; i < 3; i++)
+        CHECK(proto_parse_line(curator_ids[i], strlen(curator_ids[i]), &req, &err) == 0);
+    CHECK_STR(req.id, "r/queue-a2|1A2003B816E|0000000001");
 }
 
 static void errors_resync(void)
@@ -80,7 +87,7 @@ static void errors_resync(void)
         "SUB \n", "ACK nothing\n", "PUT q 1 delay=1 at=2\n", "PUT q 0 foo=1\n", "PING \n",
         "PUT q 0 prio=4294967296\n", "SUB a inflight=0\n", "NACK q/1-2-abc prio=1\n", "\n",
         "PUT  q 0\n", "PUT q 0 ttr=999\n", "PUT q 0 ttr=604800001\n", "TOUCH\n",
-        "SUB q ttr=5000\n",
+        "SUB q ttr=5000\n", "ACK q/job-0000000001\n", "ACK q/queue-x/y\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char buf[128];

@@ -1,0 +1,40 @@
+/* Consuming a flat Apache Curator queue (DistributedDelayQueue or DistributedPriorityQueue
+ * with lockPath) side by side with Curator's own consumers: the queue directory and the
+ * lock directory are listed with watches, an item is read, then locked as Curator locks it
+ * (lockPath/<item name>, ephemeral), its frame's items are delivered as jobs, and once all
+ * of them are settled the item is deleted together with the lock in one transaction
+ * (docs/curator-compat.md). */
+#ifndef DEFERD_CURATOR_CONSUME_H
+#define DEFERD_CURATOR_CONSUME_H
+
+#include <stdint.h>
+
+struct consumer;
+struct dispatcher;
+struct dqueue;
+struct job;
+struct reply;
+
+/* Lists Q's Curator queue and lock directories (idempotent). 0, or -1. */
+int curator_consume_start(struct dispatcher *ds, struct dqueue *q);
+/* A watch fired: 1 when PATH is a followed queue or lock directory. */
+int curator_consume_on_watch(struct dispatcher *ds, const char *path);
+/* The session is lost (jobs were already revoked): forget every item. */
+void curator_consume_reset(struct dispatcher *ds);
+/* The same session is back: list again and check that our locks are still ours. */
+void curator_consume_resync(struct dispatcher *ds);
+void curator_consume_free(struct dispatcher *ds);
+
+/* From the dispatcher, for jobs with job->ci set: */
+/* JOB left the ready heap for consumer C: read and lock its item, or deliver the part. */
+void curator_dispatch(struct dispatcher *ds, struct job *job, struct consumer *c);
+/* A part goes back to the ready heap (the item stays locked); DELIVERED counts an attempt. */
+void curator_part_release(struct dispatcher *ds, struct job *job, int delivered);
+/* Ack (ACK set) or nack of a held part; the reply is completed now or later. */
+void curator_part_settle(struct dispatcher *ds, struct job *job, int ack, int has_delay,
+                         uint64_t delay_ms, struct reply *r);
+void curator_job_freed(struct job *job);
+/* The priority to show in a delivery. */
+uint32_t curator_job_priority(const struct job *job);
+
+#endif
