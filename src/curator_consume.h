@@ -7,6 +7,7 @@
 #ifndef DEFERD_CURATOR_CONSUME_H
 #define DEFERD_CURATOR_CONSUME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct consumer;
@@ -24,6 +25,8 @@ void curator_consume_reset(struct dispatcher *ds);
 /* The same session is back: list again and check that our locks are still ours. */
 void curator_consume_resync(struct dispatcher *ds);
 void curator_consume_free(struct dispatcher *ds);
+/* " curator_items.<queue>=<n>" for STATS: items held in memory (listed or in use). */
+void curator_consume_format(const struct dispatcher *ds, char *buf, size_t len);
 
 /* From the dispatcher, for jobs with job->ci set: */
 /* JOB left the ready heap for consumer C: read and lock its item, or deliver the part. */

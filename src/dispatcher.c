@@ -805,6 +805,8 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
         if (ds->queues[i].cfg->max_pending && ds->queues[i].count_ready)
             n += snprintf(buf + n, len - (size_t)n, " pending.%s=%lld",
                           ds->queues[i].cfg->name, (long long)pending_estimate(&ds->queues[i]));
+    if (n > 0 && (size_t)n < len)
+        curator_consume_format(ds, buf + n, len - (size_t)n);
 }
 
 void dispatcher_close(struct dispatcher *ds)
@@ -861,9 +863,9 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->buckets = buckets_new(4096);
     ds->parents = buckets_new(32768); /* 30 days of 100 s buckets */
     ds->stash = stash_new(16 * 1024 * 1024);
-    ds->locks = txnbatch_new(d->base, d->zs, TXN_INFLIGHT);
-    ds->settles = txnbatch_new(d->base, d->zs, TXN_INFLIGHT);
-    ds->puts = txnbatch_new(d->base, d->zs, TXN_INFLIGHT);
+    ds->locks = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
+    ds->settles = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
+    ds->puts = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 0);
     if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets || !ds->parents || !ds->stash) {
         dispatcher_free(ds);
         return NULL;

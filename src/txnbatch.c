@@ -14,6 +14,7 @@ struct txn_item {
     char *copies[2 * TXN_ITEM_OPS];
     int nops;
     size_t bytes;
+    int64_t session;            /* the session it was added in */
     zk_done_fn done;
     void *ctx;
 };
@@ -23,6 +24,7 @@ struct txnbatch {
     struct event *flush;
     struct txn_item *head, **tail;  /* waiting to be sent */
     int inflight, max_inflight;
+    int session_bound;          /* items of an earlier session fail instead of being sent */
     int closing;
     unsigned long long nitems, nmultis;
 };
@@ -177,11 +179,34 @@ static int send_batch(struct txnbatch *b)
     return ZOK;
 }
 
+/* Items added under an earlier session (waiting, or rolled back and waiting again) act on
+ * locks that went with it: sent now, they would act on whoever holds those paths today. */
+static void drop_stale(struct txnbatch *b)
+{
+    int64_t now = zkstore_session_id(b->zs);
+    struct txn_item **pp = &b->head, *stale = NULL, **st = &stale;
+    while (*pp) {
+        struct txn_item *it = *pp;
+        if (it->session == now) {
+            pp = &it->next;
+            continue;
+        }
+        *pp = it->next;
+        it->next = NULL;
+        *st = it;
+        st = &it->next;
+    }
+    b->tail = pp;
+    fail_all(stale, ZSESSIONEXPIRED);
+}
+
 static void on_flush(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct txnbatch *b = arg;
+    if (b->session_bound)
+        drop_stale(b);
     while (b->head && b->inflight < b->max_inflight && !b->closing)
         send_batch(b);
 }
@@ -215,6 +240,7 @@ int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_d
         it->bytes += strlen(path) + ops[i].len + 16;
     }
     it->nops = nops;
+    it->session = zkstore_session_id(b->zs);
     it->done = done;
     it->ctx = ctx;
     *b->tail = it;
@@ -231,13 +257,15 @@ void txnbatch_counts(const struct txnbatch *b, unsigned long long *items,
     *multis = b->nmultis;
 }
 
-struct txnbatch *txnbatch_new(struct event_base *base, struct zkstore *zs, int max_inflight)
+struct txnbatch *txnbatch_new(struct event_base *base, struct zkstore *zs, int max_inflight,
+                              int session_bound)
 {
     struct txnbatch *b = calloc(1, sizeof *b);
     if (!b)
         return NULL;
     b->zs = zs;
     b->max_inflight = max_inflight;
+    b->session_bound = session_bound;
     b->tail = &b->head;
     if (!(b->flush = event_new(base, -1, 0, on_flush, b))) {
         free(b);

@@ -24,7 +24,10 @@ struct event_base;
 
 struct txnbatch;
 
-struct txnbatch *txnbatch_new(struct event_base *base, struct zkstore *zs, int max_inflight);
+/* SESSION_BOUND: the items act on this session's locks; one still waiting when a new
+ * session is in place fails with ZSESSIONEXPIRED instead of being sent. */
+struct txnbatch *txnbatch_new(struct event_base *base, struct zkstore *zs, int max_inflight,
+                              int session_bound);
 /* At exit, before the store closes: sends what is waiting (the store's close delivers the
  * results), and later adds fail with ZCLOSING. */
 void txnbatch_close(struct txnbatch *b);

@@ -82,6 +82,21 @@ static int log_has(const struct daemon_proc *d, const char *text)
     return found;
 }
 
+/* Waits up to 10 s for STATS of D to contain TEXT. */
+static int stats_reach(const struct daemon_proc *d, const char *text)
+{
+    deferd_client *c = client(d);
+    char buf[4096] = "";
+    int64_t deadline = now_ms() + 10000;
+    while (now_ms() < deadline && deferd_stats(c, buf, sizeof buf) == DEFERD_OK &&
+           !strstr(buf, text))
+        usleep(20000);
+    deferd_close(c);
+    if (!strstr(buf, text))
+        printf("STATS of %s lacks '%s': %s\n", d->dir, text, buf);
+    return strstr(buf, text) != NULL;
+}
+
 /* Payload "<i> <due ms>": records it, checks it came once and not early. */
 struct tally {
     unsigned char seen[N];
@@ -142,6 +157,7 @@ static void from_java(void)
     CHECK(t.got == N && t.dups == 0 && t.early == 0 && t.bad == 0);
     CHECK(parts > 0 && parts % 3 == 0);
     CHECK(children(jd) == 0); /* every item deleted, */
+    CHECK(stats_reach(&d1, " curator_items.jd=0"));
     CHECK(children(jd_locks) == 0); /* and every lock */
     deferd_close(a);
     deferd_close(b);
@@ -494,6 +510,9 @@ static void mixed(void)
     CHECK(total.got == N && total.dups == 0 && total.early == 0 && total.bad == 0);
     CHECK(by[0] + by[1] > 0 && from_java[0] + from_java[1] > 0); /* both kinds took part */
     CHECK(children(mx) == 0 && children(mx_locks) == 0);
+    /* nothing of the queue is kept in memory once it is empty (no item leaked) */
+    CHECK(stats_reach(&d1, " curator_items.mx=0"));
+    CHECK(stats_reach(&d2, " curator_items.mx=0"));
     deferd_close(p);
     deferd_close(a);
     deferd_close(b);

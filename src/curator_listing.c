@@ -1,0 +1,342 @@
+/* Listings of a Curator queue's directory and of its lock directory, with watches: items
+ * appear as head jobs (ordered as Curator orders them), vanish when deleted, and wait while
+ * someone else's lock exists. */
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "curator_consume.h"
+#include "curator_int.h"
+#include "daemon.h"
+#include "dispatcher_int.h"
+#include "log.h"
+#include "units.h"
+#include "zkstore.h"
+
+/* A getChildren answer must fit ZooKeeper's 1 MB packet (jute.maxbuffer); a bigger one
+ * makes the client drop the connection, for every queue of the daemon. Curator delay names
+ * take about 33 bytes on the wire, so a queue is listed only below this many children
+ * (docs/curator-compat.md). Above it, deferd says so and looks again every few seconds. */
+#define CURATOR_LIST_MAX 30000
+#define CURATOR_TOO_BIG_RETRY_MS 5000
+
+struct listing {
+    struct cqueue *cq;
+    unsigned token;
+    int locks;
+};
+
+/* ---- the head job: ordering as Curator orders ---- */
+
+
+static int64_t due_of(const struct citem *ci)
+{
+    return ci->cq->q->cfg->format == QF_CURATOR_DELAY && ci->cn.epoch_ms > 0 ? ci->cn.epoch_ms
+                                                                              : 0;
+}
+
+static int lock_seen(const struct cqueue *cq, const char *name)
+{
+    struct lockname *ln;
+    HASH_FIND_STR(cq->locks, name, ln);
+    return ln != NULL;
+}
+
+static void make_head(struct cqueue *cq, struct citem *ci)
+{
+    struct dispatcher *ds = cq->ds;
+    char path[ITEM_PATH_MAX], id[LAYOUT_ID_MAX + 1];
+    struct job_name jn = {.due_ms = (uint64_t)due_of(ci), .priority = ci_order_key(ci)};
+    int n = snprintf(id, sizeof id, "%s/%s", cq->q->cfg->name, ci->name);
+    struct job *job = NULL;
+    if (n > 0 && (size_t)n < sizeof id && ci_item_path(ci, path, sizeof path) == 0) {
+        HASH_FIND_STR(ds->jobs, path, job);
+        if (job) { /* a job of the last session, its call still on the way: after it */
+            cq->blocked = 1;
+            return;
+        }
+        job = job_new(ds, cq->q, path, id, &jn);
+    }
+    if (!job) {
+        log_warn("queue %s: Curator item %s: name too long or out of memory; skipped",
+                 cq->q->cfg->name, ci->name);
+        ci->skipped = 1;
+        return;
+    }
+    job->ci = ci;
+    ci->head = job;
+    ci->refs++;
+    if (!lock_seen(cq, ci->name))
+        place(ds, job, due_of(ci)); /* else HELD until its lock goes */
+}
+
+static void add_item(struct cqueue *cq, const char *name)
+{
+    struct citem *ci = calloc(1, sizeof *ci);
+    if (!ci || !(ci->name = strdup(name))) {
+        free(ci);
+        log_error("queue %s: out of memory for Curator item %s", cq->q->cfg->name, name);
+        return;
+    }
+    ci->cq = cq;
+    ci->refs = ci->listed = 1;
+    ci->next = cq->all;
+    if (cq->all)
+        cq->all->prev = ci;
+    cq->all = ci;
+    cq->live++;
+    ci->gen = cq->gen;
+    HASH_ADD_KEYPTR(hh, cq->items, ci->name, strlen(ci->name), ci);
+    if (curator_parse_name(cq_kind(cq->q), name, &ci->cn) != 0) {
+        ci->skipped = 1; /* as Curator does; said once, not on every listing */
+        log_warn("queue %s: foreign node %s/%s in the Curator queue: skipped and left in place",
+                 cq->q->cfg->name, cq->q->cfg->curator_path, name);
+        return;
+    }
+    make_head(cq, ci);
+}
+
+static void vanished(struct dispatcher *ds, struct citem *ci)
+{
+    struct job *head = ci->head;
+    ci->refs++;
+    ci_forget(ci);
+    if (head)
+        dispatcher_job_vanished(ds, head); /* a call in flight decides for itself */
+    ci_put(ci);
+}
+
+
+/* ---- listings of the queue and of its locks ---- */
+
+
+static void on_retry_lists(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct cqueue *cq = arg;
+    if (!cq->started)
+        return;
+    cq_list(cq, 0);
+    cq_list(cq, 1);
+}
+
+static void retry_lists_in(struct cqueue *cq, int ms)
+{
+    const struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(cq->retry, &tv);
+}
+
+static void retry_lists(struct cqueue *cq) { retry_lists_in(cq, CURATOR_RETRY_MS); }
+
+static void sync_items(struct cqueue *cq, const struct zk_result *res)
+{
+    struct dispatcher *ds = cq->ds;
+    struct citem *ci, *tmp;
+    cq->gen++;
+    for (int i = 0; i < res->nchildren; i++) {
+        HASH_FIND_STR(cq->items, res->children[i], ci);
+        if (!ci) {
+            add_item(cq, res->children[i]);
+            continue;
+        }
+        ci->gen = cq->gen;
+        if (!ci->head && !ci->locked && !ci->skipped)
+            make_head(cq, ci); /* its job was dropped while the item stayed (or waited) */
+    }
+    HASH_ITER(hh, cq->items, ci, tmp) {
+        if (ci->gen != cq->gen)
+            vanished(ds, ci);
+    }
+    kick(ds, cq->q);
+}
+
+void cq_free_locks(struct cqueue *cq)
+{
+    struct lockname *ln, *tmp;
+    HASH_ITER(hh, cq->locks, ln, tmp) {
+        HASH_DEL(cq->locks, ln);
+        free(ln);
+    }
+}
+
+/* Items whose lock went away (an orphan of a dead consumer, or a consumer that gave the
+ * item back) are ready again; items newly locked by others wait without trying. */
+static void sync_locks(struct cqueue *cq, const struct zk_result *res)
+{
+    struct dispatcher *ds = cq->ds;
+    cq_free_locks(cq);
+    for (int i = 0; i < res->nchildren; i++) {
+        size_t n = strlen(res->children[i]) + 1;
+        struct lockname *ln = malloc(sizeof *ln + n);
+        if (!ln)
+            break;
+        memcpy(ln->name, res->children[i], n);
+        HASH_ADD_STR(cq->locks, name, ln);
+    }
+    struct citem *ci, *tmp;
+    HASH_ITER(hh, cq->items, ci, tmp) {
+        struct job *job = ci->head;
+        if (!job)
+            continue;
+        int held = lock_seen(cq, ci->name);
+        if (job->state == JS_HELD && !held)
+            place(ds, job, due_of(ci));
+        else if ((job->state == JS_DELAYED || job->state == JS_READY) && held)
+            set_busy(job, JS_HELD);
+    }
+    kick(ds, cq->q);
+}
+
+static const char *dir_of(const struct cqueue *cq, int locks)
+{
+    return locks ? cq->q->cfg->curator_lock_path : cq->q->cfg->curator_path;
+}
+
+static void on_dir_made(const struct zk_result *res, void *ctx)
+{
+    struct listing *l = ctx;
+    struct cqueue *cq = l->cq;
+    int locks = l->locks, stale = l->token != cq->token;
+    free(l);
+    if (stale)
+        return;
+    *(locks ? &cq->lock_listing : &cq->listing) = 0;
+    if (res->rc != ZOK && res->rc != ZNODEEXISTS) {
+        log_warn("queue %s: cannot create %s: %s", cq->q->cfg->name, dir_of(cq, locks),
+                 zerror(res->rc));
+        retry_lists(cq);
+        return;
+    }
+    cq_list(cq, locks);
+}
+
+/* Curator's start() creates the queue and lock directories; a consumer here does too. */
+static int make_dir(struct cqueue *cq, struct listing *l)
+{
+    char child[CURATOR_PATH_MAX + 4];
+    snprintf(child, sizeof child, "%s/x", dir_of(cq, l->locks));
+    return zkstore_create_parents(cq->ds->d->zs, child, on_dir_made, l);
+}
+
+static void on_listed(const struct zk_result *res, void *ctx)
+{
+    struct listing *l = ctx;
+    struct cqueue *cq = l->cq;
+    int locks = l->locks;
+    if (l->token != cq->token) {
+        free(l);
+        return;
+    }
+    int *again = locks ? &cq->lock_relist : &cq->relist;
+    *(locks ? &cq->lock_listing : &cq->listing) = 0;
+    if (res->rc == ZNONODE && make_dir(cq, l) == ZOK) {
+        *(locks ? &cq->lock_listing : &cq->listing) = 1; /* until the listing after it */
+        return;
+    }
+    free(l);
+    if (res->rc == ZOK) {
+        if (locks) {
+            sync_locks(cq, res);
+        } else {
+            cq->too_big = 0;
+            sync_items(cq, res);
+        }
+    } else {
+        log_warn("queue %s: listing %s failed: %s; retrying in %d ms", cq->q->cfg->name,
+                 dir_of(cq, locks), zerror(res->rc), CURATOR_RETRY_MS);
+        retry_lists(cq);
+    }
+    if (*again) {
+        *again = 0;
+        cq_list(cq, locks);
+    }
+}
+
+/* The directory's size first: a listing too big for ZooKeeper's packet is not asked for. */
+static void on_sized(const struct zk_result *res, void *ctx)
+{
+    struct listing *l = ctx;
+    struct cqueue *cq = l->cq;
+    int locks = l->locks, fits = res->rc == ZOK && res->stat.numChildren <= CURATOR_LIST_MAX;
+    if (l->token == cq->token && res->rc == ZOK && !fits) {
+        if (!cq->too_big)
+            log_error("queue %s: %s has %d children, more than one ZooKeeper reply can carry "
+                      "(deferd lists at most %d): not consuming it until it shrinks",
+                      cq->q->cfg->name, dir_of(cq, locks), res->stat.numChildren,
+                      CURATOR_LIST_MAX);
+        cq->too_big = 1;
+        *(locks ? &cq->lock_listing : &cq->listing) = 0;
+        free(l);
+        retry_lists_in(cq, CURATOR_TOO_BIG_RETRY_MS);
+        return;
+    }
+    if (fits && zkstore_children(cq->ds->d->zs, dir_of(cq, locks), 1, on_listed, l) == ZOK)
+        return;
+    struct zk_result failed = {.rc = fits ? ZCONNECTIONLOSS : res->rc};
+    on_listed(&failed, l); /* stale, missing directory or error: as a failed listing */
+}
+
+/* One listing at a time per directory: changes during it are covered by one more. */
+void cq_list(struct cqueue *cq, int locks)
+{
+    int *busy = locks ? &cq->lock_listing : &cq->listing;
+    if (*busy) {
+        *(locks ? &cq->lock_relist : &cq->relist) = 1;
+        return;
+    }
+    struct listing *l = malloc(sizeof *l);
+    if (!l) {
+        retry_lists(cq);
+        return;
+    }
+    *l = (struct listing){.cq = cq, .token = cq->token, .locks = locks};
+    *busy = 1;
+    int rc = zkstore_exists(cq->ds->d->zs, dir_of(cq, locks), 0, on_sized, l);
+    if (rc != ZOK) {
+        free(l);
+        *busy = 0;
+        retry_lists(cq);
+    }
+}
+
+int curator_consume_start(struct dispatcher *ds, struct dqueue *q)
+{
+    struct cqueue *cq = q->cq;
+    if (!cq) {
+        if (!(cq = calloc(1, sizeof *cq)))
+            return -1;
+        cq->ds = ds;
+        cq->q = q;
+        if (!(cq->retry = evtimer_new(ds->d->base, on_retry_lists, cq))) {
+            free(cq);
+            return -1;
+        }
+        q->cq = cq;
+    }
+    if (cq->started || !zkstore_connected(ds->d->zs))
+        return 0;
+    cq->started = 1;
+    cq_list(cq, 1); /* locks first: the items' listing then knows which are held */
+    cq_list(cq, 0);
+    return 0;
+}
+
+int curator_consume_on_watch(struct dispatcher *ds, const char *path)
+{
+    for (size_t i = 0; i < ds->nqueues; i++) {
+        struct cqueue *cq = ds->queues[i].cq;
+        if (!cq || !cq->started)
+            continue;
+        for (int locks = 0; locks < 2; locks++) {
+            if (strcmp(path, dir_of(cq, locks)) == 0) {
+                cq_list(cq, locks);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
