@@ -315,3 +315,20 @@ int zk_private_start(const char *dir)
     snprintf(harness_zk_hosts, sizeof harness_zk_hosts, "127.0.0.1:%d", port);
     return 0;
 }
+
+size_t curator_frame(unsigned char *buf, const char *const *parts, int n)
+{
+    static const unsigned char version[4] = {0, 1, 0, 1};
+    size_t at = 4;
+    memcpy(buf, version, 4);
+    for (int i = 0; i < n; i++) {
+        uint32_t len = (uint32_t)strlen(parts[i]);
+        buf[at++] = 1;
+        for (int k = 3; k >= 0; k--)
+            buf[at++] = (unsigned char)(len >> (8 * k));
+        memcpy(buf + at, parts[i], len);
+        at += len;
+    }
+    buf[at++] = 2;
+    return at;
+}

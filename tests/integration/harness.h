@@ -49,6 +49,9 @@ int zk_private(const char *verb, const char *dir); /* "stop" or "restart" */
 /* A synchronous ZooKeeper session for checking what deferd wrote (tests only). */
 zhandle_t *zk_connect(void);
 int zk_exists(zhandle_t *zh, const char *path);
+/* Writes a Curator item frame (docs/curator-compat.md) of N text PARTS into BUF; its size. */
+size_t curator_frame(unsigned char *buf, const char *const *parts, int n);
+
 /* Number of job znodes under ROOT/queues/QUEUE/jobs (walks the buckets). */
 int zk_count_jobs(zhandle_t *zh, const char *root, const char *queue);
 /* Path of a job id's znode. */

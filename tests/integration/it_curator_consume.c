@@ -31,23 +31,6 @@ static zhandle_t *zh;
 
 /* ---- helpers ---- */
 
-static size_t frame(unsigned char *buf, const char *const *parts, int n)
-{
-    static const unsigned char version[4] = {0, 1, 0, 1};
-    size_t at = 4;
-    memcpy(buf, version, 4);
-    for (int i = 0; i < n; i++) {
-        uint32_t len = (uint32_t)strlen(parts[i]);
-        buf[at++] = 1;
-        for (int k = 3; k >= 0; k--)
-            buf[at++] = (unsigned char)(len >> (8 * k));
-        memcpy(buf + at, parts[i], len);
-        at += len;
-    }
-    buf[at++] = 2;
-    return at;
-}
-
 /* Creates an item as a Curator producer does; its name in NAME. */
 static int put_item(const char *dir, int64_t due, const void *data, size_t len, char *name)
 {
@@ -178,9 +161,9 @@ static void strange_nodes(void)
     CHECK(zoo_create(zh, foreign, "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) == ZOK);
     CHECK(put_item(jd, now, "plain text", 10, bad) == ZOK);
     CHECK(put_item(jdel, now, "plain text", 10, bad_del) == ZOK);
-    CHECK(put_item(jd, now, empty, frame(empty, NULL, 0), empty_name) == ZOK);
-    CHECK(put_item(jd, now, good, frame(good, g1, 1), NULL) == ZOK);
-    CHECK(put_item(jdel, now, good, frame(good, g2, 1), NULL) == ZOK);
+    CHECK(put_item(jd, now, empty, curator_frame(empty, NULL, 0), empty_name) == ZOK);
+    CHECK(put_item(jd, now, good, curator_frame(good, g1, 1), NULL) == ZOK);
+    CHECK(put_item(jdel, now, good, curator_frame(good, g2, 1), NULL) == ZOK);
     int got = 0;
     deferd_job job;
     while (got < 2 && deferd_next_job(c, &job, 10000) == DEFERD_OK) {
@@ -219,7 +202,7 @@ static void nack_one_part(void)
     unsigned char buf[64];
     const char *three[] = {"p1", "p2", "p3"};
     char name[200];
-    CHECK(put_item(jd, now_ms(), buf, frame(buf, three, 3), name) == ZOK);
+    CHECK(put_item(jd, now_ms(), buf, curator_frame(buf, three, 3), name) == ZOK);
     deferd_job jobs[3];
     int n = 0;
     while (n < 3 && deferd_next_job(c, &jobs[n], 10000) == DEFERD_OK)
@@ -278,7 +261,7 @@ static void priority_order(void)
         snprintf(payload, sizeof payload, "%d", prios[i]);
         snprintf(path, sizeof path, "%s/queue-%c%08X", jp, prios[i] < 0 ? '0' : '1',
                  (unsigned)prios[i]);
-        CHECK(zoo_create(zh, path, (const char *)buf, (int)frame(buf, one, 1),
+        CHECK(zoo_create(zh, path, (const char *)buf, (int)curator_frame(buf, one, 1),
                          &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE, NULL, 0) == ZOK);
     }
     deferd_client *c = client(&d1);
@@ -527,7 +510,7 @@ static void daemon_dies(void)
     unsigned char buf[64];
     const char *one[] = {"held"};
     char name[200];
-    CHECK(put_item(jd, now_ms(), buf, frame(buf, one, 1), name) == ZOK);
+    CHECK(put_item(jd, now_ms(), buf, curator_frame(buf, one, 1), name) == ZOK);
     deferd_job job;
     CHECK(deferd_next_job(a, &job, 10000) == DEFERD_OK);
     CHECK(job.attempt == 1);

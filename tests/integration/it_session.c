@@ -1,6 +1,6 @@
 /* ZooKeeper outages: a short one (SUSPENDED, RECONNECTED, the held ack applied after it)
  * and a long one (LOST: holders told, a new session built, every job delivered again and
- * acked). Runs its own ZooKeeper so that it can stop and restart it. */
+ * acked), also for a Curator queue's item. Runs its own ZooKeeper so that it can stop and restart it. */
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -174,6 +174,66 @@ static void long_outage(void)
     deferd_close(c);
 }
 
+/* A Curator item of two parts, one acked (answered at once, not durable until its sibling
+ * is settled) and one held, when the session is lost: both come back, as attempt 2. */
+static void curator_outage(void)
+{
+    zhandle_t *zh = zk_connect();
+    char dir[300], item[320];
+    snprintf(dir, sizeof dir, "%s/java", root);
+    zoo_create(zh, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    zoo_create(zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    snprintf(dir, sizeof dir, "%s/java/cq", root);
+    zoo_create(zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    unsigned char buf[64];
+    const char *two[] = {"s1", "s2"};
+    snprintf(item, sizeof item, "%s/queue-|%llX|", dir, (unsigned long long)now_ms());
+    CHECK(zoo_create(zh, item, (const char *)buf, (int)curator_frame(buf, two, 2),
+                     &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE, NULL, 0) == ZOK);
+    zookeeper_close(zh);
+    deferd_client *c = client(&d);
+    CHECK(deferd_subscribe(c, "cq", 2) == DEFERD_OK);
+    deferd_job a, b;
+    CHECK(deferd_next_job(c, &a, 10000) == DEFERD_OK);
+    CHECK(deferd_next_job(c, &b, 10000) == DEFERD_OK);
+    CHECK(a.attempt == 1 && b.attempt == 1 && strchr(a.id, '#') && strchr(b.id, '#'));
+    CHECK(deferd_ack(c, a.id) == DEFERD_OK);
+    CHECK(zk_private("stop", zkdir) == 0);
+    int expired = 0;
+    CHECK(wait_state(c, "SUSPENDED", 15000, &expired) == 0);
+    CHECK(wait_state(c, "LOST", 15000, &expired) == 0);
+    deferd_event ev;
+    while (!expired && deferd_next_event(c, &ev, 5000) == DEFERD_OK) {
+        expired += ev.kind == DEFERD_EV_EXPIRED && strcmp(ev.job.id, b.id) == 0;
+        deferd_job_clear(&ev.job);
+    }
+    CHECK(expired == 1); /* the holder of the unsettled part is told */
+    CHECK(deferd_ack(c, b.id) == DEFERD_ESERVER);
+    CHECK_STR(deferd_last_error_code(c), "LEASE_LOST");
+    CHECK(zk_private("restart", zkdir) == 0);
+    CHECK(wait_state(c, "CONNECTED", 30000, NULL) == 0);
+    int again = 0;
+    for (int n = 0; n < 2; n++) {
+        deferd_job job;
+        if (deferd_next_job(c, &job, 20000) != DEFERD_OK)
+            break;
+        again += (strcmp(job.id, a.id) == 0 || strcmp(job.id, b.id) == 0) && job.attempt == 2;
+        CHECK(deferd_ack(c, job.id) == DEFERD_OK);
+        deferd_job_clear(&job);
+    }
+    printf("Curator item after a lost session: %d of 2 parts delivered again as attempt 2\n",
+           again);
+    CHECK(again == 2);
+    zh = zk_connect();
+    struct String_vector sv;
+    CHECK(zoo_get_children(zh, dir, 0, &sv) == ZOK && sv.count == 0);
+    deallocate_String_vector(&sv);
+    zookeeper_close(zh);
+    deferd_job_clear(&a);
+    deferd_job_clear(&b);
+    deferd_close(c);
+}
+
 static void ignore(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     (void)zh, (void)type, (void)state, (void)path, (void)ctx;
@@ -241,13 +301,18 @@ int main(void)
         return 1;
     short_outage();
     daemon_kill(&d, SIGTERM);
-    static const char *const fast[] = {"zookeeper.session_timeout=4s", NULL};
+    char cq_path[300], cq_locks[300];
+    snprintf(cq_path, sizeof cq_path, "queue cq.curator_path=%s/java/cq", root);
+    snprintf(cq_locks, sizeof cq_locks, "queue cq.curator_lock_path=%s/java/cq-locks", root);
+    const char *const fast[] = {"zookeeper.session_timeout=4s", "queue cq.format=curator-delay",
+                                cq_path, cq_locks, NULL};
     char session_file[300];
     snprintf(session_file, sizeof session_file, "/tmp/deferd-it-%d-session", (int)getpid());
     setenv("DEFERD_TEST_SESSION_FILE", session_file, 1);
     if (daemon_start(&d, root, "s2", fast) != 0)
         return 1;
     long_outage();
+    curator_outage();
     forced_expiry(session_file);
     daemon_kill(&d, SIGTERM);
     /* Credentials ZooKeeper refuses: a clear message and exit status 1. */
