@@ -1,4 +1,4 @@
-#include "admin.h"
+#include "admin_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +12,7 @@
 #include "layout.h"
 #include "units.h"
 
-struct admin {
-    struct config cfg;
-    zhandle_t *zh;
-};
-
-static int failed(char *err, size_t errlen, const char *what, const char *path, int rc)
+int admin_failed(char *err, size_t errlen, const char *what, const char *path, int rc)
 {
     snprintf(err, errlen, "%s %s: %s", what, path, zerror(rc));
     return -1;
@@ -54,7 +49,7 @@ void admin_close(struct admin *a)
     free(a);
 }
 
-static int sorted_children(struct admin *a, const char *path, struct String_vector *kids)
+int admin_sorted_children(struct admin *a, const char *path, struct String_vector *kids)
 {
     int rc = zoo_get_children(a->zh, path, 0, kids);
     if (rc == ZOK && kids->count > 1)
@@ -86,17 +81,17 @@ int admin_dead_list(struct admin *a, const char *queue, FILE *out, char *err, si
         return snprintf(err, errlen, "bad queue name '%s'", queue), -1;
     snprintf(dir, sizeof dir, "%s/queues/%s/dead", a->cfg.zk_root, queue);
     struct String_vector buckets;
-    int rc = sorted_children(a, dir, &buckets);
+    int rc = admin_sorted_children(a, dir, &buckets);
     if (rc == ZNONODE)
         return 0; /* nothing was ever dead-lettered */
     if (rc != ZOK)
-        return failed(err, errlen, "listing", dir, rc);
+        return admin_failed(err, errlen, "listing", dir, rc);
     fprintf(out, "ID\tATTEMPTS\tPRIORITY\tDUE\tBYTES\n");
     for (int i = 0; i < buckets.count; i++) {
         char bucket[LAYOUT_PATH_MAX + 32], path[LAYOUT_PATH_MAX + 128];
         snprintf(bucket, sizeof bucket, "%s/%s", dir, buckets.data[i]);
         struct String_vector jobs;
-        if (sorted_children(a, bucket, &jobs) != ZOK)
+        if (admin_sorted_children(a, bucket, &jobs) != ZOK)
             continue;
         for (int k = 0; k < jobs.count; k++) {
             snprintf(path, sizeof path, "%s/%s", bucket, jobs.data[k]);
@@ -127,7 +122,7 @@ static int read_dead(struct admin *a, const char *path, char **data, int *len, s
     if (rc != ZOK) {
         free(*data);
         *data = NULL;
-        return failed(err, errlen, "reading", path, rc);
+        return admin_failed(err, errlen, "reading", path, rc);
     }
     if (*len < 0)
         *len = 0;
@@ -165,7 +160,7 @@ int admin_dead_show(struct admin *a, const char *id, FILE *out, char *err, size_
     return 0;
 }
 
-static int create_parents(struct admin *a, const char *path)
+int admin_create_parents(struct admin *a, const char *path)
 {
     char buf[LAYOUT_PATH_MAX];
     snprintf(buf, sizeof buf, "%s", path);
@@ -179,10 +174,10 @@ static int create_parents(struct admin *a, const char *path)
     return ZOK;
 }
 
-/* A kicked job is pending again: for a queue with max_pending, the same transaction adds 1
- * to the "admin" counter (see docs/zookeeper-layout.md, Pending counts). */
-static int admin_counter(struct admin *a, const char *queue, char *path, size_t len,
-                         char *value, size_t vlen, int *version)
+/* A kicked job is pending again, a cancelled one is not: for a queue with max_pending, the
+ * same transaction moves the "admin" counter (see docs/zookeeper-layout.md, Pending counts). */
+int admin_counter(struct admin *a, const char *queue, int delta, char *path, size_t len,
+                  char *value, size_t vlen, int *version)
 {
     const struct queue_config *qc = config_queue(&a->cfg, queue);
     struct Stat st;
@@ -192,7 +187,7 @@ static int admin_counter(struct admin *a, const char *queue, char *path, size_t 
         return 0;
     snprintf(path, len, "%s/queues/%s/counts/admin", a->cfg.zk_root, queue);
     int rc = zoo_get(a->zh, path, 0, buf, &blen, &st);
-    if (rc == ZNONODE && (rc = create_parents(a, path)) == ZOK) {
+    if (rc == ZNONODE && (rc = admin_create_parents(a, path)) == ZOK) {
         rc = zoo_create(a->zh, path, "0", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
         if (rc == ZOK || rc == ZNODEEXISTS) {
             blen = sizeof buf - 1;
@@ -202,7 +197,7 @@ static int admin_counter(struct admin *a, const char *queue, char *path, size_t 
     if (rc != ZOK)
         return -1;
     buf[blen > 0 ? blen : 0] = '\0';
-    snprintf(value, vlen, "%lld", strtoll(buf, NULL, 10) + 1);
+    snprintf(value, vlen, "%lld", strtoll(buf, NULL, 10) + delta);
     *version = st.version;
     return 1;
 }
@@ -218,7 +213,7 @@ static int kick_curator(struct admin *a, const struct queue_config *qc, struct d
     int64_t value = delay ? units_wall_ms() : (int32_t)(dj->jn.priority ^ 0x80000000u);
     if (curator_name_prefix(delay ? CURATOR_DELAY : CURATOR_PRIORITY, value, prefix,
                             sizeof prefix) != 0)
-        return failed(err, errlen, "naming the Curator item for", dj->path, ZBADARGUMENTS);
+        return admin_failed(err, errlen, "naming the Curator item for", dj->path, ZBADARGUMENTS);
     snprintf(next, sizeof next, "%s/%s", qc->curator_path, prefix);
     zoo_op_t ops[2];
     zoo_op_result_t res[2];
@@ -227,7 +222,7 @@ static int kick_curator(struct admin *a, const struct queue_config *qc, struct d
                        made, sizeof made);
     int rc = zoo_multi(a->zh, 2, ops, res);
     if (rc != ZOK)
-        return failed(err, errlen, "kicking", dj->path, rc);
+        return admin_failed(err, errlen, "kicking", dj->path, rc);
     snprintf(new_id, idlen, "%s/%s", qc->name, strrchr(made, '/') + 1);
     return 0;
 }
@@ -259,11 +254,11 @@ int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen,
     int rc = ZBADARGUMENTS;
     if (layout_job_path(next, sizeof next, a->cfg.zk_root, queue, &jn) == 0 &&
         layout_format_name(&jn, name, sizeof name) == 0 &&
-        (rc = create_parents(a, next)) == ZOK) {
+        (rc = admin_create_parents(a, next)) == ZOK) {
         for (int tries = 0; tries < 5; tries++) { /* the counter may move under us */
             char cpath[LAYOUT_PATH_MAX], cvalue[32];
             int cversion = -1;
-            int counted = admin_counter(a, queue, cpath, sizeof cpath, cvalue, sizeof cvalue,
+            int counted = admin_counter(a, queue, 1, cpath, sizeof cpath, cvalue, sizeof cvalue,
                                         &cversion);
             zoo_op_t ops[3];
             zoo_op_result_t res[3];
@@ -278,7 +273,7 @@ int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen,
     }
     free(dj.data);
     if (rc != ZOK)
-        return failed(err, errlen, "kicking", path, rc);
+        return admin_failed(err, errlen, "kicking", path, rc);
     layout_format_id(new_id, idlen, queue, name);
     return 0;
 }
@@ -290,5 +285,19 @@ int admin_dead_delete(struct admin *a, const char *id, char *err, size_t errlen)
     if (dead_path(a, id, queue, &jn, path, err, errlen) != 0)
         return -1;
     int rc = zoo_delete(a->zh, path, -1);
-    return rc == ZOK ? 0 : failed(err, errlen, "deleting", path, rc);
+    return rc == ZOK ? 0 : admin_failed(err, errlen, "deleting", path, rc);
+}
+
+const struct queue_config *admin_queue(struct admin *a, const char *queue, char *err,
+                                       size_t errlen)
+{
+    const struct queue_config *qc = config_queue(&a->cfg, queue);
+    if (!qc)
+        snprintf(err, errlen, "no queue '%s' in %s", queue, a->cfg.path);
+    return qc;
+}
+
+int admin_queue_known(struct admin *a, const char *queue, char *err, size_t errlen)
+{
+    return admin_queue(a, queue, err, errlen) != NULL;
 }

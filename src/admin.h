@@ -4,7 +4,10 @@
 #define DEFERD_ADMIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include "layout.h"
 
 struct admin;
 
@@ -18,5 +21,54 @@ int admin_dead_show(struct admin *a, const char *id, FILE *out, char *err, size_
 int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen, char *err,
                     size_t errlen);
 int admin_dead_delete(struct admin *a, const char *id, char *err, size_t errlen);
+
+/* Is QUEUE configured? 1, or 0 with a message in err. */
+int admin_queue_known(struct admin *a, const char *queue, char *err, size_t errlen);
+
+/* Results besides 0 and -1 (any other failure) of the job and pause commands. */
+enum { ADMIN_NOT_FOUND = -2, ADMIN_IN_FLIGHT = -3 };
+
+/* A job as read from ZooKeeper (admin_jobs.c). */
+struct admin_job {
+    char id[LAYOUT_ID_MAX + 1];
+    struct job_name jn;
+    uint32_t attempts;      /* deliveries so far: durable, from the name and the cversion */
+    int locked;             /* held by a consumer, or locked by a daemon just before due */
+    int dead;               /* show: found among the dead letters */
+    int32_t bytes;
+    char holder[128];       /* show: the lock's data ("host:pid"), "" when not locked */
+    char *payload;          /* show: malloc'd (admin_job_clear), else NULL */
+    int len;
+};
+
+struct admin_list_opts {
+    uint64_t from_ms, until_ms; /* due time window, both inclusive */
+    size_t limit;               /* jobs per page, 1..10000 */
+    const char *after;          /* id of the previous page's last job, or NULL */
+};
+
+typedef void (*admin_job_fn)(const struct admin_job *job, void *ctx);
+
+/* Pending jobs of QUEUE in due order (then priority, then uid), at most o->limit of them;
+ * *more tells whether another page follows. Reads only the buckets the page needs. */
+int admin_list(struct admin *a, const char *queue, const struct admin_list_opts *o,
+               admin_job_fn fn, void *ctx, int *more, char *err, size_t errlen);
+/* A job by id, pending or dead (ADMIN_NOT_FOUND if neither), with its payload. */
+int admin_show(struct admin *a, const char *id, struct admin_job *out, char *err,
+               size_t errlen);
+void admin_job_clear(struct admin_job *job);
+/* One transaction each; a locked job is refused with ADMIN_IN_FLIGHT (its consumer wins). */
+int admin_cancel(struct admin *a, const char *id, char *err, size_t errlen);
+int admin_reschedule(struct admin *a, const char *id, uint64_t due_ms, char *new_id,
+                     size_t idlen, char *err, size_t errlen);
+
+/* Pause flags (admin_pause.c): <root>/queues/<queue>/paused, watched by every daemon.
+ * *changed is 0 when the queue already was in the asked state. */
+int admin_pause(struct admin *a, const char *queue, const char *reason, int *changed,
+                char *err, size_t errlen);
+int admin_resume(struct admin *a, const char *queue, int *changed, char *err, size_t errlen);
+/* *paused, and the flag's text (who, when, why) in info when paused. */
+int admin_paused(struct admin *a, const char *queue, int *paused, char *info, size_t ilen,
+                 char *err, size_t errlen);
 
 #endif

@@ -493,19 +493,19 @@ static int take_lease_push(deferd_client *c, char *line, size_t hlen, deferd_eve
 static int take_state_push(deferd_client *c, char *line, size_t hlen, struct ev_node **out)
 {
     char *t[3];
-    static const char *const names[] = {"CONNECTED", "SUSPENDED", "RECONNECTED", "LOST"};
+    /* Known: CONNECTED SUSPENDED RECONNECTED LOST DRAINING; newer daemons may add more,
+     * so any upper-case word that fits is passed on. */
     if (split_tokens(line, t, 3) != 2)
         return fail(c, DEFERD_EPROTO, "malformed STATE push from deferd");
-    size_t i = 0;
-    while (i < 4 && strcmp(t[1], names[i]) != 0)
-        i++;
-    if (i == 4)
-        return fail(c, DEFERD_EPROTO, "unknown state '%.20s' in STATE push", t[1]);
+    size_t n = strlen(t[1]);
+    if (n == 0 || n >= sizeof ((deferd_event *)0)->state ||
+        strspn(t[1], "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != n)
+        return fail(c, DEFERD_EPROTO, "bad state '%.20s' in STATE push", t[1]);
     struct ev_node *node = calloc(1, sizeof *node);
     if (node == NULL)
         return fail(c, DEFERD_ENOMEM, "out of memory for a STATE push");
     node->ev.kind = DEFERD_EV_STATE;
-    snprintf(node->ev.state, sizeof node->ev.state, "%s", names[i]);
+    memcpy(node->ev.state, t[1], n + 1);
     consume(c, hlen);
     *out = node;
     return MSG_PUSH;

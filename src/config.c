@@ -121,6 +121,8 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
     }
     if (strcmp(key, "lookahead") == 0)
         return set_duration(ld, &c->lookahead_ms, key, value, 100, 3600000);
+    if (strcmp(key, "drain_grace") == 0)
+        return set_duration(ld, &c->drain_grace_ms, key, value, 0, 3600000);
     return fail(ld, "unknown key '%s' in section [daemon]", key);
 }
 
@@ -332,6 +334,7 @@ static int defaults(struct config *c, const char *path)
     c->log_level = LOG_INFO;
     c->max_payload = 512 * 1024;
     c->lookahead_ms = 5000;
+    c->drain_grace_ms = 30000;
     c->zk_root = strdup("/deferd");
     c->session_timeout_ms = 10000;
     return c->path && c->zk_root ? 0 : -1;

@@ -39,6 +39,7 @@ struct config {
     enum log_level log_level;
     uint64_t max_payload;
     uint64_t lookahead_ms;
+    uint64_t drain_grace_ms;  /* SIGTERM: how long held jobs may still be acked */
     /* [zookeeper] */
     char *zk_hosts;
     char *zk_root;

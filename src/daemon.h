@@ -12,6 +12,7 @@ struct dispatcher;
 struct mirror;
 struct session;
 struct pending;
+struct drain;
 
 struct deferd {
     struct event_base *base;
@@ -22,6 +23,7 @@ struct deferd {
     struct mirror *mirror;
     struct session *session;
     struct pending *pending;
+    struct drain *drain;       /* set once SIGTERM/SIGINT started the drain */
     int64_t session_id;        /* current ZooKeeper session, 0 when none */
     int exit_status;
 };

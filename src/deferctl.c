@@ -3,6 +3,7 @@
 
 #include "deferd/client.h"
 #include "admin.h"
+#include "deferctl.h"
 #include "units.h"
 
 #define DEFAULT_CONFIG "/etc/deferd/deferd.ini"
@@ -20,8 +21,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
-
 /* Set by the SIGINT/SIGTERM handler of `work`; a handler can only talk through a global. */
 static volatile sig_atomic_t stop_signal;
 
@@ -37,9 +36,7 @@ static void errmsg(const char *fmt, ...)
     va_end(ap);
 }
 
-static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int usage_error(const char *cmd, const char *fmt, ...)
+int usage_error(const char *cmd, const char *fmt, ...)
 {
     if (fmt) {
         va_list ap;
@@ -79,16 +76,23 @@ static void main_usage(FILE *f)
           "  put    schedule a job\n"
           "  work   run a command for each job of some queues\n"
           "  ping   check that deferd answers\n"
-          "  dead   list, show, kick or delete dead-lettered jobs (reads ZooKeeper)\n"
           "  stats  show the daemon's ZooKeeper connection state and counters\n"
-          "  help   show help for a command\n\n"
+          "  help   show help for a command\n"
+          "Operator commands (read and write ZooKeeper, configured by -c):\n"
+          "  list        page through a queue's pending jobs in due order\n"
+          "  show        show one job (pending or dead) and its payload\n"
+          "  cancel      delete a pending job\n"
+          "  reschedule  move a pending job to a new due time\n"
+          "  pause       stop deliveries of a queue on every daemon (puts still work)\n"
+          "  resume      let a paused queue deliver again\n"
+          "  dead        list, show, kick or delete dead-lettered jobs\n\n"
           "Options:\n"
           "  -s, --socket PATH  deferd socket (default: $DEFERD_SOCKET, else "
           DEFERD_DEFAULT_SOCKET ")\n"
           "  -c, --config PATH  deferd.ini, for commands that read ZooKeeper (default:\n"
           "                     $DEFERD_CONFIG, else " DEFAULT_CONFIG ")\n"
           "  -h, --help         show this help\n\n"
-          "Exit status: 0 ok, 1 error, 2 usage error.\n", f);
+          "Exit status: 0 ok, 1 error, 2 usage error, 3 no such job, 4 job in flight.\n", f);
 }
 
 static void put_usage(FILE *f)
@@ -535,7 +539,9 @@ static void on_event(struct worker *w, deferd_event *ev)
         pending_push(w, &ev->job);
         return;
     }
-    if (ev->kind == DEFERD_EV_STATE)
+    if (ev->kind == DEFERD_EV_STATE && strcmp(ev->state, "DRAINING") == 0)
+        errmsg("deferd is shutting down: no new jobs; the current one may still be acked");
+    else if (ev->kind == DEFERD_EV_STATE)
         errmsg("deferd's ZooKeeper connection: %s", ev->state);
     if (ev->kind == DEFERD_EV_DEADLINE && is_current(w, id)) {
         if (w->a->touch)
@@ -884,7 +890,7 @@ static int cmd_ping(const char *sock, int argc, char **argv)
 
 /* ---- dead letters (ZooKeeper, through admin.c) ---- */
 
-static const char *config_path = DEFAULT_CONFIG;
+const char *deferctl_config_path = DEFAULT_CONFIG;
 
 static void dead_usage(FILE *f)
 {
@@ -912,7 +918,7 @@ static int cmd_dead(const char *sock, int argc, char **argv)
     }
     char err[512], id[DEFERD_ID_SIZE];
     struct admin *a;
-    if (admin_open(config_path, &a, err, sizeof err) != 0) {
+    if (admin_open(deferctl_config_path, &a, err, sizeof err) != 0) {
         fprintf(stderr, "deferctl: %s\n", err);
         return EXIT_FAIL;
     }
@@ -947,6 +953,12 @@ static const struct command commands[] = {
     { "ping", cmd_ping, ping_usage, "deferctl ping" },
     { "dead", cmd_dead, dead_usage, "deferctl dead" },
     { "stats", cmd_stats, stats_usage, "deferctl stats" },
+    { "list", cmd_list, list_usage, "deferctl list" },
+    { "show", cmd_show, show_usage, "deferctl show" },
+    { "cancel", cmd_cancel, cancel_usage, "deferctl cancel" },
+    { "reschedule", cmd_reschedule, reschedule_usage, "deferctl reschedule" },
+    { "pause", cmd_pause, pause_usage, "deferctl pause" },
+    { "resume", cmd_pause, pause_usage, "deferctl resume" },
     { NULL, NULL, NULL, NULL },
 };
 
@@ -982,7 +994,7 @@ static int parse_global(int argc, char **argv, const char **sock)
         if (opt == 's') {
             *sock = optarg;
         } else if (opt == 'c') {
-            config_path = optarg;
+            deferctl_config_path = optarg;
         } else if (opt == 'h') {
             main_usage(stdout);
             return -1;
@@ -999,7 +1011,7 @@ int main(int argc, char **argv)
     const char *sock = env && *env ? env : DEFERD_DEFAULT_SOCKET;
     const char *cenv = getenv("DEFERD_CONFIG");
     if (cenv && *cenv)
-        config_path = cenv;
+        deferctl_config_path = cenv;
     int first = parse_global(argc, argv, &sock);
     if (first == -1)
         return EXIT_OK;

@@ -208,8 +208,11 @@ void unprelock(struct job *job)
 /* Locking ahead needs a consumer with room for every job already locked ahead. */
 static int may_prelock(struct dispatcher *ds, struct dqueue *q)
 {
-    return q->cfg->format == QF_NATIVE && zkstore_connected(ds->d->zs) && consumer_ring_room(&q->ring) > q->nprelocked;
+    return q->cfg->format == QF_NATIVE && !dispatch_stopped(q) && zkstore_connected(ds->d->zs) &&
+           consumer_ring_room(&q->ring) > q->nprelocked;
 }
+
+int dispatch_stopped(const struct dqueue *q) { return q->paused || q->ds->draining; }
 
 void free_job(struct dispatcher *ds, struct job *job)
 {
@@ -412,7 +415,7 @@ void deliver(struct dispatcher *ds, struct job *job)
     if (!job->owner) {
         if (job->ci)
             curator_part_release(ds, job, 0);
-        else if (job->prelocked)
+        else if (job->prelocked && !dispatch_stopped(job->q))
             arm(ds, job);
         else
             release_lock(ds, job);
@@ -541,6 +544,8 @@ void dispatch(struct dispatcher *ds, struct dqueue *q)
 {
     struct job *job;
     int locks = 0;
+    if (dispatch_stopped(q))
+        return;
     while ((job = heap_peek(&q->ready)) && zkstore_connected(ds->d->zs) &&
            !overtakes_prelock(q, job)) {
         if (locks++ == LOCKS_PER_TURN) { /* more after the loop has polled again */
@@ -801,12 +806,82 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
                      HASH_COUNT(ds->jobs), delayed, ready, inflight,
                      mirror_listing_max(ds->d->mirror), lists, names, ds->reads, ds->payload_bytes, items[0], multis[0], items[1],
                      multis[1], items[2], multis[2]);
+    if (ds->draining && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " draining=1");
+    for (size_t i = 0; i < ds->nqueues && n > 0 && (size_t)n < len; i++)
+        if (ds->queues[i].paused)
+            n += snprintf(buf + n, len - (size_t)n, " paused.%s=1", ds->queues[i].cfg->name);
     for (size_t i = 0; i < ds->nqueues && n > 0 && (size_t)n < len; i++)
         if (ds->queues[i].cfg->max_pending && ds->queues[i].count_ready)
             n += snprintf(buf + n, len - (size_t)n, " pending.%s=%lld",
                           ds->queues[i].cfg->name, (long long)pending_estimate(&ds->queues[i]));
     if (n > 0 && (size_t)n < len)
         curator_consume_format(ds, buf + n, len - (size_t)n);
+}
+
+/* ---- pause and drain ---- */
+
+/* Locks taken ahead of a consumer are given back, so that a paused or stopping daemon
+ * holds only what its consumers work on. Released jobs return to their heap by due time. */
+static void unarm(struct dispatcher *ds, struct dqueue *q)
+{
+    struct job *job;
+    while ((job = heap_peek(&q->armed)))
+        release_lock(ds, job); /* leaves the armed heap */
+    for (size_t i = 0; i < q->ready.len;) {
+        job = q->ready.items[i];
+        if (job->prelocked)
+            release_lock(ds, job); /* leaves the ready heap: look at slot i again */
+        else
+            i++;
+    }
+}
+
+void dispatcher_set_paused(struct dispatcher *ds, struct dqueue *q, int paused)
+{
+    if (q->paused == !!paused)
+        return;
+    q->paused = !!paused;
+    log_info("queue %s: %s", q->cfg->name, paused ? "paused: no deliveries until resumed"
+                                                  : "resumed");
+    if (paused) {
+        unarm(ds, q);
+    } else {
+        kick(ds, q);
+        dispatcher_rearm(ds);
+    }
+}
+
+void dispatcher_drain(struct dispatcher *ds)
+{
+    ds->draining = 1;
+    for (size_t i = 0; i < ds->nqueues; i++)
+        unarm(ds, &ds->queues[i]);
+}
+
+int dispatcher_draining(const struct dispatcher *ds) { return ds->draining; }
+
+size_t dispatcher_busy(const struct dispatcher *ds)
+{
+    size_t n = 0;
+    const struct job *job, *tmp;
+    HASH_ITER(hh, ds->jobs, job, tmp)
+        n += job->state == JS_INFLIGHT || job->state == JS_LOCKING || job->state == JS_SETTLING;
+    return n;
+}
+
+void dispatcher_release_held(struct dispatcher *ds)
+{
+    struct job *job, *tmp;
+    HASH_ITER(hh, ds->jobs, job, tmp) {
+        if (job->state != JS_INFLIGHT || !job->owner)
+            continue;
+        log_warn("queue %s: job %s: still held at the end of the drain; released",
+                 job->q->cfg->name, job->id);
+        server_push_expired(job->owner->conn, job->id);
+        consumer_note_lost(job->owner, job->id);
+        release_lock(ds, job); /* delivered again by whoever runs on */
+    }
 }
 
 void dispatcher_close(struct dispatcher *ds)

@@ -74,6 +74,7 @@ struct dqueue {
     struct cqueue *cq;          /* a Curator queue's listing, when consumed */
     size_t mirrored;            /* jobs in the mirror's buckets (mirror.c) */
     int kicked;                 /* dispatch pending for this loop turn */
+    int paused;                 /* `deferctl pause`: nothing is locked or pushed */
     /* pending.c: our counter's value in ZooKeeper, changes not written yet, the last sum
      * read, and our changes since that read began */
     int64_t count_written, count_unwritten, count_sum, count_since_sum, count_since_inflight;
@@ -113,5 +114,16 @@ void dispatcher_revoke_all(struct dispatcher *ds);
 void dispatcher_verify_held(struct dispatcher *ds); /* after RECONNECTED */
 void dispatcher_shift_leases(struct dispatcher *ds, int64_t delta_ms);
 void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len); /* for STATS */
+
+/* Pausing (a queue, from its ZooKeeper flag) and draining (all queues, at SIGTERM): no
+ * new locks or pushes; locks taken ahead of a consumer are given back. Held jobs stay. */
+void dispatcher_set_paused(struct dispatcher *ds, struct dqueue *q, int paused);
+void dispatcher_drain(struct dispatcher *ds);
+int dispatcher_draining(const struct dispatcher *ds);
+/* Jobs held by consumers or with a lock, ack or release in flight, and settles waiting for
+ * the connection: the drain ends when none is left. */
+size_t dispatcher_busy(const struct dispatcher *ds);
+/* The drain's grace period is over: every held job is released (consumers get EXPIRED). */
+void dispatcher_release_held(struct dispatcher *ds);
 
 #endif

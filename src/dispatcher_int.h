@@ -36,6 +36,7 @@ struct dispatcher {
     struct stash *stash;        /* payloads of our puts not in the mirror yet */
     size_t payload_bytes;       /* held in jobs */
     unsigned long long reads;   /* payloads read from ZooKeeper at delivery */
+    int draining;               /* SIGTERM: no new locks or pushes on any queue */
 };
 
 /* The lock (exclusive: one holder) and the owner node (names the holder's session), both
@@ -63,6 +64,7 @@ void dispatch(struct dispatcher *ds, struct dqueue *q);
 void unhold(struct dispatcher *ds, struct job *job);
 void free_job(struct dispatcher *ds, struct job *job);
 void unprelock(struct job *job);
+int dispatch_stopped(const struct dqueue *q); /* paused or draining */
 /* ids and paths */
 void new_uid(struct dispatcher *ds, char *uid);
 const char *root(struct dispatcher *ds);

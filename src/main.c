@@ -11,9 +11,11 @@
 #include "curator_consume.h"
 #include "daemon.h"
 #include "dispatcher.h"
+#include "drain.h"
 #include "log.h"
 #include "mirror.h"
 #include "server.h"
+#include "pause.h"
 #include "pending.h"
 #include "session.h"
 #include "zkstore.h"
@@ -45,7 +47,8 @@ static void on_watch(int type, const char *path, void *ctx)
 {
     struct deferd *d = ctx;
     (void)type;
-    if (!mirror_on_watch(d->mirror, path) && !curator_consume_on_watch(d->dispatcher, path))
+    if (!mirror_on_watch(d->mirror, path) && !curator_consume_on_watch(d->dispatcher, path) &&
+        !pause_on_watch(d, path))
         dispatcher_lock_event(d->dispatcher, path);
 }
 
@@ -53,8 +56,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
     struct deferd *d = arg;
-    log_info("signal %d: shutting down", (int)sig);
-    event_base_loopbreak(d->base);
+    drain_signal(d, (int)sig);
 }
 
 struct options {
@@ -142,6 +144,7 @@ out:
     mirror_free(d->mirror);
     session_free(d->session);
     pending_free(d->pending);
+    drain_free(d->drain);
     for (int i = 0; i < 2; i++)
         if (sigs[i])
             event_free(sigs[i]);

@@ -144,6 +144,14 @@ void server_broadcast_state(struct server *s, const char *name)
             evbuffer_add_printf(bufferevent_get_output(c->bev), "STATE %s\n", name);
 }
 
+size_t server_pending_replies(const struct server *s)
+{
+    size_t n = 0;
+    for (const struct conn *c = s ? s->conns : NULL; c; c = c->next)
+        n += c->npending;
+    return n;
+}
+
 int server_push_expired(struct conn *conn, const char *id)
 {
     return proto_append_expired(bufferevent_get_output(conn->bev), id);
@@ -212,6 +220,12 @@ static void handle_request(struct conn *c, struct proto_request *req)
     if (!r) {
         free(req->payload);
         c->closing = 1;
+        return;
+    }
+    if ((req->cmd == CMD_PUT || req->cmd == CMD_SUB) && dispatcher_draining(ds)) {
+        /* Shutting down: held jobs may still be settled, nothing new is taken on. */
+        free(req->payload);
+        reply_err(r, PE_UNAVAILABLE, "deferd is shutting down; nothing was stored");
         return;
     }
     switch (req->cmd) {

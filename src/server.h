@@ -3,6 +3,7 @@
 #ifndef DEFERD_SERVER_H
 #define DEFERD_SERVER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "protocol.h"
@@ -26,5 +27,7 @@ int server_push_deadline(struct conn *conn, const char *id, int64_t ms_left);
 int server_push_expired(struct conn *conn, const char *id);
 /* Tells every consumer connection: "STATE <name>". */
 void server_broadcast_state(struct server *s, const char *name);
+/* Requests received and not answered yet, over all connections. */
+size_t server_pending_replies(const struct server *s);
 
 #endif

@@ -9,6 +9,7 @@
 #include "dispatcher.h"
 #include "log.h"
 #include "mirror.h"
+#include "pause.h"
 #include "pending.h"
 #include "server.h"
 #include "units.h"
@@ -175,6 +176,7 @@ static void connected(struct session *s)
         enter(s, CS_CONNECTED, why);
     }
     dispatcher_session_up(d->dispatcher);
+    pause_session_up(d);
     pending_session_up(d->pending);
     beat(s);
 }

@@ -27,8 +27,9 @@ static void on_released(const struct zk_result *res, void *ctx)
         retry_later(ds, job, "releasing the lock", res->rc);
         return;
     }
-    if (!job_settled_gone(ds, job))
-        make_ready(ds, job);
+    /* A lock taken ahead and given back (pause, drain) waits for its due time again. */
+    if (!job_settled_gone(ds, job) && place(ds, job, (int64_t)job->jn.due_ms))
+        dispatch(ds, job->q);
 }
 
 static void on_owner_listed(const struct zk_result *res, void *ctx)

@@ -1,5 +1,8 @@
+#define _GNU_SOURCE /* strptime, timegm */
 #include "units.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -87,3 +90,93 @@ static int64_t clock_ms(clockid_t id)
 
 int64_t units_wall_ms(void) { return clock_ms(CLOCK_REALTIME); }
 int64_t units_mono_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
+
+static int parse_relative(const char *s, int64_t now_ms, uint64_t *out_ms)
+{
+    uint64_t d = 0;
+    if (s[3] == '\0') {
+        *out_ms = (uint64_t)now_ms;
+        return 0;
+    }
+    if ((s[3] != '+' && s[3] != '-') || units_parse_duration_ms(s + 4, &d) != 0)
+        return -1;
+    if (s[3] == '-' && d > (uint64_t)now_ms)
+        return -1;
+    *out_ms = s[3] == '+' ? (uint64_t)now_ms + d : (uint64_t)now_ms - d;
+    return 0;
+}
+
+/* YYYY-MM-DDTHH:MM[:SS[.mmm]]Z, UTC only: a zone-less time would mean different instants
+ * on different hosts. */
+static int parse_iso(const char *s, uint64_t *out_ms)
+{
+    struct tm tm = {0};
+    const char *p = strptime(s, "%Y-%m-%dT%H:%M", &tm);
+    unsigned ms = 0;
+    if (!p)
+        return -1;
+    if (*p == ':') {
+        if (p[1] < '0' || p[1] > '9' || p[2] < '0' || p[2] > '9')
+            return -1;
+        tm.tm_sec = (p[1] - '0') * 10 + (p[2] - '0');
+        p += 3;
+        if (*p == '.') {
+            int digits = 0;
+            for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+                if (digits < 3)
+                    ms = ms * 10 + (unsigned)(*p - '0');
+            if (digits == 0)
+                return -1;
+            for (; digits < 3; digits++)
+                ms *= 10;
+        }
+    }
+    if (strcmp(p, "Z") != 0 || tm.tm_sec > 60)
+        return -1;
+    time_t t = timegm(&tm);
+    if (t < 0)
+        return -1;
+    *out_ms = (uint64_t)t * 1000 + ms;
+    return 0;
+}
+
+int units_parse_time_ms(const char *s, int64_t now_ms, uint64_t *out_ms)
+{
+    if (s == NULL || *s == '\0')
+        return -1;
+    if (strncmp(s, "now", 3) == 0)
+        return parse_relative(s, now_ms, out_ms);
+    if (strchr(s, 'T'))
+        return parse_iso(s, out_ms);
+    return units_parse_u64(s, UINT64_MAX / 2, out_ms);
+}
+
+void units_format_time(int64_t ms, char *buf, size_t len)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    char day[24];
+    gmtime_r(&t, &tm);
+    strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, len, "%s.%03dZ", day, (int)(ms % 1000));
+}
+
+void units_format_span(int64_t ms, char *buf, size_t len)
+{
+    const char *sign = ms < 0 ? "-" : "";
+    uint64_t a = ms < 0 ? (uint64_t)(-(ms + 1)) + 1 : (uint64_t)ms;
+    uint64_t s = a / 1000, m = s / 60, h = m / 60, d = h / 24;
+    if (a < 1000)
+        snprintf(buf, len, "%s%llums", sign, (unsigned long long)a);
+    else if (s < 60)
+        snprintf(buf, len, "%s%llus", sign, (unsigned long long)s);
+    else if (m < 60)
+        snprintf(buf, len, "%s%llum%02llus", sign, (unsigned long long)m,
+                 (unsigned long long)(s % 60));
+    else if (h < 24)
+        snprintf(buf, len, "%s%lluh%02llum", sign, (unsigned long long)h,
+                 (unsigned long long)(m % 60));
+    else
+        snprintf(buf, len, "%s%llud%02lluh", sign, (unsigned long long)d,
+                 (unsigned long long)(h % 24));
+}

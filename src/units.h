@@ -14,6 +14,16 @@ int units_parse_duration_ms(const char *s, uint64_t *out_ms);
 /* "4096", "512KiB", "1MiB" (also "k"/"K"/"KB" = 1024) -> bytes. 0 on success. */
 int units_parse_size(const char *s, uint64_t *out_bytes);
 
+/* A point in time for people: epoch milliseconds ("1763769605123"), UTC ISO 8601
+ * ("2026-11-23T10:00:05Z", "2026-11-23T10:00:05.250Z", "2026-11-23T10:00Z"), or relative to
+ * NOW_MS: "now", "now+5m", "now-1h". -> epoch ms. 0 on success. */
+int units_parse_time_ms(const char *s, int64_t now_ms, uint64_t *out_ms);
+/* Epoch ms as "2026-11-23T10:00:05.123Z" (buf of at least 32 bytes). */
+void units_format_time(int64_t ms, char *buf, size_t len);
+/* A signed span for people, to the unit that matters: "850ms", "12s", "4m12s", "-3h05m",
+ * "2d04h". */
+void units_format_span(int64_t ms, char *buf, size_t len);
+
 /* Milliseconds since the Unix epoch (CLOCK_REALTIME) and on CLOCK_MONOTONIC. */
 int64_t units_wall_ms(void);
 int64_t units_mono_ms(void);

@@ -71,8 +71,10 @@ typedef enum {
     DEFERD_EV_EXPIRED,      /* the lease ran out: the daemon released the job, which will be
                              * delivered again (maybe to this connection, with a higher
                              * attempt); ack/nack/touch of it now fail with LEASE_LOST */
-    DEFERD_EV_STATE,        /* the daemon's ZooKeeper connection changed: state holds
-                             * CONNECTED, SUSPENDED, RECONNECTED or LOST */
+    DEFERD_EV_STATE,        /* the daemon's state changed: state holds CONNECTED,
+                             * SUSPENDED, RECONNECTED or LOST (its ZooKeeper connection),
+                             * or DRAINING (shutting down: no new jobs, settle what you
+                             * hold); later daemons may send other upper-case words */
 } deferd_event_kind;
 
 typedef struct deferd_event {

@@ -55,6 +55,7 @@ static int write_config(struct daemon_proc *d)
     if (!f)
         return -1;
     fprintf(f, "[daemon]\nsocket = %s\nlog_level = debug\nmax_payload = 4KiB\nlookahead = 2s\n"
+               "drain_grace = 3s\n"
                "[zookeeper]\nhosts = %s\nroot = %s\nsession_timeout = 4s\n"
                "[queue a]\n[queue b]\npriority = 7\n[queue emails]\n"
                "[queue retry]\nbackoff_min = 200ms\nbackoff_max = 800ms\nbackoff_jitter = 0\n"
@@ -331,4 +332,16 @@ size_t curator_frame(unsigned char *buf, const char *const *parts, int n)
     }
     buf[at++] = 2;
     return at;
+}
+
+int run_deferctl(const struct daemon_proc *d, const char *args, char *out, size_t len)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s -c %s/deferd.ini -s %s %s", getenv("DEFERCTL_BIN"), d->dir,
+             d->sock, args);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, len - 1, p) : 0;
+    out[n] = '\0';
+    int status = p ? pclose(p) : -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -54,6 +54,8 @@ size_t curator_frame(unsigned char *buf, const char *const *parts, int n);
 
 /* Number of job znodes under ROOT/queues/QUEUE/jobs (walks the buckets). */
 int zk_count_jobs(zhandle_t *zh, const char *root, const char *queue);
+/* Runs deferctl with D's config and socket and ARGS; its exit status, stdout in OUT. */
+int run_deferctl(const struct daemon_proc *d, const char *args, char *out, size_t len);
 /* Path of a job id's znode. */
 int job_path(const char *root, const char *id, char *path, size_t len);
 

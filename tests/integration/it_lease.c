@@ -120,16 +120,9 @@ static void nack_backoff(void)
     deferd_close(c);
 }
 
-/* Runs deferctl with this daemon's config; returns its exit status, output in OUT. */
 static int deferctl(const char *args, char *out, size_t len)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s -c %s/deferd.ini %s", getenv("DEFERCTL_BIN"), d.dir, args);
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, len - 1, p) : 0;
-    out[n] = '\0';
-    int status = p ? pclose(p) : -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return run_deferctl(&d, args, out, len);
 }
 
 /* The fifth failure of a queue with max_attempts = 5 moves the job to the dead letters in

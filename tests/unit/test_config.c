@@ -91,6 +91,7 @@ int main(void)
     expect_error(BASE "[queue a]\n[bogus]\n", 6, "unknown section [bogus]");
     expect_error(BASE "[queue a]\ncolour = red\n", 6, "unknown key 'colour'");
     expect_error("[daemon]\nsocket = /s\nlookahead = 5 s\n", 3, "malformed duration");
+    expect_error("[daemon]\ndrain_grace = 2h\n", 2, "drain_grace");
     expect_error(BASE "[queue a]\npriority = high\n", 6, "malformed or out-of-range number");
     expect_error(BASE "[queue a]\nmax_attempts = 0\n", 6, "max_attempts");
     expect_error("[daemon]\nsocket = /s\n[zookeeper]\nroot = /x\n[queue a]\n", 3,

@@ -1,4 +1,5 @@
 #include <stdint.h>
+#include <string.h>
 
 #include "check.h"
 #include "units.h"
@@ -30,5 +31,32 @@ int main(void)
     CHECK(units_parse_size("4096 ", &v) != 0);
     CHECK(units_parse_size("1GiB", &v) != 0);
     CHECK(units_wall_ms() > 1700000000000LL);
+    CHECK(units_parse_time_ms("1763769605123", 0, &v) == 0 && v == 1763769605123ULL);
+    CHECK(units_parse_time_ms("2025-11-22T00:00:05.123Z", 0, &v) == 0 && v == 1763769605123ULL);
+    CHECK(units_parse_time_ms("2025-11-22T00:00:05.1Z", 0, &v) == 0 && v == 1763769605100ULL);
+    CHECK(units_parse_time_ms("2025-11-22T00:00:05Z", 0, &v) == 0 && v == 1763769605000ULL);
+    CHECK(units_parse_time_ms("2025-11-22T00:01Z", 0, &v) == 0 && v == 1763769660000ULL);
+    CHECK(units_parse_time_ms("2025-11-22T00:00:05", 0, &v) != 0);     /* no zone */
+    CHECK(units_parse_time_ms("2025-11-22T00:00:05+01:00", 0, &v) != 0);
+    CHECK(units_parse_time_ms("2025-11-22T00:00:5Z", 0, &v) != 0);
+    CHECK(units_parse_time_ms("2025-11-22T00:00:05.Z", 0, &v) != 0);
+    CHECK(units_parse_time_ms("now", 5000, &v) == 0 && v == 5000);
+    CHECK(units_parse_time_ms("now+2s", 5000, &v) == 0 && v == 7000);
+    CHECK(units_parse_time_ms("now-2s", 5000, &v) == 0 && v == 3000);
+    CHECK(units_parse_time_ms("now-9s", 5000, &v) != 0);
+    CHECK(units_parse_time_ms("now+", 5000, &v) != 0);
+    CHECK(units_parse_time_ms("soon", 5000, &v) != 0);
+    CHECK(units_parse_time_ms("", 5000, &v) != 0);
+    char buf[40];
+    units_format_time(1763769605123LL, buf, sizeof buf);
+    CHECK(strcmp(buf, "2025-11-22T00:00:05.123Z") == 0);
+    units_format_span(850, buf, sizeof buf);
+    CHECK(strcmp(buf, "850ms") == 0);
+    units_format_span(252000, buf, sizeof buf);
+    CHECK(strcmp(buf, "4m12s") == 0);
+    units_format_span(-3 * 3600000 - 5 * 60000, buf, sizeof buf);
+    CHECK(strcmp(buf, "-3h05m") == 0);
+    units_format_span(52 * 3600000LL, buf, sizeof buf);
+    CHECK(strcmp(buf, "2d04h") == 0);
     return check_report("units");
 }

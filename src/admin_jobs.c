@@ -1,0 +1,433 @@
+/* deferctl's pending-job commands: list, show, cancel, reschedule. Each works from the job
+ * id or the bucket tree alone (docs/zookeeper-layout.md): no scan of the queue. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin_int.h"
+#include "units.h"
+
+/* ---- list ---- */
+
+struct page {
+    struct admin_job *rows;
+    size_t n, cap, want;        /* want = limit + 1: the extra row only says "more" */
+    const struct admin_list_opts *o;
+    struct job_name after;      /* the cursor, when o->after */
+    char queue[QUEUE_NAME_MAX + 1];
+};
+
+/* Due order, then priority, then uid: a total order, so pages neither skip nor repeat. */
+static int job_cmp(const struct job_name *a, const struct job_name *b)
+{
+    if (a->due_ms != b->due_ms)
+        return a->due_ms < b->due_ms ? -1 : 1;
+    if (a->priority != b->priority)
+        return a->priority < b->priority ? -1 : 1;
+    return strcmp(a->uid, b->uid);
+}
+
+static int row_cmp(const void *x, const void *y)
+{
+    return job_cmp(&((const struct admin_job *)x)->jn, &((const struct admin_job *)y)->jn);
+}
+
+static int wanted(const struct page *pg, const struct job_name *jn)
+{
+    return jn->due_ms >= pg->o->from_ms && jn->due_ms <= pg->o->until_ms &&
+           (!pg->o->after || job_cmp(jn, &pg->after) > 0);
+}
+
+static int add_row(struct page *pg, const struct job_name *jn)
+{
+    if (pg->n == pg->cap) {
+        size_t cap = pg->cap ? pg->cap * 2 : 64;
+        struct admin_job *rows = realloc(pg->rows, cap * sizeof *rows);
+        if (!rows)
+            return -1;
+        pg->rows = rows;
+        pg->cap = cap;
+    }
+    struct admin_job *r = &pg->rows[pg->n++];
+    memset(r, 0, sizeof *r);
+    r->jn = *jn;
+    return layout_job_id(r->id, sizeof r->id, pg->queue, jn);
+}
+
+/* The jobs of one directory (a 100 ms bucket or a shard in it); foreign names are skipped
+ * as the daemons skip them. */
+static int add_names(struct page *pg, const struct String_vector *names, uint64_t leaf,
+                     const char *shard)
+{
+    for (int i = 0; i < names->count; i++) {
+        struct job_name jn;
+        if (layout_parse_name(names->data[i], &jn) != 0 || !layout_job_in_bucket(jn.due_ms, leaf))
+            continue;
+        snprintf(jn.shard, sizeof jn.shard, "%s", shard);
+        if (wanted(pg, &jn) && add_row(pg, &jn) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int read_leaf(struct admin *a, struct page *pg, const char *path, uint64_t leaf)
+{
+    struct String_vector kids;
+    int rc = zoo_get_children(a->zh, path, 0, &kids);
+    if (rc == ZNONODE)
+        return ZOK; /* emptied and deleted since its parent was listed */
+    if (rc != ZOK)
+        return rc;
+    size_t first = pg->n;
+    rc = add_names(pg, &kids, leaf, "") == 0 ? ZOK : ZSYSTEMERROR;
+    for (int i = 0; rc == ZOK && i < kids.count; i++) {
+        if (!layout_valid_shard(kids.data[i]))
+            continue;
+        char sub[LAYOUT_PATH_MAX];
+        struct String_vector jobs;
+        snprintf(sub, sizeof sub, "%s/%s", path, kids.data[i]);
+        int src = zoo_get_children(a->zh, sub, 0, &jobs);
+        if (src == ZOK) {
+            rc = add_names(pg, &jobs, leaf, kids.data[i]) == 0 ? ZOK : ZSYSTEMERROR;
+            deallocate_String_vector(&jobs);
+        } else if (src != ZNONODE) {
+            rc = src;
+        }
+    }
+    deallocate_String_vector(&kids);
+    qsort(pg->rows + first, pg->n - first, sizeof *pg->rows, row_cmp);
+    if (pg->n > pg->want)
+        pg->n = pg->want;
+    return rc;
+}
+
+struct bucket { uint64_t value; char name[24]; };
+
+static int bucket_cmp(const void *x, const void *y)
+{
+    uint64_t a = ((const struct bucket *)x)->value, b = ((const struct bucket *)y)->value;
+    return a < b ? -1 : a > b;
+}
+
+/* The valid buckets of one level under PATH whose window meets [from, until], in order. */
+static int buckets_of(struct admin *a, const struct page *pg, const char *path, int level,
+                      uint64_t parent, struct bucket **out, int *count)
+{
+    struct String_vector kids;
+    int rc = zoo_get_children(a->zh, path, 0, &kids);
+    *count = 0;
+    *out = NULL;
+    if (rc != ZOK)
+        return rc == ZNONODE ? ZOK : rc;
+    uint64_t width = layout_bucket_width[level];
+    struct bucket *b = calloc((size_t)kids.count + 1, sizeof *b);
+    for (int i = 0; b && i < kids.count; i++) {
+        uint64_t v;
+        if (layout_parse_bucket(kids.data[i], level, parent, &v) != 0 ||
+            (v + 1) * width <= pg->o->from_ms || v * width > pg->o->until_ms)
+            continue;
+        b[*count].value = v;
+        snprintf(b[*count].name, sizeof b[*count].name, "%s", kids.data[i]);
+        (*count)++;
+    }
+    deallocate_String_vector(&kids);
+    if (!b)
+        return ZSYSTEMERROR;
+    qsort(b, (size_t)*count, sizeof *b, bucket_cmp);
+    *out = b;
+    return ZOK;
+}
+
+/* Depth first through the levels, in due order, until the page is full. */
+static int walk(struct admin *a, struct page *pg, const char *path, int level, uint64_t parent)
+{
+    if (level > LAYOUT_DEPTH)
+        return read_leaf(a, pg, path, parent);
+    struct bucket *b;
+    int count, rc = buckets_of(a, pg, path, level, parent, &b, &count);
+    for (int i = 0; rc == ZOK && i < count && pg->n < pg->want; i++) {
+        char sub[LAYOUT_PATH_MAX];
+        snprintf(sub, sizeof sub, "%s/%s", path, b[i].name);
+        rc = walk(a, pg, sub, level + 1, b[i].value);
+    }
+    free(b);
+    return rc;
+}
+
+/* ---- the state of each listed job: its stat, asked for all at once ---- */
+
+struct stat_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int left;
+};
+
+struct stat_ask {
+    struct stat_wait *w;
+    struct admin_job *job;
+};
+
+/* attempts: every delivery creates and deletes two children (lock, owner), so the job's
+ * cversion is 4n - 2 while the n-th delivery holds it and 4n after it (layout doc). */
+static void fill_from_stat(struct admin_job *job, const struct Stat *st)
+{
+    job->attempts = job->jn.prior_attempts + (uint32_t)((st->cversion + 2) / 4);
+    job->locked = st->numChildren > 0;
+    job->bytes = st->dataLength;
+}
+
+static void on_stat(int rc, const struct Stat *st, const void *data)
+{
+    const struct stat_ask *ask = data;
+    if (rc == ZOK)
+        fill_from_stat(ask->job, st);
+    else
+        ask->job->bytes = -1; /* gone since it was listed: acked, cancelled or moved */
+    pthread_mutex_lock(&ask->w->mu);
+    if (--ask->w->left == 0)
+        pthread_cond_signal(&ask->w->cv);
+    pthread_mutex_unlock(&ask->w->mu);
+}
+
+static int stat_rows(struct admin *a, const char *queue, struct admin_job *rows, size_t n)
+{
+    struct stat_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    struct stat_ask *asks = calloc(n ? n : 1, sizeof *asks);
+    if (!asks)
+        return ZSYSTEMERROR;
+    int rc = ZOK;
+    pthread_mutex_lock(&w.mu);
+    for (size_t i = 0; i < n; i++) {
+        char path[LAYOUT_PATH_MAX];
+        asks[i] = (struct stat_ask){&w, &rows[i]};
+        layout_job_path(path, sizeof path, a->cfg.zk_root, queue, &rows[i].jn);
+        int arc = zoo_aexists(a->zh, path, 0, on_stat, &asks[i]);
+        if (arc != ZOK) {
+            rc = arc;
+            break;
+        }
+        w.left++;
+    }
+    while (w.left > 0)
+        pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    free(asks);
+    return rc;
+}
+
+int admin_list(struct admin *a, const char *queue, const struct admin_list_opts *o,
+               admin_job_fn fn, void *ctx, int *more, char *err, size_t errlen)
+{
+    struct page pg = {.want = o->limit + 1, .o = o};
+    char dir[LAYOUT_PATH_MAX], q2[QUEUE_NAME_MAX + 1];
+    const struct queue_config *qc = admin_queue(a, queue, err, errlen);
+    if (!qc)
+        return -1;
+    if (qc->format != QF_NATIVE)
+        return snprintf(err, errlen, "queue %s is a Curator queue: list its items in %s "
+                        "(deferctl lists deferd's own layout only)", queue, qc->curator_path), -1;
+    if (o->after && (layout_parse_id(o->after, q2, sizeof q2, &pg.after) != 0 ||
+                     strcmp(q2, queue) != 0))
+        return snprintf(err, errlen, "--after: '%s' is not a job id of queue %s", o->after,
+                        queue), -1;
+    snprintf(pg.queue, sizeof pg.queue, "%s", queue);
+    layout_bucket_path(dir, sizeof dir, a->cfg.zk_root, queue, 0, 0);
+    int rc = walk(a, &pg, dir, 1, 0);
+    size_t shown = pg.n < o->limit ? pg.n : o->limit;
+    if (rc == ZOK)
+        rc = stat_rows(a, queue, pg.rows, shown);
+    if (rc == ZOK)
+        for (size_t i = 0; i < shown; i++)
+            if (pg.rows[i].bytes >= 0)
+                fn(&pg.rows[i], ctx);
+    *more = pg.n > o->limit;
+    free(pg.rows);
+    return rc == ZOK ? 0 : admin_failed(err, errlen, "listing the jobs under", dir, rc);
+}
+
+/* ---- one job by id ---- */
+
+struct located {
+    char queue[QUEUE_NAME_MAX + 1];
+    char path[LAYOUT_PATH_MAX];
+    struct job_name jn;
+};
+
+static int locate(struct admin *a, const char *id, struct located *at, char *err,
+                  size_t errlen)
+{
+    if (layout_parse_id(id, at->queue, sizeof at->queue, &at->jn) != 0)
+        return snprintf(err, errlen, "'%s' is not a job id (QUEUE/NAME as put printed it)",
+                        id), -1;
+    const struct queue_config *qc = admin_queue(a, at->queue, err, errlen);
+    if (!qc)
+        return -1;
+    if (qc->format != QF_NATIVE)
+        return snprintf(err, errlen, "queue %s is a Curator queue: show, cancel and reschedule "
+                        "work on deferd's own layout only", at->queue), -1;
+    layout_job_path(at->path, sizeof at->path, a->cfg.zk_root, at->queue, &at->jn);
+    return 0;
+}
+
+static int not_found(char *err, size_t errlen, const char *id)
+{
+    snprintf(err, errlen, "no job %s: acked, cancelled or moved (a nack with a delay and a "
+             "reschedule give the job a new id)", id);
+    return ADMIN_NOT_FOUND;
+}
+
+/* Who holds a locked job: the data of its lock node. */
+static void read_holder(struct admin *a, const char *path, char *holder, size_t len)
+{
+    char lock[LAYOUT_PATH_MAX + 8];
+    int n = (int)len - 1;
+    snprintf(lock, sizeof lock, "%s/" LAYOUT_LOCK, path);
+    if (zoo_get(a->zh, lock, 0, holder, &n, NULL) != ZOK || n < 0)
+        n = 0;
+    holder[n] = '\0';
+}
+
+static int in_flight(struct admin *a, const char *path, const char *id, char *err,
+                     size_t errlen)
+{
+    char holder[128];
+    read_holder(a, path, holder, sizeof holder);
+    snprintf(err, errlen, "job %s is in flight (held by %s): its consumer's ack or nack "
+             "decides; try again once it is released", id, holder[0] ? holder : "a consumer");
+    return ADMIN_IN_FLIGHT;
+}
+
+static int read_job(struct admin *a, const char *path, struct admin_job *out)
+{
+    struct Stat st;
+    int len = (int)CONFIG_MAX_PAYLOAD_LIMIT + 1;
+    out->payload = malloc((size_t)len);
+    if (!out->payload)
+        return ZSYSTEMERROR;
+    int rc = zoo_get(a->zh, path, 0, out->payload, &len, &st);
+    if (rc != ZOK) {
+        admin_job_clear(out);
+        return rc;
+    }
+    out->len = len > 0 ? len : 0;
+    fill_from_stat(out, &st);
+    if (out->locked)
+        read_holder(a, path, out->holder, sizeof out->holder);
+    return ZOK;
+}
+
+int admin_show(struct admin *a, const char *id, struct admin_job *out, char *err,
+               size_t errlen)
+{
+    struct located at;
+    memset(out, 0, sizeof *out);
+    if (locate(a, id, &at, err, errlen) != 0)
+        return -1;
+    snprintf(out->id, sizeof out->id, "%s", id);
+    out->jn = at.jn;
+    int rc = read_job(a, at.path, out);
+    if (rc == ZNONODE) { /* dead letters keep the name: one more O(1) look */
+        layout_dead_path(at.path, sizeof at.path, a->cfg.zk_root, at.queue, &at.jn);
+        out->dead = 1;
+        rc = read_job(a, at.path, out);
+        out->attempts = at.jn.prior_attempts; /* a<N> of a dead job counts them all */
+    }
+    if (rc == ZNONODE)
+        return not_found(err, errlen, id);
+    return rc == ZOK ? 0 : admin_failed(err, errlen, "reading", at.path, rc);
+}
+
+void admin_job_clear(struct admin_job *job)
+{
+    free(job->payload);
+    job->payload = NULL;
+    job->len = 0;
+}
+
+/* ---- cancel and reschedule ---- */
+
+int admin_cancel(struct admin *a, const char *id, char *err, size_t errlen)
+{
+    struct located at;
+    if (locate(a, id, &at, err, errlen) != 0)
+        return -1;
+    int rc = ZBADVERSION;
+    for (int tries = 0; tries < 5 && rc == ZBADVERSION; tries++) { /* the counter moved */
+        char cpath[LAYOUT_PATH_MAX], cvalue[32];
+        int cversion = -1;
+        int counted = admin_counter(a, at.queue, -1, cpath, sizeof cpath, cvalue,
+                                    sizeof cvalue, &cversion);
+        zoo_op_t ops[2];
+        zoo_op_result_t res[2];
+        zoo_delete_op_init(&ops[0], at.path, -1); /* fails while locked: it has children */
+        if (counted > 0)
+            zoo_set_op_init(&ops[1], cpath, cvalue, (int)strlen(cvalue), cversion, NULL);
+        rc = counted < 0 ? ZSYSTEMERROR : zoo_multi(a->zh, counted > 0 ? 2 : 1, ops, res);
+        if (rc == ZBADVERSION && res[0].err == ZBADVERSION)
+            break; /* not the counter: cannot happen with version -1, but never loop on it */
+    }
+    if (rc == ZNONODE)
+        return not_found(err, errlen, id);
+    if (rc == ZNOTEMPTY)
+        return in_flight(a, at.path, id, err, errlen);
+    return rc == ZOK ? 0 : admin_failed(err, errlen, "cancelling", at.path, rc);
+}
+
+/* The move: delete the job (only if unlocked and unchanged) and create it under its new
+ * name in one transaction. Its attempts so far go into the new name (a<N>). */
+static int move_job(struct admin *a, const struct located *at, const char *next,
+                    const struct admin_job *cur)
+{
+    zoo_op_t ops[2];
+    zoo_op_result_t res[2];
+    int rc = ZNONODE;
+    for (int tries = 0; tries < 3 && rc == ZNONODE; tries++) {
+        /* a daemon may delete an empty bucket between our create and the move */
+        if ((rc = admin_create_parents(a, next)) != ZOK)
+            return rc;
+        zoo_delete_op_init(&ops[0], at->path, -1);
+        zoo_create_op_init(&ops[1], next, cur->payload, cur->len, &ZOO_OPEN_ACL_UNSAFE, 0,
+                           NULL, 0);
+        rc = zoo_multi(a->zh, 2, ops, res);
+        if (rc == ZNONODE && res[0].err == ZNONODE)
+            return ZNONODE; /* the job itself is gone */
+    }
+    return rc;
+}
+
+int admin_reschedule(struct admin *a, const char *id, uint64_t due_ms, char *new_id,
+                     size_t idlen, char *err, size_t errlen)
+{
+    struct located at;
+    struct admin_job cur = {0};
+    char next[LAYOUT_PATH_MAX];
+    if (locate(a, id, &at, err, errlen) != 0)
+        return -1;
+    if (due_ms > LAYOUT_DUE_MAX)
+        return snprintf(err, errlen, "due time %llu is past the year 2286",
+                        (unsigned long long)due_ms), -1;
+    int rc = read_job(a, at.path, &cur);
+    if (rc == ZNONODE)
+        return not_found(err, errlen, id);
+    if (rc != ZOK)
+        return admin_failed(err, errlen, "reading", at.path, rc);
+    if (cur.locked) {
+        admin_job_clear(&cur);
+        return in_flight(a, at.path, id, err, errlen);
+    }
+    struct job_name jn = at.jn;
+    jn.due_ms = due_ms;
+    jn.prior_attempts = cur.attempts;
+    jn.shard[0] = '\0';
+    layout_job_path(next, sizeof next, a->cfg.zk_root, at.queue, &jn);
+    rc = strcmp(next, at.path) == 0 ? ZOK : move_job(a, &at, next, &cur);
+    admin_job_clear(&cur);
+    if (rc == ZNONODE)
+        return not_found(err, errlen, id);
+    if (rc == ZNOTEMPTY)
+        return in_flight(a, at.path, id, err, errlen);
+    if (rc != ZOK)
+        return admin_failed(err, errlen, "rescheduling", at.path, rc);
+    layout_job_id(new_id, idlen, at.queue, &jn);
+    return 0;
+}

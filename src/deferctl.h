@@ -1,0 +1,34 @@
+/* What deferctl.c (main, put, work, ping, stats, dead) shares with its other command
+ * files (deferctl_admin.c: list, show, cancel, reschedule, pause, resume). */
+#ifndef DEFERD_DEFERCTL_H
+#define DEFERD_DEFERCTL_H
+
+#include <stdio.h>
+
+/* Exit status of every command (deferctl(1), EXIT STATUS). */
+enum {
+    EXIT_OK = 0,
+    EXIT_FAIL = 1,       /* deferd or ZooKeeper failed or could not be reached */
+    EXIT_USAGE = 2,      /* bad arguments */
+    EXIT_NOT_FOUND = 3,  /* no such job */
+    EXIT_IN_FLIGHT = 4,  /* the job is held by a consumer: not cancelled or moved */
+};
+
+/* deferd.ini for commands that read ZooKeeper (-c, $DEFERD_CONFIG). */
+extern const char *deferctl_config_path;
+
+/* Prints "deferctl: <message>" (if FMT) and the --help hint; returns EXIT_USAGE. */
+int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int cmd_list(const char *sock, int argc, char **argv);
+int cmd_show(const char *sock, int argc, char **argv);
+int cmd_cancel(const char *sock, int argc, char **argv);
+int cmd_reschedule(const char *sock, int argc, char **argv);
+int cmd_pause(const char *sock, int argc, char **argv); /* and resume */
+void list_usage(FILE *f);
+void show_usage(FILE *f);
+void cancel_usage(FILE *f);
+void reschedule_usage(FILE *f);
+void pause_usage(FILE *f);
+
+#endif

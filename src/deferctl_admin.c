@@ -1,0 +1,410 @@
+/* deferctl's operator commands on pending jobs and queues, read and written in ZooKeeper
+ * (admin_jobs.c, admin_pause.c): list, show, cancel, reschedule, pause, resume. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin.h"
+#include "deferctl.h"
+#include "jsonw.h"
+#include "units.h"
+
+#define LIST_LIMIT_DEFAULT 100
+#define LIST_LIMIT_MAX 10000
+
+/* admin_* results to exit codes (deferctl(1), EXIT STATUS). */
+static int admin_exit(int rc, const char *err)
+{
+    if (rc == 0)
+        return EXIT_OK;
+    fprintf(stderr, "deferctl: %s\n", err);
+    return rc == ADMIN_NOT_FOUND ? EXIT_NOT_FOUND : rc == ADMIN_IN_FLIGHT ? EXIT_IN_FLIGHT
+                                                                          : EXIT_FAIL;
+}
+
+static struct admin *open_admin(void)
+{
+    char err[512];
+    struct admin *a;
+    if (admin_open(deferctl_config_path, &a, err, sizeof err) != 0) {
+        fprintf(stderr, "deferctl: %s\n", err);
+        return NULL;
+    }
+    return a;
+}
+
+static const char *job_state(const struct admin_job *j, int64_t now)
+{
+    if (j->dead)
+        return "dead";
+    if (j->locked)
+        return "in-flight";
+    return (int64_t)j->jn.due_ms <= now ? "due" : "waiting";
+}
+
+static void job_json(struct jsonw *w, const struct admin_job *j, int64_t now)
+{
+    char when[40];
+    units_format_time((int64_t)j->jn.due_ms, when, sizeof when);
+    jsonw_str(w, "id", j->id);
+    jsonw_uint(w, "due_ms", j->jn.due_ms);
+    jsonw_str(w, "due", when);
+    jsonw_int(w, "due_in_ms", (int64_t)j->jn.due_ms - now);
+    jsonw_uint(w, "priority", j->jn.priority);
+    jsonw_uint(w, "attempts", j->attempts);
+    jsonw_str(w, "state", job_state(j, now));
+    if (j->jn.ttr_ms)
+        jsonw_uint(w, "ttr_ms", j->jn.ttr_ms);
+    else
+        jsonw_null(w, "ttr_ms");
+    jsonw_int(w, "bytes", j->bytes);
+}
+
+/* ---- list ---- */
+
+void list_usage(FILE *f)
+{
+    fputs("Usage: deferctl [-c CONFIG] list QUEUE [--from TIME] [--until TIME] [--limit N]\n"
+          "                                [--after ID] [--json]\n"
+          "Page through QUEUE's pending jobs in due order (then priority), as ZooKeeper has\n"
+          "them: due time, time left, priority, deliveries so far, state (waiting, due,\n"
+          "in-flight), payload size. Only the buckets the page needs are read.\n\n"
+          "  -f, --from TIME   jobs due at or after TIME\n"
+          "  -u, --until TIME  jobs due at or before TIME\n"
+          "                    TIME: epoch ms, 2026-11-23T10:00:05Z, now, now+5m, now-1h\n"
+          "  -n, --limit N     jobs per page, 1..10000 (default 100)\n"
+          "  -A, --after ID    start after this job: the last id of the previous page\n"
+          "                    (when more follow, the command to get them goes to stderr)\n"
+          "  -j, --json        one JSON object: queue, paused, jobs[], next_after\n", f);
+}
+
+struct list_out {
+    struct jsonw w;
+    int json;
+    int64_t now;
+    char last[LAYOUT_ID_MAX + 1];
+};
+
+static void print_row(const struct admin_job *j, void *ctx)
+{
+    struct list_out *lo = ctx;
+    snprintf(lo->last, sizeof lo->last, "%s", j->id);
+    if (lo->json) {
+        jsonw_obj_begin(&lo->w, NULL);
+        job_json(&lo->w, j, lo->now);
+        jsonw_obj_end(&lo->w);
+        return;
+    }
+    char when[40], left[24];
+    units_format_time((int64_t)j->jn.due_ms, when, sizeof when);
+    units_format_span((int64_t)j->jn.due_ms - lo->now, left, sizeof left);
+    printf("%-56s %-24s %8s %10u %8u %-9s %d\n", j->id, when, left, j->jn.priority,
+           j->attempts, job_state(j, lo->now), j->bytes);
+}
+
+static int parse_list(int argc, char **argv, struct admin_list_opts *o, int *json)
+{
+    static const struct option longopts[] = {
+        {"from", required_argument, NULL, 'f'}, {"until", required_argument, NULL, 'u'},
+        {"limit", required_argument, NULL, 'n'}, {"after", required_argument, NULL, 'A'},
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    uint64_t v;
+    int64_t now = units_wall_ms();
+    while ((opt = getopt_long(argc, argv, "f:u:n:A:jh", longopts, NULL)) != -1) {
+        if (opt == 'h')
+            return list_usage(stdout), -1;
+        if (opt == 'j')
+            *json = 1;
+        else if (opt == 'A')
+            o->after = optarg;
+        else if (opt == 'n' && units_parse_u64(optarg, LIST_LIMIT_MAX, &v) == 0 && v > 0)
+            o->limit = v;
+        else if ((opt == 'f' || opt == 'u') && units_parse_time_ms(optarg, now, &v) == 0)
+            *(opt == 'f' ? &o->from_ms : &o->until_ms) = v;
+        else if (opt == 'n')
+            return usage_error("list ", "invalid --limit '%s' (1..10000)", optarg);
+        else if (opt == 'f' || opt == 'u')
+            return usage_error("list ", "invalid time '%s' (epoch ms, 2026-11-23T10:00:05Z, "
+                               "now, now+5m, now-1h)", optarg);
+        else
+            return usage_error("list ", NULL);
+    }
+    if (argc - optind != 1)
+        return usage_error("list ", "expected one QUEUE");
+    if (o->from_ms > o->until_ms)
+        return usage_error("list ", "--from is after --until");
+    return 0;
+}
+
+static void list_begin(struct list_out *lo, struct admin *a, const char *queue)
+{
+    char info[512], err[512];
+    int paused = 0;
+    if (admin_paused(a, queue, &paused, info, sizeof info, err, sizeof err) != 0)
+        fprintf(stderr, "deferctl: %s\n", err);
+    if (lo->json) {
+        jsonw_obj_begin(&lo->w, NULL);
+        jsonw_str(&lo->w, "queue", queue);
+        jsonw_bool(&lo->w, "paused", paused);
+        jsonw_str(&lo->w, "paused_info", paused ? info : NULL);
+        jsonw_arr_begin(&lo->w, "jobs");
+        return;
+    }
+    if (paused)
+        fprintf(stderr, "queue %s is PAUSED (%s)\n", queue, info);
+    printf("%-56s %-24s %8s %10s %8s %-9s %s\n", "ID", "DUE", "IN", "PRIORITY", "ATTEMPTS",
+           "STATE", "BYTES");
+}
+
+int cmd_list(const char *sock, int argc, char **argv)
+{
+    (void)sock;
+    struct admin_list_opts o = {.until_ms = LAYOUT_DUE_MAX, .limit = LIST_LIMIT_DEFAULT};
+    struct list_out lo = {.now = units_wall_ms()};
+    int rc = parse_list(argc, argv, &o, &lo.json), more = 0;
+    if (rc != 0)
+        return rc < 0 ? EXIT_OK : rc;
+    const char *queue = argv[optind];
+    struct admin *a = open_admin();
+    if (!a)
+        return EXIT_FAIL;
+    char err[512];
+    jsonw_init(&lo.w, stdout);
+    if (!admin_queue_known(a, queue, err, sizeof err)) {
+        admin_close(a);
+        return admin_exit(-1, err);
+    }
+    list_begin(&lo, a, queue);
+    rc = admin_list(a, queue, &o, print_row, &lo, &more, err, sizeof err);
+    admin_close(a);
+    if (lo.json) {
+        jsonw_arr_end(&lo.w);
+        jsonw_str(&lo.w, "next_after", rc == 0 && more ? lo.last : NULL);
+        jsonw_obj_end(&lo.w);
+        jsonw_finish(&lo.w);
+    } else if (rc == 0 && more) {
+        fprintf(stderr, "more jobs follow: deferctl list %s --after %s%s\n", queue, lo.last,
+                o.from_ms || o.until_ms != LAYOUT_DUE_MAX ? " (with the same --from/--until)"
+                                                          : "");
+    }
+    return admin_exit(rc, err);
+}
+
+/* ---- show ---- */
+
+void show_usage(FILE *f)
+{
+    fputs("Usage: deferctl [-c CONFIG] show ID [--json]\n"
+          "Show a job by id (pending or dead): queue, due time, priority, deliveries so far,\n"
+          "state, holder, then a blank line and its payload. With --json: one object, the\n"
+          "payload as text (bytes that are not UTF-8 escaped) and exactly as base64.\n", f);
+}
+
+static void show_human(const struct admin_job *j, int64_t now)
+{
+    char when[40], left[24];
+    units_format_time((int64_t)j->jn.due_ms, when, sizeof when);
+    units_format_span((int64_t)j->jn.due_ms - now, left, sizeof left);
+    printf("id:       %s\nstate:    %s\ndue:      %s (%llu, in %s)\npriority: %u\n"
+           "attempts: %u\n", j->id, job_state(j, now), when, (unsigned long long)j->jn.due_ms,
+           left, j->jn.priority, j->attempts);
+    if (j->jn.ttr_ms)
+        printf("ttr:      %u ms\n", j->jn.ttr_ms);
+    if (j->locked)
+        printf("holder:   %s\n", j->holder[0] ? j->holder : "?");
+    printf("bytes:    %d\n\n", j->len);
+    fwrite(j->payload, 1, (size_t)j->len, stdout);
+}
+
+static void show_json(const struct admin_job *j, int64_t now)
+{
+    struct jsonw w;
+    jsonw_init(&w, stdout);
+    jsonw_obj_begin(&w, NULL);
+    job_json(&w, j, now);
+    jsonw_str(&w, "holder", j->locked && j->holder[0] ? j->holder : NULL);
+    jsonw_strn(&w, "payload", j->payload, (size_t)j->len);
+    jsonw_base64(&w, "payload_base64", j->payload, (size_t)j->len);
+    jsonw_obj_end(&w);
+    jsonw_finish(&w);
+}
+
+/* Commands whose only arguments are one word and maybe --json. */
+static int parse_one(int argc, char **argv, const char *cmd, void (*usage)(FILE *),
+                     int *json, const char **word)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    int opt;
+    while ((opt = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+        if (opt == 'h')
+            return usage(stdout), -1;
+        if (opt != 'j' || !json)
+            return usage_error(cmd, NULL);
+        *json = 1;
+    }
+    if (argc - optind != 1)
+        return usage_error(cmd, "expected one argument");
+    *word = argv[optind];
+    return 0;
+}
+
+int cmd_show(const char *sock, int argc, char **argv)
+{
+    (void)sock;
+    int json = 0;
+    const char *id = NULL;
+    int rc = parse_one(argc, argv, "show ", show_usage, &json, &id);
+    if (rc != 0)
+        return rc < 0 ? EXIT_OK : rc;
+    struct admin *a = open_admin();
+    if (!a)
+        return EXIT_FAIL;
+    struct admin_job j;
+    char err[512];
+    rc = admin_show(a, id, &j, err, sizeof err);
+    admin_close(a);
+    if (rc == 0) {
+        if (json)
+            show_json(&j, units_wall_ms());
+        else
+            show_human(&j, units_wall_ms());
+        admin_job_clear(&j);
+    }
+    return admin_exit(rc, err);
+}
+
+/* ---- cancel, reschedule ---- */
+
+void cancel_usage(FILE *f)
+{
+    fputs("Usage: deferctl [-c CONFIG] cancel ID\n"
+          "Delete a pending job for good, in one ZooKeeper operation. A job a consumer holds\n"
+          "is not cancelled (exit 4): its consumer's ack or nack decides.\n", f);
+}
+
+int cmd_cancel(const char *sock, int argc, char **argv)
+{
+    (void)sock;
+    const char *id = NULL;
+    int rc = parse_one(argc, argv, "cancel ", cancel_usage, NULL, &id);
+    if (rc != 0)
+        return rc < 0 ? EXIT_OK : rc;
+    struct admin *a = open_admin();
+    if (!a)
+        return EXIT_FAIL;
+    char err[512];
+    rc = admin_cancel(a, id, err, sizeof err);
+    admin_close(a);
+    if (rc == 0)
+        printf("cancelled %s\n", id);
+    return admin_exit(rc, err);
+}
+
+void reschedule_usage(FILE *f)
+{
+    fputs("Usage: deferctl [-c CONFIG] reschedule ID (--at TIME | --delay DUR)\n"
+          "Move a pending job to a new due time in one ZooKeeper transaction and print its new\n"
+          "id (the id names the due time). Priority, ttr, payload and the deliveries made so\n"
+          "far stay. A job a consumer holds is not moved (exit 4).\n\n"
+          "  -a, --at TIME    epoch ms, 2026-11-23T10:00:05Z, now, now+5m\n"
+          "  -d, --delay DUR  due DUR from now: 250ms, 5s, 2m, 1h, 1d\n", f);
+}
+
+static int parse_reschedule(int argc, char **argv, uint64_t *due)
+{
+    static const struct option longopts[] = {
+        {"at", required_argument, NULL, 'a'}, {"delay", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    int opt, given = 0;
+    uint64_t v;
+    int64_t now = units_wall_ms();
+    while ((opt = getopt_long(argc, argv, "a:d:h", longopts, NULL)) != -1) {
+        if (opt == 'h')
+            return reschedule_usage(stdout), -1;
+        if (opt == 'a' && units_parse_time_ms(optarg, now, &v) == 0)
+            *due = v;
+        else if (opt == 'd' && units_parse_duration_ms(optarg, &v) == 0)
+            *due = (uint64_t)now + v;
+        else if (opt == 'a' || opt == 'd')
+            return usage_error("reschedule ", "invalid %s '%s'", opt == 'a' ? "time" :
+                               "duration", optarg);
+        else
+            return usage_error("reschedule ", NULL);
+        given++;
+    }
+    if (given != 1)
+        return usage_error("reschedule ", "give exactly one of --at and --delay");
+    if (argc - optind != 1)
+        return usage_error("reschedule ", "expected one job ID");
+    return 0;
+}
+
+int cmd_reschedule(const char *sock, int argc, char **argv)
+{
+    (void)sock;
+    uint64_t due = 0;
+    int rc = parse_reschedule(argc, argv, &due);
+    if (rc != 0)
+        return rc < 0 ? EXIT_OK : rc;
+    struct admin *a = open_admin();
+    if (!a)
+        return EXIT_FAIL;
+    char err[512], id[LAYOUT_ID_MAX + 1];
+    rc = admin_reschedule(a, argv[optind], due, id, sizeof id, err, sizeof err);
+    admin_close(a);
+    if (rc == 0)
+        puts(id);
+    return admin_exit(rc, err);
+}
+
+/* ---- pause, resume ---- */
+
+void pause_usage(FILE *f)
+{
+    fputs("Usage: deferctl [-c CONFIG] pause QUEUE [--reason TEXT]\n"
+          "       deferctl [-c CONFIG] resume QUEUE\n"
+          "Pause or resume deliveries of QUEUE on every daemon, durably (a flag in ZooKeeper\n"
+          "that each daemon watches). A paused queue still accepts puts; jobs consumers hold\n"
+          "can still be acked. Pausing a paused queue (or resuming a running one) is fine.\n\n"
+          "  -r, --reason TEXT  why, shown by list and stats\n", f);
+}
+
+int cmd_pause(const char *sock, int argc, char **argv)
+{
+    (void)sock;
+    static const struct option longopts[] = {
+        {"reason", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *reason = NULL;
+    int opt, resume = strcmp(argv[0], "deferctl resume") == 0;
+    while ((opt = getopt_long(argc, argv, resume ? "h" : "r:h", longopts, NULL)) != -1) {
+        if (opt == 'h')
+            return pause_usage(stdout), EXIT_OK;
+        if (opt != 'r' || resume)
+            return usage_error(resume ? "resume " : "pause ", NULL);
+        reason = optarg;
+    }
+    if (argc - optind != 1)
+        return usage_error(resume ? "resume " : "pause ", "expected one QUEUE");
+    const char *queue = argv[optind];
+    struct admin *a = open_admin();
+    if (!a)
+        return EXIT_FAIL;
+    char err[512];
+    int changed = 0;
+    int rc = resume ? admin_resume(a, queue, &changed, err, sizeof err)
+                    : admin_pause(a, queue, reason, &changed, err, sizeof err);
+    admin_close(a);
+    if (rc == 0)
+        printf("queue %s %s%s\n", queue, changed ? "" : "was already ",
+               resume ? (changed ? "resumed" : "running") : "paused");
+    return admin_exit(rc, err);
+}
