@@ -95,7 +95,8 @@ static int read_leaf(struct admin *a, struct page *pg, const char *path, uint64_
         }
     }
     deallocate_String_vector(&kids);
-    qsort(pg->rows + first, pg->n - first, sizeof *pg->rows, row_cmp);
+    if (pg->n > first) /* rows may still be NULL */
+        qsort(pg->rows + first, pg->n - first, sizeof *pg->rows, row_cmp);
     if (pg->n > pg->want)
         pg->n = pg->want;
     return rc;
