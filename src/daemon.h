@@ -12,6 +12,7 @@ struct dispatcher;
 struct mirror;
 struct session;
 struct pending;
+struct notify;
 
 struct deferd {
     struct event_base *base;
@@ -22,6 +23,7 @@ struct deferd {
     struct mirror *mirror;
     struct session *session;
     struct pending *pending;
+    struct notify *notify;     /* sd_notify to the service manager */
     int64_t session_id;        /* current ZooKeeper session, 0 when none */
     int exit_status;
 };
