@@ -42,7 +42,7 @@ static void on_session(int state, void *ctx)
     session_on_zk_state(d->session, state);
     if (state == ZOO_AUTH_FAILED_STATE)
         d->exit_status = 1;
-    /* Ready once a session is up: the socket already listens (server_new ran before the loop). */
+    /* Ready once a session is up; the socket listens already (server_new ran before the loop). */
     enum conn_state st = session_state(d->session);
     if (st == CS_CONNECTED && d->server)
         notify_ready(d->notify, "connected to ZooKeeper, %zu queue(s)", d->cfg->nqueues);
