@@ -13,6 +13,7 @@ struct mirror;
 struct session;
 struct pending;
 struct drain;
+struct notify;
 
 struct deferd {
     struct event_base *base;
@@ -24,6 +25,7 @@ struct deferd {
     struct session *session;
     struct pending *pending;
     struct drain *drain;       /* set once SIGTERM/SIGINT started the drain */
+    struct notify *notify;     /* sd_notify to the service manager */
     int64_t session_id;        /* current ZooKeeper session, 0 when none */
     int exit_status;
 };

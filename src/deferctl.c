@@ -91,7 +91,8 @@ static void main_usage(FILE *f)
           DEFERD_DEFAULT_SOCKET ")\n"
           "  -c, --config PATH  deferd.ini, for commands that read ZooKeeper (default:\n"
           "                     $DEFERD_CONFIG, else " DEFAULT_CONFIG ")\n"
-          "  -h, --help         show this help\n\n"
+          "  -h, --help         show this help\n"
+          "  -V, --version      print the version and exit\n\n"
           "Exit status: 0 ok, 1 error, 2 usage error, 3 no such job, 4 job in flight.\n", f);
 }
 
@@ -987,16 +988,20 @@ static int parse_global(int argc, char **argv, const char **sock)
 {
     static const struct option longopts[] = {
         { "socket", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' },
-        { "config", required_argument, NULL, 'c' }, { NULL, 0, NULL, 0 },
+        { "config", required_argument, NULL, 'c' }, { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
     };
     int opt;
-    while ((opt = getopt_long(argc, argv, "+s:c:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+s:c:hV", longopts, NULL)) != -1) {
         if (opt == 's') {
             *sock = optarg;
         } else if (opt == 'c') {
             deferctl_config_path = optarg;
         } else if (opt == 'h') {
             main_usage(stdout);
+            return -1;
+        } else if (opt == 'V') {
+            printf("deferctl %s\n", DEFERD_VERSION);
             return -1;
         } else {
             return -2;

@@ -14,6 +14,7 @@
 #include "drain.h"
 #include "log.h"
 #include "mirror.h"
+#include "notify.h"
 #include "server.h"
 #include "pause.h"
 #include "pending.h"
@@ -28,10 +29,12 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: deferd [-c CONFIG] [-o SECTION.KEY=VALUE]... [--check-config]\n"
+            "       deferd --version\n"
             "  -c, --config PATH   configuration file (default " DEFAULT_CONFIG ")\n"
             "  -o, --set S.K=V     override one config value, e.g. -o zookeeper.hosts=h:2181\n"
             "      --check-config  validate the configuration and exit (0 valid, 2 invalid)\n"
             "  -h, --help          this text\n"
+            "  -V, --version       print the version and exit\n"
             "See deferd(8) in docs/deferd.md.\n");
 }
 
@@ -41,6 +44,12 @@ static void on_session(int state, void *ctx)
     session_on_zk_state(d->session, state);
     if (state == ZOO_AUTH_FAILED_STATE)
         d->exit_status = 1;
+    /* Ready once a session is up; the socket listens already (server_new ran before the loop). */
+    enum conn_state st = session_state(d->session);
+    if (st == CS_CONNECTED && d->server)
+        notify_ready(d->notify, "connected to ZooKeeper, %zu queue(s)", d->cfg->nqueues);
+    else
+        notify_status(d->notify, "ZooKeeper session %s", session_state_name(st));
 }
 
 static void on_watch(int type, const char *path, void *ctx)
@@ -56,6 +65,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
     struct deferd *d = arg;
+    notify_stopping(d->notify);
     drain_signal(d, (int)sig);
 }
 
@@ -72,11 +82,12 @@ static int parse_args(int argc, char **argv, struct options *o)
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 'o'},
         {"check-config", no_argument, NULL, 'C'}, {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     int ch;
     o->config = DEFAULT_CONFIG;
-    while ((ch = getopt_long(argc, argv, "c:o:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "c:o:hV", longopts, NULL)) != -1) {
         switch (ch) {
         case 'c': o->config = optarg; break;
         case 'o':
@@ -88,6 +99,7 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case 'C': o->check_only = 1; break;
         case 'h': usage(stdout); return 0;
+        case 'V': printf("deferd %s\n", DEFERD_VERSION); return 0;
         default: usage(stderr); return 2;
         }
     }
@@ -119,6 +131,9 @@ static int run(struct deferd *d)
     int rc = 1;
     if (!sigs[0] || !sigs[1] || evsignal_add(sigs[0], NULL) || evsignal_add(sigs[1], NULL))
         goto out;
+    d->notify = notify_new(d->base);
+    if (!d->notify)
+        goto out;
     /* The store first: the others send through it. Its events wait for the loop. */
     d->zs = zkstore_new(d->base, d->cfg, on_watch, on_session, d);
     if (!d->zs)
@@ -145,6 +160,7 @@ out:
     session_free(d->session);
     pending_free(d->pending);
     drain_free(d->drain);
+    notify_free(d->notify);
     for (int i = 0; i < 2; i++)
         if (sigs[i])
             event_free(sigs[i]);

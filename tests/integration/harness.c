@@ -121,7 +121,7 @@ static int wait_ready(struct daemon_proc *d)
     return -1;
 }
 
-int daemon_start(struct daemon_proc *d, const char *root, const char *tag,
+int daemon_spawn(struct daemon_proc *d, const char *root, const char *tag,
                  const char *const *overrides)
 {
     memset(d, 0, sizeof *d);
@@ -134,7 +134,13 @@ int daemon_start(struct daemon_proc *d, const char *root, const char *tag,
     if (write_config(d) != 0)
         return -1;
     d->pid = spawn(d, overrides);
-    return d->pid > 0 ? wait_ready(d) : -1;
+    return d->pid > 0 ? 0 : -1;
+}
+
+int daemon_start(struct daemon_proc *d, const char *root, const char *tag,
+                 const char *const *overrides)
+{
+    return daemon_spawn(d, root, tag, overrides) == 0 ? wait_ready(d) : -1;
 }
 
 int daemon_restart(struct daemon_proc *d, const char *const *overrides)

@@ -31,6 +31,9 @@ int64_t now_ms(void);
  * (NULL-terminated); returns once it answers PING and accepts a put. */
 int daemon_start(struct daemon_proc *d, const char *root, const char *tag,
                  const char *const *overrides);
+/* Only starts it: no wait for its socket. */
+int daemon_spawn(struct daemon_proc *d, const char *root, const char *tag,
+                 const char *const *overrides);
 void daemon_kill(struct daemon_proc *d, int sig); /* and reaps it */
 /* Waits up to MS for deferd to exit by itself; its exit status, or -1. */
 int daemon_wait_exit(struct daemon_proc *d, int ms);
