@@ -12,6 +12,8 @@ struct dispatcher;
 struct mirror;
 struct session;
 struct pending;
+struct metrics;
+struct metrics_http;
 
 struct deferd {
     struct event_base *base;
@@ -22,6 +24,8 @@ struct deferd {
     struct mirror *mirror;
     struct session *session;
     struct pending *pending;
+    struct metrics *metrics;   /* metrics.h */
+    struct metrics_http *metrics_http; /* NULL when [metrics] listen is off */
     int64_t session_id;        /* current ZooKeeper session, 0 when none */
     int exit_status;
 };
