@@ -292,3 +292,30 @@ int admin_dead_delete(struct admin *a, const char *id, char *err, size_t errlen)
     int rc = zoo_delete(a->zh, path, -1);
     return rc == ZOK ? 0 : failed(err, errlen, "deleting", path, rc);
 }
+
+int admin_dead_count(struct admin *a, const char *queue, long long *count, char *err,
+                     size_t errlen)
+{
+    char dir[LAYOUT_PATH_MAX], bucket[LAYOUT_PATH_MAX + 32];
+    struct String_vector buckets;
+    *count = 0;
+    if (!config_valid_queue_name(queue))
+        return snprintf(err, errlen, "bad queue name '%s'", queue), -1;
+    snprintf(dir, sizeof dir, "%s/queues/%s/dead", a->cfg.zk_root, queue);
+    int rc = zoo_get_children(a->zh, dir, 0, &buckets);
+    if (rc == ZNONODE)
+        return 0; /* nothing was ever dead-lettered */
+    if (rc != ZOK)
+        return failed(err, errlen, "listing", dir, rc);
+    for (int i = 0; i < buckets.count && rc == ZOK; i++) {
+        struct Stat st;
+        snprintf(bucket, sizeof bucket, "%s/%s", dir, buckets.data[i]);
+        rc = zoo_exists(a->zh, bucket, 0, &st);
+        if (rc == ZOK)
+            *count += st.numChildren;
+        else if (rc == ZNONODE) /* emptied and removed meanwhile */
+            rc = ZOK;
+    }
+    deallocate_String_vector(&buckets);
+    return rc == ZOK ? 0 : failed(err, errlen, "reading", bucket, rc);
+}

@@ -4,6 +4,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -24,6 +25,17 @@ static void on_request(struct evhttp_request *req, void *arg)
 {
     struct metrics_http *h = arg;
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+        struct evbuffer *text = evbuffer_new();
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+        if (text) /* evhttp_send_error would drop the Allow header */
+            evbuffer_add_printf(text, "only GET and HEAD\n");
+        evhttp_send_reply(req, 405, "Method Not Allowed", text);
+        if (text)
+            evbuffer_free(text);
+        return;
+    }
     if (!path || strcmp(path, "/metrics") != 0) {
         evhttp_send_error(req, HTTP_NOTFOUND, "Not Found: the metrics are at /metrics");
         return;
@@ -33,9 +45,13 @@ static void on_request(struct evhttp_request *req, void *arg)
         log_warn("metrics: cannot build the exposition: out of memory");
         evhttp_send_error(req, HTTP_INTERNAL, NULL);
     } else {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                          "text/plain; version=0.0.4; charset=utf-8");
-        evhttp_send_reply(req, HTTP_OK, "OK", body); /* HEAD: evhttp leaves the body out */
+        struct evkeyvalq *hdr = evhttp_request_get_output_headers(req);
+        char len[32];
+        snprintf(len, sizeof len, "%zu", evbuffer_get_length(body));
+        evhttp_add_header(hdr, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+        evhttp_add_header(hdr, "Content-Length", len);
+        /* evhttp would send a HEAD answer's body to an HTTP/1.0 client: leave it out here */
+        evhttp_send_reply(req, HTTP_OK, "OK", cmd == EVHTTP_REQ_HEAD ? NULL : body);
     }
     if (body)
         evbuffer_free(body);
@@ -68,7 +84,9 @@ int metrics_http_new(struct deferd *d, struct metrics_http **out)
         return -1;
     }
     h->d = d;
-    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+    /* Others are answered 405 in on_request; methods evhttp does not know get its 501. */
+    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
     evhttp_set_timeout(h->http, HTTP_TIMEOUT_S);
     evhttp_set_max_headers_size(h->http, 8192);
     evhttp_set_max_body_size(h->http, 4096);
