@@ -218,6 +218,7 @@ static void stats_queue(deferd_client *c)
 {
     char buf[4096];
     CHECK(deferd_stats_queue(c, "emails", buf, sizeof buf) == DEFERD_OK);
+    printf("STATS emails: %s\n", buf);
     CHECK_CONTAINS(buf, "queue=emails put=3 delivered=4 redelivered=1 acked=3 nacked=1 ");
     CHECK_CONTAINS(buf, " consumers=1 ");
     CHECK_CONTAINS(buf, " lateness_samples=4 lateness_p50_ms=");
@@ -260,6 +261,7 @@ static void deferctl_stats(void)
     char cfg[400];
     snprintf(cfg, sizeof cfg, "%s/deferd.ini", d.dir);
     char *j = run_deferctl(cfg, "emails --json");
+    printf("deferctl stats emails --json: %s", j);
     CHECK(j[0] == '{' && strstr(j, "}\n"));
     CHECK_CONTAINS(j, "\"queue\": \"emails\"");
     CHECK_CONTAINS(j, "\"zk_state\": \"CONNECTED\"");
