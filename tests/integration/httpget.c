@@ -115,3 +115,23 @@ int free_tcp_port(void)
         close(fd);
     return port;
 }
+
+int metrics_port_in_log(const char *log)
+{
+    static const char tag[] = "metrics: serving http://127.0.0.1:";
+    long long deadline = mono_ms() + 10000;
+    while (mono_ms() < deadline) {
+        FILE *f = fopen(log, "r");
+        char line[1024];
+        int p = 0;
+        while (f && fgets(line, sizeof line, f))
+            if (strstr(line, tag))
+                p = atoi(strstr(line, tag) + strlen(tag));
+        if (f)
+            fclose(f);
+        if (p > 0)
+            return p;
+        usleep(20000);
+    }
+    return -1;
+}

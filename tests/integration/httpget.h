@@ -10,6 +10,10 @@
 int http_request(int port, const char *method, const char *path, int timeout_ms, char **body,
                  char *ctype, size_t ctlen);
 
+/* The port in deferd's "metrics: serving http://127.0.0.1:PORT/metrics" line in LOG
+ * (listen = 127.0.0.1:0), waiting up to 10 s for it; -1 if it does not come. */
+int metrics_port_in_log(const char *log);
+
 /* A TCP port on 127.0.0.1 that was free a moment ago (for servers that cannot report one). */
 int free_tcp_port(void);
 

@@ -13,27 +13,6 @@ static struct daemon_proc d;
 static char root[128];
 static int port;
 
-/* The bound port, from the daemon's log line (listen = 127.0.0.1:0). */
-static int metrics_port(void)
-{
-    static const char tag[] = "metrics: serving http://127.0.0.1:";
-    int64_t deadline = now_ms() + 10000;
-    while (now_ms() < deadline) {
-        FILE *f = fopen(d.log, "r");
-        char line[1024];
-        int p = 0;
-        while (f && fgets(line, sizeof line, f))
-            if (strstr(line, tag))
-                p = atoi(strstr(line, tag) + strlen(tag));
-        if (f)
-            fclose(f);
-        if (p > 0)
-            return p;
-        usleep(20000);
-    }
-    return -1;
-}
-
 static char *scrape(void)
 {
     char *body = NULL, ctype[128] = "";
@@ -285,7 +264,7 @@ int main(void)
     harness_init("metrics", root, sizeof root);
     const char *ov[] = {"metrics.listen=127.0.0.1:0", NULL};
     CHECK(daemon_start(&d, root, "metrics", ov) == 0);
-    port = metrics_port();
+    port = metrics_port_in_log(d.log);
     CHECK(port > 0);
     if (port > 0) {
         deferd_client *prod = client(&d), *c1 = client(&d), *c2 = client(&d),

@@ -30,26 +30,6 @@ static const char *find_prometheus(char *buf, size_t len)
     return NULL;
 }
 
-static int metrics_port(void)
-{
-    static const char tag[] = "metrics: serving http://127.0.0.1:";
-    int64_t deadline = now_ms() + 10000;
-    while (now_ms() < deadline) {
-        FILE *f = fopen(d.log, "r");
-        char line[1024];
-        int p = 0;
-        while (f && fgets(line, sizeof line, f))
-            if (strstr(line, tag))
-                p = atoi(strstr(line, tag) + strlen(tag));
-        if (f)
-            fclose(f);
-        if (p > 0)
-            return p;
-        usleep(20000);
-    }
-    return -1;
-}
-
 static pid_t start_prometheus(const char *bin, const char *dir, int web_port, int target)
 {
     char cfg[512], data[512], listen[64], logp[512], a1[600], a2[600];
@@ -117,7 +97,7 @@ static void acks(int n)
 
 static void run(const char *bin, const char *dir)
 {
-    int target = metrics_port(), web = free_tcp_port();
+    int target = metrics_port_in_log(d.log), web = free_tcp_port();
     CHECK(target > 0 && web > 0);
     pid_t pid = target > 0 && web > 0 ? start_prometheus(bin, dir, web, target) : -1;
     CHECK(pid > 0);

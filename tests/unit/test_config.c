@@ -82,31 +82,31 @@ static void overrides(void)
     CHECK_CONTAINS(err, "SECTION.KEY=VALUE");
 }
 
+/* Loads BASE + TEXT + a queue with one override (or none); checks the listen address
+ * (HOST NULL: disabled). */
+static void expect_listen(const char *text, const char *ov, const char *host, unsigned port)
+{
+    struct config cfg;
+    char buf[256], err[512];
+    snprintf(buf, sizeof buf, BASE "%s[queue a]\n", text);
+    CHECK(load_text(buf, &ov, ov ? 1 : 0, &cfg, err, sizeof err) == 0);
+    if (host)
+        CHECK(cfg.metrics_host && strcmp(cfg.metrics_host, host) == 0 &&
+              cfg.metrics_port == port);
+    else
+        CHECK(cfg.metrics_host == NULL);
+    config_free(&cfg);
+}
+
 /* [metrics] listen: default on loopback, host:port forms, off, and what is refused. */
 static void metrics_listen(void)
 {
-    struct config cfg;
-    char err[512];
-    CHECK(load_text(BASE "[queue a]\n", NULL, 0, &cfg, err, sizeof err) == 0);
-    CHECK(cfg.metrics_host && strcmp(cfg.metrics_host, "127.0.0.1") == 0);
-    CHECK(cfg.metrics_port == 9464);
-    config_free(&cfg);
-    CHECK(load_text(BASE "[metrics]\nlisten = [::1]:0\n[queue a]\n", NULL, 0, &cfg, err,
-                    sizeof err) == 0);
-    CHECK(cfg.metrics_host && strcmp(cfg.metrics_host, "::1") == 0 && cfg.metrics_port == 0);
-    config_free(&cfg);
-    const char *ov[] = {"metrics.listen=localhost:9100"};
-    CHECK(load_text(BASE "[queue a]\n", ov, 1, &cfg, err, sizeof err) == 0);
-    CHECK(cfg.metrics_host && strcmp(cfg.metrics_host, "localhost") == 0);
-    CHECK(cfg.metrics_port == 9100);
-    config_free(&cfg);
-    CHECK(load_text(BASE "[metrics]\nlisten = off\n[queue a]\n", NULL, 0, &cfg, err,
-                    sizeof err) == 0);
-    CHECK(cfg.metrics_host == NULL);
-    config_free(&cfg);
-    CHECK(load_text(BASE "[metrics]\nlisten =\n[queue a]\n", NULL, 0, &cfg, err, sizeof err) == 0);
-    CHECK(cfg.metrics_host == NULL);
-    config_free(&cfg);
+    expect_listen("", NULL, "127.0.0.1", 9464);
+    expect_listen("[metrics]\nlisten = [::1]:0\n", NULL, "::1", 0);
+    expect_listen("", "metrics.listen=localhost:9100", "localhost", 9100);
+    expect_listen("[metrics]\nlisten = off\n", NULL, NULL, 0);
+    expect_listen("[metrics]\nlisten =\n", NULL, NULL, 0);
+    expect_listen("[metrics]\nlisten = 127.0.0.1:80\n", "metrics.listen=off", NULL, 0);
     expect_error(BASE "[metrics]\nlisten = 127.0.0.1\n[queue a]\n", 6, "HOST:PORT");
     expect_error(BASE "[metrics]\nlisten = 127.0.0.1:65536\n[queue a]\n", 6, "HOST:PORT");
     expect_error(BASE "[metrics]\nlisten = :9464\n[queue a]\n", 6, "HOST:PORT");
