@@ -301,3 +301,30 @@ int admin_queue_known(struct admin *a, const char *queue, char *err, size_t errl
 {
     return admin_queue(a, queue, err, errlen) != NULL;
 }
+
+int admin_dead_count(struct admin *a, const char *queue, long long *count, char *err,
+                     size_t errlen)
+{
+    char dir[LAYOUT_PATH_MAX], bucket[LAYOUT_PATH_MAX + 32];
+    struct String_vector buckets;
+    *count = 0;
+    if (!config_valid_queue_name(queue))
+        return snprintf(err, errlen, "bad queue name '%s'", queue), -1;
+    snprintf(dir, sizeof dir, "%s/queues/%s/dead", a->cfg.zk_root, queue);
+    int rc = zoo_get_children(a->zh, dir, 0, &buckets);
+    if (rc == ZNONODE)
+        return 0; /* nothing was ever dead-lettered */
+    if (rc != ZOK)
+        return admin_failed(err, errlen, "listing", dir, rc);
+    for (int i = 0; i < buckets.count && rc == ZOK; i++) {
+        struct Stat st;
+        snprintf(bucket, sizeof bucket, "%s/%s", dir, buckets.data[i]);
+        rc = zoo_exists(a->zh, bucket, 0, &st);
+        if (rc == ZOK)
+            *count += st.numChildren;
+        else if (rc == ZNONODE) /* emptied and removed meanwhile */
+            rc = ZOK;
+    }
+    deallocate_String_vector(&buckets);
+    return rc == ZOK ? 0 : admin_failed(err, errlen, "reading", bucket, rc);
+}

@@ -21,6 +21,9 @@ int admin_dead_show(struct admin *a, const char *id, FILE *out, char *err, size_
 int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen, char *err,
                     size_t errlen);
 int admin_dead_delete(struct admin *a, const char *id, char *err, size_t errlen);
+/* Dead letters of QUEUE, counted from each bucket's numChildren (no job is read). */
+int admin_dead_count(struct admin *a, const char *queue, long long *count, char *err,
+                     size_t errlen);
 
 /* Is QUEUE configured? 1, or 0 with a message in err. */
 int admin_queue_known(struct admin *a, const char *queue, char *err, size_t errlen);

@@ -1130,10 +1130,17 @@ int deferd_ping(deferd_client *c)
 
 int deferd_stats(deferd_client *c, char *buf, size_t len)
 {
+    return deferd_stats_queue(c, NULL, buf, len);
+}
+
+int deferd_stats_queue(deferd_client *c, const char *queue, char *buf, size_t len)
+{
     if (c == NULL || buf == NULL || len == 0)
         return DEFERD_EARG;
     struct out_line l = { .len = 0 };
-    int rc = line_add(c, &l, "STATS");
+    int rc = queue ? check_queue(c, queue, strlen(queue)) : DEFERD_OK;
+    if (rc == DEFERD_OK)
+        rc = queue ? line_add(c, &l, "STATS %s", queue) : line_add(c, &l, "STATS");
     if (rc == DEFERD_OK)
         rc = transact_line(c, &l);
     if (rc == DEFERD_OK)

@@ -147,6 +147,36 @@ static int zookeeper_key(struct load *ld, const char *key, const char *value)
     return fail(ld, "unknown key '%s' in section [zookeeper]", key);
 }
 
+/* "HOST:PORT" or "[IPV6]:PORT"; "" or "off" disables. The host is resolved at bind time. */
+static int metrics_key(struct load *ld, const char *key, const char *value)
+{
+    struct config *c = ld->cfg;
+    if (strcmp(key, "listen") != 0)
+        return fail(ld, "unknown key '%s' in section [metrics]", key);
+    free(c->metrics_host);
+    c->metrics_host = NULL;
+    if (*value == '\0' || strcmp(value, "off") == 0)
+        return 1;
+    const char *colon = strrchr(value, ':'), *host = value;
+    size_t n = colon ? (size_t)(colon - value) : 0;
+    if (n >= 2 && value[0] == '[' && value[n - 1] == ']') {
+        host++;
+        n -= 2;
+    }
+    uint64_t port;
+    char buf[128];
+    if (!colon || n == 0 || n >= sizeof buf || units_parse_u64(colon + 1, 65535, &port) != 0)
+        return fail(ld, "'listen': '%s' is not HOST:PORT, e.g. 127.0.0.1:9464 (or off)", value);
+    memcpy(buf, host, n);
+    buf[n] = '\0';
+    int v6 = host != value;
+    if (strspn(buf, v6 ? "0123456789abcdefABCDEF:." : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
+                         "qrstuvwxyz0123456789.-") != n)
+        return fail(ld, "'listen': bad host '%s' (IPv6 goes in brackets: [::1]:9464)", buf);
+    c->metrics_port = (unsigned)port;
+    return set_string(ld, &c->metrics_host, key, buf);
+}
+
 static struct queue_config *find_queue(struct config *c, const char *name)
 {
     for (size_t i = 0; i < c->nqueues; i++)
@@ -248,7 +278,7 @@ static void on_section(struct load *ld, const char *section)
             fail(ld, "duplicate section [%s]", section);
         else
             add_queue(ld, section + 6);
-    } else
+    } else if (strcmp(section, "metrics") != 0)
         fail(ld, "unknown section [%s]", section);
 }
 
@@ -282,6 +312,8 @@ static int on_entry(void *user, const char *section, const char *key, const char
         return daemon_key(ld, key, value);
     if (strcmp(section, "zookeeper") == 0)
         return zookeeper_key(ld, key, value);
+    if (strcmp(section, "metrics") == 0)
+        return metrics_key(ld, key, value);
     if (strncmp(section, "queue ", 6) == 0)
         return queue_key(ld, section + 6, key, value);
     return 0; /* unknown section: reported at its header */
@@ -337,7 +369,9 @@ static int defaults(struct config *c, const char *path)
     c->drain_grace_ms = 30000;
     c->zk_root = strdup("/deferd");
     c->session_timeout_ms = 10000;
-    return c->path && c->zk_root ? 0 : -1;
+    c->metrics_host = strdup("127.0.0.1");
+    c->metrics_port = 9464;
+    return c->path && c->zk_root && c->metrics_host ? 0 : -1;
 }
 
 /* "section.key=value"; the section may contain spaces ("queue emails.priority=3"). */
@@ -465,6 +499,7 @@ void config_free(struct config *cfg)
     free(cfg->zk_hosts);
     free(cfg->zk_root);
     free(cfg->zk_auth);
+    free(cfg->metrics_host);
     free(cfg->queues);
     memset(cfg, 0, sizeof *cfg);
 }

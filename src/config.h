@@ -45,6 +45,9 @@ struct config {
     char *zk_root;
     uint64_t session_timeout_ms;
     char *zk_auth;            /* "scheme:credentials", e.g. "digest:user:secret"; or NULL */
+    /* [metrics] */
+    char *metrics_host;       /* HTTP listen address for /metrics; NULL = disabled */
+    unsigned metrics_port;    /* 0 = any free port (logged) */
     /* [queue NAME] */
     struct queue_config *queues;
     size_t nqueues;

@@ -74,6 +74,18 @@ uint64_t consumer_ring_room(const struct consumer_ring *ring)
     return room;
 }
 
+size_t consumer_ring_size(const struct consumer_ring *ring)
+{
+    size_t n = 0;
+    const struct sub *s = ring->head;
+    if (s)
+        do {
+            n++;
+            s = s->rnext;
+        } while (s != ring->head);
+    return n;
+}
+
 void consumer_hold(struct consumer *c, struct job *job)
 {
     job->owner = c;

@@ -3,6 +3,7 @@
 #ifndef DEFERD_CONSUMERS_H
 #define DEFERD_CONSUMERS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "layout.h"
@@ -43,6 +44,8 @@ struct consumer *consumer_pick(struct consumer_ring *ring);
 void consumer_hold(struct consumer *c, struct job *job);
 /* Free slots of all consumers on the ring (a consumer on several rings counts on each). */
 uint64_t consumer_ring_room(const struct consumer_ring *ring);
+/* Consumers on the ring. */
+size_t consumer_ring_size(const struct consumer_ring *ring);
 /* Remembers that this consumer's lease on ID ended, so that a late ack is told why. */
 void consumer_note_lost(struct consumer *c, const char *id);
 int consumer_lost(const struct consumer *c, const char *id);

@@ -9,6 +9,7 @@
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "log.h"
+#include "metrics.h"
 #include "protocol.h"
 #include "server.h"
 #include "txnbatch.h"
@@ -41,7 +42,9 @@ static void finish(struct cput *cp, int rc, const char *created)
     if (rc == ZOK && name &&
         snprintf(id, sizeof id, "%s/%s", cp->q->cfg->name, name + 1) < (int)sizeof id) {
         reply_ok(cp->r, id);
+        metrics_event(cp->ds->d->metrics, cp->q->cfg, ME_PUT);
     } else {
+        metrics_refused(cp->ds->d->metrics, cp->q->cfg, MR_FAILED);
         log_warn("queue %s: put to Curator queue %s failed: %s", cp->q->cfg->name, cp->path,
                  rc == ZOK ? "no name came back" : zerror(rc));
         reply_err(cp->r, PE_UNAVAILABLE, "ZooKeeper did not store the job: %s",

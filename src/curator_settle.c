@@ -12,6 +12,7 @@
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "log.h"
+#include "metrics.h"
 #include "server.h"
 #include "txnbatch.h"
 #include "units.h"
@@ -129,6 +130,17 @@ static int session_gone(int rc)
     return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
 }
 
+/* Applied: the parts' verdicts count as native acks, nacks and dead letters do (a nack of
+ * the last attempt counts as dead-lettered only). */
+static void count_verdicts(struct dispatcher *ds, const struct citem *ci)
+{
+    static const enum metrics_event ev[] = {[V_ACK] = ME_ACKED, [V_NACK] = ME_NACKED,
+                                            [V_DEAD] = ME_DEAD_LETTERED};
+    for (size_t i = 0; ci->verdict && i < ci->nparts; i++)
+        if (ci->verdict[i] != V_OPEN)
+            metrics_event(ds->d->metrics, ci->cq->q->cfg, ev[ci->verdict[i]]);
+}
+
 static void on_settled(const struct zk_result *res, void *ctx)
 {
     struct citem *ci = ctx;
@@ -148,6 +160,7 @@ static void on_settled(const struct zk_result *res, void *ctx)
         }
     }
     if (rc == ZOK) {
+        count_verdicts(ds, ci);
         ci_finish(ds, ci, NULL);
     } else if (item_gone) {
         /* Deleted by someone else while we held it (or by our own earlier try whose answer

@@ -14,6 +14,8 @@ struct session;
 struct pending;
 struct drain;
 struct notify;
+struct metrics;
+struct metrics_http;
 
 struct deferd {
     struct event_base *base;
@@ -26,6 +28,8 @@ struct deferd {
     struct pending *pending;
     struct drain *drain;       /* set once SIGTERM/SIGINT started the drain */
     struct notify *notify;     /* sd_notify to the service manager */
+    struct metrics *metrics;   /* metrics.h */
+    struct metrics_http *metrics_http; /* NULL when [metrics] listen is off */
     int64_t session_id;        /* current ZooKeeper session, 0 when none */
     int exit_status;
 };

@@ -4,6 +4,7 @@
 #include "deferd/client.h"
 #include "admin.h"
 #include "deferctl.h"
+#include "deferctl_stats.h"
 #include "units.h"
 
 #define DEFAULT_CONFIG "/etc/deferd/deferd.ini"
@@ -76,7 +77,7 @@ static void main_usage(FILE *f)
           "  put    schedule a job\n"
           "  work   run a command for each job of some queues\n"
           "  ping   check that deferd answers\n"
-          "  stats  show the daemon's ZooKeeper connection state and counters\n"
+          "  stats  show the daemon's counters, or one queue's (add --json for JSON)\n"
           "  help   show help for a command\n"
           "Operator commands (read and write ZooKeeper, configured by -c):\n"
           "  list        page through a queue's pending jobs in due order\n"
@@ -829,43 +830,6 @@ static int cmd_work(const char *sock, int argc, char **argv)
 
 /* ---- ping ---- */
 
-static void stats_usage(FILE *f)
-{
-    fputs("Usage: deferctl stats\n"
-          "Print the daemon's status: ZooKeeper connection state, time in it, transitions,\n"
-          "session, jobs known, consumers.\n", f);
-}
-
-static int cmd_stats(const char *sock, int argc, char **argv)
-{
-    if (argc > 1) {
-        if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-            stats_usage(stdout);
-            return EXIT_OK;
-        }
-        stats_usage(stderr);
-        return EXIT_USAGE;
-    }
-    deferd_client *c = connect_or_complain(sock);
-    if (c == NULL)
-        return EXIT_FAIL;
-    char buf[1024];
-    int rc = deferd_stats(c, buf, sizeof buf);
-    if (rc == DEFERD_OK) {
-        for (char *t = strtok(buf, " "); t; t = strtok(NULL, " ")) {
-            char *eq = strchr(t, '=');
-            if (eq)
-                *eq = '\0';
-            printf("%-22s %s\n", t, eq ? eq + 1 : "");
-        }
-        rc = EXIT_OK;
-    } else {
-        rc = lib_fail(c, "stats", rc);
-    }
-    deferd_close(c);
-    return rc;
-}
-
 static int cmd_ping(const char *sock, int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -939,6 +903,13 @@ static int cmd_dead(const char *sock, int argc, char **argv)
     return rc == 0 ? EXIT_OK : EXIT_FAIL;
 }
 
+/* ---- stats (deferctl_stats.c) ---- */
+
+static int cmd_stats(const char *sock, int argc, char **argv)
+{
+    return deferctl_stats(sock, deferctl_config_path, argc, argv);
+}
+
 /* ---- main ---- */
 
 struct command {
@@ -953,7 +924,7 @@ static const struct command commands[] = {
     { "work", cmd_work, work_usage, "deferctl work" },
     { "ping", cmd_ping, ping_usage, "deferctl ping" },
     { "dead", cmd_dead, dead_usage, "deferctl dead" },
-    { "stats", cmd_stats, stats_usage, "deferctl stats" },
+    { "stats", cmd_stats, deferctl_stats_usage, "deferctl stats" },
     { "list", cmd_list, list_usage, "deferctl list" },
     { "show", cmd_show, show_usage, "deferctl show" },
     { "cancel", cmd_cancel, cancel_usage, "deferctl cancel" },

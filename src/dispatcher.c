@@ -12,6 +12,7 @@
 #include "curator_consume.h"
 #include "daemon.h"
 #include "log.h"
+#include "metrics.h"
 #include "mirror.h"
 #include "pending.h"
 #include "protocol.h"
@@ -425,6 +426,9 @@ void deliver(struct dispatcher *ds, struct job *job)
     lease_start(ds, job);
     if (server_push_job(job->owner->conn, job) != 0)
         log_error("queue %s: job %s: cannot queue the push", job->q->cfg->name, job->id);
+    else
+        metrics_delivered(ds->d->metrics, job->q->cfg, job->attempt, job->jn.prior_attempts,
+                          job->jn.due_ms);
     log_debug("queue %s: job %s attempt %u delivered", job->q->cfg->name, job->id, job->attempt);
 }
 
@@ -785,15 +789,31 @@ void dispatcher_verify_held(struct dispatcher *ds)
     }
 }
 
+void dispatcher_queue_counts(const struct dispatcher *ds, struct queue_counts *out)
+{
+    const struct job *job, *tmp;
+    memset(out, 0, ds->nqueues * sizeof *out);
+    HASH_ITER(hh, ds->jobs, job, tmp) {
+        struct queue_counts *c = &out[job->q - ds->queues];
+        c->inflight += job->state == JS_INFLIGHT;
+        c->ready += job->state == JS_READY;
+        c->delayed += job->state == JS_DELAYED || job->state == JS_ARMED;
+        c->known++;
+    }
+}
+
 void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
 {
     size_t inflight = 0, ready = 0, delayed = 0;
-    const struct job *job, *tmp;
-    HASH_ITER(hh, ds->jobs, job, tmp) {
-        inflight += job->state == JS_INFLIGHT;
-        ready += job->state == JS_READY;
-        delayed += job->state == JS_DELAYED || job->state == JS_ARMED;
+    struct queue_counts *qc = calloc(ds->nqueues ? ds->nqueues : 1, sizeof *qc);
+    if (qc)
+        dispatcher_queue_counts(ds, qc);
+    for (size_t i = 0; qc && i < ds->nqueues; i++) {
+        inflight += qc[i].inflight;
+        ready += qc[i].ready;
+        delayed += qc[i].delayed;
     }
+    free(qc);
     unsigned long long items[3], multis[3], lists, names;
     mirror_counts(ds->d->mirror, &lists, &names);
     txnbatch_counts(ds->puts, &items[0], &multis[0]);

@@ -114,6 +114,12 @@ void dispatcher_revoke_all(struct dispatcher *ds);
 void dispatcher_verify_held(struct dispatcher *ds); /* after RECONNECTED */
 void dispatcher_shift_leases(struct dispatcher *ds, int64_t delta_ms);
 void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len); /* for STATS */
+/* Jobs this daemon mirrors, per queue (OUT has one entry per configured queue, in order):
+ * delayed includes jobs locked ahead of their due time; known counts every state. */
+struct queue_counts {
+    size_t delayed, ready, inflight, known;
+};
+void dispatcher_queue_counts(const struct dispatcher *ds, struct queue_counts *out);
 
 /* Pausing (a queue, from its ZooKeeper flag) and draining (all queues, at SIGTERM): no
  * new locks or pushes; locks taken ahead of a consumer are given back. Held jobs stay. */

@@ -149,4 +149,10 @@ void jsonw_null(struct jsonw *w, const char *key)
     fputs("null", w->f);
 }
 
+void jsonw_raw(struct jsonw *w, const char *key, const char *text)
+{
+    prefix(w, key);
+    fputs(text, w->f);
+}
+
 void jsonw_finish(struct jsonw *w) { fputc('\n', w->f); }

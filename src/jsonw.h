@@ -31,6 +31,8 @@ void jsonw_uint(struct jsonw *w, const char *key, uint64_t v);
 void jsonw_double(struct jsonw *w, const char *key, double v);
 void jsonw_bool(struct jsonw *w, const char *key, int v);
 void jsonw_null(struct jsonw *w, const char *key);
+/* TEXT as it is: for numbers the caller has checked to be valid JSON. */
+void jsonw_raw(struct jsonw *w, const char *key, const char *text);
 /* Ends the document with a newline. */
 void jsonw_finish(struct jsonw *w);
 

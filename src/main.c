@@ -13,6 +13,8 @@
 #include "dispatcher.h"
 #include "drain.h"
 #include "log.h"
+#include "metrics.h"
+#include "metrics_http.h"
 #include "mirror.h"
 #include "notify.h"
 #include "server.h"
@@ -135,9 +137,11 @@ static int run(struct deferd *d)
     if (!d->notify)
         goto out;
     /* The store first: the others send through it. Its events wait for the loop. */
-    d->zs = zkstore_new(d->base, d->cfg, on_watch, on_session, d);
+    d->metrics = metrics_new(d);
+    d->zs = d->metrics ? zkstore_new(d->base, d->cfg, on_watch, on_session, d) : NULL;
     if (!d->zs)
         goto out;
+    zkstore_set_metrics(d->zs, d->metrics);
     d->mirror = mirror_new(d);
     d->dispatcher = dispatcher_new(d);
     d->session = session_new(d);
@@ -145,13 +149,14 @@ static int run(struct deferd *d)
     if (!d->mirror || !d->dispatcher || !d->session || !d->pending)
         goto out;
     d->server = server_new(d);
-    if (!d->server)
+    if (!d->server || metrics_http_new(d, &d->metrics_http) != 0)
         goto out;
     log_info("deferd started: %zu queue(s), zookeeper %s, root %s", d->cfg->nqueues,
              d->cfg->zk_hosts, d->cfg->zk_root);
     event_base_dispatch(d->base);
     rc = d->exit_status;
 out:
+    metrics_http_free(d->metrics_http);
     server_free(d->server);   /* closes clients: their jobs are released first */
     dispatcher_close(d->dispatcher);
     zkstore_free(d->zs);      /* ends the session: remaining locks vanish at once */
@@ -161,6 +166,7 @@ out:
     pending_free(d->pending);
     drain_free(d->drain);
     notify_free(d->notify);
+    metrics_free(d->metrics);
     for (int i = 0; i < 2; i++)
         if (sigs[i])
             event_free(sigs[i]);

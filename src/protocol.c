@@ -163,8 +163,12 @@ static int parse_command(char **tok, int n, struct proto_request *r, struct prot
         case CMD_ACK:
         case CMD_NACK:
         case CMD_TOUCH: return parse_id(tok[1], r, err);
-        case CMD_PING:
-        case CMD_STATS: return 0;
+        case CMD_STATS:
+            if (n < 2 || strchr(tok[1], '='))
+                return 0;
+            *first_option = 2; /* STATS QUEUE */
+            return parse_queue(tok[1], r->queue, err);
+        case CMD_PING: return 0;
         }
     }
     return bad(err, PE_BAD_REQUEST, "unknown command '%.20s'", tok[0]);

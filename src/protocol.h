@@ -24,7 +24,7 @@ enum proto_errcode {
 
 struct proto_request {
     enum proto_cmd cmd;
-    char queue[QUEUE_NAME_MAX + 1];                   /* PUT */
+    char queue[QUEUE_NAME_MAX + 1];                   /* PUT; STATS: "" or one queue */
     char subs[PROTO_SUB_MAX][QUEUE_NAME_MAX + 1];     /* SUB */
     size_t nsubs;
     uint32_t inflight;                                /* SUB, default 1 */

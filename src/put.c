@@ -10,6 +10,7 @@
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "log.h"
+#include "metrics.h"
 #include "mirror.h"
 #include "pending.h"
 #include "protocol.h"
@@ -158,11 +159,13 @@ static void put_done(struct put *p, int rc)
     char id[LAYOUT_ID_MAX + 1];
     if (rc == ZOK && layout_job_id(id, sizeof id, p->q->cfg->name, &p->jn) == 0) {
         reply_ok(p->r, id);
+        metrics_event(p->ds->d->metrics, p->q->cfg, ME_PUT);
         pending_changed(p->q, +1);
         mirror_job_created(p->ds->d->mirror, p->q, p->path);
         keep_payload(p);
     } else {
         log_warn("queue %s: put to %s failed: %s", p->q->cfg->name, p->path, zerror(rc));
+        metrics_refused(p->ds->d->metrics, p->q->cfg, MR_FAILED);
         reply_err(p->r, PE_UNAVAILABLE, "ZooKeeper did not store the job: %s", zerror(rc));
     }
     free(p->payload);
@@ -194,7 +197,9 @@ void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct rep
         reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->queue);
     } else if (!zkstore_connected(ds->d->zs)) {
         reply_err(r, PE_UNAVAILABLE, "not connected to ZooKeeper");
+        metrics_refused(ds->d->metrics, q->cfg, MR_UNAVAILABLE);
     } else if (pending_full(q)) {
+        metrics_refused(ds->d->metrics, q->cfg, MR_QUEUE_FULL);
         reply_err(r, PE_QUEUE_FULL, "queue '%s' holds %lld of at most %llu pending jobs",
                   req->queue, (long long)pending_estimate(q),
                   (unsigned long long)q->cfg->max_pending);

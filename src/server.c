@@ -20,6 +20,7 @@
 #include "daemon.h"
 #include "dispatcher.h"
 #include "log.h"
+#include "metrics.h"
 #include "session.h"
 
 #define REQUESTS_PER_TURN 64      /* so that one busy client cannot starve the others */
@@ -213,6 +214,17 @@ static void handle_sub(struct conn *c, struct proto_request *req, struct reply *
     reply_ok(r, NULL);
 }
 
+static void handle_stats_queue(struct deferd *d, const char *queue, struct reply *r)
+{
+    char text[1024];
+    if (!dispatcher_queue(d->dispatcher, queue))
+        reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", queue);
+    else if (metrics_format_queue(d->metrics, queue, text, sizeof text) != 0)
+        reply_err(r, PE_INTERNAL, "out of memory");
+    else
+        reply_ok(r, text);
+}
+
 static void handle_request(struct conn *c, struct proto_request *req)
 {
     struct dispatcher *ds = c->srv->d->dispatcher;
@@ -251,8 +263,12 @@ static void handle_request(struct conn *c, struct proto_request *req)
         reply_ok(r, "PONG");
         break;
     case CMD_STATS: {
-        char text[512];
+        char text[1024];
         size_t n;
+        if (req->queue[0]) {
+            handle_stats_queue(c->srv->d, req->queue, r);
+            break;
+        }
         session_format(c->srv->d->session, text, sizeof text);
         n = strlen(text);
         dispatcher_format(ds, text + n, sizeof text - n);

@@ -34,6 +34,10 @@ static const char *const names[CS_COUNT] = {
 
 const char *session_state_name(enum conn_state st) { return names[st]; }
 enum conn_state session_state(const struct session *s) { return s->state; }
+unsigned session_transitions(const struct session *s, enum conn_state st)
+{
+    return s->transitions[st];
+}
 
 static void renew(struct session *s);
 

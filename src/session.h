@@ -19,6 +19,8 @@ void session_free(struct session *s);
 void session_on_zk_state(struct session *s, int zk_state);
 enum conn_state session_state(const struct session *s);
 const char *session_state_name(enum conn_state st);
+/* How often the session entered ST since start. */
+unsigned session_transitions(const struct session *s, enum conn_state st);
 /* "key=value ..." for STATS. */
 void session_format(const struct session *s, char *buf, size_t len);
 

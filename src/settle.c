@@ -12,6 +12,7 @@
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "log.h"
+#include "metrics.h"
 #include "pending.h"
 #include "protocol.h"
 #include "server.h"
@@ -175,6 +176,10 @@ static void settled(struct dispatcher *ds, struct settle *st)
     if (st->bury)
         log_warn("queue %s: job %s dead-lettered after %u attempts (max_attempts %u)",
                  job->q->cfg->name, job->id, job->attempt, job->q->cfg->max_attempts);
+    if (st->r || !st->bury) /* a bury without a reply is no consumer's nack */
+        metrics_event(ds->d->metrics, job->q->cfg, st->op == SETTLE_ACK ? ME_ACKED : ME_NACKED);
+    if (st->bury)
+        metrics_event(ds->d->metrics, job->q->cfg, ME_DEAD_LETTERED);
     if (st->r)
         reply_ok(st->r, st->has_delay && !st->bury ? st->next_id : NULL);
     if (st->op == SETTLE_ACK || st->bury)
@@ -464,6 +469,7 @@ static void expire(struct dispatcher *ds, struct job *job)
     struct consumer *c = job->owner;
     log_info("queue %s: job %s: lease of %u ms expired, releasing it", job->q->cfg->name,
              job->id, job->ttr_ms);
+    metrics_event(ds->d->metrics, job->q->cfg, ME_EXPIRED);
     if (c) {
         consumer_note_lost(c, job->id);
         server_push_expired(c->conn, job->id);

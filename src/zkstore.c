@@ -4,10 +4,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config.h"
 #include "log.h"
 #include "loopq.h"
+#include "metrics.h"
 
 /* Watch and session events name the handle they came from: after a renewal, the old
  * handle's events are dropped (its call results still arrive, so contexts are freed). */
@@ -25,6 +27,7 @@ struct zkstore {
     zk_watch_fn on_watch;
     zk_session_fn on_session;
     void *ctx;
+    struct metrics *metrics;
     int connected;
     int closing; /* no new calls; late completions arrive with ZCLOSING */
     int early_state;   /* a session event of the new handle that came before the handle */
@@ -39,6 +42,8 @@ struct zk_msg {
     zk_done_fn done;
     void *ctx;
     struct zk_result res;
+    enum metrics_zk_op op;
+    int64_t sent_ns, done_ns;          /* CLOCK_MONOTONIC: the call, its completion */
     zoo_op_t *ops;                     /* multi */
     zoo_op_result_t *op_res;
     struct Stat *stats;                /* multi: one per op, for set operations */
@@ -54,6 +59,13 @@ struct zk_msg {
 /* While disconnected the client logs every reconnect attempt; deferd logs the state change
  * once instead, so those lines go to debug. Written by the loop, read on client threads. */
 static _Atomic int quiet_client_log;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static void free_msg(struct zk_msg *m)
 {
@@ -98,6 +110,7 @@ static void on_loop(struct loopq_item *item, void *unused)
     }
     switch (m->kind) {
     case MSG_RESULT:
+        metrics_zk_request(zs->metrics, m->op, m->done_ns - m->sent_ns);
         if (m->done)
             m->done(&m->res, m->ctx);
         break;
@@ -115,7 +128,8 @@ static void on_loop(struct loopq_item *item, void *unused)
     free_msg(m);
 }
 
-static struct zk_msg *new_result(struct zkstore *zs, zk_done_fn done, void *ctx)
+static struct zk_msg *new_result(struct zkstore *zs, enum metrics_zk_op op, zk_done_fn done,
+                                 void *ctx)
 {
     if (zs->closing || !zs->zh)
         return NULL; /* callers see ZSYSTEMERROR and give up their context */
@@ -125,6 +139,8 @@ static struct zk_msg *new_result(struct zkstore *zs, zk_done_fn done, void *ctx)
         m->zs = zs;
         m->done = done;
         m->ctx = ctx;
+        m->op = op;
+        m->sent_ns = mono_ns();
     }
     return m;
 }
@@ -135,6 +151,7 @@ static void finish(int rc, const void *data)
 {
     struct zk_msg *m = (struct zk_msg *)data;
     m->res.rc = rc;
+    m->done_ns = mono_ns(); /* here, not on the loop: a busy loop is not ZooKeeper's time */
     loopq_push(m->zs->q, &m->link);
 }
 
@@ -243,7 +260,7 @@ static int sent(struct zk_msg *m, int rc)
 int zkstore_create(struct zkstore *zs, const char *path, const void *data, size_t len,
                    int ephemeral, zk_done_fn done, void *ctx)
 {
-    struct zk_msg *m = new_result(zs, done, ctx);
+    struct zk_msg *m = new_result(zs, ZOP_CREATE, done, ctx);
     if (!m)
         return ZSYSTEMERROR;
     return sent(m, zoo_acreate(zs->zh, path, data, (int)len, &ZOO_OPEN_ACL_UNSAFE,
@@ -253,7 +270,7 @@ int zkstore_create(struct zkstore *zs, const char *path, const void *data, size_
 
 int zkstore_delete(struct zkstore *zs, const char *path, int version, zk_done_fn done, void *ctx)
 {
-    struct zk_msg *m = new_result(zs, done, ctx);
+    struct zk_msg *m = new_result(zs, ZOP_DELETE, done, ctx);
     if (!m)
         return ZSYSTEMERROR;
     return sent(m, zoo_adelete(zs->zh, path, version, on_void, m));
@@ -262,7 +279,7 @@ int zkstore_delete(struct zkstore *zs, const char *path, int version, zk_done_fn
 int zkstore_set(struct zkstore *zs, const char *path, const void *data, size_t len,
                 zk_done_fn done, void *ctx)
 {
-    struct zk_msg *m = new_result(zs, done, ctx);
+    struct zk_msg *m = new_result(zs, ZOP_SET, done, ctx);
     if (!m)
         return ZSYSTEMERROR;
     return sent(m, zoo_aset(zs->zh, path, data, (int)len, -1, on_stat, m));
@@ -270,7 +287,7 @@ int zkstore_set(struct zkstore *zs, const char *path, const void *data, size_t l
 
 int zkstore_get(struct zkstore *zs, const char *path, zk_done_fn done, void *ctx)
 {
-    struct zk_msg *m = new_result(zs, done, ctx);
+    struct zk_msg *m = new_result(zs, ZOP_GET, done, ctx);
     if (!m)
         return ZSYSTEMERROR;
     return sent(m, zoo_aget(zs->zh, path, 0, on_data, m));
@@ -278,7 +295,7 @@ int zkstore_get(struct zkstore *zs, const char *path, zk_done_fn done, void *ctx
 
 int zkstore_exists(struct zkstore *zs, const char *path, int watch, zk_done_fn done, void *ctx)
 {
-    struct zk_msg *m = new_result(zs, done, ctx);
+    struct zk_msg *m = new_result(zs, ZOP_EXISTS, done, ctx);
     if (!m)
         return ZSYSTEMERROR;
     return sent(m, zoo_aexists(zs->zh, path, watch, on_stat, m));
@@ -287,7 +304,7 @@ int zkstore_exists(struct zkstore *zs, const char *path, int watch, zk_done_fn d
 int zkstore_children(struct zkstore *zs, const char *path, int watch, zk_done_fn done,
                      void *ctx)
 {
-    struct zk_msg *m = new_result(zs, done, ctx);
+    struct zk_msg *m = new_result(zs, ZOP_CHILDREN, done, ctx);
     if (!m)
         return ZSYSTEMERROR;
     return sent(m, zoo_aget_children(zs->zh, path, watch, on_strings, m));
@@ -306,7 +323,7 @@ int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_
 {
     if (nops < 1 || nops > ZK_MULTI_MAX)
         return ZBADARGUMENTS;
-    struct zk_msg *m = new_result(zs, done, ctx);
+    struct zk_msg *m = new_result(zs, ZOP_MULTI, done, ctx);
     if (!m)
         return ZSYSTEMERROR;
     m->ops = calloc((size_t)nops, sizeof *m->ops);
@@ -367,6 +384,8 @@ int zkstore_create_parents(struct zkstore *zs, const char *path, zk_done_fn done
 }
 
 int zkstore_connected(const struct zkstore *zs) { return zs->connected; }
+
+void zkstore_set_metrics(struct zkstore *zs, struct metrics *m) { zs->metrics = m; }
 
 int64_t zkstore_session_id(const struct zkstore *zs)
 {

@@ -10,6 +10,7 @@
 
 struct event_base;
 struct config;
+struct metrics;
 
 /* Operations in one transaction: a batch of up to 128 jobs of at most 4 operations each. */
 #define ZK_MULTI_MAX 512
@@ -53,6 +54,8 @@ void zkstore_free(struct zkstore *zs);
  * callback gets ZKSTORE_HANDLE_FAILED. */
 int zkstore_renew(struct zkstore *zs);
 #define ZKSTORE_HANDLE_FAILED (-1000)
+/* Request times go to M (metrics.h) from now on. */
+void zkstore_set_metrics(struct zkstore *zs, struct metrics *m);
 int zkstore_connected(const struct zkstore *zs);
 int64_t zkstore_session_id(const struct zkstore *zs);
 int zkstore_negotiated_timeout(const struct zkstore *zs);

@@ -87,6 +87,9 @@ typedef struct deferd_event {
 
 /* Fills BUF with the daemon's status line ("key=value ..."); see docs/protocol.md, STATS. */
 int deferd_stats(deferd_client *c, char *buf, size_t len);
+/* The same for one queue (STATS QUEUE): its counters, jobs, consumers, delivery lateness and
+ * rates. An unconfigured queue fails with DEFERD_ESERVER, code UNKNOWN_QUEUE. */
+int deferd_stats_queue(deferd_client *c, const char *queue, char *buf, size_t len);
 
 /* Options for deferd_put(); zero-initialise, then set the has_* flags you need.
  * has_delay and has_at are mutually exclusive; neither means "due now". */

@@ -59,7 +59,8 @@ static int write_config(struct daemon_proc *d)
                "[zookeeper]\nhosts = %s\nroot = %s\nsession_timeout = 4s\n"
                "[queue a]\n[queue b]\npriority = 7\n[queue emails]\n"
                "[queue retry]\nbackoff_min = 200ms\nbackoff_max = 800ms\nbackoff_jitter = 0\n"
-               "max_attempts = 5\n[queue limited]\nmax_pending = 5\nmax_attempts = 1\n",
+               "max_attempts = 5\n[queue limited]\nmax_pending = 5\nmax_attempts = 1\n"
+               "[metrics]\nlisten = 127.0.0.1:0\n", /* any free port: daemons run side by side */
             d->sock, harness_zk_hosts, d->root);
     return fclose(f);
 }

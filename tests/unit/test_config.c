@@ -58,6 +58,8 @@ static void sample(void)
     const struct queue_config *q = config_queue(&cfg, "emails");
     CHECK(q && q->priority == 1024 && q->ttr_ms == 60000 && q->max_attempts == 10);
     CHECK(cfg.max_payload == 512 * 1024 && cfg.socket_mode == 0660);
+    CHECK(cfg.metrics_host && strcmp(cfg.metrics_host, "127.0.0.1") == 0);
+    CHECK(cfg.metrics_port == 9464);
     config_free(&cfg);
 }
 
@@ -80,6 +82,40 @@ static void overrides(void)
     CHECK_CONTAINS(err, "SECTION.KEY=VALUE");
 }
 
+/* Loads BASE + TEXT + a queue with one override (or none); checks the listen address
+ * (HOST NULL: disabled). */
+static void expect_listen(const char *text, const char *ov, const char *host, unsigned port)
+{
+    struct config cfg;
+    char buf[256], err[512];
+    snprintf(buf, sizeof buf, BASE "%s[queue a]\n", text);
+    CHECK(load_text(buf, &ov, ov ? 1 : 0, &cfg, err, sizeof err) == 0);
+    if (host)
+        CHECK(cfg.metrics_host && strcmp(cfg.metrics_host, host) == 0 &&
+              cfg.metrics_port == port);
+    else
+        CHECK(cfg.metrics_host == NULL);
+    config_free(&cfg);
+}
+
+/* [metrics] listen: default on loopback, host:port forms, off, and what is refused. */
+static void metrics_listen(void)
+{
+    expect_listen("", NULL, "127.0.0.1", 9464);
+    expect_listen("[metrics]\nlisten = [::1]:0\n", NULL, "::1", 0);
+    expect_listen("", "metrics.listen=localhost:9100", "localhost", 9100);
+    expect_listen("[metrics]\nlisten = off\n", NULL, NULL, 0);
+    expect_listen("[metrics]\nlisten =\n", NULL, NULL, 0);
+    expect_listen("[metrics]\nlisten = 127.0.0.1:80\n", "metrics.listen=off", NULL, 0);
+    expect_error(BASE "[metrics]\nlisten = 127.0.0.1\n[queue a]\n", 6, "HOST:PORT");
+    expect_error(BASE "[metrics]\nlisten = 127.0.0.1:65536\n[queue a]\n", 6, "HOST:PORT");
+    expect_error(BASE "[metrics]\nlisten = :9464\n[queue a]\n", 6, "HOST:PORT");
+    expect_error(BASE "[metrics]\nlisten = 127.0.0.1:-1\n[queue a]\n", 6, "HOST:PORT");
+    expect_error(BASE "[metrics]\nlisten = ::1:9464\n[queue a]\n", 6, "IPv6 goes in brackets");
+    expect_error(BASE "[metrics]\nlisten = a b:9464\n[queue a]\n", 6, "bad host");
+    expect_error(BASE "[metrics]\nport = 9464\n[queue a]\n", 6, "unknown key 'port'");
+}
+
 int main(void)
 {
     int fd = mkstemp(path);
@@ -88,6 +124,7 @@ int main(void)
     sample();
     curator_queue();
     overrides();
+    metrics_listen();
     expect_error(BASE "[queue a]\n[bogus]\n", 6, "unknown section [bogus]");
     expect_error(BASE "[queue a]\ncolour = red\n", 6, "unknown key 'colour'");
     expect_error("[daemon]\nsocket = /s\nlookahead = 5 s\n", 3, "malformed duration");

@@ -75,6 +75,14 @@ static void valid_requests(void)
     for (size_t i = 0; i < 3; i++)
         CHECK(proto_parse_line(curator_ids[i], strlen(curator_ids[i]), &req, &err) == 0);
     CHECK_STR(req.id, "r/queue-a2|1A2003B816E|0000000001");
+    /* STATS with and without a queue; a bad name or a stray option is refused */
+    CHECK(proto_parse_line("STATS", 5, &req, &err) == 0 && req.cmd == CMD_STATS);
+    CHECK(req.queue[0] == '\0');
+    CHECK(proto_parse_line("STATS emails", 12, &req, &err) == 0 && req.cmd == CMD_STATS);
+    CHECK_STR(req.queue, "emails");
+    CHECK(proto_parse_line("STATS .bad", 10, &req, &err) != 0);
+    CHECK(proto_parse_line("STATS x=1", 9, &req, &err) != 0);
+    CHECK(proto_parse_line("STATS a b", 9, &req, &err) != 0);
 }
 
 static void errors_resync(void)

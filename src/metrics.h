@@ -1,0 +1,40 @@
+/* The metrics registry: per-queue counters, delivery lateness, ZooKeeper request times, and
+ * their Prometheus text exposition (docs/metrics.md) and STATS QUEUE line. Gauges (jobs,
+ * consumers, session state) are read from their owners when asked, never counted twice.
+ * Loop thread only; every function accepts a NULL registry and then does nothing. */
+#ifndef DEFERD_METRICS_H
+#define DEFERD_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct deferd;
+struct evbuffer;
+struct metrics;
+struct queue_config;
+
+enum metrics_event { ME_PUT, ME_ACKED, ME_NACKED, ME_EXPIRED, ME_DEAD_LETTERED, ME_COUNT };
+/* Why a put to a configured queue was refused. */
+enum metrics_refusal { MR_QUEUE_FULL, MR_UNAVAILABLE, MR_FAILED, MR_COUNT };
+enum metrics_zk_op { ZOP_MULTI, ZOP_CREATE, ZOP_GET, ZOP_CHILDREN, ZOP_EXISTS, ZOP_SET,
+                     ZOP_DELETE, ZOP_COUNT };
+
+struct metrics *metrics_new(struct deferd *d);
+void metrics_free(struct metrics *m);
+
+void metrics_event(struct metrics *m, const struct queue_config *qc, enum metrics_event ev);
+void metrics_refused(struct metrics *m, const struct queue_config *qc, enum metrics_refusal why);
+/* A job was pushed to a consumer. Its lateness is observed only on the first delivery at
+ * this due time (attempt == prior_attempts + 1; due_ms 0 = no due time): a job released and
+ * delivered again keeps its old due time, which would count the earlier holder's time. */
+void metrics_delivered(struct metrics *m, const struct queue_config *qc, uint32_t attempt,
+                       uint32_t prior_attempts, uint64_t due_ms);
+/* A ZooKeeper request took NS nanoseconds from the call to its completion. */
+void metrics_zk_request(struct metrics *m, enum metrics_zk_op op, int64_t ns);
+
+/* The Prometheus text format, version 0.0.4. 0, or -1 when out of memory. */
+int metrics_expose(struct metrics *m, struct evbuffer *out);
+/* "key=value ..." for STATS QUEUE (docs/protocol.md); -1 when no such queue. */
+int metrics_format_queue(struct metrics *m, const char *queue, char *buf, size_t len);
+
+#endif
