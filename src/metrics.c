@@ -278,6 +278,14 @@ static int gauges_out(struct metrics *m, struct evbuffer *out)
         struct dqueue *q = ds ? dispatcher_queue(ds, qname(m, i)) : NULL;
         gauge_row(out, "deferd_consumers", qname(m, i), q ? consumer_ring_size(&q->ring) : 0);
     }
+    family(out, "deferd_queue_paused", "gauge", "1 while the queue is paused (deferctl "
+           "pause): no deliveries, puts still accepted.");
+    for (size_t i = 0; i < m->nqueues; i++) {
+        struct dqueue *q = ds ? dispatcher_queue(ds, qname(m, i)) : NULL;
+        gauge_row(out, "deferd_queue_paused", qname(m, i), q ? (unsigned long long)q->paused : 0);
+    }
+    family(out, "deferd_draining", "gauge", "1 while the daemon drains for shutdown (SIGTERM).");
+    evbuffer_add_printf(out, "deferd_draining %d\n", ds ? dispatcher_draining(ds) : 0);
     family(out, "deferd_jobs_pending_cluster", "gauge", "Queues with max_pending: jobs in "
            "the queue across all daemons, as last summed (once a second).");
     for (size_t i = 0; i < m->nqueues; i++) {
@@ -398,7 +406,7 @@ int metrics_format_queue(struct metrics *m, const char *queue, char *buf, size_t
     int n = snprintf(buf, len, "queue=%s put=%llu delivered=%llu redelivered=%llu acked=%llu "
                      "nacked=%llu expired=%llu dead_lettered=%llu refused_queue_full=%llu "
                      "refused_unavailable=%llu refused_failed=%llu delayed=%zu ready=%zu "
-                     "inflight=%zu pending=%zu consumers=%zu",
+                     "inflight=%zu pending=%zu consumers=%zu paused=%d",
                      queue, (unsigned long long)q->events[ME_PUT],
                      (unsigned long long)(q->delivered[0] + q->delivered[1]),
                      (unsigned long long)q->delivered[1], (unsigned long long)q->events[ME_ACKED],
@@ -408,7 +416,7 @@ int metrics_format_queue(struct metrics *m, const char *queue, char *buf, size_t
                      (unsigned long long)q->refused[MR_QUEUE_FULL],
                      (unsigned long long)q->refused[MR_UNAVAILABLE],
                      (unsigned long long)q->refused[MR_FAILED], qc->delayed, qc->ready,
-                     qc->inflight, qc->known, consumer_ring_size(&dq->ring));
+                     qc->inflight, qc->known, consumer_ring_size(&dq->ring), dq->paused);
     free(c);
     if (n > 0 && (size_t)n < len)
         n += lateness_format(q, buf + n, len - (size_t)n);

@@ -235,6 +235,8 @@ static void pause_resume(deferd_client *prod)
     CHECK(run_deferctl(&d1, "pause b --reason 'it_admin'", out, sizeof out) == 0);
     CHECK_CONTAINS(out, "queue b paused");
     CHECK(wait_stats(&d1, "paused.b=1", 1) && wait_stats(&d2, "paused.b=1", 1));
+    char qs[2048];
+    CHECK(deferd_stats_queue(prod, "b", qs, sizeof qs) == DEFERD_OK && strstr(qs, " paused=1"));
     CHECK(run_deferctl(&d1, "pause b", out, sizeof out) == 0);
     CHECK_CONTAINS(out, "already paused");
     CHECK(put_job(prod, "b", "waits", 0, -1, 0, id) == 0);
