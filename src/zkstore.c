@@ -16,7 +16,14 @@
 struct handle_ctx {
     struct zkstore *zs;
     unsigned gen;
+    /* [zookeeper] auth: the session is not reported CONNECTED before the server accepted
+     * the credentials, so that nothing is sent on a session about to fail (AUTH_FAILED
+     * closes it, and the client then drops calls in flight without completing them). */
+    int auth_waiting;
+    int held_connected;         /* CONNECTED came while auth_waiting */
 };
+
+#define AUTH_ACCEPTED (-1001)   /* a MSG_SESSION state of our own */
 
 struct zkstore {
     zhandle_t *zh;
@@ -31,6 +38,7 @@ struct zkstore {
     int connected;
     int closing; /* no new calls; late completions arrive with ZCLOSING */
     int early_state;   /* a session event of the new handle that came before the handle */
+    int early_auth;    /* and its credentials' acceptance */
 };
 
 /* Everything that crosses from ZooKeeper's threads to the loop. */
@@ -89,6 +97,26 @@ static void free_msg(struct zk_msg *m)
 
 static void install_handle(struct zkstore *zs, struct zk_msg *m);
 
+/* Session states to the daemon, CONNECTED held back until the credentials are accepted. */
+static void session_event(struct zkstore *zs, int state)
+{
+    struct handle_ctx *hc = zs->hctx;
+    if (state == AUTH_ACCEPTED) {
+        hc->auth_waiting = 0;
+        if (!hc->held_connected)
+            return;
+        hc->held_connected = 0;
+        state = ZOO_CONNECTED_STATE;
+    } else if (hc->auth_waiting) {
+        hc->held_connected = state == ZOO_CONNECTED_STATE;
+        if (hc->held_connected)
+            return;
+    }
+    zs->connected = state == ZOO_CONNECTED_STATE;
+    quiet_client_log = !zs->connected;
+    zs->on_session(state, zs->ctx);
+}
+
 static void on_loop(struct loopq_item *item, void *unused)
 {
     (void)unused;
@@ -104,7 +132,10 @@ static void on_loop(struct loopq_item *item, void *unused)
         return;
     }
     if (m->kind == MSG_SESSION && !zs->zh) { /* its handle is still on its way to us */
-        zs->early_state = m->state;
+        if (m->state == AUTH_ACCEPTED)
+            zs->early_auth = 1;
+        else
+            zs->early_state = m->state;
         free_msg(m);
         return;
     }
@@ -118,9 +149,7 @@ static void on_loop(struct loopq_item *item, void *unused)
         zs->on_watch(m->type, m->path, zs->ctx);
         break;
     case MSG_SESSION:
-        zs->connected = m->state == ZOO_CONNECTED_STATE;
-        quiet_client_log = !zs->connected;
-        zs->on_session(m->state, zs->ctx);
+        session_event(zs, m->state);
         break;
     case MSG_HANDLE:
         break; /* handled above */
@@ -407,6 +436,21 @@ int zkstore_negotiated_timeout(const struct zkstore *zs)
     return zs->zh ? zoo_recv_timeout(zs->zh) : (int)zs->cfg->session_timeout_ms;
 }
 
+/* On a client thread: the server's answer to our credentials. A refusal arrives as the
+ * AUTH_FAILED session state as well; acceptance is passed on to release CONNECTED. */
+static void on_auth(int rc, const void *data)
+{
+    const struct handle_ctx *hc = data;
+    struct zk_msg *m = rc == ZOK ? calloc(1, sizeof *m) : NULL;
+    if (!m)
+        return;
+    m->zs = hc->zs;
+    m->gen = hc->gen;
+    m->kind = MSG_SESSION;
+    m->state = AUTH_ACCEPTED;
+    loopq_push(hc->zs->q, &m->link);
+}
+
 /* Safe on any thread: touches nothing of the store's. */
 static zhandle_t *create_handle(const struct config *cfg, struct handle_ctx *hc)
 {
@@ -427,7 +471,8 @@ static zhandle_t *create_handle(const struct config *cfg, struct handle_ctx *hc)
         const char *colon = strchr(cfg->zk_auth, ':');
         char scheme[64];
         snprintf(scheme, sizeof scheme, "%.*s", (int)(colon - cfg->zk_auth), cfg->zk_auth);
-        int rc = zoo_add_auth(zh, scheme, colon + 1, (int)strlen(colon + 1), NULL, NULL);
+        hc->auth_waiting = 1;
+        int rc = zoo_add_auth(zh, scheme, colon + 1, (int)strlen(colon + 1), on_auth, hc);
         if (rc != ZOK)
             log_error("zookeeper: cannot add %s credentials: %s", scheme, zerror(rc));
     }
@@ -537,9 +582,11 @@ static void install_handle(struct zkstore *zs, struct zk_msg *m)
     if (zs->early_state) {
         int state = zs->early_state;
         zs->early_state = 0;
-        zs->connected = state == ZOO_CONNECTED_STATE;
-        quiet_client_log = !zs->connected;
-        zs->on_session(state, zs->ctx);
+        session_event(zs, state);
+    }
+    if (zs->early_auth) {
+        zs->early_auth = 0;
+        session_event(zs, AUTH_ACCEPTED);
     }
 }
 

@@ -315,6 +315,11 @@ int main(void)
     curator_outage();
     forced_expiry(session_file);
     daemon_kill(&d, SIGTERM);
+    /* Accepted credentials: the session is reported up (after the server's answer to them)
+     * and puts work; the jobs' znodes are deferd's as usual. */
+    static const char *const good_auth[] = {"zookeeper.auth=digest:deferd:secret", NULL};
+    CHECK(daemon_start(&d, root, "s4", good_auth) == 0);
+    daemon_kill(&d, SIGTERM);
     /* Credentials ZooKeeper refuses: a clear message and exit status 1. */
     static const char *const bad_auth[] = {"zookeeper.auth=nosuchscheme:secret", NULL};
     int status = daemon_start(&d, root, "s3", bad_auth) == 0 ? daemon_wait_exit(&d, 20000)
