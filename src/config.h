@@ -37,6 +37,9 @@ struct config {
     char *socket_path;
     unsigned socket_mode;
     enum log_level log_level;
+    enum log_target log_target;
+    int log_facility;         /* for syslog: log_facility_parse() */
+    enum log_stamps log_timestamps;
     uint64_t max_payload;
     uint64_t lookahead_ms;
     /* [zookeeper] */
@@ -44,8 +47,9 @@ struct config {
     char *zk_root;
     uint64_t session_timeout_ms;
     char *zk_auth;            /* "scheme:credentials", e.g. "digest:user:secret"; or NULL */
-    /* [queue NAME] */
-    struct queue_config *queues;
+    /* [queue NAME]: each allocated on its own, so that a reload can add queues without
+     * moving those the daemon's parts point to */
+    struct queue_config **queues;
     size_t nqueues;
 };
 
