@@ -100,7 +100,8 @@ static int stderr_is_journal(void)
 
 void log_configure(const char *name, enum log_target to, int facility, enum log_stamps stamps)
 {
-    ident = name;
+    if (ident != name)
+        ident = name; /* only before the client's threads exist: a reload passes the same */
     journal = stderr_is_journal();
     stamped = stamps == LOG_STAMPS_YES || (stamps == LOG_STAMPS_AUTO && !journal);
     if (to == LOG_TO_SYSLOG) {

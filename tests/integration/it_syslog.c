@@ -4,7 +4,7 @@
  * glibc's syslog() writes to /dev/log and nowhere else, so deferd runs in a mount namespace
  * of its own (unshare) whose /dev/log is this test's socket: the machine's /dev/log is never
  * touched. Skipped (77) where a mount namespace cannot be made. */
-#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -15,8 +15,11 @@
 #include "harness.h"
 
 static char dir[64], sock_path[100];
-static char received[1 << 16];
+/* Messages as they come, one per line: a thread drains the socket at once, since a full
+ * socket would block deferd's syslog() (and with it deferd) until someone reads. */
+static char received[1 << 18];
 static size_t nreceived;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* COMMAND in a mount namespace where /dev is a small tmpfs with null, zero, random, urandom
  * from the real one and log bound to SOCKET. */
@@ -46,32 +49,51 @@ static int listen_log(void)
     return fd;
 }
 
-/* Reads messages (one per datagram, kept one per line) until one holds both PRI and TEXT. */
-static int wait_message(int fd, const char *pri, const char *text, int ms)
+static void *drain(void *arg)
+{
+    int fd = *(int *)arg;
+    char msg[4096];
+    ssize_t n;
+    while ((n = recv(fd, msg, sizeof msg, 0)) > 0) {
+        pthread_mutex_lock(&lock);
+        if (nreceived + (size_t)n + 2 < sizeof received) {
+            memcpy(received + nreceived, msg, (size_t)n);
+            nreceived += (size_t)n;
+            received[nreceived++] = '\n';
+            received[nreceived] = '\0';
+        }
+        pthread_mutex_unlock(&lock);
+    }
+    return NULL;
+}
+
+static int has_message(const char *pri, const char *text)
+{
+    int hit = 0;
+    pthread_mutex_lock(&lock);
+    for (char *line = received; !hit && line < received + nreceived;) {
+        char *end = strchr(line, '\n');
+        *end = '\0';
+        hit = strncmp(line, pri, strlen(pri)) == 0 && strstr(line, text);
+        *end = '\n';
+        line = end + 1;
+    }
+    pthread_mutex_unlock(&lock);
+    return hit;
+}
+
+/* Waits for a message with priority PRI ("<N>") that contains TEXT. */
+static int wait_message(const char *pri, const char *text, int ms)
 {
     int64_t deadline = now_ms() + ms;
-    for (;;) {
-        for (char *line = received; line < received + nreceived;) {
-            char *end = strchr(line, '\n');
-            *end = '\0';
-            int hit = strncmp(line, pri, strlen(pri)) == 0 && strstr(line, text);
-            *end = '\n';
-            if (hit)
-                return 1;
-            line = end + 1;
-        }
-        int left = (int)(deadline - now_ms());
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        if (left <= 0 || poll(&pfd, 1, left) <= 0) {
+    while (!has_message(pri, text)) {
+        if (now_ms() > deadline) {
             fprintf(stderr, "no syslog message %s...%s in %d ms\n", pri, text, ms);
             return 0;
         }
-        ssize_t n = recv(fd, received + nreceived, sizeof received - nreceived - 1, 0);
-        if (n > 0) {
-            nreceived += (size_t)n;
-            received[nreceived++] = '\n';
-        }
+        usleep(20000);
     }
+    return 1;
 }
 
 static int write_wrapper(char *cmd, size_t len)
@@ -99,7 +121,9 @@ int main(void)
     mkdir(dir, 0755);
     int fd = listen_log();
     CHECK(fd >= 0);
-    if (fd < 0 || write_wrapper(cmd, sizeof cmd) != 0)
+    pthread_t reader;
+    if (fd < 0 || write_wrapper(cmd, sizeof cmd) != 0 ||
+        pthread_create(&reader, NULL, drain, &fd) != 0)
         return 1;
     setenv("DEFERD_WRAPPER", cmd, 1);
     struct daemon_proc d;
@@ -108,12 +132,14 @@ int main(void)
         return 1;
     /* local3 is facility 19: <19 * 8 + severity>; glibc puts "deferd[PID]: " before ours */
     snprintf(text, sizeof text, "deferd[%d]: info: deferd started", (int)d.pid);
-    CHECK(wait_message(fd, "<158>", text, 10000));
+    CHECK(wait_message("<158>", text, 10000));
     snprintf(text, sizeof text, "deferd[%d]: debug: zookeeper client: ", (int)d.pid);
-    CHECK(wait_message(fd, "<159>", text, 10000));
+    CHECK(wait_message("<159>", text, 10000));
     daemon_kill(&d, SIGTERM);
-    CHECK(wait_message(fd, "<158>", "info: signal 15: shutting down", 10000));
+    CHECK(wait_message("<158>", "info: signal 15: shutting down", 10000));
     CHECK(log_count(&d, 0, "deferd started") == 0); /* stderr has none of it */
+    shutdown(fd, SHUT_RDWR); /* ends the reader's recv() */
+    pthread_join(reader, NULL);
     close(fd);
     unlink(sock_path);
     return check_report("integration.syslog");
