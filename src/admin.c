@@ -11,6 +11,7 @@
 #include "curator.h"
 #include "layout.h"
 #include "units.h"
+#include "zklog.h"
 
 int admin_failed(char *err, size_t errlen, const char *what, const char *path, int rc)
 {
@@ -25,11 +26,19 @@ int admin_open(const char *config_path, struct admin **out, char *err, size_t er
         free(a);
         return -1;
     }
-    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-    a->zh = zookeeper_init(a->cfg.zk_hosts, NULL, (int)a->cfg.session_timeout_ms, NULL, NULL, 0);
+    /* The client's errors only, as deferctl's own lines: a terminal is no place for its
+     * chatter. Its error per failed connection attempt is left out too: one line below
+     * says that it could not connect. */
+    log_configure("deferctl", LOG_TO_STDERR, a->cfg.log_facility, LOG_STAMPS_NO);
+    log_set_level(LOG_ERROR);
+    zklog_set_level(LOG_ERROR);
+    zklog_set_quiet(1);
+    a->zh = zookeeper_init2(a->cfg.zk_hosts, NULL, (int)a->cfg.session_timeout_ms, NULL, NULL,
+                            0, zklog_line);
     int64_t deadline = units_mono_ms() + 10000;
     while (a->zh && zoo_state(a->zh) != ZOO_CONNECTED_STATE && units_mono_ms() < deadline)
         usleep(10000);
+    zklog_set_quiet(0);
     if (!a->zh || zoo_state(a->zh) != ZOO_CONNECTED_STATE) {
         snprintf(err, errlen, "cannot connect to ZooKeeper at %s", a->cfg.zk_hosts);
         admin_close(a);

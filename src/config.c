@@ -112,6 +112,21 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
             return fail(ld, "'log_level': '%s' is not one of error, warn, info, debug", value);
         return 1;
     }
+    if (strcmp(key, "log_target") == 0) {
+        if (log_target_parse(value, &c->log_target) != 0)
+            return fail(ld, "'log_target': '%s' is not stderr or syslog", value);
+        return 1;
+    }
+    if (strcmp(key, "log_facility") == 0) {
+        if (log_facility_parse(value, &c->log_facility) != 0)
+            return fail(ld, "'log_facility': '%s' is not daemon or local0 .. local7", value);
+        return 1;
+    }
+    if (strcmp(key, "log_timestamps") == 0) {
+        if (log_stamps_parse(value, &c->log_timestamps) != 0)
+            return fail(ld, "'log_timestamps': '%s' is not auto, yes or no", value);
+        return 1;
+    }
     if (strcmp(key, "max_payload") == 0) {
         if (units_parse_size(value, &c->max_payload) != 0 || c->max_payload == 0 ||
             c->max_payload > CONFIG_MAX_PAYLOAD_LIMIT)
@@ -179,10 +194,7 @@ static int metrics_key(struct load *ld, const char *key, const char *value)
 
 static struct queue_config *find_queue(struct config *c, const char *name)
 {
-    for (size_t i = 0; i < c->nqueues; i++)
-        if (strcmp(c->queues[i].name, name) == 0)
-            return &c->queues[i];
-    return NULL;
+    return (struct queue_config *)config_queue(c, name);
 }
 
 static struct queue_config *add_queue(struct load *ld, const char *name)
@@ -192,12 +204,15 @@ static struct queue_config *add_queue(struct load *ld, const char *name)
         fail(ld, "bad queue name '%s' (1-64 of A-Z a-z 0-9 _ . -, not starting with .)", name);
         return NULL;
     }
-    struct queue_config *q = realloc(c->queues, (c->nqueues + 1) * sizeof *q);
+    struct queue_config **grown = realloc(c->queues, (c->nqueues + 1) * sizeof *grown);
+    if (!grown)
+        return NULL;
+    c->queues = grown;
+    struct queue_config *q = calloc(1, sizeof *q);
     if (!q)
         return NULL;
-    c->queues = q;
-    q = &c->queues[c->nqueues++];
-    memset(q, 0, sizeof *q);
+    q->index = c->nqueues;
+    c->queues[c->nqueues++] = q;
     strcpy(q->name, name);
     q->line = ld->line;
     q->priority = 1024;
@@ -364,6 +379,9 @@ static int defaults(struct config *c, const char *path)
     c->path = strdup(path);
     c->socket_mode = 0660;
     c->log_level = LOG_INFO;
+    c->log_target = LOG_TO_STDERR;
+    log_facility_parse("daemon", &c->log_facility);
+    c->log_timestamps = LOG_STAMPS_AUTO;
     c->max_payload = 512 * 1024;
     c->lookahead_ms = 5000;
     c->drain_grace_ms = 30000;
@@ -441,13 +459,14 @@ static int validate(struct load *ld)
     if (c->nqueues == 0)
         return missing(ld, ld->line, "section [queue NAME] (at least one queue)");
     for (size_t i = 0; i < c->nqueues; i++) {
-        if (validate_curator(ld, &c->queues[i]) != 0)
+        const struct queue_config *q = c->queues[i];
+        if (validate_curator(ld, q) != 0)
             return -1;
-        for (size_t j = 0; j < i && c->queues[i].curator_path[0]; j++) {
-            if (strcmp(c->queues[i].curator_path, c->queues[j].curator_path) == 0) {
+        for (size_t j = 0; j < i && q->curator_path[0]; j++) {
+            if (strcmp(q->curator_path, c->queues[j]->curator_path) == 0) {
                 snprintf(ld->err, ld->errlen, "%s:%d: [queue %s]: curator_path %s is already "
-                         "the path of queue %s", ld->file, c->queues[i].line,
-                         c->queues[i].name, c->queues[i].curator_path, c->queues[j].name);
+                         "the path of queue %s", ld->file, q->line, q->name, q->curator_path,
+                         c->queues[j]->name);
                 return -1;
             }
         }
@@ -500,6 +519,8 @@ void config_free(struct config *cfg)
     free(cfg->zk_root);
     free(cfg->zk_auth);
     free(cfg->metrics_host);
+    for (size_t i = 0; i < cfg->nqueues; i++)
+        free(cfg->queues[i]);
     free(cfg->queues);
     memset(cfg, 0, sizeof *cfg);
 }
@@ -507,7 +528,7 @@ void config_free(struct config *cfg)
 const struct queue_config *config_queue(const struct config *cfg, const char *name)
 {
     for (size_t i = 0; i < cfg->nqueues; i++)
-        if (strcmp(cfg->queues[i].name, name) == 0)
-            return &cfg->queues[i];
+        if (cfg->queues[i] && strcmp(cfg->queues[i]->name, name) == 0)
+            return cfg->queues[i];
     return NULL;
 }

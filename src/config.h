@@ -18,6 +18,7 @@ enum queue_format { QF_NATIVE, QF_CURATOR_DELAY, QF_CURATOR_PRIORITY };
 struct queue_config {
     char name[QUEUE_NAME_MAX + 1];
     int line;                 /* where its section starts */
+    size_t index;             /* position in config->queues: stable, queues are only added */
     uint32_t priority;        /* default for puts without prio= */
     uint64_t ttr_ms;          /* time-to-run lease */
     uint32_t max_attempts;
@@ -37,6 +38,9 @@ struct config {
     char *socket_path;
     unsigned socket_mode;
     enum log_level log_level;
+    enum log_target log_target;
+    int log_facility;         /* for syslog: log_facility_parse() */
+    enum log_stamps log_timestamps;
     uint64_t max_payload;
     uint64_t lookahead_ms;
     uint64_t drain_grace_ms;  /* SIGTERM: how long held jobs may still be acked */
@@ -48,8 +52,9 @@ struct config {
     /* [metrics] */
     char *metrics_host;       /* HTTP listen address for /metrics; NULL = disabled */
     unsigned metrics_port;    /* 0 = any free port (logged) */
-    /* [queue NAME] */
-    struct queue_config *queues;
+    /* [queue NAME]: each allocated on its own, so that a reload can add queues without
+     * moving those the daemon's parts point to */
+    struct queue_config **queues;
     size_t nqueues;
 };
 

@@ -435,7 +435,7 @@ static void lock_item(struct dispatcher *ds, struct citem *ci)
 void curator_consume_reset(struct dispatcher *ds)
 {
     for (size_t i = 0; i < ds->nqueues; i++) {
-        struct cqueue *cq = ds->queues[i].cq;
+        struct cqueue *cq = ds->queues[i]->cq;
         if (!cq)
             continue;
         cq->token++;
@@ -475,7 +475,7 @@ static void on_lock_checked(const struct zk_result *res, void *ctx)
 void curator_consume_resync(struct dispatcher *ds)
 {
     for (size_t i = 0; i < ds->nqueues; i++) {
-        struct cqueue *cq = ds->queues[i].cq;
+        struct cqueue *cq = ds->queues[i]->cq;
         if (!cq || !cq->started)
             continue;
         cq_list(cq, 1);
@@ -495,7 +495,7 @@ void curator_consume_resync(struct dispatcher *ds)
 void curator_consume_free(struct dispatcher *ds)
 {
     for (size_t i = 0; i < ds->nqueues; i++) {
-        struct cqueue *cq = ds->queues[i].cq;
+        struct cqueue *cq = ds->queues[i]->cq;
         if (!cq)
             continue;
         HASH_CLEAR(hh, cq->items);
@@ -504,7 +504,7 @@ void curator_consume_free(struct dispatcher *ds)
         cq_free_locks(cq);
         event_free(cq->retry);
         free(cq);
-        ds->queues[i].cq = NULL;
+        ds->queues[i]->cq = NULL;
     }
 }
 
@@ -512,7 +512,7 @@ void curator_consume_format(const struct dispatcher *ds, char *buf, size_t len)
 {
     int n = 0;
     for (size_t i = 0; i < ds->nqueues && n >= 0 && (size_t)n < len; i++) {
-        const struct cqueue *cq = ds->queues[i].cq;
+        const struct cqueue *cq = ds->queues[i]->cq;
         if (cq)
             n += snprintf(buf + n, len - (size_t)n, " curator_items.%s=%zu",
                           cq->q->cfg->name, cq->live);

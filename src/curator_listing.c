@@ -327,7 +327,7 @@ int curator_consume_start(struct dispatcher *ds, struct dqueue *q)
 int curator_consume_on_watch(struct dispatcher *ds, const char *path)
 {
     for (size_t i = 0; i < ds->nqueues; i++) {
-        struct cqueue *cq = ds->queues[i].cq;
+        struct cqueue *cq = ds->queues[i]->cq;
         if (!cq || !cq->started)
             continue;
         for (int locks = 0; locks < 2; locks++) {

@@ -174,9 +174,9 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct dispatcher *ds = arg;
     for (size_t i = 0; i < ds->nqueues; i++) {
-        if (ds->queues[i].kicked) {
-            ds->queues[i].kicked = 0;
-            dispatch(ds, &ds->queues[i]);
+        if (ds->queues[i]->kicked) {
+            ds->queues[i]->kicked = 0;
+            dispatch(ds, ds->queues[i]);
         }
     }
 }
@@ -241,7 +241,7 @@ void dispatcher_rearm(struct dispatcher *ds)
 {
     int64_t next = INT64_MAX;
     for (size_t i = 0; i < ds->nqueues; i++) {
-        struct dqueue *q = &ds->queues[i];
+        struct dqueue *q = ds->queues[i];
         struct job *top = heap_peek(&q->delayed), *armed = heap_peek(&q->armed);
         int64_t ahead = may_prelock(ds, q) ? PRELOCK_MS : 0;
         if (top && top->wake_ms - ahead < next)
@@ -275,7 +275,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     int64_t wall = units_wall_ms();
     mirror_tick(ds->d->mirror, wall);
     for (size_t i = 0; i < ds->nqueues; i++) {
-        struct dqueue *q = &ds->queues[i];
+        struct dqueue *q = ds->queues[i];
         struct job *job;
         int moved = 0;
         /* All due jobs enter the ready heap before any is dispatched, so that among
@@ -702,7 +702,7 @@ void dispatcher_session_up(struct dispatcher *ds)
     settle_resume_held(ds); /* the same session came back: apply what consumers asked */
     dispatcher_rearm(ds); /* leases wait while disconnected */
     for (size_t i = 0; i < ds->nqueues; i++) {
-        struct dqueue *q = &ds->queues[i];
+        struct dqueue *q = ds->queues[i];
         if (q->ring.head && follow(ds, q) != 0)
             log_error("queue %s: cannot follow it in ZooKeeper", q->cfg->name);
         dispatch(ds, q);
@@ -794,7 +794,7 @@ void dispatcher_queue_counts(const struct dispatcher *ds, struct queue_counts *o
     const struct job *job, *tmp;
     memset(out, 0, ds->nqueues * sizeof *out);
     HASH_ITER(hh, ds->jobs, job, tmp) {
-        struct queue_counts *c = &out[job->q - ds->queues];
+        struct queue_counts *c = &out[job->q->index];
         c->inflight += job->state == JS_INFLIGHT;
         c->ready += job->state == JS_READY;
         c->delayed += job->state == JS_DELAYED || job->state == JS_ARMED;
@@ -829,12 +829,12 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
     if (ds->draining && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, " draining=1");
     for (size_t i = 0; i < ds->nqueues && n > 0 && (size_t)n < len; i++)
-        if (ds->queues[i].paused)
-            n += snprintf(buf + n, len - (size_t)n, " paused.%s=1", ds->queues[i].cfg->name);
+        if (ds->queues[i]->paused)
+            n += snprintf(buf + n, len - (size_t)n, " paused.%s=1", ds->queues[i]->cfg->name);
     for (size_t i = 0; i < ds->nqueues && n > 0 && (size_t)n < len; i++)
-        if (ds->queues[i].cfg->max_pending && ds->queues[i].count_ready)
+        if (ds->queues[i]->cfg->max_pending && ds->queues[i]->count_ready)
             n += snprintf(buf + n, len - (size_t)n, " pending.%s=%lld",
-                          ds->queues[i].cfg->name, (long long)pending_estimate(&ds->queues[i]));
+                          ds->queues[i]->cfg->name, (long long)pending_estimate(ds->queues[i]));
     if (n > 0 && (size_t)n < len)
         curator_consume_format(ds, buf + n, len - (size_t)n);
 }
@@ -876,7 +876,7 @@ void dispatcher_drain(struct dispatcher *ds)
 {
     ds->draining = 1;
     for (size_t i = 0; i < ds->nqueues; i++)
-        unarm(ds, &ds->queues[i]);
+        unarm(ds, ds->queues[i]);
 }
 
 int dispatcher_draining(const struct dispatcher *ds) { return ds->draining; }
@@ -916,12 +916,32 @@ void dispatcher_close(struct dispatcher *ds)
 struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name)
 {
     for (size_t i = 0; i < ds->nqueues; i++)
-        if (strcmp(ds->queues[i].cfg->name, name) == 0)
-            return &ds->queues[i];
+        if (strcmp(ds->queues[i]->cfg->name, name) == 0)
+            return ds->queues[i];
     return NULL;
 }
 
 struct consumer_ring *dispatcher_ring(struct dqueue *q) { return &q->ring; }
+
+int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc)
+{
+    struct dqueue **grown = realloc(ds->queues, (ds->nqueues + 1) * sizeof *grown);
+    if (!grown)
+        return -1;
+    ds->queues = grown;
+    struct dqueue *q = calloc(1, sizeof *q);
+    if (!q)
+        return -1;
+    q->ds = ds;
+    q->cfg = qc;
+    heap_init(&q->delayed, delayed_less, job_setpos);
+    heap_init(&q->ready, ready_less, job_setpos);
+    heap_init(&q->armed, armed_less, job_setpos);
+    heap_init(&q->prelocking, armed_less, job_setpos);
+    q->index = ds->nqueues;
+    ds->queues[ds->nqueues++] = q;
+    return 0;
+}
 
 struct dispatcher *dispatcher_new(struct deferd *d)
 {
@@ -930,13 +950,11 @@ struct dispatcher *dispatcher_new(struct deferd *d)
         return NULL;
     ds->d = d;
     ds->armed_wall = INT64_MAX;
-    ds->nqueues = d->cfg->nqueues;
-    ds->queues = calloc(ds->nqueues, sizeof *ds->queues);
     ds->timer = evtimer_new(d->base, on_timer, ds);
     ds->kick = event_new(d->base, -1, 0, on_kick, ds);
     ds->later = evtimer_new(d->base, on_kick, ds);
     uint32_t rnd = 0;
-    if (!ds->queues || !ds->timer || !ds->kick || !ds->later || getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) {
+    if (!ds->timer || !ds->kick || !ds->later || getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) {
         dispatcher_free(ds);
         return NULL;
     }
@@ -944,14 +962,11 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     char host[64] = "?";
     gethostname(host, sizeof host - 1);
     snprintf(ds->ident, sizeof ds->ident, "%s:%d", host, (int)getpid());
-    for (size_t i = 0; i < ds->nqueues; i++) {
-        struct dqueue *q = &ds->queues[i];
-        q->ds = ds;
-        q->cfg = &d->cfg->queues[i];
-        heap_init(&q->delayed, delayed_less, job_setpos);
-        heap_init(&q->ready, ready_less, job_setpos);
-        heap_init(&q->armed, armed_less, job_setpos);
-        heap_init(&q->prelocking, armed_less, job_setpos);
+    for (size_t i = 0; i < d->cfg->nqueues; i++) {
+        if (dispatcher_add_queue(ds, d->cfg->queues[i]) != 0) {
+            dispatcher_free(ds);
+            return NULL;
+        }
     }
     heap_init(&ds->leases, lease_less, job_setpos);
     /* Locks and puts wait for nothing but ZooKeeper; settles hold consumers' replies. */
@@ -980,10 +995,10 @@ void dispatcher_free(struct dispatcher *ds)
         free(job);
     }
     for (size_t i = 0; i < ds->nqueues; i++) {
-        heap_free(&ds->queues[i].delayed);
-        heap_free(&ds->queues[i].ready);
-        heap_free(&ds->queues[i].armed);
-        heap_free(&ds->queues[i].prelocking);
+        heap_free(&ds->queues[i]->delayed);
+        heap_free(&ds->queues[i]->ready);
+        heap_free(&ds->queues[i]->armed);
+        heap_free(&ds->queues[i]->prelocking);
     }
     heap_free(&ds->leases);
     settle_free_held(ds);
@@ -1000,6 +1015,8 @@ void dispatcher_free(struct dispatcher *ds)
     buckets_free(ds->buckets);
     buckets_free(ds->parents);
     stash_free(ds->stash);
+    for (size_t i = 0; i < ds->nqueues; i++)
+        free(ds->queues[i]);
     free(ds->queues);
     free(ds);
 }

@@ -65,6 +65,7 @@ struct job {
 struct dqueue {
     struct dispatcher *ds;
     const struct queue_config *cfg;
+    size_t index;               /* position in dispatcher->queues */
     struct heap delayed, ready;
     struct heap armed;          /* jobs locked ahead of their due time, by due time */
     struct heap prelocking;     /* their lock transactions in flight, by due time */
@@ -90,6 +91,8 @@ struct dispatcher *dispatcher_new(struct deferd *d);
 void dispatcher_close(struct dispatcher *ds);
 void dispatcher_free(struct dispatcher *ds);
 struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name);
+/* A queue added by a reload; QC must stay where it is for the dispatcher's lifetime. */
+int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc);
 struct consumer_ring *dispatcher_ring(struct dqueue *q);
 
 /* From the server (socket side). The reply is always completed, now or later. */

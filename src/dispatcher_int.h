@@ -17,7 +17,7 @@ struct queue_config;
 
 struct dispatcher {
     struct deferd *d;
-    struct dqueue *queues;
+    struct dqueue **queues;     /* each on its own: jobs and consumers point to them */
     size_t nqueues;
     struct job *jobs;           /* by znode path */
     struct event *timer;

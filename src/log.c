@@ -1,48 +1,156 @@
+/* <syslog.h> defines LOG_INFO and LOG_DEBUG as priorities, which log.h's levels are also
+ * called: take what we need from it first, then drop its two names so log.h's stand. */
+#include <syslog.h>
+
+static const int syslog_prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+static const struct { const char *name; int value; } facilities[] = {
+    {"daemon", LOG_DAEMON}, {"local0", LOG_LOCAL0}, {"local1", LOG_LOCAL1},
+    {"local2", LOG_LOCAL2}, {"local3", LOG_LOCAL3}, {"local4", LOG_LOCAL4},
+    {"local5", LOG_LOCAL5}, {"local6", LOG_LOCAL6}, {"local7", LOG_LOCAL7},
+};
+#undef LOG_INFO
+#undef LOG_DEBUG
+
 #include "log.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
-static enum log_level current = LOG_INFO;
+/* Read on the ZooKeeper client's threads, set on the loop: atomics. */
+static _Atomic int current = LOG_INFO;
+static _Atomic int target = LOG_TO_STDERR;
+static _Atomic int stamped = 1;  /* timestamp prefix on stderr lines */
+static _Atomic int journal;      /* stderr is the journal: "<N>" priority prefix */
+static const char *ident = "deferd";
 static const char *const names[] = {"error", "warn", "info", "debug"};
 
 void log_set_level(enum log_level level) { current = level; }
-enum log_level log_get_level(void) { return current; }
+enum log_level log_get_level(void) { return (enum log_level)current; }
+
+static int parse_word(const char *s, const char *const *words, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, words[i]) == 0)
+            return i;
+    return -1;
+}
 
 int log_level_parse(const char *s, enum log_level *out)
 {
-    for (int i = 0; i <= LOG_DEBUG; i++) {
-        if (strcmp(s, names[i]) == 0) {
-            *out = (enum log_level)i;
+    int i = parse_word(s, names, 4);
+    if (i >= 0)
+        *out = (enum log_level)i;
+    return i >= 0 ? 0 : -1;
+}
+
+int log_target_parse(const char *s, enum log_target *out)
+{
+    static const char *const words[] = {"stderr", "syslog"};
+    int i = parse_word(s, words, 2);
+    if (i >= 0)
+        *out = (enum log_target)i;
+    return i >= 0 ? 0 : -1;
+}
+
+int log_stamps_parse(const char *s, enum log_stamps *out)
+{
+    static const char *const words[] = {"auto", "yes", "no"};
+    int i = parse_word(s, words, 3);
+    if (i >= 0)
+        *out = (enum log_stamps)i;
+    return i >= 0 ? 0 : -1;
+}
+
+int log_facility_parse(const char *s, int *out)
+{
+    for (size_t i = 0; i < sizeof facilities / sizeof *facilities; i++) {
+        if (strcmp(s, facilities[i].name) == 0) {
+            *out = facilities[i].value;
             return 0;
         }
     }
     return -1;
 }
 
-void log_msg(enum log_level level, const char *fmt, ...)
+const char *log_facility_name(int facility)
 {
-    if (level > current)
-        return;
-    char line[2048];
+    for (size_t i = 0; i < sizeof facilities / sizeof *facilities; i++)
+        if (facilities[i].value == facility)
+            return facilities[i].name;
+    return "?";
+}
+
+/* systemd sets JOURNAL_STREAM to "DEV:INODE" of the stream it connected; the variable is
+ * inherited, so it counts only while stderr is still that very stream. */
+static int stderr_is_journal(void)
+{
+    const char *js = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    struct stat st;
+    if (!js || sscanf(js, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) != 0)
+        return 0;
+    return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+void log_configure(const char *name, enum log_target to, int facility, enum log_stamps stamps)
+{
+    if (ident != name)
+        ident = name; /* only before the client's threads exist: a reload passes the same */
+    journal = stderr_is_journal();
+    stamped = stamps == LOG_STAMPS_YES || (stamps == LOG_STAMPS_AUTO && !journal);
+    if (to == LOG_TO_SYSLOG) {
+        struct stat st;
+        if (stat("/dev/log", &st) != 0)
+            log_warn("log_target = syslog, but /dev/log does not exist: no syslog daemon is "
+                     "listening and log lines will be lost");
+        closelog();
+        openlog(ident, LOG_PID, facility); /* glibc's syslog() locks: safe on any thread */
+    } else if (target == LOG_TO_SYSLOG) {
+        closelog();
+    }
+    target = to;
+}
+
+/* The journal keeps its own timestamps and the program's name; it reads "<N>" as the
+ * line's priority. */
+static size_t prefix(char *line, size_t size, enum log_level level)
+{
+    char pri[8] = "";
+    if (journal)
+        snprintf(pri, sizeof pri, "<%d>", syslog_prio[level]);
+    if (!stamped)
+        return (size_t)snprintf(line, size, "%s%s%s%s: ", pri, journal ? "" : ident,
+                                journal ? "" : " ", names[level]);
     struct timespec ts;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ deferd %s: ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, ts.tv_nsec / 1000000, names[level]);
+    return (size_t)snprintf(line, size, "%s%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s %s: ", pri,
+                            tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                            tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, ident, names[level]);
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+    if ((int)level > current)
+        return;
+    char msg[2048], line[2200];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    /* One fputs per line keeps lines whole when several threads log. */
-    size_t len = strlen(line);
-    if (len < sizeof line - 1) {
-        line[len] = '\n';
-        line[len + 1] = '\0';
+    if (target == LOG_TO_SYSLOG) {
+        syslog(syslog_prio[level], "%s: %s", names[level], msg);
+        return;
     }
+    size_t n = prefix(line, sizeof line, level);
+    snprintf(line + n, sizeof line - n, "%s\n", msg);
+    /* One fputs per line keeps lines whole when several threads log. */
     fputs(line, stderr);
 }

@@ -1,12 +1,29 @@
-/* Levelled logging to stderr; one line per event, with context in the message. */
+/* Levelled logging to stderr or syslog; one line per event, with context in the message.
+ * Safe on any thread: the ZooKeeper client's threads log through it too (zklog.c). */
 #ifndef DEFERD_LOG_H
 #define DEFERD_LOG_H
 
+/* <syslog.h> has LOG_INFO and LOG_DEBUG too: only log.c includes it, and keeps these. */
 enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
+enum log_target { LOG_TO_STDERR, LOG_TO_SYSLOG };
+/* Timestamps on stderr lines: auto drops them when stderr is the systemd journal (it keeps
+ * its own), which also gets each line's priority as a "<N>" prefix. */
+enum log_stamps { LOG_STAMPS_AUTO, LOG_STAMPS_YES, LOG_STAMPS_NO };
 
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
+/* Where lines go from now on. IDENT names the program in each line (and to syslog); it must
+ * outlive the logger. FACILITY is a value from log_facility_parse(). */
+void log_configure(const char *ident, enum log_target target, int facility,
+                   enum log_stamps stamps);
+
+/* Parsers for the config words; 0 on success, -1 for an unknown word. */
 int log_level_parse(const char *s, enum log_level *out);
+int log_target_parse(const char *s, enum log_target *out);
+int log_facility_parse(const char *s, int *out); /* daemon, local0 .. local7 */
+int log_stamps_parse(const char *s, enum log_stamps *out);
+const char *log_facility_name(int facility);
+
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)

@@ -20,6 +20,7 @@
 #include "server.h"
 #include "pause.h"
 #include "pending.h"
+#include "reload.h"
 #include "session.h"
 #include "zkstore.h"
 
@@ -77,6 +78,23 @@ struct options {
     size_t noverrides;
     int check_only;
 };
+
+/* SIGHUP reloads the file: what reload_config() needs beyond the daemon. */
+struct hup {
+    struct deferd *d;
+    struct config *cfg;
+    const struct options *o;
+};
+
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    struct hup *h = arg;
+    log_info("signal %d: reloading %s", (int)sig, h->cfg->path);
+    if (reload_config(h->d, h->cfg, h->o->overrides, h->o->noverrides) == 0 && h->d->zs &&
+        zkstore_connected(h->d->zs))
+        pause_session_up(h->d); /* queues added by the reload get their pause watch */
+}
 
 /* Returns -1 to continue, or an exit status. */
 static int parse_args(int argc, char **argv, struct options *o)
@@ -191,14 +209,22 @@ int main(int argc, char **argv)
         return 0;
     }
     log_set_level(cfg.log_level);
+    log_configure("deferd", cfg.log_target, cfg.log_facility, cfg.log_timestamps);
     signal(SIGPIPE, SIG_IGN);
     struct deferd d = {.cfg = &cfg, .base = new_base()};
-    if (!d.base) {
+    struct hup hup = {.d = &d, .cfg = &cfg, .o = &o};
+    struct event *hup_ev = d.base ? evsignal_new(d.base, SIGHUP, on_hup, &hup) : NULL;
+    if (!hup_ev || evsignal_add(hup_ev, NULL) != 0) {
         log_error("cannot create the event loop");
+        if (hup_ev)
+            event_free(hup_ev);
+        if (d.base)
+            event_base_free(d.base);
         config_free(&cfg);
         return 1;
     }
     rc = run(&d);
+    event_free(hup_ev);
     event_base_free(d.base);
     config_free(&cfg);
     return rc;

@@ -91,11 +91,28 @@ void metrics_free(struct metrics *m)
     free(m);
 }
 
+/* Queues added by a reload get their counters here, zeroed. Returns -1 when out of memory
+ * (those queues then go uncounted until the next try). */
+static int sync_queues(struct metrics *m)
+{
+    size_t n = m->d->cfg->nqueues;
+    if (n <= m->nqueues)
+        return 0;
+    struct qmetrics *q = realloc(m->q, n * sizeof *q);
+    if (!q)
+        return -1;
+    memset(q + m->nqueues, 0, (n - m->nqueues) * sizeof *q);
+    m->q = q;
+    m->nqueues = n;
+    return 0;
+}
+
 static struct qmetrics *queue_of(struct metrics *m, const struct queue_config *qc)
 {
-    if (!m || !qc || qc < m->d->cfg->queues || qc >= m->d->cfg->queues + m->nqueues)
+    if (!m || !qc || (qc->index >= m->nqueues && sync_queues(m) != 0) ||
+        qc->index >= m->nqueues || m->d->cfg->queues[qc->index] != qc)
         return NULL;
-    return &m->q[qc - m->d->cfg->queues];
+    return &m->q[qc->index];
 }
 
 static void observe(struct histogram *h, const double *le, size_t nle, double v)
@@ -205,7 +222,7 @@ static void histogram_out(struct evbuffer *out, const char *name, const char *la
 
 static const char *qname(const struct metrics *m, size_t i)
 {
-    return m->d->cfg->queues[i].name;
+    return m->d->cfg->queues[i]->name;
 }
 
 static void counters_out(struct metrics *m, struct evbuffer *out)
@@ -348,7 +365,7 @@ static void session_out(struct metrics *m, struct evbuffer *out)
 
 int metrics_expose(struct metrics *m, struct evbuffer *out)
 {
-    if (!m)
+    if (!m || sync_queues(m) != 0)
         return -1;
     family(out, "deferd_build_info", "gauge", "Always 1; the version in a label.");
     evbuffer_add_printf(out, "deferd_build_info{version=\"%s\"} 1\n", DEFERD_VERSION);
@@ -396,6 +413,8 @@ static int lateness_format(const struct qmetrics *q, char *buf, size_t len)
 int metrics_format_queue(struct metrics *m, const char *queue, char *buf, size_t len)
 {
     struct dispatcher *ds = m ? m->d->dispatcher : NULL;
+    if (!m || sync_queues(m) != 0)
+        return -1;
     struct dqueue *dq = ds ? dispatcher_queue(ds, queue) : NULL;
     struct qmetrics *q = dq ? queue_of(m, dq->cfg) : NULL;
     struct queue_counts *c = q ? calloc(m->nqueues, sizeof *c) : NULL;

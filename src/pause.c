@@ -48,7 +48,7 @@ static void check_flag(struct deferd *d, const char *queue)
 void pause_session_up(struct deferd *d)
 {
     for (size_t i = 0; i < d->cfg->nqueues; i++)
-        check_flag(d, d->cfg->queues[i].name);
+        check_flag(d, d->cfg->queues[i]->name);
 }
 
 int pause_on_watch(struct deferd *d, const char *path)

@@ -190,7 +190,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (!zkstore_connected(p->d->zs))
         return;
     for (size_t i = 0; i < p->d->cfg->nqueues; i++) {
-        struct dqueue *q = dispatcher_queue(ds, p->d->cfg->queues[i].name);
+        struct dqueue *q = dispatcher_queue(ds, p->d->cfg->queues[i]->name);
         if (!q || !limited(q))
             continue;
         write_counter(q); /* ordered before the reads on the same session */
@@ -198,14 +198,25 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-void pending_session_up(struct pending *p)
+static void create_counters(struct pending *p)
 {
     for (size_t i = 0; i < p->d->cfg->nqueues; i++) {
-        struct dqueue *q = dispatcher_queue(p->d->dispatcher, p->d->cfg->queues[i].name);
+        struct dqueue *q = dispatcher_queue(p->d->dispatcher, p->d->cfg->queues[i]->name);
         if (q && limited(q))
-            create_counter(q);
+            create_counter(q); /* one that exists already stays as it is */
     }
+}
+
+void pending_session_up(struct pending *p)
+{
+    create_counters(p);
     event_active(p->timer, 0, 0);
+}
+
+void pending_reloaded(struct pending *p)
+{
+    if (zkstore_connected(p->d->zs))
+        create_counters(p);
 }
 
 struct pending *pending_new(struct deferd *d)

@@ -15,6 +15,9 @@ struct pending;
 struct pending *pending_new(struct deferd *d);
 void pending_free(struct pending *p);
 void pending_session_up(struct pending *p);    /* (re)create our counters, start reading */
+/* After a reload: counters for queues that gained a max_pending. Like a restart, they count
+ * the jobs put from then on. */
+void pending_reloaded(struct pending *p);
 void pending_changed(struct dqueue *q, int delta); /* +1 put, -1 ack or dead-lettered */
 int pending_full(const struct dqueue *q);      /* 1 when a put must be refused */
 int64_t pending_estimate(const struct dqueue *q);

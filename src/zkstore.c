@@ -10,6 +10,7 @@
 #include "log.h"
 #include "loopq.h"
 #include "metrics.h"
+#include "zklog.h"
 
 /* Watch and session events name the handle they came from: after a renewal, the old
  * handle's events are dropped (its call results still arrive, so contexts are freed). */
@@ -64,10 +65,6 @@ struct zk_msg {
     char *path;
 };
 
-/* While disconnected the client logs every reconnect attempt; deferd logs the state change
- * once instead, so those lines go to debug. Written by the loop, read on client threads. */
-static _Atomic int quiet_client_log;
-
 static int64_t mono_ns(void)
 {
     struct timespec ts;
@@ -113,7 +110,7 @@ static void session_event(struct zkstore *zs, int state)
             return;
     }
     zs->connected = state == ZOO_CONNECTED_STATE;
-    quiet_client_log = !zs->connected;
+    zklog_set_quiet(!zs->connected);
     zs->on_session(state, zs->ctx);
 }
 
@@ -265,19 +262,6 @@ static void on_watcher(zhandle_t *zh, int type, int state, const char *path, voi
 }
 
 /* ---- loop thread ---- */
-
-/* The client's own log lines, at the level they carry, through our logger. */
-static void zk_log(const char *message)
-{
-    enum log_level level = LOG_DEBUG;
-    if (quiet_client_log)
-        level = LOG_DEBUG;
-    else if (strstr(message, "ZOO_ERROR@"))
-        level = LOG_ERROR;
-    else if (strstr(message, "ZOO_WARN@"))
-        level = LOG_WARN;
-    log_msg(level, "zookeeper client: %s", message);
-}
 
 static int sent(struct zk_msg *m, int rc)
 {
@@ -455,7 +439,7 @@ static void on_auth(int rc, const void *data)
 static zhandle_t *create_handle(const struct config *cfg, struct handle_ctx *hc)
 {
     zhandle_t *zh = zookeeper_init2(cfg->zk_hosts, on_watcher, (int)cfg->session_timeout_ms,
-                                    NULL, hc, 0, zk_log);
+                                    NULL, hc, 0, zklog_line);
     if (!zh) {
         log_error("zookeeper: cannot create a handle for '%s': %s", cfg->zk_hosts,
                   strerror(errno));
@@ -513,7 +497,7 @@ struct zkstore *zkstore_new(struct event_base *base, const struct config *cfg,
     zs->on_session = on_session;
     zs->ctx = ctx;
     zs->q = loopq_new(base, on_loop, NULL);
-    zoo_set_debug_level(cfg->log_level >= LOG_DEBUG ? ZOO_LOG_LEVEL_INFO : ZOO_LOG_LEVEL_WARN);
+    zklog_set_level(cfg->log_level);
     if (!zs->q || open_handle(zs) != 0) {
         if (zs->q)
             loopq_free(zs->q);

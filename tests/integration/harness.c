@@ -201,6 +201,39 @@ int daemon_wait_exit(struct daemon_proc *d, int ms)
     return -1;
 }
 
+long log_mark(const struct daemon_proc *d)
+{
+    struct stat st;
+    return stat(d->log, &st) == 0 ? (long)st.st_size : 0;
+}
+
+int log_count(const struct daemon_proc *d, long mark, const char *needle)
+{
+    FILE *f = fopen(d->log, "r");
+    char line[4096];
+    int n = 0;
+    if (!f)
+        return 0;
+    fseek(f, mark, SEEK_SET);
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+int log_wait(const struct daemon_proc *d, long mark, const char *needle, int ms)
+{
+    int64_t deadline = now_ms() + ms;
+    while (log_count(d, mark, needle) == 0) {
+        if (now_ms() > deadline) {
+            fprintf(stderr, "harness: no '%s' in %s within %d ms\n", needle, d->log, ms);
+            return 0;
+        }
+        usleep(20000);
+    }
+    return 1;
+}
+
 deferd_client *client(const struct daemon_proc *d)
 {
     char err[256];

@@ -39,6 +39,13 @@ void daemon_kill(struct daemon_proc *d, int sig); /* and reaps it */
 int daemon_wait_exit(struct daemon_proc *d, int ms);
 int daemon_restart(struct daemon_proc *d, const char *const *overrides);
 
+/* The end of deferd's log now, as a mark for log_wait() and log_count(). */
+long log_mark(const struct daemon_proc *d);
+/* Waits up to MS for a line after MARK that contains NEEDLE; 1 when one came, else 0. */
+int log_wait(const struct daemon_proc *d, long mark, const char *needle, int ms);
+/* Lines after MARK that contain NEEDLE. */
+int log_count(const struct daemon_proc *d, long mark, const char *needle);
+
 deferd_client *client(const struct daemon_proc *d);
 /* Puts with retries while deferd reports UNAVAILABLE (ZooKeeper session not up yet). */
 int put_job(deferd_client *c, const char *queue, const char *payload, int64_t delay_ms,

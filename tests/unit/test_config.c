@@ -116,6 +116,33 @@ static void metrics_listen(void)
     expect_error(BASE "[metrics]\nport = 9464\n[queue a]\n", 6, "unknown key 'port'");
 }
 
+/* Logging keys: the defaults, every accepted word, and (in main) the rejected ones. */
+static void logging(void)
+{
+    struct config cfg;
+    char err[512];
+    int local3 = -1, daemon = -1;
+    CHECK(log_facility_parse("local3", &local3) == 0 && log_facility_parse("daemon", &daemon) == 0);
+    CHECK(local3 != daemon);
+    CHECK(load_text(BASE "[queue a]\n", NULL, 0, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.log_target == LOG_TO_STDERR && cfg.log_timestamps == LOG_STAMPS_AUTO);
+    CHECK(cfg.log_facility == daemon);
+    config_free(&cfg);
+    CHECK(load_text("[daemon]\nsocket = /s\nlog_target = syslog\nlog_facility = local3\n"
+                    "log_timestamps = no\n[zookeeper]\nhosts = h\n[queue a]\n", NULL, 0, &cfg,
+                    err, sizeof err) == 0);
+    CHECK(cfg.log_target == LOG_TO_SYSLOG && cfg.log_timestamps == LOG_STAMPS_NO);
+    CHECK(cfg.log_facility == local3);
+    CHECK_STR(log_facility_name(cfg.log_facility), "local3");
+    config_free(&cfg);
+    const char *ov[] = {"daemon.log_timestamps=yes", "daemon.log_target=stderr",
+                        "daemon.log_facility=local7"};
+    CHECK(load_text(BASE "[queue a]\n", ov, 3, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.log_timestamps == LOG_STAMPS_YES && cfg.log_target == LOG_TO_STDERR);
+    CHECK_STR(log_facility_name(cfg.log_facility), "local7");
+    config_free(&cfg);
+}
+
 int main(void)
 {
     int fd = mkstemp(path);
@@ -125,6 +152,13 @@ int main(void)
     curator_queue();
     overrides();
     metrics_listen();
+    logging();
+    expect_error(BASE "[queue a]\n[daemon]\nlog_target = file\n", 7, "not stderr or syslog");
+    expect_error(BASE "[queue a]\n[daemon]\nlog_facility = local8\n", 7,
+                 "not daemon or local0 .. local7");
+    expect_error(BASE "[queue a]\n[daemon]\nlog_facility = user\n", 7, "'log_facility'");
+    expect_error(BASE "[queue a]\n[daemon]\nlog_timestamps = maybe\n", 7,
+                 "not auto, yes or no");
     expect_error(BASE "[queue a]\n[bogus]\n", 6, "unknown section [bogus]");
     expect_error(BASE "[queue a]\ncolour = red\n", 6, "unknown key 'colour'");
     expect_error("[daemon]\nsocket = /s\nlookahead = 5 s\n", 3, "malformed duration");
