@@ -30,7 +30,7 @@ static void write_file(const char *log_level, const char *max_payload, const cha
     if (!f)
         return;
     fprintf(f, "[daemon]\nsocket = %s\nlog_level = %s\nmax_payload = %s\nlookahead = 2s\n"
-               "[zookeeper]\nhosts = %s\nroot = %s\n%s%s",
+               "[metrics]\nlisten = 127.0.0.1:0\n[zookeeper]\nhosts = %s\nroot = %s\n%s%s",
             d.sock, log_level, max_payload, harness_zk_hosts, d.root, zk_tail, queues);
     fclose(f);
 }
@@ -136,7 +136,7 @@ static void refused(deferd_client *c, deferd_client *p)
     write_file("debug", "4KiB", "session_timeout = 4s\n",
                "[queue a]\nttr = forever\n[queue fresh]\nttr = 9s\n");
     char needle[600];
-    snprintf(needle, sizeof needle, "reload refused: %s:11: 'ttr': malformed duration", cfg_path);
+    snprintf(needle, sizeof needle, "reload refused: %s:13: 'ttr': malformed duration", cfg_path);
     long mark = hup("reload refused: ");
     CHECK(log_count(&d, mark, needle) == 1);
     deliver_and_ack(c, p, "a", 3, 5000);

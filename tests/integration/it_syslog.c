@@ -136,7 +136,7 @@ int main(void)
     snprintf(text, sizeof text, "deferd[%d]: debug: zookeeper client: ", (int)d.pid);
     CHECK(wait_message("<159>", text, 10000));
     daemon_kill(&d, SIGTERM);
-    CHECK(wait_message("<158>", "info: signal 15: shutting down", 10000));
+    CHECK(wait_message("<158>", "info: signal 15: draining", 10000));
     CHECK(log_count(&d, 0, "deferd started") == 0); /* stderr has none of it */
     shutdown(fd, SHUT_RDWR); /* ends the reader's recv() */
     pthread_join(reader, NULL);
