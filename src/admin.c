@@ -19,6 +19,26 @@ int admin_failed(char *err, size_t errlen, const char *what, const char *path, i
     return -1;
 }
 
+static void on_auth(int rc, const void *data)
+{
+    struct admin *a = (struct admin *)data;
+    a->auth_rc = rc;
+}
+
+/* [zookeeper] auth, as the daemons send it: needed where the ensemble demands it. */
+static int add_auth(struct admin *a)
+{
+    const char *auth = a->cfg.zk_auth, *colon = auth ? strchr(auth, ':') : NULL;
+    if (!colon) {
+        a->auth_rc = ZOK;
+        return ZOK;
+    }
+    char scheme[64];
+    snprintf(scheme, sizeof scheme, "%.*s", (int)(colon - auth), auth);
+    a->auth_rc = AUTH_WAITING;
+    return zoo_add_auth(a->zh, scheme, colon + 1, (int)strlen(colon + 1), on_auth, a);
+}
+
 int admin_open(const char *config_path, struct admin **out, char *err, size_t errlen)
 {
     struct admin *a = calloc(1, sizeof *a);
@@ -35,11 +55,20 @@ int admin_open(const char *config_path, struct admin **out, char *err, size_t er
     zklog_set_quiet(1);
     a->zh = zookeeper_init2(a->cfg.zk_hosts, NULL, (int)a->cfg.session_timeout_ms, NULL, NULL,
                             0, zklog_line);
+    int rc = a->zh ? add_auth(a) : ZSYSTEMERROR;
     int64_t deadline = units_mono_ms() + 10000;
-    while (a->zh && zoo_state(a->zh) != ZOO_CONNECTED_STATE && units_mono_ms() < deadline)
+    while (rc == ZOK && (zoo_state(a->zh) != ZOO_CONNECTED_STATE || a->auth_rc == AUTH_WAITING) &&
+           zoo_state(a->zh) != ZOO_AUTH_FAILED_STATE && units_mono_ms() < deadline)
         usleep(10000);
     zklog_set_quiet(0);
-    if (!a->zh || zoo_state(a->zh) != ZOO_CONNECTED_STATE) {
+    if (rc == ZOK && (zoo_state(a->zh) == ZOO_AUTH_FAILED_STATE ||
+                      (a->auth_rc != ZOK && a->auth_rc != AUTH_WAITING))) {
+        snprintf(err, errlen, "ZooKeeper at %s refused the credentials of [zookeeper] auth",
+                 a->cfg.zk_hosts);
+        admin_close(a);
+        return -1;
+    }
+    if (rc != ZOK || zoo_state(a->zh) != ZOO_CONNECTED_STATE || a->auth_rc == AUTH_WAITING) {
         snprintf(err, errlen, "cannot connect to ZooKeeper at %s", a->cfg.zk_hosts);
         admin_close(a);
         return -1;
@@ -128,6 +157,8 @@ static int read_dead(struct admin *a, const char *path, char **data, int *len, s
     *len = (int)CONFIG_MAX_PAYLOAD_LIMIT + 1;
     *data = malloc((size_t)*len);
     int rc = *data ? zoo_get(a->zh, path, 0, *data, len, st) : ZSYSTEMERROR;
+    if (rc == ZOK && st->dataLength > *len)
+        rc = ZMARSHALLINGERROR; /* larger than any job deferd writes: not cut silently */
     if (rc != ZOK) {
         free(*data);
         *data = NULL;

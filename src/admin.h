@@ -53,9 +53,11 @@ struct admin_list_opts {
 typedef void (*admin_job_fn)(const struct admin_job *job, void *ctx);
 
 /* Pending jobs of QUEUE in due order (then priority, then uid), at most o->limit of them;
- * *more tells whether another page follows. Reads only the buckets the page needs. */
+ * *more tells whether another page follows, and CURSOR gets the id to pass as o->after for
+ * it. Reads only the buckets the page needs. */
 int admin_list(struct admin *a, const char *queue, const struct admin_list_opts *o,
-               admin_job_fn fn, void *ctx, int *more, char *err, size_t errlen);
+               admin_job_fn fn, void *ctx, int *more, char *cursor, size_t clen, char *err,
+               size_t errlen);
 /* A job by id, pending or dead (ADMIN_NOT_FOUND if neither), with its payload. */
 int admin_show(struct admin *a, const char *id, struct admin_job *out, char *err,
                size_t errlen);

@@ -8,9 +8,12 @@
 #include "admin.h"
 #include "config.h"
 
+#define AUTH_WAITING 1 /* no ZooKeeper code is positive */
+
 struct admin {
     struct config cfg;
     zhandle_t *zh;
+    _Atomic int auth_rc;  /* the answer to [zookeeper] auth, set on the client's thread */
 };
 
 /* Formats "WHAT PATH: zerror" into err; returns -1. */

@@ -120,12 +120,14 @@ static int buckets_of(struct admin *a, const struct page *pg, const char *path, 
     *out = NULL;
     if (rc != ZOK)
         return rc == ZNONODE ? ZOK : rc;
-    uint64_t width = layout_bucket_width[level];
+    uint64_t width = layout_bucket_width[level], from = pg->o->from_ms;
+    if (pg->o->after && pg->after.due_ms > from)
+        from = pg->after.due_ms; /* nothing before the cursor's bucket is on this page */
     struct bucket *b = calloc((size_t)kids.count + 1, sizeof *b);
     for (int i = 0; b && i < kids.count; i++) {
         uint64_t v;
         if (layout_parse_bucket(kids.data[i], level, parent, &v) != 0 ||
-            (v + 1) * width <= pg->o->from_ms || v * width > pg->o->until_ms)
+            (v + 1) * width <= from || v * width > pg->o->until_ms)
             continue;
         b[*count].value = v;
         snprintf(b[*count].name, sizeof b[*count].name, "%s", kids.data[i]);
@@ -161,6 +163,7 @@ struct stat_wait {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int left;
+    int rc;                     /* the first error other than "gone" */
 };
 
 struct stat_ask {
@@ -183,8 +186,10 @@ static void on_stat(int rc, const struct Stat *st, const void *data)
     if (rc == ZOK)
         fill_from_stat(ask->job, st);
     else
-        ask->job->bytes = -1; /* gone since it was listed: acked, cancelled or moved */
+        ask->job->bytes = -1; /* ZNONODE: gone since it was listed (acked, cancelled, moved) */
     pthread_mutex_lock(&ask->w->mu);
+    if (rc != ZOK && rc != ZNONODE && ask->w->rc == ZOK)
+        ask->w->rc = rc;
     if (--ask->w->left == 0)
         pthread_cond_signal(&ask->w->cv);
     pthread_mutex_unlock(&ask->w->mu);
@@ -192,7 +197,7 @@ static void on_stat(int rc, const struct Stat *st, const void *data)
 
 static int stat_rows(struct admin *a, const char *queue, struct admin_job *rows, size_t n)
 {
-    struct stat_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    struct stat_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, ZOK};
     struct stat_ask *asks = calloc(n ? n : 1, sizeof *asks);
     if (!asks)
         return ZSYSTEMERROR;
@@ -213,11 +218,12 @@ static int stat_rows(struct admin *a, const char *queue, struct admin_job *rows,
         pthread_cond_wait(&w.cv, &w.mu);
     pthread_mutex_unlock(&w.mu);
     free(asks);
-    return rc;
+    return rc != ZOK ? rc : w.rc;
 }
 
 int admin_list(struct admin *a, const char *queue, const struct admin_list_opts *o,
-               admin_job_fn fn, void *ctx, int *more, char *err, size_t errlen)
+               admin_job_fn fn, void *ctx, int *more, char *cursor, size_t clen, char *err,
+               size_t errlen)
 {
     struct page pg = {.want = o->limit + 1, .o = o};
     char dir[LAYOUT_PATH_MAX], q2[QUEUE_NAME_MAX + 1];
@@ -242,6 +248,8 @@ int admin_list(struct admin *a, const char *queue, const struct admin_list_opts 
             if (pg.rows[i].bytes >= 0)
                 fn(&pg.rows[i], ctx);
     *more = pg.n > o->limit;
+    if (cursor && clen)
+        snprintf(cursor, clen, "%s", rc == ZOK && *more ? pg.rows[shown - 1].id : "");
     free(pg.rows);
     return rc == ZOK ? 0 : admin_failed(err, errlen, "listing the jobs under", dir, rc);
 }
@@ -306,6 +314,8 @@ static int read_job(struct admin *a, const char *path, struct admin_job *out)
     if (!out->payload)
         return ZSYSTEMERROR;
     int rc = zoo_get(a->zh, path, 0, out->payload, &len, &st);
+    if (rc == ZOK && st.dataLength > len)
+        rc = ZMARSHALLINGERROR; /* larger than any job deferd writes: not cut silently */
     if (rc != ZOK) {
         admin_job_clear(out);
         return rc;

@@ -83,13 +83,12 @@ struct list_out {
     struct jsonw w;
     int json;
     int64_t now;
-    char last[LAYOUT_ID_MAX + 1];
+    char last[LAYOUT_ID_MAX + 1]; /* the next page's --after */
 };
 
 static void print_row(const struct admin_job *j, void *ctx)
 {
     struct list_out *lo = ctx;
-    snprintf(lo->last, sizeof lo->last, "%s", j->id);
     if (lo->json) {
         jsonw_obj_begin(&lo->w, NULL);
         job_json(&lo->w, j, lo->now);
@@ -179,7 +178,8 @@ int cmd_list(const char *sock, int argc, char **argv)
         return admin_exit(-1, err);
     }
     list_begin(&lo, a, queue);
-    rc = admin_list(a, queue, &o, print_row, &lo, &more, err, sizeof err);
+    rc = admin_list(a, queue, &o, print_row, &lo, &more, lo.last, sizeof lo.last, err,
+                    sizeof err);
     admin_close(a);
     if (lo.json) {
         jsonw_arr_end(&lo.w);

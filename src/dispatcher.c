@@ -413,6 +413,11 @@ void deliver(struct dispatcher *ds, struct job *job)
         bury_locked(ds, job);
         return;
     }
+    if (job->owner && !job->ci && dispatch_stopped(job->q)) {
+        unhold(ds, job); /* paused or draining since the consumer was chosen */
+        release_lock(ds, job);
+        return;
+    }
     if (!job->owner) {
         if (job->ci)
             curator_part_release(ds, job, 0);
@@ -531,8 +536,11 @@ static void lock_job(struct dispatcher *ds, struct job *job, struct consumer *c)
     else if (heap_push(&job->q->prelocking, job) != 0) /* see dispatch() */
         log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
     int rc = txnbatch_add(ds->locks, ops, 3, on_locked, job);
-    if (rc != ZOK)
+    if (rc != ZOK) {
+        unheap(job); /* out of the prelocking heap */
+        unprelock(job); /* no lock was taken: the retry starts from scratch */
         retry_later(ds, job, "sending the lock transaction", rc);
+    }
 }
 
 /* A job locked ahead whose lock is still on its way when it falls due would be overtaken
@@ -585,7 +593,7 @@ static void on_lock_checked(const struct zk_result *res, void *ctx)
     if (job_settled_gone(ds, job))
         return;
     if (res->rc == ZNONODE) {
-        make_ready(ds, job);
+        schedule(ds, job, (int64_t)job->jn.due_ms); /* it may have been locked ahead */
     } else if (res->rc != ZOK) {
         retry_later(ds, job, "watching the lock", res->rc);
     } else if (res->stat.ephemeralOwner == ds->d->session_id) {
@@ -604,8 +612,8 @@ void dispatcher_lock_event(struct dispatcher *ds, const char *lock)
     path[n - suffix] = '\0';
     struct job *job;
     HASH_FIND_STR(ds->jobs, path, job);
-    if (job && job->state == JS_HELD)
-        make_ready(ds, job);
+    if (job && job->state == JS_HELD) /* another daemon may have locked it ahead */
+        schedule(ds, job, (int64_t)job->jn.due_ms);
 }
 
 /* ---- the mirror's reports ---- */
@@ -848,13 +856,18 @@ static void unarm(struct dispatcher *ds, struct dqueue *q)
     struct job *job;
     while ((job = heap_peek(&q->armed)))
         release_lock(ds, job); /* leaves the armed heap */
-    for (size_t i = 0; i < q->ready.len;) {
-        job = q->ready.items[i];
-        if (job->prelocked)
-            release_lock(ds, job); /* leaves the ready heap: look at slot i again */
-        else
-            i++;
-    }
+    /* Removing from the heap reorders it: collect first, then release. */
+    size_t n = 0;
+    struct job **found = q->nprelocked ? malloc(q->nprelocked * sizeof *found) : NULL;
+    for (size_t i = 0; found && i < q->ready.len && n < q->nprelocked; i++)
+        if (((struct job *)q->ready.items[i])->prelocked)
+            found[n++] = q->ready.items[i];
+    for (size_t i = 0; i < n; i++)
+        release_lock(ds, found[i]);
+    if (q->nprelocked && !found)
+        log_error("queue %s: out of memory giving back locks taken ahead; they go with "
+                  "their delivery or the session", q->cfg->name);
+    free(found);
 }
 
 void dispatcher_set_paused(struct dispatcher *ds, struct dqueue *q, int paused)
@@ -890,11 +903,28 @@ size_t dispatcher_busy(const struct dispatcher *ds)
     return n;
 }
 
-void dispatcher_release_held(struct dispatcher *ds)
+/* Paths, not pointers: releasing a part of a Curator item can free its other parts. */
+static char **held_paths(struct dispatcher *ds, size_t *n)
 {
     struct job *job, *tmp;
-    HASH_ITER(hh, ds->jobs, job, tmp) {
-        if (job->state != JS_INFLIGHT || !job->owner)
+    char **paths = malloc((HASH_COUNT(ds->jobs) + 1) * sizeof *paths);
+    *n = 0;
+    HASH_ITER(hh, ds->jobs, job, tmp)
+        if (paths && job->state == JS_INFLIGHT && job->owner)
+            paths[(*n)++] = strdup(job->path);
+    return paths;
+}
+
+void dispatcher_release_held(struct dispatcher *ds)
+{
+    size_t n;
+    char **paths = held_paths(ds, &n);
+    for (size_t i = 0; i < n; i++) {
+        struct job *job = NULL;
+        if (paths[i])
+            HASH_FIND_STR(ds->jobs, paths[i], job);
+        free(paths[i]);
+        if (!job || job->state != JS_INFLIGHT || !job->owner)
             continue;
         log_warn("queue %s: job %s: still held at the end of the drain; released",
                  job->q->cfg->name, job->id);
@@ -902,6 +932,7 @@ void dispatcher_release_held(struct dispatcher *ds)
         consumer_note_lost(job->owner, job->id);
         release_lock(ds, job); /* delivered again by whoever runs on */
     }
+    free(paths);
 }
 
 void dispatcher_close(struct dispatcher *ds)

@@ -8,6 +8,7 @@
 #include "daemon.h"
 #include "dispatcher.h"
 #include "log.h"
+#include "pending.h"
 #include "server.h"
 #include "units.h"
 
@@ -35,7 +36,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     struct deferd *d = dr->d;
     size_t busy = dispatcher_busy(d->dispatcher), replies = server_pending_replies(d->server);
     int64_t now = units_mono_ms();
-    if (busy == 0 && replies == 0) {
+    /* max_pending counters too: a change not written now would stay in the sum for good */
+    if (busy == 0 && replies == 0 && pending_flush(d->pending) == 0) {
         finish(dr, dr->release_end ? "held jobs released" : "every held job was settled");
         return;
     }

@@ -247,3 +247,19 @@ void pending_free(struct pending *p)
         the = NULL;
     free(p);
 }
+
+size_t pending_flush(struct pending *p)
+{
+    size_t left = 0;
+    if (!p)
+        return 0;
+    for (size_t i = 0; i < p->d->cfg->nqueues; i++) {
+        struct dqueue *q = dispatcher_queue(p->d->dispatcher, p->d->cfg->queues[i]->name);
+        if (!q || !limited(q))
+            continue;
+        if (zkstore_connected(p->d->zs))
+            write_counter(q);
+        left += q->count_writing || q->count_unwritten != 0;
+    }
+    return left;
+}

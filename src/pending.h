@@ -6,6 +6,7 @@
 #ifndef DEFERD_PENDING_H
 #define DEFERD_PENDING_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct deferd;
@@ -21,5 +22,8 @@ void pending_reloaded(struct pending *p);
 void pending_changed(struct dqueue *q, int delta); /* +1 put, -1 ack or dead-lettered */
 int pending_full(const struct dqueue *q);      /* 1 when a put must be refused */
 int64_t pending_estimate(const struct dqueue *q);
+/* At shutdown: writes every counter with changes now; returns how many queues still have
+ * changes not stored (0: the counts in ZooKeeper are this run's last word). */
+size_t pending_flush(struct pending *p);
 
 #endif

@@ -179,8 +179,8 @@ static void connected(struct session *s)
                  zkstore_negotiated_timeout(d->zs));
         enter(s, CS_CONNECTED, why);
     }
+    pause_session_up(d); /* answered before the listings that follow: one session, in order */
     dispatcher_session_up(d->dispatcher);
-    pause_session_up(d);
     pending_session_up(d->pending);
     beat(s);
 }

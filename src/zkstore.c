@@ -455,10 +455,12 @@ static zhandle_t *create_handle(const struct config *cfg, struct handle_ctx *hc)
         const char *colon = strchr(cfg->zk_auth, ':');
         char scheme[64];
         snprintf(scheme, sizeof scheme, "%.*s", (int)(colon - cfg->zk_auth), cfg->zk_auth);
-        hc->auth_waiting = 1;
+        hc->auth_waiting = 1; /* before the answer can arrive */
         int rc = zoo_add_auth(zh, scheme, colon + 1, (int)strlen(colon + 1), on_auth, hc);
-        if (rc != ZOK)
+        if (rc != ZOK) { /* no answer will come: do not wait for one */
+            hc->auth_waiting = 0;
             log_error("zookeeper: cannot add %s credentials: %s", scheme, zerror(rc));
+        }
     }
     return zh;
 }
