@@ -281,18 +281,34 @@ int cmd_show(const char *sock, int argc, char **argv)
 
 /* ---- cancel, reschedule ---- */
 
+/* --json of cancel and reschedule: {"id": ..., "result": ..., "new_id": ...}. */
+static void print_result(const char *id, const char *result, const char *new_id)
+{
+    struct jsonw w;
+    jsonw_init(&w, stdout);
+    jsonw_obj_begin(&w, NULL);
+    jsonw_str(&w, "id", id);
+    jsonw_str(&w, "result", result);
+    if (new_id)
+        jsonw_str(&w, "new_id", new_id);
+    jsonw_obj_end(&w);
+    jsonw_finish(&w);
+}
+
 void cancel_usage(FILE *f)
 {
-    fputs("Usage: deferctl [-c CONFIG] cancel ID\n"
+    fputs("Usage: deferctl [-c CONFIG] cancel ID [--json]\n"
           "Delete a pending job for good, in one ZooKeeper operation. A job a consumer holds\n"
-          "is not cancelled (exit 4): its consumer's ack or nack decides.\n", f);
+          "is not cancelled (exit 4): its consumer's ack or nack decides.\n"
+          "  -j, --json  print {\"id\", \"result\": \"cancelled\"}\n", f);
 }
 
 int cmd_cancel(const char *sock, int argc, char **argv)
 {
     (void)sock;
     const char *id = NULL;
-    int rc = parse_one(argc, argv, "cancel ", cancel_usage, NULL, &id);
+    int json = 0;
+    int rc = parse_one(argc, argv, "cancel ", cancel_usage, &json, &id);
     if (rc != 0)
         return rc < 0 ? EXIT_OK : rc;
     struct admin *a = open_admin();
@@ -301,33 +317,40 @@ int cmd_cancel(const char *sock, int argc, char **argv)
     char err[512];
     rc = admin_cancel(a, id, err, sizeof err);
     admin_close(a);
-    if (rc == 0)
+    if (rc == 0 && json)
+        print_result(id, "cancelled", NULL);
+    else if (rc == 0)
         printf("cancelled %s\n", id);
     return admin_exit(rc, err);
 }
 
 void reschedule_usage(FILE *f)
 {
-    fputs("Usage: deferctl [-c CONFIG] reschedule ID (--at TIME | --delay DUR)\n"
+    fputs("Usage: deferctl [-c CONFIG] reschedule ID (--at TIME | --delay DUR) [--json]\n"
           "Move a pending job to a new due time in one ZooKeeper transaction and print its new\n"
           "id (the id names the due time). Priority, ttr, payload and the deliveries made so\n"
           "far stay. A job a consumer holds is not moved (exit 4).\n\n"
           "  -a, --at TIME    epoch ms, 2026-11-23T10:00:05Z, now, now+5m\n"
-          "  -d, --delay DUR  due DUR from now: 250ms, 5s, 2m, 1h, 1d\n", f);
+          "  -d, --delay DUR  due DUR from now: 250ms, 5s, 2m, 1h, 1d\n"
+          "  -j, --json       print {\"id\", \"result\": \"rescheduled\", \"new_id\"}\n", f);
 }
 
-static int parse_reschedule(int argc, char **argv, uint64_t *due)
+static int parse_reschedule(int argc, char **argv, uint64_t *due, int *json)
 {
     static const struct option longopts[] = {
         {"at", required_argument, NULL, 'a'}, {"delay", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     int opt, given = 0;
     uint64_t v;
     int64_t now = units_wall_ms();
-    while ((opt = getopt_long(argc, argv, "a:d:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "a:d:jh", longopts, NULL)) != -1) {
         if (opt == 'h')
             return reschedule_usage(stdout), -1;
+        if (opt == 'j') {
+            *json = 1;
+            continue;
+        }
         if (opt == 'a' && units_parse_time_ms(optarg, now, &v) == 0)
             *due = v;
         else if (opt == 'd' && units_parse_duration_ms(optarg, &v) == 0)
@@ -350,7 +373,8 @@ int cmd_reschedule(const char *sock, int argc, char **argv)
 {
     (void)sock;
     uint64_t due = 0;
-    int rc = parse_reschedule(argc, argv, &due);
+    int json = 0;
+    int rc = parse_reschedule(argc, argv, &due, &json);
     if (rc != 0)
         return rc < 0 ? EXIT_OK : rc;
     struct admin *a = open_admin();
@@ -359,7 +383,9 @@ int cmd_reschedule(const char *sock, int argc, char **argv)
     char err[512], id[LAYOUT_ID_MAX + 1];
     rc = admin_reschedule(a, argv[optind], due, id, sizeof id, err, sizeof err);
     admin_close(a);
-    if (rc == 0)
+    if (rc == 0 && json)
+        print_result(argv[optind], "rescheduled", id);
+    else if (rc == 0)
         puts(id);
     return admin_exit(rc, err);
 }
@@ -368,26 +394,31 @@ int cmd_reschedule(const char *sock, int argc, char **argv)
 
 void pause_usage(FILE *f)
 {
-    fputs("Usage: deferctl [-c CONFIG] pause QUEUE [--reason TEXT]\n"
-          "       deferctl [-c CONFIG] resume QUEUE\n"
+    fputs("Usage: deferctl [-c CONFIG] pause QUEUE [--reason TEXT] [--json]\n"
+          "       deferctl [-c CONFIG] resume QUEUE [--json]\n"
           "Pause or resume deliveries of QUEUE on every daemon, durably (a flag in ZooKeeper\n"
           "that each daemon watches). A paused queue still accepts puts; jobs consumers hold\n"
           "can still be acked. Pausing a paused queue (or resuming a running one) is fine.\n\n"
-          "  -r, --reason TEXT  why, shown by list and stats\n", f);
+          "  -r, --reason TEXT  why, shown by list and stats\n"
+          "  -j, --json         print {\"queue\", \"paused\", \"changed\"}\n", f);
 }
 
 int cmd_pause(const char *sock, int argc, char **argv)
 {
     (void)sock;
     static const struct option longopts[] = {
-        {"reason", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"reason", required_argument, NULL, 'r'}, {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     const char *reason = NULL;
-    int opt, resume = strcmp(argv[0], "deferctl resume") == 0;
-    while ((opt = getopt_long(argc, argv, resume ? "h" : "r:h", longopts, NULL)) != -1) {
+    int opt, json = 0, resume = strcmp(argv[0], "deferctl resume") == 0;
+    while ((opt = getopt_long(argc, argv, resume ? "jh" : "r:jh", longopts, NULL)) != -1) {
         if (opt == 'h')
             return pause_usage(stdout), EXIT_OK;
+        if (opt == 'j') {
+            json = 1;
+            continue;
+        }
         if (opt != 'r' || resume)
             return usage_error(resume ? "resume " : "pause ", NULL);
         reason = optarg;
@@ -403,8 +434,18 @@ int cmd_pause(const char *sock, int argc, char **argv)
     int rc = resume ? admin_resume(a, queue, &changed, err, sizeof err)
                     : admin_pause(a, queue, reason, &changed, err, sizeof err);
     admin_close(a);
-    if (rc == 0)
+    if (rc == 0 && json) {
+        struct jsonw w;
+        jsonw_init(&w, stdout);
+        jsonw_obj_begin(&w, NULL);
+        jsonw_str(&w, "queue", queue);
+        jsonw_bool(&w, "paused", !resume);
+        jsonw_bool(&w, "changed", changed);
+        jsonw_obj_end(&w);
+        jsonw_finish(&w);
+    } else if (rc == 0) {
         printf("queue %s %s%s\n", queue, changed ? "" : "was already ",
                resume ? (changed ? "resumed" : "running") : "paused");
+    }
     return admin_exit(rc, err);
 }

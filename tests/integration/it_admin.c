@@ -134,8 +134,10 @@ static void show_and_cancel(const struct put_id *ids)
     CHECK(run_deferctl(&d1, args, out, sizeof out) == 0);
     CHECK_CONTAINS(out, "\"payload_base64\":\"eA==\"");
     for (int i = 0; i < NJOBS; i++) {
-        snprintf(args, sizeof args, "cancel %.255s", ids[i].id);
+        snprintf(args, sizeof args, "cancel %s%.255s", i == 0 ? "--json " : "", ids[i].id);
         CHECK(run_deferctl(&d1, args, out, sizeof out) == 0);
+        if (i == 0)
+            CHECK(strstr(out, "\"result\":\"cancelled\"") && strstr(out, ids[0].id));
         CHECK(job_path(root, ids[i].id, path, sizeof path) == 0 && !zk_exists(zh, path));
     }
     snprintf(args, sizeof args, "cancel %s", ids[0].id);
@@ -181,9 +183,10 @@ static void reschedule(deferd_client *prod, deferd_client *cons)
     char id[DEFERD_ID_SIZE], moved[DEFERD_ID_SIZE], args[DEFERD_ID_SIZE + 64], out[4096];
     deferd_job job;
     CHECK(put_job(prod, "a", "later", 1500, -1, 0, id) == 0);
-    snprintf(args, sizeof args, "reschedule %s --delay 3s", id);
+    snprintf(args, sizeof args, "reschedule %s --delay 3s --json", id);
     CHECK(run_deferctl(&d1, args, out, sizeof out) == 0);
-    CHECK(sscanf(out, "%255s", moved) == 1 && strcmp(moved, id) != 0);
+    char *nid = strstr(out, "\"new_id\":\"");
+    CHECK(nid && sscanf(nid + 10, "%255[^\"]", moved) == 1 && strcmp(moved, id) != 0);
     CHECK(next_job(cons, &job, 10000) == DEFERD_OK);
     CHECK_STR(job.id, moved);
     CHECK(now_ms() >= (int64_t)job.due_ms && job.len == 5);
@@ -267,6 +270,10 @@ static void pause_resume(deferd_client *prod)
     CHECK(wait_stats(&d1, "paused.b=1", 0) && wait_stats(&d2, "paused.b=1", 0));
     CHECK(run_deferctl(&d1, "resume b", out, sizeof out) == 0);
     CHECK_CONTAINS(out, "already running");
+    CHECK(run_deferctl(&d1, "pause b --json", out, sizeof out) == 0);
+    CHECK_CONTAINS(out, "{\"queue\":\"b\",\"paused\":true,\"changed\":true}");
+    CHECK(run_deferctl(&d1, "resume b --json", out, sizeof out) == 0);
+    CHECK_CONTAINS(out, "\"paused\":false,\"changed\":true");
     deferd_close(c1);
     deferd_close(c2);
 }
