@@ -480,6 +480,7 @@ static struct handle_ctx *new_hctx(struct zkstore *zs)
 static int open_handle(struct zkstore *zs)
 {
     struct handle_ctx *hc = new_hctx(zs);
+    zklog_set_quiet(1); /* attempts before the first connection are not errors either */
     if (!hc || !(zs->zh = create_handle(zs->cfg, hc))) {
         free(hc);
         return -1;
