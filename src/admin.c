@@ -28,15 +28,14 @@ static void on_auth(int rc, const void *data)
 /* [zookeeper] auth, as the daemons send it: needed where the ensemble demands it. */
 static int add_auth(struct admin *a)
 {
-    const char *auth = a->cfg.zk_auth, *colon = auth ? strchr(auth, ':') : NULL;
-    if (!colon) {
+    char scheme[64];
+    const char *cred = config_auth(&a->cfg, scheme, sizeof scheme);
+    if (!cred) {
         a->auth_rc = ZOK;
         return ZOK;
     }
-    char scheme[64];
-    snprintf(scheme, sizeof scheme, "%.*s", (int)(colon - auth), auth);
     a->auth_rc = AUTH_WAITING;
-    return zoo_add_auth(a->zh, scheme, colon + 1, (int)strlen(colon + 1), on_auth, a);
+    return zoo_add_auth(a->zh, scheme, cred, (int)strlen(cred), on_auth, a);
 }
 
 int admin_open(const char *config_path, struct admin **out, char *err, size_t errlen)
@@ -335,11 +334,6 @@ const struct queue_config *admin_queue(struct admin *a, const char *queue, char 
     if (!qc)
         snprintf(err, errlen, "no queue '%s' in %s", queue, a->cfg.path);
     return qc;
-}
-
-int admin_queue_known(struct admin *a, const char *queue, char *err, size_t errlen)
-{
-    return admin_queue(a, queue, err, errlen) != NULL;
 }
 
 int admin_dead_count(struct admin *a, const char *queue, long long *count, char *err,

@@ -25,8 +25,10 @@ int admin_dead_delete(struct admin *a, const char *id, char *err, size_t errlen)
 int admin_dead_count(struct admin *a, const char *queue, long long *count, char *err,
                      size_t errlen);
 
-/* Is QUEUE configured? 1, or 0 with a message in err. */
-int admin_queue_known(struct admin *a, const char *queue, char *err, size_t errlen);
+/* QUEUE's configuration, or NULL with a message in err when it is not configured. */
+struct queue_config;
+const struct queue_config *admin_queue(struct admin *a, const char *queue, char *err,
+                                       size_t errlen);
 
 /* Results besides 0 and -1 (any other failure) of the job and pause commands. */
 enum { ADMIN_NOT_FOUND = -2, ADMIN_IN_FLIGHT = -3 };

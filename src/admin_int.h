@@ -27,8 +27,5 @@ int admin_sorted_children(struct admin *a, const char *path, struct String_vecto
  * Returns 1 when the queue is counted, 0 when not, -1 on error. */
 int admin_counter(struct admin *a, const char *queue, int delta, char *path, size_t len,
                   char *value, size_t vlen, int *version);
-/* The queue's configuration, or NULL with a message in err. */
-const struct queue_config *admin_queue(struct admin *a, const char *queue, char *err,
-                                       size_t errlen);
 
 #endif

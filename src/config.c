@@ -532,3 +532,12 @@ const struct queue_config *config_queue(const struct config *cfg, const char *na
             return cfg->queues[i];
     return NULL;
 }
+
+const char *config_auth(const struct config *cfg, char *scheme, size_t len)
+{
+    const char *colon = cfg->zk_auth ? strchr(cfg->zk_auth, ':') : NULL;
+    if (!colon)
+        return NULL; /* validation makes "scheme:credentials" of any value it accepts */
+    snprintf(scheme, len, "%.*s", (int)(colon - cfg->zk_auth), cfg->zk_auth);
+    return colon + 1;
+}

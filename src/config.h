@@ -65,6 +65,9 @@ int config_load(const char *path, const char *const *overrides, size_t noverride
                 struct config *cfg, char *err, size_t errlen);
 void config_free(struct config *cfg);
 const struct queue_config *config_queue(const struct config *cfg, const char *name);
+/* [zookeeper] auth "scheme:credentials" split for zoo_add_auth: the scheme into SCHEME, a
+ * pointer to the credentials returned (NULL when no auth is configured). */
+const char *config_auth(const struct config *cfg, char *scheme, size_t len);
 int config_valid_queue_name(const char *name);
 
 #endif

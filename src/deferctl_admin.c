@@ -173,7 +173,7 @@ int cmd_list(const char *sock, int argc, char **argv)
         return EXIT_FAIL;
     char err[512];
     jsonw_init(&lo.w, stdout);
-    if (!admin_queue_known(a, queue, err, sizeof err)) {
+    if (!admin_queue(a, queue, err, sizeof err)) {
         admin_close(a);
         return admin_exit(-1, err);
     }

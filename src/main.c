@@ -91,9 +91,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     (void)what;
     struct hup *h = arg;
     log_info("signal %d: reloading %s", (int)sig, h->cfg->path);
-    if (reload_config(h->d, h->cfg, h->o->overrides, h->o->noverrides) == 0 && h->d->zs &&
-        zkstore_connected(h->d->zs))
-        pause_session_up(h->d); /* queues added by the reload get their pause watch */
+    reload_config(h->d, h->cfg, h->o->overrides, h->o->noverrides);
 }
 
 /* Returns -1 to continue, or an exit status. */

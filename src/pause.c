@@ -51,6 +51,12 @@ void pause_session_up(struct deferd *d)
         check_flag(d, d->cfg->queues[i]->name);
 }
 
+void pause_follow(struct deferd *d, const char *queue)
+{
+    if (zkstore_connected(d->zs)) /* else the next session_up reads it */
+        check_flag(d, queue);
+}
+
 int pause_on_watch(struct deferd *d, const char *path)
 {
     size_t rlen = strlen(d->cfg->zk_root);

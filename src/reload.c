@@ -9,6 +9,7 @@
 #include "daemon.h"
 #include "dispatcher.h"
 #include "log.h"
+#include "pause.h"
 #include "pending.h"
 #include "zklog.h"
 
@@ -165,6 +166,7 @@ static int add_queue(struct deferd *d, struct config *live, struct queue_config 
     qc->index = live->nqueues;
     live->queues[live->nqueues++] = qc;
     *slot = NULL;
+    pause_follow(d, qc->name); /* it may have been paused before this daemon knew it */
     log_info("reload: queue %s added", qc->name);
     return 0;
 }

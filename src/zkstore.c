@@ -451,12 +451,11 @@ static zhandle_t *create_handle(const struct config *cfg, struct handle_ctx *hc)
     zoo_set_servers_resolution_delay(zh, 60000);
     /* Credentials go with every new session; the server answers a bad scheme or secret
      * with AUTH_FAILED, which is fatal (session.c). */
-    if (cfg->zk_auth) {
-        const char *colon = strchr(cfg->zk_auth, ':');
-        char scheme[64];
-        snprintf(scheme, sizeof scheme, "%.*s", (int)(colon - cfg->zk_auth), cfg->zk_auth);
+    char scheme[64];
+    const char *cred = config_auth(cfg, scheme, sizeof scheme);
+    if (cred) {
         hc->auth_waiting = 1; /* before the answer can arrive */
-        int rc = zoo_add_auth(zh, scheme, colon + 1, (int)strlen(colon + 1), on_auth, hc);
+        int rc = zoo_add_auth(zh, scheme, cred, (int)strlen(cred), on_auth, hc);
         if (rc != ZOK) { /* no answer will come: do not wait for one */
             hc->auth_waiting = 0;
             log_error("zookeeper: cannot add %s credentials: %s", scheme, zerror(rc));
