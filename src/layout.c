@@ -33,6 +33,34 @@ int layout_valid_uid(const char *uid)
            strspn(uid, "0123456789abcdefghijklmnopqrstuvwxyz") == n;
 }
 
+int layout_valid_key(const char *key)
+{
+    size_t n = strlen(key);
+    return n >= 1 && n <= LAYOUT_KEY_MAX &&
+           strchr("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", key[0]) &&
+           strspn(key, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                       "_.:@-") == n;
+}
+
+/* The key field "-k<key>" comes last and may hold dashes: split it off first. */
+static const char *split_key(const char *name, struct job_name *out, size_t *base_len)
+{
+    const char *p = name;
+    *base_len = strlen(name);
+    for (int field = 0; (p = strchr(p, '-')); field++) {
+        p++;
+        if (field >= 2 && *p == 'k') {
+            size_t n = strlen(p + 1);
+            if (n > LAYOUT_KEY_MAX)
+                return NULL;
+            memcpy(out->key, p + 1, n + 1);
+            *base_len = (size_t)(p - 1 - name);
+            return layout_valid_key(out->key) ? name : NULL;
+        }
+    }
+    return name;
+}
+
 /* Optional tagged fields after the uid, in this order: a<prior attempts>, t<ttr ms>. */
 static int parse_tags(const char *const *f, const size_t *len, size_t nf, struct job_name *out)
 {
@@ -56,10 +84,14 @@ int layout_parse_name(const char *name, struct job_name *out)
 {
     enum { MAXF = 5 };
     const char *f[MAXF];
-    size_t len[MAXF], nf = 0;
-    const char *p = name;
-    if (strlen(name) > LAYOUT_NAME_MAX)
+    size_t len[MAXF], nf = 0, base_len;
+    char base[LAYOUT_NAME_MAX + 1];
+    const char *p = base;
+    memset(out, 0, sizeof *out);
+    if (strlen(name) > LAYOUT_NAME_MAX || !split_key(name, out, &base_len))
         return -1;
+    memcpy(base, name, base_len);
+    base[base_len] = '\0';
     for (;;) {
         const char *dash = strchr(p, '-');
         if (nf == MAXF)
@@ -71,7 +103,6 @@ int layout_parse_name(const char *name, struct job_name *out)
         p = dash + 1;
     }
     uint64_t due, prio;
-    memset(out, 0, sizeof *out);
     if (nf < 3 || parse_canonical(f[0], len[0], LAYOUT_DUE_MAX, &due) != 0 ||
         parse_canonical(f[1], len[1], UINT32_MAX, &prio) != 0 || len[2] > LAYOUT_UID_MAX ||
         parse_tags(f, len, nf, out) != 0)
@@ -95,6 +126,10 @@ int layout_format_name(const struct job_name *jn, char *buf, size_t len)
         n += snprintf(buf + n, len - (size_t)n, "-a%u", jn->prior_attempts);
     if (n > 0 && jn->ttr_ms && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, "-t%u", jn->ttr_ms);
+    if (jn->key[0] && !layout_valid_key(jn->key))
+        return -1;
+    if (n > 0 && jn->key[0] && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "-k%s", jn->key);
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
@@ -202,4 +237,43 @@ int layout_dead_path(char *buf, size_t len, const char *root, const char *queue,
     int n = snprintf(buf, len, "%s/queues/%s/dead/%llu/%s", root, queue,
                      (unsigned long long)layout_bucket_of(jn->due_ms, 1), name);
     return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+static uint32_t fnv1a(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+int layout_key_path(char *buf, size_t len, const char *root, const char *queue,
+                    const char *key)
+{
+    if (!layout_valid_key(key))
+        return -1;
+    int n = snprintf(buf, len, "%s/queues/%s/keys/%03x/%s", root, queue, fnv1a(key) & 0xfffu,
+                     key);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+int layout_key_data(char *buf, size_t len, const struct job_name *jn)
+{
+    char name[LAYOUT_NAME_MAX + 1];
+    if (layout_format_name(jn, name, sizeof name) != 0)
+        return -1;
+    int n = snprintf(buf, len, "%s%s%s", jn->shard, jn->shard[0] ? "/" : "", name);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+int layout_parse_key_data(const char *data, size_t len, struct job_name *jn)
+{
+    char id[LAYOUT_ID_MAX + 1], queue[QUEUE_NAME_MAX + 1];
+    if (len == 0 || len + 2 > sizeof id || memchr(data, '\0', len))
+        return -1;
+    id[0] = 'q'; /* any valid queue name: the data is an id without its queue */
+    id[1] = '/';
+    memcpy(id + 2, data, len);
+    id[len + 2] = '\0';
+    return layout_parse_id(id, queue, sizeof queue, jn);
 }

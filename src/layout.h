@@ -13,9 +13,10 @@ extern const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1]; /* [1..3] used */
 
 #define LAYOUT_UID_MAX 32
 #define LAYOUT_SHARD_MAX 24
-#define LAYOUT_NAME_MAX 80
+#define LAYOUT_KEY_MAX 64
+#define LAYOUT_NAME_MAX 150
 #define LAYOUT_PATH_MAX 512
-#define LAYOUT_ID_MAX 200
+#define LAYOUT_ID_MAX 240
 #define LAYOUT_DUE_MAX 9999999999999ULL /* year 2286; keeps names 13 digits or less */
 #define LAYOUT_LOCK "lock"
 #define LAYOUT_OWNER "owner-" /* + the holding session id in hex, '-', 10-digit sequence */
@@ -26,6 +27,9 @@ struct job_name {
     uint32_t prior_attempts; /* deliveries before the job was moved (nack with delay) */
     uint32_t ttr_ms;         /* time-to-run lease; 0 = the queue's default */
     char uid[LAYOUT_UID_MAX + 1];
+    /* "" or the caller's idempotency key: while the job exists, the queue's key node
+     * <root>/queues/<q>/keys/<hash>/<key> exists and names it. Last field of the name. */
+    char key[LAYOUT_KEY_MAX + 1];
     /* "" or the shard directory inside the 100 ms bucket that holds the job: a writer
      * that has put many jobs into one bucket puts the rest into shards of its own, so
      * that no listing grows past a few hundred KiB. Not part of the name. */
@@ -62,5 +66,15 @@ int layout_job_id(char *buf, size_t len, const char *queue, const struct job_nam
 int layout_parse_id(const char *id, char *queue, size_t qlen, struct job_name *jn);
 
 int layout_valid_uid(const char *uid);
+
+/* Idempotency keys: 1..64 of [A-Za-z0-9_.:@-], starting with a letter or digit. */
+int layout_valid_key(const char *key);
+/* <root>/queues/<queue>/keys/<3 hex digits of the key's FNV-1a hash>/<key>: spread over
+ * 4096 directories so that no listing of them grows large. */
+int layout_key_path(char *buf, size_t len, const char *root, const char *queue,
+                    const char *key);
+/* A key node's data names its job: the job id without "<queue>/" ([shard/]name). */
+int layout_key_data(char *buf, size_t len, const struct job_name *jn);
+int layout_parse_key_data(const char *data, size_t len, struct job_name *jn);
 
 #endif

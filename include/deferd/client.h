@@ -32,7 +32,7 @@ extern "C" {
 
 #define DEFERD_DEFAULT_SOCKET "/run/deferd/deferd.sock"
 #define DEFERD_QUEUE_MAX 64      /* bytes in a queue name */
-#define DEFERD_ID_MAX 200        /* bytes in a job id */
+#define DEFERD_ID_MAX 240        /* bytes in a job id */
 #define DEFERD_ID_SIZE 256       /* buffer big enough for any job id plus its NUL */
 #define DEFERD_INFLIGHT_MAX 10000
 #define DEFERD_TTR_MIN_MS 1000        /* time-to-run lease: 1 s .. */
@@ -103,7 +103,26 @@ typedef struct deferd_put_opts {
     int has_ttr;
     uint64_t ttr_ms;        /* lease length, DEFERD_TTR_MIN_MS .. DEFERD_TTR_MAX_MS;
                              * default: the queue's configured ttr */
+    const char *key;        /* NULL or an idempotency key (DEFERD_KEY_MAX bytes of
+                             * [A-Za-z0-9_.:@-], first a letter or digit): while a job with
+                             * this key exists in the queue, a put with it creates nothing
+                             * and returns the existing job's id as a duplicate */
 } deferd_put_opts;
+
+#define DEFERD_KEY_MAX 64
+#define DEFERD_BATCH_MAX 1000   /* jobs in one batch or one ack/nack with follow-ups */
+
+/* One job of deferd_put_one(), deferd_put_batch(), deferd_ack_then(), deferd_nack_then().
+ * In: queue, payload, len, opts. Out: id (the new job's, or for a duplicate the existing
+ * job's) and duplicate (1 if the key was taken and nothing was created). */
+typedef struct deferd_put_item {
+    const char *queue;
+    const void *payload;
+    size_t len;
+    deferd_put_opts opts;
+    char id[DEFERD_ID_SIZE];
+    int duplicate;
+} deferd_put_item;
 
 /* Connects to the daemon's socket (NULL: DEFERD_DEFAULT_SOCKET). On failure returns NULL
  * and, if err is not NULL, writes a message into err[errlen]. */
@@ -272,6 +291,42 @@ int deferd_nack(deferd_client *c, const char *job_id, int64_t delay_ms);
  * Call it when a DEADLINE event arrives for a job that is still being worked on.
  * "LEASE_LOST" as for deferd_ack() (the lease had already expired). */
 int deferd_touch(deferd_client *c, const char *job_id);
+
+/* ---- Keys, batches, follow-up jobs, cancel and reschedule (docs/protocol.md) ---- */
+
+/* A put that reports duplicates: item->id and item->duplicate are set on DEFERD_OK. */
+int deferd_put_one(deferd_client *c, deferd_put_item *item);
+
+/* Puts n (1 .. DEFERD_BATCH_MAX) jobs, all or none (BATCH). On DEFERD_OK every item's id and
+ * duplicate are set, and *parts (if not NULL) is the number of ZooKeeper transactions used
+ * (above 1 only for batches larger than one ZooKeeper packet). On an "ERR PARTIAL" reply
+ * (DEFERD_ESERVER, code "PARTIAL") the first *stored items have their ids set and are
+ * stored, the rest are not; on other errors nothing was stored and *stored is 0. */
+int deferd_put_batch(deferd_client *c, deferd_put_item *items, size_t n, unsigned *parts,
+                     size_t *stored);
+
+/* Acks a held job and creates n follow-up jobs (1 .. DEFERD_BATCH_MAX) in one ZooKeeper
+ * transaction: either all of it happens or none. On DEFERD_OK every item's id and duplicate
+ * are set. Errors as for deferd_ack(); then nothing was created. */
+int deferd_ack_then(deferd_client *c, const char *job_id, deferd_put_item *items, size_t n);
+
+/* Nacks a held job (delay_ms as for deferd_nack()) and creates n follow-up jobs in one
+ * transaction. new_id (if not NULL) gets the job's new id when it was moved, else "". */
+int deferd_nack_then(deferd_client *c, const char *job_id, int64_t delay_ms,
+                     deferd_put_item *items, size_t n, char *new_id, size_t new_id_len);
+
+/* Cancels a pending job by id (queue NULL) or by key (queue and key; job_id NULL). force:
+ * also if a consumer holds it (whose ack then fails with LEASE_LOST); without it a held job
+ * gives DEFERD_ESERVER with code "IN_FLIGHT". "NOT_FOUND": no such job. cancelled_id (if
+ * not NULL) gets the id of the job cancelled. */
+int deferd_cancel(deferd_client *c, const char *job_id, const char *queue, const char *key,
+                  int force, char *cancelled_id, size_t id_len);
+
+/* Moves a pending job (by id, or by queue and key) to due time at_ms (has_at) or now +
+ * delay_ms. new_id gets its new id. "IN_FLIGHT", "NOT_FOUND" as for deferd_cancel(). */
+int deferd_reschedule(deferd_client *c, const char *job_id, const char *queue,
+                      const char *key, int has_at, uint64_t at_ms, uint64_t delay_ms,
+                      char *new_id, size_t id_len);
 
 /* Round trip to the daemon; DEFERD_OK if it answered PONG. */
 int deferd_ping(deferd_client *c);
