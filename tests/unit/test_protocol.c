@@ -227,6 +227,13 @@ static void groups(void)
     feed(&d, big, (size_t)n, &o);
     CHECK(o.nerr == 1 && o.nreq == 1 && o.lasterr.code == PE_TOO_LARGE);
     CHECK_CONTAINS(o.lasterr.text, "item 1");
+    /* A refused group header: its jobs are read and dropped, never stored on their own. */
+    const char badhdr[] = "ACK nonsense then=2\nPUT a 1\nx\nPUT a 1\ny\nPING\n";
+    feed(&d, badhdr, sizeof badhdr - 1, &o);
+    CHECK(o.nerr == 1 && o.nreq == 1 && o.last.cmd == CMD_PING);
+    const char badbatch[] = "BATCH 2 x=1\nPUT a 1\nx\nPUT a 1\ny\nPING\n";
+    feed(&d, badbatch, sizeof badbatch - 1, &o);
+    CHECK(o.nerr == 1 && o.nreq == 1 && o.last.cmd == CMD_PING);
     /* A group member that is not a PUT. */
     const char notput[] = "BATCH 1\nPING\nPING\n";
     feed(&d, notput, sizeof notput - 1, &o);
