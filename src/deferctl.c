@@ -75,7 +75,7 @@ static void main_usage(FILE *f)
     fputs("Usage: deferctl [-s PATH] COMMAND [ARGS...]\n"
           "Talk to the deferd job scheduler.\n\n"
           "Commands:\n"
-          "  put    schedule a job\n"
+          "  put    schedule a job (or a file of jobs, all or none)\n"
           "  work   run a command for each job of some queues\n"
           "  ping   check that deferd answers\n"
           "  stats  show the daemon's counters, or one queue's (add --json for JSON)\n"
@@ -83,8 +83,8 @@ static void main_usage(FILE *f)
           "Operator commands (read and write ZooKeeper, configured by -c):\n"
           "  list        page through a queue's pending jobs in due order\n"
           "  show        show one job (pending or dead) and its payload\n"
-          "  cancel      delete a pending job\n"
-          "  reschedule  move a pending job to a new due time\n"
+          "  cancel      delete a pending job (by id or by key)\n"
+          "  reschedule  move a pending job to a new due time (by id or by key)\n"
           "  pause       stop deliveries of a queue on every daemon (puts still work)\n"
           "  resume      let a paused queue deliver again\n"
           "  dead        list, show, kick or delete dead-lettered jobs\n\n"
@@ -912,7 +912,8 @@ static void dead_usage(FILE *f)
           "  list QUEUE    one line per dead job: id, attempts, priority, due time, bytes\n"
           "  show ID       its metadata, a blank line, then its payload\n"
           "  kick ID       put it back in the queue, due now, attempts from zero; prints the\n"
-          "                new job id\n"
+          "                new job id (a keyed job takes its key back, or goes without it if\n"
+          "                another job took the key meanwhile)\n"
           "  delete ID     remove it for good\n", f);
 }
 
