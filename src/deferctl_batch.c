@@ -242,8 +242,8 @@ static int send_batch(deferd_client *c, struct batch *b, struct jsonw *w, int js
         print_items(w, b->items + first, stored, json);
         if (err != DEFERD_OK) {
             if (first + stored > 0)
-                fprintf(stderr, "deferctl: the first %zu jobs were stored, the rest not\n",
-                        first + stored);
+                fprintf(stderr, "deferctl: %zu of the %zu jobs were stored (their ids are "
+                        "printed), the rest not\n", first + stored, b->n);
             return lib_fail(c, "put --batch", err);
         }
         first += n;
