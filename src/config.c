@@ -246,6 +246,8 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         return set_duration(ld, &q->backoff_min_ms, key, value, 0, 86400000);
     if (strcmp(key, "backoff_max") == 0)
         return set_duration(ld, &q->backoff_max_ms, key, value, 0, 86400000ULL * 30);
+    if (strcmp(key, "key_retention") == 0)
+        return set_duration(ld, &q->key_retention_ms, key, value, 0, 86400000ULL * 3650);
     if (strcmp(key, "format") == 0) {
         if (strcmp(value, "native") == 0)
             q->format = QF_NATIVE;

@@ -26,6 +26,7 @@ struct queue_config {
     uint64_t backoff_max_ms;  /* cap of the doubling delay */
     uint32_t backoff_jitter;  /* percent of the delay, spread both ways */
     uint64_t max_pending;     /* puts refused (QUEUE_FULL) at this many jobs; 0 = no limit */
+    uint64_t key_retention_ms; /* an acked job's key stays taken this long; 0 = freed */
     enum queue_format format;
     char curator_path[CURATOR_PATH_MAX];      /* Curator's queuePath ("" when native) */
     char curator_lock_path[CURATOR_PATH_MAX]; /* Curator's lockPath ("" when none) */

@@ -97,10 +97,16 @@ struct consumer_ring *dispatcher_ring(struct dqueue *q);
 
 /* From the server (socket side). The reply is always completed, now or later. */
 void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct reply *r);
+void dispatcher_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r);
 int dispatcher_subscribe(struct dispatcher *ds, struct consumer *c, struct dqueue *q);
-void dispatcher_ack(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r);
-void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, int has_delay,
-                     uint64_t delay_ms, struct reply *r);
+/* ACK and NACK, with follow-up jobs when REQ has items (their payloads are taken). */
+void dispatcher_ack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
+                    struct reply *r);
+void dispatcher_nack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
+                     struct reply *r);
+/* CANCEL and RESCHEDULE (cancel.c). */
+void dispatcher_cancel(struct dispatcher *ds, struct proto_request *req, struct reply *r);
+void dispatcher_reschedule(struct dispatcher *ds, struct proto_request *req, struct reply *r);
 void dispatcher_touch(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r);
 void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c);
 void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c); /* more room */

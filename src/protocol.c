@@ -12,7 +12,7 @@
 
 static const char *const errnames[] = {
     "BAD_REQUEST", "UNKNOWN_QUEUE", "TOO_LARGE", "NOT_FOUND", "UNAVAILABLE", "INTERNAL",
-    "LEASE_LOST", "QUEUE_FULL",
+    "LEASE_LOST", "QUEUE_FULL", "IN_FLIGHT", "PARTIAL",
 };
 
 const char *proto_errcode_name(enum proto_errcode code) { return errnames[code]; }
@@ -65,11 +65,29 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
     *eq = '\0';
     const char *v = eq + 1;
     uint64_t n;
-    if (strcmp(tok, "delay") == 0 && (r->cmd == CMD_PUT || r->cmd == CMD_NACK) && !r->has_delay) {
+    int moves = r->cmd == CMD_PUT || r->cmd == CMD_RESCHEDULE;
+    if (strcmp(tok, "delay") == 0 && (moves || r->cmd == CMD_NACK) && !r->has_delay) {
         r->has_delay = 1;
         return parse_num(v, LAYOUT_DUE_MAX, &r->delay_ms, err);
     }
-    if (strcmp(tok, "at") == 0 && r->cmd == CMD_PUT && !r->has_at) {
+    if (strcmp(tok, "key") == 0 && (moves || r->cmd == CMD_CANCEL) && !r->key[0]) {
+        if (!layout_valid_key(v))
+            return bad(err, PE_BAD_REQUEST, "bad key '%.70s': 1-64 of [A-Za-z0-9_.:@-], "
+                       "starting with a letter or digit", v);
+        strcpy(r->key, v);
+        return 0;
+    }
+    if (strcmp(tok, "then") == 0 && (r->cmd == CMD_ACK || r->cmd == CMD_NACK) && !r->then) {
+        if (parse_num(v, PROTO_GROUP_MAX, &n, err) != 0 || n == 0)
+            return bad(err, PE_BAD_REQUEST, "then must be 1..1000, got '%.20s'", v);
+        r->then = (uint32_t)n;
+        return 0;
+    }
+    if (strcmp(tok, "force") == 0 && r->cmd == CMD_CANCEL && strcmp(v, "1") == 0) {
+        r->force = 1;
+        return 0;
+    }
+    if (strcmp(tok, "at") == 0 && moves && !r->has_at) {
         r->has_at = 1;
         return parse_num(v, LAYOUT_DUE_MAX, &r->at_ms, err);
     }
@@ -142,7 +160,8 @@ static int parse_command(char **tok, int n, struct proto_request *r, struct prot
     static const struct { const char *name; enum proto_cmd cmd; int args; } cmds[] = {
         {"PUT", CMD_PUT, 2}, {"SUB", CMD_SUB, 1}, {"ACK", CMD_ACK, 1},
         {"NACK", CMD_NACK, 1}, {"TOUCH", CMD_TOUCH, 1}, {"PING", CMD_PING, 0},
-        {"STATS", CMD_STATS, 0},
+        {"STATS", CMD_STATS, 0}, {"BATCH", CMD_BATCH, 1}, {"CANCEL", CMD_CANCEL, 1},
+        {"RESCHEDULE", CMD_RESCHEDULE, 1},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(tok[0], cmds[i].name) != 0)
@@ -159,6 +178,16 @@ static int parse_command(char **tok, int n, struct proto_request *r, struct prot
             r->len = (size_t)len;
             return 0;
         }
+        case CMD_BATCH: {
+            uint64_t k;
+            if (parse_num(tok[1], PROTO_GROUP_MAX, &k, err) != 0 || k == 0)
+                return bad(err, PE_BAD_REQUEST, "BATCH takes 1..1000 jobs, not '%.20s'", tok[1]);
+            r->then = (uint32_t)k;
+            return 0;
+        }
+        case CMD_CANCEL:
+        case CMD_RESCHEDULE: /* a job id, or a queue and key= */
+            return strchr(tok[1], '/') ? parse_id(tok[1], r, err) : parse_queue(tok[1], r->queue, err);
         case CMD_SUB: return parse_subs(tok[1], r, err);
         case CMD_ACK:
         case CMD_NACK:
@@ -172,6 +201,19 @@ static int parse_command(char **tok, int n, struct proto_request *r, struct prot
         }
     }
     return bad(err, PE_BAD_REQUEST, "unknown command '%.20s'", tok[0]);
+}
+
+/* CANCEL and RESCHEDULE name a job by id or by queue and key, never both. */
+static int check_target(const struct proto_request *r, struct proto_error *err)
+{
+    if (r->cmd != CMD_CANCEL && r->cmd != CMD_RESCHEDULE)
+        return 0;
+    if (r->id[0] ? r->key[0] != '\0' : r->key[0] == '\0')
+        return bad(err, PE_BAD_REQUEST, "name the job by its id, or by its queue and %s",
+                   "key=");
+    if (r->cmd == CMD_RESCHEDULE && !r->has_delay && !r->has_at)
+        return bad(err, PE_BAD_REQUEST, "RESCHEDULE needs delay= or %s", "at=");
+    return 0;
 }
 
 int proto_parse_line(const char *line, size_t n, struct proto_request *req,
@@ -200,7 +242,7 @@ int proto_parse_line(const char *line, size_t n, struct proto_request *req,
             return -1;
     if (req->has_delay && req->has_at)
         return bad(err, PE_BAD_REQUEST, "give delay= or at=, not %s", "both");
-    return 0;
+    return check_target(req, err);
 }
 
 void proto_decoder_init(struct proto_decoder *d, uint64_t max_payload)
@@ -290,8 +332,8 @@ static enum proto_result take_header(struct proto_decoder *d, struct evbuffer *i
     return take_payload(d, in, req, err);
 }
 
-enum proto_result proto_decode(struct proto_decoder *d, struct evbuffer *in,
-                               struct proto_request *req, struct proto_error *err)
+static enum proto_result decode_one(struct proto_decoder *d, struct evbuffer *in,
+                                    struct proto_request *req, struct proto_error *err)
 {
     for (;;) {
         switch (d->state) {
@@ -314,6 +356,116 @@ enum proto_result proto_decode(struct proto_decoder *d, struct evbuffer *in,
             break;
         }
         }
+    }
+}
+
+void proto_request_clear(struct proto_request *req)
+{
+    free(req->payload);
+    req->payload = NULL;
+    for (size_t i = 0; i < req->nitems; i++)
+        free(req->items[i].payload);
+    free(req->items);
+    req->items = NULL;
+    req->nitems = 0;
+}
+
+void proto_decoder_clear(struct proto_decoder *d)
+{
+    if (d->in_group)
+        proto_request_clear(&d->group);
+    d->in_group = 0;
+}
+
+static int opens_group(const struct proto_request *r)
+{
+    return r->cmd == CMD_BATCH || ((r->cmd == CMD_ACK || r->cmd == CMD_NACK) && r->then);
+}
+
+static void group_fail(struct proto_decoder *d, size_t item, enum proto_errcode code,
+                       const char *text)
+{
+    if (d->group_failed)
+        return;
+    d->group_failed = 1;
+    bad(&d->group_err, code, "item %zu: %.170s", item + 1, text);
+}
+
+static void group_add(struct proto_decoder *d, struct proto_request *r)
+{
+    struct proto_put *p = &d->group.items[d->group.nitems++];
+    memcpy(p->queue, r->queue, sizeof p->queue);
+    memcpy(p->key, r->key, sizeof p->key);
+    p->has_delay = r->has_delay;
+    p->has_at = r->has_at;
+    p->has_prio = r->has_prio;
+    p->has_ttr = r->has_ttr;
+    p->delay_ms = r->delay_ms;
+    p->at_ms = r->at_ms;
+    p->ttr_ms = r->ttr_ms;
+    p->prio = r->prio;
+    p->payload = r->payload;
+    p->len = r->len;
+    d->group_bytes += r->len;
+    r->payload = NULL;
+}
+
+/* One request read while a group collects its PUTs: 1 when the group is complete (then
+ * *RES says what to return), else 0. */
+static int group_take(struct proto_decoder *d, enum proto_result *res,
+                      struct proto_request *req, struct proto_error *err)
+{
+    size_t item = d->group_seen++;
+    if (*res == PROTO_ERROR)
+        group_fail(d, item, err->code, err->text);
+    else if (req->cmd != CMD_PUT)
+        group_fail(d, item, PE_BAD_REQUEST, "expected a PUT");
+    else if (d->group_bytes + req->len > PROTO_GROUP_BYTES_MAX)
+        group_fail(d, item, PE_TOO_LARGE, "the jobs' payloads exceed 16 MiB together");
+    else if (d->group.items) /* else out of memory, failed already */
+        group_add(d, req);
+    if (*res == PROTO_REQUEST)
+        proto_request_clear(req);
+    if (d->group_seen < d->group.then)
+        return 0;
+    d->in_group = 0;
+    if (d->group_failed) {
+        *err = d->group_err;
+        proto_request_clear(&d->group);
+        *res = PROTO_ERROR;
+    } else {
+        *req = d->group;
+        *res = PROTO_REQUEST;
+    }
+    return 1;
+}
+
+static void open_group(struct proto_decoder *d, struct proto_request *req)
+{
+    d->group = *req;
+    d->group.items = calloc(req->then, sizeof *d->group.items);
+    d->group_bytes = d->group_seen = 0;
+    d->group_failed = 0;
+    d->in_group = 1;
+    if (!d->group.items) /* still read the jobs, to stay in sync */
+        group_fail(d, 0, PE_INTERNAL, "out of memory");
+}
+
+enum proto_result proto_decode(struct proto_decoder *d, struct evbuffer *in,
+                               struct proto_request *req, struct proto_error *err)
+{
+    for (;;) {
+        enum proto_result res = decode_one(d, in, req, err);
+        if (res == PROTO_NEED_MORE)
+            return res;
+        if (!d->in_group) {
+            if (res != PROTO_REQUEST || !opens_group(req))
+                return res;
+            open_group(d, req);
+            continue;
+        }
+        if (group_take(d, &res, req, err))
+            return res;
     }
 }
 

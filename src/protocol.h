@@ -15,11 +15,28 @@ struct evbuffer;
 #define PROTO_SUB_MAX 32          /* queues in one SUB */
 #define PROTO_INFLIGHT_MAX 10000
 
-enum proto_cmd { CMD_PUT, CMD_SUB, CMD_ACK, CMD_NACK, CMD_TOUCH, CMD_PING, CMD_STATS };
+#define PROTO_GROUP_MAX 1000             /* jobs in one BATCH or ACK/NACK then= */
+#define PROTO_GROUP_BYTES_MAX (16u << 20) /* their payloads together */
+
+enum proto_cmd {
+    CMD_PUT, CMD_SUB, CMD_ACK, CMD_NACK, CMD_TOUCH, CMD_PING, CMD_STATS, CMD_BATCH,
+    CMD_CANCEL, CMD_RESCHEDULE,
+};
 
 enum proto_errcode {
     PE_BAD_REQUEST, PE_UNKNOWN_QUEUE, PE_TOO_LARGE, PE_NOT_FOUND, PE_UNAVAILABLE, PE_INTERNAL,
-    PE_LEASE_LOST, PE_QUEUE_FULL,
+    PE_LEASE_LOST, PE_QUEUE_FULL, PE_IN_FLIGHT, PE_PARTIAL,
+};
+
+/* One job of a PUT, of a BATCH or a follow-up of ACK/NACK then=. */
+struct proto_put {
+    char queue[QUEUE_NAME_MAX + 1];
+    char key[LAYOUT_KEY_MAX + 1];                     /* "" or the idempotency key */
+    int has_delay, has_at, has_prio, has_ttr;
+    uint64_t delay_ms, at_ms, ttr_ms;
+    uint32_t prio;
+    unsigned char *payload;                           /* malloc'd */
+    size_t len;
 };
 
 struct proto_request {
@@ -28,7 +45,13 @@ struct proto_request {
     char subs[PROTO_SUB_MAX][QUEUE_NAME_MAX + 1];     /* SUB */
     size_t nsubs;
     uint32_t inflight;                                /* SUB, default 1 */
-    char id[LAYOUT_ID_MAX + 1];                       /* ACK, NACK, TOUCH */
+    char id[LAYOUT_ID_MAX + 1];                       /* ACK, NACK, TOUCH; CANCEL,
+                                                       * RESCHEDULE by id */
+    char key[LAYOUT_KEY_MAX + 1];                     /* PUT; CANCEL, RESCHEDULE by key */
+    int force;                                        /* CANCEL force=1 */
+    uint32_t then;                                    /* BATCH n; ACK, NACK then=n */
+    struct proto_put *items;                          /* the group's jobs, malloc'd */
+    size_t nitems;
     int has_delay, has_at, has_prio, has_ttr;
     uint64_t delay_ms, at_ms, ttr_ms;
     uint32_t prio;
@@ -48,6 +71,13 @@ struct proto_decoder {
     uint64_t skip;               /* bytes still to drop in PS_SKIP_BYTES */
     uint64_t max_payload;
     struct proto_request pending; /* PUT header waiting for its payload */
+    /* A BATCH or ACK/NACK then= collecting its PUTs; its first error, reported once all
+     * of them have been read (so that the connection stays in sync). */
+    int in_group;
+    struct proto_request group;
+    size_t group_bytes, group_seen;
+    int group_failed;
+    struct proto_error group_err;
 };
 
 enum proto_result { PROTO_NEED_MORE, PROTO_REQUEST, PROTO_ERROR };
@@ -60,6 +90,11 @@ enum proto_result proto_decode(struct proto_decoder *d, struct evbuffer *in,
 /* Parses one header line (no '\n'); exposed for tests. */
 int proto_parse_line(const char *line, size_t n, struct proto_request *req,
                      struct proto_error *err);
+
+/* Frees what a decoded request owns (payload, group items); the request stays valid. */
+void proto_request_clear(struct proto_request *req);
+/* Releases what a decoder holds (a group half read) when its connection closes. */
+void proto_decoder_clear(struct proto_decoder *d);
 
 const char *proto_errcode_name(enum proto_errcode code);
 int proto_format_error(char *buf, size_t len, enum proto_errcode code, const char *text);

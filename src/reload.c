@@ -88,6 +88,7 @@ static const struct {
     {"backoff_max", offsetof(struct queue_config, backoff_max_ms), K_MS},
     {"backoff_jitter", offsetof(struct queue_config, backoff_jitter), K_U32},
     {"max_pending", offsetof(struct queue_config, max_pending), K_U64},
+    {"key_retention", offsetof(struct queue_config, key_retention_ms), K_MS},
     {"curator_corrupt", offsetof(struct queue_config, curator_delete_corrupt), K_FLAG},
 };
 

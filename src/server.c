@@ -123,6 +123,15 @@ void reply_err(struct reply *r, enum proto_errcode code, const char *fmt, ...)
     reply_done(r, strdup(line));
 }
 
+void reply_err_text(struct reply *r, enum proto_errcode code, const char *text)
+{
+    size_t n = strlen(text) + 64;
+    char *line = malloc(n);
+    if (line)
+        proto_format_error(line, n, code, text);
+    reply_done(r, line);
+}
+
 int server_push_job(struct conn *conn, const struct job *job)
 {
     return proto_append_job(bufferevent_get_output(conn->bev), job->id, job->q->cfg->name,
@@ -163,6 +172,7 @@ static void drop_consumer(struct conn *c);
 static void conn_free(struct conn *c)
 {
     drop_consumer(c);
+    proto_decoder_clear(&c->dec);
     for (struct reply *r = c->rhead, *next; r; r = next) {
         next = r->next;
         if (r->done) {
@@ -230,13 +240,14 @@ static void handle_request(struct conn *c, struct proto_request *req)
     struct dispatcher *ds = c->srv->d->dispatcher;
     struct reply *r = reply_new(c);
     if (!r) {
-        free(req->payload);
+        proto_request_clear(req);
         c->closing = 1;
         return;
     }
-    if ((req->cmd == CMD_PUT || req->cmd == CMD_SUB) && dispatcher_draining(ds)) {
+    if ((req->cmd == CMD_PUT || req->cmd == CMD_SUB || req->cmd == CMD_BATCH) &&
+        dispatcher_draining(ds)) {
         /* Shutting down: held jobs may still be settled, nothing new is taken on. */
-        free(req->payload);
+        proto_request_clear(req);
         reply_err(r, PE_UNAVAILABLE, "deferd is shutting down; nothing was stored");
         return;
     }
@@ -253,11 +264,21 @@ static void handle_request(struct conn *c, struct proto_request *req)
         if (!c->consumer)
             reply_err(r, PE_NOT_FOUND, "job %s is not held by this connection", req->id);
         else if (req->cmd == CMD_ACK)
-            dispatcher_ack(ds, c->consumer, req->id, r);
+            dispatcher_ack(ds, c->consumer, req, r);
         else if (req->cmd == CMD_NACK)
-            dispatcher_nack(ds, c->consumer, req->id, req->has_delay, req->delay_ms, r);
+            dispatcher_nack(ds, c->consumer, req, r);
         else
             dispatcher_touch(ds, c->consumer, req->id, r);
+        proto_request_clear(req); /* follow-ups not taken */
+        break;
+    case CMD_BATCH:
+        dispatcher_batch(ds, req, r);
+        break;
+    case CMD_CANCEL:
+        dispatcher_cancel(ds, req, r);
+        break;
+    case CMD_RESCHEDULE:
+        dispatcher_reschedule(ds, req, r);
         break;
     case CMD_PING:
         reply_ok(r, "PONG");

@@ -19,6 +19,8 @@ void server_free(struct server *s);
 
 /* Completing a reply whose connection has closed just frees it. */
 void reply_ok(struct reply *r, const char *text); /* text may be NULL */
+/* An error whose TEXT may be long (a list of ids); reply_err cuts at 512 bytes. */
+void reply_err_text(struct reply *r, enum proto_errcode code, const char *text);
 void reply_err(struct reply *r, enum proto_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* asprintf */
 /* Settling a held job: ack, nack (release, move or dead-letter), lease expiry and release
  * of a lock, each one ZooKeeper transaction that deletes our owner node, so it applies only
  * while this session still holds the job. Outcomes that the connection leaves unknown are
@@ -15,6 +16,7 @@
 #include "metrics.h"
 #include "pending.h"
 #include "protocol.h"
+#include "putset.h"
 #include "server.h"
 #include "txnbatch.h"
 #include "units.h"
@@ -122,9 +124,20 @@ struct settle {
     int bury;                   /* the move goes to the dead letters */
     int precheck;               /* verifying the lock before sending, not after */
     int made_parents;
+    int key_op;                 /* index of the job's key node operation, or -1 */
+    int skip_key;               /* the key node is missing (job written by hand): leave it */
+    struct putset *followups;   /* ACK/NACK then=: jobs created in the same transaction */
     char next_path[LAYOUT_PATH_MAX];
     char next_id[LAYOUT_ID_MAX + 1];
+    char key_path[LAYOUT_PATH_MAX];
+    char key_data[LAYOUT_ID_MAX + 32];
 };
+
+static void settle_free(struct settle *st)
+{
+    putset_free(st->followups);
+    free(st);
+}
 
 static const char *settle_name(const struct settle *st)
 {
@@ -170,6 +183,25 @@ static void settle_failed(struct settle *st, int rc)
         release_lock(job->q->ds, job);
 }
 
+static void reply_settled(struct settle *st)
+{
+    const char *next = st->has_delay && !st->bury ? st->next_id : NULL;
+    char *ids = NULL, *text = NULL;
+    if (!st->followups) {
+        reply_ok(st->r, next);
+        return;
+    }
+    if (putset_format(&st->followups, 1, 0, &ids) != 0 ||
+        asprintf(&text, "%s%s%s", next ? next : "", next ? " " : "", ids) < 0)
+        text = NULL;
+    if (text)
+        reply_ok(st->r, text);
+    else
+        reply_err(st->r, PE_INTERNAL, "out of memory (the %s was applied)", settle_name(st));
+    free(ids);
+    free(text);
+}
+
 static void settled(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
@@ -181,9 +213,11 @@ static void settled(struct dispatcher *ds, struct settle *st)
     if (st->bury)
         metrics_event(ds->d->metrics, job->q->cfg, ME_DEAD_LETTERED);
     if (st->r)
-        reply_ok(st->r, st->has_delay && !st->bury ? st->next_id : NULL);
+        reply_settled(st);
     if (st->op == SETTLE_ACK || st->bury)
         pending_changed(job->q, -1);
+    if (st->followups)
+        putset_created(st->followups); /* counted once, also when learnt by verifying */
     if (st->op == SETTLE_ACK || st->has_delay || job->gone) {
         struct dqueue *q = job->q;
         free_job(ds, job); /* a moved job reappears through the mirror */
@@ -197,19 +231,52 @@ static void settled(struct dispatcher *ds, struct settle *st)
 static void on_settled(const struct zk_result *res, void *ctx);
 static void verify(struct dispatcher *ds, struct settle *st);
 
+/* The job's key node follows it: deleted with it, kept as "done" for the queue's
+ * key_retention, or pointed at its new name. Returns the operation, or 0 for none. */
+static int key_op(struct dispatcher *ds, struct settle *st, struct zk_txn_op *op)
+{
+    struct job *job = st->job;
+    int keep = st->op == SETTLE_ACK && job->q->cfg->key_retention_ms > 0;
+    char name[LAYOUT_ID_MAX + 1];
+    if (!job->jn.key[0] || st->skip_key || (st->op == SETTLE_NACK && !st->has_delay) ||
+        layout_key_path(st->key_path, sizeof st->key_path, root(ds), job->q->cfg->name,
+                        job->jn.key) != 0)
+        return 0;
+    *op = (struct zk_txn_op){.kind = ZT_DELETE, .path = st->key_path, .version = -1};
+    if (!keep && (st->op == SETTLE_ACK || st->bury))
+        return 1;
+    if (keep && layout_key_data(name, sizeof name, &job->jn) == 0)
+        snprintf(st->key_data, sizeof st->key_data, "done %lld %s", (long long)units_wall_ms(),
+                 name);
+    else if (!keep)
+        snprintf(st->key_data, sizeof st->key_data, "%s", strchr(st->next_id, '/') + 1);
+    else
+        return 0;
+    *op = (struct zk_txn_op){.kind = ZT_SET, .path = st->key_path, .data = st->key_data,
+                             .len = strlen(st->key_data), .version = -1};
+    return 1;
+}
+
+static void on_followups_done(struct putset *ps, int rc, const struct zk_result *res,
+                              void *ctx);
+
 static int send_settle(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
     struct lock_paths lp;
     lock_paths(job, &lp);
-    const struct zk_txn_op ops[] = {
+    struct zk_txn_op ops[5] = {
         {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
         {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
         {.kind = ZT_DELETE, .path = job->path, .version = -1},
         {.kind = ZT_CREATE, .path = st->next_path, .data = job->payload, .len = job->len},
     };
     int n = st->op == SETTLE_ACK ? 3 : st->has_delay ? 4 : 2;
+    st->key_op = key_op(ds, st, &ops[n]) ? n : -1;
+    n += st->key_op >= 0;
     set_busy(job, JS_SETTLING);
+    if (st->followups)
+        return putset_send(st->followups, ds->settles, ops, n, on_followups_done, st);
     return txnbatch_add(ds->settles, ops, n, on_settled, st);
 }
 
@@ -222,16 +289,35 @@ static int session_gone(int rc)
 /* Connection loss or a timeout: the transaction may or may not have been applied. */
 static int uncertain(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
 
+/* Only the key node's operation failed (a keyed name written without its key node). */
+static int key_node_missing(const struct zk_result *res, int key_op)
+{
+    if (!res->op_err || res->nops <= key_op || res->op_err[key_op] != ZNONODE)
+        return 0;
+    for (int i = 0; i < key_op; i++)
+        if (res->op_err[i] != ZOK)
+            return 0;
+    return 1;
+}
+
 static void on_settled(const struct zk_result *res, void *ctx)
 {
     struct settle *st = ctx;
     struct job *job = st->job;
     struct dispatcher *ds = job->q->ds;
     int rc = res->rc;
-    if (rc == ZNONODE && st->has_delay && res->op_err[3] == ZNONODE && !st->made_parents) {
+    if (rc == ZNONODE && st->has_delay && res->op_err && res->nops > 3 &&
+        res->op_err[3] == ZNONODE && !st->made_parents) {
         st->made_parents = 1; /* the new due time's bucket does not exist yet */
         if ((rc = zkstore_create_parents(ds->d->zs, st->next_path, NULL, NULL)) == ZOK &&
             (rc = send_settle(ds, st)) == ZOK)
+            return;
+    }
+    if (rc == ZNONODE && st->key_op >= 0 && key_node_missing(res, st->key_op)) {
+        log_warn("queue %s: job %s: its key node is missing; settling it without", 
+                 job->q->cfg->name, job->id);
+        st->skip_key = 1;
+        if ((rc = send_settle(ds, st)) == ZOK)
             return;
     }
     if (rc == ZOK) {
@@ -245,7 +331,25 @@ static void on_settled(const struct zk_result *res, void *ctx)
     } else {
         settle_failed(st, rc);
     }
-    free(st);
+    settle_free(st);
+}
+
+/* The transaction with follow-ups came back. A failure in our own operations (or of the
+ * connection) is judged as for any settle; one that the follow-ups could not get past
+ * (after making directories and settling taken keys) left everything as it was. */
+static void on_followups_done(struct putset *ps, int rc, const struct zk_result *res,
+                              void *ctx)
+{
+    struct settle *st = ctx;
+    (void)ps;
+    if (rc == ZOK || res) {
+        struct zk_result r = res ? *res : (struct zk_result){0};
+        r.rc = rc;
+        on_settled(&r, st);
+        return;
+    }
+    settle_failed(st, rc);
+    settle_free(st);
 }
 
 static void on_verified_job(const struct zk_result *res, void *ctx)
@@ -263,7 +367,7 @@ static void on_verified_job(const struct zk_result *res, void *ctx)
     } else {
         settle_failed(st, res->rc); /* still unknown: stays uncertain */
     }
-    free(st);
+    settle_free(st);
 }
 
 /* Never deletes a lock not confirmed ours: looks at the lock, then at the job. */
@@ -296,7 +400,7 @@ static void on_verified_lock(const struct zk_result *res, void *ctx)
             return;
         settle_failed(st, rc);
     }
-    free(st);
+    settle_free(st);
 }
 
 static void hold_settle(struct dispatcher *ds, struct settle *st)
@@ -320,7 +424,7 @@ static void verify(struct dispatcher *ds, struct settle *st)
     int rc = zkstore_exists(ds->d->zs, lock, 0, on_verified_lock, st);
     if (rc != ZOK) {
         settle_failed(st, rc);
-        free(st);
+        settle_free(st);
     }
 }
 
@@ -352,19 +456,64 @@ static void settle_start(struct dispatcher *ds, struct settle *st)
     int rc = send_settle(ds, st);
     if (rc != ZOK) {
         settle_failed(st, rc);
-        free(st);
+        settle_free(st);
     }
 }
 
-void dispatcher_ack(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r)
+/* ACK/NACK then=: the follow-up jobs join the settle's transaction, which must then fit
+ * one ZooKeeper request. On a bad job the reply is sent and nothing changes. */
+static int take_followups(struct dispatcher *ds, struct settle *st, struct proto_request *req)
 {
-    struct job *job = held_job(ds, c, id, r);
-    if (job && job->ci) {
-        curator_part_settle(ds, job, 1, 0, 0, r);
-        return;
+    enum proto_errcode code;
+    char text[300];
+    if (!req->nitems)
+        return 0;
+    if (!(st->followups = putset_new(ds, req->nitems))) {
+        reply_err(st->r, PE_INTERNAL, "out of memory");
+        return -1;
     }
-    struct settle *st = job ? settle_new(job, r, SETTLE_ACK) : NULL;
-    if (st)
+    for (size_t i = 0; i < req->nitems; i++) {
+        if (putset_add(st->followups, &req->items[i], &code, text, sizeof text) != 0) {
+            reply_err(st->r, code, "item %zu: %s; nothing was changed", i + 1, text);
+            return -1;
+        }
+    }
+    size_t bytes = putset_bytes(st->followups) + 5 * (LAYOUT_PATH_MAX + TXN_OP_OVERHEAD) +
+                   (st->has_delay ? st->job->len : 0);
+    if (bytes > TXN_ITEM_BYTES_MAX) {
+        reply_err(st->r, PE_TOO_LARGE, "the %s and its follow-ups need %zu bytes, over the "
+                  "%d of one ZooKeeper transaction; nothing was changed", settle_name(st),
+                  bytes, TXN_ITEM_BYTES_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+/* A Curator queue's job is settled on its own. */
+static int curator_job(struct job *job, struct proto_request *req, struct reply *r)
+{
+    if (!job->ci)
+        return 0;
+    if (req->nitems) {
+        reply_err(r, PE_BAD_REQUEST, "job %s is in a Curator format queue: no follow-ups",
+                  job->id);
+        return 1;
+    }
+    curator_part_settle(job->q->ds, job, req->cmd == CMD_ACK, req->has_delay, req->delay_ms,
+                        r);
+    return 1;
+}
+
+void dispatcher_ack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
+                    struct reply *r)
+{
+    struct job *job = held_job(ds, c, req->id, r);
+    if (!job || curator_job(job, req, r))
+        return;
+    struct settle *st = settle_new(job, r, SETTLE_ACK);
+    if (st && take_followups(ds, st, req) != 0)
+        settle_free(st);
+    else if (st)
         settle_start(ds, st);
 }
 
@@ -427,19 +576,19 @@ void bury_locked(struct dispatcher *ds, struct job *job)
         if (rc == ZOK)
             return;
     }
-    free(st);
+    settle_free(st);
     release_lock(ds, job);
 }
 
-void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, int has_delay,
-                     uint64_t delay_ms, struct reply *r)
+void dispatcher_nack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
+                     struct reply *r)
 {
-    struct job *job = held_job(ds, c, id, r);
-    if (job && job->ci) {
-        curator_part_settle(ds, job, 0, has_delay, delay_ms, r);
+    struct job *job = held_job(ds, c, req->id, r);
+    int has_delay = req->has_delay;
+    uint64_t delay_ms = req->delay_ms;
+    if (!job || curator_job(job, req, r))
         return;
-    }
-    struct settle *st = job ? settle_new(job, r, SETTLE_NACK) : NULL;
+    struct settle *st = settle_new(job, r, SETTLE_NACK);
     if (!st)
         return;
     if (job->attempt >= job->q->cfg->max_attempts) {
@@ -455,7 +604,11 @@ void dispatcher_nack(struct dispatcher *ds, struct consumer *c, const char *id, 
     if (has_delay && plan_move(ds, st, delay_ms) != 0) {
         reply_err(r, PE_BAD_REQUEST, "delay %llu ms is out of range",
                   (unsigned long long)delay_ms);
-        free(st);
+        settle_free(st);
+        return;
+    }
+    if (take_followups(ds, st, req) != 0) {
+        settle_free(st);
         return;
     }
     settle_start(ds, st);
@@ -526,7 +679,7 @@ void settle_revoke_held(struct dispatcher *ds)
             reply_err(st->r, PE_LEASE_LOST, "job %s: the ZooKeeper session was lost",
                       st->job->id);
         st->job->state = JS_HELD; /* no call in flight: the caller frees it */
-        free(st);
+        settle_free(st);
     }
 }
 
@@ -535,6 +688,6 @@ void settle_free_held(struct dispatcher *ds)
     while (ds->held) {
         struct settle *st = ds->held;
         ds->held = st->next;
-        free(st);
+        settle_free(st);
     }
 }

@@ -10,8 +10,8 @@
 
 struct txn_item {
     struct txn_item *next;
-    struct zk_txn_op ops[TXN_ITEM_OPS];
-    char *copies[2 * TXN_ITEM_OPS];
+    struct zk_txn_op *ops;
+    char **copies;              /* each operation's path and data */
     int nops;
     size_t bytes;
     int64_t session;            /* the session it was added in */
@@ -38,23 +38,32 @@ struct sent {
 
 static void free_item(struct txn_item *it)
 {
-    for (int i = 0; i < 2 * TXN_ITEM_OPS; i++)
+    for (int i = 0; it->copies && i < 2 * it->nops; i++)
         free(it->copies[i]);
+    free(it->copies);
+    free(it->ops);
     free(it);
 }
 
 /* Calls the item's DONE with RC and the item's slice of the per-operation errors. */
 static void finish_item(struct txn_item *it, int rc, const int *op_err, char **op_path)
 {
-    int errs[TXN_ITEM_OPS];
-    char *paths[TXN_ITEM_OPS] = {0};
-    for (int i = 0; i < it->nops; i++) {
+    int *errs = calloc((size_t)it->nops, sizeof *errs);
+    char **paths = calloc((size_t)it->nops, sizeof *paths);
+    if (!errs || !paths) { /* report it without per-operation detail */
+        op_err = NULL;
+        rc = rc == ZOK ? ZSYSTEMERROR : rc;
+    }
+    for (int i = 0; errs && paths && i < it->nops; i++) {
         errs[i] = op_err ? op_err[i] : rc;
         paths[i] = op_path ? op_path[i] : NULL;
     }
-    struct zk_result r = {.rc = rc, .nops = it->nops, .op_err = errs, .op_path = paths};
+    struct zk_result r = {.rc = rc, .nops = errs && paths ? it->nops : 0, .op_err = errs,
+                          .op_path = paths};
     if (it->done)
         it->done(&r, it->ctx);
+    free(errs);
+    free(paths);
     free_item(it);
 }
 
@@ -211,16 +220,23 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
         send_batch(b);
 }
 
-int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_done_fn done,
-                 void *ctx)
+size_t txnbatch_bytes(const struct zk_txn_op *ops, int nops)
 {
-    if (b->closing)
-        return ZCLOSING;
-    if (nops < 1 || nops > TXN_ITEM_OPS)
-        return ZBADARGUMENTS;
-    struct txn_item *it = calloc(1, sizeof *it);
-    if (!it)
-        return ZSYSTEMERROR;
+    size_t bytes = 0;
+    for (int i = 0; i < nops; i++)
+        bytes += strlen(ops[i].path) + TXN_OP_OVERHEAD +
+                 (ops[i].kind == ZT_CREATE || ops[i].kind == ZT_SET ? ops[i].len : 0);
+    return bytes;
+}
+
+/* Copies OPS, their paths and data, into IT. */
+static int copy_ops(struct txn_item *it, const struct zk_txn_op *ops, int nops)
+{
+    it->nops = nops;
+    it->ops = calloc((size_t)nops, sizeof *it->ops);
+    it->copies = calloc(2 * (size_t)nops, sizeof *it->copies);
+    if (!it->ops || !it->copies)
+        return -1;
     for (int i = 0; i < nops; i++) {
         it->ops[i] = ops[i];
         char *path = it->copies[2 * i] = strdup(ops[i].path);
@@ -231,15 +247,29 @@ int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_d
             if (data)
                 memcpy(data, ops[i].data, ops[i].len);
         }
-        if (!path || (has_data && ops[i].len && !data)) {
-            free_item(it);
-            return ZSYSTEMERROR;
-        }
+        if (!path || (has_data && ops[i].len && !data))
+            return -1;
         it->ops[i].path = path;
         it->ops[i].data = data;
-        it->bytes += strlen(path) + ops[i].len + 16;
     }
-    it->nops = nops;
+    it->bytes = txnbatch_bytes(ops, nops);
+    return 0;
+}
+
+int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_done_fn done,
+                 void *ctx)
+{
+    if (b->closing)
+        return ZCLOSING;
+    if (nops < 1 || nops > ZK_MULTI_MAX)
+        return ZBADARGUMENTS;
+    struct txn_item *it = calloc(1, sizeof *it);
+    if (!it)
+        return ZSYSTEMERROR;
+    if (copy_ops(it, ops, nops) != 0) {
+        free_item(it);
+        return ZSYSTEMERROR;
+    }
     it->session = zkstore_session_id(b->zs);
     it->done = done;
     it->ctx = ctx;

@@ -20,7 +20,10 @@
 
 struct event_base;
 
-#define TXN_ITEM_OPS 4
+/* An item larger than this (paths, data and a per-operation allowance) cannot be one
+ * ZooKeeper request: jute.maxbuffer is 1 MiB by default. */
+#define TXN_ITEM_BYTES_MAX 1040000
+#define TXN_OP_OVERHEAD 64
 
 struct txnbatch;
 
@@ -34,12 +37,14 @@ void txnbatch_close(struct txnbatch *b);
 /* After the store is freed (its last completions may still name the batch). */
 void txnbatch_free(struct txnbatch *b);
 
-/* Adds one transaction of 1..TXN_ITEM_OPS operations (paths and data are copied). DONE gets
+/* Adds one transaction of 1..ZK_MULTI_MAX operations (paths and data are copied). DONE gets
  * a result whose rc is ZOK or the item's own error, and whose op_err (nops entries) are the
  * item's operations only. Returns ZOK (DONE will be called exactly once, never from within
  * this call) or an error (DONE will not be called). */
 int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_done_fn done,
                  void *ctx);
+/* The size txnbatch_add counts for OPS, to compare with TXN_ITEM_BYTES_MAX. */
+size_t txnbatch_bytes(const struct zk_txn_op *ops, int nops);
 
 /* Items added and multis sent so far, for STATS. */
 void txnbatch_counts(const struct txnbatch *b, unsigned long long *items,

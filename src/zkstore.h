@@ -12,8 +12,9 @@ struct event_base;
 struct config;
 struct metrics;
 
-/* Operations in one transaction: a batch of up to 128 jobs of at most 4 operations each. */
-#define ZK_MULTI_MAX 512
+/* Operations in one transaction: a batch of up to 128 jobs' transactions, or one BATCH of
+ * 1000 keyed jobs (2 operations each) with its bucket creates. */
+#define ZK_MULTI_MAX 4096
 
 struct zk_result {
     int rc;                    /* ZOK or a ZooKeeper error code */

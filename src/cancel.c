@@ -1,0 +1,360 @@
+/* CANCEL and RESCHEDULE: a producer changes a pending job, by its id or by its queue and
+ * key, with a handful of ZooKeeper calls and never a listing. A held job is refused
+ * (IN_FLIGHT): the consumer wins, unless CANCEL says force=1, which deletes the holder's
+ * lock and owner node in the same transaction, so that the holder's ack fails (LEASE_LOST). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "dispatcher_int.h"
+#include "log.h"
+#include "pending.h"
+#include "protocol.h"
+#include "server.h"
+#include "units.h"
+#include "zkstore.h"
+
+#define TRIES_MAX 4 /* a key moved, a lock came or went between our reads and our write */
+
+struct change {
+    struct dispatcher *ds;
+    struct dqueue *q;
+    struct reply *r;
+    int reschedule, force, by_key, tries, skip_key, made_parents;
+    uint64_t due_ms;            /* RESCHEDULE: the new due time */
+    struct job_name jn, next;
+    int key_version;            /* by key: the key node's version we read; else -1 */
+    char key[LAYOUT_KEY_MAX + 1];
+    char path[LAYOUT_PATH_MAX], next_path[LAYOUT_PATH_MAX], key_path[LAYOUT_PATH_MAX];
+    char key_data[LAYOUT_ID_MAX + 1];
+    char children[2][LAYOUT_PATH_MAX + 40];
+    int nchildren;
+    char *payload;
+    int len;
+    uint32_t attempts;
+};
+
+static void change_free(struct change *ch)
+{
+    free(ch->payload);
+    free(ch);
+}
+
+static void change_end(struct change *ch, int code, const char *text)
+{
+    if (code < 0)
+        reply_ok(ch->r, text);
+    else
+        reply_err(ch->r, (enum proto_errcode)code, "%s", text);
+    change_free(ch);
+}
+
+static void change_zerr(struct change *ch, const char *what, int rc)
+{
+    char text[300];
+    log_warn("queue %s: %s %s: %s", ch->q->cfg->name, what, ch->path, zerror(rc));
+    snprintf(text, sizeof text, "%s failed in ZooKeeper: %s; nothing was changed", what,
+             zerror(rc));
+    change_end(ch, PE_UNAVAILABLE, text);
+}
+
+/* The job's id, for messages. */
+static const char *change_id(struct change *ch, char *buf, size_t len)
+{
+    if (layout_job_id(buf, len, ch->q->cfg->name, &ch->jn) != 0)
+        snprintf(buf, len, "%.200s", ch->path);
+    return buf;
+}
+
+static void not_found(struct change *ch)
+{
+    char text[400], id[LAYOUT_ID_MAX + 1];
+    if (ch->by_key)
+        snprintf(text, sizeof text, "no job with key '%s' in queue '%s'", ch->key,
+                 ch->q->cfg->name);
+    else
+        snprintf(text, sizeof text, "no job %s", change_id(ch, id, sizeof id));
+    change_end(ch, PE_NOT_FOUND, text);
+}
+
+static void start(struct change *ch);
+
+static int again(struct change *ch)
+{
+    if (++ch->tries >= TRIES_MAX)
+        return 0;
+    ch->nchildren = 0;
+    free(ch->payload);
+    ch->payload = NULL;
+    start(ch);
+    return 1;
+}
+
+/* ---- held: say by whom ---- */
+
+static void on_holder(const struct zk_result *res, void *ctx)
+{
+    struct change *ch = ctx;
+    char text[600], id[LAYOUT_ID_MAX + 1];
+    if (res->rc == ZNONODE && again(ch)) /* released meanwhile: try again */
+        return;
+    snprintf(text, sizeof text, "job %s is being processed%s%.*s; nothing was changed%s",
+             change_id(ch, id, sizeof id), res->rc == ZOK ? " by " : "", res->rc == ZOK ? res->datalen : 0,
+             res->rc == ZOK && res->data ? res->data : "",
+             ch->reschedule ? "" : " (force=1 cancels it anyway)");
+    change_end(ch, PE_IN_FLIGHT, text);
+}
+
+static void in_flight(struct change *ch)
+{
+    char lock[LAYOUT_PATH_MAX + 8];
+    snprintf(lock, sizeof lock, "%s/" LAYOUT_LOCK, ch->path);
+    if (zkstore_get(ch->ds->d->zs, lock, on_holder, ch) != ZOK)
+        on_holder(&(struct zk_result){.rc = ZCONNECTIONLOSS}, ch);
+}
+
+/* ---- the transaction ---- */
+
+static void on_changed(const struct zk_result *res, void *ctx);
+
+/* The key node follows the job: deleted with it, or pointed at its new name. */
+static int key_op(struct change *ch, struct zk_txn_op *op)
+{
+    if (!ch->jn.key[0] || ch->skip_key ||
+        layout_key_path(ch->key_path, sizeof ch->key_path, root(ch->ds), ch->q->cfg->name,
+                        ch->jn.key) != 0)
+        return 0;
+    *op = (struct zk_txn_op){.kind = ZT_DELETE, .path = ch->key_path,
+                             .version = ch->key_version};
+    if (ch->reschedule) {
+        if (layout_key_data(ch->key_data, sizeof ch->key_data, &ch->next) != 0)
+            return 0;
+        op->kind = ZT_SET;
+        op->data = ch->key_data;
+        op->len = strlen(ch->key_data);
+    }
+    return 1;
+}
+
+static void send_change(struct change *ch)
+{
+    struct zk_txn_op ops[5];
+    int n = 0;
+    for (int i = 0; i < ch->nchildren; i++)
+        ops[n++] = (struct zk_txn_op){.kind = ZT_DELETE, .path = ch->children[i], .version = -1};
+    ops[n++] = (struct zk_txn_op){.kind = ZT_DELETE, .path = ch->path, .version = -1};
+    if (ch->reschedule)
+        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = ch->next_path,
+                                      .data = ch->payload, .len = (size_t)ch->len};
+    n += key_op(ch, &ops[n]);
+    int rc = zkstore_multi(ch->ds->d->zs, ops, n, on_changed, ch);
+    if (rc != ZOK)
+        change_zerr(ch, ch->reschedule ? "reschedule" : "cancel", rc);
+}
+
+/* Which operation failed: the holder's nodes, the job, the new name, or the key node. */
+static int failed_op(const struct zk_result *res)
+{
+    for (int i = 0; res->op_err && i < res->nops; i++)
+        if (res->op_err[i] != ZOK && res->op_err[i] != ZRUNTIMEINCONSISTENCY)
+            return i;
+    return -1;
+}
+
+static void changed(struct change *ch)
+{
+    char id[LAYOUT_ID_MAX + 1];
+    if (!ch->reschedule)
+        pending_changed(ch->q, -1);
+    if (layout_job_id(id, sizeof id, ch->q->cfg->name, ch->reschedule ? &ch->next : &ch->jn))
+        snprintf(id, sizeof id, "%s", ch->q->cfg->name);
+    log_info("queue %s: job %s %s%s", ch->q->cfg->name, id,
+             ch->reschedule ? "rescheduled" : "cancelled",
+             ch->nchildren ? " (forced: its holder loses it)" : "");
+    change_end(ch, -1, id);
+}
+
+static void on_changed(const struct zk_result *res, void *ctx)
+{
+    struct change *ch = ctx;
+    int bad = failed_op(res), job_op = ch->nchildren;
+    int create_op = ch->reschedule ? job_op + 1 : -1, last = res->nops - 1;
+    int keyed = ch->jn.key[0] && !ch->skip_key;
+    if (res->rc == ZOK)
+        changed(ch);
+    else if (res->rc == ZNOTEMPTY && !ch->force)
+        in_flight(ch);
+    else if (bad == create_op && res->rc == ZNONODE && !ch->made_parents) {
+        ch->made_parents = 1; /* the new bucket does not exist yet */
+        zkstore_create_parents(ch->ds->d->zs, ch->next_path, NULL, NULL);
+        send_change(ch);
+    } else if (keyed && bad == last && res->rc == ZNONODE && !ch->by_key) {
+        ch->skip_key = 1; /* a keyed name without its key node (written by hand) */
+        send_change(ch);
+    } else if ((res->rc == ZBADVERSION || res->rc == ZNOTEMPTY ||
+                (res->rc == ZNONODE && (bad < job_op || bad == last))) && again(ch)) {
+        return; /* the key moved on, or a holder came or went: read again */
+    } else if (res->rc == ZNONODE && bad == job_op) {
+        not_found(ch);
+    } else {
+        change_zerr(ch, ch->reschedule ? "reschedule" : "cancel", res->rc);
+    }
+}
+
+/* ---- the reads before it ---- */
+
+/* A read of the job failed: answered (1), or go on (0). */
+static int read_failed(struct change *ch, const struct zk_result *res, const char *what)
+{
+    if (res->rc == ZNONODE)
+        not_found(ch);
+    else if (res->rc != ZOK)
+        change_zerr(ch, what, res->rc);
+    return res->rc != ZOK;
+}
+
+static void on_children(const struct zk_result *res, void *ctx)
+{
+    struct change *ch = ctx;
+    if (read_failed(ch, res, "listing the holder of"))
+        return;
+    for (int i = 0; i < res->nchildren && ch->nchildren < 2; i++) /* owner-*, then lock */
+        if (strncmp(res->children[i], LAYOUT_OWNER, strlen(LAYOUT_OWNER)) == 0)
+            snprintf(ch->children[ch->nchildren++], sizeof ch->children[0], "%s/%s", ch->path,
+                     res->children[i]);
+    for (int i = 0; i < res->nchildren && ch->nchildren < 2; i++)
+        if (strcmp(res->children[i], LAYOUT_LOCK) == 0)
+            snprintf(ch->children[ch->nchildren++], sizeof ch->children[0], "%s/%s", ch->path,
+                     res->children[i]);
+    send_change(ch);
+}
+
+/* RESCHEDULE: the payload moves along; the deliveries so far go into the new name. */
+static void on_job_read(const struct zk_result *res, void *ctx)
+{
+    struct change *ch = ctx;
+    if (read_failed(ch, res, "reading"))
+        return;
+    if (res->stat.numChildren > 0) {
+        in_flight(ch);
+        return;
+    }
+    ch->len = res->datalen > 0 ? res->datalen : 0;
+    if (ch->len && !(ch->payload = malloc((size_t)ch->len))) {
+        change_zerr(ch, "reading", ZSYSTEMERROR);
+        return;
+    }
+    if (ch->len)
+        memcpy(ch->payload, res->data, (size_t)ch->len);
+    ch->next = ch->jn;
+    ch->next.due_ms = ch->due_ms;
+    ch->next.prior_attempts = ch->jn.prior_attempts + (uint32_t)((res->stat.cversion + 2) / 4);
+    ch->next.shard[0] = '\0';
+    new_uid(ch->ds, ch->next.uid);
+    if (layout_job_path(ch->next_path, sizeof ch->next_path, root(ch->ds), ch->q->cfg->name,
+                        &ch->next) != 0) {
+        change_end(ch, PE_BAD_REQUEST, "the new name is too long");
+        return;
+    }
+    send_change(ch);
+}
+
+static void act(struct change *ch)
+{
+    int rc;
+    if (layout_job_path(ch->path, sizeof ch->path, root(ch->ds), ch->q->cfg->name, &ch->jn)) {
+        not_found(ch);
+        return;
+    }
+    if (ch->reschedule)
+        rc = zkstore_get(ch->ds->d->zs, ch->path, on_job_read, ch);
+    else if (ch->force)
+        rc = zkstore_children(ch->ds->d->zs, ch->path, 0, on_children, ch);
+    else {
+        send_change(ch);
+        return;
+    }
+    if (rc != ZOK)
+        change_zerr(ch, "reading", rc);
+}
+
+static void on_key(const struct zk_result *res, void *ctx)
+{
+    struct change *ch = ctx;
+    if (res->rc == ZNONODE || (res->rc == ZOK && (res->datalen <= 0 ||
+        layout_parse_key_data(res->data, (size_t)res->datalen, &ch->jn) != 0))) {
+        not_found(ch); /* no key node, a kept key ("done ..."), or not a job name */
+        return;
+    }
+    if (res->rc != ZOK) {
+        change_zerr(ch, "reading the key node of", res->rc);
+        return;
+    }
+    ch->key_version = res->stat.version;
+    act(ch);
+}
+
+static void start(struct change *ch)
+{
+    if (!ch->by_key) {
+        act(ch);
+        return;
+    }
+    int rc = zkstore_get(ch->ds->d->zs, ch->key_path, on_key, ch);
+    if (rc != ZOK)
+        change_zerr(ch, "reading the key node of", rc);
+}
+
+/* The request's queue (by key) or the queue named in its id, native and connected. */
+static struct change *change_new(struct dispatcher *ds, struct proto_request *req,
+                                 struct reply *r)
+{
+    char queue[QUEUE_NAME_MAX + 1];
+    struct job_name jn = {0};
+    if (req->id[0] && layout_parse_id(req->id, queue, sizeof queue, &jn) != 0) {
+        reply_err(r, PE_BAD_REQUEST, "job %s is not in deferd's own format", req->id);
+        return NULL;
+    }
+    struct dqueue *q = dispatcher_queue(ds, req->id[0] ? queue : req->queue);
+    struct change *ch = NULL;
+    if (!q)
+        reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->id[0] ? queue : req->queue);
+    else if (q->cfg->format != QF_NATIVE)
+        reply_err(r, PE_BAD_REQUEST, "queue '%s' is in a Curator format", q->cfg->name);
+    else if (!zkstore_connected(ds->d->zs))
+        reply_err(r, PE_UNAVAILABLE, "not connected to ZooKeeper");
+    else if (!(ch = calloc(1, sizeof *ch)))
+        reply_err(r, PE_INTERNAL, "out of memory");
+    else {
+        *ch = (struct change){.ds = ds, .q = q, .r = r, .jn = jn, .key_version = -1,
+                              .by_key = !req->id[0], .force = req->force};
+        memcpy(ch->key, req->key, sizeof ch->key);
+        if (ch->by_key)
+            layout_key_path(ch->key_path, sizeof ch->key_path, root(ds), q->cfg->name, ch->key);
+    }
+    return ch;
+}
+
+void dispatcher_cancel(struct dispatcher *ds, struct proto_request *req, struct reply *r)
+{
+    struct change *ch = change_new(ds, req, r);
+    if (ch)
+        start(ch);
+}
+
+void dispatcher_reschedule(struct dispatcher *ds, struct proto_request *req, struct reply *r)
+{
+    uint64_t due = req->has_at ? req->at_ms : (uint64_t)units_wall_ms() + req->delay_ms;
+    if (due > LAYOUT_DUE_MAX) {
+        reply_err(r, PE_BAD_REQUEST, "due time %llu is too far", (unsigned long long)due);
+        return;
+    }
+    struct change *ch = change_new(ds, req, r);
+    if (!ch)
+        return;
+    ch->reschedule = 1;
+    ch->due_ms = due;
+    start(ch);
+}

@@ -1,0 +1,579 @@
+#include "putset.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buckets.h"
+#include "config.h"
+#include "daemon.h"
+#include "dispatcher_int.h"
+#include "log.h"
+#include "metrics.h"
+#include "mirror.h"
+#include "pending.h"
+#include "stash.h"
+#include "txnbatch.h"
+#include "units.h"
+#include "zkstore.h"
+
+/* Payloads of jobs this daemon put and will deliver soon stay in memory, so that delivery
+ * needs no read: up to this much per job and in all. */
+#define KEEP_PAYLOAD_MAX (64 * 1024)
+#define KEEP_PAYLOADS_TOTAL (64 * 1024 * 1024)
+/* Stashed: payloads of jobs due within lookahead plus this, kept until due plus this. */
+#define STASH_AHEAD_MS 1000
+#define STASH_KEEP_MS 10000
+#define SHARD_AFTER 2048
+#define SHARD_SIZE 2048
+/* Sends of one set: each fixes one thing ZooKeeper refused (a directory, a taken key). */
+#define ROUNDS_MAX 32
+#define PREFIX_MAX 8
+#define JOB_OVERHEAD (2 * (LAYOUT_PATH_MAX + TXN_OP_OVERHEAD))
+
+struct putset {
+    struct dispatcher *ds;
+    struct putjob *jobs;
+    size_t n, max;
+    struct txnbatch *b;
+    struct zk_txn_op prefix[PREFIX_MAX];
+    int nprefix;
+    int *op_job;                /* per operation of the last send: its job, or -1 */
+    int rounds, lookups, lookup_rc;
+    int counted;                /* putset_created() done */
+    putset_done_fn done;
+    void *ctx;
+};
+
+struct putset *putset_new(struct dispatcher *ds, size_t max_jobs)
+{
+    struct putset *ps = calloc(1, sizeof *ps);
+    if (!ps || !(ps->jobs = calloc(max_jobs ? max_jobs : 1, sizeof *ps->jobs))) {
+        free(ps);
+        return NULL;
+    }
+    ps->ds = ds;
+    ps->max = max_jobs;
+    return ps;
+}
+
+static void free_prefix(struct putset *ps)
+{
+    for (int i = 0; i < ps->nprefix; i++) {
+        free((char *)ps->prefix[i].path);
+        free((void *)ps->prefix[i].data);
+    }
+    ps->nprefix = 0;
+}
+
+void putset_free(struct putset *ps)
+{
+    if (!ps)
+        return;
+    for (size_t i = 0; i < ps->n; i++)
+        free(ps->jobs[i].payload);
+    free_prefix(ps);
+    free(ps->jobs);
+    free(ps->op_job);
+    free(ps);
+}
+
+size_t putset_count(const struct putset *ps) { return ps->n; }
+const struct putjob *putset_job(const struct putset *ps, size_t i) { return &ps->jobs[i]; }
+
+size_t putset_bytes(const struct putset *ps)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; i < ps->n; i++)
+        bytes += ps->jobs[i].len + JOB_OVERHEAD;
+    return bytes;
+}
+
+/* ---- taking jobs in ---- */
+
+static int refuse(enum proto_errcode *code, char *text, size_t tlen, enum proto_errcode c,
+                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int refuse(enum proto_errcode *code, char *text, size_t tlen, enum proto_errcode c,
+                  const char *fmt, ...)
+{
+    va_list ap;
+    *code = c;
+    va_start(ap, fmt);
+    vsnprintf(text, tlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* An earlier job of the set with the same queue and key: this one is its duplicate. */
+static int same_key_before(const struct putset *ps, const struct putjob *pj)
+{
+    for (size_t i = 0; pj->jn.key[0] && i < ps->n; i++)
+        if (ps->jobs[i].q == pj->q && strcmp(ps->jobs[i].jn.key, pj->jn.key) == 0)
+            return (int)i;
+    return -1;
+}
+
+int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code, char *text,
+               size_t tlen)
+{
+    struct dqueue *q = dispatcher_queue(ps->ds, pp->queue);
+    if (ps->n == ps->max)
+        return refuse(code, text, tlen, PE_INTERNAL, "too many jobs");
+    if (!q)
+        return refuse(code, text, tlen, PE_UNKNOWN_QUEUE, "no queue '%s' is configured",
+                      pp->queue);
+    if (q->cfg->format != QF_NATIVE)
+        return refuse(code, text, tlen, PE_BAD_REQUEST, "queue '%s' is in a Curator format: "
+                      "keys, batches and follow-ups need deferd's own format", pp->queue);
+    if (pending_full(q))
+        return refuse(code, text, tlen, PE_QUEUE_FULL, "queue '%s' holds its max_pending jobs",
+                      pp->queue);
+    uint64_t due = pp->has_at ? pp->at_ms : (uint64_t)units_wall_ms() + pp->delay_ms;
+    if (due > LAYOUT_DUE_MAX)
+        return refuse(code, text, tlen, PE_BAD_REQUEST, "due time %llu is too far",
+                      (unsigned long long)due);
+    struct putjob *pj = &ps->jobs[ps->n];
+    *pj = (struct putjob){.q = q, .payload = pp->payload, .len = pp->len, .key_version = -1};
+    pj->jn.due_ms = due;
+    pj->jn.priority = pp->has_prio ? pp->prio : q->cfg->priority;
+    pj->jn.ttr_ms = pp->has_ttr ? (uint32_t)pp->ttr_ms : 0; /* 0: queue default */
+    memcpy(pj->jn.key, pp->key, sizeof pj->jn.key);
+    pj->dup_of = same_key_before(ps, pj);
+    if (pj->jn.key[0] &&
+        layout_key_path(pj->key_path, sizeof pj->key_path, root(ps->ds), q->cfg->name,
+                        pj->jn.key) != 0)
+        return refuse(code, text, tlen, PE_BAD_REQUEST, "bad key '%s'", pp->key);
+    pp->payload = NULL;
+    ps->n++;
+    return 0;
+}
+
+/* ---- naming: uid, bucket, shard ---- */
+
+static void on_dir_made(const struct zk_result *res, void *ctx)
+{
+    (void)res; /* NodeExists: someone else made it; other errors: the job's create will say */
+    (void)ctx;
+}
+
+/* Makes sure the job's bucket exists before the job's create reaches ZooKeeper (both go
+ * out on one session, in order): the bucket levels below the deepest one known to exist
+ * are created in the same batch, ahead of the job; with none known (a new 2.8-hour window),
+ * every missing ancestor directly. NodeExists costs only a resend of the batch. */
+static int prepare_bucket(struct dispatcher *ds, struct txnbatch *b, const char *job_path)
+{
+    char path[LAYOUT_PATH_MAX], missing[LAYOUT_DEPTH][LAYOUT_PATH_MAX], *slash;
+    int n = 0, level, rc = ZOK;
+    snprintf(path, sizeof path, "%s", job_path);
+    for (level = LAYOUT_DEPTH; level >= 1; level--) {
+        if (!(slash = strrchr(path, '/')))
+            return ZBADARGUMENTS;
+        *slash = '\0';
+        if (buckets_known(level == LAYOUT_DEPTH ? ds->buckets : ds->parents, path))
+            break;
+        memcpy(missing[n++], path, sizeof path);
+    }
+    if (n == 0)
+        return ZOK;
+    if (level == 0)
+        rc = zkstore_create_parents(ds->d->zs, job_path, NULL, NULL);
+    for (int i = n - 1; level > 0 && i >= 0 && rc == ZOK; i--) {
+        const struct zk_txn_op op = {.kind = ZT_CREATE, .path = missing[i]};
+        rc = txnbatch_add(b, &op, 1, on_dir_made, NULL);
+    }
+    for (int i = 0; rc == ZOK && i < n; i++)
+        buckets_add(i == 0 ? ds->buckets : ds->parents, missing[i]);
+    return rc;
+}
+
+/* Past SHARD_AFTER of our puts into one 100 ms bucket, the next ones go into shards of
+ * SHARD_SIZE jobs, named for this daemon run, so that no listing of the bucket or of a
+ * shard grows past about 100 KiB per writer. */
+static int choose_shard(struct dispatcher *ds, struct txnbatch *b, struct putjob *pj)
+{
+    char dir[LAYOUT_PATH_MAX], *slash;
+    snprintf(dir, sizeof dir, "%s", pj->path);
+    if (!(slash = strrchr(dir, '/')))
+        return ZBADARGUMENTS;
+    *slash = '\0';
+    unsigned n = buckets_count_put(ds->buckets, dir);
+    if (n < SHARD_AFTER)
+        return ZOK;
+    snprintf(pj->jn.shard, sizeof pj->jn.shard, "s%08llx-%u", (unsigned long long)ds->uid_prefix,
+             (n - SHARD_AFTER) / SHARD_SIZE);
+    if (layout_job_path(pj->path, sizeof pj->path, root(ds), pj->q->cfg->name, &pj->jn) != 0)
+        return ZBADARGUMENTS;
+    snprintf(dir, sizeof dir, "%s", pj->path);
+    *strrchr(dir, '/') = '\0';
+    if (buckets_known(ds->buckets, dir))
+        return ZOK;
+    buckets_add(ds->buckets, dir);
+    const struct zk_txn_op op = {.kind = ZT_CREATE, .path = dir};
+    return txnbatch_add(b, &op, 1, on_dir_made, NULL);
+}
+
+static int name_job(struct putset *ps, struct putjob *pj)
+{
+    new_uid(ps->ds, pj->jn.uid);
+    pj->jn.shard[0] = '\0';
+    if (layout_job_path(pj->path, sizeof pj->path, root(ps->ds), pj->q->cfg->name, &pj->jn))
+        return ZBADARGUMENTS;
+    int rc = prepare_bucket(ps->ds, ps->b, pj->path);
+    if (rc == ZOK)
+        rc = choose_shard(ps->ds, ps->b, pj);
+    if (rc == ZOK && (layout_key_data(pj->key_data, sizeof pj->key_data, &pj->jn) != 0 ||
+                      layout_job_id(pj->id, sizeof pj->id, pj->q->cfg->name, &pj->jn) != 0))
+        rc = ZBADARGUMENTS;
+    pj->named = rc == ZOK;
+    return rc;
+}
+
+/* ---- sending ---- */
+
+static void on_sent(const struct zk_result *res, void *ctx);
+
+static int job_ops(struct putjob *pj, struct zk_txn_op *ops)
+{
+    int n = 0;
+    if (pj->jn.key[0])
+        ops[n++] = (struct zk_txn_op){.kind = pj->key_version < 0 ? ZT_CREATE : ZT_SET,
+                                      .path = pj->key_path, .data = pj->key_data,
+                                      .len = strlen(pj->key_data), .version = pj->key_version};
+    ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->path, .data = pj->payload,
+                                  .len = pj->len};
+    return n;
+}
+
+static int send_again(struct putset *ps)
+{
+    size_t max = (size_t)ps->nprefix + 2 * ps->n;
+    struct zk_txn_op *ops = calloc(max ? max : 1, sizeof *ops);
+    int *op_job = realloc(ps->op_job, (max ? max : 1) * sizeof *op_job);
+    int rc = ops && op_job ? ZOK : ZSYSTEMERROR, nops = 0;
+    if (op_job)
+        ps->op_job = op_job;
+    for (int i = 0; rc == ZOK && i < ps->nprefix; i++) {
+        op_job[nops] = -1;
+        ops[nops++] = ps->prefix[i];
+    }
+    for (size_t i = 0; rc == ZOK && i < ps->n; i++) {
+        struct putjob *pj = &ps->jobs[i];
+        if (pj->dup || pj->dup_of >= 0 || (!pj->named && (rc = name_job(ps, pj)) != ZOK))
+            continue;
+        int k = job_ops(pj, ops + nops);
+        for (int j = 0; j < k; j++)
+            op_job[nops + j] = (int)i;
+        nops += k;
+    }
+    if (rc == ZOK && nops == 0)
+        rc = ZNOTHING; /* every job a duplicate: nothing to send */
+    if (rc == ZOK)
+        rc = txnbatch_add(ps->b, ops, nops, on_sent, ps);
+    free(ops);
+    return rc;
+}
+
+int putset_send(struct putset *ps, struct txnbatch *b, const struct zk_txn_op *prefix,
+                int nprefix, putset_done_fn done, void *ctx)
+{
+    if (nprefix > PREFIX_MAX)
+        return ZBADARGUMENTS;
+    free_prefix(ps);
+    for (int i = 0; i < nprefix; i++) {
+        struct zk_txn_op *op = &ps->prefix[ps->nprefix++];
+        *op = prefix[i];
+        op->path = strdup(prefix[i].path);
+        op->data = NULL;
+        if (prefix[i].len && (op->data = malloc(prefix[i].len)))
+            memcpy((void *)op->data, prefix[i].data, prefix[i].len);
+        if (!op->path || (prefix[i].len && !op->data))
+            return ZSYSTEMERROR;
+    }
+    ps->b = b;
+    ps->done = done;
+    ps->ctx = ctx;
+    ps->rounds = 0;
+    return send_again(ps);
+}
+
+/* ---- the outcome ---- */
+
+/* Payloads of jobs due soon stay in memory, so that delivering them needs no read: in the
+ * job if our mirror has it already, else in the stash until the mirror lists it. */
+static void keep_payload(struct dispatcher *ds, struct putjob *pj)
+{
+    struct job *job;
+    int64_t now = units_wall_ms();
+    if (pj->len > KEEP_PAYLOAD_MAX || !pj->payload)
+        return;
+    HASH_FIND_STR(ds->jobs, pj->path, job);
+    if (!job) {
+        if ((int64_t)pj->jn.due_ms <= now + (int64_t)ds->d->cfg->lookahead_ms + STASH_AHEAD_MS &&
+            stash_put(ds->stash, pj->path, pj->payload, pj->len,
+                      (int64_t)pj->jn.due_ms + STASH_KEEP_MS, now) == 0)
+            pj->payload = NULL;
+        return;
+    }
+    if (job->payload || ds->payload_bytes + pj->len > KEEP_PAYLOADS_TOTAL)
+        return;
+    job->payload = pj->payload;
+    job->len = pj->len;
+    ds->payload_bytes += pj->len;
+    pj->payload = NULL;
+}
+
+void putset_created(struct putset *ps)
+{
+    struct dispatcher *ds = ps->ds;
+    if (ps->counted)
+        return;
+    ps->counted = 1;
+    for (size_t i = 0; i < ps->n; i++) {
+        struct putjob *pj = &ps->jobs[i];
+        if (pj->dup || pj->dup_of >= 0)
+            continue;
+        metrics_event(ds->d->metrics, pj->q->cfg, ME_PUT);
+        pending_changed(pj->q, +1);
+        mirror_job_created(ds->d->mirror, pj->q, pj->path);
+        keep_payload(ds, pj);
+    }
+}
+
+static void finish(struct putset *ps, int rc, const struct zk_result *res)
+{
+    if (rc == ZOK || rc == ZNOTHING) {
+        rc = ZOK;
+        if (ps->nprefix == 0) /* else the caller counts, once it knows its part applied */
+            putset_created(ps);
+    }
+    ps->done(ps, rc, res, ps->ctx);
+}
+
+/* The operation that failed a multi: the first with an error of its own (the others carry
+ * ZOK or ZRUNTIMEINCONSISTENCY); -1 when the multi never reached the data. */
+static int culprit(const struct zk_result *res)
+{
+    for (int i = 0; res->op_err && i < res->nops; i++)
+        if (res->op_err[i] != ZOK && res->op_err[i] != ZRUNTIMEINCONSISTENCY)
+            return i;
+    return -1;
+}
+
+static void resolve_keys(struct putset *ps);
+
+/* One job's operation failed; fixes what can be fixed and sends again. */
+static int repair(struct putset *ps, struct putjob *pj, int key_op, int rc)
+{
+    if (key_op && (rc == ZNODEEXISTS || rc == ZBADVERSION || (rc == ZNONODE && pj->key_version >= 0))) {
+        pj->key_version = -1;
+        resolve_keys(ps);
+        return ZOK;
+    }
+    if (rc == ZNONODE) { /* its directory is missing (deleted meanwhile, or never made) */
+        rc = zkstore_create_parents(ps->ds->d->zs, key_op ? pj->key_path : pj->path, NULL,
+                                    NULL);
+        return rc == ZOK ? send_again(ps) : rc;
+    }
+    if (rc == ZNODEEXISTS) { /* the uid is taken (a clock and counter collision) */
+        pj->named = 0;
+        return send_again(ps);
+    }
+    return rc;
+}
+
+static void on_sent(const struct zk_result *res, void *ctx)
+{
+    struct putset *ps = ctx;
+    int bad = res->rc == ZOK ? -1 : culprit(res);
+    if (res->rc == ZOK || res->rc == ZNOTHING) {
+        finish(ps, ZOK, res);
+        return;
+    }
+    if (bad < ps->nprefix || ps->op_job[bad] < 0) { /* the caller's part, or the connection */
+        finish(ps, res->rc, res);
+        return;
+    }
+    struct putjob *pj = &ps->jobs[ps->op_job[bad]];
+    int key_op = pj->jn.key[0] && (bad == 0 || ps->op_job[bad - 1] != ps->op_job[bad]);
+    int rc = ++ps->rounds > ROUNDS_MAX ? res->op_err[bad]
+                                       : repair(ps, pj, key_op, res->op_err[bad]);
+    if (rc != ZOK) {
+        log_warn("queue %s: creating %s failed: %s", pj->q->cfg->name,
+                 key_op ? pj->key_path : pj->path, zerror(rc));
+        finish(ps, rc, NULL);
+    }
+}
+
+/* ---- taken keys ---- */
+
+struct lookup {
+    struct putset *ps;
+    struct putjob *pj;
+    int version;                /* the key node's, while its job's existence is checked */
+    struct job_name holder;     /* the job the key node names */
+};
+
+static void lookup_done(struct lookup *lk, int rc)
+{
+    struct putset *ps = lk->ps;
+    free(lk);
+    if (rc != ZOK && ps->lookup_rc == ZOK)
+        ps->lookup_rc = rc;
+    if (--ps->lookups > 0)
+        return;
+    rc = ps->lookup_rc != ZOK ? ps->lookup_rc : send_again(ps);
+    if (rc != ZOK)
+        finish(ps, rc, NULL);
+}
+
+static void take_over(struct lookup *lk, int version)
+{
+    log_info("queue %s: key %s: its key node names no job; taking it over (version %d)",
+             lk->pj->q->cfg->name, lk->pj->jn.key, version);
+    lk->pj->key_version = version;
+}
+
+static void duplicate_of(struct lookup *lk)
+{
+    struct putjob *pj = lk->pj;
+    pj->dup = 1;
+    if (layout_job_id(pj->id, sizeof pj->id, pj->q->cfg->name, &lk->holder) != 0)
+        snprintf(pj->id, sizeof pj->id, "%s/-", pj->q->cfg->name);
+}
+
+static void on_key_job(const struct zk_result *res, void *ctx)
+{
+    struct lookup *lk = ctx;
+    if (res->rc == ZOK)
+        duplicate_of(lk);
+    else if (res->rc == ZNONODE)
+        take_over(lk, lk->version); /* its job was deleted without the key node */
+    lookup_done(lk, res->rc == ZNONODE ? ZOK : res->rc);
+}
+
+/* A kept key ("done <ack ms> <name>"): taken while younger than the queue's retention,
+ * then free to take over. 0 if DATA is no kept key. */
+static int kept_key(struct lookup *lk, const char *data, int len, int version)
+{
+    char buf[LAYOUT_ID_MAX + 32], *name;
+    unsigned long long acked;
+    int n = 0;
+    if (len < 5 || (size_t)len >= sizeof buf || memcmp(data, "done ", 5) != 0)
+        return 0;
+    memcpy(buf, data, (size_t)len);
+    buf[len] = '\0';
+    if (sscanf(buf, "done %llu %n", &acked, &n) != 1 || n == 0 || !*(name = buf + n) ||
+        layout_parse_key_data(name, strlen(name), &lk->holder) != 0)
+        return 0;
+    if ((int64_t)(acked + lk->pj->q->cfg->key_retention_ms) > units_wall_ms())
+        duplicate_of(lk);
+    else
+        lk->pj->key_version = version; /* retention over: the key is free again */
+    return 1;
+}
+
+static void on_key_read(const struct zk_result *res, void *ctx)
+{
+    struct lookup *lk = ctx;
+    struct putjob *pj = lk->pj;
+    int rc = res->rc;
+    char path[LAYOUT_PATH_MAX];
+    if (rc == ZNONODE) { /* freed meanwhile: create it */
+        lookup_done(lk, ZOK);
+        return;
+    }
+    if (rc != ZOK) {
+        lookup_done(lk, rc);
+        return;
+    }
+    if (kept_key(lk, res->data, res->datalen, res->stat.version)) {
+        lookup_done(lk, ZOK);
+        return;
+    }
+    lk->version = res->stat.version;
+    if (res->datalen <= 0 ||
+        layout_parse_key_data(res->data, (size_t)res->datalen, &lk->holder) != 0 ||
+        layout_job_path(path, sizeof path, root(lk->ps->ds), pj->q->cfg->name, &lk->holder)) {
+        take_over(lk, lk->version); /* not a job name at all */
+        lookup_done(lk, ZOK);
+        return;
+    }
+    if ((rc = zkstore_exists(lk->ps->ds->d->zs, path, 0, on_key_job, lk)) != ZOK)
+        lookup_done(lk, rc);
+}
+
+/* Some key was taken: reads every key of the set (pipelined), marks the jobs whose key is
+ * held by a job as duplicates, takes stale keys over, and sends the rest again. */
+static void resolve_keys(struct putset *ps)
+{
+    ps->lookups = 1; /* held until every read is sent */
+    ps->lookup_rc = ZOK;
+    for (size_t i = 0; i < ps->n; i++) {
+        struct putjob *pj = &ps->jobs[i];
+        if (!pj->jn.key[0] || pj->dup || pj->dup_of >= 0)
+            continue;
+        struct lookup *lk = calloc(1, sizeof *lk);
+        int rc = lk ? ZOK : ZSYSTEMERROR;
+        if (lk) {
+            *lk = (struct lookup){.ps = ps, .pj = pj};
+            ps->lookups++;
+            pj->key_version = -1;
+            rc = zkstore_get(ps->ds->d->zs, pj->key_path, on_key_read, lk);
+            if (rc != ZOK) {
+                ps->lookups--;
+                free(lk);
+            }
+        }
+        if (rc != ZOK && ps->lookup_rc == ZOK)
+            ps->lookup_rc = rc;
+    }
+    struct lookup *self = calloc(1, sizeof *self);
+    if (self) {
+        self->ps = ps;
+        lookup_done(self, ZOK);
+    } else if (--ps->lookups == 0) {
+        finish(ps, ZSYSTEMERROR, NULL);
+    }
+}
+
+/* ---- the reply ---- */
+
+int putset_format(struct putset *const *parts, size_t nparts, int with_parts, char **line)
+{
+    size_t n = 0, cap = 64, used = 0, pos = 0;
+    for (size_t p = 0; p < nparts; p++)
+        for (size_t i = 0; i < parts[p]->n; i++)
+            cap += strlen(parts[p]->jobs[i].id) + 1 + 12;
+    char *buf = malloc(cap), *dups = malloc(cap);
+    size_t dn = 0;
+    if (!buf || !dups) {
+        free(buf);
+        free(dups);
+        return -1;
+    }
+    for (size_t p = 0; p < nparts; p++)
+        n += parts[p]->n;
+    used = (size_t)snprintf(buf, cap, "n=%zu", n);
+    if (with_parts)
+        used += (size_t)snprintf(buf + used, cap - used, " parts=%zu", nparts);
+    used += (size_t)snprintf(buf + used, cap - used, " ids=");
+    dups[0] = '\0';
+    for (size_t p = 0; p < nparts; p++) {
+        for (size_t i = 0; i < parts[p]->n; i++) {
+            const struct putjob *pj = &parts[p]->jobs[i];
+            int dup = pj->dup || pj->dup_of >= 0;
+            if (pj->dup_of >= 0) /* the same key earlier in the set: that job's id */
+                pj = &parts[p]->jobs[pj->dup_of];
+            pos++;
+            used += (size_t)snprintf(buf + used, cap - used, "%s%s", pos > 1 ? "," : "", pj->id);
+            if (dup)
+                dn += (size_t)snprintf(dups + dn, cap - dn, "%s%zu", dn ? "," : "", pos);
+        }
+    }
+    snprintf(buf + used, cap - used, " dup=%s", dn ? dups : "-");
+    free(dups);
+    *line = buf;
+    return 0;
+}

@@ -1,0 +1,69 @@
+/* A set of new jobs created in one ZooKeeper transaction, after some operations of the
+ * caller's (the PREFIX: the ack or nack of the job that produced them) or alone (PUT, one
+ * part of a BATCH). What ZooKeeper answers on the way is handled here: a bucket or key
+ * directory that does not exist yet (made, then sent again), a key that is taken (that job
+ * becomes a duplicate and is left out), a stale key (taken over, fenced by its version), a
+ * uid that exists (renamed). The transaction is all or nothing every time it is sent. */
+#ifndef DEFERD_PUTSET_H
+#define DEFERD_PUTSET_H
+
+#include <stddef.h>
+
+#include "layout.h"
+#include "protocol.h"
+
+struct dispatcher;
+struct dqueue;
+struct txnbatch;
+struct zk_result;
+struct zk_txn_op;
+
+struct putjob {
+    struct dqueue *q;
+    struct job_name jn;
+    unsigned char *payload;
+    size_t len;
+    int dup_of;                 /* an earlier job of the set with the same queue and key, or -1 */
+    int dup;                    /* its key is taken: not created; id names the key's job */
+    int named;                  /* uid, shard and buckets chosen */
+    int key_version;            /* -1: create the key node; else take a stale one over */
+    char path[LAYOUT_PATH_MAX];
+    char key_path[LAYOUT_PATH_MAX];
+    char key_data[LAYOUT_ID_MAX + 1];
+    char id[LAYOUT_ID_MAX + 1];
+};
+
+struct putset;
+
+/* RC is ZOK (every job created or a duplicate; RES is the multi's result, the prefix's
+ * operations first) or the error that ended it. RES is the failed multi's result when the
+ * prefix failed or the outcome is unknown (connection), else NULL. */
+typedef void (*putset_done_fn)(struct putset *ps, int rc, const struct zk_result *res,
+                               void *ctx);
+
+struct putset *putset_new(struct dispatcher *ds, size_t max_jobs);
+void putset_free(struct putset *ps);
+
+/* Adds a job from a request's PUT (takes its payload). On a bad job returns -1 with the
+ * error in *CODE and TEXT; nothing was added. */
+int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code, char *text,
+               size_t tlen);
+size_t putset_count(const struct putset *ps);
+const struct putjob *putset_job(const struct putset *ps, size_t i);
+/* Bytes the jobs add to a transaction (payloads, paths, overheads), for size limits. */
+size_t putset_bytes(const struct putset *ps);
+
+/* Sends the prefix (copied) and the jobs as one transaction on B. DONE is called exactly
+ * once, later, unless this returns an error. */
+int putset_send(struct putset *ps, struct txnbatch *b, const struct zk_txn_op *prefix,
+                int nprefix, putset_done_fn done, void *ctx);
+
+/* Counts the created jobs (metrics, pending counts, mirror) unless done already: a set sent
+ * in a transaction whose outcome was learnt by verifying never saw its own success. */
+void putset_created(struct putset *ps);
+
+/* The reply text for the jobs of NPARTS sets, in order: "n=<n> [parts=<k>] ids=<id>,...
+ * dup=<positions from 1>|-" (parts= when WITH_PARTS); malloc'd in *LINE, or -1. */
+int putset_format(struct putset *const *parts, size_t nparts, int with_parts, char **line);
+
+#endif
