@@ -12,8 +12,12 @@
  *  - ACK then= creates the follow-ups only with the ack: when the lease was lost (forced
  *    cancel, expiry) or the job is not held, none of them exists;
  *  - deferctl put --key, put --batch and cancel --key. */
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -51,7 +55,10 @@ static int key_names(const char *queue, const char *key, const char *id)
 static int key_absent(const char *queue, const char *key)
 {
     char data[512];
-    return zk_key_data(zh, root, queue, key, data, sizeof data) < 0;
+    if (zk_key_data(zh, root, queue, key, data, sizeof data) < 0)
+        return 1;
+    fprintf(stderr, "key node of %s/%s exists, naming '%s'\n", queue, key, data);
+    return 0;
 }
 
 /* The job id carries the key as its last field. */
@@ -465,24 +472,80 @@ static void batch_items(deferd_put_item *items, char payloads[][32], char keys[]
     }
 }
 
-/* A batch with one bad item at POS (from 1) fails naming it, and stores nothing. */
-static void batch_refused(deferd_client *c, deferd_put_item *items, int pos, const char *what)
+/* A batch with one bad item at POS (from 1) fails naming it, and stores nothing: not the
+ * other items, nor their keys. An item the client can judge (a bad key) it may refuse
+ * itself, sending nothing. Each on a connection of its own, from daemon DP; what a failed
+ * check left behind is cancelled, so that the next parts start clean. */
+static void batch_refused(const struct daemon_proc *dp, deferd_put_item *items, int pos,
+                          const char *what)
 {
+    deferd_client *c = client(dp);
     unsigned parts = 99;
     size_t stored = 99;
     int rc = deferd_put_batch(c, items, NB, &parts, &stored);
     char item[32];
     snprintf(item, sizeof item, "item %d", pos);
     printf("batch with %s at %d: rc %d, %s\n", what, pos, rc, deferd_last_error(c));
-    CHECK(rc == DEFERD_ESERVER);
+    int client_judges = items[pos - 1].opts.key && !layout_valid_key(items[pos - 1].opts.key);
+    CHECK(rc == DEFERD_ESERVER || (client_judges && rc == DEFERD_EARG));
     if (rc == DEFERD_ESERVER)
         CHECK_CONTAINS(deferd_last_error(c), item);
     CHECK(stored == 0);
+    int ping = deferd_ping(c); /* the connection is in step */
+    if (ping != DEFERD_OK)
+        fprintf(stderr, "PING after the refused batch: rc %d, %s\n", ping, deferd_last_error(c));
+    CHECK(ping == DEFERD_OK);
+    deferd_close(c);
     CHECK(zk_count_jobs(zh, root, "bq1") == 0 && zk_count_jobs(zh, root, "bq2") == 0);
+    c = client(dp);
     for (int i = 0; i < NB; i++)
-        if (i + 1 != pos && items[i].opts.key)
-            CHECK(key_absent(items[i].queue, items[i].opts.key));
-    CHECK(deferd_ping(c) == DEFERD_OK); /* the connection is in step */
+        if (i + 1 != pos && items[i].opts.key && !key_absent(items[i].queue, items[i].opts.key)) {
+            CHECK(!"a refused batch stored a job");
+            cancel_key(c, items[i].queue, items[i].opts.key, 1, NULL);
+        }
+    deferd_close(c);
+}
+
+/* On the wire, whatever a client checks first: a BATCH whose item has a bad option (a bad
+ * key) is one error naming it; the daemon reads the item's payload and the remaining
+ * items, so the next request (PING) gets the next reply, and nothing is stored. */
+static void batch_bad_option_raw(void)
+{
+    static const char req[] = "BATCH 3\n"
+                              "PUT bq1 2 delay=3600000 key=raw-1\nr1\n"
+                              "PUT bq1 2 delay=3600000 key=-raw-2\nr2\n"
+                              "PUT bq2 2 delay=3600000 key=raw-3\nr3\n"
+                              "PING\n";
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    memcpy(sun.sun_path, d[0].sock, strlen(d[0].sock) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0);
+    CHECK(write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1));
+    char in[1024] = "";
+    size_t n = 0;
+    int64_t deadline = now_ms() + 10000;
+    while (n + 1 < sizeof in && !strstr(in, "PONG")) { /* until PONG, or the deadline */
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int left = (int)(deadline - now_ms());
+        ssize_t got;
+        if (left <= 0 || poll(&pf, 1, left) <= 0 || (got = read(fd, in + n, 1)) <= 0)
+            break;
+        in[++n] = '\0';
+    }
+    in[n] = '\0';
+    close(fd);
+    char first[256] = "";
+    sscanf(in, "%255[^\n]", first);
+    printf("raw BATCH with a bad key at 2: '%s'\n", first);
+    CHECK(strncmp(first, "ERR BAD_REQUEST item 2", 22) == 0);
+    CHECK(strstr(in, "\nOK PONG\n") == in + strlen(first)); /* the very next reply */
+    if (strstr(in, "\nOK PONG\n") != in + strlen(first))
+        fprintf(stderr, "replies to BATCH 3 + PING: '%s'\n", in);
+    CHECK(key_absent("bq1", "raw-1") && key_absent("bq2", "raw-3"));
+    deferd_client *c = client(&d[0]);
+    cancel_key(c, "bq1", "raw-1", 1, NULL); /* what a failure left behind */
+    cancel_key(c, "bq2", "raw-3", 1, NULL);
+    deferd_close(c);
 }
 
 static void batch(void)
@@ -495,29 +558,15 @@ static void batch(void)
 
     batch_items(items, payloads, keys);
     items[3].queue = "nosuchqueue";
-    batch_refused(p, items, 4, "an unknown queue");
+    batch_refused(&d[0], items, 4, "an unknown queue");
     batch_items(items, payloads, keys);
     items[1].payload = big;
     items[1].len = strlen(big);
-    batch_refused(p, items, 2, "a payload too large");
+    batch_refused(&d[0], items, 2, "a payload too large");
     batch_items(items, payloads, keys);
-    items[4].opts.has_priority = 1; /* prio and ttr are valid; the ttr is out of range */
-    items[4].opts.priority = 3;
-    items[4].opts.has_ttr = 1;
-    items[4].opts.ttr_ms = 10; /* below DEFERD_TTR_MIN_MS */
-    items[5].opts.key = "-bad key";
-    {
-        unsigned parts = 99;
-        size_t stored = 99;
-        int rc = deferd_put_batch(p, items, NB, &parts, &stored);
-        /* the client may refuse it (EARG, nothing sent) or the daemon (naming item 5) */
-        printf("batch with a bad ttr and a bad key: rc %d, %s\n", rc, deferd_last_error(p));
-        CHECK(rc == DEFERD_EARG || rc == DEFERD_ESERVER);
-        if (rc == DEFERD_ESERVER)
-            CHECK_CONTAINS(deferd_last_error(p), "item 5");
-        CHECK(zk_count_jobs(zh, root, "bq1") == 0 && zk_count_jobs(zh, root, "bq2") == 0);
-        CHECK(deferd_ping(p) == DEFERD_OK);
-    }
+    items[4].opts.key = "-bad"; /* a key must start with a letter or a digit */
+    batch_refused(&d[0], items, 5, "a bad key");
+    batch_bad_option_raw();
 
     /* valid, across two queues, the same keys as above: all created, ids in order */
     batch_items(items, payloads, keys);
