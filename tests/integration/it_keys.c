@@ -202,6 +202,25 @@ static void free_after_ack(void)
     CHECK(key_absent("free", "once"));
     CHECK(zk_count_jobs(zh, root, "free") == 0);
 
+    /* a stale key: its job deleted by hand, or its data no job name; a put takes it over */
+    keyed_item(&it, "free", "stale", "stale", HOUR_MS);
+    CHECK(put_keyed(p, &it) == 0 && it.duplicate == 0);
+    char path[LAYOUT_PATH_MAX];
+    CHECK(job_path(root, it.id, path, sizeof path) == 0 && zoo_delete(zh, path, -1) == ZOK);
+    keyed_item(&again, "free", "fresh", "stale", HOUR_MS);
+    CHECK(put_keyed(p2, &again) == 0);
+    CHECK(again.duplicate == 0 && strcmp(again.id, it.id) != 0);
+    CHECK(key_names("free", "stale", again.id) && zk_job_exists(zh, root, again.id));
+    CHECK(job_path(root, again.id, path, sizeof path) == 0 && zoo_delete(zh, path, -1) == ZOK);
+    CHECK(layout_key_path(path, sizeof path, root, "free", "stale") == 0 &&
+          zoo_set(zh, path, "garbage", 7, -1) == ZOK);
+    keyed_item(&again, "free", "fresh", "stale", HOUR_MS);
+    CHECK(put_keyed(p, &again) == 0);
+    CHECK(again.duplicate == 0 && key_names("free", "stale", again.id));
+    char out[DEFERD_ID_SIZE];
+    CHECK(cancel_key(p, "free", "stale", 0, out) == DEFERD_OK && strcmp(out, again.id) == 0);
+    CHECK(zk_count_jobs(zh, root, "free") == 0 && key_absent("free", "stale"));
+
     /* queue kept: key_retention = 60s */
     keyed_item(&it, "kept", "kept", "seen-1", -1);
     CHECK(put_keyed(p, &it) == 0 && it.duplicate == 0);
@@ -618,6 +637,40 @@ static void batch(void)
         CHECK_STR(items[i].id, first[i]);
     }
     CHECK(zk_count_jobs(zh, root, "bq1") == 4 && zk_count_jobs(zh, root, "bq2") == 5);
+
+    /* larger than one ZooKeeper packet: parts, all stored, ids in order of the items */
+    enum { NBIG = 300 };
+    static deferd_put_item big_items[NBIG];
+    static char big_payload[4000];
+    memset(big_payload, 'p', sizeof big_payload - 1);
+    for (int i = 0; i < NBIG; i++)
+        keyed_item(&big_items[i], "bq2", big_payload, NULL, HOUR_MS + i);
+    parts = 0;
+    rc = deferd_put_batch(p, big_items, NBIG, &parts, &stored);
+    printf("batch of %d x %zu bytes: rc %d, parts=%u %s\n", NBIG, sizeof big_payload - 1, rc,
+           parts, rc ? deferd_last_error(p) : "");
+    CHECK(rc == DEFERD_OK && parts >= 2 && stored == NBIG);
+    uint64_t last_due = 0;
+    int ordered = 1;
+    for (int i = 0; i < NBIG; i++) {
+        char q[80];
+        struct job_name jn;
+        ordered &= layout_parse_id(big_items[i].id, q, sizeof q, &jn) == 0 && jn.due_ms > last_due;
+        last_due = jn.due_ms;
+    }
+    CHECK(ordered); /* item i was put with delay HOUR_MS + i */
+    CHECK(zk_count_jobs(zh, root, "bq2") == 5 + NBIG);
+
+    /* one key twice in a batch: the first creates the job, the second is its duplicate */
+    deferd_put_item tw[3];
+    keyed_item(&tw[0], "bq1", "t1", "twice", HOUR_MS);
+    keyed_item(&tw[1], "bq1", "t2", "other", HOUR_MS);
+    keyed_item(&tw[2], "bq1", "t3", "twice", HOUR_MS);
+    CHECK(deferd_put_batch(p2, tw, 3, &parts, &stored) == DEFERD_OK);
+    CHECK(tw[0].duplicate == 0 && tw[1].duplicate == 0 && tw[2].duplicate == 1);
+    CHECK_STR(tw[2].id, tw[0].id);
+    CHECK(key_names("bq1", "twice", tw[0].id) && key_names("bq1", "other", tw[1].id));
+    CHECK(zk_count_jobs(zh, root, "bq1") == 6 && zk_count_jobs(zh, root, "bq2") == 5 + NBIG);
     deferd_close(p);
     deferd_close(p2);
 }
@@ -773,6 +826,51 @@ static void ack_then(void)
     deferd_close(cons);
 }
 
+/* A job that puts its own successor with its own key (a periodic job) as it is acked: the
+ * ack frees the key in the same transaction, so the successor is created and holds it;
+ * with key_retention the key stays taken, so the successor is a duplicate of the acked
+ * job (as a crawler's link back to a page it is crawling). */
+static void self_successor(void)
+{
+    deferd_client *p = client(&d[0]), *cons = client(&d[1]);
+    CHECK(deferd_subscribe(cons, "free", 1) == DEFERD_OK);
+    deferd_put_item it, next;
+    keyed_item(&it, "free", "tick", "periodic", -1);
+    CHECK(put_keyed(p, &it) == 0 && it.duplicate == 0);
+    deferd_job job;
+    CHECK(deferd_next_job(cons, &job, 10000) == DEFERD_OK);
+    CHECK_STR(job.id, it.id);
+    keyed_item(&next, "free", "tock", "periodic", HOUR_MS);
+    int rc = deferd_ack_then(cons, job.id, &next, 1);
+    deferd_job_clear(&job);
+    printf("ack then its own key: rc %d %s, follow-up %s duplicate=%d\n", rc,
+           rc ? deferd_last_error(cons) : "", next.id, next.duplicate);
+    CHECK(rc == DEFERD_OK);
+    CHECK(!zk_job_exists(zh, root, it.id));
+    CHECK(next.duplicate == 0 && strcmp(next.id, it.id) != 0);
+    CHECK(zk_job_exists(zh, root, next.id) && key_names("free", "periodic", next.id));
+    char out[DEFERD_ID_SIZE];
+    CHECK(cancel_key(p, "free", "periodic", 0, out) == DEFERD_OK);
+    CHECK(zk_count_jobs(zh, root, "free") == 0);
+
+    CHECK(deferd_subscribe(cons, "kept", 1) == DEFERD_OK);
+    keyed_item(&it, "kept", "tick", "periodic", -1);
+    CHECK(put_keyed(p, &it) == 0 && it.duplicate == 0);
+    CHECK(deferd_next_job(cons, &job, 10000) == DEFERD_OK);
+    CHECK_STR(job.id, it.id);
+    keyed_item(&next, "kept", "tock", "periodic", HOUR_MS);
+    CHECK(deferd_ack_then(cons, job.id, &next, 1) == DEFERD_OK);
+    deferd_job_clear(&job);
+    CHECK(next.duplicate == 1);
+    CHECK_STR(next.id, it.id);
+    char data[200];
+    CHECK(zk_key_data(zh, root, "kept", "periodic", data, sizeof data) > 0 &&
+          strncmp(data, "done ", 5) == 0);
+    CHECK(zk_count_jobs(zh, root, "kept") == 0);
+    deferd_close(p);
+    deferd_close(cons);
+}
+
 /* ---- deferctl ---- */
 
 static void deferctl_keys(void)
@@ -802,6 +900,7 @@ int main(void)
     reschedule();
     batch();
     ack_then();
+    self_successor();
     deferctl_keys();
     for (int i = 0; i < 3; i++)
         daemon_kill(&d[i], SIGTERM);
