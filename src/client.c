@@ -27,8 +27,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* Replies are short; a much longer line means the peer is not a deferd we understand. */
-#define IN_LINE_MAX 4096
+/* Pushes are short; a much longer one means the peer is not a deferd we understand. */
+#define PUSH_LINE_MAX 4096
+/* A reply to a BATCH or a follow-up ACK/NACK lists up to DEFERD_BATCH_MAX job ids (about
+ * 250 KB); nothing deferd sends is longer. */
+#define REPLY_LINE_MAX (DEFERD_BATCH_MAX * (DEFERD_ID_MAX + 1) + 4096)
 /* Sanity bound on a pushed payload: jobs live in ZooKeeper znodes (about 1 MiB at most). */
 #define IN_PAYLOAD_MAX (64u * 1024 * 1024)
 /* protocol.md: a header line, '\n' included, is at most 1024 bytes. */
@@ -39,6 +42,14 @@
 /* deferd_put_send() writes the queued puts once this many bytes are waiting. */
 #define OUT_FLUSH (64 * 1024)
 #define OUTBUF_KEEP (1024 * 1024)
+/* iovecs one sendmsg() takes (Linux: 1024; POSIX guarantees 16). */
+#if defined(IOV_MAX)
+#define SEND_IOV_MAX IOV_MAX
+#elif defined(UIO_MAXIOV)
+#define SEND_IOV_MAX UIO_MAXIOV
+#else
+#define SEND_IOV_MAX 16
+#endif
 
 enum { MSG_NONE = 0, MSG_OK = 1, MSG_ERR = 2, MSG_PUSH = 3 };
 
@@ -83,7 +94,8 @@ struct deferd_client {
                                      * emptied (not freed) once the connection is unusable */
     struct req_list kq[REQ_KINDS];  /* outstanding pipelined requests (answered or not) by
                                      * kind; these lists own the reqs */
-    char reply[IN_LINE_MAX + 1];    /* text after "OK " or "ERR " of the last reply */
+    char *reply;                    /* text after "OK " or "ERR " of the last reply */
+    size_t reply_cap;
     char reply_code[32];            /* ERR code word of the last reply */
     size_t reply_hlen;              /* bytes of the last reply line, not consumed yet */
     char err[512];
@@ -176,11 +188,10 @@ static int valid_queue_n(const char *s, size_t n)
     return 1;
 }
 
-/* "<queue>/<job name>" or "<queue>/<shard>/<job name>", at most DEFERD_ID_MAX bytes; the
- * rest after the queue is one or two printable tokens. */
-static int valid_job_id(const char *id)
+/* "<queue>/<job name>" or "<queue>/<shard>/<job name>" (n bytes), at most DEFERD_ID_MAX
+ * bytes; the rest after the queue is one or two printable tokens. */
+static int valid_job_id_n(const char *id, size_t n)
 {
-    size_t n = strnlen(id, DEFERD_ID_MAX + 1);
     const char *slash = memchr(id, '/', n);
     if (n > DEFERD_ID_MAX || slash == NULL || slash + 1 == id + n)
         return 0;
@@ -194,6 +205,65 @@ static int valid_job_id(const char *id)
             return 0;
     }
     return 1;
+}
+
+static int valid_job_id(const char *id)
+{
+    return valid_job_id_n(id, strnlen(id, DEFERD_ID_MAX + 1));
+}
+
+/* Idempotency keys: 1..DEFERD_KEY_MAX of [A-Za-z0-9_.:@-], the first a letter or digit
+ * (the queue's bytes plus ':' and '@'). */
+static int valid_key(const char *key)
+{
+    size_t n = strnlen(key, DEFERD_KEY_MAX + 1);
+    if (n == 0 || n > DEFERD_KEY_MAX || !queue_byte_ok(key[0]) || strchr("_.-", key[0]))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!queue_byte_ok(key[i]) && key[i] != ':' && key[i] != '@')
+            return 0;
+    return 1;
+}
+
+static int check_key(deferd_client *c, const char *key)
+{
+    if (key == NULL)
+        return fail(c, DEFERD_EARG, "key is NULL");
+    if (!valid_key(key))
+        return fail(c, DEFERD_EARG, "invalid key '%.80s' (1-%d bytes of A-Z a-z 0-9 _ . : @ -, "
+                    "starting with a letter or digit)", key, DEFERD_KEY_MAX);
+    return DEFERD_OK;
+}
+
+/* The job id that starts a reply ("<id>" or "<id> <more words>") into out (NULL: only
+ * checked); *rest points after it (at "" or at the space). 0, or -1 if it is no job id. */
+static int reply_id(const char *text, char *out, const char **rest)
+{
+    size_t n = strcspn(text, " ");
+    if (n > DEFERD_ID_MAX || !valid_job_id_n(text, n))
+        return -1;
+    if (out) {
+        memcpy(out, text, n);
+        out[n] = '\0';
+    }
+    *rest = text + n;
+    return 0;
+}
+
+/* A PUT's reply: "<id>", or "<id> duplicate" when the key was taken (later words, e.g. for
+ * a kept key, are accepted). *dup is set when dup is not NULL. */
+static int parse_put_reply(const char *text, char *id_out, int *dup)
+{
+    const char *rest;
+    if (reply_id(text, id_out, &rest) != 0)
+        return -1;
+    if (*rest && strncmp(rest, " duplicate", 10) != 0)
+        return -1;
+    if (*rest && rest[10] != '\0' && rest[10] != ' ')
+        return -1;
+    if (dup)
+        *dup = *rest != '\0';
+    return 0;
 }
 
 static int check_queue(deferd_client *c, const char *q, size_t n)
@@ -245,6 +315,8 @@ static int inbuf_room(deferd_client *c, size_t want)
         need = INBUF_MIN;
     if (need <= c->cap)
         return DEFERD_OK;
+    if (want == 0 && need < 2 * c->cap)
+        need = 2 * c->cap; /* a long reply line arrives in pieces: grow by doubling */
     char *p = realloc(c->in, need);
     if (p == NULL)
         return fail(c, DEFERD_ENOMEM, "out of memory for a %zu byte message", need);
@@ -363,7 +435,10 @@ static int send_all(deferd_client *c, struct iovec *iov, size_t iovcnt)
     struct msghdr mh = { .msg_iov = iov, .msg_iovlen = iovcnt };
     iov_advance(&mh, 0);
     while (mh.msg_iovlen > 0) {
-        ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+        struct msghdr part = mh; /* a batch has more pieces than one sendmsg() takes */
+        if (part.msg_iovlen > SEND_IOV_MAX)
+            part.msg_iovlen = SEND_IOV_MAX;
+        ssize_t n = sendmsg(c->fd, &part, MSG_NOSIGNAL);
         if (n >= 0) {
             iov_advance(&mh, (size_t)n);
             continue;
@@ -511,28 +586,52 @@ static int take_state_push(deferd_client *c, char *line, size_t hlen, struct ev_
     return MSG_PUSH;
 }
 
-/* Fills c->reply (and c->reply_code for ERR); the caller consumes c->reply_hlen bytes. */
-static int parse_reply(deferd_client *c, const char *line)
+/* The reply's text (n bytes at text) into c->reply, which grows for long replies. */
+static int set_reply(deferd_client *c, const char *text, size_t n)
 {
-    if (strcmp(line, "OK") == 0 || strncmp(line, "OK ", 3) == 0) {
-        const char *text = line[2] ? line + 3 : "";
-        memcpy(c->reply, text, strlen(text) + 1);
+    if (n >= c->reply_cap) {
+        size_t cap = n + 1 < 512 ? 512 : n + 1;
+        char *p = realloc(c->reply, cap);
+        if (p == NULL)
+            return fail(c, DEFERD_ENOMEM, "out of memory for a %zu byte reply", n);
+        c->reply = p;
+        c->reply_cap = cap;
+    }
+    memcpy(c->reply, text, n);
+    c->reply[n] = '\0';
+    return DEFERD_OK;
+}
+
+/* Is the line (n bytes, no NUL) a reply rather than a push? */
+static int is_reply(const char *line, size_t n)
+{
+    return (n == 2 && memcmp(line, "OK", 2) == 0) || (n >= 3 && memcmp(line, "OK ", 3) == 0) ||
+           (n >= 4 && memcmp(line, "ERR ", 4) == 0);
+}
+
+/* Fills c->reply (and c->reply_code for ERR) from a line that is_reply(); the caller
+ * consumes c->reply_hlen bytes. */
+static int parse_reply(deferd_client *c, const char *line, size_t n)
+{
+    if (line[0] == 'O') {
         c->reply_code[0] = '\0';
-        return MSG_OK;
+        int rc = n > 2 ? set_reply(c, line + 3, n - 3) : set_reply(c, "", 0);
+        return rc == DEFERD_OK ? MSG_OK : rc;
     }
-    if (strncmp(line, "ERR ", 4) == 0) {
-        const char *code = line + 4;
-        size_t clen = strcspn(code, " ");
-        if (clen == 0)
-            return fail(c, DEFERD_EPROTO, "ERR reply without a code from deferd");
-        memcpy(c->reply, code, strlen(code) + 1);
-        if (clen >= sizeof c->reply_code)
-            clen = sizeof c->reply_code - 1;
-        memcpy(c->reply_code, code, clen);
-        c->reply_code[clen] = '\0';
-        return MSG_ERR;
-    }
-    return fail(c, DEFERD_EPROTO, "unexpected line from deferd: '%.80s'", line);
+    const char *code = line + 4;
+    size_t clen = 0;
+    while (4 + clen < n && code[clen] != ' ')
+        clen++;
+    if (clen == 0)
+        return fail(c, DEFERD_EPROTO, "ERR reply without a code from deferd");
+    int rc = set_reply(c, code, n - 4);
+    if (rc != DEFERD_OK)
+        return rc;
+    if (clen >= sizeof c->reply_code)
+        clen = sizeof c->reply_code - 1;
+    memcpy(c->reply_code, code, clen);
+    c->reply_code[clen] = '\0';
+    return MSG_ERR;
 }
 
 /* Makes the last ERR reply the client's last failure. */
@@ -557,17 +656,23 @@ static int take_message(deferd_client *c, struct ev_node **push, size_t *want)
     size_t avail = c->len - c->pos;
     const char *nl = avail ? memchr(start, '\n', avail) : NULL;
     *want = 0;
-    if (nl == NULL && avail <= IN_LINE_MAX)
+    if (nl == NULL && avail <= REPLY_LINE_MAX)
         return MSG_NONE;
     size_t n = nl ? (size_t)(nl - start) : avail;
-    if (n > IN_LINE_MAX)
-        return fail(c, DEFERD_EPROTO, "line from deferd longer than %d bytes", IN_LINE_MAX);
+    if (n > REPLY_LINE_MAX)
+        return fail(c, DEFERD_EPROTO, "line from deferd longer than %d bytes", REPLY_LINE_MAX);
     size_t hlen = n + 1;
     if (n > 0 && start[n - 1] == '\r')
         n--;
     if (memchr(start, '\0', n) != NULL)
         return fail(c, DEFERD_EPROTO, "NUL byte in a line from deferd");
-    char line[IN_LINE_MAX + 1];
+    if (is_reply(start, n)) {
+        c->reply_hlen = hlen;
+        return parse_reply(c, start, n);
+    }
+    if (n > PUSH_LINE_MAX)
+        return fail(c, DEFERD_EPROTO, "line from deferd longer than %d bytes", PUSH_LINE_MAX);
+    char line[PUSH_LINE_MAX + 1];
     memcpy(line, start, n);
     line[n] = '\0';
     if (strncmp(line, "JOB ", 4) == 0)
@@ -578,8 +683,7 @@ static int take_message(deferd_client *c, struct ev_node **push, size_t *want)
         return take_lease_push(c, line, hlen, DEFERD_EV_EXPIRED, push);
     if (strncmp(line, "STATE ", 6) == 0)
         return take_state_push(c, line, hlen, push);
-    c->reply_hlen = hlen;
-    return parse_reply(c, line);
+    return fail(c, DEFERD_EPROTO, "unexpected line from deferd: '%.80s'", line);
 }
 
 /* ---- queue of early pushes ---- */
@@ -668,16 +772,18 @@ static int keep_reply(deferd_client *c, int kind)
     if (r == NULL)
         return fail(c, DEFERD_EPROTO, "reply from deferd without a request: '%s%.80s'",
                     kind == MSG_OK ? "OK " : "ERR ", c->reply);
-    if (kind == MSG_OK && r->kind == REQ_PUT && !valid_job_id(c->reply))
+    if (kind == MSG_OK && r->kind == REQ_PUT && parse_put_reply(c->reply, NULL, NULL) != 0)
         return fail(c, DEFERD_EPROTO, "bad job id in PUT reply: '%.80s'", c->reply);
     char *text = NULL;
     if (kind == MSG_ERR || r->kind == REQ_PUT) {
-        size_t n = strlen(c->reply);
+        /* PUT: just the id; a duplicate is an OK like any other for deferd_put_recv() */
+        size_t n = kind == MSG_OK ? strcspn(c->reply, " ") : strlen(c->reply);
         text = malloc(n + 1);
         if (text == NULL)
             return fail(c, DEFERD_ENOMEM, "out of memory for a %s reply",
                         r->kind == REQ_PUT ? "PUT" : "ACK");
-        memcpy(text, c->reply, n + 1);
+        memcpy(text, c->reply, n);
+        text[n] = '\0';
     }
     r->text = text;
     r->is_err = kind == MSG_ERR;
@@ -853,6 +959,8 @@ static int check_put(deferd_client *c, const char *queue, const void *payload, s
                     DEFERD_TTR_MIN_MS, DEFERD_TTR_MAX_MS);
     if (id_out && id_len <= DEFERD_ID_MAX)
         return fail(c, DEFERD_EARG, "id buffer smaller than %d bytes", DEFERD_ID_MAX + 1);
+    if (opts && opts->key && check_key(c, opts->key) != DEFERD_OK)
+        return DEFERD_EARG;
     return check_queue(c, queue, strlen(queue));
 }
 
@@ -868,16 +976,17 @@ static int put_header(deferd_client *c, struct out_line *l, const char *queue, s
         rc = line_add(c, l, " prio=%" PRIu32, o->priority);
     if (rc == DEFERD_OK && o && o->has_ttr)
         rc = line_add(c, l, " ttr=%" PRIu64, o->ttr_ms);
+    if (rc == DEFERD_OK && o && o->key)
+        rc = line_add(c, l, " key=%s", o->key);
     if (rc == DEFERD_OK)
         rc = line_add(c, l, "\n");
     return rc;
 }
 
-int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t len,
-               const deferd_put_opts *opts, char *id_out, size_t id_len)
+/* deferd_put() and deferd_put_one(): dup (if not NULL) tells a duplicate. */
+static int put_blocking(deferd_client *c, const char *queue, const void *payload, size_t len,
+                        const deferd_put_opts *opts, char *id_out, size_t id_len, int *dup)
 {
-    if (c == NULL)
-        return DEFERD_EARG;
     struct out_line l = { .len = 0 };
     int rc = check_put(c, queue, payload, len, opts, id_out, id_len);
     if (rc == DEFERD_OK)
@@ -890,13 +999,27 @@ int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t 
         { .iov_base = "\n", .iov_len = 1 },
     };
     rc = transact(c, iov, 3);
-    if (rc != DEFERD_OK)
-        return rc;
-    if (!valid_job_id(c->reply))
-        return fail(c, DEFERD_EPROTO, "bad job id in PUT reply: '%.80s'", c->reply);
-    if (id_out)
-        memcpy(id_out, c->reply, strlen(c->reply) + 1);
-    return DEFERD_OK;
+    if (rc == DEFERD_OK && parse_put_reply(c->reply, id_out, dup) != 0)
+        rc = fail(c, DEFERD_EPROTO, "bad job id in PUT reply: '%.80s'", c->reply);
+    return rc;
+}
+
+int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t len,
+               const deferd_put_opts *opts, char *id_out, size_t id_len)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    return put_blocking(c, queue, payload, len, opts, id_out, id_len, NULL);
+}
+
+int deferd_put_one(deferd_client *c, deferd_put_item *item)
+{
+    if (c == NULL || item == NULL)
+        return DEFERD_EARG;
+    item->id[0] = '\0';
+    item->duplicate = 0;
+    return put_blocking(c, item->queue, item->payload, item->len, &item->opts, item->id,
+                        sizeof item->id, &item->duplicate);
 }
 
 /* Appends a request (bytes already formatted in parts) to the output buffer and the lists;
@@ -1115,6 +1238,271 @@ int deferd_touch(deferd_client *c, const char *job_id)
     return rc == DEFERD_OK ? transact_line(c, &l) : rc;
 }
 
+/* ---- batches, follow-up jobs, cancel, reschedule ---- */
+
+static int check_items(deferd_client *c, deferd_put_item *items, size_t n)
+{
+    if (items == NULL || n == 0 || n > DEFERD_BATCH_MAX)
+        return fail(c, DEFERD_EARG, "%zu jobs: want 1..%d", items ? n : 0, DEFERD_BATCH_MAX);
+    for (size_t i = 0; i < n; i++) {
+        items[i].id[0] = '\0';
+        items[i].duplicate = 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const deferd_put_item *it = &items[i];
+        if (check_put(c, it->queue, it->payload, it->len, &it->opts, NULL, 0) != DEFERD_OK) {
+            char why[sizeof c->err];
+            memcpy(why, c->err, sizeof why);
+            return fail(c, DEFERD_EARG, "item %zu: %s", i + 1, why);
+        }
+    }
+    return DEFERD_OK;
+}
+
+/* Sends FIRST (a command line without its '\n') followed by the n items as PUT requests,
+ * and waits for the one reply. The payloads are written from the items, not copied. */
+static int transact_items(deferd_client *c, struct out_line *first,
+                          const deferd_put_item *items, size_t n)
+{
+    struct out_line *hdr = malloc(n * sizeof *hdr);
+    struct iovec *iov = malloc((3 * n + 1) * sizeof *iov);
+    int rc = hdr && iov ? line_add(c, first, "\n")
+                        : fail(c, DEFERD_ENOMEM, "out of memory for a %zu job request", n);
+    if (rc == DEFERD_OK)
+        iov[0] = (struct iovec){ .iov_base = first->buf, .iov_len = first->len };
+    for (size_t i = 0; rc == DEFERD_OK && i < n; i++) {
+        const deferd_put_item *it = &items[i];
+        hdr[i].len = 0;
+        rc = put_header(c, &hdr[i], it->queue, it->len, &it->opts);
+        iov[3 * i + 1] = (struct iovec){ .iov_base = hdr[i].buf, .iov_len = hdr[i].len };
+        iov[3 * i + 2] = (struct iovec){ .iov_base = (void *)it->payload, .iov_len = it->len };
+        iov[3 * i + 3] = (struct iovec){ .iov_base = "\n", .iov_len = 1 };
+    }
+    if (rc == DEFERD_OK)
+        rc = transact(c, iov, 3 * n + 1);
+    free(hdr);
+    free(iov);
+    return rc;
+}
+
+/* Comma separated job ids, one per item from the first, into the items' id. */
+static int take_ids(char *list, deferd_put_item *items, size_t n)
+{
+    size_t i = 0;
+    if (n == 0)
+        return *list == '\0' || strcmp(list, "-") == 0 ? 0 : -1;
+    for (char *p = list; i < n; i++) {
+        const char *rest;
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        if (reply_id(p, items[i].id, &rest) != 0 || *rest)
+            return -1;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return i + 1 == n ? 0 : -1;
+}
+
+/* dup=<i>,<j>,... (positions from 1) or dup=-. */
+static int take_dups(const char *list, deferd_put_item *items, size_t n)
+{
+    if (strcmp(list, "-") == 0)
+        return 0;
+    for (const char *p = list;; p++) {
+        char num[24];
+        size_t len = strcspn(p, ",");
+        uint64_t pos;
+        if (len == 0 || len >= sizeof num)
+            return -1;
+        memcpy(num, p, len);
+        num[len] = '\0';
+        if (units_parse_u64(num, n, &pos) != 0 || pos == 0)
+            return -1;
+        items[pos - 1].duplicate = 1;
+        p += len;
+        if (*p == '\0')
+            return 0;
+    }
+}
+
+/* "n=<n> [parts=<k>] ids=<ids> dup=<positions|->" into the items; fields are found by
+ * name and unknown ones skipped, as for STATS. */
+static int take_items_reply(deferd_client *c, char *text, deferd_put_item *items, size_t n,
+                            unsigned *parts)
+{
+    char *ids = NULL, *dups = NULL;
+    uint64_t got = UINT64_MAX, k = 1;
+    char *save = NULL;
+    for (char *tok = strtok_r(text, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        if (strncmp(tok, "n=", 2) == 0 && units_parse_u64(tok + 2, DEFERD_BATCH_MAX, &got) != 0)
+            got = UINT64_MAX;
+        else if (strncmp(tok, "parts=", 6) == 0 && units_parse_u64(tok + 6, UINT_MAX, &k) != 0)
+            k = 0;
+        else if (strncmp(tok, "ids=", 4) == 0)
+            ids = tok + 4;
+        else if (strncmp(tok, "dup=", 4) == 0)
+            dups = tok + 4;
+    }
+    if (got != n || k == 0 || !ids || !dups || take_ids(ids, items, n) != 0 ||
+        take_dups(dups, items, n) != 0)
+        return fail(c, DEFERD_EPROTO, "malformed reply to a %zu job request from deferd", n);
+    if (parts)
+        *parts = (unsigned)k;
+    return DEFERD_OK;
+}
+
+/* ERR PARTIAL stored=<k> ids=<ids> <text>: the first k items were stored. The message kept
+ * for deferd_last_error() leaves the ids out. */
+static int take_partial(deferd_client *c, deferd_put_item *items, size_t n, size_t *stored)
+{
+    char *p = c->reply + strlen("PARTIAL"), *ids, *text;
+    uint64_t k;
+    if (strncmp(p, " stored=", 8) != 0 || (ids = strstr(p, " ids=")) == NULL)
+        return fail(c, DEFERD_EPROTO, "malformed PARTIAL reply from deferd");
+    *ids = '\0';
+    ids += 5;
+    text = ids + strcspn(ids, " ");
+    if (*text)
+        *text++ = '\0';
+    if (units_parse_u64(p + 8, n, &k) != 0 || take_ids(ids, items, (size_t)k) != 0)
+        return fail(c, DEFERD_EPROTO, "malformed PARTIAL reply from deferd");
+    *stored = (size_t)k;
+    fail(c, DEFERD_ESERVER, "PARTIAL stored=%zu of %zu: %.400s", *stored, n, text);
+    snprintf(c->err_code, sizeof c->err_code, "PARTIAL");
+    return DEFERD_ESERVER;
+}
+
+int deferd_put_batch(deferd_client *c, deferd_put_item *items, size_t n, unsigned *parts,
+                     size_t *stored)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    if (stored)
+        *stored = 0;
+    if (parts)
+        *parts = 0;
+    struct out_line l = { .len = 0 };
+    size_t kept = 0;
+    int rc = check_items(c, items, n);
+    if (rc == DEFERD_OK)
+        rc = line_add(c, &l, "BATCH %zu", n);
+    if (rc == DEFERD_OK)
+        rc = transact_items(c, &l, items, n);
+    if (rc == DEFERD_OK)
+        rc = take_items_reply(c, c->reply, items, n, parts);
+    else if (rc == DEFERD_ESERVER && strcmp(c->reply_code, "PARTIAL") == 0)
+        rc = take_partial(c, items, n, &kept);
+    if (stored)
+        *stored = rc == DEFERD_OK ? n : kept;
+    return rc;
+}
+
+int deferd_ack_then(deferd_client *c, const char *job_id, deferd_put_item *items, size_t n)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    struct out_line l = { .len = 0 };
+    int rc = check_job_id(c, job_id);
+    if (rc == DEFERD_OK)
+        rc = check_items(c, items, n);
+    if (rc == DEFERD_OK)
+        rc = line_add(c, &l, "ACK %s then=%zu", job_id, n);
+    if (rc == DEFERD_OK)
+        rc = transact_items(c, &l, items, n);
+    return rc == DEFERD_OK ? take_items_reply(c, c->reply, items, n, NULL) : rc;
+}
+
+int deferd_nack_then(deferd_client *c, const char *job_id, int64_t delay_ms,
+                     deferd_put_item *items, size_t n, char *new_id, size_t new_id_len)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    if (new_id && new_id_len <= DEFERD_ID_MAX)
+        return fail(c, DEFERD_EARG, "id buffer smaller than %d bytes", DEFERD_ID_MAX + 1);
+    struct out_line l = { .len = 0 };
+    int rc = check_job_id(c, job_id);
+    if (rc == DEFERD_OK)
+        rc = check_items(c, items, n);
+    if (rc == DEFERD_OK)
+        rc = line_add(c, &l, "NACK %s", job_id);
+    if (rc == DEFERD_OK && delay_ms >= 0)
+        rc = line_add(c, &l, " delay=%" PRId64, delay_ms);
+    if (rc == DEFERD_OK)
+        rc = line_add(c, &l, " then=%zu", n);
+    if (rc == DEFERD_OK)
+        rc = transact_items(c, &l, items, n);
+    if (rc != DEFERD_OK)
+        return rc;
+    /* "OK [<new id>] n=...": the new id comes first when the job was moved */
+    char moved[DEFERD_ID_SIZE] = "", *text = c->reply;
+    const char *rest;
+    if (strncmp(text, "n=", 2) != 0 && reply_id(text, moved, &rest) == 0)
+        text += rest - text;
+    if (new_id)
+        memcpy(new_id, moved, strlen(moved) + 1);
+    return take_items_reply(c, text, items, n, NULL);
+}
+
+/* "<VERB> <job id>" or "<VERB> <queue> key=<key>": the job a cancel or reschedule means. */
+static int target_line(deferd_client *c, struct out_line *l, const char *verb,
+                       const char *job_id, const char *queue, const char *key, char *id_out,
+                       size_t id_len)
+{
+    if (id_out && id_len <= DEFERD_ID_MAX)
+        return fail(c, DEFERD_EARG, "id buffer smaller than %d bytes", DEFERD_ID_MAX + 1);
+    if ((job_id == NULL) == (queue == NULL) || (queue == NULL) != (key == NULL))
+        return fail(c, DEFERD_EARG, "give either a job id or a queue and a key");
+    int rc = job_id ? check_job_id(c, job_id) : check_queue(c, queue, strlen(queue));
+    if (rc == DEFERD_OK && key)
+        rc = check_key(c, key);
+    if (rc == DEFERD_OK && job_id)
+        rc = line_add(c, l, "%s %s", verb, job_id);
+    else if (rc == DEFERD_OK)
+        rc = line_add(c, l, "%s %s key=%s", verb, queue, key);
+    return rc;
+}
+
+/* Sends the line and takes the job id that the reply starts with. */
+static int transact_id(deferd_client *c, struct out_line *l, const char *verb, char *id_out)
+{
+    const char *rest;
+    char id[DEFERD_ID_SIZE];
+    int rc = transact_line(c, l);
+    if (rc == DEFERD_OK && reply_id(c->reply, id, &rest) != 0)
+        rc = fail(c, DEFERD_EPROTO, "bad job id in %s reply: '%.80s'", verb, c->reply);
+    if (rc == DEFERD_OK && id_out)
+        memcpy(id_out, id, strlen(id) + 1);
+    return rc;
+}
+
+int deferd_cancel(deferd_client *c, const char *job_id, const char *queue, const char *key,
+                  int force, char *cancelled_id, size_t id_len)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    struct out_line l = { .len = 0 };
+    int rc = target_line(c, &l, "CANCEL", job_id, queue, key, cancelled_id, id_len);
+    if (rc == DEFERD_OK && force)
+        rc = line_add(c, &l, " force=1");
+    return rc == DEFERD_OK ? transact_id(c, &l, "CANCEL", cancelled_id) : rc;
+}
+
+int deferd_reschedule(deferd_client *c, const char *job_id, const char *queue,
+                      const char *key, int has_at, uint64_t at_ms, uint64_t delay_ms,
+                      char *new_id, size_t id_len)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    struct out_line l = { .len = 0 };
+    int rc = target_line(c, &l, "RESCHEDULE", job_id, queue, key, new_id, id_len);
+    if (rc == DEFERD_OK)
+        rc = has_at ? line_add(c, &l, " at=%" PRIu64, at_ms)
+                    : line_add(c, &l, " delay=%" PRIu64, delay_ms);
+    return rc == DEFERD_OK ? transact_id(c, &l, "RESCHEDULE", new_id) : rc;
+}
+
 int deferd_ping(deferd_client *c)
 {
     if (c == NULL)
@@ -1298,6 +1686,7 @@ void deferd_close(deferd_client *c)
         while (c->kq[k].head)
             req_free(req_take(c, k));
     close(c->fd);
+    free(c->reply);
     free(c->out);
     free(c->in);
     free(c);

@@ -138,14 +138,16 @@ void deferd_close(deferd_client *c);
  * polling again. Do not read from or write to the fd yourself. */
 int deferd_fd(const deferd_client *c);
 
-/* Timeout for the reply to each request (PUT, SUB, ACK, NACK, TOUCH, PING); -1 (the default)
- * waits forever. A request that times out leaves the connection unusable. */
+/* Timeout for the reply to each blocking request (PUT, BATCH, SUB, ACK, NACK, TOUCH, CANCEL,
+ * RESCHEDULE, PING, STATS); -1 (the default) waits forever. A request that times out leaves the connection unusable. */
 int deferd_set_timeout(deferd_client *c, int timeout_ms);
 
 /* Schedules a job. opts may be NULL. If id_out is not NULL, id_len must be more than
  * DEFERD_ID_MAX (DEFERD_ID_SIZE will do) and the new job id is stored there. Returns
  * DEFERD_OK once the daemon has stored the job in ZooKeeper; after ERR UNAVAILABLE it is
- * unknown whether the job was stored. */
+ * unknown whether the job was stored. With opts->key, a put whose key is taken also returns
+ * DEFERD_OK, with the existing job's id (deferd_put_one() tells the two apart). An invalid
+ * key is DEFERD_EARG. */
 int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t len,
                const deferd_put_opts *opts, char *id_out, size_t id_len);
 
@@ -178,7 +180,8 @@ int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t 
  * deferd_close() with puts outstanding drops those not yet written; those written may or
  * may not be stored. */
 
-/* Queues a PUT (arguments as for deferd_put()) and returns without waiting for the reply.
+/* Queues a PUT (arguments as for deferd_put(), key included: a duplicate's result is
+ * DEFERD_OK and the existing job's id) and returns without waiting for the reply.
  * Requests are buffered in the client and written once 64 KiB are waiting, or by
  * deferd_put_recv(), deferd_ack_recv(), deferd_next_event() and deferd_next_job() (these
  * two write only what the socket takes at once when they have a push to hand out
@@ -298,16 +301,21 @@ int deferd_touch(deferd_client *c, const char *job_id);
 int deferd_put_one(deferd_client *c, deferd_put_item *item);
 
 /* Puts n (1 .. DEFERD_BATCH_MAX) jobs, all or none (BATCH). On DEFERD_OK every item's id and
- * duplicate are set, and *parts (if not NULL) is the number of ZooKeeper transactions used
- * (above 1 only for batches larger than one ZooKeeper packet). On an "ERR PARTIAL" reply
- * (DEFERD_ESERVER, code "PARTIAL") the first *stored items have their ids set and are
- * stored, the rest are not; on other errors nothing was stored and *stored is 0. */
+ * duplicate are set, *stored (if not NULL) is n and *parts (if not NULL) the number of
+ * ZooKeeper transactions used (above 1 only for batches larger than one ZooKeeper packet).
+ * On an "ERR PARTIAL" reply (DEFERD_ESERVER, code "PARTIAL") the first *stored items have
+ * their ids set and are stored, the rest are not (their duplicate flags are not reported);
+ * deferd_last_error() then says "PARTIAL stored=<k> of <n>: <why>". On other errors
+ * nothing was stored and *stored is 0; an invalid item is DEFERD_EARG naming it
+ * ("item <i>: ...", from 1) with nothing sent. */
 int deferd_put_batch(deferd_client *c, deferd_put_item *items, size_t n, unsigned *parts,
                      size_t *stored);
 
 /* Acks a held job and creates n follow-up jobs (1 .. DEFERD_BATCH_MAX) in one ZooKeeper
  * transaction: either all of it happens or none. On DEFERD_OK every item's id and duplicate
- * are set. Errors as for deferd_ack(); then nothing was created. */
+ * are set (a duplicate follow-up was not created). Errors as for deferd_ack(), or an item
+ * error as for deferd_put_batch() ("TOO_LARGE" when it all does not fit one ZooKeeper
+ * transaction); then nothing was created and the job is still held. */
 int deferd_ack_then(deferd_client *c, const char *job_id, deferd_put_item *items, size_t n);
 
 /* Nacks a held job (delay_ms as for deferd_nack()) and creates n follow-up jobs in one
@@ -315,7 +323,8 @@ int deferd_ack_then(deferd_client *c, const char *job_id, deferd_put_item *items
 int deferd_nack_then(deferd_client *c, const char *job_id, int64_t delay_ms,
                      deferd_put_item *items, size_t n, char *new_id, size_t new_id_len);
 
-/* Cancels a pending job by id (queue NULL) or by key (queue and key; job_id NULL). force:
+/* Cancels a pending job by id (queue and key NULL) or by key (queue and key; job_id NULL;
+ * cancelled_id tells which job that was). force:
  * also if a consumer holds it (whose ack then fails with LEASE_LOST); without it a held job
  * gives DEFERD_ESERVER with code "IN_FLIGHT". "NOT_FOUND": no such job. cancelled_id (if
  * not NULL) gets the id of the job cancelled. */
@@ -323,7 +332,8 @@ int deferd_cancel(deferd_client *c, const char *job_id, const char *queue, const
                   int force, char *cancelled_id, size_t id_len);
 
 /* Moves a pending job (by id, or by queue and key) to due time at_ms (has_at) or now +
- * delay_ms. new_id gets its new id. "IN_FLIGHT", "NOT_FOUND" as for deferd_cancel(). */
+ * delay_ms. new_id (if not NULL; id_len more than DEFERD_ID_MAX) gets its new id.
+ * "IN_FLIGHT", "NOT_FOUND" as for deferd_cancel(). */
 int deferd_reschedule(deferd_client *c, const char *job_id, const char *queue,
                       const char *key, int has_at, uint64_t at_ms, uint64_t delay_ms,
                       char *new_id, size_t id_len);

@@ -1,0 +1,277 @@
+/* libdeferd's wire format for keys, BATCH, follow-ups, CANCEL and RESCHEDULE, against a
+ * scripted fake daemon (a child process on a Unix socket): each request must arrive byte
+ * for byte as docs/protocol.md has it, and each reply, pushes mixed in, must be read back
+ * right, also a 1000-id reply of about 250 KB. */
+#include <deferd/client.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+
+struct step {
+    char *req;   /* exactly what the client must send */
+    char *reply; /* what the fake daemon answers */
+};
+
+#define NSTEPS 16
+static struct step script[NSTEPS];
+static int nsteps;
+
+static void add(const char *req, const char *reply)
+{
+    script[nsteps].req = strdup(req);
+    script[nsteps].reply = strdup(reply);
+    nsteps++;
+}
+
+static int read_exact(int fd, char *buf, size_t n)
+{
+    for (size_t got = 0; got < n;) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static void write_all(int fd, const char *s)
+{
+    for (size_t n = strlen(s), off = 0; off < n;) {
+        ssize_t w = write(fd, s + off, n - off);
+        if (w <= 0)
+            _exit(3);
+        off += (size_t)w;
+    }
+}
+
+/* The fake daemon: a request that differs from the script is answered with an ERR that
+ * shows what came, and ends the script. */
+static void serve(int lfd)
+{
+    int fd = accept(lfd, NULL, NULL);
+    if (fd < 0)
+        _exit(2);
+    for (int i = 0; i < nsteps; i++) {
+        size_t n = strlen(script[i].req);
+        char *got = calloc(1, n + 1);
+        if (!got || read_exact(fd, got, n) != 0)
+            _exit(4);
+        if (strcmp(got, script[i].req) != 0) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "ERR MISMATCH step %d got '%.200s'\n", i + 1, got);
+            write_all(fd, msg);
+            _exit(5);
+        }
+        write_all(fd, script[i].reply);
+        free(got);
+    }
+    char c;
+    while (read(fd, &c, 1) > 0) /* until the client closes */
+        ;
+    _exit(0);
+}
+
+static void item(deferd_put_item *it, const char *queue, const char *payload, const char *key)
+{
+    memset(it, 0, sizeof *it);
+    it->queue = queue;
+    it->payload = payload;
+    it->len = strlen(payload);
+    it->opts.key = key;
+}
+
+/* 1000 jobs of one byte; the reply's ids are about 240 bytes each. */
+static char *big_ids;
+static void script_big_batch(void)
+{
+    size_t cap = 1000 * 32 + 64, rcap = 1000 * 256 + 64;
+    char *req = malloc(cap), *reply = malloc(rcap);
+    size_t n = (size_t)snprintf(req, cap, "BATCH 1000\n");
+    size_t r = (size_t)snprintf(reply, rcap, "OK n=1000 parts=2 ids=");
+    big_ids = reply + r;
+    for (int i = 0; i < 1000; i++) {
+        n += (size_t)snprintf(req + n, cap - n, "PUT big 1\nx\n");
+        r += (size_t)snprintf(reply + r, rcap - r, "%sbig/%0220d-1-%x", i ? "," : "", i, i);
+    }
+    snprintf(reply + r, rcap - r, " dup=1000\n");
+    add(req, reply);
+    free(req);
+    free(reply);
+}
+
+static void write_script(void)
+{
+    add("PUT q 1 key=k1\nx\n", "OK q/1-2-abc-kk1 duplicate\n");
+    add("PUT q 1 key=k1\nx\n", "OK q/1-2-abc-kk1 duplicate done\n");
+    add("PUT q 1 delay=5 key=a:b@c-d\nx\n", "OK q/9-2-abc-ka:b@c-d\n");
+    add("SUB q\n", "OK\n");
+    add("BATCH 3\nPUT q 1\na\nPUT q 1 key=k2\nb\nPUT r 0 prio=3\n\n",
+        "STATE SUSPENDED\nOK n=3 parts=1 ids=q/1-1-a,q/1-1-b-kk2,r/1-1-c dup=2\n");
+    script_big_batch();
+    add("BATCH 3\nPUT q 1\na\nPUT q 1 key=k2\nb\nPUT r 0 prio=3\n\n",
+        "ERR PARTIAL stored=2 ids=q/1-1-a,q/1-1-b-kk2 ZooKeeper went away\n");
+    add("ACK q/1-1-a then=1\nPUT q 1\nz\n", "OK n=1 ids=q/2-1-z dup=-\n");
+    add("NACK q/1-1-a delay=5 then=1\nPUT q 1\nz\n",
+        "EXPIRED q/1-1-b\nOK q/9-1-a-a1 n=1 ids=q/2-1-z-kz dup=1\n");
+    add("NACK q/1-1-a then=1\nPUT q 1\nz\n", "OK n=1 ids=q/2-1-z dup=-\n");
+    add("CANCEL q key=k1 force=1\n", "OK q/1-2-abc-kk1\n");
+    add("CANCEL q/1-2-abc\n", "ERR IN_FLIGHT held by host:1\n");
+    add("RESCHEDULE q/1-2-abc delay=100\n", "OK q/5-2-abc\n");
+    add("RESCHEDULE q key=k1 at=77\n", "OK q/77-2-abc-kk1\n");
+    add("PUT q 1 key=k1\nx\n", "OK q/1-2-abc-kk1 duplicate\n");
+}
+
+static void run_puts(deferd_client *c)
+{
+    deferd_put_item it;
+    char id[DEFERD_ID_SIZE];
+    item(&it, "q", "x", "k1");
+    CHECK(deferd_put_one(c, &it) == DEFERD_OK && it.duplicate == 1);
+    CHECK_STR(it.id, "q/1-2-abc-kk1");
+    CHECK(deferd_put(c, "q", "x", 1, &it.opts, id, sizeof id) == DEFERD_OK);
+    CHECK_STR(id, "q/1-2-abc-kk1");
+    item(&it, "q", "x", "a:b@c-d");
+    it.opts.has_delay = 1;
+    it.opts.delay_ms = 5;
+    CHECK(deferd_put_one(c, &it) == DEFERD_OK && it.duplicate == 0);
+    static const char *const bad[] = {"", "-a", ".a", "a/b", "a b", "_a",
+        "12345678901234567890123456789012345678901234567890123456789012345"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        item(&it, "q", "x", bad[i]);
+        CHECK(deferd_put_one(c, &it) == DEFERD_EARG);
+        CHECK(deferd_put_send(c, "q", "x", 1, &it.opts) == DEFERD_EARG);
+    }
+    CHECK(deferd_subscribe(c, "q", 0) == DEFERD_OK);
+}
+
+static void run_batches(deferd_client *c)
+{
+    deferd_put_item its[3];
+    unsigned parts = 0;
+    size_t stored = 99;
+    item(&its[0], "q", "a", NULL);
+    item(&its[1], "q", "b", "k2");
+    item(&its[2], "r", "", NULL);
+    its[2].opts.has_priority = 1;
+    its[2].opts.priority = 3;
+    CHECK(deferd_put_batch(c, its, 3, &parts, &stored) == DEFERD_OK);
+    CHECK(parts == 1 && stored == 3);
+    CHECK_STR(its[0].id, "q/1-1-a");
+    CHECK_STR(its[1].id, "q/1-1-b-kk2");
+    CHECK_STR(its[2].id, "r/1-1-c");
+    CHECK(!its[0].duplicate && its[1].duplicate && !its[2].duplicate);
+
+    deferd_put_item *many = calloc(1000, sizeof *many);
+    for (int i = 0; i < 1000; i++)
+        item(&many[i], "big", "x", NULL);
+    CHECK(deferd_put_batch(c, many, 1000, &parts, &stored) == DEFERD_OK);
+    CHECK(parts == 2 && stored == 1000 && many[999].duplicate && !many[998].duplicate);
+    CHECK(strncmp(many[999].id, "big/", 4) == 0 && strlen(many[999].id) == 4 + 220 + 3 + 3);
+    free(many);
+
+    CHECK(deferd_put_batch(c, its, 3, &parts, &stored) == DEFERD_ESERVER);
+    CHECK_STR(deferd_last_error_code(c), "PARTIAL");
+    CHECK_CONTAINS(deferd_last_error(c), "ZooKeeper went away");
+    CHECK(stored == 2 && its[2].id[0] == '\0');
+    CHECK_STR(its[1].id, "q/1-1-b-kk2");
+    CHECK(deferd_put_batch(c, its, 0, NULL, NULL) == DEFERD_EARG);
+    its[1].opts.key = "no way";
+    CHECK(deferd_put_batch(c, its, 3, NULL, &stored) == DEFERD_EARG && stored == 0);
+    CHECK_CONTAINS(deferd_last_error(c), "item 2: ");
+}
+
+static void run_followups(deferd_client *c)
+{
+    deferd_put_item z;
+    char moved[DEFERD_ID_SIZE];
+    item(&z, "q", "z", NULL);
+    CHECK(deferd_ack_then(c, "q/1-1-a", &z, 1) == DEFERD_OK && !z.duplicate);
+    CHECK_STR(z.id, "q/2-1-z");
+    CHECK(deferd_nack_then(c, "q/1-1-a", 5, &z, 1, moved, sizeof moved) == DEFERD_OK);
+    CHECK_STR(moved, "q/9-1-a-a1");
+    CHECK_STR(z.id, "q/2-1-z-kz");
+    CHECK(z.duplicate);
+    CHECK(deferd_nack_then(c, "q/1-1-a", -1, &z, 1, moved, sizeof moved) == DEFERD_OK);
+    CHECK_STR(moved, "");
+}
+
+static void run_cancel(deferd_client *c)
+{
+    char id[DEFERD_ID_SIZE];
+    CHECK(deferd_cancel(c, NULL, "q", "k1", 1, id, sizeof id) == DEFERD_OK);
+    CHECK_STR(id, "q/1-2-abc-kk1");
+    CHECK(deferd_cancel(c, "q/1-2-abc", NULL, NULL, 0, NULL, 0) == DEFERD_ESERVER);
+    CHECK_STR(deferd_last_error_code(c), "IN_FLIGHT");
+    CHECK(deferd_cancel(c, "q/1-2-abc", "q", "k1", 0, NULL, 0) == DEFERD_EARG);
+    CHECK(deferd_cancel(c, NULL, "q", NULL, 0, NULL, 0) == DEFERD_EARG);
+    CHECK(deferd_reschedule(c, "q/1-2-abc", NULL, NULL, 0, 0, 100, id, sizeof id) == DEFERD_OK);
+    CHECK_STR(id, "q/5-2-abc");
+    CHECK(deferd_reschedule(c, NULL, "q", "k1", 1, 77, 0, id, sizeof id) == DEFERD_OK);
+    CHECK_STR(id, "q/77-2-abc-kk1");
+}
+
+/* A pipelined put with a key: a duplicate is an OK with the existing id. */
+static void run_pipelined(deferd_client *c)
+{
+    deferd_put_opts o = {.key = "k1"};
+    char id[DEFERD_ID_SIZE];
+    CHECK(deferd_put_send(c, "q", "x", 1, &o) == DEFERD_OK);
+    CHECK(deferd_put_recv(c, id, sizeof id, 5000) == DEFERD_OK);
+    CHECK_STR(id, "q/1-2-abc-kk1");
+}
+
+static void run_events(deferd_client *c)
+{
+    deferd_event ev;
+    memset(&ev, 0, sizeof ev);
+    CHECK(deferd_next_event(c, &ev, 0) == DEFERD_OK && ev.kind == DEFERD_EV_STATE);
+    CHECK_STR(ev.state, "SUSPENDED");
+    CHECK(deferd_next_event(c, &ev, 0) == DEFERD_OK && ev.kind == DEFERD_EV_EXPIRED);
+    CHECK_STR(ev.job.id, "q/1-1-b");
+    CHECK(deferd_next_event(c, &ev, 0) == DEFERD_ETIMEDOUT);
+}
+
+int main(void)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "/tmp/deferd-test-client-%d.sock", (int)getpid());
+    unlink(sa.sun_path);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(lfd, 1) != 0) {
+        perror("fake daemon socket");
+        return 1;
+    }
+    write_script();
+    pid_t pid = fork();
+    if (pid == 0)
+        serve(lfd);
+    close(lfd);
+    char err[256];
+    deferd_client *c = deferd_connect(sa.sun_path, err, sizeof err);
+    CHECK(c != NULL);
+    if (c) {
+        deferd_set_timeout(c, 10000);
+        run_puts(c);
+        run_batches(c);
+        run_followups(c);
+        run_cancel(c);
+        run_pipelined(c);
+        run_events(c);
+        if (check_failures)
+            fprintf(stderr, "last error: %s\n", deferd_last_error(c));
+        deferd_close(c);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    unlink(sa.sun_path);
+    for (int i = 0; i < nsteps; i++) {
+        free(script[i].req);
+        free(script[i].reply);
+    }
+    return check_report("client");
+}
