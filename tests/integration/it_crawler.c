@@ -42,31 +42,44 @@ static uint64_t rnd(void) /* splitmix64 */
 }
 
 /* Nodes with id % 10 == 7 form an island: they link anywhere, but only island nodes link
- * to them, so none of them is reachable from 0. Links of a node are distinct. */
+ * to them, so none of them is reachable from 0. The others hang on a random tree from 0
+ * (all but a few: those may be reachable only by chance), plus random links: cycles,
+ * links back to 0, self-links. Links of a node are distinct. */
 static int island(int u)
 {
     return u % 10 == 7;
 }
 
+static void add_link(int u, int v)
+{
+    if (nout[u] == MAXOUT || (island(v) && !island(u)))
+        return;
+    for (int k = 0; k < nout[u]; k++)
+        if (outs[u][k] == v)
+            return;
+    outs[u][nout[u]++] = v;
+}
+
 static void make_graph(uint64_t seed)
 {
     rng_state = seed;
-    for (int u = 0; u < NODES; u++) {
-        int want = (int)(rnd() % (MAXOUT + 1)), tries = 0;
-        if (u == 0 && want == 0)
-            want = 3;
-        nout[u] = 0;
-        while (nout[u] < want && tries++ < 50) {
+    memset(nout, 0, sizeof nout);
+    for (int u = 1; u < NODES; u++) /* the tree */
+        if (!island(u) && rnd() % 32 != 0)
+            for (int tries = 0; tries < 10; tries++) {
+                int p = (int)(rnd() % (uint64_t)u);
+                if (!island(p) && nout[p] < MAXOUT - 1) {
+                    add_link(p, u);
+                    break;
+                }
+            }
+    for (int u = 0; u < NODES; u++) { /* the rest */
+        int extra = (int)(rnd() % 3);
+        for (int k = 0; k < extra; k++) {
             int v = (int)(rnd() % NODES);
             if (rnd() % 16 == 0)
-                v = (int)(rnd() % 8 == 0 ? u : 0); /* self-links and links back to the start */
-            if (island(v) && !island(u))
-                continue;
-            int dup = 0;
-            for (int k = 0; k < nout[u]; k++)
-                dup |= outs[u][k] == v;
-            if (!dup)
-                outs[u][nout[u]++] = v;
+                v = rnd() % 4 == 0 ? u : 0;
+            add_link(u, v);
         }
     }
     int queue[NODES], head = 0, tail = 0;
@@ -495,6 +508,7 @@ int main(int argc, char **argv)
         nreach += reachable[u];
     printf("crawl seed %" PRIu64 ": %d URLs, %d reachable from URL 0\n", seed, NODES, nreach);
     fflush(stdout);
+    CHECK(nreach >= NODES / 2 && nreach < NODES); /* a graph worth crawling */
 
     static const char *const overrides[] = {"queue " QUEUE ".key_retention=1h", NULL};
     static const char *const tags[] = {"c1", "c2", "c3"};

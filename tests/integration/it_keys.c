@@ -507,8 +507,7 @@ static void batch_refused(const struct daemon_proc *dp, deferd_put_item *items, 
     printf("batch with %s at %d: rc %d, %s\n", what, pos, rc, deferd_last_error(c));
     int client_judges = items[pos - 1].opts.key && !layout_valid_key(items[pos - 1].opts.key);
     CHECK(rc == DEFERD_ESERVER || (client_judges && rc == DEFERD_EARG));
-    if (rc == DEFERD_ESERVER)
-        CHECK_CONTAINS(deferd_last_error(c), item);
+    CHECK_CONTAINS(deferd_last_error(c), item); /* the daemon's reply, or the client's */
     CHECK(stored == 0);
     int ping = deferd_ping(c); /* the connection is in step */
     if (ping != DEFERD_OK)
