@@ -266,12 +266,66 @@ static int kick_curator(struct admin *a, const struct queue_config *qc, struct d
     return 0;
 }
 
-/* Back to the queue, due now, with a fresh attempt count: one transaction. */
-int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen, char *err,
-                    size_t errlen)
+/* The new job of a kick: its name, path, and (keyed) its key node and the key node's data. */
+struct kicked {
+    struct job_name jn;
+    char name[LAYOUT_NAME_MAX + 1];
+    char path[LAYOUT_PATH_MAX];
+    char key_path[LAYOUT_PATH_MAX];
+    char key_data[LAYOUT_ID_MAX + 1];
+};
+
+static int name_kicked(struct admin *a, const char *queue, struct kicked *k)
 {
-    char next[LAYOUT_PATH_MAX], name[LAYOUT_NAME_MAX + 1];
+    if (layout_job_path(k->path, sizeof k->path, a->cfg.zk_root, queue, &k->jn) != 0 ||
+        layout_format_name(&k->jn, k->name, sizeof k->name) != 0)
+        return ZBADARGUMENTS;
+    int rc = admin_create_parents(a, k->path);
+    if (rc != ZOK || !k->jn.key[0])
+        return rc;
+    if (layout_key_path(k->key_path, sizeof k->key_path, a->cfg.zk_root, queue, k->jn.key) != 0 ||
+        layout_key_data(k->key_data, sizeof k->key_data, &k->jn) != 0)
+        return ZBADARGUMENTS;
+    return admin_create_parents(a, k->key_path);
+}
+
+/* One multi: delete the dead node, create the job (and its key node), move the counter.
+ * *key_taken: the key node's create failed because another job took the key meanwhile;
+ * *moved: the counter moved under us. Either is worth another try. */
+static int kick_once(struct admin *a, const struct dead_job *dj, const struct kicked *k,
+                     int *key_taken, int *moved)
+{
+    char cpath[LAYOUT_PATH_MAX], cvalue[32];
+    int cversion = -1, n = 0, key_op = -1;
+    int counted = admin_counter(a, dj->queue, 1, cpath, sizeof cpath, cvalue, sizeof cvalue,
+                                &cversion);
+    zoo_op_t ops[4];
+    zoo_op_result_t res[4];
+    *key_taken = *moved = 0;
+    if (counted < 0)
+        return ZSYSTEMERROR;
+    zoo_delete_op_init(&ops[n++], dj->path, dj->st.version);
+    if (k->jn.key[0]) {
+        key_op = n;
+        zoo_create_op_init(&ops[n++], k->key_path, k->key_data, (int)strlen(k->key_data),
+                           &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    }
+    zoo_create_op_init(&ops[n++], k->path, dj->data, dj->len, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    if (counted > 0)
+        zoo_set_op_init(&ops[n++], cpath, cvalue, (int)strlen(cvalue), cversion, NULL);
+    int rc = zoo_multi(a->zh, n, ops, res);
+    *key_taken = rc == ZNODEEXISTS && key_op >= 0 && res[key_op].err == ZNODEEXISTS;
+    *moved = rc == ZBADVERSION && counted > 0 && res[n - 1].err == ZBADVERSION;
+    return rc;
+}
+
+/* Back to the queue, due now, with a fresh attempt count: one transaction. A keyed job
+ * takes its key back; if another job took the key meanwhile, it goes back without it. */
+int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen,
+                    int *unkeyed, char *err, size_t errlen)
+{
     struct dead_job dj;
+    *unkeyed = 0;
     if (load_dead(a, id, &dj, err, errlen) != 0)
         return -1;
     const struct queue_config *qc = config_queue(&a->cfg, dj.queue);
@@ -280,40 +334,29 @@ int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen,
         free(dj.data);
         return rc;
     }
-    const char *queue = dj.queue, *path = dj.path, *data = dj.data;
-    struct job_name jn = dj.jn;
-    struct Stat st = dj.st;
-    int len = dj.len;
+    struct kicked k = {.jn = dj.jn};
     uint64_t rnd = 0;
     if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
         rnd = (uint64_t)units_mono_ms();
-    jn.due_ms = (uint64_t)units_wall_ms();
-    jn.prior_attempts = 0;
-    snprintf(jn.uid, sizeof jn.uid, "%016llx", (unsigned long long)rnd);
-    int rc = ZBADARGUMENTS;
-    if (layout_job_path(next, sizeof next, a->cfg.zk_root, queue, &jn) == 0 &&
-        layout_format_name(&jn, name, sizeof name) == 0 &&
-        (rc = admin_create_parents(a, next)) == ZOK) {
-        for (int tries = 0; tries < 5; tries++) { /* the counter may move under us */
-            char cpath[LAYOUT_PATH_MAX], cvalue[32];
-            int cversion = -1;
-            int counted = admin_counter(a, queue, 1, cpath, sizeof cpath, cvalue, sizeof cvalue,
-                                        &cversion);
-            zoo_op_t ops[3];
-            zoo_op_result_t res[3];
-            zoo_delete_op_init(&ops[0], path, st.version);
-            zoo_create_op_init(&ops[1], next, data, len, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-            if (counted > 0)
-                zoo_set_op_init(&ops[2], cpath, cvalue, (int)strlen(cvalue), cversion, NULL);
-            rc = counted < 0 ? ZSYSTEMERROR : zoo_multi(a->zh, counted > 0 ? 3 : 2, ops, res);
-            if (rc != ZBADVERSION || counted <= 0)
-                break;
+    k.jn.due_ms = (uint64_t)units_wall_ms();
+    k.jn.prior_attempts = 0;
+    snprintf(k.jn.uid, sizeof k.jn.uid, "%016llx", (unsigned long long)rnd);
+    int rc = ZOK, key_taken = 0, moved = 1;
+    for (int tries = 0; tries < 5 && (moved || key_taken); tries++) {
+        if (key_taken) { /* the same name without "-k<key>" */
+            k.jn.key[0] = '\0';
+            *unkeyed = 1;
         }
+        rc = name_kicked(a, dj.queue, &k);
+        if (rc == ZOK)
+            rc = kick_once(a, &dj, &k, &key_taken, &moved);
+        else
+            moved = key_taken = 0;
     }
     free(dj.data);
     if (rc != ZOK)
-        return admin_failed(err, errlen, "kicking", path, rc);
-    layout_format_id(new_id, idlen, queue, name);
+        return admin_failed(err, errlen, "kicking", dj.path, rc);
+    layout_format_id(new_id, idlen, dj.queue, k.name);
     return 0;
 }
 

@@ -18,8 +18,9 @@ void admin_close(struct admin *a);
 /* Each returns 0, or -1 with a message in err. Ids are "<queue>/<job name>". */
 int admin_dead_list(struct admin *a, const char *queue, FILE *out, char *err, size_t errlen);
 int admin_dead_show(struct admin *a, const char *id, FILE *out, char *err, size_t errlen);
-int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen, char *err,
-                    size_t errlen);
+/* *unkeyed: the job had a key that another job took meanwhile; it went back without it. */
+int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen,
+                    int *unkeyed, char *err, size_t errlen);
 int admin_dead_delete(struct admin *a, const char *id, char *err, size_t errlen);
 /* Dead letters of QUEUE, counted from each bucket's numChildren (no job is read). */
 int admin_dead_count(struct admin *a, const char *queue, long long *count, char *err,
@@ -64,10 +65,23 @@ int admin_list(struct admin *a, const char *queue, const struct admin_list_opts 
 int admin_show(struct admin *a, const char *id, struct admin_job *out, char *err,
                size_t errlen);
 void admin_job_clear(struct admin_job *job);
-/* One transaction each; a locked job is refused with ADMIN_IN_FLIGHT (its consumer wins). */
-int admin_cancel(struct admin *a, const char *id, char *err, size_t errlen);
-int admin_reschedule(struct admin *a, const char *id, uint64_t due_ms, char *new_id,
-                     size_t idlen, char *err, size_t errlen);
+/* Which job: by id (queue and key NULL), or by QUEUE and KEY (one read of its key node).
+ * found gets the id of the job acted on (or tried). */
+struct admin_which {
+    const char *id;
+    const char *queue;
+    const char *key;
+    char found[LAYOUT_ID_MAX + 1];
+};
+
+/* One transaction each, which also deletes (cancel) or repoints (reschedule) the key node
+ * of a keyed job, guarded by its version; a changed key, counter or lock is read again
+ * and tried again a few times. A locked job is refused with ADMIN_IN_FLIGHT (its consumer
+ * wins), unless FORCE: then its lock and owner nodes are deleted in the same transaction
+ * (the holder's ack fails with LEASE_LOST). */
+int admin_cancel(struct admin *a, struct admin_which *w, int force, char *err, size_t errlen);
+int admin_reschedule(struct admin *a, struct admin_which *w, uint64_t due_ms,
+                     char *new_id, size_t idlen, char *err, size_t errlen);
 
 /* Pause flags (admin_pause.c): <root>/queues/<queue>/paused, watched by every daemon.
  * *changed is 0 when the queue already was in the asked state. */

@@ -262,18 +262,26 @@ struct located {
     struct job_name jn;
 };
 
+/* show, cancel and reschedule: only queues in deferd's own layout have job ids and keys. */
+static int native_queue(struct admin *a, const char *queue, char *err, size_t errlen)
+{
+    const struct queue_config *qc = admin_queue(a, queue, err, errlen);
+    if (!qc)
+        return -1;
+    if (qc->format != QF_NATIVE)
+        return snprintf(err, errlen, "queue %s is a Curator queue: show, cancel and reschedule "
+                        "work on deferd's own layout only", queue), -1;
+    return 0;
+}
+
 static int locate(struct admin *a, const char *id, struct located *at, char *err,
                   size_t errlen)
 {
     if (layout_parse_id(id, at->queue, sizeof at->queue, &at->jn) != 0)
         return snprintf(err, errlen, "'%s' is not a job id (QUEUE/NAME as put printed it)",
                         id), -1;
-    const struct queue_config *qc = admin_queue(a, at->queue, err, errlen);
-    if (!qc)
+    if (native_queue(a, at->queue, err, errlen) != 0)
         return -1;
-    if (qc->format != QF_NATIVE)
-        return snprintf(err, errlen, "queue %s is a Curator queue: show, cancel and reschedule "
-                        "work on deferd's own layout only", at->queue), -1;
     layout_job_path(at->path, sizeof at->path, a->cfg.zk_root, at->queue, &at->jn);
     return 0;
 }
@@ -355,90 +363,283 @@ void admin_job_clear(struct admin_job *job)
     job->len = 0;
 }
 
-/* ---- cancel and reschedule ---- */
+/* ---- cancel and reschedule, by id or by key ---- */
 
-int admin_cancel(struct admin *a, const char *id, char *err, size_t errlen)
-{
+/* The job a cancel or reschedule acts on, and its key node when that names it: the key
+ * node is then changed in the same multi, guarded by the version read here, so that a
+ * concurrent change of the key makes the multi fail instead of leaving the key wrong. */
+struct target {
     struct located at;
-    if (locate(a, id, &at, err, errlen) != 0)
-        return -1;
-    int rc = ZBADVERSION;
-    for (int tries = 0; tries < 5 && rc == ZBADVERSION; tries++) { /* the counter moved */
-        char cpath[LAYOUT_PATH_MAX], cvalue[32];
-        int cversion = -1;
-        int counted = admin_counter(a, at.queue, -1, cpath, sizeof cpath, cvalue,
-                                    sizeof cvalue, &cversion);
-        zoo_op_t ops[2];
-        zoo_op_result_t res[2];
-        zoo_delete_op_init(&ops[0], at.path, -1); /* fails while locked: it has children */
-        if (counted > 0)
-            zoo_set_op_init(&ops[1], cpath, cvalue, (int)strlen(cvalue), cversion, NULL);
-        rc = counted < 0 ? ZSYSTEMERROR : zoo_multi(a->zh, counted > 0 ? 2 : 1, ops, res);
-        if (rc == ZBADVERSION && res[0].err == ZBADVERSION)
-            break; /* not the counter: cannot happen with version -1, but never loop on it */
-    }
+    char id[LAYOUT_ID_MAX + 1];
+    char key_path[LAYOUT_PATH_MAX];
+    int keyed;                  /* the key node names this job: key_version guards it */
+    int key_version;
+};
+
+/* Reads the key node; 1 and *jn when it names a job, 0 when there is none (no node, a kept
+ * key "done <ms> <name>", or data that is no job name), or a negative ZooKeeper code. */
+static int read_key(struct admin *a, const char *path, struct job_name *jn, int *version)
+{
+    char data[LAYOUT_ID_MAX + 1];
+    int len = (int)sizeof data;
+    struct Stat st;
+    int rc = zoo_get(a->zh, path, 0, data, &len, &st);
     if (rc == ZNONODE)
-        return not_found(err, errlen, id);
-    if (rc == ZNOTEMPTY)
-        return in_flight(a, at.path, id, err, errlen);
-    return rc == ZOK ? 0 : admin_failed(err, errlen, "cancelling", at.path, rc);
+        return 0;
+    if (rc != ZOK)
+        return rc;
+    *version = st.version;
+    return len > 0 && len <= (int)sizeof data && st.dataLength == len &&
+           layout_parse_key_data(data, (size_t)len, jn) == 0;
 }
 
-/* The move: delete the job (only if unlocked and unchanged) and create it under its new
- * name in one transaction. Its attempts so far go into the new name (a<N>). */
-static int move_job(struct admin *a, const struct located *at, const char *next,
-                    const struct admin_job *cur)
+static int same_job(const struct job_name *x, const struct job_name *y)
 {
-    zoo_op_t ops[2];
-    zoo_op_result_t res[2];
-    int rc = ZNONODE;
+    char a[LAYOUT_ID_MAX + 1], b[LAYOUT_ID_MAX + 1];
+    return layout_key_data(a, sizeof a, x) == 0 && layout_key_data(b, sizeof b, y) == 0 &&
+           strcmp(a, b) == 0;
+}
+
+/* By id: a keyed job's key node is read to learn its version (and left alone if it names
+ * another job: then it is not this job's to change). */
+static int target_by_id(struct admin *a, const char *id, struct target *t, char *err,
+                        size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    if (locate(a, id, &t->at, err, errlen) != 0)
+        return -1;
+    snprintf(t->id, sizeof t->id, "%s", id);
+    if (!t->at.jn.key[0])
+        return 0;
+    struct job_name named;
+    layout_key_path(t->key_path, sizeof t->key_path, a->cfg.zk_root, t->at.queue,
+                    t->at.jn.key);
+    int rc = read_key(a, t->key_path, &named, &t->key_version);
+    if (rc < 0)
+        return admin_failed(err, errlen, "reading", t->key_path, rc);
+    t->keyed = rc == 1 && same_job(&named, &t->at.jn);
+    return 0;
+}
+
+/* By key: one getData of the key node names the job; no listing. */
+static int target_by_key(struct admin *a, const char *queue, const char *key,
+                         struct target *t, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    if (native_queue(a, queue, err, errlen) != 0)
+        return -1;
+    if (layout_key_path(t->key_path, sizeof t->key_path, a->cfg.zk_root, queue, key) != 0)
+        return snprintf(err, errlen, "invalid key '%s' (1-64 of A-Z a-z 0-9 _ . : @ -, "
+                        "starting with a letter or digit)", key), -1;
+    int rc = read_key(a, t->key_path, &t->at.jn, &t->key_version);
+    if (rc < 0)
+        return admin_failed(err, errlen, "reading", t->key_path, rc);
+    if (rc == 0 || strcmp(t->at.jn.key, key) != 0) {
+        snprintf(err, errlen, "no job with key %s in queue %s (never put, or acked, "
+                 "cancelled or dead-lettered)", key, queue);
+        return ADMIN_NOT_FOUND;
+    }
+    snprintf(t->at.queue, sizeof t->at.queue, "%s", queue);
+    layout_job_path(t->at.path, sizeof t->at.path, a->cfg.zk_root, queue, &t->at.jn);
+    layout_job_id(t->id, sizeof t->id, queue, &t->at.jn);
+    t->keyed = 1;
+    return 0;
+}
+
+static int find_target(struct admin *a, const struct admin_which *w, struct target *t,
+                       char *err, size_t errlen)
+{
+    return w->key ? target_by_key(a, w->queue, w->key, t, err, errlen)
+                  : target_by_id(a, w->id, t, err, errlen);
+}
+
+/* The first op of a failed multi that failed by itself (those after it are only rolled
+ * back: ZRUNTIMEINCONSISTENCY). */
+static int failed_op(const zoo_op_result_t *res, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (res[i].err != ZOK && res[i].err != ZRUNTIMEINCONSISTENCY)
+            return i;
+    return -1;
+}
+
+/* A changed key node, counter or set of lock children: read again and retry. */
+#define MOVE_TRIES 5
+#define HOLDER_KIDS_MAX 2 /* lock and owner-<session>-<seq> */
+
+enum { CANCEL_OPS_MAX = HOLDER_KIDS_MAX + 3 };
+
+struct cancel_ops {
+    zoo_op_t ops[CANCEL_OPS_MAX];
+    zoo_op_result_t res[CANCEL_OPS_MAX];
+    int n, job;                 /* ops used; index of delete(job) */
+    char kids[HOLDER_KIDS_MAX][LAYOUT_PATH_MAX + 16];
+    char cpath[LAYOUT_PATH_MAX], cvalue[32];
+};
+
+/* What failed in a cancel's multi. */
+enum { FAILED_NONE = -1, FAILED_HOLDER, FAILED_JOB, FAILED_OTHER, FAILED_FOREIGN_KIDS };
+
+/* --force: the holder's lock and owner node go in the same multi, so its ack fails
+ * (LEASE_LOST) instead of finding its job changed under it. */
+static int add_holder_deletes(struct admin *a, const struct target *t, struct cancel_ops *c,
+                              int *failed)
+{
+    struct String_vector kids;
+    int rc = zoo_get_children(a->zh, t->at.path, 0, &kids);
+    *failed = FAILED_JOB;
+    if (rc != ZOK)
+        return rc;
+    if (kids.count > HOLDER_KIDS_MAX) {
+        *failed = FAILED_FOREIGN_KIDS; /* not a deferd lock: never deleted blindly */
+        rc = ZNOTEMPTY;
+    }
+    for (int i = 0; rc == ZOK && i < kids.count; i++) {
+        snprintf(c->kids[i], sizeof c->kids[i], "%s/%s", t->at.path, kids.data[i]);
+        zoo_delete_op_init(&c->ops[c->n++], c->kids[i], -1);
+    }
+    deallocate_String_vector(&kids);
+    return rc;
+}
+
+static int cancel_once(struct admin *a, const struct target *t, int force, int *failed)
+{
+    struct cancel_ops c = {.n = 0};
+    int cversion = -1, rc = force ? add_holder_deletes(a, t, &c, failed) : ZOK;
+    if (rc != ZOK)
+        return rc;
+    *failed = FAILED_NONE;
+    c.job = c.n;
+    zoo_delete_op_init(&c.ops[c.n++], t->at.path, -1); /* fails while locked: children */
+    if (t->keyed)
+        zoo_delete_op_init(&c.ops[c.n++], t->key_path, t->key_version);
+    int counted = admin_counter(a, t->at.queue, -1, c.cpath, sizeof c.cpath, c.cvalue,
+                                sizeof c.cvalue, &cversion);
+    if (counted < 0)
+        return ZSYSTEMERROR;
+    if (counted > 0)
+        zoo_set_op_init(&c.ops[c.n++], c.cpath, c.cvalue, (int)strlen(c.cvalue), cversion,
+                        NULL);
+    rc = zoo_multi(a->zh, c.n, c.ops, c.res);
+    int f = rc == ZOK ? -1 : failed_op(c.res, c.n);
+    *failed = f < 0 ? FAILED_NONE : f == c.job ? FAILED_JOB : f < c.job ? FAILED_HOLDER
+                                                                          : FAILED_OTHER;
+    return rc;
+}
+
+int admin_cancel(struct admin *a, struct admin_which *w, int force, char *err, size_t errlen)
+{
+    struct target t;
+    int rc = ZBADVERSION, failed = FAILED_NONE;
+    for (int tries = 0; tries < MOVE_TRIES; tries++) {
+        int found = find_target(a, w, &t, err, errlen);
+        if (found != 0)
+            return found;
+        rc = cancel_once(a, &t, force, &failed);
+        /* The job itself gone or locked is the answer; anything else moved under us. */
+        if (rc == ZOK || failed == FAILED_FOREIGN_KIDS ||
+            (failed == FAILED_JOB && (rc == ZNONODE || (rc == ZNOTEMPTY && !force))) ||
+            (rc != ZNONODE && rc != ZBADVERSION && rc != ZNOTEMPTY))
+            break;
+    }
+    snprintf(w->found, sizeof w->found, "%s", t.id);
+    if (rc == ZNONODE && failed == FAILED_JOB)
+        return not_found(err, errlen, t.id);
+    if (rc == ZNOTEMPTY && !force)
+        return in_flight(a, t.at.path, t.id, err, errlen);
+    if (failed == FAILED_FOREIGN_KIDS)
+        return snprintf(err, errlen, "job %s has children other than a deferd lock; not "
+                        "cancelled", t.id), -1;
+    if (rc == ZBADVERSION || rc == ZNOTEMPTY || rc == ZNONODE)
+        return snprintf(err, errlen, "job %s: its key, lock or the queue's counter kept "
+                        "changing; nothing was cancelled, try again", t.id), -1;
+    return rc == ZOK ? 0 : admin_failed(err, errlen, "cancelling", t.at.path, rc);
+}
+
+/* The move: delete the job (only if unlocked) and create it under its new name in one
+ * transaction, pointing its key node at the new name. Its attempts so far go into the
+ * new name (a<N>). *job_gone tells a ZNONODE of the job itself. */
+static int move_job(struct admin *a, const struct target *t, const struct job_name *jn,
+                    const char *next, const struct admin_job *cur, int *job_gone)
+{
+    zoo_op_t ops[3];
+    zoo_op_result_t res[3];
+    char data[LAYOUT_ID_MAX + 1];
+    int rc = ZNONODE, n = 2;
+    *job_gone = 0;
+    if (t->keyed && layout_key_data(data, sizeof data, jn) != 0)
+        return ZBADARGUMENTS;
     for (int tries = 0; tries < 3 && rc == ZNONODE; tries++) {
         /* a daemon may delete an empty bucket between our create and the move */
         if ((rc = admin_create_parents(a, next)) != ZOK)
             return rc;
-        zoo_delete_op_init(&ops[0], at->path, -1);
+        zoo_delete_op_init(&ops[0], t->at.path, -1);
         zoo_create_op_init(&ops[1], next, cur->payload, cur->len, &ZOO_OPEN_ACL_UNSAFE, 0,
                            NULL, 0);
-        rc = zoo_multi(a->zh, 2, ops, res);
-        if (rc == ZNONODE && res[0].err == ZNONODE)
-            return ZNONODE; /* the job itself is gone */
+        if (t->keyed)
+            zoo_set_op_init(&ops[n++], t->key_path, data, (int)strlen(data), t->key_version,
+                            NULL);
+        rc = zoo_multi(a->zh, n, ops, res);
+        int f = rc == ZOK ? -1 : failed_op(res, n);
+        if (rc == ZNONODE && f != 1) {
+            *job_gone = f == 0;
+            return ZNONODE; /* the job, or its key node, is gone: not a bucket race */
+        }
     }
     return rc;
 }
 
-int admin_reschedule(struct admin *a, const char *id, uint64_t due_ms, char *new_id,
-                     size_t idlen, char *err, size_t errlen)
+/* One try: read the job (its payload and attempts go to the new name) and move it. */
+static int reschedule_once(struct admin *a, const struct target *t, uint64_t due_ms,
+                           struct job_name *jn, int *job_gone)
 {
-    struct located at;
     struct admin_job cur = {0};
     char next[LAYOUT_PATH_MAX];
-    if (locate(a, id, &at, err, errlen) != 0)
-        return -1;
+    int rc = read_job(a, t->at.path, &cur);
+    *job_gone = rc == ZNONODE;
+    if (rc != ZOK)
+        return rc;
+    *jn = t->at.jn;
+    jn->due_ms = due_ms;
+    jn->prior_attempts = cur.attempts;
+    jn->shard[0] = '\0';
+    layout_job_path(next, sizeof next, a->cfg.zk_root, t->at.queue, jn);
+    if (cur.locked)
+        rc = ZNOTEMPTY;
+    else if (strcmp(next, t->at.path) != 0)
+        rc = move_job(a, t, jn, next, &cur, job_gone);
+    admin_job_clear(&cur);
+    return rc;
+}
+
+int admin_reschedule(struct admin *a, struct admin_which *w, uint64_t due_ms,
+                     char *new_id, size_t idlen, char *err, size_t errlen)
+{
+    struct target t;
+    struct job_name jn;
+    int rc = ZBADVERSION, gone = 0;
     if (due_ms > LAYOUT_DUE_MAX)
         return snprintf(err, errlen, "due time %llu is past the year 2286",
                         (unsigned long long)due_ms), -1;
-    int rc = read_job(a, at.path, &cur);
-    if (rc == ZNONODE)
-        return not_found(err, errlen, id);
-    if (rc != ZOK)
-        return admin_failed(err, errlen, "reading", at.path, rc);
-    if (cur.locked) {
-        admin_job_clear(&cur);
-        return in_flight(a, at.path, id, err, errlen);
+    for (int tries = 0; tries < MOVE_TRIES && (rc == ZBADVERSION || (rc == ZNONODE && !gone));
+         tries++) {
+        int found = find_target(a, w, &t, err, errlen);
+        if (found != 0)
+            return found;
+        rc = reschedule_once(a, &t, due_ms, &jn, &gone);
     }
-    struct job_name jn = at.jn;
-    jn.due_ms = due_ms;
-    jn.prior_attempts = cur.attempts;
-    jn.shard[0] = '\0';
-    layout_job_path(next, sizeof next, a->cfg.zk_root, at.queue, &jn);
-    rc = strcmp(next, at.path) == 0 ? ZOK : move_job(a, &at, next, &cur);
-    admin_job_clear(&cur);
+    snprintf(w->found, sizeof w->found, "%s", t.id);
     if (rc == ZNONODE)
-        return not_found(err, errlen, id);
+        return gone ? not_found(err, errlen, t.id)
+                    : (snprintf(err, errlen, "job %s: its key node kept changing; nothing was "
+                                "moved, try again", t.id), -1);
     if (rc == ZNOTEMPTY)
-        return in_flight(a, at.path, id, err, errlen);
+        return in_flight(a, t.at.path, t.id, err, errlen);
+    if (rc == ZBADVERSION)
+        return snprintf(err, errlen, "job %s: its key node kept changing; nothing was moved, "
+                        "try again", t.id), -1;
     if (rc != ZOK)
-        return admin_failed(err, errlen, "rescheduling", at.path, rc);
-    layout_job_id(new_id, idlen, at.queue, &jn);
+        return admin_failed(err, errlen, "rescheduling", t.at.path, rc);
+    layout_job_id(new_id, idlen, t.at.queue, &jn);
     return 0;
 }

@@ -5,6 +5,7 @@
 #include "admin.h"
 #include "deferctl.h"
 #include "deferctl_stats.h"
+#include "jsonw.h"
 #include "units.h"
 
 #define DEFAULT_CONFIG "/etc/deferd/deferd.ini"
@@ -52,13 +53,13 @@ int usage_error(const char *cmd, const char *fmt, ...)
 }
 
 /* Library failures: a bad argument is the user's input, everything else a runtime error. */
-static int lib_fail(deferd_client *c, const char *what, int rc)
+int lib_fail(deferd_client *c, const char *what, int rc)
 {
     errmsg("%s: %s", what, deferd_last_error(c));
     return rc == DEFERD_EARG ? EXIT_USAGE : EXIT_FAIL;
 }
 
-static deferd_client *connect_or_complain(const char *path)
+deferd_client *connect_or_complain(const char *path)
 {
     char err[256];
     deferd_client *c = deferd_connect(path, err, sizeof err);
@@ -74,7 +75,7 @@ static void main_usage(FILE *f)
     fputs("Usage: deferctl [-s PATH] COMMAND [ARGS...]\n"
           "Talk to the deferd job scheduler.\n\n"
           "Commands:\n"
-          "  put    schedule a job\n"
+          "  put    schedule a job (or a file of jobs, all or none)\n"
           "  work   run a command for each job of some queues\n"
           "  ping   check that deferd answers\n"
           "  stats  show the daemon's counters, or one queue's (add --json for JSON)\n"
@@ -82,8 +83,8 @@ static void main_usage(FILE *f)
           "Operator commands (read and write ZooKeeper, configured by -c):\n"
           "  list        page through a queue's pending jobs in due order\n"
           "  show        show one job (pending or dead) and its payload\n"
-          "  cancel      delete a pending job\n"
-          "  reschedule  move a pending job to a new due time\n"
+          "  cancel      delete a pending job (by id or by key)\n"
+          "  reschedule  move a pending job to a new due time (by id or by key)\n"
           "  pause       stop deliveries of a queue on every daemon (puts still work)\n"
           "  resume      let a paused queue deliver again\n"
           "  dead        list, show, kick or delete dead-lettered jobs\n\n"
@@ -100,7 +101,8 @@ static void main_usage(FILE *f)
 static void put_usage(FILE *f)
 {
     fputs("Usage: deferctl put --queue Q [--delay DUR | --at EPOCH_MS] [--priority N]\n"
-          "                    [--ttr DUR] [--file PATH | PAYLOAD | -]\n"
+          "                    [--ttr DUR] [--key KEY] [--json] [--file PATH | PAYLOAD | -]\n"
+          "       deferctl put --batch FILE [--json]\n"
           "Schedule a job and print its id. The payload is PAYLOAD, the contents of --file,\n"
           "or standard input (PAYLOAD '-', or neither given).\n\n"
           "  -q, --queue Q        queue to put the job in (required)\n"
@@ -110,6 +112,14 @@ static void put_usage(FILE *f)
           "  -t, --ttr DUR        time to run: lease of each delivery, 1s..7d\n"
           "                       (default: the queue's)\n"
           "  -f, --file PATH      read the payload from PATH ('-': standard input)\n"
+          "  -k, --key KEY        idempotency key: while a job with KEY exists in the queue,\n"
+          "                       nothing is created and its id is printed (a note on stderr)\n"
+          "  -b, --batch FILE     put every job of FILE ('-': standard input), all or none; one\n"
+          "                       a line: queue=Q [delay=DUR] [at=TIME] [prio=N] [ttr=DUR]\n"
+          "                       [key=K] payload=REST OF LINE (or payload64=BASE64); blank\n"
+          "                       lines and lines starting with # are skipped. Prints one id a\n"
+          "                       line, \"ID duplicate\" for a key that was taken\n"
+          "  -j, --json           print {\"id\", \"duplicate\"} ({\"jobs\": [...]} for --batch)\n"
           "  -h, --help           show this help\n", f);
 }
 
@@ -143,6 +153,8 @@ struct put_args {
     const char *queue;
     const char *file;
     const char *payload;          /* positional argument, "-" = stdin */
+    const char *batch;            /* --batch FILE */
+    int json;
     deferd_put_opts opts;
 };
 
@@ -152,6 +164,9 @@ static int parse_put_opt(int opt, const char *arg, struct put_args *a)
     switch (opt) {
     case 'q': a->queue = arg; return 0;
     case 'f': a->file = arg; return 0;
+    case 'k': a->opts.key = arg; return 0;
+    case 'b': a->batch = arg; return 0;
+    case 'j': a->json = 1; return 0;
     case 'd':
         if (units_parse_duration_ms(arg, &a->opts.delay_ms) != 0)
             return usage_error("put ", "invalid duration '%s' (e.g. 250ms, 5s, 2m)", arg);
@@ -186,10 +201,12 @@ static int parse_put(int argc, char **argv, struct put_args *a)
         { "queue", required_argument, NULL, 'q' }, { "delay", required_argument, NULL, 'd' },
         { "at", required_argument, NULL, 'a' }, { "priority", required_argument, NULL, 'p' },
         { "ttr", required_argument, NULL, 't' }, { "file", required_argument, NULL, 'f' },
-        { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+        { "key", required_argument, NULL, 'k' }, { "batch", required_argument, NULL, 'b' },
+        { "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     int opt, rc;
-    while ((opt = getopt_long(argc, argv, "q:d:a:p:t:f:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "q:d:a:p:t:f:k:b:jh", longopts, NULL)) != -1) {
         if (opt == 'h') {
             put_usage(stdout);
             return -1;
@@ -197,6 +214,13 @@ static int parse_put(int argc, char **argv, struct put_args *a)
         if ((rc = parse_put_opt(opt, optarg, a)) != 0)
             return rc;
     }
+    const deferd_put_opts *o = &a->opts;
+    if (a->batch && (a->queue || a->file || optind < argc || o->has_delay || o->has_at ||
+                     o->has_priority || o->has_ttr || o->key))
+        return usage_error("put ", "--batch takes the jobs and their options from its file "
+                           "only");
+    if (a->batch)
+        return 0;
     if (a->queue == NULL)
         return usage_error("put ", "--queue is required");
     if (a->opts.has_delay && a->opts.has_at)
@@ -240,7 +264,7 @@ static int read_all(int fd, char **out, size_t *len)
     return 0;
 }
 
-static int read_path(const char *path, char **out, size_t *len)
+int read_path(const char *path, char **out, size_t *len)
 {
     if (strcmp(path, "-") == 0)
         return read_all(STDIN_FILENO, out, len);
@@ -273,12 +297,39 @@ static int load_payload(const struct put_args *a, char **data, size_t *len, char
     return 0;
 }
 
+int zk_starting(deferd_client *c, int err, int tries)
+{
+    return err == DEFERD_ESERVER && tries < 50 &&
+           strcmp(deferd_last_error_code(c), "UNAVAILABLE") == 0 &&
+           strstr(deferd_last_error(c), "not connected to ZooKeeper") != NULL;
+}
+
+static void put_done(const deferd_put_item *it, int json)
+{
+    if (json) {
+        struct jsonw w;
+        jsonw_init(&w, stdout);
+        jsonw_obj_begin(&w, NULL);
+        jsonw_str(&w, "id", it->id);
+        jsonw_bool(&w, "duplicate", it->duplicate);
+        jsonw_obj_end(&w);
+        jsonw_finish(&w);
+    } else {
+        printf("%s\n", it->id);
+    }
+    if (it->duplicate)
+        errmsg("key %s is taken in queue %s: nothing was created; %s is the job that holds "
+               "it", it->opts.key, it->queue, it->id);
+}
+
 static int cmd_put(const char *sock, int argc, char **argv)
 {
     struct put_args a = { 0 };
     int rc = parse_put(argc, argv, &a);
     if (rc != 0)
         return rc < 0 ? EXIT_OK : rc;
+    if (a.batch)
+        return put_batch(sock, a.batch, a.json);
     char *data, *owned;
     size_t len;
     if (load_payload(&a, &data, &len, &owned) != 0)
@@ -286,21 +337,17 @@ static int cmd_put(const char *sock, int argc, char **argv)
     deferd_client *c = connect_or_complain(sock);
     rc = EXIT_FAIL;
     if (c) {
-        char id[DEFERD_ID_SIZE];
+        deferd_put_item it = { .queue = a.queue, .payload = data, .len = len, .opts = a.opts };
         int err;
-        /* A daemon still opening its ZooKeeper session stored nothing: wait for it a
-         * little. Other UNAVAILABLE answers may mean the job was stored: never retried. */
         for (int tries = 0;; tries++) {
-            err = deferd_put(c, a.queue, data, len, &a.opts, id, sizeof id);
-            if (err != DEFERD_ESERVER || tries == 50 ||
-                strcmp(deferd_last_error_code(c), "UNAVAILABLE") != 0 ||
-                !strstr(deferd_last_error(c), "not connected to ZooKeeper"))
+            err = deferd_put_one(c, &it);
+            if (!zk_starting(c, err, tries))
                 break;
             poll(NULL, 0, 100);
         }
         rc = err == DEFERD_OK ? EXIT_OK : lib_fail(c, "put", err);
         if (err == DEFERD_OK)
-            printf("%s\n", id);
+            put_done(&it, a.json);
         deferd_close(c);
     }
     free(owned);
@@ -865,7 +912,8 @@ static void dead_usage(FILE *f)
           "  list QUEUE    one line per dead job: id, attempts, priority, due time, bytes\n"
           "  show ID       its metadata, a blank line, then its payload\n"
           "  kick ID       put it back in the queue, due now, attempts from zero; prints the\n"
-          "                new job id\n"
+          "                new job id (a keyed job takes its key back, or goes without it if\n"
+          "                another job took the key meanwhile)\n"
           "  delete ID     remove it for good\n", f);
 }
 
@@ -887,19 +935,22 @@ static int cmd_dead(const char *sock, int argc, char **argv)
         fprintf(stderr, "deferctl: %s\n", err);
         return EXIT_FAIL;
     }
-    int rc;
+    int rc, unkeyed = 0;
     if (strcmp(argv[1], "list") == 0)
         rc = admin_dead_list(a, argv[2], stdout, err, sizeof err);
     else if (strcmp(argv[1], "show") == 0)
         rc = admin_dead_show(a, argv[2], stdout, err, sizeof err);
     else if (strcmp(argv[1], "kick") == 0 &&
-             (rc = admin_dead_kick(a, argv[2], id, sizeof id, err, sizeof err)) == 0)
+             (rc = admin_dead_kick(a, argv[2], id, sizeof id, &unkeyed, err, sizeof err)) == 0)
         puts(id);
     else if (strcmp(argv[1], "delete") == 0)
         rc = admin_dead_delete(a, argv[2], err, sizeof err);
     admin_close(a);
     if (rc != 0)
         fprintf(stderr, "deferctl: %s\n", err);
+    else if (unkeyed)
+        errmsg("its key was taken by another job meanwhile: %s went back without its key",
+               id);
     return rc == 0 ? EXIT_OK : EXIT_FAIL;
 }
 

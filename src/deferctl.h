@@ -5,6 +5,8 @@
 
 #include <stdio.h>
 
+#include "deferd/client.h"
+
 /* Exit status of every command (deferctl(1), EXIT STATUS). */
 enum {
     EXIT_OK = 0,
@@ -19,6 +21,19 @@ extern const char *deferctl_config_path;
 
 /* Prints "deferctl: <message>" (if FMT) and the --help hint; returns EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* deferctl.c's helpers for the socket commands. */
+deferd_client *connect_or_complain(const char *path);
+/* Reports a libdeferd failure; EXIT_USAGE for DEFERD_EARG, else EXIT_FAIL. */
+int lib_fail(deferd_client *c, const char *what, int rc);
+/* The contents of PATH ('-': standard input), malloc'd; -1 with errno. */
+int read_path(const char *path, char **out, size_t *len);
+/* Worth trying again: the daemon is still opening its ZooKeeper session (nothing was
+ * stored). Other UNAVAILABLE answers may mean the job was stored: never retried. */
+int zk_starting(deferd_client *c, int err, int tries);
+
+/* put --batch FILE (deferctl_batch.c). */
+int put_batch(const char *sock, const char *file, int json);
 
 int cmd_list(const char *sock, int argc, char **argv);
 int cmd_show(const char *sock, int argc, char **argv);

@@ -297,58 +297,102 @@ static void print_result(const char *id, const char *result, const char *new_id)
 
 void cancel_usage(FILE *f)
 {
-    fputs("Usage: deferctl [-c CONFIG] cancel ID [--json]\n"
-          "Delete a pending job for good, in one ZooKeeper operation. A job a consumer holds\n"
-          "is not cancelled (exit 4): its consumer's ack or nack decides.\n"
-          "  -j, --json  print {\"id\", \"result\": \"cancelled\"}\n", f);
+    fputs("Usage: deferctl [-c CONFIG] cancel ID [--force] [--json]\n"
+          "       deferctl [-c CONFIG] cancel --key KEY QUEUE [--force] [--json]\n"
+          "Delete a pending job for good (and its key), in one ZooKeeper transaction. A job a\n"
+          "consumer holds is not cancelled (exit 4): its consumer's ack or nack decides.\n\n"
+          "  -k, --key KEY  the job of QUEUE that holds this idempotency key (one read of its\n"
+          "                 key node, no listing)\n"
+          "  -f, --force    cancel a held job too, deleting its lock in the same transaction:\n"
+          "                 the holder's ack or nack then fails with LEASE_LOST\n"
+          "  -j, --json     print {\"id\", \"result\": \"cancelled\"}\n", f);
+}
+
+/* ID, or QUEUE with --key: the job a cancel or reschedule means. */
+static int take_which(int argc, char **argv, const char *cmd, struct admin_which *w)
+{
+    if (argc - optind != 1)
+        return usage_error(cmd, w->key ? "expected one QUEUE with --key" : "expected one job ID");
+    *(w->key ? &w->queue : &w->id) = argv[optind];
+    return 0;
+}
+
+static int parse_cancel(int argc, char **argv, struct admin_which *w, int *force, int *json)
+{
+    static const struct option longopts[] = {
+        {"key", required_argument, NULL, 'k'}, {"force", no_argument, NULL, 'f'},
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    int opt;
+    while ((opt = getopt_long(argc, argv, "k:fjh", longopts, NULL)) != -1) {
+        if (opt == 'h')
+            return cancel_usage(stdout), -1;
+        if (opt == 'k')
+            w->key = optarg;
+        else if (opt == 'f')
+            *force = 1;
+        else if (opt == 'j')
+            *json = 1;
+        else
+            return usage_error("cancel ", NULL);
+    }
+    return take_which(argc, argv, "cancel ", w);
 }
 
 int cmd_cancel(const char *sock, int argc, char **argv)
 {
     (void)sock;
-    const char *id = NULL;
-    int json = 0;
-    int rc = parse_one(argc, argv, "cancel ", cancel_usage, &json, &id);
+    struct admin_which w = {0};
+    int json = 0, force = 0;
+    int rc = parse_cancel(argc, argv, &w, &force, &json);
     if (rc != 0)
         return rc < 0 ? EXIT_OK : rc;
     struct admin *a = open_admin();
     if (!a)
         return EXIT_FAIL;
     char err[512];
-    rc = admin_cancel(a, id, err, sizeof err);
+    rc = admin_cancel(a, &w, force, err, sizeof err);
     admin_close(a);
     if (rc == 0 && json)
-        print_result(id, "cancelled", NULL);
+        print_result(w.found, "cancelled", NULL);
     else if (rc == 0)
-        printf("cancelled %s\n", id);
+        printf("cancelled %s\n", w.found);
     return admin_exit(rc, err);
 }
 
 void reschedule_usage(FILE *f)
 {
     fputs("Usage: deferctl [-c CONFIG] reschedule ID (--at TIME | --delay DUR) [--json]\n"
+          "       deferctl [-c CONFIG] reschedule --key KEY QUEUE (--at TIME | --delay DUR)\n"
+          "                                       [--json]\n"
           "Move a pending job to a new due time in one ZooKeeper transaction and print its new\n"
-          "id (the id names the due time). Priority, ttr, payload and the deliveries made so\n"
-          "far stay. A job a consumer holds is not moved (exit 4).\n\n"
+          "id (the id names the due time). Priority, ttr, key, payload and the deliveries made\n"
+          "so far stay. A job a consumer holds is not moved (exit 4).\n\n"
+          "  -k, --key KEY    the job of QUEUE that holds this idempotency key\n"
           "  -a, --at TIME    epoch ms, 2026-11-23T10:00:05Z, now, now+5m\n"
           "  -d, --delay DUR  due DUR from now: 250ms, 5s, 2m, 1h, 1d\n"
           "  -j, --json       print {\"id\", \"result\": \"rescheduled\", \"new_id\"}\n", f);
 }
 
-static int parse_reschedule(int argc, char **argv, uint64_t *due, int *json)
+static int parse_reschedule(int argc, char **argv, struct admin_which *w, uint64_t *due,
+                            int *json)
 {
     static const struct option longopts[] = {
         {"at", required_argument, NULL, 'a'}, {"delay", required_argument, NULL, 'd'},
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"key", required_argument, NULL, 'k'}, {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     int opt, given = 0;
     uint64_t v;
     int64_t now = units_wall_ms();
-    while ((opt = getopt_long(argc, argv, "a:d:jh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "a:d:k:jh", longopts, NULL)) != -1) {
         if (opt == 'h')
             return reschedule_usage(stdout), -1;
-        if (opt == 'j') {
-            *json = 1;
+        if (opt == 'j' || opt == 'k') {
+            if (opt == 'j')
+                *json = 1;
+            else
+                w->key = optarg;
             continue;
         }
         if (opt == 'a' && units_parse_time_ms(optarg, now, &v) == 0)
@@ -364,27 +408,26 @@ static int parse_reschedule(int argc, char **argv, uint64_t *due, int *json)
     }
     if (given != 1)
         return usage_error("reschedule ", "give exactly one of --at and --delay");
-    if (argc - optind != 1)
-        return usage_error("reschedule ", "expected one job ID");
-    return 0;
+    return take_which(argc, argv, "reschedule ", w);
 }
 
 int cmd_reschedule(const char *sock, int argc, char **argv)
 {
     (void)sock;
+    struct admin_which w = {0};
     uint64_t due = 0;
     int json = 0;
-    int rc = parse_reschedule(argc, argv, &due, &json);
+    int rc = parse_reschedule(argc, argv, &w, &due, &json);
     if (rc != 0)
         return rc < 0 ? EXIT_OK : rc;
     struct admin *a = open_admin();
     if (!a)
         return EXIT_FAIL;
     char err[512], id[LAYOUT_ID_MAX + 1];
-    rc = admin_reschedule(a, argv[optind], due, id, sizeof id, err, sizeof err);
+    rc = admin_reschedule(a, &w, due, id, sizeof id, err, sizeof err);
     admin_close(a);
     if (rc == 0 && json)
-        print_result(argv[optind], "rescheduled", id);
+        print_result(w.found, "rescheduled", id);
     else if (rc == 0)
         puts(id);
     return admin_exit(rc, err);

@@ -293,6 +293,24 @@ static enum proto_result take_payload(struct proto_decoder *d, struct evbuffer *
     return PROTO_REQUEST;
 }
 
+/* A refused line that still announces a group (BATCH <n>, or then=<n>): its jobs must not
+ * be taken as jobs of their own. 0 when it announces none. */
+static uint32_t group_hint(const char *line, size_t n)
+{
+    char buf[PROTO_LINE_MAX + 2], *p;
+    unsigned long v = 0;
+    if (n > PROTO_LINE_MAX + 1)
+        return 0;
+    memcpy(buf, line, n);
+    buf[n] = '\0';
+    if (strncmp(buf, "BATCH ", 6) == 0)
+        v = strtoul(buf + 6, NULL, 10);
+    else if ((strncmp(buf, "ACK ", 4) == 0 || strncmp(buf, "NACK ", 5) == 0) &&
+             (p = strstr(buf, " then=")))
+        v = strtoul(p + 6, NULL, 10);
+    return v <= PROTO_GROUP_MAX ? (uint32_t)v : 0;
+}
+
 static enum proto_result take_header(struct proto_decoder *d, struct evbuffer *in,
                                      struct proto_request *req, struct proto_error *err)
 {
@@ -315,8 +333,10 @@ static enum proto_result take_header(struct proto_decoder *d, struct evbuffer *i
     }
     evbuffer_remove(in, line, linelen);
     evbuffer_drain(in, 1);
-    if (proto_parse_line(line, linelen, req, err) != 0)
+    if (proto_parse_line(line, linelen, req, err) != 0) {
+        d->refused_group = group_hint(line, linelen);
         return PROTO_ERROR;
+    }
     if (req->cmd != CMD_PUT)
         return PROTO_REQUEST;
     if (req->len > d->max_payload) {
@@ -458,6 +478,17 @@ enum proto_result proto_decode(struct proto_decoder *d, struct evbuffer *in,
         enum proto_result res = decode_one(d, in, req, err);
         if (res == PROTO_NEED_MORE)
             return res;
+        if (d->in_group)
+            d->refused_group = 0; /* a member's own announcement means nothing */
+        if (!d->in_group && res == PROTO_ERROR && d->refused_group) {
+            /* Read its jobs and drop them, then answer the header's error once. */
+            struct proto_request none = {.then = d->refused_group};
+            d->refused_group = 0;
+            open_group(d, &none);
+            d->group_failed = 1;
+            d->group_err = *err;
+            continue;
+        }
         if (!d->in_group) {
             if (res != PROTO_REQUEST || !opens_group(req))
                 return res;

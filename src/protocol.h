@@ -74,6 +74,7 @@ struct proto_decoder {
     /* A BATCH or ACK/NACK then= collecting its PUTs; its first error, reported once all
      * of them have been read (so that the connection stays in sync). */
     int in_group;
+    uint32_t refused_group;      /* jobs announced by a group header that was refused */
     struct proto_request group;
     size_t group_bytes, group_seen;
     int group_failed;

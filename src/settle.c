@@ -162,8 +162,8 @@ static void lease_lost(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
     if (st->r)
-        reply_err(st->r, PE_LEASE_LOST, "job %s: lease lost, the job will be delivered again",
-                  job->id);
+        reply_err(st->r, PE_LEASE_LOST, "job %s: lease lost (its lock went, or the job was "
+                  "cancelled); this %s changed nothing", job->id, settle_name(st));
     unhold(ds, job);
     if (!job_settled_gone(ds, job))
         make_ready(ds, job);

@@ -102,11 +102,93 @@ static void foreign_names(void)
     CHECK(layout_parse_id("q/1-2-abc/x", q, sizeof q, &jn) != 0);
 }
 
+/* Keys: "-k<key>" comes last and may hold dashes; a 'k' inside the uid or a tag is not one. */
+static void keys(void)
+{
+    static const char *const good[] = {"a", "order-17", "user:42@example.com", "A.b_c-d",
+        "0-k-1", "k", "1234567890123456789012345678901234567890123456789012345678901234"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        struct job_name a = {.due_ms = 1763769605123ULL, .priority = 10, .uid = "kk9",
+                             .prior_attempts = (uint32_t)i, .ttr_ms = i % 2 ? 30000 : 0}, b;
+        char name[LAYOUT_NAME_MAX + 1], id[LAYOUT_ID_MAX + 1], q[65];
+        snprintf(a.key, sizeof a.key, "%s", good[i]);
+        CHECK(layout_valid_key(good[i]));
+        CHECK(layout_format_name(&a, name, sizeof name) == 0);
+        CHECK(layout_parse_name(name, &b) == 0);
+        CHECK_STR(b.key, good[i]);
+        CHECK_STR(b.uid, "kk9");
+        CHECK(b.prior_attempts == a.prior_attempts && b.ttr_ms == a.ttr_ms);
+        CHECK(layout_format_id(id, sizeof id, "emails", name) == 0);
+        CHECK(layout_parse_id(id, q, sizeof q, &b) == 0);
+        CHECK_STR(b.key, good[i]);
+    }
+    struct job_name jn;
+    CHECK(layout_parse_name("1-2-kabc", &jn) == 0 && jn.key[0] == '\0');
+    CHECK_STR(jn.uid, "kabc");
+    CHECK(layout_parse_name("1-2-abk-a3-kx-y", &jn) == 0 && jn.prior_attempts == 3);
+    CHECK_STR(jn.uid, "abk");
+    CHECK_STR(jn.key, "x-y");
+    CHECK(layout_parse_name("1-2-abc-t5-k-", &jn) != 0);  /* a key starts with a letter or digit */
+    CHECK(layout_parse_name("1-2-abc-k", &jn) != 0);     /* empty key */
+    CHECK(layout_parse_name("1-2-abc-kx-a3", &jn) == 0 && strcmp(jn.key, "x-a3") == 0);
+    static const char *const bad[] = {"", "-a", ".a", "_a", ":a", "a/b", "a b", "a\tb", "a#b",
+        "12345678901234567890123456789012345678901234567890123456789012345"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct job_name a = {.due_ms = 1, .priority = 2, .uid = "abc"};
+        char name[LAYOUT_NAME_MAX + 1], path[LAYOUT_PATH_MAX];
+        CHECK(!layout_valid_key(bad[i]));
+        snprintf(a.key, sizeof a.key, "%s", bad[i]);
+        /* "" means no key; 65 bytes do not fit the field (parse and path refuse them) */
+        CHECK(bad[i][0] == '\0' || strlen(bad[i]) > LAYOUT_KEY_MAX ||
+              layout_format_name(&a, name, sizeof name) != 0);
+        CHECK(layout_key_path(path, sizeof path, "/d", "q", bad[i]) != 0);
+        snprintf(name, sizeof name, "1-2-abc-k%s", bad[i]);
+        CHECK(layout_parse_name(name, &jn) != 0);
+    }
+}
+
+/* keys/<3 lower-case hex digits>/<key>; the data names the job, shard included. */
+static void key_nodes(void)
+{
+    char path[LAYOUT_PATH_MAX], data[LAYOUT_ID_MAX + 1];
+    CHECK(layout_key_path(path, sizeof path, "/deferd", "emails", "order-17") == 0);
+    const char *dir = path + strlen("/deferd/queues/emails/keys/");
+    CHECK(strncmp(path, "/deferd/queues/emails/keys/", strlen("/deferd/queues/emails/keys/")) == 0);
+    CHECK(strspn(dir, "0123456789abcdef") == 3 && dir[3] == '/');
+    CHECK_STR(dir + 4, "order-17");
+    char other[LAYOUT_PATH_MAX];
+    CHECK(layout_key_path(other, sizeof other, "/x", "q", "order-17") == 0);
+    CHECK(strncmp(other + strlen("/x/queues/q/keys/"), dir, 3) == 0); /* the key's own hash */
+    char small[20];
+    CHECK(layout_key_path(small, sizeof small, "/deferd", "emails", "order-17") != 0);
+
+    struct job_name jn = {.due_ms = 1763769605123ULL, .priority = 10, .uid = "abc",
+                          .prior_attempts = 2, .key = "order-17"}, back;
+    CHECK(layout_key_data(data, sizeof data, &jn) == 0);
+    CHECK_STR(data, "1763769605123-10-abc-a2-korder-17");
+    CHECK(layout_parse_key_data(data, strlen(data), &back) == 0);
+    CHECK(back.due_ms == jn.due_ms && back.prior_attempts == 2 && back.shard[0] == '\0');
+    CHECK_STR(back.key, "order-17");
+    snprintf(jn.shard, sizeof jn.shard, "s1a2b3c4d-0");
+    CHECK(layout_key_data(data, sizeof data, &jn) == 0);
+    CHECK_STR(data, "s1a2b3c4d-0/1763769605123-10-abc-a2-korder-17");
+    CHECK(layout_parse_key_data(data, strlen(data), &back) == 0);
+    CHECK_STR(back.shard, "s1a2b3c4d-0");
+    CHECK_STR(back.key, "order-17");
+    static const char *const junk[] = {"", "done 1763769605123 1-2-abc-kx", "emails/1-2-abc",
+                                       "x/1-2-abc", "1-2-ABC"};
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++)
+        CHECK(layout_parse_key_data(junk[i], strlen(junk[i]), &back) != 0);
+    CHECK(layout_parse_key_data("1-2-abc\0x", 9, &back) != 0);
+}
+
 int main(void)
 {
     round_trips();
     paths();
     shards();
     foreign_names();
+    keys();
+    key_nodes();
     return check_report("layout");
 }

@@ -36,8 +36,9 @@ static void feed(struct proto_decoder *d, const char *data, size_t len, struct o
                 o->last = req;
                 if (req.payload && req.len < sizeof o->payload)
                     memcpy(o->payload, req.payload, req.len);
-                free(req.payload);
+                proto_request_clear(&req);
                 o->last.payload = NULL;
+                o->last.items = NULL;
             } else {
                 o->nerr++;
                 o->lasterr = err;
@@ -174,6 +175,88 @@ static void formatting(void)
     evbuffer_free(out);
 }
 
+/* BATCH and ACK/NACK then=: the PUTs after the header belong to it; any bad one fails the
+ * whole group, reported once all of them were read, and the next request is in sync. */
+static void groups(void)
+{
+    struct proto_decoder d;
+    struct outcome o;
+    proto_decoder_init(&d, 100);
+    const char ok[] = "BATCH 2\nPUT a 3 key=k-1 delay=5\nabc\nPUT b 0\n\nPING\n";
+    feed(&d, ok, sizeof ok - 1, &o);
+    CHECK(o.nreq == 2 && o.nerr == 0);
+    CHECK(o.last.cmd == CMD_PING);
+
+    struct evbuffer *in = evbuffer_new();
+    struct proto_request req;
+    struct proto_error err;
+    evbuffer_add(in, ok, sizeof ok - 1);
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_REQUEST);
+    CHECK(req.cmd == CMD_BATCH && req.nitems == 2);
+    if (req.nitems == 2) {
+        CHECK_STR(req.items[0].queue, "a");
+        CHECK_STR(req.items[0].key, "k-1");
+        CHECK(req.items[0].has_delay && req.items[0].delay_ms == 5 && req.items[0].len == 3);
+        CHECK(memcmp(req.items[0].payload, "abc", 3) == 0);
+        CHECK_STR(req.items[1].queue, "b");
+        CHECK(req.items[1].len == 0);
+    }
+    proto_request_clear(&req);
+    CHECK(req.items == NULL && req.nitems == 0);
+    evbuffer_drain(in, evbuffer_get_length(in));
+
+    const char ack[] = "ACK a/1-2-u then=1\nPUT c 1 key=z\nx\n";
+    evbuffer_add(in, ack, sizeof ack - 1);
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_REQUEST);
+    CHECK(req.cmd == CMD_ACK && req.then == 1 && req.nitems == 1);
+    proto_request_clear(&req);
+    evbuffer_free(in);
+
+    /* The second of three is bad (a header that cannot be parsed announces no payload):
+     * one error naming it, the third read, then in sync. */
+    const char bad2[] = "BATCH 3\nPUT a 1\nx\nPUT a 1 key=-no\nPUT a 1\nz\nPING\n";
+    feed(&d, bad2, sizeof bad2 - 1, &o);
+    CHECK(o.nerr == 1 && o.nreq == 1 && o.last.cmd == CMD_PING);
+    CHECK_CONTAINS(o.lasterr.text, "item 2");
+    /* Too large inside a group: its bytes skipped, the group fails, sync kept. */
+    char big[400];
+    int n = snprintf(big, sizeof big, "NACK a/1-2-u then=2\nPUT a 200\n");
+    memset(big + n, 'p', 200);
+    n += 200;
+    n += snprintf(big + n, sizeof big - (size_t)n, "\nPUT a 1\nq\nPING\n");
+    feed(&d, big, (size_t)n, &o);
+    CHECK(o.nerr == 1 && o.nreq == 1 && o.lasterr.code == PE_TOO_LARGE);
+    CHECK_CONTAINS(o.lasterr.text, "item 1");
+    /* A refused group header: its jobs are read and dropped, never stored on their own. */
+    const char badhdr[] = "ACK nonsense then=2\nPUT a 1\nx\nPUT a 1\ny\nPING\n";
+    feed(&d, badhdr, sizeof badhdr - 1, &o);
+    CHECK(o.nerr == 1 && o.nreq == 1 && o.last.cmd == CMD_PING);
+    const char badbatch[] = "BATCH 2 x=1\nPUT a 1\nx\nPUT a 1\ny\nPING\n";
+    feed(&d, badbatch, sizeof badbatch - 1, &o);
+    CHECK(o.nerr == 1 && o.nreq == 1 && o.last.cmd == CMD_PING);
+    /* A group member that is not a PUT. */
+    const char notput[] = "BATCH 1\nPING\nPING\n";
+    feed(&d, notput, sizeof notput - 1, &o);
+    CHECK(o.nerr == 1 && o.nreq == 1);
+    proto_decoder_clear(&d);
+}
+
+/* CANCEL and RESCHEDULE take an id, or a queue and key=, never both. */
+static void targets(void)
+{
+    struct proto_request r;
+    struct proto_error e;
+    const char *good[] = {"CANCEL a/1-2-u", "CANCEL a key=k1 force=1", "RESCHEDULE a key=k at=5",
+                          "RESCHEDULE a/1-2-u-kk delay=10", "PUT a 1 key=A.b:c@d-e"};
+    const char *badl[] = {"CANCEL a", "CANCEL a/1-2-u key=k", "RESCHEDULE a key=k",
+                          "CANCEL a key=k delay=1", "PUT a 1 key=.x", "BATCH 0", "BATCH 1001",
+                          "ACK a/1-2-u then=0", "TOUCH a/1-2-u then=1", "CANCEL a key=k force=2"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        CHECK(proto_parse_line(good[i], strlen(good[i]), &r, &e) == 0);
+    for (size_t i = 0; i < sizeof badl / sizeof badl[0]; i++)
+        CHECK(proto_parse_line(badl[i], strlen(badl[i]), &r, &e) != 0);
+}
+
 int main(void)
 {
     srand(99);
@@ -182,5 +265,7 @@ int main(void)
     oversized();
     garbage();
     formatting();
+    groups();
+    targets();
     return check_report("protocol");
 }
