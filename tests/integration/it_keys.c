@@ -3,14 +3,18 @@
  *  - 30 producers spread over the three daemons put the same key at the same moment: one
  *    job exists, everyone got its id, exactly one put created it;
  *  - a key is free again once its job is acked, unless the queue keeps it (key_retention);
- *    a nack with a delay, a reschedule and a nack with follow-ups move the key with the job;
+ *    a stale key (its job deleted by hand, or no job name) is taken over; a nack with a
+ *    delay, a reschedule and a nack with follow-ups move the key with the job;
  *  - CANCEL by id and by key of a pending and of a due job removes job and key; a held job
  *    is not cancelled (IN_FLIGHT) unless forced, and then its holder's ack fails (LEASE_LOST);
  *  - RESCHEDULE earlier is delivered promptly, later is not delivered at the old due time;
  *  - BATCH is all or none: an invalid item names itself and nothing is stored (not even the
- *    other items' keys); a taken key is answered as a duplicate and the rest is created;
+ *    other items' keys), also when only the daemon sees it (raw wire); a taken key, or a
+ *    key twice in the batch, is answered as a duplicate and the rest is created; a batch
+ *    over one ZooKeeper packet goes in parts, in order;
  *  - ACK then= creates the follow-ups only with the ack: when the lease was lost (forced
- *    cancel, expiry) or the job is not held, none of them exists;
+ *    cancel, expiry) or the job is not held, none of them exists; a job acked with a
+ *    successor of its own key hands the key on (or, kept, the successor is a duplicate);
  *  - deferctl put --key, put --batch and cancel --key. */
 #include <errno.h>
 #include <poll.h>
