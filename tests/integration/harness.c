@@ -334,6 +334,32 @@ int job_path(const char *root, const char *id, char *path, size_t len)
     return layout_job_path(path, len, root, queue, &jn);
 }
 
+int zk_job_exists(zhandle_t *zh, const char *root, const char *id)
+{
+    char path[LAYOUT_PATH_MAX];
+    return job_path(root, id, path, sizeof path) == 0 && zk_exists(zh, path);
+}
+
+int zk_get(zhandle_t *zh, const char *path, char *buf, size_t len)
+{
+    int n = (int)len - 1;
+    struct Stat st;
+    if (zoo_get(zh, path, 0, buf, &n, &st) != ZOK)
+        return -1;
+    n = n < 0 ? 0 : n;
+    buf[n] = '\0';
+    return n;
+}
+
+int zk_key_data(zhandle_t *zh, const char *root, const char *queue, const char *key, char *buf,
+                size_t len)
+{
+    char path[LAYOUT_PATH_MAX];
+    if (layout_key_path(path, sizeof path, root, queue, key) != 0)
+        return -1;
+    return zk_get(zh, path, buf, len);
+}
+
 int zk_private(const char *verb, const char *dir)
 {
     char cmd[1024];

@@ -68,5 +68,19 @@ int zk_count_jobs(zhandle_t *zh, const char *root, const char *queue);
 int run_deferctl(const struct daemon_proc *d, const char *args, char *out, size_t len);
 /* Path of a job id's znode. */
 int job_path(const char *root, const char *id, char *path, size_t len);
+/* Does the job with this id exist in ZooKeeper? */
+int zk_job_exists(zhandle_t *zh, const char *root, const char *id);
+/* Data of a znode as a NUL-terminated string in BUF; its length, or -1 if it is absent. */
+int zk_get(zhandle_t *zh, const char *path, char *buf, size_t len);
+/* Data of the key node of KEY in QUEUE (docs/zookeeper-layout.md, Keys), as zk_get(). */
+int zk_key_data(zhandle_t *zh, const char *root, const char *queue, const char *key, char *buf,
+                size_t len);
+
+/* A deferd_put_item for QUEUE with a text payload, an optional key and a delay (< 0: due
+ * now). The payload is not copied. */
+void keyed_item(deferd_put_item *it, const char *queue, const char *payload, const char *key,
+                   int64_t delay_ms);
+/* deferd_put_one() with retries while deferd reports UNAVAILABLE, as put_job(). */
+int put_keyed(deferd_client *c, deferd_put_item *it);
 
 #endif
