@@ -311,6 +311,23 @@ static uint32_t group_hint(const char *line, size_t n)
     return v <= PROTO_GROUP_MAX ? (uint32_t)v : 0;
 }
 
+/* A refused PUT line whose length is still readable ("PUT <queue> <digits> ..."): the
+ * payload bytes and newline it announces, to skip; 0 when it announces none. */
+static uint64_t put_length_hint(const char *line, size_t n)
+{
+    char buf[PROTO_LINE_MAX + 2], *sp, *end;
+    if (n < 6 || n > PROTO_LINE_MAX + 1 || strncmp(line, "PUT ", 4) != 0)
+        return 0;
+    memcpy(buf, line, n);
+    buf[n] = '\0';
+    if (!(sp = strchr(buf + 4, ' ')) || sp[1] < '0' || sp[1] > '9')
+        return 0;
+    unsigned long long len = strtoull(sp + 1, &end, 10);
+    if ((*end != ' ' && *end != '\0' && *end != '\r') || end - (sp + 1) > 19)
+        return 0;
+    return (uint64_t)len + 1;
+}
+
 static enum proto_result take_header(struct proto_decoder *d, struct evbuffer *in,
                                      struct proto_request *req, struct proto_error *err)
 {
@@ -335,6 +352,8 @@ static enum proto_result take_header(struct proto_decoder *d, struct evbuffer *i
     evbuffer_drain(in, 1);
     if (proto_parse_line(line, linelen, req, err) != 0) {
         d->refused_group = group_hint(line, linelen);
+        if ((d->skip = put_length_hint(line, linelen)) > 0)
+            d->state = PS_SKIP_BYTES; /* its payload is no request */
         return PROTO_ERROR;
     }
     if (req->cmd != CMD_PUT)

@@ -546,7 +546,7 @@ static void batch_bad_option_raw(void)
     char in[1024] = "";
     size_t n = 0;
     int64_t deadline = now_ms() + 10000;
-    while (n + 1 < sizeof in && !strstr(in, "PONG")) { /* until PONG, or the deadline */
+    while (n + 1 < sizeof in && !strstr(in, "PONG\n")) { /* until PONG, or the deadline */
         struct pollfd pf = {.fd = fd, .events = POLLIN};
         int left = (int)(deadline - now_ms());
         ssize_t got;

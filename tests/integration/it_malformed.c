@@ -137,8 +137,7 @@ int main(void)
     expect(fd, "ERR BAD_REQUEST unknown command");
     expect(fd, "ERR UNKNOWN_QUEUE");
     expect(fd, "ERR TOO_LARGE");
-    expect(fd, "ERR BAD_REQUEST");   /* delay=soon; its payload line is then garbage */
-    expect(fd, "ERR BAD_REQUEST");   /* "abc" as a command */
+    expect(fd, "ERR BAD_REQUEST");   /* delay=soon; its payload "abc" is skipped */
     expect(fd, "ERR BAD_REQUEST");   /* inflight out of range */
     expect(fd, "ERR BAD_REQUEST");   /* binary line */
     expect(fd, "ERR BAD_REQUEST");   /* bad job id */

@@ -92,10 +92,12 @@ static void errors_resync(void)
     struct outcome o;
     proto_decoder_init(&d, 16);
     static const char *bad[] = {
-        "HELLO\n", "PUT emails\n", "PUT emails x\n", "PUT bad/queue 1\n", "SUB a,,b\n",
-        "SUB \n", "ACK nothing\n", "PUT q 1 delay=1 at=2\n", "PUT q 0 foo=1\n", "PING \n",
-        "PUT q 0 prio=4294967296\n", "SUB a inflight=0\n", "NACK q/1-2-abc prio=1\n", "\n",
-        "PUT  q 0\n", "PUT q 0 ttr=999\n", "PUT q 0 ttr=604800001\n", "TOUCH\n",
+        /* A refused PUT whose length is readable: its payload is skipped too. */
+        "HELLO\n", "PUT emails\n", "PUT emails x\n", "PUT bad/queue 1\nx\n", "SUB a,,b\n",
+        "SUB \n", "ACK nothing\n", "PUT q 1 delay=1 at=2\nP\n", "PUT q 0 foo=1\n\n",
+        "PING \n", "PUT q 0 prio=4294967296\n\n", "SUB a inflight=0\n",
+        "NACK q/1-2-abc prio=1\n", "\n", "PUT  q 0\n", "PUT q 0 ttr=999\n\n",
+        "PUT q 0 ttr=604800001\n\n", "TOUCH\n",
         "SUB q ttr=5000\n", "ACK q/job-0000000001\n", "ACK q/queue-x/y\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -212,9 +214,9 @@ static void groups(void)
     proto_request_clear(&req);
     evbuffer_free(in);
 
-    /* The second of three is bad (a header that cannot be parsed announces no payload):
-     * one error naming it, the third read, then in sync. */
-    const char bad2[] = "BATCH 3\nPUT a 1\nx\nPUT a 1 key=-no\nPUT a 1\nz\nPING\n";
+    /* The second of three is bad, its length still readable: its payload skipped, one
+     * error naming it, the third read, then in sync. */
+    const char bad2[] = "BATCH 3\nPUT a 1\nx\nPUT a 1 key=-no\ny\nPUT a 1\nz\nPING\n";
     feed(&d, bad2, sizeof bad2 - 1, &o);
     CHECK(o.nerr == 1 && o.nreq == 1 && o.last.cmd == CMD_PING);
     CHECK_CONTAINS(o.lasterr.text, "item 2");
