@@ -16,6 +16,7 @@ struct load {
     const char *file;
     int line;
     int daemon_line, zk_line;
+    char section[128]; /* the current section's whole name: inih cuts names at 49 bytes */
     char **seen;
     size_t nseen;
     int overriding; /* -o may replace a key the file set */
@@ -321,6 +322,8 @@ static int on_entry(void *user, const char *section, const char *key, const char
     struct load *ld = user;
     if (ld->failed)
         return 0;
+    if (!ld->overriding && *section && strncmp(section, ld->section, strlen(section)) == 0)
+        section = ld->section; /* "[queue <a long name>]": not the name inih cut short */
     if (*section == '\0')
         return fail(ld, "key '%s' outside of any section", key);
     if (!ld->overriding && seen_before(ld, section, key))
@@ -355,6 +358,7 @@ static void check_header(struct load *ld, const char *line)
     }
     memcpy(name, line + 1, n);
     name[n] = '\0';
+    memcpy(ld->section, name, n + 1);
     on_section(ld, name);
 }
 

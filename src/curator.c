@@ -47,9 +47,10 @@ static uint32_t tag_attempts(const char *s, char end)
     if (*s++ != 'a' || *s < '0' || *s > '9')
         return 0;
     for (; *s >= '0' && *s <= '9'; s++) {
-        if (v > (UINT32_MAX - 9) / 10)
+        uint32_t d = (uint32_t)(*s - '0');
+        if (v > (UINT32_MAX - d) / 10)
             return 0;
-        v = v * 10 + (uint32_t)(*s - '0');
+        v = v * 10 + d;
     }
     return *s == end ? v : 0;
 }

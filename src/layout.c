@@ -269,7 +269,7 @@ int layout_key_data(char *buf, size_t len, const struct job_name *jn)
 int layout_parse_key_data(const char *data, size_t len, struct job_name *jn)
 {
     char id[LAYOUT_ID_MAX + 1], queue[QUEUE_NAME_MAX + 1];
-    if (len == 0 || len + 2 > sizeof id || memchr(data, '\0', len))
+    if (len == 0 || len + 2 >= sizeof id || memchr(data, '\0', len))
         return -1;
     id[0] = 'q'; /* any valid queue name: the data is an id without its queue */
     id[1] = '/';

@@ -544,8 +544,12 @@ int putset_format(struct putset *const *parts, size_t nparts, int with_parts, ch
 {
     size_t n = 0, cap = 64, used = 0, pos = 0;
     for (size_t p = 0; p < nparts; p++)
-        for (size_t i = 0; i < parts[p]->n; i++)
-            cap += strlen(parts[p]->jobs[i].id) + 1 + 12;
+        for (size_t i = 0; i < parts[p]->n; i++) {
+            const struct putjob *pj = &parts[p]->jobs[i];
+            if (pj->dup_of >= 0) /* unnamed itself: the earlier job's id is written */
+                pj = &parts[p]->jobs[pj->dup_of];
+            cap += strlen(pj->id) + 1 + 12;
+        }
     char *buf = malloc(cap), *dups = malloc(cap);
     size_t dn = 0;
     if (!buf || !dups) {

@@ -143,6 +143,19 @@ static void logging(void)
     config_free(&cfg);
 }
 
+/* Queue names up to 64 bytes: inih cuts section names at 49, keys must still reach theirs. */
+static void long_queue_name(void)
+{
+    struct config cfg;
+    char err[512];
+    static const char name[] = "q123456789012345678901234567890123456789012345678901234567890123";
+    CHECK(load_text(BASE "[queue q123456789012345678901234567890123456789012345678901234567890123]\n"
+                    "priority = 5\n", NULL, 0, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.nqueues == 1 && strcmp(cfg.queues[0]->name, name) == 0);
+    CHECK(cfg.queues[0]->priority == 5);
+    config_free(&cfg);
+}
+
 int main(void)
 {
     int fd = mkstemp(path);
@@ -153,6 +166,7 @@ int main(void)
     overrides();
     metrics_listen();
     logging();
+    long_queue_name();
     expect_error(BASE "[queue a]\n[daemon]\nlog_target = file\n", 7, "not stderr or syslog");
     expect_error(BASE "[queue a]\n[daemon]\nlog_facility = local8\n", 7,
                  "not daemon or local0 .. local7");

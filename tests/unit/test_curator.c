@@ -179,6 +179,9 @@ static void tagged_names(void)
     CHECK(curator_parse_name(CURATOR_PLAIN, "queue-a2-0000000001", &cn) == 0 && cn.attempts == 2);
     CHECK(curator_parse_name(CURATOR_PLAIN, "queue-a99999999999-0000000001", &cn) == 0 &&
           cn.attempts == 0); /* overflow: no tag */
+    CHECK(curator_name_prefix_tagged(CURATOR_DELAY, 1, UINT32_MAX, prefix, sizeof prefix) == 0);
+    snprintf(name, sizeof name, "%s0000000001", prefix); /* the largest tag still reads */
+    CHECK(curator_parse_name(CURATOR_DELAY, name, &cn) == 0 && cn.attempts == UINT32_MAX);
 }
 
 int main(void)

@@ -100,6 +100,9 @@ static void foreign_names(void)
     CHECK(layout_parse_id("bad queue/1-2-abc", q, sizeof q, &jn) != 0);
     CHECK(layout_parse_id("/1-2-abc", q, sizeof q, &jn) != 0);
     CHECK(layout_parse_id("q/1-2-abc/x", q, sizeof q, &jn) != 0);
+    char data[240]; /* key node data from ZooKeeper, one byte too long for any id */
+    memset(data, 'a', sizeof data);
+    CHECK(layout_parse_key_data(data, 239, &jn) != 0 && layout_parse_key_data(data, 240, &jn) != 0);
 }
 
 /* Keys: "-k<key>" comes last and may hold dashes; a 'k' inside the uid or a tag is not one. */
