@@ -460,7 +460,8 @@ static int kept_key(struct lookup *lk, const char *data, int len, int version)
     char buf[LAYOUT_ID_MAX + 32], *name;
     unsigned long long acked;
     int n = 0;
-    if (len < 5 || (size_t)len >= sizeof buf || memcmp(data, "done ", 5) != 0)
+    if (len < 6 || (size_t)len >= sizeof buf || memcmp(data, "done ", 5) != 0 ||
+        data[5] < '0' || data[5] > '9') /* sscanf would take a sign */
         return 0;
     memcpy(buf, data, (size_t)len);
     buf[len] = '\0';

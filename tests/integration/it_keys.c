@@ -674,6 +674,22 @@ static void batch(void)
     CHECK_STR(tw[2].id, tw[0].id);
     CHECK(key_names("bq1", "twice", tw[0].id) && key_names("bq1", "other", tw[1].id));
     CHECK(zk_count_jobs(zh, root, "bq1") == 6 && zk_count_jobs(zh, root, "bq2") == 5 + NBIG);
+
+    /* one 64-character key 50 times (the reply repeats the longest ids: its buffer once
+     * overflowed, found by review of the fuzzing helper) */
+    enum { NREP = 50 };
+    static deferd_put_item rep[NREP];
+    char longkey[65];
+    memset(longkey, 'K', 64);
+    longkey[64] = '\0';
+    for (int i = 0; i < NREP; i++)
+        keyed_item(&rep[i], "bq1", "rep", longkey, HOUR_MS);
+    CHECK(deferd_put_batch(p2, rep, NREP, &parts, &stored) == DEFERD_OK);
+    int same = rep[0].duplicate == 0;
+    for (int i = 1; i < NREP; i++)
+        same &= rep[i].duplicate == 1 && strcmp(rep[i].id, rep[0].id) == 0;
+    CHECK(same);
+    CHECK(zk_count_jobs(zh, root, "bq1") == 7);
     deferd_close(p);
     deferd_close(p2);
 }
