@@ -26,6 +26,7 @@ struct bench {
     int n, window_ms, consumers, producers, payload, inflight, timeout_s, depth;
     int preload, preload_days;
     int ack_pipe;                 /* -A: consumers pipeline their acks */
+    int keyed;                    /* -K: every measured job carries an idempotency key */
     int64_t t0;                   /* epoch ms: start of the measured phase */
     int64_t preload_base;         /* epoch ms: preload jobs are due from here + 1 day */
     int64_t *due;                 /* per job */
@@ -106,6 +107,11 @@ static size_t make_job(const struct phase *ph, int i, char *buf, deferd_put_opts
     } else {
         len = snprintf(buf, 32, "%d:", i);
         o->at_ms = (uint64_t)b->due[i];
+        if (b->keyed) { /* read by deferd_put_send before the next job is made */
+            static _Thread_local char key[24];
+            snprintf(key, sizeof key, "bench-%d", i);
+            o->key = key;
+        }
     }
     buf[len] = 'x';
     return (size_t)(b->payload > len ? b->payload : len);
@@ -328,7 +334,7 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
            "\"put_rate\":%.0f,\"put_fail\":%d,\"delivered\":%d,\"duplicates\":%d,\"missing\":%d,"
            "\"lateness_ms_p50\":%lld,\"lateness_ms_p99\":%lld,\"lateness_ms_max\":%lld,"
            "\"e2e_rate\":%.0f,\"drain_ms\":%lld,\"put_us_p50\":%lld,\"put_us_p99\":%lld,"
-           "\"t0_ms\":%lld,\"first_delivery_ms\":%lld,\"ack_pipelined\":%d,\"ack_fail\":%d}\n",
+           "\"t0_ms\":%lld,\"first_delivery_ms\":%lld,\"ack_pipelined\":%d,\"ack_fail\":%d,\"keyed\":%d}\n",
            b->n, b->window_ms, b->consumers, b->inflight, b->payload, b->producers, b->depth,
            b->preload, preload_rate,
            puts && put_ms > 0 ? 1000.0 * puts / (double)put_ms : 0, atomic_load(&b->put_fail),
@@ -336,7 +342,7 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
            n ? (long long)b->late[(n * 99) / 100] : -1, n ? (long long)b->late[n - 1] : -1, e2e,
            n ? (long long)(last - last_due) : -1,
            (long long)b->put_us[b->n / 2], (long long)b->put_us[(b->n * 99) / 100],
-           (long long)b->t0, (long long)first, b->ack_pipe, atomic_load(&b->ack_fail));
+           (long long)b->t0, (long long)first, b->ack_pipe, atomic_load(&b->ack_fail), b->keyed);
 }
 
 /* Runs b->producers producer threads over one phase and waits for them. */
@@ -368,7 +374,7 @@ int main(int argc, char **argv)
                       .consumers = 4, .producers = 4, .payload = 100, .inflight = 1,
                       .timeout_s = 120, .depth = 1, .preload_days = 30};
     int ch;
-    while ((ch = getopt(argc, argv, "s:n:w:C:P:p:i:t:D:L:B:o:A")) != -1) {
+    while ((ch = getopt(argc, argv, "s:n:w:C:P:p:i:t:D:L:B:o:AK")) != -1) {
         switch (ch) {
         case 's': b.sock = optarg; break;
         case 'n': b.n = atoi(optarg); break;
@@ -383,6 +389,7 @@ int main(int argc, char **argv)
         case 'B': b.preload_days = atoi(optarg); break;
         case 'o': b.late_file = optarg; break;
         case 'A': b.ack_pipe = 1; break;
+        case 'K': b.keyed = 1; break;
         default: return usage();
         }
     }
