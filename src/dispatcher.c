@@ -1007,11 +1007,13 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     /* Locks and puts wait for nothing but ZooKeeper; settles hold consumers' replies. */
     ds->buckets = buckets_new(4096);
     ds->parents = buckets_new(32768); /* 30 days of 100 s buckets */
+    ds->keydirs = buckets_new(16384); /* 4096 per queue that uses keys */
     ds->stash = stash_new(16 * 1024 * 1024);
     ds->locks = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
     ds->settles = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
     ds->puts = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 0);
-    if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets || !ds->parents || !ds->stash) {
+    if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets || !ds->parents || !ds->keydirs ||
+        !ds->stash) {
         dispatcher_free(ds);
         return NULL;
     }
@@ -1049,6 +1051,7 @@ void dispatcher_free(struct dispatcher *ds)
     txnbatch_free(ds->puts);
     buckets_free(ds->buckets);
     buckets_free(ds->parents);
+    buckets_free(ds->keydirs);
     stash_free(ds->stash);
     for (size_t i = 0; i < ds->nqueues; i++)
         free(ds->queues[i]);

@@ -33,6 +33,7 @@ struct dispatcher {
     struct txnbatch *locks, *settles, *puts;
     struct buckets *buckets;    /* 100 ms buckets and shards known to exist, for puts */
     struct buckets *parents;    /* coarser buckets known to exist */
+    struct buckets *keydirs;    /* key hash directories (and keys/ itself) known to exist */
     struct stash *stash;        /* payloads of our puts not in the mirror yet */
     size_t payload_bytes;       /* held in jobs */
     unsigned long long reads;   /* payloads read from ZooKeeper at delivery */

@@ -214,6 +214,28 @@ static int choose_shard(struct dispatcher *ds, struct txnbatch *b, struct putjob
     return txnbatch_add(b, &op, 1, on_dir_made, NULL);
 }
 
+/* The key's hash directory must exist before the multi that creates the key node: a plain
+ * create sent now reaches ZooKeeper first (one session, in order), and its NodeExists
+ * fails nothing else, unlike a create inside the multi. Once per directory per run. */
+static int prepare_key_dir(struct dispatcher *ds, const char *key_path)
+{
+    char dir[LAYOUT_PATH_MAX], keys[LAYOUT_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", key_path);
+    *strrchr(dir, '/') = '\0';
+    if (buckets_known(ds->keydirs, dir))
+        return ZOK;
+    snprintf(keys, sizeof keys, "%s", dir);
+    *strrchr(keys, '/') = '\0';
+    int rc = buckets_known(ds->keydirs, keys)
+                 ? zkstore_create(ds->d->zs, dir, NULL, 0, 0, NULL, NULL)
+                 : zkstore_create_parents(ds->d->zs, key_path, NULL, NULL);
+    if (rc == ZOK) {
+        buckets_add(ds->keydirs, keys);
+        buckets_add(ds->keydirs, dir);
+    }
+    return rc;
+}
+
 static int name_job(struct putset *ps, struct putjob *pj)
 {
     new_uid(ps->ds, pj->jn.uid);
@@ -223,6 +245,8 @@ static int name_job(struct putset *ps, struct putjob *pj)
     int rc = prepare_bucket(ps->ds, ps->b, pj->path);
     if (rc == ZOK)
         rc = choose_shard(ps->ds, ps->b, pj);
+    if (rc == ZOK && pj->jn.key[0])
+        rc = prepare_key_dir(ps->ds, pj->key_path);
     if (rc == ZOK && (layout_key_data(pj->key_data, sizeof pj->key_data, &pj->jn) != 0 ||
                       layout_job_id(pj->id, sizeof pj->id, pj->q->cfg->name, &pj->jn) != 0))
         rc = ZBADARGUMENTS;
