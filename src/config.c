@@ -108,6 +108,14 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
         c->socket_mode = (unsigned)m;
         return 1;
     }
+    if (strcmp(key, "socket_owner") == 0 || strcmp(key, "socket_group") == 0) {
+        int owner = key[7] == 'o';
+        long id = owner ? access_user_id(value) : access_group_id(value);
+        if (id < 0)
+            return fail(ld, "'%s': no such %s '%s'", key, owner ? "user" : "group", value);
+        *(owner ? &c->socket_uid : &c->socket_gid) = id;
+        return 1;
+    }
     if (strcmp(key, "log_level") == 0) {
         if (log_level_parse(value, &c->log_level) != 0)
             return fail(ld, "'log_level': '%s' is not one of error, warn, info, debug", value);
@@ -247,6 +255,13 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         return set_duration(ld, &q->backoff_min_ms, key, value, 0, 86400000);
     if (strcmp(key, "backoff_max") == 0)
         return set_duration(ld, &q->backoff_max_ms, key, value, 0, 86400000ULL * 30);
+    if (strcmp(key, "producers") == 0 || strcmp(key, "consumers") == 0) {
+        char err[200];
+        if (access_parse(value, key[0] == 'p' ? &q->producers : &q->consumers, err,
+                         sizeof err) != 0)
+            return fail(ld, "'%s': %s", key, err);
+        return 1;
+    }
     if (strcmp(key, "key_retention") == 0)
         return set_duration(ld, &q->key_retention_ms, key, value, 0, 86400000ULL * 3650);
     if (strcmp(key, "format") == 0) {
@@ -384,6 +399,7 @@ static int defaults(struct config *c, const char *path)
     memset(c, 0, sizeof *c);
     c->path = strdup(path);
     c->socket_mode = 0660;
+    c->socket_uid = c->socket_gid = -1;
     c->log_level = LOG_INFO;
     c->log_target = LOG_TO_STDERR;
     log_facility_parse("daemon", &c->log_facility);
@@ -525,8 +541,13 @@ void config_free(struct config *cfg)
     free(cfg->zk_root);
     free(cfg->zk_auth);
     free(cfg->metrics_host);
-    for (size_t i = 0; i < cfg->nqueues; i++)
+    for (size_t i = 0; i < cfg->nqueues; i++) {
+        if (!cfg->queues[i])
+            continue; /* moved into the running config by a reload */
+        access_free(&cfg->queues[i]->producers);
+        access_free(&cfg->queues[i]->consumers);
         free(cfg->queues[i]);
+    }
     free(cfg->queues);
     memset(cfg, 0, sizeof *cfg);
 }

@@ -3,6 +3,8 @@
 #define DEFERD_CONFIG_H
 
 #include <stddef.h>
+
+#include "access.h"
 #include <stdint.h>
 
 #include "log.h"
@@ -27,6 +29,8 @@ struct queue_config {
     uint32_t backoff_jitter;  /* percent of the delay, spread both ways */
     uint64_t max_pending;     /* puts refused (QUEUE_FULL) at this many jobs; 0 = no limit */
     uint64_t key_retention_ms; /* an acked job's key stays taken this long; 0 = freed */
+    struct access_list producers; /* who may PUT, BATCH, CANCEL, RESCHEDULE; empty: anyone */
+    struct access_list consumers; /* who may SUB */
     enum queue_format format;
     char curator_path[CURATOR_PATH_MAX];      /* Curator's queuePath ("" when native) */
     char curator_lock_path[CURATOR_PATH_MAX]; /* Curator's lockPath ("" when none) */
@@ -38,6 +42,7 @@ struct config {
     /* [daemon] */
     char *socket_path;
     unsigned socket_mode;
+    long socket_uid, socket_gid; /* socket_owner, socket_group; -1: as created */
     enum log_level log_level;
     enum log_target log_target;
     int log_facility;         /* for syslog: log_facility_parse() */

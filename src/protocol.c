@@ -12,7 +12,7 @@
 
 static const char *const errnames[] = {
     "BAD_REQUEST", "UNKNOWN_QUEUE", "TOO_LARGE", "NOT_FOUND", "UNAVAILABLE", "INTERNAL",
-    "LEASE_LOST", "QUEUE_FULL", "IN_FLIGHT", "PARTIAL",
+    "LEASE_LOST", "QUEUE_FULL", "IN_FLIGHT", "PARTIAL", "PERMISSION_DENIED",
 };
 
 const char *proto_errcode_name(enum proto_errcode code) { return errnames[code]; }

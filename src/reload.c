@@ -112,9 +112,28 @@ static void set_key(struct queue_config *q, size_t i, uint64_t v)
     }
 }
 
+/* producers and consumers hold from the next request on (the lists are only read by the
+ * loop, on each request); the old lists go with NEXT. */
+static void apply_access(struct queue_config *live, struct queue_config *next)
+{
+    char was[256], now[256];
+    struct access_list *l[2] = {&live->producers, &live->consumers};
+    struct access_list *n[2] = {&next->producers, &next->consumers};
+    for (int i = 0; i < 2; i++) {
+        access_format(l[i], was, sizeof was);
+        access_format(n[i], now, sizeof now);
+        if (strcmp(was, now) != 0)
+            log_info("reload: queue %s: %s %s -> %s", live->name, i ? "consumers" : "producers",
+                     was, now);
+        struct access_list t = *l[i];
+        *l[i] = *n[i];
+        *n[i] = t;
+    }
+}
+
 /* Copies the live keys into the running queue's own object, which the dispatcher, its jobs
  * and the consumers point to; one line names what changed. */
-static void apply_queue(struct queue_config *live, const struct queue_config *next)
+static void apply_queue(struct queue_config *live, struct queue_config *next)
 {
     char changes[512] = "";
     size_t n = 0;
@@ -131,6 +150,7 @@ static void apply_queue(struct queue_config *live, const struct queue_config *ne
     }
     if (n)
         log_info("reload: queue %s: %s", live->name, changes);
+    apply_access(live, next);
     check_restart_queue_keys(live, next);
 }
 

@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "config.h"
 #include "curator_consume.h"
 #include "consumers.h"
@@ -25,6 +26,7 @@
 
 #define REQUESTS_PER_TURN 64      /* so that one busy client cannot starve the others */
 #define PENDING_REPLIES_MAX 1024  /* stop reading from a client that does not read replies */
+#define DENIALS_LOGGED 10         /* per connection: a refused client cannot flood the log */
 
 struct reply {
     struct reply *next;
@@ -42,6 +44,8 @@ struct conn {
     struct reply *rhead, *rtail;
     size_t npending;
     struct consumer *consumer;  /* set by the first SUB */
+    struct peer peer;           /* who is at the other end (SO_PEERCRED) */
+    int denials;                /* refused requests, logged up to DENIALS_LOGGED */
     int closing;                /* stop decoding */
     int eof;                    /* peer finished sending: close once answered */
 };
@@ -235,6 +239,59 @@ static void handle_stats_queue(struct deferd *d, const char *queue, struct reply
         reply_ok(r, text);
 }
 
+/* ---- who may ---- */
+
+static int denied(struct conn *c, const char *queue, int consume, const char *what,
+                  struct reply *r)
+{
+    const struct queue_config *qc = config_queue(c->srv->d->cfg, queue);
+    if (!qc || access_allows(consume ? &qc->consumers : &qc->producers, &c->peer))
+        return 0; /* an unknown queue is answered as such further on */
+    if (c->denials++ < DENIALS_LOGGED)
+        log_warn("permission denied: %s on queue %s for uid %ld gid %ld pid %ld (queue's %s)",
+                 what, queue, c->peer.known ? (long)c->peer.uid : -1L,
+                 c->peer.known ? (long)c->peer.gid : -1L, c->peer.known ? (long)c->peer.pid : -1L,
+                 consume ? "consumers" : "producers");
+    reply_err(r, PE_PERMISSION_DENIED, "uid %ld may not %s on queue '%s' (its %s rule)",
+              c->peer.known ? (long)c->peer.uid : -1L, what, queue,
+              consume ? "consumers" : "producers");
+    return 1;
+}
+
+/* The queue named by a job id ("<queue>/..."). */
+static void id_queue(const char *id, char *queue, size_t len)
+{
+    size_t n = strcspn(id, "/");
+    snprintf(queue, len, "%.*s", (int)(n < len ? n : len - 1), id);
+}
+
+/* Checks every queue the request would change or consume against its rules. */
+static int forbidden(struct conn *c, struct proto_request *req, struct reply *r)
+{
+    static const char *const names[] = {
+        [CMD_PUT] = "PUT", [CMD_SUB] = "SUB", [CMD_ACK] = "ACK", [CMD_NACK] = "NACK",
+        [CMD_BATCH] = "BATCH", [CMD_CANCEL] = "CANCEL", [CMD_RESCHEDULE] = "RESCHEDULE",
+    };
+    char queue[QUEUE_NAME_MAX + 1];
+    const char *what = req->cmd < sizeof names / sizeof *names ? names[req->cmd] : NULL;
+    if (!what)
+        return 0;
+    if (req->cmd == CMD_PUT)
+        return denied(c, req->queue, 0, what, r);
+    for (size_t i = 0; req->cmd == CMD_SUB && i < req->nsubs; i++)
+        if (denied(c, req->subs[i], 1, what, r))
+            return 1;
+    for (size_t i = 0; i < req->nitems; i++) /* BATCH, follow-ups of ACK/NACK */
+        if (denied(c, req->items[i].queue, 0, what, r))
+            return 1;
+    if (req->cmd == CMD_CANCEL || req->cmd == CMD_RESCHEDULE) {
+        if (req->id[0])
+            id_queue(req->id, queue, sizeof queue);
+        return denied(c, req->id[0] ? queue : req->queue, 0, what, r);
+    }
+    return 0;
+}
+
 static void handle_request(struct conn *c, struct proto_request *req)
 {
     struct dispatcher *ds = c->srv->d->dispatcher;
@@ -242,6 +299,10 @@ static void handle_request(struct conn *c, struct proto_request *req)
     if (!r) {
         proto_request_clear(req);
         c->closing = 1;
+        return;
+    }
+    if (forbidden(c, req, r)) {
+        proto_request_clear(req);
         return;
     }
     if ((req->cmd == CMD_PUT || req->cmd == CMD_SUB || req->cmd == CMD_BATCH) &&
@@ -401,6 +462,9 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         return;
     }
     proto_decoder_init(&c->dec, s->d->cfg->max_payload);
+    if (access_peer_read(fd, &c->peer) != 0)
+        log_warn("cannot read the credentials of a client (SO_PEERCRED): %s; it may use only "
+                 "queues without producers/consumers rules", strerror(errno));
     c->next = s->conns;
     if (s->conns)
         s->conns->prev = c;
@@ -460,6 +524,14 @@ struct server *server_new(struct deferd *d)
     }
     if (chmod(cfg->socket_path, cfg->socket_mode) != 0)
         log_warn("chmod %o %s: %s", cfg->socket_mode, cfg->socket_path, strerror(errno));
+    if ((cfg->socket_uid >= 0 || cfg->socket_gid >= 0) &&
+        chown(cfg->socket_path, (uid_t)cfg->socket_uid, (gid_t)cfg->socket_gid) != 0) {
+        log_error("cannot give %s to socket_owner %ld / socket_group %ld: %s", cfg->socket_path,
+                  cfg->socket_uid, cfg->socket_gid, strerror(errno));
+        evconnlistener_free(s->listener);
+        unlink(cfg->socket_path);
+        goto fail;
+    }
     log_info("listening on %s", cfg->socket_path);
     return s;
 fail:

@@ -156,6 +156,30 @@ static void long_queue_name(void)
     config_free(&cfg);
 }
 
+/* producers/consumers rules: names resolved, ids taken as they are, bad entries refused. */
+static void access_rules(void)
+{
+    struct access_list l = {0};
+    char err[200];
+    struct peer nobody = {.known = 1, .uid = 65534, .gid = 65534};
+    struct peer other = {.known = 1, .uid = 1234, .gid = 99, .groups = {7}, .ngroups = 1};
+    struct peer root = {.known = 1, .uid = 0, .gid = 0}, unknown = {0};
+    CHECK(access_parse("user:nobody, gid:7", &l, err, sizeof err) == 0 && l.n == 2);
+    CHECK(access_allows(&l, &nobody) && access_allows(&l, &other) && access_allows(&l, &root));
+    CHECK(!access_allows(&l, &unknown));
+    CHECK(access_parse("group:nogroup uid:1", &l, err, sizeof err) == 0 && l.n == 2);
+    CHECK(access_allows(&l, &nobody) && !access_allows(&l, &other));
+    CHECK(access_parse("user:no-such-user-xyz", &l, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "no such user");
+    CHECK(l.n == 2); /* a refused value leaves the list as it was */
+    CHECK(access_parse("nobody", &l, err, sizeof err) != 0);
+    CHECK(access_parse("uid:-1", &l, err, sizeof err) != 0);
+    CHECK(access_parse("", &l, err, sizeof err) == 0 && l.n == 0);
+    CHECK(access_allows(&l, &unknown)); /* no rules: anyone */
+    access_free(&l);
+    expect_error(BASE "[queue a]\nproducers = group:no-such-group-xyz\n", 6, "no such group");
+}
+
 int main(void)
 {
     int fd = mkstemp(path);
@@ -167,6 +191,7 @@ int main(void)
     metrics_listen();
     logging();
     long_queue_name();
+    access_rules();
     expect_error(BASE "[queue a]\n[daemon]\nlog_target = file\n", 7, "not stderr or syslog");
     expect_error(BASE "[queue a]\n[daemon]\nlog_facility = local8\n", 7,
                  "not daemon or local0 .. local7");
