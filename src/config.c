@@ -2,11 +2,13 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol.h"
 #include "units.h"
 
 /* Parser state: inih reports no line numbers, so the line reader counts them. */
@@ -134,6 +136,22 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
     if (strcmp(key, "log_timestamps") == 0) {
         if (log_stamps_parse(value, &c->log_timestamps) != 0)
             return fail(ld, "'log_timestamps': '%s' is not auto, yes or no", value);
+        return 1;
+    }
+    static const struct { const char *key; size_t off; uint64_t min, max; } limits[] = {
+        {"max_line", offsetof(struct config, max_line), 256, PROTO_LINE_MAX},
+        {"max_connections", offsetof(struct config, max_connections), 1, 100000},
+        {"max_inflight", offsetof(struct config, max_inflight), 1, PROTO_INFLIGHT_MAX},
+        {"requests_per_turn", offsetof(struct config, requests_per_turn), 1, 10000},
+    };
+    for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
+        uint64_t v;
+        if (strcmp(key, limits[i].key) != 0)
+            continue;
+        if (units_parse_u64(value, limits[i].max, &v) != 0 || v < limits[i].min)
+            return fail(ld, "'%s': '%s' is not a number from %llu to %llu", key, value,
+                        (unsigned long long)limits[i].min, (unsigned long long)limits[i].max);
+        *(uint64_t *)((char *)c + limits[i].off) = v;
         return 1;
     }
     if (strcmp(key, "max_payload") == 0) {
@@ -405,6 +423,10 @@ static int defaults(struct config *c, const char *path)
     log_facility_parse("daemon", &c->log_facility);
     c->log_timestamps = LOG_STAMPS_AUTO;
     c->max_payload = 512 * 1024;
+    c->max_line = PROTO_LINE_DEFAULT;
+    c->max_connections = 1024;
+    c->max_inflight = PROTO_INFLIGHT_MAX;
+    c->requests_per_turn = 64;
     c->lookahead_ms = 5000;
     c->drain_grace_ms = 30000;
     c->zk_root = strdup("/deferd");

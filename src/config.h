@@ -48,6 +48,10 @@ struct config {
     int log_facility;         /* for syslog: log_facility_parse() */
     enum log_stamps log_timestamps;
     uint64_t max_payload;
+    uint64_t max_line;        /* request header line, bytes */
+    uint64_t max_connections; /* client connections at once */
+    uint64_t max_inflight;    /* the most a SUB may ask for with inflight= */
+    uint64_t requests_per_turn; /* per connection per loop turn: fairness between clients */
     uint64_t lookahead_ms;
     uint64_t drain_grace_ms;  /* SIGTERM: how long held jobs may still be acked */
     /* [zookeeper] */

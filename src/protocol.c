@@ -226,7 +226,7 @@ int proto_parse_line(const char *line, size_t n, struct proto_request *req,
     if (n > 0 && line[n - 1] == '\r')
         n--;
     if (n > PROTO_LINE_MAX)
-        return bad(err, PE_BAD_REQUEST, "line longer than %s bytes", "1024");
+        return bad(err, PE_BAD_REQUEST, "line longer than %d bytes", PROTO_LINE_MAX);
     if (n == 0 || memchr(line, '\0', n))
         return bad(err, PE_BAD_REQUEST, "%s line", n == 0 ? "empty" : "NUL byte in");
     memcpy(buf, line, n);
@@ -250,6 +250,7 @@ void proto_decoder_init(struct proto_decoder *d, uint64_t max_payload)
     memset(d, 0, sizeof *d);
     d->state = PS_HEADER;
     d->max_payload = max_payload;
+    d->max_line = PROTO_LINE_DEFAULT;
 }
 
 /* Drops bytes announced by a rejected request; returns 0 when all are gone. */
@@ -334,22 +335,26 @@ static enum proto_result take_header(struct proto_decoder *d, struct evbuffer *i
     size_t n;
     struct evbuffer_ptr eol = evbuffer_search_eol(in, NULL, &n, EVBUFFER_EOL_LF);
     if (eol.pos < 0) {
-        if (evbuffer_get_length(in) <= PROTO_LINE_MAX + 1)
+        if (evbuffer_get_length(in) <= d->max_line + 1)
             return PROTO_NEED_MORE;
         evbuffer_drain(in, evbuffer_get_length(in));
         d->state = PS_SKIP_LINE;
-        bad(err, PE_BAD_REQUEST, "line longer than %s bytes", "1024");
+        bad(err, PE_BAD_REQUEST, "line longer than %zu bytes", d->max_line);
         return PROTO_ERROR;
     }
     char line[PROTO_LINE_MAX + 2];
     size_t linelen = (size_t)eol.pos;
-    if (linelen > PROTO_LINE_MAX + 1) {
+    if (linelen > d->max_line + 1 || linelen > PROTO_LINE_MAX + 1) {
         evbuffer_drain(in, linelen + 1);
-        bad(err, PE_BAD_REQUEST, "line longer than %s bytes", "1024");
+        bad(err, PE_BAD_REQUEST, "line longer than %zu bytes", d->max_line);
         return PROTO_ERROR;
     }
     evbuffer_remove(in, line, linelen);
     evbuffer_drain(in, 1);
+    if (linelen > d->max_line && line[linelen - 1] != '\r') { /* one byte over, no CR */
+        bad(err, PE_BAD_REQUEST, "line longer than %zu bytes", d->max_line);
+        return PROTO_ERROR;
+    }
     if (proto_parse_line(line, linelen, req, err) != 0) {
         d->refused_group = group_hint(line, linelen);
         if ((d->skip = put_length_hint(line, linelen)) > 0)

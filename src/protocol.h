@@ -11,7 +11,8 @@
 
 struct evbuffer;
 
-#define PROTO_LINE_MAX 1024
+#define PROTO_LINE_MAX 8192      /* the most [daemon] max_line may allow */
+#define PROTO_LINE_DEFAULT 1024
 #define PROTO_SUB_MAX 32          /* queues in one SUB */
 #define PROTO_INFLIGHT_MAX 10000
 
@@ -70,6 +71,7 @@ struct proto_decoder {
     enum proto_state state;
     uint64_t skip;               /* bytes still to drop in PS_SKIP_BYTES */
     uint64_t max_payload;
+    size_t max_line;             /* header line limit: PROTO_LINE_DEFAULT unless set */
     struct proto_request pending; /* PUT header waiting for its payload */
     /* A BATCH or ACK/NACK then= collecting its PUTs; its first error, reported once all
      * of them have been read (so that the connection stays in sync). */

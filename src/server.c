@@ -23,8 +23,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "session.h"
+#include "units.h"
 
-#define REQUESTS_PER_TURN 64      /* so that one busy client cannot starve the others */
 #define PENDING_REPLIES_MAX 1024  /* stop reading from a client that does not read replies */
 #define DENIALS_LOGGED 10         /* per connection: a refused client cannot flood the log */
 
@@ -39,7 +39,7 @@ struct conn {
     struct conn *next, *prev;   /* server->conns */
     struct server *srv;
     struct bufferevent *bev;
-    struct event *more;         /* continues decoding after REQUESTS_PER_TURN */
+    struct event *more;         /* continues decoding after requests_per_turn */
     struct proto_decoder dec;
     struct reply *rhead, *rtail;
     size_t npending;
@@ -55,6 +55,8 @@ struct server {
     struct evconnlistener *listener;
     char *path;
     struct conn *conns;
+    uint64_t nconns;
+    int64_t refused_logged;     /* when a refused connection was last logged */
 };
 
 static void flush_replies(struct conn *c)
@@ -186,6 +188,7 @@ static void conn_free(struct conn *c)
             r->conn = NULL; /* its completion frees it */
         }
     }
+    c->srv->nconns--;
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -200,6 +203,11 @@ static void conn_free(struct conn *c)
 static void handle_sub(struct conn *c, struct proto_request *req, struct reply *r)
 {
     struct dispatcher *ds = c->srv->d->dispatcher;
+    if (req->inflight > c->srv->d->cfg->max_inflight) {
+        reply_err(r, PE_BAD_REQUEST, "inflight %u is over this daemon's max_inflight %llu",
+                  req->inflight, (unsigned long long)c->srv->d->cfg->max_inflight);
+        return;
+    }
     for (size_t i = 0; i < req->nsubs; i++) {
         const struct dqueue *q = dispatcher_queue(ds, req->subs[i]);
         if (!q) {
@@ -365,7 +373,8 @@ static void decode_some(struct conn *c)
     struct evbuffer *in = bufferevent_get_input(c->bev);
     struct proto_request req;
     struct proto_error err;
-    for (int n = 0; n < REQUESTS_PER_TURN && !c->closing; n++) {
+    /* A few requests per turn, so that one busy client cannot starve the others. */
+    for (uint64_t n = 0; n < c->srv->d->cfg->requests_per_turn && !c->closing; n++) {
         if (c->npending >= PENDING_REPLIES_MAX)
             return; /* reading resumes when replies drain */
         enum proto_result res = proto_decode(&c->dec, in, &req, &err);
@@ -436,6 +445,22 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     }
 }
 
+/* Over max_connections: told why, then closed; logged at most once a minute. */
+static void refuse_connection(struct server *s, evutil_socket_t fd)
+{
+    static const char msg[] = "ERR UNAVAILABLE too many connections (max_connections)\n";
+    int64_t now = units_mono_ms();
+    if (send(fd, msg, sizeof msg - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+        /* nothing to do: the client learns from the close */
+    }
+    close(fd);
+    if (now - s->refused_logged >= 60000 || !s->refused_logged) {
+        s->refused_logged = now;
+        log_warn("refusing connections: %llu open, max_connections %llu",
+                 (unsigned long long)s->nconns, (unsigned long long)s->d->cfg->max_connections);
+    }
+}
+
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
                       int socklen, void *arg)
 {
@@ -444,6 +469,10 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     (void)socklen;
     struct server *s = arg;
     struct event_base *base = s->d->base;
+    if (s->nconns >= s->d->cfg->max_connections) {
+        refuse_connection(s, fd);
+        return;
+    }
     struct conn *c = calloc(1, sizeof *c);
     if (!c) {
         close(fd);
@@ -462,6 +491,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         return;
     }
     proto_decoder_init(&c->dec, s->d->cfg->max_payload);
+    c->dec.max_line = (size_t)s->d->cfg->max_line;
+    s->nconns++;
     if (access_peer_read(fd, &c->peer) != 0)
         log_warn("cannot read the credentials of a client (SO_PEERCRED): %s; it may use only "
                  "queues without producers/consumers rules", strerror(errno));
