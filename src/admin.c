@@ -11,11 +11,16 @@
 #include "curator.h"
 #include "layout.h"
 #include "units.h"
+#include "zkacl.h"
 #include "zklog.h"
 
 int admin_failed(char *err, size_t errlen, const char *what, const char *path, int rc)
 {
-    snprintf(err, errlen, "%s %s: %s", what, path, zerror(rc));
+    if (rc == ZNOAUTH)
+        snprintf(err, errlen, "%s %s: ZooKeeper denies access (check [zookeeper] auth and the "
+                 "znode's ACL)", what, path);
+    else
+        snprintf(err, errlen, "%s %s: %s", what, path, zerror(rc));
     return -1;
 }
 
@@ -43,6 +48,11 @@ int admin_open(const char *config_path, struct admin **out, char *err, size_t er
     struct admin *a = calloc(1, sizeof *a);
     if (!a || config_load(config_path, NULL, 0, &a->cfg, err, errlen) != 0) {
         free(a);
+        return -1;
+    }
+    if (zkacl_build(&a->cfg, &a->acl) != 0) {
+        snprintf(err, errlen, "out of memory");
+        admin_close(a);
         return -1;
     }
     /* The client's errors only, as deferctl's own lines: a terminal is no place for its
@@ -82,6 +92,7 @@ void admin_close(struct admin *a)
         return;
     if (a->zh)
         zookeeper_close(a->zh);
+    zkacl_free(&a->acl);
     config_free(&a->cfg);
     free(a);
 }
@@ -205,7 +216,7 @@ int admin_create_parents(struct admin *a, const char *path)
     snprintf(buf, sizeof buf, "%s", path);
     for (char *p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
         *p = '\0';
-        int rc = zoo_create(a->zh, buf, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        int rc = zoo_create(a->zh, buf, NULL, -1, &a->acl, 0, NULL, 0);
         *p = '/';
         if (rc != ZOK && rc != ZNODEEXISTS)
             return rc;
@@ -227,7 +238,7 @@ int admin_counter(struct admin *a, const char *queue, int delta, char *path, siz
     snprintf(path, len, "%s/queues/%s/counts/admin", a->cfg.zk_root, queue);
     int rc = zoo_get(a->zh, path, 0, buf, &blen, &st);
     if (rc == ZNONODE && (rc = admin_create_parents(a, path)) == ZOK) {
-        rc = zoo_create(a->zh, path, "0", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        rc = zoo_create(a->zh, path, "0", 1, &a->acl, 0, NULL, 0);
         if (rc == ZOK || rc == ZNODEEXISTS) {
             blen = sizeof buf - 1;
             rc = zoo_get(a->zh, path, 0, buf, &blen, &st);
@@ -257,7 +268,7 @@ static int kick_curator(struct admin *a, const struct queue_config *qc, struct d
     zoo_op_t ops[2];
     zoo_op_result_t res[2];
     zoo_delete_op_init(&ops[0], dj->path, dj->st.version);
-    zoo_create_op_init(&ops[1], next, dj->data, dj->len, &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE,
+    zoo_create_op_init(&ops[1], next, dj->data, dj->len, &a->acl, ZOO_SEQUENCE,
                        made, sizeof made);
     int rc = zoo_multi(a->zh, 2, ops, res);
     if (rc != ZOK)
@@ -308,9 +319,9 @@ static int kick_once(struct admin *a, const struct dead_job *dj, const struct ki
     if (k->jn.key[0]) {
         key_op = n;
         zoo_create_op_init(&ops[n++], k->key_path, k->key_data, (int)strlen(k->key_data),
-                           &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+                           &a->acl, 0, NULL, 0);
     }
-    zoo_create_op_init(&ops[n++], k->path, dj->data, dj->len, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    zoo_create_op_init(&ops[n++], k->path, dj->data, dj->len, &a->acl, 0, NULL, 0);
     if (counted > 0)
         zoo_set_op_init(&ops[n++], cpath, cvalue, (int)strlen(cvalue), cversion, NULL);
     int rc = zoo_multi(a->zh, n, ops, res);

@@ -13,10 +13,11 @@
 struct admin {
     struct config cfg;
     zhandle_t *zh;
+    struct ACL_vector acl; /* [zookeeper] acl: on every znode created (zkacl.h) */
     _Atomic int auth_rc;  /* the answer to [zookeeper] auth, set on the client's thread */
 };
 
-/* Formats "WHAT PATH: zerror" into err; returns -1. */
+/* Formats "WHAT PATH: zerror" into err (ZNOAUTH: that ZooKeeper denies access); returns -1. */
 int admin_failed(char *err, size_t errlen, const char *what, const char *path, int rc);
 /* Creates every missing ancestor of PATH (not PATH itself). Returns a ZooKeeper code. */
 int admin_create_parents(struct admin *a, const char *path);

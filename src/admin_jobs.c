@@ -574,7 +574,7 @@ static int move_job(struct admin *a, const struct target *t, const struct job_na
         if ((rc = admin_create_parents(a, next)) != ZOK)
             return rc;
         zoo_delete_op_init(&ops[0], t->at.path, -1);
-        zoo_create_op_init(&ops[1], next, cur->payload, cur->len, &ZOO_OPEN_ACL_UNSAFE, 0,
+        zoo_create_op_init(&ops[1], next, cur->payload, cur->len, &a->acl, 0,
                            NULL, 0);
         if (t->keyed)
             zoo_set_op_init(&ops[n++], t->key_path, data, (int)strlen(data), t->key_version,

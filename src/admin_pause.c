@@ -37,7 +37,7 @@ int admin_pause(struct admin *a, const char *queue, const char *reason, int *cha
     describe(reason, info, sizeof info);
     int rc = admin_create_parents(a, path);
     if (rc == ZOK)
-        rc = zoo_create(a->zh, path, info, (int)strlen(info), &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        rc = zoo_create(a->zh, path, info, (int)strlen(info), &a->acl, 0, NULL, 0);
     *changed = rc == ZOK;
     return rc == ZOK || rc == ZNODEEXISTS ? 0 : admin_failed(err, errlen, "creating", path, rc);
 }

@@ -1,12 +1,15 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "protocol.h"
 #include "units.h"
@@ -168,6 +171,121 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
     return fail(ld, "unknown key '%s' in section [daemon]", key);
 }
 
+static int valid_auth(const char *value)
+{
+    const char *colon = strchr(value, ':');
+    return colon && colon != value && colon[1] != '\0';
+}
+
+/* One "scheme:id:perms" of an acl list, in E; 0 or a message in ERR. The id may hold
+ * colons (digest's user:hash, IPv6): the scheme ends at the first, perms start after the
+ * last. */
+static int parse_acl_entry(const char *s, size_t n, struct config_acl_entry *e, char *err,
+                           size_t errlen)
+{
+    static const char letters[] = "rwcda"; /* ZooKeeper's bits 1, 2, 4, 8, 16 */
+    const char *end = s + n, *c1 = memchr(s, ':', n), *c2 = end;
+    while (c2 > s && c2[-1] != ':')
+        c2--;
+    if (!c1 || c2 - 1 == c1 || c1 == s || c2 == end) {
+        snprintf(err, errlen, "'%.*s' is not SCHEME:ID:PERMS, e.g. world:anyone:r", (int)n, s);
+        return -1;
+    }
+    size_t ns = (size_t)(c1 - s), ni = (size_t)(c2 - 1 - (c1 + 1));
+    if (ns >= sizeof e->scheme || ni == 0 || ni >= sizeof e->id ||
+        strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789") < ns) {
+        snprintf(err, errlen, "'%.*s': bad scheme or id (empty or too long, or a scheme not in a-z 0-9)",
+                 (int)n, s);
+        return -1;
+    }
+    memcpy(e->scheme, s, ns);
+    e->scheme[ns] = '\0';
+    memcpy(e->id, c1 + 1, ni);
+    e->id[ni] = '\0';
+    e->perms = 0;
+    for (const char *p = c2; p < end; p++) {
+        const char *l = strchr(letters, *p);
+        unsigned bit = l && *p ? 1u << (l - letters) : 0;
+        if (!bit || (e->perms & bit)) {
+            snprintf(err, errlen, "'%.*s': permissions '%.*s' are not distinct letters of cdrwa",
+                     (int)n, s, (int)(end - c2), c2);
+            return -1;
+        }
+        e->perms |= bit;
+    }
+    const char *colon = strchr(e->id, ':');
+    if (strcmp(e->scheme, "world") == 0 && strcmp(e->id, "anyone") != 0) {
+        snprintf(err, errlen, "'%.*s': the world scheme's only id is anyone", (int)n, s);
+        return -1;
+    }
+    /* digest ids are USER:base64(sha1(USER:PASSWORD)), 28 characters: a password here
+     * would lock everyone out */
+    if (strcmp(e->scheme, "digest") == 0 &&
+        (!colon || colon == e->id || strlen(colon + 1) != 28 || colon[28] != '=' ||
+         strspn(colon + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") != 27)) {
+        snprintf(err, errlen, "'%.*s': a digest id is USER:HASH with the 28-character base64 "
+                 "SHA-1 hash of USER:PASSWORD, not the password", (int)n, s);
+        return -1;
+    }
+    return 0;
+}
+
+int config_parse_acl(const char *value, enum zk_acl_mode *mode, struct config_acl_entry **out,
+                     size_t *nout, char *err, size_t errlen)
+{
+    *out = NULL;
+    *nout = 0;
+    if (strcmp(value, "open") == 0 || strcmp(value, "creator") == 0) {
+        *mode = value[0] == 'o' ? ZK_ACL_OPEN : ZK_ACL_CREATOR;
+        return 0;
+    }
+    struct config_acl_entry *e = calloc(CONFIG_ACL_MAX, sizeof *e);
+    size_t n = 0;
+    if (!e) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (const char *p = value;; p++) {
+        p += strspn(p, " \t");
+        size_t len = strcspn(p, ",");
+        size_t trimmed = len;
+        while (trimmed > 0 && (p[trimmed - 1] == ' ' || p[trimmed - 1] == '\t'))
+            trimmed--;
+        if (n == CONFIG_ACL_MAX) {
+            snprintf(err, errlen, "more than %d entries", CONFIG_ACL_MAX);
+            goto bad;
+        }
+        if (parse_acl_entry(p, trimmed, &e[n++], err, errlen) != 0)
+            goto bad;
+        p += len;
+        if (*p == '\0')
+            break;
+    }
+    *mode = ZK_ACL_LIST;
+    *out = e;
+    *nout = n;
+    return 0;
+bad:
+    free(e);
+    return -1;
+}
+
+static int set_acl(struct load *ld, const char *value)
+{
+    struct config *c = ld->cfg;
+    char msg[400];
+    struct config_acl_entry *e;
+    size_t n;
+    enum zk_acl_mode mode;
+    if (config_parse_acl(value, &mode, &e, &n, msg, sizeof msg) != 0)
+        return fail(ld, "'acl': %s (expected open, creator or SCHEME:ID:PERMS,...)", msg);
+    free(c->zk_acl);
+    c->zk_acl = e;
+    c->nzk_acl = n;
+    c->zk_acl_mode = mode;
+    return set_string(ld, &c->zk_acl_text, "acl", value);
+}
+
 static int zookeeper_key(struct load *ld, const char *key, const char *value)
 {
     struct config *c = ld->cfg;
@@ -181,11 +299,14 @@ static int zookeeper_key(struct load *ld, const char *key, const char *value)
     if (strcmp(key, "session_timeout") == 0)
         return set_duration(ld, &c->session_timeout_ms, key, value, 2000, 600000);
     if (strcmp(key, "auth") == 0) {
-        const char *colon = strchr(value, ':');
-        if (!colon || colon == value || colon[1] == '\0')
+        if (!valid_auth(value))
             return fail(ld, "'auth': expected SCHEME:CREDENTIALS, e.g. digest:user:secret");
         return set_string(ld, &c->zk_auth, key, value);
     }
+    if (strcmp(key, "auth_file") == 0)
+        return set_string(ld, &c->zk_auth_file, key, value);
+    if (strcmp(key, "acl") == 0)
+        return set_acl(ld, value);
     return fail(ld, "unknown key '%s' in section [zookeeper]", key);
 }
 
@@ -493,6 +614,67 @@ static int validate_curator(struct load *ld, const struct queue_config *q)
     return 0;
 }
 
+/* auth_file: "scheme:credentials" on the first line of a regular file that only the
+ * running user owns and can read or write. */
+static int read_auth_file(struct load *ld, int line)
+{
+    struct config *c = ld->cfg;
+    const char *f = c->zk_auth_file;
+    char buf[1024];
+    struct stat st;
+    int fd = open(f, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(ld->err, ld->errlen, "%s:%d: auth_file %s: cannot open: %s", ld->file, line, f,
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    const char *why = !S_ISREG(st.st_mode)         ? "is not a regular file"
+                      : st.st_uid != geteuid()     ? "is not owned by the user deferd runs as"
+                      : (st.st_mode & 077) != 0    ? "is accessible by group or others "
+                                                     "(chmod 600 it)"
+                                                   : NULL;
+    ssize_t n = why ? 0 : read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (!why && n < 0)
+        why = "cannot be read";
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    if (!why && !valid_auth(buf))
+        why = "does not start with a line SCHEME:CREDENTIALS, e.g. digest:user:secret";
+    if (why) {
+        snprintf(ld->err, ld->errlen, "%s:%d: auth_file %s %s", ld->file, line, f, why);
+        return -1;
+    }
+    c->zk_auth = strdup(buf);
+    memset(buf, 0, sizeof buf);
+    if (!c->zk_auth) {
+        snprintf(ld->err, ld->errlen, "%s: out of memory", ld->file);
+        return -1;
+    }
+    return 0;
+}
+
+static int validate_zookeeper(struct load *ld)
+{
+    struct config *c = ld->cfg;
+    int line = ld->zk_line ? ld->zk_line : 1;
+    if (c->zk_auth && c->zk_auth_file) {
+        snprintf(ld->err, ld->errlen, "%s:%d: [zookeeper]: auth and auth_file are mutually "
+                 "exclusive", ld->file, line);
+        return -1;
+    }
+    if (c->zk_auth_file && read_auth_file(ld, line) != 0)
+        return -1;
+    if (c->zk_acl_mode == ZK_ACL_CREATOR && !c->zk_auth) {
+        snprintf(ld->err, ld->errlen, "%s:%d: [zookeeper]: acl = creator needs auth or "
+                 "auth_file (the creator is the authenticated identity)", ld->file, line);
+        return -1;
+    }
+    return 0;
+}
+
 static int validate(struct load *ld)
 {
     struct config *c = ld->cfg;
@@ -502,6 +684,8 @@ static int validate(struct load *ld)
         return missing(ld, ld->zk_line ? ld->zk_line : 1, "key 'hosts' in [zookeeper]");
     if (c->nqueues == 0)
         return missing(ld, ld->line, "section [queue NAME] (at least one queue)");
+    if (validate_zookeeper(ld) != 0)
+        return -1;
     for (size_t i = 0; i < c->nqueues; i++) {
         const struct queue_config *q = c->queues[i];
         if (validate_curator(ld, q) != 0)
@@ -562,6 +746,9 @@ void config_free(struct config *cfg)
     free(cfg->zk_hosts);
     free(cfg->zk_root);
     free(cfg->zk_auth);
+    free(cfg->zk_auth_file);
+    free(cfg->zk_acl_text);
+    free(cfg->zk_acl);
     free(cfg->metrics_host);
     for (size_t i = 0; i < cfg->nqueues; i++) {
         if (!cfg->queues[i])

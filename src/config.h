@@ -37,6 +37,17 @@ struct queue_config {
     int curator_delete_corrupt; /* delete undecodable items (as Curator does); else skip */
 };
 
+/* [zookeeper] acl: the ACL on every znode deferd and deferctl create (zkacl.h builds it).
+ * open = world:anyone:cdrwa; creator = only the identity of [zookeeper] auth; list = the
+ * entries given. */
+enum zk_acl_mode { ZK_ACL_OPEN, ZK_ACL_CREATOR, ZK_ACL_LIST };
+#define CONFIG_ACL_MAX 16
+struct config_acl_entry {
+    char scheme[32];
+    char id[256];
+    unsigned perms;           /* ZooKeeper's bits: read 1, write 2, create 4, delete 8, admin 16 */
+};
+
 struct config {
     char *path;
     /* [daemon] */
@@ -59,6 +70,11 @@ struct config {
     char *zk_root;
     uint64_t session_timeout_ms;
     char *zk_auth;            /* "scheme:credentials", e.g. "digest:user:secret"; or NULL */
+    char *zk_auth_file;       /* where zk_auth was read from (auth_file); or NULL */
+    char *zk_acl_text;        /* acl as written; NULL = open */
+    enum zk_acl_mode zk_acl_mode;
+    struct config_acl_entry *zk_acl; /* ZK_ACL_LIST: the entries */
+    size_t nzk_acl;
     /* [metrics] */
     char *metrics_host;       /* HTTP listen address for /metrics; NULL = disabled */
     unsigned metrics_port;    /* 0 = any free port (logged) */
@@ -79,5 +95,9 @@ const struct queue_config *config_queue(const struct config *cfg, const char *na
  * pointer to the credentials returned (NULL when no auth is configured). */
 const char *config_auth(const struct config *cfg, char *scheme, size_t len);
 int config_valid_queue_name(const char *name);
+/* An acl value ("open", "creator" or "SCHEME:ID:PERMS,..."): 0 with the mode and, for a
+ * list, a malloc'ed array of entries; or -1 with a message in ERR. */
+int config_parse_acl(const char *value, enum zk_acl_mode *mode, struct config_acl_entry **out,
+                     size_t *nout, char *err, size_t errlen);
 
 #endif

@@ -703,6 +703,15 @@ int dispatcher_subscribe(struct dispatcher *ds, struct consumer *c, struct dqueu
 
 void dispatcher_kick(struct dispatcher *ds, struct dqueue *q) { dispatch(ds, q); }
 
+void dispatcher_denied(struct dqueue *q, const char *path)
+{
+    if (q->denied)
+        return;
+    q->denied = 1;
+    log_error("queue %s: %s: ZooKeeper denies deferd access (check [zookeeper] auth and the "
+              "znode's ACL)", q->cfg->name, path);
+}
+
 /* (Re)connected: follow every queue that has consumers (after a lost session the mirror
  * starts from nothing) and hand out what is ready. */
 void dispatcher_session_up(struct dispatcher *ds)

@@ -76,6 +76,7 @@ struct dqueue {
     size_t mirrored;            /* jobs in the mirror's buckets (mirror.c) */
     int kicked;                 /* dispatch pending for this loop turn */
     int paused;                 /* `deferctl pause`: nothing is locked or pushed */
+    int denied;                 /* ZooKeeper's ZNOAUTH logged (dispatcher_denied) */
     /* pending.c: our counter's value in ZooKeeper, changes not written yet, the last sum
      * read, and our changes since that read began */
     int64_t count_written, count_unwritten, count_sum, count_since_sum, count_since_inflight;
@@ -115,6 +116,10 @@ void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c); /* 
 struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
                                 const struct job_name *jn);
 void dispatcher_kick(struct dispatcher *ds, struct dqueue *q); /* after a listing */
+/* ZooKeeper answered ZNOAUTH for PATH of Q: logged once per queue; the daemon goes on. */
+void dispatcher_denied(struct dqueue *q, const char *path);
+#define DISPATCHER_DENIED_TEXT "permission denied by ZooKeeper (check [zookeeper] auth and " \
+                               "the znode's ACL)"
 void dispatcher_job_vanished(struct dispatcher *ds, struct job *job);
 void dispatcher_lock_event(struct dispatcher *ds, const char *lock_path);
 void dispatcher_rearm(struct dispatcher *ds);

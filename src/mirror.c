@@ -319,6 +319,8 @@ static void on_list(const struct zk_result *res, void *ctx)
         if (res->rc == ZNONODE) { /* jobs/ itself missing: create it, list again */
             zkstore_create_parents(m->d->zs, dir->path, NULL, NULL);
             zkstore_create(m->d->zs, dir->path, NULL, 0, 0, NULL, NULL);
+        } else if (res->rc == ZNOAUTH) {
+            dispatcher_denied(dir->q, dir->path);
         } else {
             log_warn("listing %s failed: %s; retrying", dir->path, zerror(res->rc));
         }

@@ -58,18 +58,22 @@ static void reply_failed(struct put *p, size_t part, int rc)
     const struct putjob *pj = putset_job(p->parts[part], 0);
     char *ids = NULL;
     size_t stored = 0;
+    const char *why = rc == ZNOAUTH ? DISPATCHER_DENIED_TEXT : zerror(rc);
     metrics_refused(p->ds->d->metrics, pj->q->cfg, MR_FAILED);
-    log_warn("queue %s: put%s failed: %s", pj->q->cfg->name, p->batch ? " of a batch" : "",
-             zerror(rc));
+    if (rc == ZNOAUTH)
+        dispatcher_denied(pj->q, pj->path);
+    else
+        log_warn("queue %s: put%s failed: %s", pj->q->cfg->name, p->batch ? " of a batch" : "",
+                 why);
     for (size_t i = 0; i < part; i++)
         stored += putset_count(p->parts[i]);
     if (part == 0 || putset_format(p->parts, part, 0, &ids) != 0) {
         reply_err(p->r, PE_UNAVAILABLE, "ZooKeeper did not store the job%s: %s",
-                  p->batch ? "s" : "", zerror(rc));
+                  p->batch ? "s" : "", why);
     } else {
         char *text = NULL;
         if (asprintf(&text, "stored=%zu %s; the rest was not stored: %s", stored,
-                     strstr(ids, "ids="), zerror(rc)) < 0)
+                     strstr(ids, "ids="), why) < 0)
             text = NULL;
         reply_err_text(p->r, PE_PARTIAL, text ? text : "the rest was not stored");
         free(text);

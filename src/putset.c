@@ -423,7 +423,10 @@ static void on_sent(const struct zk_result *res, void *ctx)
     int key_op = pj->jn.key[0] && (bad == 0 || ps->op_job[bad - 1] != ps->op_job[bad]);
     int rc = ++ps->rounds > ROUNDS_MAX ? res->op_err[bad]
                                        : repair(ps, pj, key_op, res->op_err[bad]);
-    if (rc != ZOK) {
+    if (rc == ZNOAUTH) {
+        dispatcher_denied(pj->q, key_op ? pj->key_path : pj->path);
+        finish(ps, rc, NULL);
+    } else if (rc != ZOK) {
         log_warn("queue %s: creating %s failed: %s", pj->q->cfg->name,
                  key_op ? pj->key_path : pj->path, zerror(rc));
         finish(ps, rc, NULL);

@@ -37,6 +37,7 @@ static void check_restart_keys(const struct config *live, const struct config *n
     restart_only("zookeeper.session_timeout",
                  live->session_timeout_ms == next->session_timeout_ms);
     restart_only("zookeeper.auth", same(live->zk_auth, next->zk_auth));
+    restart_only("zookeeper.acl", same(live->zk_acl_text, next->zk_acl_text));
     restart_only("metrics.listen", same(live->metrics_host, next->metrics_host) &&
                                    live->metrics_port == next->metrics_port);
 }

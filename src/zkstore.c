@@ -10,6 +10,7 @@
 #include "log.h"
 #include "loopq.h"
 #include "metrics.h"
+#include "zkacl.h"
 #include "zklog.h"
 
 /* Watch and session events name the handle they came from: after a renewal, the old
@@ -31,6 +32,7 @@ struct zkstore {
     struct handle_ctx *hctx;
     unsigned gen;
     const struct config *cfg;
+    struct ACL_vector acl;  /* [zookeeper] acl: on every znode created */
     struct loopq *q;
     zk_watch_fn on_watch;
     zk_session_fn on_session;
@@ -276,7 +278,7 @@ int zkstore_create(struct zkstore *zs, const char *path, const void *data, size_
     struct zk_msg *m = new_result(zs, ZOP_CREATE, done, ctx);
     if (!m)
         return ZSYSTEMERROR;
-    return sent(m, zoo_acreate(zs->zh, path, data, (int)len, &ZOO_OPEN_ACL_UNSAFE,
+    return sent(m, zoo_acreate(zs->zh, path, data, (int)len, &zs->acl,
                                ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT,
                                on_string, m));
 }
@@ -360,7 +362,7 @@ int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_
             return sent(m, ZSYSTEMERROR);
         int flags = (o->ephemeral ? ZOO_EPHEMERAL : 0) | (o->sequential ? ZOO_SEQUENCE : 0);
         if (o->kind == ZT_CREATE)
-            zoo_create_op_init(&m->ops[i], path, data, (int)o->len, &ZOO_OPEN_ACL_UNSAFE,
+            zoo_create_op_init(&m->ops[i], path, data, (int)o->len, &zs->acl,
                                flags, name, (int)namelen);
         else if (o->kind == ZT_DELETE)
             zoo_delete_op_init(&m->ops[i], path, o->version);
@@ -500,9 +502,10 @@ struct zkstore *zkstore_new(struct event_base *base, const struct config *cfg,
     zs->ctx = ctx;
     zs->q = loopq_new(base, on_loop, NULL);
     zklog_set_level(cfg->log_level);
-    if (!zs->q || open_handle(zs) != 0) {
+    if (!zs->q || zkacl_build(cfg, &zs->acl) != 0 || open_handle(zs) != 0) {
         if (zs->q)
             loopq_free(zs->q);
+        zkacl_free(&zs->acl);
         free(zs);
         return NULL;
     }
@@ -621,5 +624,6 @@ void zkstore_free(struct zkstore *zs)
         pthread_cond_wait(&renewers_done, &renewers_lock);
     pthread_mutex_unlock(&renewers_lock);
     loopq_free(zs->q);
+    zkacl_free(&zs->acl);
     free(zs);
 }

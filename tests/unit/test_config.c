@@ -1,5 +1,6 @@
 /* Config loading: the sample loads; every error names file and line. */
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -178,6 +179,94 @@ static void access_rules(void)
     CHECK(access_allows(&l, &unknown)); /* no rules: anyone */
     access_free(&l);
     expect_error(BASE "[queue a]\nproducers = group:no-such-group-xyz\n", 6, "no such group");
+#define HASH "x/pDbNPXXtVwwGM+O0c2nBBJ0Lg=" /* any 28-character base64 SHA-1 */
+
+static void acl(void)
+{
+    struct config cfg;
+    char err[512] = "";
+    CHECK(load_text(BASE "[queue a]\n", NULL, 0, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.zk_acl_mode == ZK_ACL_OPEN && cfg.nzk_acl == 0 && !cfg.zk_acl_text);
+    config_free(&cfg);
+    static const char *const creator[] = {"zookeeper.acl=creator", "zookeeper.auth=digest:u:p"};
+    CHECK(load_text(BASE "[queue a]\n", creator, 2, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.zk_acl_mode == ZK_ACL_CREATOR);
+    config_free(&cfg);
+    CHECK(load_text(BASE "acl = digest:bob:" HASH ":cdrwa, world:anyone:r,ip:::1:ra\n[queue a]\n",
+                    NULL, 0, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.zk_acl_mode == ZK_ACL_LIST && cfg.nzk_acl == 3);
+    if (cfg.nzk_acl == 3) {
+        CHECK_STR(cfg.zk_acl[0].scheme, "digest");
+        CHECK_STR(cfg.zk_acl[0].id, "bob:" HASH);
+        CHECK(cfg.zk_acl[0].perms == 31);
+        CHECK_STR(cfg.zk_acl[1].id, "anyone");
+        CHECK(cfg.zk_acl[1].perms == 1);
+        CHECK_STR(cfg.zk_acl[2].id, "::1");
+        CHECK(cfg.zk_acl[2].perms == 17);
+    }
+    config_free(&cfg);
+    expect_error(BASE "acl = creator\n[queue a]\n", 3, "acl = creator needs auth");
+    expect_error(BASE "acl = closed\n[queue a]\n", 5, "'closed' is not SCHEME:ID:PERMS");
+    expect_error(BASE "acl = world:anyone:rx\n[queue a]\n", 5, "not distinct letters of cdrwa");
+    expect_error(BASE "acl = world:anyone:rr\n[queue a]\n", 5, "not distinct letters");
+    expect_error(BASE "acl = world:anyone:\n[queue a]\n", 5, "not SCHEME:ID:PERMS");
+    expect_error(BASE "acl = world:all:r\n[queue a]\n", 5, "only id is anyone");
+    expect_error(BASE "acl = world::r\n[queue a]\n", 5, "bad scheme or id");
+    expect_error(BASE "acl = Digest:a:b:r\n[queue a]\n", 5, "bad scheme or id");
+    expect_error(BASE "acl = digest:alice:secret:cdrwa\n[queue a]\n", 5, "not the password");
+    expect_error(BASE "acl = world:anyone:r,\n[queue a]\n", 5, "'acl'");
+    expect_error(BASE "acl = \n[queue a]\n", 5, "'acl'");
+}
+
+static void write_file(const char *file, const char *text, mode_t mode)
+{
+    FILE *f = fopen(file, "w");
+    fputs(text, f);
+    fclose(f);
+    chmod(file, mode);
+}
+
+static void auth_file(void)
+{
+    char cred[] = "/tmp/deferd-test-cred-XXXXXX", ov[128], err[512] = "";
+    struct config cfg;
+    int fd = mkstemp(cred);
+    CHECK(fd >= 0);
+    close(fd);
+    snprintf(ov, sizeof ov, "zookeeper.auth_file=%s", cred);
+    const char *const ovs[] = {ov, "zookeeper.acl=creator"};
+    write_file(cred, "digest:alice:secret\nignored\n", 0600);
+    CHECK(load_text(BASE "[queue a]\n", ovs, 2, &cfg, err, sizeof err) == 0);
+    CHECK_STR(cfg.zk_auth, "digest:alice:secret");
+    char scheme[16];
+    const char *c = config_auth(&cfg, scheme, sizeof scheme);
+    CHECK(c && strcmp(c, "alice:secret") == 0 && strcmp(scheme, "digest") == 0);
+    config_free(&cfg);
+    static const mode_t loose[] = {0640, 0604, 0620, 0602};
+    for (size_t i = 0; i < sizeof loose / sizeof loose[0]; i++) {
+        chmod(cred, loose[i]);
+        CHECK(load_text(BASE "[queue a]\n", ovs, 1, &cfg, err, sizeof err) != 0);
+        CHECK_CONTAINS(err, cred);
+        CHECK_CONTAINS(err, "accessible by group or others");
+    }
+    write_file(cred, "no colon here\n", 0600);
+    CHECK(load_text(BASE "[queue a]\n", ovs, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "SCHEME:CREDENTIALS");
+    const char *const both[] = {ov, "zookeeper.auth=digest:a:b"};
+    write_file(cred, "digest:alice:secret\n", 0600);
+    CHECK(load_text(BASE "[queue a]\n", both, 2, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "mutually exclusive");
+    /* someone else's file: as root, give it away; otherwise root's own */
+    if (geteuid() == 0)
+        CHECK(chown(cred, 65534, 65534) == 0);
+    else
+        snprintf(ov, sizeof ov, "zookeeper.auth_file=/etc/hostname");
+    CHECK(load_text(BASE "[queue a]\n", ovs, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "not owned by");
+    unlink(cred);
+    snprintf(ov, sizeof ov, "zookeeper.auth_file=%s", cred);
+    CHECK(load_text(BASE "[queue a]\n", ovs, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "cannot open");
 }
 
 int main(void)
@@ -192,6 +281,8 @@ int main(void)
     logging();
     long_queue_name();
     access_rules();
+    acl();
+    auth_file();
     expect_error(BASE "[queue a]\n[daemon]\nlog_target = file\n", 7, "not stderr or syslog");
     expect_error(BASE "[queue a]\n[daemon]\nlog_facility = local8\n", 7,
                  "not daemon or local0 .. local7");
