@@ -26,6 +26,7 @@ struct handle_ctx {
 };
 
 #define AUTH_ACCEPTED (-1001)   /* a MSG_SESSION state of our own */
+#define AUTH_RETRY (-1002)      /* the answer to our credentials was lost: send them again */
 
 struct zkstore {
     zhandle_t *zh;
@@ -42,6 +43,7 @@ struct zkstore {
     int closing; /* no new calls; late completions arrive with ZCLOSING */
     int early_state;   /* a session event of the new handle that came before the handle */
     int early_auth;    /* and its credentials' acceptance */
+    int early_retry;   /* or the loss of that answer */
 };
 
 /* Everything that crosses from ZooKeeper's threads to the loop. */
@@ -97,9 +99,15 @@ static void free_msg(struct zk_msg *m)
 static void install_handle(struct zkstore *zs, struct zk_msg *m);
 
 /* Session states to the daemon, CONNECTED held back until the credentials are accepted. */
+static void auth_again(struct zkstore *zs);
+
 static void session_event(struct zkstore *zs, int state)
 {
     struct handle_ctx *hc = zs->hctx;
+    if (state == AUTH_RETRY) {
+        auth_again(zs);
+        return;
+    }
     if (state == AUTH_ACCEPTED) {
         hc->auth_waiting = 0;
         if (!hc->held_connected)
@@ -133,6 +141,8 @@ static void on_loop(struct loopq_item *item, void *unused)
     if (m->kind == MSG_SESSION && !zs->zh) { /* its handle is still on its way to us */
         if (m->state == AUTH_ACCEPTED)
             zs->early_auth = 1;
+        else if (m->state == AUTH_RETRY)
+            zs->early_retry = 1;
         else
             zs->early_state = m->state;
         free_msg(m);
@@ -423,18 +433,34 @@ int zkstore_negotiated_timeout(const struct zkstore *zs)
 }
 
 /* On a client thread: the server's answer to our credentials. A refusal arrives as the
- * AUTH_FAILED session state as well; acceptance is passed on to release CONNECTED. */
+ * AUTH_FAILED session state as well; acceptance is passed on to release CONNECTED. Any
+ * other error (the connection broke before the answer: the client calls this once and
+ * forgets it) has the loop send the credentials again, or CONNECTED would wait forever. */
 static void on_auth(int rc, const void *data)
 {
     const struct handle_ctx *hc = data;
-    struct zk_msg *m = rc == ZOK ? calloc(1, sizeof *m) : NULL;
+    struct zk_msg *m = rc != ZAUTHFAILED ? calloc(1, sizeof *m) : NULL;
     if (!m)
         return;
     m->zs = hc->zs;
     m->gen = hc->gen;
     m->kind = MSG_SESSION;
-    m->state = AUTH_ACCEPTED;
+    m->state = rc == ZOK ? AUTH_ACCEPTED : AUTH_RETRY;
     loopq_push(hc->zs->q, &m->link);
+}
+
+/* The loop thread: our credentials again on the current handle, for a new answer. */
+static void auth_again(struct zkstore *zs)
+{
+    char scheme[64];
+    const char *cred = config_auth(zs->cfg, scheme, sizeof scheme);
+    if (!cred || !zs->zh || !zs->hctx->auth_waiting)
+        return;
+    log_debug("zookeeper: the answer to our %s credentials was lost; sending them again",
+              scheme);
+    int rc = zoo_add_auth(zs->zh, scheme, cred, (int)strlen(cred), on_auth, zs->hctx);
+    if (rc != ZOK)
+        log_error("zookeeper: cannot add %s credentials: %s", scheme, zerror(rc));
 }
 
 /* Safe on any thread: touches nothing of the store's. */
@@ -576,6 +602,10 @@ static void install_handle(struct zkstore *zs, struct zk_msg *m)
     if (zs->early_auth) {
         zs->early_auth = 0;
         session_event(zs, AUTH_ACCEPTED);
+    }
+    if (zs->early_retry) {
+        zs->early_retry = 0;
+        session_event(zs, AUTH_RETRY);
     }
 }
 

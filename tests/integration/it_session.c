@@ -333,6 +333,21 @@ int main(void)
      * and puts work; the jobs' znodes are deferd's as usual. */
     static const char *const good_auth[] = {"zookeeper.auth=digest:deferd:secret", NULL};
     CHECK(daemon_start(&d, root, "s4", good_auth) == 0);
+    char id[DEFERD_ID_SIZE];
+    deferd_client *c = client(&d);
+    CHECK(c && put_job(c, "a", "with credentials", 3600000, -1, -1, id) == 0);
+    deferd_close(c);
+    daemon_kill(&d, SIGTERM);
+    /* The same while ZooKeeper is down at the start: the client's first answer to the
+     * credentials is a connection loss, after which it never answers them again; deferd
+     * sends them again and reports the session up once ZooKeeper accepted them. */
+    CHECK(zk_private("stop", zkdir) == 0);
+    CHECK(daemon_spawn(&d, root, "s5", good_auth) == 0);
+    CHECK(log_wait(&d, 0, "deferd started", 10000));
+    CHECK(zk_private("restart", zkdir) == 0);
+    c = client(&d);
+    CHECK(c && put_job(c, "a", "credentials sent again", 3600000, -1, -1, id) == 0);
+    deferd_close(c);
     daemon_kill(&d, SIGTERM);
     /* Credentials ZooKeeper refuses: a clear message and exit status 1. */
     static const char *const bad_auth[] = {"zookeeper.auth=nosuchscheme:secret", NULL};

@@ -179,6 +179,8 @@ static void access_rules(void)
     CHECK(access_allows(&l, &unknown)); /* no rules: anyone */
     access_free(&l);
     expect_error(BASE "[queue a]\nproducers = group:no-such-group-xyz\n", 6, "no such group");
+}
+
 #define HASH "x/pDbNPXXtVwwGM+O0c2nBBJ0Lg=" /* any 28-character base64 SHA-1 */
 
 static void acl(void)
