@@ -22,6 +22,7 @@ struct handle_ctx {
      * the credentials, so that nothing is sent on a session about to fail (AUTH_FAILED
      * closes it, and the client then drops calls in flight without completing them). */
     int auth_waiting;
+    int auth_resend;            /* credentials to send again at the next CONNECTED */
     int held_connected;         /* CONNECTED came while auth_waiting */
 };
 
@@ -107,6 +108,10 @@ static void session_event(struct zkstore *zs, int state)
     if (state == AUTH_RETRY) {
         auth_again(zs);
         return;
+    }
+    if (state == ZOO_CONNECTED_STATE && hc->auth_resend) {
+        hc->auth_resend = 0; /* the client refused them while it had no connection */
+        auth_again(zs);
     }
     if (state == AUTH_ACCEPTED) {
         hc->auth_waiting = 0;
@@ -459,7 +464,9 @@ static void auth_again(struct zkstore *zs)
     log_debug("zookeeper: the answer to our %s credentials was lost; sending them again",
               scheme);
     int rc = zoo_add_auth(zs->zh, scheme, cred, (int)strlen(cred), on_auth, zs->hctx);
-    if (rc != ZOK)
+    if (rc == ZINVALIDSTATE) /* not connected at the moment: at the next CONNECTED */
+        zs->hctx->auth_resend = 1;
+    else if (rc != ZOK)
         log_error("zookeeper: cannot add %s credentials: %s", scheme, zerror(rc));
 }
 
@@ -484,7 +491,9 @@ static zhandle_t *create_handle(const struct config *cfg, struct handle_ctx *hc)
     if (cred) {
         hc->auth_waiting = 1; /* before the answer can arrive */
         int rc = zoo_add_auth(zh, scheme, cred, (int)strlen(cred), on_auth, hc);
-        if (rc != ZOK) { /* no answer will come: do not wait for one */
+        if (rc == ZINVALIDSTATE) { /* the client takes them only while connected */
+            hc->auth_resend = 1;
+        } else if (rc != ZOK) { /* no answer will come: do not wait for one */
             hc->auth_waiting = 0;
             log_error("zookeeper: cannot add %s credentials: %s", scheme, zerror(rc));
         }

@@ -338,11 +338,16 @@ int main(void)
     CHECK(c && put_job(c, "a", "with credentials", 3600000, -1, -1, id) == 0);
     deferd_close(c);
     daemon_kill(&d, SIGTERM);
-    /* The same while ZooKeeper is down at the start: the client's first answer to the
-     * credentials is a connection loss, after which it never answers them again; deferd
-     * sends them again and reports the session up once ZooKeeper accepted them. */
+    /* The same while ZooKeeper is down at the start: the client refuses credentials while
+     * it has no connection (ZINVALIDSTATE), or answers them once with an error and then
+     * never again; deferd sends them again at CONNECTED and reports the session up once
+     * ZooKeeper accepted them. */
     CHECK(zk_private("stop", zkdir) == 0);
-    CHECK(daemon_spawn(&d, root, "s5", good_auth) == 0);
+    /* acl=creator: a znode created without the credentials accepted fails (ZooKeeper
+     * refuses the creator ACL to an unauthenticated session), so the put proves them */
+    static const char *const auth_creator[] = {"zookeeper.auth=digest:deferd:secret",
+                                               "zookeeper.acl=creator", NULL};
+    CHECK(daemon_spawn(&d, root, "s5", auth_creator) == 0);
     CHECK(log_wait(&d, 0, "deferd started", 10000));
     CHECK(zk_private("restart", zkdir) == 0);
     c = client(&d);
