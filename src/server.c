@@ -378,8 +378,11 @@ static void decode_some(struct conn *c)
         if (c->npending >= PENDING_REPLIES_MAX)
             return; /* reading resumes when replies drain */
         enum proto_result res = proto_decode(&c->dec, in, &req, &err);
-        if (res == PROTO_NEED_MORE)
+        if (res == PROTO_NEED_MORE) {
+            if (c->eof) /* the peer is gone: the rest of a request cut off never comes */
+                evbuffer_drain(in, evbuffer_get_length(in));
             return;
+        }
         if (res == PROTO_REQUEST) {
             handle_request(c, &req);
             continue;
