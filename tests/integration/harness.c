@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -232,6 +234,20 @@ int log_wait(const struct daemon_proc *d, long mark, const char *needle, int ms)
         usleep(20000);
     }
     return 1;
+}
+
+int raw_connect(const struct daemon_proc *d)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    if (strlen(d->sock) >= sizeof sun.sun_path)
+        return -1;
+    memcpy(sun.sun_path, d->sock, strlen(d->sock) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 deferd_client *client(const struct daemon_proc *d)

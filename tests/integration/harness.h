@@ -47,6 +47,8 @@ int log_wait(const struct daemon_proc *d, long mark, const char *needle, int ms)
 int log_count(const struct daemon_proc *d, long mark, const char *needle);
 
 deferd_client *client(const struct daemon_proc *d);
+/* A plain socket connected to D (for requests libdeferd would never send); -1 if refused. */
+int raw_connect(const struct daemon_proc *d);
 /* Puts with retries while deferd reports UNAVAILABLE (ZooKeeper session not up yet). */
 int put_job(deferd_client *c, const char *queue, const char *payload, int64_t delay_ms,
             int64_t at_ms, int prio, char *id);

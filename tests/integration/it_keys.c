@@ -21,7 +21,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -538,11 +537,8 @@ static void batch_bad_option_raw(void)
                               "PUT bq1 2 delay=3600000 key=-raw-2\nr2\n"
                               "PUT bq2 2 delay=3600000 key=raw-3\nr3\n"
                               "PING\n";
-    struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    memcpy(sun.sun_path, d[0].sock, strlen(d[0].sock) + 1);
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    CHECK(connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0);
-    CHECK(write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1));
+    int fd = raw_connect(&d[0]);
+    CHECK(fd >= 0 && write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1));
     char in[1024] = "";
     size_t n = 0;
     int64_t deadline = now_ms() + 10000;

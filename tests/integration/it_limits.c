@@ -3,25 +3,12 @@
  * while another client's request still gets through). */
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "harness.h"
 
 static char root[128];
 static struct daemon_proc d;
-
-static int raw_connect(void)
-{
-    struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    snprintf(sun.sun_path, sizeof sun.sun_path, "%.100s", d.sock);
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
 
 /* Reads one line (up to LEN - 1 bytes) within MS; its length, or -1 (EOF or deadline). */
 static int read_line(int fd, char *buf, size_t len, int ms)
@@ -52,12 +39,12 @@ static void connections(void)
     int fds[3];
     char line[256];
     for (int i = 0; i < 3; i++) {
-        fds[i] = raw_connect();
+        fds[i] = raw_connect(&d);
         CHECK(fds[i] >= 0 && send_str(fds[i], "PING\n") == 0);
         CHECK(read_line(fds[i], line, sizeof line, 5000) > 0 && strcmp(line, "OK PONG") == 0);
     }
     long mark = log_mark(&d);
-    int extra = raw_connect();
+    int extra = raw_connect(&d);
     CHECK(extra >= 0);
     CHECK(read_line(extra, line, sizeof line, 5000) > 0);
     CHECK_CONTAINS(line, "ERR UNAVAILABLE too many connections");
@@ -67,7 +54,7 @@ static void connections(void)
     close(fds[0]); /* room again, once deferd saw the close */
     int again = -1, ok = 0;
     for (int64_t end = now_ms() + 5000; !ok && now_ms() < end;) {
-        again = raw_connect();
+        again = raw_connect(&d);
         ok = again >= 0 && send_str(again, "PING\n") == 0 &&
              read_line(again, line, sizeof line, 2000) > 0 && strcmp(line, "OK PONG") == 0;
         if (!ok && again >= 0)
@@ -84,7 +71,7 @@ static void lines_and_inflight(void)
     char line[512], req[400];
     int fd = -1;
     for (int64_t end = now_ms() + 5000; fd < 0 && now_ms() < end;)
-        if ((fd = raw_connect()) >= 0 && (send_str(fd, "PING\n") != 0 ||
+        if ((fd = raw_connect(&d)) >= 0 && (send_str(fd, "PING\n") != 0 ||
                                           read_line(fd, line, sizeof line, 2000) <= 0 ||
                                           strcmp(line, "OK PONG") != 0)) {
             close(fd); /* refused while the earlier connections were still counted */
@@ -116,7 +103,7 @@ static void fairness(void)
     char line[64];
     for (int i = 0; i < BURST; i++)
         memcpy(burst + 5 * i, "PING\n", 5);
-    int busy = raw_connect(), other = raw_connect();
+    int busy = raw_connect(&d), other = raw_connect(&d);
     CHECK(busy >= 0 && other >= 0);
     CHECK(write(busy, burst, BURST * 5) == BURST * 5);
     CHECK(send_str(other, "PING\n") == 0);

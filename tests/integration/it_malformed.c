@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -12,13 +11,10 @@
 static struct daemon_proc d;
 static char root[128];
 
-static int raw_connect(void)
+static int connected(void)
 {
-    struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    CHECK(strlen(d.sock) < sizeof sun.sun_path);
-    memcpy(sun.sun_path, d.sock, strlen(d.sock) + 1);
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    CHECK(connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0);
+    int fd = raw_connect(&d);
+    CHECK(fd >= 0);
     return fd;
 }
 
@@ -87,7 +83,7 @@ static void pipelined_puts(void)
     size_t len = 0;
     for (int i = 0; i < N; i++)
         len += (size_t)snprintf(buf + len, sizeof buf - len, "PUT a 1 delay=60000\nx\n");
-    int fd = raw_connect();
+    int fd = connected();
     pid_t zk = zk_pid();
     CHECK(zk > 0 && kill(zk, SIGSTOP) == 0);
     send_all(fd, buf, len);
@@ -116,7 +112,7 @@ int main(void)
     deferd_client *good = client(&d), *cons = client(&d);
     CHECK(deferd_subscribe(cons, "a", 1) == DEFERD_OK);
     char id[DEFERD_ID_SIZE];
-    int fd = raw_connect();
+    int fd = connected();
 
     send_all(fd, "HELLO\n", 6);
     send_all(fd, "PUT nosuch 1\nx\n", 15);
@@ -155,7 +151,7 @@ int main(void)
 
     /* Clients that vanish mid-request do no harm. */
     for (int i = 0; i < 20; i++) {
-        int f = raw_connect();
+        int f = connected();
         send_all(f, "PUT a 100\npartial", 17);
         close(f);
     }

@@ -40,18 +40,6 @@ static long rss_kib(pid_t pid)
     return kib;
 }
 
-static int raw_connect(void)
-{
-    struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    snprintf(sun.sun_path, sizeof sun.sun_path, "%.100s", d.sock);
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 /* One hostile message into BUF: its length. Never a complete valid job for queue a. */
 static size_t hostile(unsigned *seed, char *buf, size_t cap)
 {
@@ -92,7 +80,7 @@ static void *storm(void *arg)
     unsigned seed = (unsigned)(uintptr_t)arg * 7919u + 1;
     char buf[4096], sink[4096];
     while (atomic_load(&storming)) {
-        int fd = raw_connect();
+        int fd = raw_connect(&d);
         if (fd < 0)
             continue;
         atomic_fetch_add(&connections, 1);
