@@ -146,6 +146,7 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
         {"max_connections", offsetof(struct config, max_connections), 1, 100000},
         {"max_inflight", offsetof(struct config, max_inflight), 1, PROTO_INFLIGHT_MAX},
         {"requests_per_turn", offsetof(struct config, requests_per_turn), 1, 10000},
+        {"max_open_puts", offsetof(struct config, max_open_puts), 1, 1000000},
     };
     for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
         uint64_t v;
@@ -548,6 +549,7 @@ static int defaults(struct config *c, const char *path)
     c->max_connections = 1024;
     c->max_inflight = PROTO_INFLIGHT_MAX;
     c->requests_per_turn = 64;
+    c->max_open_puts = 1024;
     c->lookahead_ms = 5000;
     c->drain_grace_ms = 30000;
     c->zk_root = strdup("/deferd");

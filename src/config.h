@@ -63,6 +63,7 @@ struct config {
     uint64_t max_connections; /* client connections at once */
     uint64_t max_inflight;    /* the most a SUB may ask for with inflight= */
     uint64_t requests_per_turn; /* per connection per loop turn: fairness between clients */
+    uint64_t max_open_puts;   /* PUT/BATCH being stored at once; more wait their turn */
     uint64_t lookahead_ms;
     uint64_t drain_grace_ms;  /* SIGTERM: how long held jobs may still be acked */
     /* [zookeeper] */

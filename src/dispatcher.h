@@ -99,6 +99,9 @@ struct consumer_ring *dispatcher_ring(struct dqueue *q);
 /* From the server (socket side). The reply is always completed, now or later. */
 void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct reply *r);
 void dispatcher_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r);
+/* PUT and BATCH requests taken on and not answered yet: the server holds further ones back
+ * above [daemon] max_open_puts. */
+size_t dispatcher_puts_open(const struct dispatcher *ds);
 int dispatcher_subscribe(struct dispatcher *ds, struct consumer *c, struct dqueue *q);
 /* ACK and NACK, with follow-up jobs when REQ has items (their payloads are taken). */
 void dispatcher_ack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,

@@ -36,6 +36,7 @@ struct dispatcher {
     struct buckets *keydirs;    /* key hash directories (and keys/ itself) known to exist */
     struct stash *stash;        /* payloads of our puts not in the mirror yet */
     size_t payload_bytes;       /* held in jobs */
+    size_t puts_open;           /* PUT and BATCH requests being stored (put.c) */
     unsigned long long reads;   /* payloads read from ZooKeeper at delivery */
     int draining;               /* SIGTERM: no new locks or pushes on any queue */
 };

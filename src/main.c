@@ -174,6 +174,7 @@ static int run(struct deferd *d)
 out:
     metrics_http_free(d->metrics_http);
     server_free(d->server);   /* closes clients: their jobs are released first */
+    d->server = NULL;         /* puts failed by the closing session have no one to tell */
     dispatcher_close(d->dispatcher);
     zkstore_free(d->zs);      /* ends the session: remaining locks vanish at once */
     dispatcher_free(d->dispatcher);

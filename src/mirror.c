@@ -21,6 +21,9 @@
 #define MIRRORED_MAX 50000
 #define FULL_RETRY_MS 100
 #define GC_GRACE_MS 2000 /* an empty bucket this far in the past is deleted */
+/* ...unless it was made this recently: an overdue put (at= in the past, or one that waited
+ * in a backlog) recreates its bucket and would otherwise lose a race with us every time. */
+#define GC_FRESH_MS 30000
 /* A busy bucket is re-listed at most every RELIST_MIN_MS plus 1 ms per RELIST_NAMES_PER_MS
  * names it held (plus more while it is not due yet): every change fires its watch, and a re-list per change would cost
  * O(bucket) each time (Curator's quadratic trap). Jobs this daemon writes are entered
@@ -266,11 +269,18 @@ static void sweep(struct mirror *m, struct dir *dir)
 }
 
 /* Empty buckets in the past are deleted, so ZooKeeper does not collect one node per
- * 100 ms forever. A concurrent put into it fails with NoNode and recreates the path. */
-static void collect(struct mirror *m, struct dir *dir, int nchildren)
+ * 100 ms forever. A concurrent put into it fails with NoNode and recreates the path.
+ * ctime is the server's clock: skew only makes a bucket wait longer or go sooner. */
+static void collect(struct mirror *m, struct dir *dir, const struct zk_result *res)
 {
-    if (dir->level == 0 || nchildren > 0 || dir->end_ms > units_wall_ms() - GC_GRACE_MS)
+    int64_t now = units_wall_ms();
+    if (dir->level == 0 || res->nchildren > 0 || dir->end_ms > now - GC_GRACE_MS ||
+        !res->has_stat)
         return;
+    if (res->stat.ctime > now - GC_FRESH_MS) { /* nothing else would list it again */
+        defer_load(m, dir, res->stat.ctime + GC_FRESH_MS);
+        return;
+    }
     zkstore_delete(m->d->zs, dir->path, -1, NULL, NULL);
 }
 
@@ -296,7 +306,7 @@ static void apply_listing(struct mirror *m, struct dir *dir, const struct zk_res
     m->listings++;
     m->listed_names += (unsigned)res->nchildren;
     sweep(m, dir);
-    collect(m, dir, res->nchildren);
+    collect(m, dir, res);
     if (dir->level >= LAYOUT_DEPTH)
         dispatcher_kick(m->d->dispatcher, dir->q);
 }

@@ -28,6 +28,8 @@ struct put {
 
 static void put_free(struct put *p)
 {
+    p->ds->puts_open--;
+    server_puts_done(p->ds->d->server); /* a request waiting for its turn may go now */
     for (size_t i = 0; i < p->nparts; i++)
         putset_free(p->parts[i]);
     free(p->parts);
@@ -144,6 +146,7 @@ static void put_jobs(struct dispatcher *ds, struct proto_put *items, size_t n, i
         return;
     }
     *p = (struct put){.ds = ds, .r = r, .batch = batch};
+    ds->puts_open++;
     if (split(p, items, n, r) != 0) {
         put_free(p);
         return;
@@ -191,6 +194,11 @@ void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct rep
         return;
     }
     proto_request_clear(req);
+}
+
+size_t dispatcher_puts_open(const struct dispatcher *ds)
+{
+    return ds->puts_open;
 }
 
 void dispatcher_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r)

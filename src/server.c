@@ -27,6 +27,11 @@
 
 #define PENDING_REPLIES_MAX 1024  /* stop reading from a client that does not read replies */
 #define DENIALS_LOGGED 10         /* per connection: a refused client cannot flood the log */
+/* libevent's listener accepts until the backlog is empty; clients that reconnect as fast as
+ * they are accepted (or refused) would keep it there for ever, starving every connection
+ * already open. So after this many accepts the listener rests for one loop turn, in which
+ * the open connections are served. */
+#define ACCEPTS_BEFORE_REST 16
 
 struct reply {
     struct reply *next;
@@ -48,6 +53,10 @@ struct conn {
     int denials;                /* refused requests, logged up to DENIALS_LOGGED */
     int closing;                /* stop decoding */
     int eof;                    /* peer finished sending: close once answered */
+    /* A PUT or BATCH waiting for its turn (max_open_puts); nothing more is read meanwhile. */
+    struct proto_request parked;
+    int is_parked;
+    struct conn *park_next, *park_prev;
 };
 
 struct server {
@@ -56,6 +65,11 @@ struct server {
     char *path;
     struct conn *conns;
     uint64_t nconns;
+    struct conn *park_head, *park_tail; /* parked requests, first come first served */
+    struct event *unpark;       /* lets parked requests go once puts are answered */
+    int64_t parked_logged;      /* when holding puts back was last logged */
+    struct event *accept_again; /* re-enables the listener on the next loop turn */
+    int accepted;               /* since the last rest, up to ACCEPTS_BEFORE_REST */
     int64_t refused_logged;     /* when a refused connection was last logged */
 };
 
@@ -72,7 +86,7 @@ static void flush_replies(struct conn *c)
         free(r->line);
         free(r);
     }
-    if (c->npending < PENDING_REPLIES_MAX / 2 && !c->eof) {
+    if (c->npending < PENDING_REPLIES_MAX / 2 && !c->eof && !c->is_parked) {
         bufferevent_enable(c->bev, EV_READ);
         /* Requests already buffered would otherwise wait for the next byte to arrive. */
         if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
@@ -174,10 +188,15 @@ int server_push_expired(struct conn *conn, const char *id)
 }
 
 static void drop_consumer(struct conn *c);
+static void unpark_unlink(struct conn *c);
 
 static void conn_free(struct conn *c)
 {
     drop_consumer(c);
+    if (c->is_parked) { /* the connection broke before its turn: never taken on */
+        unpark_unlink(c);
+        proto_request_clear(&c->parked);
+    }
     proto_decoder_clear(&c->dec);
     for (struct reply *r = c->rhead, *next; r; r = next) {
         next = r->next;
@@ -368,6 +387,78 @@ static void handle_request(struct conn *c, struct proto_request *req)
     }
 }
 
+/* ---- max_open_puts: puts beyond it wait, each connection in its turn ---- */
+
+static void unpark_unlink(struct conn *c)
+{
+    struct server *s = c->srv;
+    if (c->park_prev)
+        c->park_prev->park_next = c->park_next;
+    else
+        s->park_head = c->park_next;
+    if (c->park_next)
+        c->park_next->park_prev = c->park_prev;
+    else
+        s->park_tail = c->park_prev;
+    c->park_next = c->park_prev = NULL;
+    c->is_parked = 0;
+}
+
+/* A put must wait while too many are being stored, or while earlier ones wait: stores
+ * stay bounded however many clients send, and each connection gets its turn in order. */
+static int must_wait(struct conn *c, const struct proto_request *req)
+{
+    struct server *s = c->srv;
+    if (req->cmd != CMD_PUT && req->cmd != CMD_BATCH)
+        return 0;
+    return s->park_head || dispatcher_puts_open(s->d->dispatcher) >= s->d->cfg->max_open_puts;
+}
+
+static void park(struct conn *c, struct proto_request *req)
+{
+    struct server *s = c->srv;
+    int64_t now = units_mono_ms();
+    c->parked = *req; /* takes its payloads */
+    c->is_parked = 1;
+    c->park_prev = s->park_tail;
+    if (s->park_tail)
+        s->park_tail->park_next = c;
+    else
+        s->park_head = c;
+    s->park_tail = c;
+    bufferevent_disable(c->bev, EV_READ);
+    if (now - s->parked_logged >= 60000 || !s->parked_logged) {
+        s->parked_logged = now;
+        log_warn("puts wait their turn: %zu being stored (max_open_puts %llu)",
+                 dispatcher_puts_open(s->d->dispatcher),
+                 (unsigned long long)s->d->cfg->max_open_puts);
+    }
+}
+
+static void handle_request(struct conn *c, struct proto_request *req);
+
+static void on_unpark(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct server *s = arg;
+    while (s->park_head &&
+           dispatcher_puts_open(s->d->dispatcher) < s->d->cfg->max_open_puts) {
+        struct conn *c = s->park_head;
+        unpark_unlink(c);
+        handle_request(c, &c->parked);
+        if (!c->eof && c->npending < PENDING_REPLIES_MAX / 2)
+            bufferevent_enable(c->bev, EV_READ);
+        event_active(c->more, 0, 0); /* the rest already read, or the close at EOF */
+    }
+}
+
+void server_puts_done(struct server *s)
+{
+    if (s && s->park_head)
+        event_active(s->unpark, 0, 0);
+}
+
 static void decode_some(struct conn *c)
 {
     struct evbuffer *in = bufferevent_get_input(c->bev);
@@ -375,12 +466,16 @@ static void decode_some(struct conn *c)
     struct proto_error err;
     /* A few requests per turn, so that one busy client cannot starve the others. */
     for (uint64_t n = 0; n < c->srv->d->cfg->requests_per_turn && !c->closing; n++) {
-        if (c->npending >= PENDING_REPLIES_MAX)
-            return; /* reading resumes when replies drain */
+        if (c->npending >= PENDING_REPLIES_MAX || c->is_parked)
+            return; /* reading resumes when replies drain, or at its turn */
         enum proto_result res = proto_decode(&c->dec, in, &req, &err);
         if (res == PROTO_NEED_MORE) {
             if (c->eof) /* the peer is gone: the rest of a request cut off never comes */
                 evbuffer_drain(in, evbuffer_get_length(in));
+            return;
+        }
+        if (res == PROTO_REQUEST && must_wait(c, &req)) {
+            park(c, &req);
             return;
         }
         if (res == PROTO_REQUEST) {
@@ -412,7 +507,7 @@ static void on_more(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct conn *c = arg;
     decode_some(c);
-    if (c->eof && !c->rhead && evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
+    if (c->eof && !c->rhead && !c->is_parked && evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
         evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
         conn_free(c);
 }
@@ -421,7 +516,7 @@ static void on_write(struct bufferevent *bev, void *arg)
 {
     (void)bev;
     struct conn *c = arg;
-    if (c->eof && !c->rhead)
+    if (c->eof && !c->rhead && !c->is_parked)
         event_active(c->more, 0, 0);
 }
 
@@ -467,11 +562,15 @@ static void refuse_connection(struct server *s, evutil_socket_t fd)
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
                       int socklen, void *arg)
 {
-    (void)l;
     (void)sa;
     (void)socklen;
     struct server *s = arg;
     struct event_base *base = s->d->base;
+    if (++s->accepted >= ACCEPTS_BEFORE_REST) {
+        evconnlistener_disable(l); /* its accept loop stops after this one */
+        struct timeval next_turn = {0, 0};
+        evtimer_add(s->accept_again, &next_turn);
+    }
     if (s->nconns >= s->d->cfg->max_connections) {
         refuse_connection(s, fd);
         return;
@@ -504,7 +603,20 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         s->conns->prev = c;
     s->conns = c;
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    /* Read no further ahead than one whole request: a connection's buffer, and so deferd's
+     * memory, stays bounded by max_connections times this however fast clients send. */
+    bufferevent_setwatermark(c->bev, EV_READ, 0,
+                             (size_t)(s->d->cfg->max_line + s->d->cfg->max_payload + 64));
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+static void on_accept_again(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct server *s = arg;
+    s->accepted = 0;
+    evconnlistener_enable(s->listener);
 }
 
 /* A socket file nobody answers on is left over from a crash: remove it. A live one means
@@ -541,6 +653,9 @@ struct server *server_new(struct deferd *d)
         return NULL;
     }
     s->d = d;
+    if (!(s->accept_again = evtimer_new(d->base, on_accept_again, s)) ||
+        !(s->unpark = event_new(d->base, -1, 0, on_unpark, s)))
+        goto fail;
     if (clear_stale_socket(cfg->socket_path) != 0) {
         log_error("cannot use socket path %s: %s", cfg->socket_path, strerror(errno));
         goto fail;
@@ -569,6 +684,10 @@ struct server *server_new(struct deferd *d)
     log_info("listening on %s", cfg->socket_path);
     return s;
 fail:
+    if (s->accept_again)
+        event_free(s->accept_again);
+    if (s->unpark)
+        event_free(s->unpark);
     free(s->path);
     free(s);
     return NULL;
@@ -581,6 +700,8 @@ void server_free(struct server *s)
     while (s->conns)
         conn_free(s->conns);
     evconnlistener_free(s->listener);
+    event_free(s->accept_again);
+    event_free(s->unpark);
     unlink(s->path);
     free(s->path);
     free(s);

@@ -29,6 +29,9 @@ int server_push_deadline(struct conn *conn, const char *id, int64_t ms_left);
 int server_push_expired(struct conn *conn, const char *id);
 /* Tells every consumer connection: "STATE <name>". */
 void server_broadcast_state(struct server *s, const char *name);
+/* A PUT or BATCH was answered: requests held back for max_open_puts may go (soon, from the
+ * loop, never under the caller's feet). */
+void server_puts_done(struct server *s);
 /* Requests received and not answered yet, over all connections. */
 size_t server_pending_replies(const struct server *s);
 

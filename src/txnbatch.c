@@ -15,6 +15,7 @@ struct txn_item {
     int nops;
     size_t bytes;
     int64_t session;            /* the session it was added in */
+    int last_of_batch;          /* take() ends a multi after it (a prefix known good) */
     zk_done_fn done;
     void *ctx;
 };
@@ -99,6 +100,8 @@ static int culprit(const struct zk_result *res, int nops)
     return -1;
 }
 
+static void fail_all(struct txn_item *items, int rc);
+
 static void on_multi(const struct zk_result *res, void *ctx)
 {
     struct sent *s = ctx;
@@ -108,15 +111,23 @@ static void on_multi(const struct zk_result *res, void *ctx)
     b->inflight--;
     free(s);
     if (res->rc != ZOK && bad >= 0) {
-        /* One item failed: it alone gets its error; the rest were rolled back, go again. */
-        struct txn_item **pp = &items, *it;
+        /* One item failed: it alone gets its error; the rest were rolled back, go again.
+         * Those before it passed, so they go in a multi of their own: each further bad
+         * item in the rest then costs a round trip of the rest only, not of everyone. */
+        struct txn_item **pp = &items, *it, *prev = NULL;
         int first = 0;
         while ((it = *pp) && first + it->nops <= bad) {
             first += it->nops;
+            prev = it;
             pp = &it->next;
         }
         *pp = it->next;
-        requeue(b, items);
+        if (prev)
+            prev->last_of_batch = 1;
+        if (b->closing) /* nothing is sent any more: waiting, they would never finish */
+            fail_all(items, ZCLOSING);
+        else
+            requeue(b, items);
         finish_item(it, res->op_err[bad], res->op_err + first, NULL);
         schedule_flush(b);
         return;
@@ -141,10 +152,14 @@ static struct txn_item *take(struct txnbatch *b, int *nops)
     int n = 0, ops = 0;
     while (*pp && n < BATCH_ITEMS_MAX && ops + (*pp)->nops <= ZK_MULTI_MAX &&
            (n == 0 || bytes + (*pp)->bytes <= BATCH_BYTES_MAX)) {
+        int last = (*pp)->last_of_batch;
+        (*pp)->last_of_batch = 0;
         bytes += (*pp)->bytes;
         ops += (*pp)->nops;
         n++;
         pp = &(*pp)->next;
+        if (last)
+            break;
     }
     b->head = *pp;
     if (!b->head)
@@ -318,6 +333,7 @@ void txnbatch_free(struct txnbatch *b)
     if (!b)
         return;
     txnbatch_close(b);
+    fail_all(b->head, ZCLOSING); /* none expected: close sent them all */
     event_free(b->flush);
     free(b);
 }

@@ -231,9 +231,15 @@ static void on_data(int rc, const char *value, int len, const struct Stat *stat,
     on_stat(rc, stat, data);
 }
 
-static void on_strings(int rc, const struct String_vector *sv, const void *data)
+/* Listings come with the parent's Stat: its ctime tells a fresh bucket from an old one. */
+static void on_strings(int rc, const struct String_vector *sv, const struct Stat *stat,
+                       const void *data)
 {
     struct zk_msg *m = (struct zk_msg *)data;
+    if (rc == ZOK && stat) {
+        m->res.stat = *stat;
+        m->res.has_stat = 1;
+    }
     if (rc == ZOK && sv && sv->count > 0) {
         m->res.children = calloc((size_t)sv->count, sizeof(char *));
         for (int i = 0; m->res.children && i < sv->count; i++) {
@@ -337,7 +343,7 @@ int zkstore_children(struct zkstore *zs, const char *path, int watch, zk_done_fn
     struct zk_msg *m = new_result(zs, ZOP_CHILDREN, done, ctx);
     if (!m)
         return ZSYSTEMERROR;
-    return sent(m, zoo_aget_children(zs->zh, path, watch, on_strings, m));
+    return sent(m, zoo_aget_children2(zs->zh, path, watch, on_strings, m));
 }
 
 static char *copy_bytes(const void *data, size_t len)

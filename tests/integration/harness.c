@@ -124,6 +124,23 @@ static int wait_ready(struct daemon_proc *d)
     return -1;
 }
 
+int daemon_wait_connected(const struct daemon_proc *d, int ms)
+{
+    char stats[2048];
+    int64_t deadline = now_ms() + ms;
+    deferd_client *c = deferd_connect(d->sock, NULL, 0);
+    int up = 0;
+    while (c && !up && now_ms() < deadline) {
+        up = deferd_stats(c, stats, sizeof stats) == DEFERD_OK &&
+             strstr(stats, "zk_state=CONNECTED") != NULL;
+        if (!up)
+            usleep(20000);
+    }
+    if (c)
+        deferd_close(c);
+    return up ? 0 : -1;
+}
+
 int daemon_spawn(struct daemon_proc *d, const char *root, const char *tag,
                  const char *const *overrides)
 {

@@ -1,6 +1,7 @@
 /* Configurable limits: max_connections (the one over is told why and closed), max_line,
  * max_inflight, requests_per_turn (a client pipelining many requests is answered in full
- * while another client's request still gets through). */
+ * while another client's request still gets through), max_open_puts (puts beyond it wait
+ * in a line of connections: another client's put is answered in its turn). */
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -118,6 +119,45 @@ static void fairness(void)
     close(other);
 }
 
+/* max_open_puts=1: one client pipelines PUTS puts, another sends one put after them. The
+ * second is answered in its turn, after a few of the first's, not after all of them (with
+ * no line it would share a multi with the first's first requests_per_turn); then every put
+ * of the first is answered, in order, and the wait was logged. */
+static void put_line(void)
+{
+    enum { PUTS = 200 };
+    static char burst[PUTS * 16];
+    char line[160], stats[2048];
+    size_t n = 0;
+    long mark = log_mark(&d);
+    for (int i = 0; i < PUTS; i++)
+        n += (size_t)snprintf(burst + n, sizeof burst - n, "PUT a 4\nj%03d\n", i);
+    deferd_client *c = client(&d);
+    CHECK(daemon_wait_connected(&d, 10000) == 0);
+    int busy = raw_connect(&d), other = raw_connect(&d);
+    CHECK(busy >= 0 && other >= 0);
+    CHECK(write(busy, burst, n) == (ssize_t)n);
+    CHECK(send_str(other, "PUT b 1\nx\n") == 0);
+    int got = read_line(other, line, sizeof line, 10000);
+    if (got < 0 || strncmp(line, "OK b/", 5) != 0)
+        fprintf(stderr, "the other put got: %s\n", got < 0 ? "nothing" : line);
+    CHECK(got > 0 && strncmp(line, "OK b/", 5) == 0);
+    CHECK(deferd_stats_queue(c, "a", stats, sizeof stats) == DEFERD_OK);
+    const char *put = strstr(stats, " put=");
+    long stored = put ? strtol(put + 5, NULL, 10) : -1;
+    printf("the other client's put answered when %ld of %d were stored\n", stored, PUTS);
+    CHECK(stored >= 0 && stored < 20);
+    int answered = 0;
+    while (answered < PUTS && read_line(busy, line, sizeof line, 20000) > 0 &&
+           strncmp(line, "OK a/", 5) == 0)
+        answered++;
+    CHECK(answered == PUTS);
+    CHECK(log_count(&d, mark, "puts wait their turn") == 1);
+    deferd_close(c);
+    close(busy);
+    close(other);
+}
+
 int main(void)
 {
     harness_init("limits", root, sizeof root);
@@ -128,6 +168,10 @@ int main(void)
     connections();
     lines_and_inflight();
     fairness();
+    daemon_kill(&d, SIGTERM);
+    const char *line[] = {"daemon.max_open_puts=1", NULL};
+    CHECK(daemon_start(&d, root, "limits-puts", line) == 0);
+    put_line();
     daemon_kill(&d, SIGTERM);
     const char *bad[] = {"daemon.max_line=100", NULL};
     CHECK(daemon_spawn(&d, root, "limits-bad", bad) == 0);

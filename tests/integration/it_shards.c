@@ -57,7 +57,7 @@ static void put_all(deferd_client *prod, int64_t due)
             int rc = deferd_put_recv(prod, id, sizeof id, 10000);
             CHECK(rc == DEFERD_OK);
             ok += rc == DEFERD_OK;
-            sharded += strchr(strchr(id, '/') + 1, '/') != NULL;
+            sharded += rc == DEFERD_OK && strchr(strchr(id, '/') + 1, '/') != NULL;
         }
     }
     printf("put %d jobs due at one millisecond, %d of them with a shard in their id\n", ok,
@@ -72,6 +72,7 @@ int main(void)
     zhandle_t *zh = zk_connect();
     CHECK(zh != NULL);
     CHECK(daemon_start(&writer, root, "w", NULL) == 0);
+    CHECK(daemon_wait_connected(&writer, 10000) == 0);
     deferd_client *prod = client(&writer);
     int64_t due = now_ms() + 4000;
     put_all(prod, due);

@@ -1,14 +1,17 @@
-/* NOT BUILT, NOT A TEST YET (issue 9, work in progress). It fails today: during the storm
- * an accept flood starves existing connections, so the pre-connected producer's puts time
- * out after 20 s. Register it in tests/CMakeLists.txt (integration loop, name "stress")
- * once the loop gives client connections priority over accepting new ones. */
 /* Hostile clients: 16 threads connect over and over and send random bytes, truncated
- * requests (a PUT or BATCH cut off mid-payload), over-long lines, and vanish, while a
- * well-behaved producer puts 400 jobs to queue a and a consumer acks them, both connected
- * before the storm (the storm keeps max_connections full: a client connecting during it
- * may be refused). Every well-behaved job is delivered, the daemon answers a new client
- * after the storm (connections cut off mid-request are freed), and its memory stays
- * bounded (resident size after the storm, and after a second one, within 64 MiB). */
+ * requests (a PUT or BATCH cut off mid-payload), over-long lines, huge announced payloads,
+ * and valid requests that work other queues (keyed batches that mostly turn out duplicates,
+ * SUBs that vanish holding jobs), and hang up, often mid-request; about 100k connections in
+ * 6 s. Meanwhile a well-behaved producer puts 400 jobs to queue a and a consumer acks them,
+ * both connected before the storm (the storm keeps max_connections full: a client connecting
+ * during it may be refused). Checked: every well-behaved put is answered (within the
+ * client's 20 s timeout) and every good job delivered; the daemon answers a new client after
+ * the storm (connections cut off mid-request are freed); its resident memory after one storm
+ * and after a second stays within 64 MiB of the start (not under ASan, whose quarantine
+ * swamps it). This found: the accept loop starving open connections (server.c accepts 16
+ * between turns), a backlog of puts without bound (max_open_puts), the collector deleting
+ * an overdue put's bucket on every retry (mirror.c's ctime rule), and one bad item in a
+ * multi rolling back everyone before it again and again (txnbatch.c). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
@@ -115,6 +118,7 @@ static void storm_for(int ms)
 struct good {
     int delivered[GOOD_JOBS];
     int put_failed;
+    int64_t put_max_ms;         /* the slowest answer to a good put */
     deferd_client *producer;    /* connected before the storm */
 };
 
@@ -125,8 +129,11 @@ static void *produce(void *arg)
     char payload[32], id[DEFERD_ID_SIZE];
     for (int i = 0; i < GOOD_JOBS; i++) {
         snprintf(payload, sizeof payload, "good-%d", i);
+        int64_t t0 = now_ms();
         if (put_job(c, "a", payload, i % 2000, -1, -1, id) != 0 && g->put_failed++ == 0)
             fprintf(stderr, "first failed put: %s\n", deferd_last_error(c));
+        if (now_ms() - t0 > g->put_max_ms)
+            g->put_max_ms = now_ms() - t0;
         if (i % 40 == 0)
             usleep(100000); /* spread over the storm */
     }
@@ -165,6 +172,7 @@ int main(void)
     static const int storm_ms = STORM_MS;
     harness_init("stress", root, sizeof root);
     CHECK(daemon_start(&d, root, "stress", NULL) == 0);
+    CHECK(daemon_wait_connected(&d, 10000) == 0);
     deferd_client *cons = client(&d);
     CHECK(deferd_subscribe(cons, "a", 8) == DEFERD_OK);
     g.producer = client(&d);
@@ -183,13 +191,15 @@ int main(void)
     CHECK(deferd_ping(c) == DEFERD_OK);
     deferd_close(c);
     printf("storm: %ld connections, %ld bytes; good jobs %d of %d delivered (put failures "
-           "%d); RSS %ld KiB before, %ld after one storm, %ld after two\n",
+           "%d, slowest answer %lld ms); RSS %ld KiB before, %ld after one storm, %ld after two\n",
            atomic_load(&connections), atomic_load(&sent_bytes), got, GOOD_JOBS, g.put_failed,
-           before, after1, after2);
+           (long long)g.put_max_ms, before, after1, after2);
     CHECK(g.put_failed == 0);
     CHECK(got == GOOD_JOBS);
     CHECK(before > 0 && after1 > 0 && after2 > 0);
+#ifndef __SANITIZE_ADDRESS__ /* ASan's quarantine and shadow memory swamp the figure */
     CHECK(after1 - before < 64 * 1024 && after2 - before < 64 * 1024);
+#endif
     CHECK(atomic_load(&connections) > 1000); /* the storm really happened */
     deferd_close(cons);
     deferd_close(g.producer);
