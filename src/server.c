@@ -620,28 +620,57 @@ static void on_accept_again(evutil_socket_t fd, short what, void *arg)
 }
 
 /* A socket file nobody answers on is left over from a crash: remove it. A live one means
- * another daemon uses this path: refuse rather than steal it. */
+ * another daemon uses this path: refuse rather than steal it. Says why when it refuses. */
 static int clear_stale_socket(const char *path)
 {
     struct stat st;
-    if (lstat(path, &st) != 0)
-        return errno == ENOENT ? 0 : -1;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return 0; /* a missing directory is for bind() to find: log_listen_error() */
+        log_error("cannot use socket path %s: %s", path, strerror(errno));
+        return -1;
+    }
     if (!S_ISSOCK(st.st_mode)) {
         log_error("socket path %s exists and is not a socket; not touching it", path);
         return -1;
     }
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
     strncpy(sun.sun_path, path, sizeof sun.sun_path - 1);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    int live = connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0;
-    close(fd);
-    if (live) {
-        log_error("another process is listening on %s", path);
+    /* Non-blocking: a live daemon with a full backlog says EAGAIN instead of hanging us. */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int err = fd < 0 ? errno : connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0 ? 0 : errno;
+    if (fd >= 0)
+        close(fd);
+    if (err == 0 || err == EAGAIN) {
+        log_error("another process is listening on %s (another deferd?); not taking it over",
+                  path);
         return -1;
     }
-    return unlink(path);
+    if (err != ECONNREFUSED) { /* only a refusal proves nobody listens; EACCES proves nothing */
+        log_error("cannot tell whether socket %s is in use (connect: %s); not removing it",
+                  path, strerror(err));
+        return -1;
+    }
+    if (unlink(path) != 0) {
+        log_error("cannot remove stale socket %s: %s", path, strerror(errno));
+        return -1;
+    }
+    log_info("removed stale socket %s (nobody was listening on it)", path);
+    return 0;
+}
+
+/* bind() reports a missing directory as a bare "No such file or directory" about the socket:
+ * name the directory instead, the usual slip (under systemd, RuntimeDirectory=). */
+static void log_listen_error(const char *path, int err)
+{
+    const char *slash = strrchr(path, '/');
+    if (err != ENOENT || !slash) {
+        log_error("cannot listen on %s: %s", path, strerror(err));
+        return;
+    }
+    log_error("cannot listen on %s: directory %.*s does not exist; create it first (under "
+              "systemd: RuntimeDirectory= in the unit)", path,
+              slash == path ? 1 : (int)(slash - path), path);
 }
 
 struct server *server_new(struct deferd *d)
@@ -656,10 +685,8 @@ struct server *server_new(struct deferd *d)
     if (!(s->accept_again = evtimer_new(d->base, on_accept_again, s)) ||
         !(s->unpark = event_new(d->base, -1, 0, on_unpark, s)))
         goto fail;
-    if (clear_stale_socket(cfg->socket_path) != 0) {
-        log_error("cannot use socket path %s: %s", cfg->socket_path, strerror(errno));
-        goto fail;
-    }
+    if (clear_stale_socket(cfg->socket_path) != 0)
+        goto fail; /* it said why */
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
     strncpy(sun.sun_path, cfg->socket_path, sizeof sun.sun_path - 1);
     mode_t old = umask(0777 & ~cfg->socket_mode); /* no window with a wider mode */
@@ -668,7 +695,7 @@ struct server *server_new(struct deferd *d)
                                           (struct sockaddr *)&sun, sizeof sun);
     umask(old);
     if (!s->listener) {
-        log_error("cannot listen on %s: %s", cfg->socket_path, strerror(errno));
+        log_listen_error(cfg->socket_path, errno);
         goto fail;
     }
     if (chmod(cfg->socket_path, cfg->socket_mode) != 0)
