@@ -100,8 +100,9 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
 {
     struct config *c = ld->cfg;
     if (strcmp(key, "socket") == 0) {
-        if (strlen(value) >= 108)
-            return fail(ld, "'socket': path longer than 107 bytes");
+        if (strlen(value) >= 108) /* sizeof sun_path, with its terminating NUL */
+            return fail(ld, "'socket': path of %zu bytes is longer than the 107 a Unix socket "
+                        "address holds", strlen(value));
         return set_string(ld, &c->socket_path, key, value);
     }
     if (strcmp(key, "socket_mode") == 0) {
@@ -521,6 +522,9 @@ static char *read_line(char *buf, int size, void *stream)
 {
     struct load *ld = stream;
     char *s = fgets(buf, size, ld->fp);
+    /* NULL is also a read error: a directory (EISDIR) or EIO is not an empty file. */
+    if (!s && ferror(ld->fp))
+        fail(ld, "cannot read: %s", strerror(errno));
     if (s) {
         ld->line++;
         size_t n = strlen(s);
