@@ -192,6 +192,9 @@ out:
 
 int main(int argc, char **argv)
 {
+    /* First: a closed stderr or stdout (a pipe whose reader left) must cost only the line
+     * written, EPIPE, never the process, not even for the first complaint about the config. */
+    signal(SIGPIPE, SIG_IGN);
     struct options o = {0};
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0)
@@ -209,7 +212,6 @@ int main(int argc, char **argv)
     }
     log_set_level(cfg.log_level);
     log_configure("deferd", cfg.log_target, cfg.log_facility, cfg.log_timestamps);
-    signal(SIGPIPE, SIG_IGN);
     struct deferd d = {.cfg = &cfg, .base = new_base()};
     struct hup hup = {.d = &d, .cfg = &cfg, .o = &o};
     struct event *hup_ev = d.base ? evsignal_new(d.base, SIGHUP, on_hup, &hup) : NULL;
