@@ -13,6 +13,7 @@ static const struct { const char *name; int value; } facilities[] = {
 
 #include "log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,10 +28,13 @@ static _Atomic int current = LOG_INFO;
 static _Atomic int target = LOG_TO_STDERR;
 static _Atomic int stamped = 1;  /* timestamp prefix on stderr lines */
 static _Atomic int journal;      /* stderr is the journal: "<N>" priority prefix */
+static _Atomic int syslog_facility = LOG_DAEMON;
+static _Atomic unsigned long long dropped; /* stderr lines that could not be written */
 static const char *ident = "deferd";
 static const char *const names[] = {"error", "warn", "info", "debug"};
 
 void log_set_level(enum log_level level) { current = level; }
+unsigned long long log_dropped(void) { return dropped; }
 enum log_level log_get_level(void) { return (enum log_level)current; }
 
 static int parse_word(const char *s, const char *const *words, int n)
@@ -114,6 +118,7 @@ void log_configure(const char *name, enum log_target to, int facility, enum log_
     } else if (target == LOG_TO_SYSLOG) {
         closelog();
     }
+    syslog_facility = facility;
     target = to;
 }
 
@@ -136,6 +141,19 @@ static size_t prefix(char *line, size_t size, enum log_level level)
                             tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, ident, names[level]);
 }
 
+/* A full disk or a pipe whose reader left: the line is lost, and so would be any complaint
+ * written where it went. Counted (deferd_log_dropped_total); the first is said to syslog,
+ * the one other place that may be listening. Never retried: logging must not stall work. */
+static void stderr_failed(int err)
+{
+    clearerr(stderr);
+    if (atomic_fetch_add(&dropped, 1) != 0)
+        return;
+    openlog(ident, LOG_PID, syslog_facility); /* as log_target = syslog would */
+    syslog(LOG_WARNING, "cannot write log lines to stderr (%s); dropping them, counted in "
+           "deferd_log_dropped_total", strerror(err));
+}
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
     if ((int)level > current)
@@ -152,5 +170,6 @@ void log_msg(enum log_level level, const char *fmt, ...)
     size_t n = prefix(line, sizeof line, level);
     snprintf(line + n, sizeof line - n, "%s\n", msg);
     /* One fputs per line keeps lines whole when several threads log. */
-    fputs(line, stderr);
+    if (fputs(line, stderr) == EOF)
+        stderr_failed(errno);
 }

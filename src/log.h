@@ -11,6 +11,8 @@ enum log_target { LOG_TO_STDERR, LOG_TO_SYSLOG };
 enum log_stamps { LOG_STAMPS_AUTO, LOG_STAMPS_YES, LOG_STAMPS_NO };
 
 void log_set_level(enum log_level level);
+/* Lines that could not be written to stderr (ENOSPC, EPIPE, ...), since the start. */
+unsigned long long log_dropped(void);
 enum log_level log_get_level(void);
 /* Where lines go from now on. IDENT names the program in each line (and to syslog); it must
  * outlive the logger. FACILITY is a value from log_facility_parse(). */

@@ -10,6 +10,7 @@
 #include "consumers.h"
 #include "daemon.h"
 #include "dispatcher.h"
+#include "log.h"
 #include "pending.h"
 #include "session.h"
 #include "units.h"
@@ -376,6 +377,9 @@ int metrics_expose(struct metrics *m, struct evbuffer *out)
         return -1;
     histograms_out(m, out);
     session_out(m, out);
+    family(out, "deferd_log_dropped_total", "counter",
+           "Log lines that could not be written to stderr (a full disk, a closed pipe).");
+    evbuffer_add_printf(out, "deferd_log_dropped_total %llu\n", log_dropped());
     return 0;
 }
 
