@@ -100,7 +100,7 @@ static pid_t spawn(struct daemon_proc *d, const char *const *overrides)
     return pid;
 }
 
-static int wait_ready(struct daemon_proc *d)
+int daemon_wait_ready(struct daemon_proc *d)
 {
     int64_t deadline = now_ms() + 30000;
     while (now_ms() < deadline) {
@@ -141,8 +141,7 @@ int daemon_wait_connected(const struct daemon_proc *d, int ms)
     return up ? 0 : -1;
 }
 
-int daemon_spawn(struct daemon_proc *d, const char *root, const char *tag,
-                 const char *const *overrides)
+int daemon_prepare(struct daemon_proc *d, const char *root, const char *tag)
 {
     memset(d, 0, sizeof *d);
     snprintf(d->dir, sizeof d->dir, "/tmp/deferd-it-%d-%s", (int)getpid(), tag);
@@ -150,9 +149,15 @@ int daemon_spawn(struct daemon_proc *d, const char *root, const char *tag,
     snprintf(d->sock, sizeof d->sock, "%s/deferd.sock", d->dir);
     snprintf(d->log, sizeof d->log, "%s/deferd.log", d->dir);
     snprintf(d->root, sizeof d->root, "%s", root);
-    saved_overrides = overrides;
-    if (write_config(d) != 0)
+    return write_config(d);
+}
+
+int daemon_spawn(struct daemon_proc *d, const char *root, const char *tag,
+                 const char *const *overrides)
+{
+    if (daemon_prepare(d, root, tag) != 0)
         return -1;
+    saved_overrides = overrides;
     d->pid = spawn(d, overrides);
     return d->pid > 0 ? 0 : -1;
 }
@@ -160,13 +165,13 @@ int daemon_spawn(struct daemon_proc *d, const char *root, const char *tag,
 int daemon_start(struct daemon_proc *d, const char *root, const char *tag,
                  const char *const *overrides)
 {
-    return daemon_spawn(d, root, tag, overrides) == 0 ? wait_ready(d) : -1;
+    return daemon_spawn(d, root, tag, overrides) == 0 ? daemon_wait_ready(d) : -1;
 }
 
 int daemon_restart(struct daemon_proc *d, const char *const *overrides)
 {
     d->pid = spawn(d, overrides ? overrides : saved_overrides);
-    return d->pid > 0 ? wait_ready(d) : -1;
+    return d->pid > 0 ? daemon_wait_ready(d) : -1;
 }
 
 /* Under valgrind, every run recorded in the log must end with a clean summary. */

@@ -37,6 +37,11 @@ int daemon_wait_connected(const struct daemon_proc *d, int ms);
 /* Only starts it: no wait for its socket. */
 int daemon_spawn(struct daemon_proc *d, const char *root, const char *tag,
                  const char *const *overrides);
+/* Only fills D and writes its config (D->dir/deferd.ini), for tests that run deferd
+ * themselves; then daemon_wait_ready() once D->pid is set. */
+int daemon_prepare(struct daemon_proc *d, const char *root, const char *tag);
+/* Waits up to 30 s until D answers PING; -1 if it exits first (D->exit_status) or is late. */
+int daemon_wait_ready(struct daemon_proc *d);
 void daemon_kill(struct daemon_proc *d, int sig); /* and reaps it */
 /* Waits up to MS for deferd to exit by itself; its exit status, or -1. */
 int daemon_wait_exit(struct daemon_proc *d, int ms);
