@@ -1,6 +1,7 @@
 /* log_target = syslog: deferd's lines, and the ZooKeeper client's from its own threads, reach
  * the syslog socket with deferd's name, its pid, the configured facility and the right
- * priorities, and no longer go to stderr.
+ * priorities, and no longer go to stderr. With log_target = stderr on a full disk, the first
+ * line lost is said once to syslog.
  * glibc's syslog() writes to /dev/log and nowhere else, so deferd runs in a mount namespace
  * of its own (unshare) whose /dev/log is this test's socket: the machine's /dev/log is never
  * touched. Skipped (77) where a mount namespace cannot be made. */
@@ -21,8 +22,8 @@ static char received[1 << 18];
 static size_t nreceived;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* COMMAND in a mount namespace where /dev is a small tmpfs with null, zero, random, urandom
- * from the real one and log bound to SOCKET. */
+/* COMMAND in a mount namespace where /dev is a small tmpfs with null, zero, full, random,
+ * urandom from the real one and log bound to SOCKET. */
 static const char wrapper[] =
     "#!/bin/sh\n"
     "sock=$1 dir=$2; shift 2\n"
@@ -32,7 +33,7 @@ static const char wrapper[] =
     "  mkdir -p \"$old\"\n"
     "  mount --bind /dev \"$old\"\n"
     "  mount -t tmpfs -o size=64k,mode=755 tmpfs /dev\n"
-    "  for n in null zero random urandom; do touch /dev/$n; mount --bind \"$old/$n\" /dev/$n; done\n"
+    "  for n in null zero full random urandom; do touch /dev/$n; mount --bind \"$old/$n\" /dev/$n; done\n"
     "  touch /dev/log\n"
     "  mount --bind \"$sock\" /dev/log\n"
     "  umount -l \"$old\"\n"
@@ -67,14 +68,14 @@ static void *drain(void *arg)
     return NULL;
 }
 
-static int has_message(const char *pri, const char *text)
+static int count_messages(const char *pri, const char *text)
 {
     int hit = 0;
     pthread_mutex_lock(&lock);
-    for (char *line = received; !hit && line < received + nreceived;) {
+    for (char *line = received; line < received + nreceived;) {
         char *end = strchr(line, '\n');
         *end = '\0';
-        hit = strncmp(line, pri, strlen(pri)) == 0 && strstr(line, text);
+        hit += strncmp(line, pri, strlen(pri)) == 0 && strstr(line, text);
         *end = '\n';
         line = end + 1;
     }
@@ -86,7 +87,7 @@ static int has_message(const char *pri, const char *text)
 static int wait_message(const char *pri, const char *text, int ms)
 {
     int64_t deadline = now_ms() + ms;
-    while (!has_message(pri, text)) {
+    while (!count_messages(pri, text)) {
         if (now_ms() > deadline) {
             fprintf(stderr, "no syslog message %s...%s in %d ms\n", pri, text, ms);
             return 0;
@@ -105,6 +106,29 @@ static int write_wrapper(char *cmd, size_t len)
         return -1;
     snprintf(cmd, len, "sh %s %s %s", path, sock_path, dir);
     return 0;
+}
+
+/* log_target = stderr, and stderr /dev/full (inside the namespace, after NS_CMD): every line
+ * is lost, the first loss is reported to syslog at warning, once. */
+static void stderr_on_full_disk(const char *root, const char *ns_cmd)
+{
+    char path[400], wrap[1700], text[160];
+    struct daemon_proc d;
+    snprintf(path, sizeof path, "%s/full.sh", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs("exec \"$@\" 2>/dev/full\n", f) >= 0 && fclose(f) == 0);
+    snprintf(wrap, sizeof wrap, "%s sh %s", ns_cmd, path);
+    setenv("DEFERD_WRAPPER", wrap, 1);
+    const char *ov[] = {"daemon.log_facility=local3", NULL};
+    if (daemon_start(&d, root, "full", ov) != 0) {
+        CHECK(!"deferd with stderr on /dev/full");
+        return;
+    }
+    snprintf(text, sizeof text, "deferd[%d]: cannot write log lines to stderr (No space left "
+             "on device); dropping them", (int)d.pid);
+    CHECK(wait_message("<156>", text, 10000)); /* local3, warning */
+    daemon_kill(&d, SIGTERM);
+    CHECK(count_messages("<15", "cannot write log lines") == 1);
 }
 
 int main(void)
@@ -138,6 +162,7 @@ int main(void)
     daemon_kill(&d, SIGTERM);
     CHECK(wait_message("<158>", "info: signal 15: draining", 10000));
     CHECK(log_count(&d, 0, "deferd started") == 0); /* stderr has none of it */
+    stderr_on_full_disk(root, cmd);
     shutdown(fd, SHUT_RDWR); /* ends the reader's recv() */
     pthread_join(reader, NULL);
     close(fd);
