@@ -17,8 +17,9 @@
 int admin_failed(char *err, size_t errlen, const char *what, const char *path, int rc)
 {
     if (rc == ZNOAUTH)
-        snprintf(err, errlen, "%s %s: ZooKeeper denies access (check [zookeeper] auth and the "
-                 "znode's ACL)", what, path);
+        snprintf(err, errlen, "%s %s: permission denied by ZooKeeper (check [zookeeper] auth "
+                 "and the ACL of the znode or, for a create or delete, of its parent)", what,
+                 path);
     else
         snprintf(err, errlen, "%s %s: %s", what, path, zerror(rc));
     return -1;
@@ -210,18 +211,26 @@ int admin_dead_show(struct admin *a, const char *id, FILE *out, char *err, size_
     return 0;
 }
 
+/* ZooKeeper checks the parent's ACL before it looks for the node: a directory that exists
+ * may answer NoAuth, which the next level's existence disproves (NoNode there is only the
+ * echo of a missing level above). What counts is the deepest other error. */
 int admin_create_parents(struct admin *a, const char *path)
 {
     char buf[LAYOUT_PATH_MAX];
+    int cause = ZOK;
     snprintf(buf, sizeof buf, "%s", path);
     for (char *p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
         *p = '\0';
         int rc = zoo_create(a->zh, buf, NULL, -1, &a->acl, 0, NULL, 0);
         *p = '/';
-        if (rc != ZOK && rc != ZNODEEXISTS)
-            return rc;
+        if (rc == ZOK || rc == ZNODEEXISTS)
+            cause = ZOK;
+        else if (rc == ZNOAUTH || (rc == ZNONODE && cause == ZOK))
+            cause = rc;
+        else if (rc != ZNONODE)
+            return rc; /* the connection, not a directory */
     }
-    return ZOK;
+    return cause;
 }
 
 /* A kicked job is pending again, a cancelled one is not: for a queue with max_pending, the

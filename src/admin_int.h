@@ -17,7 +17,8 @@ struct admin {
     _Atomic int auth_rc;  /* the answer to [zookeeper] auth, set on the client's thread */
 };
 
-/* Formats "WHAT PATH: zerror" into err (ZNOAUTH: that ZooKeeper denies access); returns -1. */
+/* Formats "WHAT PATH: zerror" into err (ZNOAUTH: "permission denied by ZooKeeper", and
+ * where to look); returns -1. */
 int admin_failed(char *err, size_t errlen, const char *what, const char *path, int rc);
 /* Creates every missing ancestor of PATH (not PATH itself). Returns a ZooKeeper code. */
 int admin_create_parents(struct admin *a, const char *path);

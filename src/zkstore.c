@@ -395,28 +395,81 @@ int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_
     return sent(m, zoo_amulti(zs->zh, nops, m->ops, m->op_res, on_multi, m));
 }
 
+/* A zkstore_create_parents with a DONE: its creates answered so far. */
+struct parents {
+    zk_done_fn done;            /* NULL once the caller was told the send failed */
+    void *ctx;
+    int left, rc;
+    size_t failed_len;          /* path[..failed_len]: the directory of rc */
+    char path[1024];
+    struct parent_level {
+        struct parents *p;
+        size_t len;
+    } level[];
+};
+
+/* Answers come in the order of the creates (one session). ZooKeeper checks the parent's
+ * ACL before it looks for the node, so a directory that exists may still answer NoAuth; a
+ * level that exists (created, or NodeExists) proves every level above it, and NoNode is
+ * only the echo of a missing level above. The cause is the deepest other error. */
+static void on_parent_made(const struct zk_result *res, void *ctx)
+{
+    struct parent_level *lv = ctx;
+    struct parents *p = lv->p;
+    if (res->rc == ZOK || res->rc == ZNODEEXISTS) {
+        p->rc = ZOK;
+    } else if (res->rc != ZNONODE || p->rc == ZOK) {
+        p->rc = res->rc;
+        p->failed_len = lv->len;
+    }
+    if (--p->left > 0)
+        return;
+    p->path[p->failed_len] = '\0';
+    struct zk_result r = {.rc = p->rc, .path = p->rc == ZOK ? NULL : p->path};
+    if (p->done)
+        p->done(&r, p->ctx);
+    free(p);
+}
+
 int zkstore_create_parents(struct zkstore *zs, const char *path, zk_done_fn done, void *ctx)
 {
-    char buf[1024];
-    size_t n = strlen(path);
-    if (n >= sizeof buf)
-        return ZBADARGUMENTS;
-    memcpy(buf, path, n + 1);
-    char *last = strrchr(buf, '/');
-    if (!last || last == buf)
-        return done ? ZBADARGUMENTS : ZOK;
-    *last = '\0';
-    /* Creates are applied in order on one session: parents always before children. */
-    for (char *p = strchr(buf + 1, '/');; p = strchr(p + 1, '/')) {
-        if (p)
-            *p = '\0';
-        int rc = zkstore_create(zs, buf, NULL, 0, 0, p ? NULL : done, p ? NULL : ctx);
-        if (rc != ZOK)
-            return rc;
-        if (!p)
-            return ZOK;
-        *p = '/';
+    size_t n = strlen(path), levels = 0;
+    for (const char *c = path + 1; *c; c++)
+        levels += *c == '/';
+    struct parents *p = calloc(1, sizeof *p + levels * sizeof p->level[0]);
+    if (!p)
+        return ZSYSTEMERROR;
+    if (n >= sizeof p->path || levels == 0) {
+        free(p);
+        return n >= sizeof p->path || done ? ZBADARGUMENTS : ZOK;
     }
+    memcpy(p->path, path, n + 1);
+    p->done = done;
+    p->ctx = ctx;
+    /* Creates are applied in order on one session: parents always before children. */
+    char *slash = strchr(p->path + 1, '/');
+    for (size_t i = 0; i < levels; i++, slash = strchr(slash + 1, '/')) {
+        p->level[i] = (struct parent_level){.p = p, .len = (size_t)(slash - p->path)};
+        *slash = '\0';
+        int rc = zkstore_create(zs, p->path, NULL, 0, 0, on_parent_made, &p->level[i]);
+        *slash = '/';
+        if (rc != ZOK) {
+            p->done = NULL; /* the caller hears it now; the answers still due free p */
+            if (p->left == 0)
+                free(p);
+            return rc;
+        }
+        p->left++;
+    }
+    return ZOK;
+}
+
+int zk_failed_op(const struct zk_result *res)
+{
+    for (int i = 0; res->op_err && i < res->nops; i++)
+        if (res->op_err[i] != ZOK && res->op_err[i] != ZRUNTIMEINCONSISTENCY)
+            return i;
+    return -1;
 }
 
 int zkstore_connected(const struct zkstore *zs) { return zs->connected; }

@@ -27,6 +27,7 @@ struct zk_result {
     int nops;                  /* multi: per-operation results */
     int *op_err;
     char **op_path;            /* multi: name a sequential create got (NULL for others) */
+    const char *path;          /* create_parents: the directory whose create failed */
 };
 
 typedef void (*zk_done_fn)(const struct zk_result *r, void *ctx);
@@ -76,7 +77,13 @@ int zkstore_children(struct zkstore *zs, const char *path, int watch, zk_done_fn
 int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_done_fn done,
                   void *ctx);
 /* Creates every missing ancestor of PATH (not PATH itself), pipelined; NodeExists is fine.
- * DONE gets the result of the last create. */
+ * Once every create is answered DONE gets ZOK (the parent of PATH exists) or the error that
+ * kept it from existing (e.g. NoAuth, which makes every deeper level fail with NoNode), with
+ * the directory it came from in the result's path. */
 int zkstore_create_parents(struct zkstore *zs, const char *path, zk_done_fn done, void *ctx);
+
+/* The operation that failed a multi: the first with an error of its own (the others carry
+ * ZOK or ZRUNTIMEINCONSISTENCY); -1 when the multi never reached the data. */
+int zk_failed_op(const struct zk_result *res);
 
 #endif
