@@ -51,12 +51,16 @@ static void change_end(struct change *ch, int code, const char *text)
     change_free(ch);
 }
 
-static void change_zerr(struct change *ch, const char *what, int rc)
+/* WHAT (of PATH) failed with RC: logged (a denial once per queue) and answered. */
+static void change_zerr(struct change *ch, const char *what, const char *path, int rc)
 {
     char text[300];
-    log_warn("queue %s: %s %s: %s", ch->q->cfg->name, what, ch->path, zerror(rc));
-    snprintf(text, sizeof text, "%s failed in ZooKeeper: %s; nothing was changed", what,
-             zerror(rc));
+    if (rc == ZNOAUTH)
+        dispatcher_denied(ch->q, path);
+    else
+        log_warn("queue %s: %s %s: %s", ch->q->cfg->name, what, path, zerror(rc));
+    snprintf(text, sizeof text, "%s failed%s: %s; nothing was changed", what,
+             rc == ZNOAUTH ? "" : " in ZooKeeper", dispatcher_zerror(rc));
     change_end(ch, PE_UNAVAILABLE, text);
 }
 
@@ -151,16 +155,7 @@ static void send_change(struct change *ch)
     n += key_op(ch, &ops[n]);
     int rc = zkstore_multi(ch->ds->d->zs, ops, n, on_changed, ch);
     if (rc != ZOK)
-        change_zerr(ch, ch->reschedule ? "reschedule" : "cancel", rc);
-}
-
-/* Which operation failed: the holder's nodes, the job, the new name, or the key node. */
-static int failed_op(const struct zk_result *res)
-{
-    for (int i = 0; res->op_err && i < res->nops; i++)
-        if (res->op_err[i] != ZOK && res->op_err[i] != ZRUNTIMEINCONSISTENCY)
-            return i;
-    return -1;
+        change_zerr(ch, ch->reschedule ? "reschedule" : "cancel", ch->path, rc);
 }
 
 static void changed(struct change *ch)
@@ -176,21 +171,54 @@ static void changed(struct change *ch)
     change_end(ch, -1, id);
 }
 
+/* The path of operation I of send_change's transaction (the job's for -1). */
+static const char *op_path(const struct change *ch, int i)
+{
+    if (i >= 0 && i < ch->nchildren)
+        return ch->children[i];
+    if (i <= ch->nchildren)
+        return ch->path;
+    return ch->reschedule && i == ch->nchildren + 1 ? ch->next_path : ch->key_path;
+}
+
+/* The new bucket was made once, and the create still found it missing: the answers to its
+ * creates say why (a denial, or a bucket deleted again meanwhile: then once more). */
+static void on_parents_checked(const struct zk_result *res, void *ctx)
+{
+    struct change *ch = ctx;
+    if (res->rc == ZOK)
+        send_change(ch);
+    else
+        change_zerr(ch, "reschedule", res->path ? res->path : ch->next_path, res->rc);
+}
+
+/* The new name's bucket is missing: made with the resend the first time; the second time
+ * made again, and asked why first. */
+static void make_parents(struct change *ch)
+{
+    if (ch->made_parents++ == 0) {
+        zkstore_create_parents(ch->ds->d->zs, ch->next_path, NULL, NULL);
+        send_change(ch);
+        return;
+    }
+    int rc = zkstore_create_parents(ch->ds->d->zs, ch->next_path, on_parents_checked, ch);
+    if (rc != ZOK)
+        change_zerr(ch, "reschedule", ch->next_path, rc);
+}
+
 static void on_changed(const struct zk_result *res, void *ctx)
 {
     struct change *ch = ctx;
-    int bad = failed_op(res), job_op = ch->nchildren;
+    int bad = zk_failed_op(res), job_op = ch->nchildren;
     int create_op = ch->reschedule ? job_op + 1 : -1, last = res->nops - 1;
     int keyed = ch->jn.key[0] && !ch->skip_key;
     if (res->rc == ZOK)
         changed(ch);
     else if (res->rc == ZNOTEMPTY && !ch->force)
         in_flight(ch);
-    else if (bad == create_op && res->rc == ZNONODE && !ch->made_parents) {
-        ch->made_parents = 1; /* the new bucket does not exist yet */
-        zkstore_create_parents(ch->ds->d->zs, ch->next_path, NULL, NULL);
-        send_change(ch);
-    } else if (keyed && bad == last && res->rc == ZNONODE && !ch->by_key) {
+    else if (bad == create_op && res->rc == ZNONODE && ch->made_parents < 2)
+        make_parents(ch);
+    else if (keyed && bad == last && res->rc == ZNONODE && !ch->by_key) {
         ch->skip_key = 1; /* a keyed name without its key node (written by hand) */
         send_change(ch);
     } else if ((res->rc == ZBADVERSION || res->rc == ZNOTEMPTY ||
@@ -199,7 +227,7 @@ static void on_changed(const struct zk_result *res, void *ctx)
     } else if (res->rc == ZNONODE && bad == job_op) {
         not_found(ch);
     } else {
-        change_zerr(ch, ch->reschedule ? "reschedule" : "cancel", res->rc);
+        change_zerr(ch, ch->reschedule ? "reschedule" : "cancel", op_path(ch, bad), res->rc);
     }
 }
 
@@ -211,7 +239,7 @@ static int read_failed(struct change *ch, const struct zk_result *res, const cha
     if (res->rc == ZNONODE)
         not_found(ch);
     else if (res->rc != ZOK)
-        change_zerr(ch, what, res->rc);
+        change_zerr(ch, what, ch->path, res->rc);
     return res->rc != ZOK;
 }
 
@@ -243,7 +271,7 @@ static void on_job_read(const struct zk_result *res, void *ctx)
     }
     ch->len = res->datalen > 0 ? res->datalen : 0;
     if (ch->len && !(ch->payload = malloc((size_t)ch->len))) {
-        change_zerr(ch, "reading", ZSYSTEMERROR);
+        change_zerr(ch, "reading", ch->path, ZSYSTEMERROR);
         return;
     }
     if (ch->len)
@@ -277,7 +305,7 @@ static void act(struct change *ch)
         return;
     }
     if (rc != ZOK)
-        change_zerr(ch, "reading", rc);
+        change_zerr(ch, "reading", ch->path, rc);
 }
 
 static void on_key(const struct zk_result *res, void *ctx)
@@ -289,7 +317,7 @@ static void on_key(const struct zk_result *res, void *ctx)
         return;
     }
     if (res->rc != ZOK) {
-        change_zerr(ch, "reading the key node of", res->rc);
+        change_zerr(ch, "reading the key node of", ch->key_path, res->rc);
         return;
     }
     ch->key_version = res->stat.version;
@@ -304,7 +332,7 @@ static void start(struct change *ch)
     }
     int rc = zkstore_get(ch->ds->d->zs, ch->key_path, on_key, ch);
     if (rc != ZOK)
-        change_zerr(ch, "reading the key node of", rc);
+        change_zerr(ch, "reading the key node of", ch->key_path, rc);
 }
 
 /* The request's queue (by key) or the queue named in its id, native and connected. */

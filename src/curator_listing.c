@@ -204,6 +204,11 @@ static void on_dir_made(const struct zk_result *res, void *ctx)
     if (stale)
         return;
     *(locks ? &cq->lock_listing : &cq->listing) = 0;
+    if (res->rc == ZNOAUTH) {
+        dispatcher_denied(cq->q, res->path ? res->path : dir_of(cq, locks));
+        retry_lists(cq);
+        return;
+    }
     if (res->rc != ZOK && res->rc != ZNODEEXISTS) {
         log_warn("queue %s: cannot create %s: %s", cq->q->cfg->name, dir_of(cq, locks),
                  zerror(res->rc));
@@ -245,8 +250,11 @@ static void on_listed(const struct zk_result *res, void *ctx)
             sync_items(cq, res);
         }
     } else {
-        log_warn("queue %s: listing %s failed: %s; retrying in %d ms", cq->q->cfg->name,
-                 dir_of(cq, locks), zerror(res->rc), CURATOR_RETRY_MS);
+        if (res->rc == ZNOAUTH)
+            dispatcher_denied(cq->q, dir_of(cq, locks));
+        else
+            log_warn("queue %s: listing %s failed: %s; retrying in %d ms", cq->q->cfg->name,
+                     dir_of(cq, locks), zerror(res->rc), CURATOR_RETRY_MS);
         retry_lists(cq);
     }
     if (*again) {

@@ -35,7 +35,8 @@ static int send_create(struct cput *cp)
     return txnbatch_add(cp->ds->puts, &op, 1, on_created, cp);
 }
 
-static void finish(struct cput *cp, int rc, const char *created)
+/* CREATED: the item's name; DENIED_PATH: the directory ZooKeeper refused, if known. */
+static void finish(struct cput *cp, int rc, const char *created, const char *denied_path)
 {
     const char *name = created ? strrchr(created, '/') : NULL;
     char id[LAYOUT_ID_MAX + 1];
@@ -45,13 +46,26 @@ static void finish(struct cput *cp, int rc, const char *created)
         metrics_event(cp->ds->d->metrics, cp->q->cfg, ME_PUT);
     } else {
         metrics_refused(cp->ds->d->metrics, cp->q->cfg, MR_FAILED);
-        log_warn("queue %s: put to Curator queue %s failed: %s", cp->q->cfg->name, cp->path,
-                 rc == ZOK ? "no name came back" : zerror(rc));
+        if (rc == ZNOAUTH)
+            dispatcher_denied(cp->q, denied_path ? denied_path : cp->path);
+        else
+            log_warn("queue %s: put to Curator queue %s failed: %s", cp->q->cfg->name,
+                     cp->path, rc == ZOK ? "no name came back" : zerror(rc));
         reply_err(cp->r, PE_UNAVAILABLE, "ZooKeeper did not store the job: %s",
-                  rc == ZOK ? "no name came back" : zerror(rc));
+                  rc == ZOK ? "no name came back" : dispatcher_zerror(rc));
     }
     free(cp->frame);
     free(cp);
+}
+
+/* The queue's directory was made once and is still missing: its creates' answers say why
+ * (a denial); made, the item is created again. */
+static void on_dir_checked(const struct zk_result *res, void *ctx)
+{
+    struct cput *cp = ctx;
+    int rc = res->rc == ZOK ? send_create(cp) : res->rc;
+    if (rc != ZOK)
+        finish(cp, rc, NULL, res->path);
 }
 
 static void on_created(const struct zk_result *res, void *ctx)
@@ -63,8 +77,12 @@ static void on_created(const struct zk_result *res, void *ctx)
         rc = zkstore_create_parents(cp->ds->d->zs, cp->path, NULL, NULL);
         if (rc == ZOK && (rc = send_create(cp)) == ZOK)
             return;
+    } else if (rc == ZNONODE && cp->made_parents == 1) { /* still missing: ask why */
+        cp->made_parents = 2;
+        if ((rc = zkstore_create_parents(cp->ds->d->zs, cp->path, on_dir_checked, cp)) == ZOK)
+            return;
     }
-    finish(cp, rc, rc == ZOK && res->op_path ? res->op_path[0] : NULL);
+    finish(cp, rc, rc == ZOK && res->op_path ? res->op_path[0] : NULL, NULL);
 }
 
 /* Curator's name carries what it orders by: the priority (a signed 32-bit number) or the
@@ -115,7 +133,7 @@ void curator_queue_put(struct dispatcher *ds, struct dqueue *q, struct proto_req
     snprintf(cp->path, sizeof cp->path, "%s/%s", q->cfg->curator_path, prefix);
     int rc = send_create(cp);
     if (rc != ZOK)
-        finish(cp, rc, NULL); /* frees cp and the frame */
+        finish(cp, rc, NULL, NULL); /* frees cp and the frame */
     cp = NULL;
     frame = NULL;
 out:

@@ -113,8 +113,9 @@ static void on_retry_settle(evutil_socket_t fd, short what, void *arg)
 static void retry_settle(struct dispatcher *ds, struct citem *ci, int rc)
 {
     static const struct timeval tv = {CURATOR_RETRY_MS / 1000, (CURATOR_RETRY_MS % 1000) * 1000};
-    log_warn("queue %s: Curator item %s: settling failed: %s; retrying in %d ms",
-             ci->cq->q->cfg->name, ci->name, zerror(rc), CURATOR_RETRY_MS);
+    log_msg(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: Curator item %s: settling failed: "
+            "%s; retrying in %d ms", ci->cq->q->cfg->name, ci->name, zerror(rc),
+            CURATOR_RETRY_MS); /* a denial: logged for the queue by the caller */
     if (++ci->tries < SETTLE_TRIES && !ci->retry)
         ci->retry = evtimer_new(ds->d->base, on_retry_settle, ci);
     if (ci->tries < SETTLE_TRIES && ci->retry && evtimer_add(ci->retry, &tv) == 0) {
@@ -122,7 +123,8 @@ static void retry_settle(struct dispatcher *ds, struct citem *ci, int rc)
         return;
     }
     ci_unlock(ds, ci);
-    ci_finish(ds, ci, "settling failed");
+    ci_finish(ds, ci, rc == ZNOAUTH ? "settling failed: " DISPATCHER_DENIED_TEXT
+                                    : "settling failed");
 }
 
 static int session_gone(int rc)
@@ -141,6 +143,37 @@ static void count_verdicts(struct dispatcher *ds, const struct citem *ci)
             metrics_event(ds->d->metrics, ci->cq->q->cfg, ev[ci->verdict[i]]);
 }
 
+/* The dead letters' directory was made once and is still missing: its creates' answers
+ * say why (a denial); made, the item is settled again. */
+static void on_dead_dir(const struct zk_result *res, void *ctx)
+{
+    struct citem *ci = ctx;
+    struct dispatcher *ds = ci->cq->ds;
+    if (res->rc == ZOK) {
+        ci_settle(ds, ci);
+    } else {
+        if (res->rc == ZNOAUTH)
+            dispatcher_denied(ci->cq->q, res->path);
+        retry_settle(ds, ci, res->rc);
+    }
+    ci_put(ci);
+}
+
+/* The znode of the settling operation ZooKeeper refused: the item, the requeue or dead
+ * letter created, or our lock. */
+static const char *settle_refused(const struct citem *ci, const struct zk_result *res,
+                                  char *buf, size_t len)
+{
+    int op = zk_failed_op(res);
+    if (op == res->nops - 1 && op > 0 && ci_lock_path(ci, buf, len) == 0)
+        return buf;
+    if (op > 0 && ci->dead_path && op == res->nops - 2)
+        return ci->dead_path;
+    if (op > 0)
+        return ci->cq->q->cfg->curator_path; /* the requeue's directory */
+    return ci_item_path(ci, buf, len) == 0 ? buf : ci->name;
+}
+
 static void on_settled(const struct zk_result *res, void *ctx)
 {
     struct citem *ci = ctx;
@@ -151,10 +184,16 @@ static void on_settled(const struct zk_result *res, void *ctx)
     int item_gone = rc == ZNONODE && res->op_err[0] == ZNONODE;
     int lock_gone = rc == ZNONODE && last > 0 && res->op_err[last] == ZNONODE;
     ci->settling = 0;
-    if (rc == ZNONODE && dead_op > 0 && res->op_err[dead_op] == ZNONODE && !ci->made_parents) {
-        ci->made_parents = 1; /* the dead letters' directory does not exist yet */
-        if (zkstore_create_parents(ds->d->zs, ci->dead_path, NULL, NULL) == ZOK) {
-            ci_settle(ds, ci);
+    if (rc == ZNONODE && dead_op > 0 && res->op_err[dead_op] == ZNONODE && ci->made_parents < 2) {
+        /* the dead letters' directory does not exist yet: made with the resend; if it is
+         * still missing, made again and asked why first */
+        int check = ci->made_parents++ > 0;
+        if (zkstore_create_parents(ds->d->zs, ci->dead_path, check ? on_dead_dir : NULL,
+                                   ci) == ZOK) {
+            if (!check)
+                ci_settle(ds, ci);
+            else
+                ci->refs++; /* on_dead_dir's */
             ci_put(ci);
             return;
         }
@@ -172,6 +211,9 @@ static void on_settled(const struct zk_result *res, void *ctx)
                  zerror(rc));
         ci_finish(ds, ci, "the lock was lost");
     } else {
+        char path[ITEM_PATH_MAX];
+        if (rc == ZNOAUTH)
+            dispatcher_denied(ci->cq->q, settle_refused(ci, res, path, sizeof path));
         retry_settle(ds, ci, rc);
     }
     ci_put(ci);

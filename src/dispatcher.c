@@ -20,6 +20,7 @@
 #include "stash.h"
 #include "txnbatch.h"
 #include "units.h"
+#include "zkacl.h"
 #include "zkstore.h"
 
 /* Work per queue per loop turn, so that a burst of due jobs cannot stall acks and new
@@ -367,10 +368,20 @@ int job_settled_gone(struct dispatcher *ds, struct job *job)
     return 0;
 }
 
+/* Our lock is given back after a failure that would happen again at once (a read or a
+ * dead-lettering refused): the job waits RETRY_MS before it is offered again. */
+void release_later(struct dispatcher *ds, struct job *job)
+{
+    job->not_before = units_wall_ms() + RETRY_MS;
+    release_lock(ds, job);
+}
+
 void retry_later(struct dispatcher *ds, struct job *job, const char *what, int rc)
 {
-    log_warn("queue %s: job %s: %s failed: %s; retrying in %d ms", job->q->cfg->name, job->id,
-             what, zerror(rc), RETRY_MS);
+    if (rc == ZNOAUTH) /* one line per queue, not one per job every second */
+        dispatcher_denied(job->q, job->path);
+    log_msg(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: %s failed: %s; retrying "
+           "in %d ms", job->q->cfg->name, job->id, what, zerror(rc), RETRY_MS);
     unhold(ds, job);
     if (job_settled_gone(ds, job))
         return;
@@ -442,9 +453,11 @@ static void on_fetched(const struct zk_result *res, void *ctx)
     struct job *job = ctx;
     struct dispatcher *ds = job->q->ds;
     if (res->rc != ZOK) {
-        log_warn("queue %s: job %s: reading its data failed: %s", job->q->cfg->name, job->id,
-                 zerror(res->rc));
-        release_lock(ds, job);
+        if (res->rc == ZNOAUTH)
+            dispatcher_denied(job->q, job->path);
+        log_warn("queue %s: job %s: reading its data failed: %s; released, offered again in "
+                 "%d ms", job->q->cfg->name, job->id, zerror(res->rc), RETRY_MS);
+        release_later(ds, job);
         return;
     }
     if (!job->payload) {
@@ -705,11 +718,21 @@ void dispatcher_kick(struct dispatcher *ds, struct dqueue *q) { dispatch(ds, q);
 
 void dispatcher_denied(struct dqueue *q, const char *path)
 {
+    char who[128];
+    metrics_denied(q->ds->d->metrics, q->cfg);
     if (q->denied)
         return;
     q->denied = 1;
-    log_error("queue %s: %s: ZooKeeper denies deferd access (check [zookeeper] auth and the "
-              "znode's ACL)", q->cfg->name, path);
+    zkacl_identity(q->ds->d->cfg, who, sizeof who);
+    log_error("queue %s: %s: ZooKeeper denies deferd access as %s (check [zookeeper] auth "
+              "and the ACL of the znode or, for a create or delete, of its parent); further "
+              "denials for this queue are only counted (deferd_zookeeper_denied_total)",
+              q->cfg->name, path, who);
+}
+
+const char *dispatcher_zerror(int rc)
+{
+    return rc == ZNOAUTH ? DISPATCHER_DENIED_TEXT : zerror(rc);
 }
 
 /* (Re)connected: follow every queue that has consumers (after a lost session the mirror

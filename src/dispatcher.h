@@ -46,6 +46,7 @@ struct job {
     uint32_t owner_seq;         /* the owner node's sequence suffix; OWNER_SEQ_UNKNOWN */
     size_t heap_pos;
     int64_t wake_ms;            /* delay heap key: due time, or a retry time */
+    int64_t not_before;         /* after a failure with our lock: not offered before this */
     uint64_t seq;               /* creation order, last tie-break */
     struct dir *leaf;           /* bucket it was listed in (mirror) */
     struct job *leaf_next, *leaf_prev;
@@ -119,10 +120,13 @@ void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c); /* 
 struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
                                 const struct job_name *jn);
 void dispatcher_kick(struct dispatcher *ds, struct dqueue *q); /* after a listing */
-/* ZooKeeper answered ZNOAUTH for PATH of Q: logged once per queue; the daemon goes on. */
+/* ZooKeeper answered ZNOAUTH for PATH of Q: logged once per queue with deferd's identity,
+ * counted every time (metrics); the daemon goes on. */
 void dispatcher_denied(struct dqueue *q, const char *path);
 #define DISPATCHER_DENIED_TEXT "permission denied by ZooKeeper (check [zookeeper] auth and " \
                                "the znode's ACL)"
+/* zerror(RC), or DISPATCHER_DENIED_TEXT for ZNOAUTH: the reason given to clients. */
+const char *dispatcher_zerror(int rc);
 void dispatcher_job_vanished(struct dispatcher *ds, struct job *job);
 void dispatcher_lock_event(struct dispatcher *ds, const char *lock_path);
 void dispatcher_rearm(struct dispatcher *ds);

@@ -46,6 +46,7 @@ enum rate_kind { RK_PUT, RK_DELIVERED, RK_ACKED, RK_COUNT };
 struct qmetrics {
     uint64_t events[ME_COUNT];
     uint64_t refused[MR_COUNT];
+    uint64_t denied;           /* ZooKeeper's NoAuth answers for the queue's znodes */
     uint64_t delivered[2];     /* [0] first deliveries, [1] redeliveries (attempt > 1) */
     struct histogram lateness;
     struct rate rates[RK_COUNT];
@@ -167,6 +168,13 @@ void metrics_refused(struct metrics *m, const struct queue_config *qc, enum metr
         q->refused[why]++;
 }
 
+void metrics_denied(struct metrics *m, const struct queue_config *qc)
+{
+    struct qmetrics *q = queue_of(m, qc);
+    if (q)
+        q->denied++;
+}
+
 void metrics_delivered(struct metrics *m, const struct queue_config *qc, uint32_t attempt,
                        uint32_t prior_attempts, uint64_t due_ms)
 {
@@ -226,6 +234,13 @@ static const char *qname(const struct metrics *m, size_t i)
     return m->d->cfg->queues[i]->name;
 }
 
+/* One queue's row of a family, gauge or counter. */
+static void queue_row(struct evbuffer *out, const char *name, const char *queue,
+                      unsigned long long v)
+{
+    evbuffer_add_printf(out, "%s{queue=\"%s\"} %llu\n", name, queue, v);
+}
+
 static void counters_out(struct metrics *m, struct evbuffer *out)
 {
     static const char *const help[ME_COUNT] = {
@@ -251,6 +266,12 @@ static void counters_out(struct metrics *m, struct evbuffer *out)
             evbuffer_add_printf(out, "deferd_puts_refused_total{queue=\"%s\",reason=\"%s\"} %llu\n",
                                 qname(m, i), refusal_names[r],
                                 (unsigned long long)m->q[i].refused[r]);
+    family(out, "deferd_zookeeper_denied_total", "counter",
+           "Requests for the queue's znodes that ZooKeeper refused with NoAuth (their ACL "
+           "denies deferd's identity): puts, listings, locks, acks, nacks, counters...");
+    for (size_t i = 0; i < m->nqueues; i++)
+        queue_row(out, "deferd_zookeeper_denied_total", qname(m, i),
+                  (unsigned long long)m->q[i].denied);
     family(out, "deferd_jobs_delivered_total", "counter",
            "Jobs pushed to consumers; redelivery=\"true\" when attempt > 1.");
     for (size_t i = 0; i < m->nqueues; i++)
@@ -258,12 +279,6 @@ static void counters_out(struct metrics *m, struct evbuffer *out)
             evbuffer_add_printf(out, "deferd_jobs_delivered_total{queue=\"%s\",redelivery=\"%s\"} "
                                 "%llu\n", qname(m, i), re ? "true" : "false",
                                 (unsigned long long)m->q[i].delivered[re]);
-}
-
-static void gauge_row(struct evbuffer *out, const char *name, const char *queue,
-                      unsigned long long v)
-{
-    evbuffer_add_printf(out, "%s{queue=\"%s\"} %llu\n", name, queue, v);
 }
 
 /* Read from their owners at scrape time. */
@@ -287,20 +302,20 @@ static int gauges_out(struct metrics *m, struct evbuffer *out)
         for (size_t i = 0; i < m->nqueues; i++) {
             size_t v = k == 0 ? c[i].delayed : k == 1 ? c[i].ready
                      : k == 2 ? c[i].inflight : c[i].known;
-            gauge_row(out, g[k].name, qname(m, i), v);
+            queue_row(out, g[k].name, qname(m, i), v);
         }
     }
     free(c);
     family(out, "deferd_consumers", "gauge", "Consumer connections subscribed to the queue.");
     for (size_t i = 0; i < m->nqueues; i++) {
         struct dqueue *q = ds ? dispatcher_queue(ds, qname(m, i)) : NULL;
-        gauge_row(out, "deferd_consumers", qname(m, i), q ? consumer_ring_size(&q->ring) : 0);
+        queue_row(out, "deferd_consumers", qname(m, i), q ? consumer_ring_size(&q->ring) : 0);
     }
     family(out, "deferd_queue_paused", "gauge", "1 while the queue is paused (deferctl "
            "pause): no deliveries, puts still accepted.");
     for (size_t i = 0; i < m->nqueues; i++) {
         struct dqueue *q = ds ? dispatcher_queue(ds, qname(m, i)) : NULL;
-        gauge_row(out, "deferd_queue_paused", qname(m, i), q ? (unsigned long long)q->paused : 0);
+        queue_row(out, "deferd_queue_paused", qname(m, i), q ? (unsigned long long)q->paused : 0);
     }
     family(out, "deferd_draining", "gauge", "1 while the daemon drains for shutdown (SIGTERM).");
     evbuffer_add_printf(out, "deferd_draining %d\n", ds ? dispatcher_draining(ds) : 0);
@@ -445,8 +460,9 @@ int metrics_format_queue(struct metrics *m, const char *queue, char *buf, size_t
         n += lateness_format(q, buf + n, len - (size_t)n);
     if (n > 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, " put_per_s=%.3f delivered_per_s=%.3f "
-                 "acked_per_s=%.3f zk_state=%s", rate_per_s(m, &q->rates[RK_PUT]),
+                 "acked_per_s=%.3f zk_state=%s zk_denied=%llu", rate_per_s(m, &q->rates[RK_PUT]),
                  rate_per_s(m, &q->rates[RK_DELIVERED]), rate_per_s(m, &q->rates[RK_ACKED]),
-                 m->d->session ? session_state_name(session_state(m->d->session)) : "CONNECTING");
+                 m->d->session ? session_state_name(session_state(m->d->session)) : "CONNECTING",
+                 (unsigned long long)q->denied);
     return 0;
 }

@@ -52,6 +52,17 @@ int pending_full(const struct dqueue *q)
 
 static void create_counter(struct dqueue *q);
 
+/* A counter's call failed: a denial is reported (the queue's max_pending then rests on an
+ * old sum, or none: puts are not refused for it); the rest is tried again at the next tick. */
+static void count_failed(struct dqueue *q, const char *child, int rc)
+{
+    char path[512];
+    if (rc != ZNOAUTH)
+        return;
+    counts_path(q, path, sizeof path, child);
+    dispatcher_denied(q, path);
+}
+
 /* ---- writing our counter ---- */
 
 struct write_ctx {
@@ -68,6 +79,8 @@ static void on_written(const struct zk_result *res, void *ctx)
         w->q->count_unwritten -= w->delta;
     } else if (res->rc == ZNONODE) {
         create_counter(w->q); /* someone deleted it; the next tick writes it again */
+    } else {
+        count_failed(w->q, the->uid, res->rc);
     }
     free(w);
 }
@@ -118,6 +131,7 @@ static void on_count(const struct zk_result *res, void *ctx)
         text[res->datalen] = '\0';
         sc->sum += strtoll(text, NULL, 10);
     } else if (res->rc != ZNONODE) {
+        count_failed(sc->q, NULL, res->rc);
         sc->failed = 1;
     }
     if (--sc->remaining == 0)
@@ -129,6 +143,7 @@ static void on_counters(const struct zk_result *res, void *ctx)
     struct sum_ctx *sc = ctx;
     char path[600];
     if (res->rc != ZOK || res->nchildren == 0) {
+        count_failed(sc->q, NULL, res->rc);
         sc->failed = res->rc != ZOK;
         sum_done(sc);
         return;
@@ -165,9 +180,22 @@ static void read_sum(struct dqueue *q)
 static void on_created(const struct zk_result *res, void *ctx)
 {
     struct dqueue *q = ctx;
-    if (res->rc != ZOK && res->rc != ZNODEEXISTS)
+    if (res->rc == ZNOAUTH)
+        count_failed(q, the->uid, res->rc);
+    else if (res->rc != ZOK && res->rc != ZNODEEXISTS && res->rc != ZNONODE)
         log_warn("queue %s: cannot create its pending counter: %s", q->cfg->name,
                  zerror(res->rc));
+}
+
+/* counts/ could not be made (the counter's create then fails with NoNode): why. */
+static void on_parents_made(const struct zk_result *res, void *ctx)
+{
+    struct dqueue *q = ctx;
+    if (res->rc == ZNOAUTH)
+        dispatcher_denied(q, res->path);
+    else if (res->rc != ZOK)
+        log_warn("queue %s: cannot create %s for its pending counter: %s", q->cfg->name,
+                 res->path, zerror(res->rc));
 }
 
 static void create_counter(struct dqueue *q)
@@ -175,7 +203,7 @@ static void create_counter(struct dqueue *q)
     char path[512], value[32];
     counts_path(q, path, sizeof path, the->uid);
     snprintf(value, sizeof value, "%" PRId64, q->count_written);
-    if (zkstore_create_parents(the->d->zs, path, NULL, NULL) == ZOK)
+    if (zkstore_create_parents(the->d->zs, path, on_parents_made, q) == ZOK)
         zkstore_create(the->d->zs, path, value, strlen(value), 0, on_created, q);
 }
 

@@ -60,11 +60,9 @@ static void reply_failed(struct put *p, size_t part, int rc)
     const struct putjob *pj = putset_job(p->parts[part], 0);
     char *ids = NULL;
     size_t stored = 0;
-    const char *why = rc == ZNOAUTH ? DISPATCHER_DENIED_TEXT : zerror(rc);
+    const char *why = dispatcher_zerror(rc);
     metrics_refused(p->ds->d->metrics, pj->q->cfg, MR_FAILED);
-    if (rc == ZNOAUTH)
-        dispatcher_denied(pj->q, pj->path);
-    else
+    if (rc != ZNOAUTH) /* putset.c reported a denial with its path */
         log_warn("queue %s: put%s failed: %s", pj->q->cfg->name, p->batch ? " of a batch" : "",
                  why);
     for (size_t i = 0; i < part; i++)

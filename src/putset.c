@@ -41,6 +41,7 @@ struct putset {
     int nprefix;
     int *op_job;                /* per operation of the last send: its job, or -1 */
     int rounds, lookups, lookup_rc;
+    struct putjob *checking;    /* its directories' creates are being asked why */
     int counted;                /* putset_created() done */
     putset_done_fn done;
     void *ctx;
@@ -375,17 +376,28 @@ static void finish(struct putset *ps, int rc, const struct zk_result *res)
     ps->done(ps, rc, res, ps->ctx);
 }
 
-/* The operation that failed a multi: the first with an error of its own (the others carry
- * ZOK or ZRUNTIMEINCONSISTENCY); -1 when the multi never reached the data. */
-static int culprit(const struct zk_result *res)
+static void resolve_keys(struct putset *ps);
+
+/* The set ends with RC, which creating PATH for job PJ got: a denial is the queue's news
+ * (dispatcher_denied), anything else this job's. */
+static void failed(struct putset *ps, struct putjob *pj, const char *path, int rc)
 {
-    for (int i = 0; res->op_err && i < res->nops; i++)
-        if (res->op_err[i] != ZOK && res->op_err[i] != ZRUNTIMEINCONSISTENCY)
-            return i;
-    return -1;
+    if (rc == ZNOAUTH)
+        dispatcher_denied(pj->q, path);
+    else
+        log_warn("queue %s: creating %s failed: %s", pj->q->cfg->name, path, zerror(rc));
+    finish(ps, rc, NULL);
 }
 
-static void resolve_keys(struct putset *ps);
+/* The directories were made once, and a create still found them missing: their creates'
+ * answers say why (a denial ends the set; a bucket deleted again meanwhile is made now). */
+static void on_parents_checked(const struct zk_result *res, void *ctx)
+{
+    struct putset *ps = ctx;
+    int rc = res->rc == ZOK ? send_again(ps) : res->rc;
+    if (rc != ZOK)
+        failed(ps, ps->checking, res->path ? res->path : ps->checking->path, rc);
+}
 
 /* One job's operation failed; fixes what can be fixed and sends again. */
 static int repair(struct putset *ps, struct putjob *pj, int key_op, int rc)
@@ -396,9 +408,13 @@ static int repair(struct putset *ps, struct putjob *pj, int key_op, int rc)
         return ZOK;
     }
     if (rc == ZNONODE) { /* its directory is missing (deleted meanwhile, or never made) */
-        rc = zkstore_create_parents(ps->ds->d->zs, key_op ? pj->key_path : pj->path, NULL,
-                                    NULL);
-        return rc == ZOK ? send_again(ps) : rc;
+        const char *path = key_op ? pj->key_path : pj->path;
+        if (pj->made_parents++ == 0) { /* made in the same round trip as the resend */
+            rc = zkstore_create_parents(ps->ds->d->zs, path, NULL, NULL);
+            return rc == ZOK ? send_again(ps) : rc;
+        }
+        ps->checking = pj;
+        return zkstore_create_parents(ps->ds->d->zs, path, on_parents_checked, ps);
     }
     if (rc == ZNODEEXISTS) { /* the uid is taken (a clock and counter collision) */
         pj->named = 0;
@@ -410,7 +426,7 @@ static int repair(struct putset *ps, struct putjob *pj, int key_op, int rc)
 static void on_sent(const struct zk_result *res, void *ctx)
 {
     struct putset *ps = ctx;
-    int bad = res->rc == ZOK ? -1 : culprit(res);
+    int bad = res->rc == ZOK ? -1 : zk_failed_op(res);
     if (res->rc == ZOK || res->rc == ZNOTHING) {
         finish(ps, ZOK, res);
         return;
@@ -423,14 +439,8 @@ static void on_sent(const struct zk_result *res, void *ctx)
     int key_op = pj->jn.key[0] && (bad == 0 || ps->op_job[bad - 1] != ps->op_job[bad]);
     int rc = ++ps->rounds > ROUNDS_MAX ? res->op_err[bad]
                                        : repair(ps, pj, key_op, res->op_err[bad]);
-    if (rc == ZNOAUTH) {
-        dispatcher_denied(pj->q, key_op ? pj->key_path : pj->path);
-        finish(ps, rc, NULL);
-    } else if (rc != ZOK) {
-        log_warn("queue %s: creating %s failed: %s", pj->q->cfg->name,
-                 key_op ? pj->key_path : pj->path, zerror(rc));
-        finish(ps, rc, NULL);
-    }
+    if (rc != ZOK)
+        failed(ps, pj, key_op ? pj->key_path : pj->path, rc);
 }
 
 /* ---- taken keys ---- */
@@ -513,6 +523,8 @@ static void on_key_read(const struct zk_result *res, void *ctx)
         return;
     }
     if (rc != ZOK) {
+        if (rc == ZNOAUTH)
+            dispatcher_denied(pj->q, pj->key_path);
         lookup_done(lk, rc);
         return;
     }

@@ -27,6 +27,7 @@ struct putjob {
     int dup;                    /* its key is taken: not created; id names the key's job */
     int named;                  /* uid, shard and buckets chosen */
     int key_version;            /* -1: create the key node; else take a stale one over */
+    int made_parents;           /* its directories were created after a NoNode */
     char path[LAYOUT_PATH_MAX];
     char key_path[LAYOUT_PATH_MAX];
     char key_data[LAYOUT_ID_MAX + 1];

@@ -30,8 +30,11 @@ static void on_released(const struct zk_result *res, void *ctx)
         retry_later(ds, job, "releasing the lock", res->rc);
         return;
     }
-    /* A lock taken ahead and given back (pause, drain) waits for its due time again. */
-    if (!job_settled_gone(ds, job) && place(ds, job, (int64_t)job->jn.due_ms))
+    /* A lock taken ahead and given back (pause, drain) waits for its due time again; one
+     * given back after a failure, for its retry time. */
+    int64_t at = (int64_t)job->jn.due_ms > job->not_before ? (int64_t)job->jn.due_ms
+                                                            : job->not_before;
+    if (!job_settled_gone(ds, job) && place(ds, job, at))
         dispatch(ds, job->q);
 }
 
@@ -169,18 +172,19 @@ static void lease_lost(struct dispatcher *ds, struct settle *st)
         make_ready(ds, job);
 }
 
-/* Known not applied: the job is still ours and the consumer may try again. */
+/* Known not applied: the job is still ours and the consumer may try again. A denial was
+ * logged for the queue already (dispatcher_denied). */
 static void settle_failed(struct settle *st, int rc)
 {
     struct job *job = st->job;
-    log_warn("queue %s: job %s: %s failed: %s", job->q->cfg->name, job->id, settle_name(st),
-             zerror(rc));
+    log_msg(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: %s failed: %s",
+            job->q->cfg->name, job->id, settle_name(st), zerror(rc));
     if (st->r)
-        reply_err(st->r, PE_UNAVAILABLE, "%s failed in ZooKeeper: %s", settle_name(st),
-                  zerror(rc));
+        reply_err(st->r, PE_UNAVAILABLE, "%s failed%s: %s; the job is still held",
+                  settle_name(st), rc == ZNOAUTH ? "" : " in ZooKeeper", dispatcher_zerror(rc));
     lease_arm(job->q->ds, job); /* the lease runs on as before */
-    if (!job->owner)
-        release_lock(job->q->ds, job);
+    if (!job->owner) /* no one to try again: given back, not at once (it would fail again) */
+        release_later(job->q->ds, job);
 }
 
 static void reply_settled(struct settle *st)
@@ -300,19 +304,52 @@ static int key_node_missing(const struct zk_result *res, int key_op)
     return 1;
 }
 
+/* The znode of the operation ZooKeeper refused, for the log: our lock's, the job's, its
+ * new name's, or its key node's. */
+static const char *refused_path(const struct settle *st, const struct zk_result *res)
+{
+    int op = zk_failed_op(res);
+    if (op >= 0 && op == st->key_op)
+        return st->key_path;
+    return op == 3 && st->has_delay ? st->next_path : st->job->path;
+}
+
+/* The new name's directories were created, yet its create found them missing: their own
+ * answers say why (a denial, or a bucket deleted again meanwhile: then one more try). */
+static void on_parents_checked(const struct zk_result *res, void *ctx)
+{
+    struct settle *st = ctx;
+    int rc = res->rc;
+    if (rc == ZOK && (rc = send_settle(st->job->q->ds, st)) == ZOK)
+        return;
+    if (rc == ZNOAUTH)
+        dispatcher_denied(st->job->q, res->path ? res->path : st->next_path);
+    settle_failed(st, rc);
+    settle_free(st);
+}
+
+/* The move's create failed with NoNode: its bucket is missing. The first time it is made
+ * (pipelined with the resend); the second time, made again and asked why. 1 when the
+ * settle goes on. */
+static int make_next_parents(struct dispatcher *ds, struct settle *st)
+{
+    if (st->made_parents++ == 0)
+        return zkstore_create_parents(ds->d->zs, st->next_path, NULL, NULL) == ZOK &&
+               send_settle(ds, st) == ZOK;
+    return st->made_parents == 2 &&
+           zkstore_create_parents(ds->d->zs, st->next_path, on_parents_checked, st) == ZOK;
+}
+
 static void on_settled(const struct zk_result *res, void *ctx)
 {
     struct settle *st = ctx;
     struct job *job = st->job;
     struct dispatcher *ds = job->q->ds;
     int rc = res->rc;
-    if (rc == ZNONODE && st->has_delay && res->op_err && res->nops > 3 &&
-        res->op_err[3] == ZNONODE && !st->made_parents) {
-        st->made_parents = 1; /* the new due time's bucket does not exist yet */
-        if ((rc = zkstore_create_parents(ds->d->zs, st->next_path, NULL, NULL)) == ZOK &&
-            (rc = send_settle(ds, st)) == ZOK)
-            return;
-    }
+    int no_bucket = rc == ZNONODE && st->has_delay && res->op_err && res->nops > 3 &&
+                    res->op_err[3] == ZNONODE && zk_failed_op(res) == 3;
+    if (no_bucket && make_next_parents(ds, st))
+        return;
     if (rc == ZNONODE && st->key_op >= 0 && key_node_missing(res, st->key_op)) {
         log_warn("queue %s: job %s: its key node is missing; settling it without", 
                  job->q->cfg->name, job->id);
@@ -322,6 +359,8 @@ static void on_settled(const struct zk_result *res, void *ctx)
     }
     if (rc == ZOK) {
         settled(ds, st);
+    } else if (no_bucket) {
+        settle_failed(st, rc);
     } else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOTEMPTY || session_gone(rc)) {
         lease_lost(ds, st); /* our owner node is gone, or another holder's is there */
     } else if (uncertain(rc)) {
@@ -329,6 +368,8 @@ static void on_settled(const struct zk_result *res, void *ctx)
         verify(ds, st);
         return;
     } else {
+        if (rc == ZNOAUTH)
+            dispatcher_denied(job->q, refused_path(st, res));
         settle_failed(st, rc);
     }
     settle_free(st);
@@ -577,7 +618,7 @@ void bury_locked(struct dispatcher *ds, struct job *job)
             return;
     }
     settle_free(st);
-    release_lock(ds, job);
+    release_later(ds, job);
 }
 
 void dispatcher_nack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,

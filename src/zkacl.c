@@ -1,5 +1,6 @@
 #include "zkacl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,4 +59,16 @@ void zkacl_free(struct ACL_vector *acl)
         free(acl->data);
     }
     memset(acl, 0, sizeof *acl);
+}
+
+void zkacl_identity(const struct config *cfg, char *buf, size_t len)
+{
+    char scheme[64];
+    const char *cred = config_auth(cfg, scheme, sizeof scheme), *colon;
+    if (!cred)
+        snprintf(buf, len, "an unauthenticated client (no [zookeeper] auth)");
+    else if (strcmp(scheme, "digest") == 0 && (colon = strchr(cred, ':')))
+        snprintf(buf, len, "digest:%.*s", (int)(colon - cred), cred);
+    else
+        snprintf(buf, len, "%s credentials", scheme);
 }
