@@ -37,6 +37,188 @@ static void check_creator_acl(zhandle_t *zh, const char *path)
     deallocate_ACL_vector(&acl);
 }
 
+/* Sets the permissions of every entry of PATH's ACL to PERMS: deferd's own identity (the
+ * creator) loses what PERMS leaves out, and our session (the same identity) keeps ADMIN to
+ * give it back. */
+static void set_perms(zhandle_t *zh, const char *path, int32_t perms)
+{
+    struct ACL_vector acl;
+    struct Stat st;
+    int rc = zoo_get_acl(zh, path, &acl, &st);
+    CHECK(rc == ZOK);
+    if (rc != ZOK)
+        return;
+    for (int32_t i = 0; i < acl.count; i++)
+        acl.data[i].perms = perms;
+    rc = zoo_set_acl(zh, path, -1, &acl);
+    if (rc != ZOK)
+        fprintf(stderr, "set_acl %s: %s\n", path, zerror(rc));
+    CHECK(rc == ZOK);
+    deallocate_ACL_vector(&acl);
+}
+
+/* The queue's zk_denied in STATS QUEUE: ZooKeeper's NoAuth answers counted so far. */
+static long denied(deferd_client *c, const char *queue)
+{
+    char text[2048];
+    const char *at;
+    if (deferd_stats_queue(c, queue, text, sizeof text) != DEFERD_OK ||
+        !(at = strstr(text, " zk_denied=")))
+        return -1;
+    return strtol(at + strlen(" zk_denied="), NULL, 10);
+}
+
+/* The parent directory of PATH (a job's bucket) into BUF. */
+static const char *parent(const char *path, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", path);
+    *strrchr(buf, '/') = '\0';
+    return buf;
+}
+
+static void check_denied_reply(deferd_client *c, const char *what)
+{
+    CHECK_STR(deferd_last_error_code(c), "UNAVAILABLE");
+    CHECK_CONTAINS(deferd_last_error(c), "permission denied by ZooKeeper");
+    if (!strstr(deferd_last_error(c), "permission denied by ZooKeeper"))
+        fprintf(stderr, "%s: %s\n", what, deferd_last_error(c));
+}
+
+/* A job whose lock ZooKeeper refuses (its ACL lets deferd do all but create children) is
+ * not delivered: the refusal is logged once for the queue with the job's path and counted,
+ * the lock is tried again about once a second, not in a loop; with the ACL back the job is
+ * delivered as attempt 1. Then its ack is refused (the bucket denies delete): the consumer
+ * is told and still holds it; with the ACL back the ack deletes it. */
+static void lock_and_ack_denied(zhandle_t *owner, deferd_client *c)
+{
+    deferd_client *ce = client(&alice);
+    char id[DEFERD_ID_SIZE], path[512], bucket[512];
+    deferd_job job = {0};
+    CHECK(put_job(c, "emails", "locked out", 1000, -1, -1, id) == 0);
+    CHECK(job_path(root, id, path, sizeof path) == 0);
+    set_perms(owner, path, ZOO_PERM_ALL & ~ZOO_PERM_CREATE);
+    long mark = log_mark(&alice), before = denied(c, "emails");
+    CHECK(deferd_subscribe(ce, "emails", 1) == DEFERD_OK);
+    CHECK(deferd_next_job(ce, &job, 4000) == DEFERD_ETIMEDOUT);
+    long tries = denied(c, "emails") - before;
+    fprintf(stderr, "lock refused %ld times in 4 s\n", tries);
+    CHECK(tries >= 2 && tries <= 8); /* due after 1 s, then one try a second */
+    char line[600];
+    snprintf(line, sizeof line, "queue emails: %s: ZooKeeper denies deferd access as "
+             "digest:alice", path);
+    CHECK(log_count(&alice, mark, line) == 1);
+
+    set_perms(owner, path, ZOO_PERM_ALL);
+    CHECK(deferd_next_job(ce, &job, 5000) == DEFERD_OK);
+    CHECK_STR(job.id, id);
+    CHECK(job.attempt == 1); /* refused locks left no trace in its attempt count */
+    set_perms(owner, parent(path, bucket, sizeof bucket), ZOO_PERM_ALL & ~ZOO_PERM_DELETE);
+    before = denied(c, "emails");
+    CHECK(deferd_ack(ce, id) == DEFERD_ESERVER);
+    check_denied_reply(ce, "ack");
+    CHECK_CONTAINS(deferd_last_error(ce), "still held");
+    CHECK(denied(c, "emails") > before);
+    CHECK(zk_job_exists(owner, root, id) == 1);
+    CHECK(deferd_touch(ce, id) == DEFERD_OK);
+    set_perms(owner, bucket, ZOO_PERM_ALL);
+    CHECK(deferd_ack(ce, id) == DEFERD_OK);
+    CHECK(zk_job_exists(owner, root, id) == 0);
+    CHECK(log_count(&alice, mark, "ZooKeeper denies deferd access") == 1);
+    deferd_job_clear(&job);
+    deferd_close(ce);
+}
+
+/* The last attempt's nack moves the job to the dead letters, whose directory the queue's
+ * ACL keeps deferd from making: the consumer is told so and still holds the job (not "lease
+ * lost", not redelivered); with the ACL back the nack buries it. */
+static void dead_letter_denied(zhandle_t *owner, deferd_client *c)
+{
+    deferd_client *cl = client(&alice);
+    char id[DEFERD_ID_SIZE], qpath[256], dead[300];
+    deferd_job job = {0};
+    snprintf(qpath, sizeof qpath, "%s/queues/limited", root);
+    snprintf(dead, sizeof dead, "%s/dead", qpath);
+    CHECK(put_job(c, "limited", "dies", 0, -1, -1, id) == 0);
+    CHECK(deferd_subscribe(cl, "limited", 1) == DEFERD_OK);
+    CHECK(deferd_next_job(cl, &job, 10000) == DEFERD_OK);
+    CHECK_STR(job.id, id);
+    CHECK(zk_exists(owner, dead) == 0);
+    set_perms(owner, qpath, ZOO_PERM_ALL & ~ZOO_PERM_CREATE);
+    CHECK(deferd_nack(cl, id, -1) == DEFERD_ESERVER); /* max_attempts = 1: to the dead */
+    check_denied_reply(cl, "nack to the dead letters");
+    CHECK(zk_job_exists(owner, root, id) == 1);
+    CHECK(zk_exists(owner, dead) == 0);
+    set_perms(owner, qpath, ZOO_PERM_ALL);
+    CHECK(deferd_nack(cl, id, -1) == DEFERD_OK);
+    CHECK(zk_job_exists(owner, root, id) == 0);
+    struct String_vector kids = {0};
+    CHECK(zoo_get_children(owner, dead, 0, &kids) == ZOK && kids.count == 1);
+    deallocate_String_vector(&kids);
+    deferd_job_clear(&job);
+    CHECK(deferd_next_job(cl, &job, 300) == DEFERD_ETIMEDOUT); /* not delivered again */
+    deferd_close(cl);
+}
+
+/* Directories deferd must make and may not: a bucket of a new 2.8-hour window (jobs/ denies
+ * create), a key's hash directory (the queue denies create), the bucket of a reschedule;
+ * and a cancel whose bucket denies delete. Each is answered "permission denied by
+ * ZooKeeper" and changes nothing; the queue's denial is logged once. */
+static void directories_denied(zhandle_t *owner, deferd_client *c)
+{
+    char id[DEFERD_ID_SIZE], qpath[256], jobs[300], path[512], bucket[512], out[DEFERD_ID_SIZE];
+    int64_t later = now_ms() + 3600000, far = now_ms() + 40LL * 86400000;
+    CHECK(put_job(c, "b", "first", -1, later, -1, id) == 0); /* jobs/ and its buckets */
+    snprintf(qpath, sizeof qpath, "%s/queues/b", root);
+    snprintf(jobs, sizeof jobs, "%s/jobs", qpath);
+    long mark = log_mark(&alice), before = denied(c, "b");
+    set_perms(owner, qpath, ZOO_PERM_ALL & ~ZOO_PERM_CREATE);
+    set_perms(owner, jobs, ZOO_PERM_ALL & ~ZOO_PERM_CREATE);
+    deferd_put_opts o = {.has_at = 1, .at_ms = (uint64_t)far};
+    CHECK(deferd_put(c, "b", "far", 3, &o, out, sizeof out) == DEFERD_ESERVER);
+    check_denied_reply(c, "put into a new window");
+    deferd_put_opts k = {.has_at = 1, .at_ms = (uint64_t)later, .key = "k1"};
+    CHECK(deferd_put(c, "b", "keyed", 5, &k, out, sizeof out) == DEFERD_ESERVER);
+    check_denied_reply(c, "put with a key");
+    CHECK(deferd_reschedule(c, id, NULL, NULL, 1, (uint64_t)far, 0, out, sizeof out) ==
+          DEFERD_ESERVER);
+    check_denied_reply(c, "reschedule into a new window");
+    CHECK(job_path(root, id, path, sizeof path) == 0);
+    set_perms(owner, parent(path, bucket, sizeof bucket), ZOO_PERM_ALL & ~ZOO_PERM_DELETE);
+    CHECK(deferd_cancel(c, id, NULL, NULL, 0, out, sizeof out) == DEFERD_ESERVER);
+    check_denied_reply(c, "cancel");
+    CHECK(zk_count_jobs(owner, root, "b") == 1);
+    CHECK(zk_job_exists(owner, root, id) == 1);
+    CHECK(denied(c, "b") >= before + 4);
+    char line[400];
+    snprintf(line, sizeof line, "queue b: %s/", jobs); /* the new window's bucket, not jobs/ */
+    CHECK(log_count(&alice, mark, line) == 1);
+    CHECK(log_count(&alice, mark, "ZooKeeper denies deferd access") == 1);
+
+    set_perms(owner, bucket, ZOO_PERM_ALL);
+    set_perms(owner, jobs, ZOO_PERM_ALL);
+    set_perms(owner, qpath, ZOO_PERM_ALL);
+    CHECK(deferd_put(c, "b", "far", 3, &o, out, sizeof out) == DEFERD_OK);
+    CHECK(deferd_put(c, "b", "keyed", 5, &k, out, sizeof out) == DEFERD_OK);
+    CHECK(deferd_cancel(c, id, NULL, NULL, 0, out, sizeof out) == DEFERD_OK);
+    CHECK(zk_count_jobs(owner, root, "b") == 2);
+}
+
+/* The pending counters of a queue with max_pending, unreadable: counted as denials every
+ * second (the sum is read once a second), and the daemon goes on. */
+static void counters_denied(zhandle_t *owner, deferd_client *c)
+{
+    char counts[300];
+    snprintf(counts, sizeof counts, "%s/queues/limited/counts", root);
+    long before = denied(c, "limited"), now = before;
+    set_perms(owner, counts, ZOO_PERM_ALL & ~ZOO_PERM_READ);
+    for (int64_t deadline = now_ms() + 5000; now < before + 2 && now_ms() < deadline;)
+        if ((now = denied(c, "limited")) < before + 2)
+            usleep(100000);
+    CHECK(now >= before + 2);
+    set_perms(owner, counts, ZOO_PERM_ALL);
+    CHECK(deferd_ping(c) == DEFERD_OK);
+}
+
 int main(void)
 {
     harness_init("acl", root, sizeof root);
@@ -86,6 +268,12 @@ int main(void)
     CHECK(deferd_ack(cons, job.id) == DEFERD_OK);
     deferd_job_clear(&job);
 
+    /* Znodes of alice's that deny alice herself part of what deferd needs. */
+    lock_and_ack_denied(as_owner, c);
+    dead_letter_denied(as_owner, c);
+    directories_denied(as_owner, c);
+    counters_denied(as_owner, c);
+
     /* A daemon with mallory's credentials on the same root: its puts to the queue fail
      * with a clear error, the denial is logged once, and it goes on running. */
     static const char *const as_mallory[] = {"zookeeper.auth=digest:mallory:x", NULL};
@@ -105,8 +293,11 @@ int main(void)
     CHECK_CONTAINS(deferd_last_error(m), "permission denied by ZooKeeper");
     CHECK(deferd_put(m, "a", "x", 1, &o, id, sizeof id) == DEFERD_ESERVER);
     CHECK_CONTAINS(deferd_last_error(m), "permission denied by ZooKeeper");
-    CHECK(log_wait(&mallory, mark, "ZooKeeper denies deferd access", 5000));
-    CHECK(log_count(&mallory, mark, "ZooKeeper denies deferd access") == 1);
+    char line[300]; /* its put's job, in queue a (its pending counter in queue limited) */
+    snprintf(line, sizeof line, "queue a: %s/queues/a/jobs/", root);
+    CHECK(log_wait(&mallory, mark, line, 5000));
+    CHECK(log_count(&mallory, mark, line) == 1);
+    CHECK(log_count(&mallory, mark, "ZooKeeper denies deferd access as digest:mallory") >= 1);
     CHECK(deferd_ping(m) == DEFERD_OK);
     CHECK(zk_job_exists(as_owner, root, later_id) == 1);
     CHECK(zk_count_jobs(as_owner, root, "a") == 1);
