@@ -1,61 +1,19 @@
 /* [zookeeper] auth and acl with a second ZooKeeper identity: a daemon with acl = creator
  * makes znodes only its own identity may touch; another identity gets ZNOAUTH; a second
- * daemon with other credentials gets a clear error for that queue and keeps running. */
+ * daemon with other credentials gets a clear error for that queue and keeps running.
+ * Then the first daemon's own znodes are made to deny it part of what it needs (setAcl by a
+ * session of the same identity, behind its back): a lock, an ack, a dead-lettering, new
+ * directories for puts, keys and a reschedule, a cancel, the pending counters. Each is
+ * refused with "permission denied by ZooKeeper" to the client (if any), logged once per
+ * queue, counted, retried no faster than once a second, and loses or repeats nothing. */
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "harness_acl.h"
 
 static struct daemon_proc alice, mallory;
 static char root[128];
-
-/* A session of ours with digest credentials USER_PASS ("user:password"), or none. */
-static zhandle_t *identity(const char *user_pass)
-{
-    zhandle_t *zh = zk_connect();
-    if (zh && user_pass) /* answered before the calls that follow: one session, in order */
-        CHECK(zoo_add_auth(zh, "digest", user_pass, (int)strlen(user_pass), NULL, NULL) == ZOK);
-    return zh;
-}
-
-static void check_creator_acl(zhandle_t *zh, const char *path)
-{
-    struct ACL_vector acl;
-    struct Stat st;
-    int rc = zoo_get_acl(zh, path, &acl, &st);
-    CHECK(rc == ZOK);
-    if (rc != ZOK) {
-        fprintf(stderr, "get_acl %s: %s\n", path, zerror(rc));
-        return;
-    }
-    CHECK(acl.count == 1);
-    if (acl.count == 1) {
-        CHECK_STR(acl.data[0].id.scheme, "digest");
-        CHECK(strncmp(acl.data[0].id.id, "alice:", 6) == 0);
-        CHECK(acl.data[0].perms == ZOO_PERM_ALL);
-    }
-    deallocate_ACL_vector(&acl);
-}
-
-/* Sets the permissions of every entry of PATH's ACL to PERMS: deferd's own identity (the
- * creator) loses what PERMS leaves out, and our session (the same identity) keeps ADMIN to
- * give it back. */
-static void set_perms(zhandle_t *zh, const char *path, int32_t perms)
-{
-    struct ACL_vector acl;
-    struct Stat st;
-    int rc = zoo_get_acl(zh, path, &acl, &st);
-    CHECK(rc == ZOK);
-    if (rc != ZOK)
-        return;
-    for (int32_t i = 0; i < acl.count; i++)
-        acl.data[i].perms = perms;
-    rc = zoo_set_acl(zh, path, -1, &acl);
-    if (rc != ZOK)
-        fprintf(stderr, "set_acl %s: %s\n", path, zerror(rc));
-    CHECK(rc == ZOK);
-    deallocate_ACL_vector(&acl);
-}
 
 /* The queue's zk_denied in STATS QUEUE: ZooKeeper's NoAuth answers counted so far. */
 static long denied(deferd_client *c, const char *queue)
@@ -224,7 +182,7 @@ int main(void)
     harness_init("acl", root, sizeof root);
     /* ZooKeeper answers first: credentials sent while it still refuses sessions leave the
      * daemon waiting for their acceptance (a zkstore.c issue of its own) */
-    zhandle_t *as_owner = identity("alice:secret");
+    zhandle_t *as_owner = zk_identity("alice:secret");
     static const char *const as_alice[] = {"zookeeper.auth=digest:alice:secret",
                                            "zookeeper.acl=creator", NULL};
     if (daemon_start(&alice, root, "alice", as_alice) != 0)
@@ -242,17 +200,17 @@ int main(void)
     /* The jobs' znodes and their buckets carry alice's digest only. */
     char path[512], buf[64];
     CHECK(job_path(root, later_id, path, sizeof path) == 0);
-    check_creator_acl(as_owner, path);
+    check_creator_acl(as_owner, path, "alice");
     *strrchr(path, '/') = '\0';
-    check_creator_acl(as_owner, path);
+    check_creator_acl(as_owner, path, "alice");
     snprintf(path, sizeof path, "%s/queues/a", root);
-    check_creator_acl(as_owner, path);
+    check_creator_acl(as_owner, path, "alice");
 
     /* Another identity, and none at all: no reading, no deleting. */
     CHECK(job_path(root, later_id, path, sizeof path) == 0);
     const char *const others[] = {"mallory:x", NULL};
     for (int i = 0; i < 2; i++) {
-        zhandle_t *zh = identity(others[i]);
+        zhandle_t *zh = zk_identity(others[i]);
         int len = (int)sizeof buf;
         CHECK(zoo_get(zh, path, 0, buf, &len, NULL) == ZNOAUTH);
         CHECK(zoo_delete(zh, path, -1) == ZNOAUTH);
