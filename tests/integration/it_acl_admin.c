@@ -120,6 +120,9 @@ int main(void)
         moved[DEFERD_ID_SIZE], dead[DEFERD_ID_SIZE], path[512];
     harness_init("acl_admin", root, sizeof root);
     zhandle_t *owner = zk_identity("alice:secret");
+    CHECK(owner != NULL);
+    if (!owner)
+        return check_report("it_acl_admin");
     snprintf(alice_auth, sizeof alice_auth, "/tmp/deferd-it-%d-alice.auth", (int)getpid());
     CHECK(write_auth_file(alice_auth, "digest:alice:secret") == 0);
     snprintf(opt_file, sizeof opt_file, "zookeeper.auth_file=%s", alice_auth);
@@ -147,12 +150,12 @@ int main(void)
     CHECK(sscanf(out, "%255s", moved) == 1 && strncmp(moved, "a/", 2) == 0);
     CHECK(zk_job_exists(owner, root, id) == 0);
     CHECK(job_path(root, moved, path, sizeof path) == 0);
-    check_creator_acl(owner, path, "alice"); /* deferctl's create carries acl = creator */
+    CHECK(is_creator_acl(owner, path, "alice")); /* deferctl's create carries acl = creator */
     CHECK(ctl(ini_alice, "cancel --key k1 a", out, sizeof out) == 0);
     CHECK(zk_job_exists(owner, root, keyed) == 0);
     CHECK(ctl(ini_alice, "pause a --reason acl", out, sizeof out) == 0);
     snprintf(path, sizeof path, "%s/queues/a/paused", root);
-    check_creator_acl(owner, path, "alice");
+    CHECK(is_creator_acl(owner, path, "alice"));
     CHECK(ctl(ini_alice, "resume a", out, sizeof out) == 0);
     CHECK(zk_exists(owner, path) == 0);
     make_dead(c, dead);
