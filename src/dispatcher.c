@@ -453,10 +453,11 @@ static void on_fetched(const struct zk_result *res, void *ctx)
     struct job *job = ctx;
     struct dispatcher *ds = job->q->ds;
     if (res->rc != ZOK) {
-        if (res->rc == ZNOAUTH)
+        if (res->rc == ZNOAUTH) /* logged once for the queue */
             dispatcher_denied(job->q, job->path);
-        log_warn("queue %s: job %s: reading its data failed: %s; released, offered again in "
-                 "%d ms", job->q->cfg->name, job->id, zerror(res->rc), RETRY_MS);
+        log_msg(res->rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: reading its data "
+                "failed: %s; released, offered again in %d ms", job->q->cfg->name, job->id,
+                zerror(res->rc), RETRY_MS);
         release_later(ds, job);
         return;
     }
