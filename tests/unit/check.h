@@ -5,8 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static int check_failures;
-static int check_count;
+/* One pair for the whole test program, not one per file: the integration harness is a
+ * library of its own, and its failures (a daemon that did not exit cleanly on SIGTERM, a
+ * valgrind report) must count in the test's check_report(). Weak, so that every file that
+ * includes this may define them and the linker keeps one. */
+__attribute__((weak)) int check_failures;
+__attribute__((weak)) int check_count;
 
 #define CHECK(cond)                                                                 \
     do {                                                                            \
