@@ -448,6 +448,27 @@ void deliver(struct dispatcher *ds, struct job *job)
     log_debug("queue %s: job %s attempt %u delivered", job->q->cfg->name, job->id, job->attempt);
 }
 
+/* A job written by another client with more data than max_payload is never pushed: the
+ * consumers were promised no more (and a client library may refuse it, failing every
+ * consumer in turn). It stays in ZooKeeper, unlocked, for the operator (deferctl show,
+ * cancel); this daemon leaves it alone until it restarts. */
+static int oversized(struct dispatcher *ds, struct job *job)
+{
+    uint64_t max = ds->d->cfg->max_payload;
+    if (job->ci || job->len <= max)
+        return 0;
+    log_msg(job->refused ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: its data is %zu bytes, "
+            "over max_payload %llu: not delivered, left in ZooKeeper (deferctl show/cancel)",
+            job->q->cfg->name, job->id, job->len, (unsigned long long)max);
+    job->refused = 1;
+    ds->payload_bytes -= job->len;
+    free(job->payload);
+    job->payload = NULL;
+    job->not_before = INT64_MAX; /* released, and never offered again */
+    release_lock(ds, job);
+    return 1;
+}
+
 static void on_fetched(const struct zk_result *res, void *ctx)
 {
     struct job *job = ctx;
@@ -470,6 +491,8 @@ static void on_fetched(const struct zk_result *res, void *ctx)
         memcpy(job->payload, res->data, job->len);
         ds->payload_bytes += job->len;
     }
+    if (oversized(ds, job))
+        return;
     deliver(ds, job);
 }
 
@@ -506,7 +529,8 @@ static void on_locked(const struct zk_result *res, void *ctx)
             return;
         }
         if (job->payload) {
-            deliver(ds, job);
+            if (!oversized(ds, job))
+                deliver(ds, job);
             return;
         }
         ds->reads++;

@@ -22,6 +22,35 @@ static void create_path(zhandle_t *zh, const char *path, const char *data)
     CHECK(rc == ZOK);
 }
 
+/* A well-named job whose data is over max_payload (4 KiB in the harness), written by another
+ * client: logged once, never delivered, left in ZooKeeper unlocked; a normal job due after
+ * it is delivered. */
+static void oversized(zhandle_t *zh, deferd_client *c, deferd_client *p)
+{
+    enum { BIG = 100000 };
+    static char big[BIG + 1];
+    char name[64], path[700], id[DEFERD_ID_SIZE], lock[720];
+    uint64_t due = (uint64_t)now_ms() + 500;
+    deferd_job job;
+    memset(big, 'B', BIG);
+    snprintf(name, sizeof name, "%llu-1-toobig", (unsigned long long)due);
+    snprintf(path, sizeof path, "%s/queues/a/jobs/%llu/%llu/%llu/%s", root,
+             (unsigned long long)(due / 10000000), (unsigned long long)(due / 100000),
+             (unsigned long long)(due / 100), name);
+    create_path(zh, path, big);
+    CHECK(put_job(p, "a", "small", 1000, -1, -1, id) == 0);
+    CHECK(deferd_next_job(c, &job, 10000) == DEFERD_OK);
+    CHECK_STR(job.id, id);
+    CHECK(job.len == 5);
+    CHECK(deferd_ack(c, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    CHECK(log_wait(&d, 0, "toobig: its data is 100000 bytes, over max_payload 4096", 5000));
+    CHECK(deferd_next_job(c, &job, 1500) == DEFERD_ETIMEDOUT);
+    CHECK(log_count(&d, 0, "over max_payload") == 1);
+    snprintf(lock, sizeof lock, "%s/lock", path);
+    CHECK(zk_exists(zh, path) && !zk_exists(zh, lock));
+}
+
 int main(void)
 {
     harness_init("foreign", root, sizeof root);
@@ -74,6 +103,10 @@ int main(void)
     CHECK(deferd_ack(c, job.id) == DEFERD_OK);
     deferd_job_clear(&job);
     CHECK(deferd_ping(p) == DEFERD_OK);
+    oversized(zh, c, p);
+    /* Listed again and again (each create and delete in its bucket), said once. */
+    snprintf(foreign, sizeof foreign, "ignoring znode %s/queue-0000000001", leaf);
+    CHECK(log_count(&d, 0, foreign) == 1);
     deferd_close(p);
     deferd_close(c);
     daemon_kill(&d, SIGTERM);
