@@ -45,6 +45,10 @@ struct zkstore {
     int early_state;   /* a session event of the new handle that came before the handle */
     int early_auth;    /* and its credentials' acceptance */
     int early_retry;   /* or the loss of that answer */
+    /* Calls sent and not completed (loop thread only). The client library drops some at
+     * close (requests of a handle closed while not connected): zkstore_free completes
+     * those with ZCLOSING, so that their owners free their contexts. */
+    struct zk_msg *outstanding;
 };
 
 /* Everything that crosses from ZooKeeper's threads to the loop. */
@@ -58,6 +62,7 @@ struct zk_msg {
     struct zk_result res;
     enum metrics_zk_op op;
     int64_t sent_ns, done_ns;          /* CLOCK_MONOTONIC: the call, its completion */
+    struct zk_msg *out_next, *out_prev; /* zkstore->outstanding, while the call is out */
     zoo_op_t *ops;                     /* multi */
     zoo_op_result_t *op_res;
     struct Stat *stats;                /* multi: one per op, for set operations */
@@ -129,6 +134,17 @@ static void session_event(struct zkstore *zs, int state)
     zs->on_session(state, zs->ctx);
 }
 
+static void outstanding_remove(struct zkstore *zs, struct zk_msg *m)
+{
+    if (m->out_prev)
+        m->out_prev->out_next = m->out_next;
+    else if (zs->outstanding == m)
+        zs->outstanding = m->out_next;
+    if (m->out_next)
+        m->out_next->out_prev = m->out_prev;
+    m->out_next = m->out_prev = NULL;
+}
+
 static void on_loop(struct loopq_item *item, void *unused)
 {
     (void)unused;
@@ -155,6 +171,7 @@ static void on_loop(struct loopq_item *item, void *unused)
     }
     switch (m->kind) {
     case MSG_RESULT:
+        outstanding_remove(zs, m);
         metrics_zk_request(zs->metrics, m->op, m->done_ns - m->sent_ns);
         if (m->done)
             m->done(&m->res, m->ctx);
@@ -288,8 +305,15 @@ static void on_watcher(zhandle_t *zh, int type, int state, const char *path, voi
 
 static int sent(struct zk_msg *m, int rc)
 {
-    if (rc != ZOK)
+    if (rc != ZOK) {
         free_msg(m);
+        return rc;
+    }
+    /* On the loop thread, before its completion can be handled there. */
+    m->out_next = m->zs->outstanding;
+    if (m->out_next)
+        m->out_next->out_prev = m;
+    m->zs->outstanding = m;
     return rc;
 }
 
@@ -722,6 +746,14 @@ void zkstore_free(struct zkstore *zs)
         pthread_cond_wait(&renewers_done, &renewers_lock);
     pthread_mutex_unlock(&renewers_lock);
     loopq_free(zs->q);
+    while (zs->outstanding) { /* dropped by the client library: never coming now */
+        struct zk_msg *m = zs->outstanding;
+        outstanding_remove(zs, m);
+        m->res.rc = ZCLOSING;
+        if (m->done)
+            m->done(&m->res, m->ctx);
+        free_msg(m);
+    }
     zkacl_free(&zs->acl);
     free(zs);
 }
