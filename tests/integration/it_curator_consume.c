@@ -453,7 +453,10 @@ static void mixed(void)
             if (deferd_next_job(cs[k], &job, 5) == DEFERD_OK) { /* one each: turns */
                 count(&ours, (const char *)job.payload, now_ms());
                 by[k]++;
-                usleep(2000); /* work, as much as the Curator consumers do */
+                /* Work: more than the Curator consumers' 2 ms, so that JVMs still warming up
+                 * (on a loaded machine deferd took all 2000 in about 3 s, before they
+                 * took one) get their share while deferd's consumers stay busy. */
+                usleep(10000);
                 CHECK(deferd_ack(cs[k], job.id) == DEFERD_OK);
                 deferd_job_clear(&job);
             }
