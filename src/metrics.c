@@ -12,6 +12,7 @@
 #include "dispatcher.h"
 #include "log.h"
 #include "pending.h"
+#include "server.h"
 #include "session.h"
 #include "units.h"
 
@@ -319,6 +320,12 @@ static int gauges_out(struct metrics *m, struct evbuffer *out)
     }
     family(out, "deferd_draining", "gauge", "1 while the daemon drains for shutdown (SIGTERM).");
     evbuffer_add_printf(out, "deferd_draining %d\n", ds ? dispatcher_draining(ds) : 0);
+    family(out, "deferd_puts_open", "gauge", "PUT and BATCH requests being stored in "
+           "ZooKeeper (at most [daemon] max_open_puts).");
+    evbuffer_add_printf(out, "deferd_puts_open %zu\n", ds ? dispatcher_puts_open(ds) : 0);
+    family(out, "deferd_puts_waiting", "gauge", "Connections whose PUT or BATCH waits for its "
+           "turn because max_open_puts are being stored.");
+    evbuffer_add_printf(out, "deferd_puts_waiting %zu\n", server_puts_waiting(m->d->server));
     family(out, "deferd_jobs_pending_cluster", "gauge", "Queues with max_pending: jobs in "
            "the queue across all daemons, as last summed (once a second).");
     for (size_t i = 0; i < m->nqueues; i++) {

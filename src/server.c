@@ -66,6 +66,7 @@ struct server {
     struct conn *conns;
     uint64_t nconns;
     struct conn *park_head, *park_tail; /* parked requests, first come first served */
+    size_t nparked;
     struct event *unpark;       /* lets parked requests go once puts are answered */
     int64_t parked_logged;      /* when holding puts back was last logged */
     struct event *accept_again; /* re-enables the listener on the next loop turn */
@@ -381,6 +382,9 @@ static void handle_request(struct conn *c, struct proto_request *req)
         session_format(c->srv->d->session, text, sizeof text);
         n = strlen(text);
         dispatcher_format(ds, text + n, sizeof text - n);
+        n = strlen(text);
+        snprintf(text + n, sizeof text - n, " puts_open=%zu puts_waiting=%zu",
+                 dispatcher_puts_open(ds), c->srv->nparked);
         reply_ok(r, text);
         break;
     }
@@ -402,6 +406,7 @@ static void unpark_unlink(struct conn *c)
         s->park_tail = c->park_prev;
     c->park_next = c->park_prev = NULL;
     c->is_parked = 0;
+    s->nparked--;
 }
 
 /* A put must wait while too many are being stored, or while earlier ones wait: stores
@@ -420,6 +425,7 @@ static void park(struct conn *c, struct proto_request *req)
     int64_t now = units_mono_ms();
     c->parked = *req; /* takes its payloads */
     c->is_parked = 1;
+    s->nparked++;
     c->park_prev = s->park_tail;
     if (s->park_tail)
         s->park_tail->park_next = c;
@@ -451,6 +457,11 @@ static void on_unpark(evutil_socket_t fd, short what, void *arg)
             bufferevent_enable(c->bev, EV_READ);
         event_active(c->more, 0, 0); /* the rest already read, or the close at EOF */
     }
+}
+
+size_t server_puts_waiting(const struct server *s)
+{
+    return s ? s->nparked : 0;
 }
 
 void server_puts_done(struct server *s)

@@ -32,6 +32,8 @@ void server_broadcast_state(struct server *s, const char *name);
 /* A PUT or BATCH was answered: requests held back for max_open_puts may go (soon, from the
  * loop, never under the caller's feet). */
 void server_puts_done(struct server *s);
+/* Connections whose PUT or BATCH waits for its turn (max_open_puts). */
+size_t server_puts_waiting(const struct server *s);
 /* Requests received and not answered yet, over all connections. */
 size_t server_pending_replies(const struct server *s);
 

@@ -147,6 +147,17 @@ static void put_line(void)
     long stored = put ? strtol(put + 5, NULL, 10) : -1;
     printf("the other client's put answered when %ld of %d were stored\n", stored, PUTS);
     CHECK(stored >= 0 && stored < 20);
+    /* While the rest goes one at a time, STATS shows the line (until all 200 are stored). */
+    int seen = 0;
+    for (int64_t end = now_ms() + 10000; !seen && now_ms() < end;) {
+        CHECK(deferd_stats(c, stats, sizeof stats) == DEFERD_OK);
+        const char *w = strstr(stats, " puts_open=1 puts_waiting=");
+        seen = w && strtol(w + 26, NULL, 10) == 1;
+        CHECK(deferd_stats_queue(c, "a", stats, sizeof stats) == DEFERD_OK);
+        if (strstr(stats, " put=200 "))
+            break;
+    }
+    CHECK(seen);
     int answered = 0;
     while (answered < PUTS && read_line(busy, line, sizeof line, 20000) > 0 &&
            strncmp(line, "OK a/", 5) == 0)
