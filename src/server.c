@@ -74,6 +74,23 @@ struct server {
     int64_t refused_logged;     /* when a refused connection was last logged */
 };
 
+/* The peer finished sending and everything it sent is answered: the connection may go. */
+static int answered_all(const struct conn *c)
+{
+    return c->eof && !c->rhead && !c->is_parked;
+}
+
+/* Reading stops while replies pile up or a put waits for its turn; this starts it again. */
+static void resume_reading(struct conn *c)
+{
+    if (c->npending >= PENDING_REPLIES_MAX / 2 || c->eof || c->is_parked)
+        return;
+    bufferevent_enable(c->bev, EV_READ);
+    /* Requests already buffered would otherwise wait for the next byte to arrive. */
+    if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+        event_active(c->more, 0, 0);
+}
+
 static void flush_replies(struct conn *c)
 {
     struct evbuffer *out = bufferevent_get_output(c->bev);
@@ -87,13 +104,8 @@ static void flush_replies(struct conn *c)
         free(r->line);
         free(r);
     }
-    if (c->npending < PENDING_REPLIES_MAX / 2 && !c->eof && !c->is_parked) {
-        bufferevent_enable(c->bev, EV_READ);
-        /* Requests already buffered would otherwise wait for the next byte to arrive. */
-        if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
-            event_active(c->more, 0, 0);
-    }
-    if (c->eof && !c->rhead)
+    resume_reading(c);
+    if (answered_all(c))
         event_active(c->more, 0, 0); /* freed there, never under a caller's feet */
 }
 
@@ -453,9 +465,9 @@ static void on_unpark(evutil_socket_t fd, short what, void *arg)
         struct conn *c = s->park_head;
         unpark_unlink(c);
         handle_request(c, &c->parked);
-        if (!c->eof && c->npending < PENDING_REPLIES_MAX / 2)
-            bufferevent_enable(c->bev, EV_READ);
-        event_active(c->more, 0, 0); /* the rest already read, or the close at EOF */
+        resume_reading(c);
+        if (answered_all(c))
+            event_active(c->more, 0, 0);
     }
 }
 
@@ -518,7 +530,7 @@ static void on_more(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct conn *c = arg;
     decode_some(c);
-    if (c->eof && !c->rhead && !c->is_parked && evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
+    if (answered_all(c) && evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
         evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
         conn_free(c);
 }
@@ -527,7 +539,7 @@ static void on_write(struct bufferevent *bev, void *arg)
 {
     (void)bev;
     struct conn *c = arg;
-    if (c->eof && !c->rhead && !c->is_parked)
+    if (answered_all(c))
         event_active(c->more, 0, 0);
 }
 

@@ -88,18 +88,6 @@ static void requeue(struct txnbatch *b, struct txn_item *items)
     b->head = items;
 }
 
-/* The operation that failed a multi: the first with an error of its own (the others carry
- * ZOK or ZRUNTIMEINCONSISTENCY). -1 when the multi never reached the data (connection). */
-static int culprit(const struct zk_result *res, int nops)
-{
-    if (!res->op_err || res->nops != nops)
-        return -1;
-    for (int i = 0; i < nops; i++)
-        if (res->op_err[i] != ZOK && res->op_err[i] != ZRUNTIMEINCONSISTENCY)
-            return i;
-    return -1;
-}
-
 static void fail_all(struct txn_item *items, int rc);
 
 static void on_multi(const struct zk_result *res, void *ctx)
@@ -107,7 +95,8 @@ static void on_multi(const struct zk_result *res, void *ctx)
     struct sent *s = ctx;
     struct txnbatch *b = s->b;
     struct txn_item *items = s->items;
-    int bad = res->rc == ZOK ? -1 : culprit(res, s->nops);
+    /* -1 when the multi never reached the data (connection): no per-operation results */
+    int bad = res->rc == ZOK || res->nops != s->nops ? -1 : zk_failed_op(res);
     b->inflight--;
     free(s);
     if (res->rc != ZOK && bad >= 0) {
@@ -333,7 +322,6 @@ void txnbatch_free(struct txnbatch *b)
     if (!b)
         return;
     txnbatch_close(b);
-    fail_all(b->head, ZCLOSING); /* none expected: close sent them all */
     event_free(b->flush);
     free(b);
 }
