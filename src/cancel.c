@@ -189,7 +189,7 @@ static void on_parents_checked(const struct zk_result *res, void *ctx)
     if (res->rc == ZOK)
         send_change(ch);
     else
-        change_zerr(ch, "reschedule", res->path ? res->path : ch->next_path, res->rc);
+        change_zerr(ch, "reschedule", res->path, res->rc); /* the refused level */
 }
 
 /* The new name's bucket is missing: made with the resend the first time; the second time

@@ -391,7 +391,8 @@ static void on_locked(const struct zk_result *res, void *ctx)
     } else {
         if (lock_err == ZNONODE) /* the lock directory is missing: the listing makes it */
             cq_list(ci->cq, 1);
-        retry_later(ds, job, "taking the Curator lock", rc ? rc : ZSESSIONMOVED);
+        retry_later_at(ds, job, "taking the Curator lock", rc ? rc : ZSESSIONMOVED,
+                       lock_err == ZNOAUTH ? ci->cq->q->cfg->curator_lock_path : job->path);
     }
     ci_put(ci);
 }

@@ -204,14 +204,12 @@ static void on_dir_made(const struct zk_result *res, void *ctx)
     if (stale)
         return;
     *(locks ? &cq->lock_listing : &cq->listing) = 0;
-    if (res->rc == ZNOAUTH) {
-        dispatcher_denied(cq->q, res->path ? res->path : dir_of(cq, locks));
-        retry_lists(cq);
-        return;
-    }
-    if (res->rc != ZOK && res->rc != ZNODEEXISTS) {
-        log_warn("queue %s: cannot create %s: %s", cq->q->cfg->name, dir_of(cq, locks),
-                 zerror(res->rc));
+    if (res->rc != ZOK) { /* res->path: the deepest level that could not be made */
+        if (res->rc == ZNOAUTH)
+            dispatcher_denied(cq->q, res->path);
+        else
+            log_warn("queue %s: cannot create %s: %s", cq->q->cfg->name, res->path,
+                     zerror(res->rc));
         retry_lists(cq);
         return;
     }

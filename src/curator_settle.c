@@ -154,6 +154,7 @@ static void on_dead_dir(const struct zk_result *res, void *ctx)
     } else {
         if (res->rc == ZNOAUTH)
             dispatcher_denied(ci->cq->q, res->path);
+        ci->made_parents = 1; /* the next try asks again: it may be allowed by then */
         retry_settle(ds, ci, res->rc);
     }
     ci_put(ci);

@@ -141,6 +141,8 @@ void make_ready(struct dispatcher *ds, struct job *job)
 int place(struct dispatcher *ds, struct job *job, int64_t due_wall)
 {
     int64_t wall = units_wall_ms();
+    if (due_wall < job->not_before) /* given back after a failure: not before its retry */
+        due_wall = job->not_before;
     if (due_wall <= wall) {
         push_ready(job);
         return 1;
@@ -378,8 +380,14 @@ void release_later(struct dispatcher *ds, struct job *job)
 
 void retry_later(struct dispatcher *ds, struct job *job, const char *what, int rc)
 {
+    retry_later_at(ds, job, what, rc, job->path);
+}
+
+void retry_later_at(struct dispatcher *ds, struct job *job, const char *what, int rc,
+                    const char *znode)
+{
     if (rc == ZNOAUTH) /* one line per queue, not one per job every second */
-        dispatcher_denied(job->q, job->path);
+        dispatcher_denied(job->q, znode);
     log_msg(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: %s failed: %s; retrying "
            "in %d ms", job->q->cfg->name, job->id, what, zerror(rc), RETRY_MS);
     unhold(ds, job);
@@ -457,10 +465,10 @@ static int oversized(struct dispatcher *ds, struct job *job)
     uint64_t max = ds->d->cfg->max_payload;
     if (job->ci || job->len <= max)
         return 0;
-    log_msg(job->refused ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: its data is %zu bytes, "
-            "over max_payload %llu: not delivered, left in ZooKeeper (deferctl show/cancel)",
+    log_msg(job->not_before == INT64_MAX ? LOG_DEBUG : LOG_WARN, /* said once */
+            "queue %s: job %s: its data is %zu bytes, over max_payload %llu: not delivered, "
+            "left in ZooKeeper (deferctl show/cancel)",
             job->q->cfg->name, job->id, job->len, (unsigned long long)max);
-    job->refused = 1;
     ds->payload_bytes -= job->len;
     free(job->payload);
     job->payload = NULL;

@@ -42,7 +42,6 @@ struct job {
     int gone;                   /* vanished from ZooKeeper while busy */
     int uncertain;              /* an ack/nack's outcome is unknown: verify the lock first */
     int prelocked;              /* our lock was taken before a consumer was chosen */
-    int refused;                /* its data is over max_payload: never pushed (logged once) */
     int64_t lock_session;       /* session that took the lock (names the owner node) */
     uint32_t owner_seq;         /* the owner node's sequence suffix; OWNER_SEQ_UNKNOWN */
     size_t heap_pos;

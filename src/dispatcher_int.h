@@ -76,6 +76,9 @@ void lock_paths(const struct job *job, struct lock_paths *lp);
 /* calls in flight */
 int job_settled_gone(struct dispatcher *ds, struct job *job);
 void retry_later(struct dispatcher *ds, struct job *job, const char *what, int rc);
+/* The same, naming ZNODE (the one ZooKeeper refused) in a denial's line. */
+void retry_later_at(struct dispatcher *ds, struct job *job, const char *what, int rc,
+                    const char *znode);
 void release_later(struct dispatcher *ds, struct job *job);
 void watch_lock(struct dispatcher *ds, struct job *job);
 

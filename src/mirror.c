@@ -311,6 +311,16 @@ static void apply_listing(struct mirror *m, struct dir *dir, const struct zk_res
         dispatcher_kick(m->d->dispatcher, dir->q);
 }
 
+/* jobs/ (or a level above) refused: said as such, and not tried 10 times a second. */
+static void on_jobs_made(const struct zk_result *res, void *ctx)
+{
+    struct dqueue *q = ctx; /* lives as long as the daemon, unlike a dir */
+    if (res->rc != ZNOAUTH || !q->root)
+        return;
+    dispatcher_denied(q, q->root->path);
+    defer_load(q->root->m, q->root, units_wall_ms() + RETRY_MS);
+}
+
 static void on_list(const struct zk_result *res, void *ctx)
 {
     struct dir *dir = ctx;
@@ -328,7 +338,7 @@ static void on_list(const struct zk_result *res, void *ctx)
     if (res->rc != ZOK) {
         if (res->rc == ZNONODE) { /* jobs/ itself missing: create it, list again */
             zkstore_create_parents(m->d->zs, dir->path, NULL, NULL);
-            zkstore_create(m->d->zs, dir->path, NULL, 0, 0, NULL, NULL);
+            zkstore_create(m->d->zs, dir->path, NULL, 0, 0, on_jobs_made, dir->q);
         } else if (res->rc == ZNOAUTH) {
             dispatcher_denied(dir->q, dir->path);
         } else {

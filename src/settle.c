@@ -31,10 +31,8 @@ static void on_released(const struct zk_result *res, void *ctx)
         return;
     }
     /* A lock taken ahead and given back (pause, drain) waits for its due time again; one
-     * given back after a failure, for its retry time. */
-    int64_t at = (int64_t)job->jn.due_ms > job->not_before ? (int64_t)job->jn.due_ms
-                                                            : job->not_before;
-    if (!job_settled_gone(ds, job) && place(ds, job, at))
+     * given back after a failure, for its retry time (place() knows it). */
+    if (!job_settled_gone(ds, job) && place(ds, job, (int64_t)job->jn.due_ms))
         dispatch(ds, job->q);
 }
 
@@ -323,7 +321,7 @@ static void on_parents_checked(const struct zk_result *res, void *ctx)
     if (rc == ZOK && (rc = send_settle(st->job->q->ds, st)) == ZOK)
         return;
     if (rc == ZNOAUTH)
-        dispatcher_denied(st->job->q, res->path ? res->path : st->next_path);
+        dispatcher_denied(st->job->q, res->path); /* only create_parents answers NoAuth */
     settle_failed(st, rc);
     settle_free(st);
 }
