@@ -1,14 +1,19 @@
-/* ZooKeeper outages: a short one (SUSPENDED, RECONNECTED, the held ack applied after it)
- * and a long one (LOST: holders told, a new session built, every job delivered again and
- * acked), also for a Curator queue's item. Runs its own ZooKeeper so that it can stop and restart it. */
+/* ZooKeeper outages: a short one (SUSPENDED, RECONNECTED, the held ack applied after it), a
+ * partition cut in a relay between deferd and a server that stays up, and a long one (LOST:
+ * holders told, a new session built, every job delivered again and acked), also for a
+ * Curator queue's item. Runs its own ZooKeeper so that it can stop and restart it. */
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "tcpcut.h"
 
 static struct daemon_proc d;
 static char root[128], zkdir[256];
+static struct tcpcut *relay; /* between the short outage's deferd and ZooKeeper */
+
+#define OUTAGE_MS 2500 /* longer than the 2 s lease below */
 
 /* Waits for the next STATE push, collecting jobs and EXPIRED pushes that come first. */
 static int wait_state(deferd_client *c, const char *want, int ms, int *expired)
@@ -30,23 +35,6 @@ static int wait_state(deferd_client *c, const char *want, int ms, int *expired)
     }
     fprintf(stderr, "no STATE %s within %d ms\n", want, ms);
     return -1;
-}
-
-/* Restarts ZooKeeper from a child after OUTAGE_MS: the outage length is the scenario. */
-static pid_t restart_later(int outage_ms)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        usleep((useconds_t)outage_ms * 1000);
-        _exit(zk_private("restart", zkdir) == 0 ? 0 : 1);
-    }
-    return pid;
-}
-
-static int reaped_ok(pid_t pid)
-{
-    int status;
-    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 /* Deletes a job's lock children by hand, as a careless operator might. */
@@ -88,14 +76,14 @@ static void short_outage(void)
     CHECK(deferd_put(cl, "emails", "short lease", 11, &o, jl, sizeof jl) == DEFERD_OK);
     CHECK(deferd_subscribe(cl, "emails", 1) == DEFERD_OK);
     CHECK(deferd_next_job(cl, &job, 10000) == DEFERD_OK);
+    int64_t leased_at = now_ms();
     deferd_job_clear(&job);
-    CHECK(zk_private("stop", zkdir) == 0);
+    tcpcut_cut(relay, OUTAGE_MS);
     CHECK(wait_state(c, "SUSPENDED", 15000, NULL) == 0);
-    pid_t r = restart_later(1000);
     CHECK(deferd_ack(c, j1) == DEFERD_OK); /* held by deferd, applied after reconnecting */
-    CHECK(reaped_ok(r));
     CHECK(wait_state(c, "RECONNECTED", 15000, NULL) == 0);
-    CHECK(deferd_ack(cl, jl) == DEFERD_OK); /* the lease stood still while away */
+    CHECK(now_ms() - leased_at > 2000); /* the lease's 2 s have passed on the wall clock */
+    CHECK(deferd_ack(cl, jl) == DEFERD_OK); /* but it stood still while away */
     deferd_close(cl);
     zhandle_t *zh = zk_connect();
     CHECK(job_path(root, j1, path, sizeof path) == 0 && !zk_exists(zh, path));
@@ -310,11 +298,18 @@ int main(void)
     snprintf(zkdir, sizeof zkdir, "/tmp/deferd-it-%d-zk", (int)getpid());
     if (zk_private_start(zkdir) != 0)
         return 1;
-    static const char *const slow[] = {"zookeeper.session_timeout=10s", NULL};
+    char relayed[160], hosts[200];
+    relay = tcpcut_start(harness_zk_hosts, relayed, sizeof relayed);
+    if (!relay)
+        return 1;
+    snprintf(hosts, sizeof hosts, "zookeeper.hosts=%s", relayed);
+    const char *const slow[] = {"zookeeper.session_timeout=10s", hosts, NULL};
     if (daemon_start(&d, root, "s1", slow) != 0)
         return 1;
     short_outage();
     daemon_kill(&d, SIGTERM);
+    CHECK(tcpcut_relayed(relay) >= 2); /* deferd went through it, before and after the cut */
+    tcpcut_stop(relay);
     char cq_path[300], cq_locks[300];
     snprintf(cq_path, sizeof cq_path, "queue cq.curator_path=%s/java/cq", root);
     snprintf(cq_locks, sizeof cq_locks, "queue cq.curator_lock_path=%s/java/cq-locks", root);

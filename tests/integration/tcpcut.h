@@ -1,0 +1,24 @@
+/* A loopback TCP relay in front of a server whose connections a test can cut for a while:
+ * a network partition, with the server (and a ZooKeeper session on it) still alive. Tests
+ * of a short ZooKeeper outage use it instead of restarting the server, whose start-up
+ * window can swallow a connection attempt (ZooKeeper 3.8 leaves a connection that arrives
+ * before its database is loaded open and unanswered: the client waits two thirds of its
+ * session timeout before it tries again). */
+#ifndef DEFERD_TEST_TCPCUT_H
+#define DEFERD_TEST_TCPCUT_H
+
+#include <stddef.h>
+
+struct tcpcut;
+
+/* Relays 127.0.0.1:<a free port> to TARGET ("127.0.0.1:PORT"); writes "127.0.0.1:<port>"
+ * into HOSTS. NULL if it cannot listen. */
+struct tcpcut *tcpcut_start(const char *target, char *hosts, size_t len);
+/* Closes every relayed connection now and, for MS milliseconds, closes each new one as soon
+ * as it is accepted; then relays again. Returns at once. */
+void tcpcut_cut(struct tcpcut *t, int ms);
+/* Connections relayed since the start (accepted while not cut). */
+int tcpcut_relayed(const struct tcpcut *t);
+void tcpcut_stop(struct tcpcut *t);
+
+#endif
