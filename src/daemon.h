@@ -12,6 +12,7 @@ struct dispatcher;
 struct mirror;
 struct session;
 struct pending;
+struct keysweep;
 struct drain;
 struct notify;
 struct metrics;
@@ -26,6 +27,7 @@ struct deferd {
     struct mirror *mirror;
     struct session *session;
     struct pending *pending;
+    struct keysweep *keysweep; /* deletes kept keys past key_retention */
     struct drain *drain;       /* set once SIGTERM/SIGINT started the drain */
     struct notify *notify;     /* sd_notify to the service manager */
     struct metrics *metrics;   /* metrics.h */

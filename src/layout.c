@@ -277,3 +277,30 @@ int layout_parse_key_data(const char *data, size_t len, struct job_name *jn)
     id[len + 2] = '\0';
     return layout_parse_id(id, queue, sizeof queue, jn);
 }
+
+int layout_kept_key_data(char *buf, size_t len, int64_t acked_ms, const struct job_name *jn)
+{
+    char name[LAYOUT_ID_MAX + 1];
+    if (acked_ms < 0 || layout_key_data(name, sizeof name, jn) != 0)
+        return -1;
+    int n = snprintf(buf, len, "done %lld %s", (long long)acked_ms, name);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+int layout_parse_kept_key(const char *data, size_t len, int64_t *acked_ms, struct job_name *jn)
+{
+    char buf[LAYOUT_ID_MAX + 32];
+    unsigned long long acked;
+    int n = 0;
+    if (len < 6 || len >= sizeof buf || memcmp(data, "done ", 5) != 0 || data[5] < '0' ||
+        data[5] > '9' || memchr(data, '\0', len)) /* sscanf would take a sign */
+        return -1;
+    memcpy(buf, data, len);
+    buf[len] = '\0';
+    if (sscanf(buf, "done %llu %n", &acked, &n) != 1 || n == 0 || !buf[n] ||
+        acked > (unsigned long long)INT64_MAX ||
+        layout_parse_key_data(buf + n, strlen(buf + n), jn) != 0)
+        return -1;
+    *acked_ms = (int64_t)acked;
+    return 0;
+}

@@ -19,6 +19,7 @@
 #include "notify.h"
 #include "server.h"
 #include "pause.h"
+#include "keysweep.h"
 #include "pending.h"
 #include "reload.h"
 #include "session.h"
@@ -173,7 +174,8 @@ static int run(struct deferd *d)
     d->dispatcher = dispatcher_new(d);
     d->session = session_new(d);
     d->pending = pending_new(d);
-    if (!d->mirror || !d->dispatcher || !d->session || !d->pending)
+    d->keysweep = keysweep_new(d);
+    if (!d->mirror || !d->dispatcher || !d->session || !d->pending || !d->keysweep)
         goto out;
     d->server = server_new(d);
     if (!d->server || metrics_http_new(d, &d->metrics_http) != 0)
@@ -192,6 +194,7 @@ out:
     mirror_free(d->mirror);
     session_free(d->session);
     pending_free(d->pending);
+    keysweep_free(d->keysweep);
     drain_free(d->drain);
     notify_free(d->notify);
     metrics_free(d->metrics);

@@ -48,6 +48,7 @@ struct qmetrics {
     uint64_t events[ME_COUNT];
     uint64_t refused[MR_COUNT];
     uint64_t denied;           /* ZooKeeper's NoAuth answers for the queue's znodes */
+    uint64_t keys_expired;     /* kept keys deleted by the sweep */
     uint64_t delivered[2];     /* [0] first deliveries, [1] redeliveries (attempt > 1) */
     struct histogram lateness;
     struct rate rates[RK_COUNT];
@@ -176,6 +177,13 @@ void metrics_denied(struct metrics *m, const struct queue_config *qc)
         q->denied++;
 }
 
+void metrics_key_expired(struct metrics *m, const struct queue_config *qc)
+{
+    struct qmetrics *q = queue_of(m, qc);
+    if (q)
+        q->keys_expired++;
+}
+
 void metrics_delivered(struct metrics *m, const struct queue_config *qc, uint32_t attempt,
                        uint32_t prior_attempts, uint64_t due_ms)
 {
@@ -273,6 +281,12 @@ static void counters_out(struct metrics *m, struct evbuffer *out)
     for (size_t i = 0; i < m->nqueues; i++)
         queue_row(out, "deferd_zookeeper_denied_total", qname(m, i),
                   (unsigned long long)m->q[i].denied);
+    family(out, "deferd_keys_expired_total", "counter",
+           "Kept idempotency keys (key_retention) this daemon deleted once older than the "
+           "queue's retention.");
+    for (size_t i = 0; i < m->nqueues; i++)
+        queue_row(out, "deferd_keys_expired_total", qname(m, i),
+                  (unsigned long long)m->q[i].keys_expired);
     family(out, "deferd_jobs_delivered_total", "counter",
            "Jobs pushed to consumers; redelivery=\"true\" when attempt > 1.");
     for (size_t i = 0; i < m->nqueues; i++)
@@ -467,9 +481,10 @@ int metrics_format_queue(struct metrics *m, const char *queue, char *buf, size_t
         n += lateness_format(q, buf + n, len - (size_t)n);
     if (n > 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, " put_per_s=%.3f delivered_per_s=%.3f "
-                 "acked_per_s=%.3f zk_state=%s zk_denied=%llu", rate_per_s(m, &q->rates[RK_PUT]),
+                 "acked_per_s=%.3f zk_state=%s zk_denied=%llu keys_expired=%llu",
+                 rate_per_s(m, &q->rates[RK_PUT]),
                  rate_per_s(m, &q->rates[RK_DELIVERED]), rate_per_s(m, &q->rates[RK_ACKED]),
                  m->d->session ? session_state_name(session_state(m->d->session)) : "CONNECTING",
-                 (unsigned long long)q->denied);
+                 (unsigned long long)q->denied, (unsigned long long)q->keys_expired);
     return 0;
 }

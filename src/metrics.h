@@ -26,6 +26,8 @@ void metrics_event(struct metrics *m, const struct queue_config *qc, enum metric
 void metrics_refused(struct metrics *m, const struct queue_config *qc, enum metrics_refusal why);
 /* ZooKeeper refused a request for one of the queue's znodes with NoAuth (its ACL). */
 void metrics_denied(struct metrics *m, const struct queue_config *qc);
+/* A kept key older than the queue's key_retention deleted by this daemon (keysweep.c). */
+void metrics_key_expired(struct metrics *m, const struct queue_config *qc);
 /* A job was pushed to a consumer. Its lateness is observed only on the first delivery at
  * this due time (attempt == prior_attempts + 1; due_ms 0 = no due time): a job released and
  * delivered again keeps its old due time, which would count the earlier holder's time. */

@@ -494,18 +494,10 @@ static void on_key_job(const struct zk_result *res, void *ctx)
  * then free to take over. 0 if DATA is no kept key. */
 static int kept_key(struct lookup *lk, const char *data, int len, int version)
 {
-    char buf[LAYOUT_ID_MAX + 32], *name;
-    unsigned long long acked;
-    int n = 0;
-    if (len < 6 || (size_t)len >= sizeof buf || memcmp(data, "done ", 5) != 0 ||
-        data[5] < '0' || data[5] > '9') /* sscanf would take a sign */
+    int64_t acked;
+    if (len <= 0 || layout_parse_kept_key(data, (size_t)len, &acked, &lk->holder) != 0)
         return 0;
-    memcpy(buf, data, (size_t)len);
-    buf[len] = '\0';
-    if (sscanf(buf, "done %llu %n", &acked, &n) != 1 || n == 0 || !*(name = buf + n) ||
-        layout_parse_key_data(name, strlen(name), &lk->holder) != 0)
-        return 0;
-    if ((int64_t)(acked + lk->pj->q->cfg->key_retention_ms) > units_wall_ms())
+    if (acked + (int64_t)lk->pj->q->cfg->key_retention_ms > units_wall_ms())
         duplicate_of(lk);
     else
         lk->pj->key_version = version; /* retention over: the key is free again */

@@ -239,7 +239,6 @@ static int key_op(struct dispatcher *ds, struct settle *st, struct zk_txn_op *op
 {
     struct job *job = st->job;
     int keep = st->op == SETTLE_ACK && job->q->cfg->key_retention_ms > 0;
-    char name[LAYOUT_ID_MAX + 1];
     if (!job->jn.key[0] || st->skip_key || (st->op == SETTLE_NACK && !st->has_delay) ||
         layout_key_path(st->key_path, sizeof st->key_path, root(ds), job->q->cfg->name,
                         job->jn.key) != 0)
@@ -247,12 +246,10 @@ static int key_op(struct dispatcher *ds, struct settle *st, struct zk_txn_op *op
     *op = (struct zk_txn_op){.kind = ZT_DELETE, .path = st->key_path, .version = -1};
     if (!keep && (st->op == SETTLE_ACK || st->bury))
         return 1;
-    if (keep && layout_key_data(name, sizeof name, &job->jn) == 0)
-        snprintf(st->key_data, sizeof st->key_data, "done %lld %s", (long long)units_wall_ms(),
-                 name);
-    else if (!keep)
+    if (!keep)
         snprintf(st->key_data, sizeof st->key_data, "%s", strchr(st->next_id, '/') + 1);
-    else
+    else if (layout_kept_key_data(st->key_data, sizeof st->key_data, units_wall_ms(),
+                                  &job->jn) != 0)
         return 0;
     *op = (struct zk_txn_op){.kind = ZT_SET, .path = st->key_path, .data = st->key_data,
                              .len = strlen(st->key_data), .version = -1};

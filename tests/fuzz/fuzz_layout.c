@@ -57,6 +57,15 @@ static void job_names(const char *s, size_t len)
         CHECK(layout_key_data(buf, sizeof buf, &jn) == 0 && strcmp(buf, s) == 0);
     }
 
+    /* A kept key's data: what parses formats to data that parses to the same. */
+    int64_t acked, again;
+    if (layout_parse_kept_key(s, len, &acked, &jn) == 0) {
+        CHECK(acked >= 0 && strlen(s) == len);
+        CHECK(layout_kept_key_data(buf, sizeof buf, acked, &jn) == 0);
+        CHECK(layout_parse_kept_key(buf, strlen(buf), &again, &back) == 0);
+        CHECK(again == acked && same_name(&jn, &back));
+    }
+
     size_t slen = strlen(s); /* the input may hold NULs */
     CHECK(!layout_valid_shard(s) || (s[0] == 's' && slen <= LAYOUT_SHARD_MAX));
     CHECK(!layout_valid_uid(s) || (slen >= 1 && slen <= LAYOUT_UID_MAX));

@@ -185,6 +185,34 @@ static void key_nodes(void)
     CHECK(layout_parse_key_data("1-2-abc\0x", 9, &back) != 0);
 }
 
+/* A kept key's data (key_retention): what settle writes, putset and the sweeper read. */
+static void kept_keys(void)
+{
+    struct job_name jn = {.due_ms = 1763769605123ULL, .priority = 10, .uid = "abc",
+                          .key = "order-17", .shard = "s1a2b3c4d-0"}, back;
+    char data[LAYOUT_ID_MAX + 32];
+    int64_t acked = 0;
+    CHECK(layout_kept_key_data(data, sizeof data, 1763769700000LL, &jn) == 0);
+    CHECK_STR(data, "done 1763769700000 s1a2b3c4d-0/1763769605123-10-abc-korder-17");
+    CHECK(layout_parse_kept_key(data, strlen(data), &acked, &back) == 0);
+    CHECK(acked == 1763769700000LL && back.due_ms == jn.due_ms);
+    CHECK_STR(back.key, "order-17");
+    CHECK_STR(back.shard, "s1a2b3c4d-0");
+    CHECK(layout_kept_key_data(data, 20, 1763769700000LL, &jn) != 0); /* too small */
+    CHECK(layout_kept_key_data(data, sizeof data, -1, &jn) != 0);
+    /* a live job's key, garbage, signs, a missing or bad name, a NUL, an overflow: no kept
+     * key, so never expired by anyone */
+    static const char *const no[] = {
+        "1763769605123-10-abc-korder-17", "done", "done ", "done 5", "done 5 ",
+        "done -5 1-2-abc", "done +5 1-2-abc", "done x 1-2-abc", "done 5 emails/1-2-abc",
+        "done 5 1-2-ABC", "Done 5 1-2-abc", "done 99999999999999999999 1-2-abc",
+        "done 9223372036854775808 1-2-abc"};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        CHECK(layout_parse_kept_key(no[i], strlen(no[i]), &acked, &back) != 0);
+    CHECK(layout_parse_kept_key("done 5 1-2-abc\0", 15, &acked, &back) != 0);
+    CHECK(layout_parse_kept_key("done 5 1-2-abc", 14, &acked, &back) == 0 && acked == 5);
+}
+
 int main(void)
 {
     round_trips();
@@ -193,5 +221,6 @@ int main(void)
     foreign_names();
     keys();
     key_nodes();
+    kept_keys();
     return check_report("layout");
 }
