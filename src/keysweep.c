@@ -46,7 +46,8 @@ struct call {
     char path[LAYOUT_PATH_MAX];
 };
 
-int64_t keysweep_period_ms(uint64_t retention_ms)
+/* How long a pass of a queue with RETENTION_MS takes, and how often one starts. */
+static int64_t keysweep_period_ms(uint64_t retention_ms)
 {
     int64_t p = (int64_t)(retention_ms / 4);
     return p < PERIOD_MIN_MS ? PERIOD_MIN_MS : p > PERIOD_MAX_MS ? PERIOD_MAX_MS : p;

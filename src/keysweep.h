@@ -9,15 +9,11 @@
 #ifndef DEFERD_KEYSWEEP_H
 #define DEFERD_KEYSWEEP_H
 
-#include <stdint.h>
-
 struct deferd;
 struct keysweep;
 
 struct keysweep *keysweep_new(struct deferd *d);
 /* After zkstore_free(): the calls in flight have been completed by then. */
 void keysweep_free(struct keysweep *ks);
-/* How long a pass of a queue with RETENTION_MS takes, and how often one starts. */
-int64_t keysweep_period_ms(uint64_t retention_ms);
 
 #endif
