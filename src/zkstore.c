@@ -46,8 +46,8 @@ struct zkstore {
     int early_auth;    /* and its credentials' acceptance */
     int early_retry;   /* or the loss of that answer */
     /* Calls sent and not completed (loop thread only). The client library drops some at
-     * close (requests of a handle closed while not connected): zkstore_free completes
-     * those with ZCLOSING, so that their owners free their contexts. */
+     * close (requests of a handle closed while not connected): they are completed as
+     * expired once a renewal's new handle arrives, with ZCLOSING by zkstore_free. */
     struct zk_msg *outstanding;
 };
 
@@ -673,6 +673,27 @@ static void *renew_thread(void *arg)
     return NULL;
 }
 
+/* Completes with RC the calls still out that the client library will never complete. */
+static void complete_dropped(struct zkstore *zs, int rc)
+{
+    struct zk_msg *dropped = zs->outstanding;
+    zs->outstanding = NULL; /* what their owners send now is new, and theirs to wait for */
+    while (dropped) {
+        struct zk_msg *m = dropped;
+        dropped = m->out_next;
+        m->out_next = m->out_prev = NULL;
+        m->res.rc = rc;
+        if (m->done)
+            m->done(&m->res, m->ctx);
+        free_msg(m);
+    }
+}
+
+/* A renewal's new handle. The old one is closed by now, and every completion it gave went
+ * through the loop queue before this message: calls still out were dropped by the client
+ * library at its close (sent while it was not connected). Their session is gone, so they
+ * complete as expired, and their owners carry on (or free their contexts) now rather
+ * than at exit. No call is sent between a renewal and its new handle (no handle then). */
 static void install_handle(struct zkstore *zs, struct zk_msg *m)
 {
     int fresh = m->gen == zs->gen && !zs->closing;
@@ -680,12 +701,15 @@ static void install_handle(struct zkstore *zs, struct zk_msg *m)
         if (m->zh)
             zookeeper_close(m->zh); /* only at exit: nothing else supersedes a renewal */
         free(m->hctx);
-        if (fresh)
+        if (fresh) {
+            complete_dropped(zs, ZSESSIONEXPIRED);
             zs->on_session(ZKSTORE_HANDLE_FAILED, zs->ctx);
+        }
         return;
     }
     zs->zh = m->zh;
     zs->hctx = m->hctx;
+    complete_dropped(zs, ZSESSIONEXPIRED);
     if (zs->early_state) {
         int state = zs->early_state;
         zs->early_state = 0;
@@ -746,14 +770,7 @@ void zkstore_free(struct zkstore *zs)
         pthread_cond_wait(&renewers_done, &renewers_lock);
     pthread_mutex_unlock(&renewers_lock);
     loopq_free(zs->q);
-    while (zs->outstanding) { /* dropped by the client library: never coming now */
-        struct zk_msg *m = zs->outstanding;
-        outstanding_remove(zs, m);
-        m->res.rc = ZCLOSING;
-        if (m->done)
-            m->done(&m->res, m->ctx);
-        free_msg(m);
-    }
+    complete_dropped(zs, ZCLOSING); /* dropped by the client library: never coming now */
     zkacl_free(&zs->acl);
     free(zs);
 }
