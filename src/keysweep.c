@@ -25,7 +25,8 @@
 struct pass {
     struct deferd *d;
     const struct queue_config *qc;
-    int64_t next_at;           /* when the next pass may start */
+    int64_t started_at;        /* monotonic ms: when the last pass began (0: never) */
+    int64_t first_at;          /* monotonic ms: the first pass, spread across daemons */
     int active;
     char **dirs;               /* the queue's hash directories */
     int ndirs, next_dir, per_tick;
@@ -63,11 +64,18 @@ static void forget_dirs(struct pass *p)
     p->active = 0;
 }
 
+/* When the queue's next pass may start: a period (of the retention as configured now)
+ * after the last began, or a minute after a pass that met errors, if that is sooner. */
+static int64_t next_at(const struct pass *p)
+{
+    if (!p->started_at)
+        return p->first_at;
+    int64_t at = p->started_at + keysweep_period_ms(p->qc->key_retention_ms);
+    return p->errors && at > p->started_at + RETRY_MS ? p->started_at + RETRY_MS : at;
+}
+
 static void end_pass(struct pass *p)
 {
-    int64_t retry = units_wall_ms() + RETRY_MS;
-    if (p->errors && p->next_at > retry) /* sooner than a long period */
-        p->next_at = retry;
     log_debug("queue %s: kept keys swept: %d hash directories, %u expired keys deleted%s",
               p->qc->name, p->ndirs, p->expired, p->errors ? ", with errors" : "");
     forget_dirs(p);
@@ -192,8 +200,8 @@ static void on_dirs(const struct zk_result *res, void *ctx)
 static void send_call(struct pass *p, enum call_kind kind, const char *path, int version)
 {
     struct zkstore *zs = p->d->zs;
-    struct call *c = malloc(sizeof *c);
-    if (!c) {
+    struct call *c = zkstore_connected(zs) ? malloc(sizeof *c) : NULL;
+    if (!c) { /* not connected (the rest waits for the next pass), or out of memory */
         p->errors++;
         return;
     }
@@ -217,7 +225,7 @@ static void start_pass(struct pass *p)
     p->active = 1;
     p->errors = 0;
     p->expired = 0;
-    p->next_at = units_wall_ms() + keysweep_period_ms(p->qc->key_retention_ms);
+    p->started_at = units_mono_ms();
     snprintf(path, sizeof path, "%s/queues/%s/keys", p->d->cfg->zk_root, p->qc->name);
     send_call(p, CK_LIST_DIRS, path, -1);
     if (p->busy == 0)
@@ -246,7 +254,7 @@ static int track_queues(struct keysweep *ks)
         if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
             rnd = 0;
         *p = (struct pass){.d = ks->d, .qc = qc,
-                           .next_at = units_wall_ms() + (int64_t)(rnd % (uint32_t)first)};
+                           .first_at = units_mono_ms() + (int64_t)(rnd % (uint32_t)first)};
         ks->passes[ks->n] = p;
     }
     return 0;
@@ -259,14 +267,14 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     struct keysweep *ks = arg;
     if (!zkstore_connected(ks->d->zs) || ks->d->drain || track_queues(ks) != 0)
         return;
-    int64_t now = units_wall_ms();
+    int64_t now = units_mono_ms();
     for (size_t i = 0; i < ks->n; i++) {
         struct pass *p = ks->passes[i];
         if (p->busy > 0) /* one step at a time per queue */
             continue;
         if (p->active)
             walk(p);
-        else if (p->qc->format == QF_NATIVE && p->qc->key_retention_ms > 0 && now >= p->next_at)
+        else if (p->qc->format == QF_NATIVE && p->qc->key_retention_ms > 0 && now >= next_at(p))
             start_pass(p);
     }
 }

@@ -298,7 +298,7 @@ int layout_parse_kept_key(const char *data, size_t len, int64_t *acked_ms, struc
     memcpy(buf, data, len);
     buf[len] = '\0';
     if (sscanf(buf, "done %llu %n", &acked, &n) != 1 || n == 0 || !buf[n] ||
-        acked > (unsigned long long)INT64_MAX ||
+        acked > LAYOUT_DUE_MAX || /* no overflow when the retention is added */
         layout_parse_key_data(buf + n, strlen(buf + n), jn) != 0)
         return -1;
     *acked_ms = (int64_t)acked;

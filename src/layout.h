@@ -78,7 +78,8 @@ int layout_key_data(char *buf, size_t len, const struct job_name *jn);
 int layout_parse_key_data(const char *data, size_t len, struct job_name *jn);
 /* A kept key (the queue's key_retention): "done <ack ms> <[shard/]name>". */
 int layout_kept_key_data(char *buf, size_t len, int64_t acked_ms, const struct job_name *jn);
-/* 0 and the ack time and job if DATA is a kept key's, else -1 (a live job's key, garbage). */
+/* 0 and the ack time (at most LAYOUT_DUE_MAX) and job if DATA is a kept key's, else -1 (a
+ * live job's key, garbage). */
 int layout_parse_kept_key(const char *data, size_t len, int64_t *acked_ms, struct job_name *jn);
 
 #endif

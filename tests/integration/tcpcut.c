@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* accept4 */
 #include "tcpcut.h"
 
 #include <arpa/inet.h>
@@ -46,7 +47,7 @@ static void drop_all(struct tcpcut *t)
 
 static void accept_one(struct tcpcut *t)
 {
-    int c = accept(t->listen_fd, NULL, NULL);
+    int c = accept4(t->listen_fd, NULL, NULL, SOCK_CLOEXEC);
     if (c < 0)
         return;
     int free_slot = -1;
@@ -55,7 +56,7 @@ static void accept_one(struct tcpcut *t)
             free_slot = i;
     int s = -1;
     if (free_slot >= 0 && mono_ms() >= atomic_load(&t->cut_until_ms)) {
-        s = socket(AF_INET, SOCK_STREAM, 0);
+        s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (s >= 0 && connect(s, (struct sockaddr *)&t->target, sizeof t->target) != 0) {
             close(s);
             s = -1;
@@ -136,7 +137,7 @@ struct tcpcut *tcpcut_start(const char *target, char *hosts, size_t len)
         goto fail;
     for (int i = 0; i < PAIRS; i++)
         t->fds[i][0] = t->fds[i][1] = -1;
-    t->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    t->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); /* not deferd's */
     if (t->listen_fd < 0 || bind(t->listen_fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
         listen(t->listen_fd, 16) != 0 ||
         getsockname(t->listen_fd, (struct sockaddr *)&sa, &salen) != 0 ||

@@ -3,7 +3,8 @@
  * of a short ZooKeeper outage use it instead of restarting the server, whose start-up
  * window can swallow a connection attempt (ZooKeeper 3.8 leaves a connection that arrives
  * before its database is loaded open and unanswered: the client waits two thirds of its
- * session timeout before it tries again). */
+ * session timeout before it tries again). A cut closes connections, so the client notices at
+ * once (not a silent partition). */
 #ifndef DEFERD_TEST_TCPCUT_H
 #define DEFERD_TEST_TCPCUT_H
 

@@ -206,11 +206,13 @@ static void kept_keys(void)
         "1763769605123-10-abc-korder-17", "done", "done ", "done 5", "done 5 ",
         "done -5 1-2-abc", "done +5 1-2-abc", "done x 1-2-abc", "done 5 emails/1-2-abc",
         "done 5 1-2-ABC", "Done 5 1-2-abc", "done 99999999999999999999 1-2-abc",
-        "done 9223372036854775808 1-2-abc"};
+        "done 9223372036854775808 1-2-abc", "done 9223372036854775807 1-2-abc",
+        "done 10000000000000 1-2-abc"};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         CHECK(layout_parse_kept_key(no[i], strlen(no[i]), &acked, &back) != 0);
     CHECK(layout_parse_kept_key("done 5 1-2-abc\0", 15, &acked, &back) != 0);
     CHECK(layout_parse_kept_key("done 5 1-2-abc", 14, &acked, &back) == 0 && acked == 5);
+    CHECK(layout_parse_kept_key("done 9999999999999 1-2-abc", 26, &acked, &back) == 0);
 }
 
 int main(void)
