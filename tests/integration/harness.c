@@ -449,3 +449,13 @@ int run_deferctl(const struct daemon_proc *d, const char *args, char *out, size_
     int status = p ? pclose(p) : -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+long queue_stat(deferd_client *c, const char *queue, const char *field)
+{
+    char text[2048], key[64];
+    const char *at;
+    snprintf(key, sizeof key, " %s=", field);
+    if (deferd_stats_queue(c, queue, text, sizeof text) != DEFERD_OK || !(at = strstr(text, key)))
+        return -1;
+    return strtol(at + strlen(key), NULL, 10);
+}

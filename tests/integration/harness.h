@@ -74,6 +74,9 @@ size_t curator_frame(unsigned char *buf, const char *const *parts, int n);
 
 /* Number of job znodes under ROOT/queues/QUEUE/jobs (walks the buckets). */
 int zk_count_jobs(zhandle_t *zh, const char *root, const char *queue);
+/* A number in the queue's STATS QUEUE line (docs/protocol.md), e.g. "zk_denied"; -1 if the
+ * daemon does not answer or the line has no such field. */
+long queue_stat(deferd_client *c, const char *queue, const char *field);
 /* Runs deferctl with D's config and socket and ARGS; its exit status, stdout in OUT. */
 int run_deferctl(const struct daemon_proc *d, const char *args, char *out, size_t len);
 /* Path of a job id's znode. */

@@ -18,12 +18,7 @@ static char root[128];
 /* The queue's zk_denied in STATS QUEUE: ZooKeeper's NoAuth answers counted so far. */
 static long denied(deferd_client *c, const char *queue)
 {
-    char text[2048];
-    const char *at;
-    if (deferd_stats_queue(c, queue, text, sizeof text) != DEFERD_OK ||
-        !(at = strstr(text, " zk_denied=")))
-        return -1;
-    return strtol(at + strlen(" zk_denied="), NULL, 10);
+    return queue_stat(c, queue, "zk_denied");
 }
 
 /* Waits up to MS for the queue's zk_denied to pass AT; its value. */

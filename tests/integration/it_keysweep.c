@@ -57,17 +57,6 @@ static int wait_keys_left(zhandle_t *zh, const char *queue, const char *prefix, 
     return left;
 }
 
-/* The queue's keys_expired in STATS QUEUE; -1 if absent. */
-static long keys_expired(deferd_client *c, const char *queue)
-{
-    char stats[2048];
-    const char *at;
-    if (deferd_stats_queue(c, queue, stats, sizeof stats) != DEFERD_OK ||
-        !(at = strstr(stats, " keys_expired=")))
-        return -1;
-    return strtol(at + strlen(" keys_expired="), NULL, 10);
-}
-
 /* Foreign znodes under keys/ that look like kept keys long expired, and would be deleted
  * if the sweep trusted data or directory alone. */
 static const char *const foreign[][2] = {
@@ -140,7 +129,7 @@ int main(void)
 
     /* 2 s retention, passes every 5 s, the first within 5 s of the start */
     CHECK(wait_keys_left(zh, "kept", "k", KEPT, 0, 30000) == 0);
-    CHECK(keys_expired(c, "kept") == KEPT);
+    CHECK(queue_stat(c, "kept", "keys_expired") == KEPT);
     /* mid: two passes ended after its acks (passes go one at a time, so the second also
      * began after them), well within its 30 s, and its keys are all there */
     int64_t deadline = now_ms() + 25000;
@@ -153,14 +142,14 @@ int main(void)
     CHECK(put_keyed(c, &again) == 0 && !again.duplicate);
     /* and mid's go once 30 s have passed */
     CHECK(wait_keys_left(zh, "mid", "m", MID, 0, 45000) == 0);
-    CHECK(keys_expired(c, "mid") == MID);
+    CHECK(queue_stat(c, "mid", "keys_expired") == MID);
     /* many passes of kept later: the live job's key, the new job's and the foreign znodes
      * are all still there */
     CHECK(zk_key_data(zh, root, "kept", "live", data, sizeof data) > 0 && data[0] != 'd');
     CHECK(zk_key_data(zh, root, "kept", last, data, sizeof data) > 0 && data[0] != 'd');
     for (int i = 0; i < nforeign; i++)
         CHECK(zk_exists(zh, paths[i]));
-    CHECK(keys_expired(c, "kept") == KEPT);
+    CHECK(queue_stat(c, "kept", "keys_expired") == KEPT);
     deferd_close(c);
     deferd_close(m);
     deferd_close(n);
