@@ -1,5 +1,6 @@
-/* What deferctl.c (main, put, work, ping, stats, dead) shares with its other command
- * files (deferctl_admin.c: list, show, cancel, reschedule, pause, resume). */
+/* What deferctl.c (main, put, ping, stats, dead) shares with its other command files
+ * (deferctl_work.c: work; deferctl_admin.c: list, show, cancel, reschedule, pause,
+ * resume). */
 #ifndef DEFERD_DEFERCTL_H
 #define DEFERD_DEFERCTL_H
 
@@ -22,6 +23,9 @@ extern const char *deferctl_config_path;
 /* Prints "deferctl: <message>" (if FMT) and the --help hint; returns EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Prints "deferctl: <message>" to standard error. */
+void errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* deferctl.c's helpers for the socket commands. */
 deferd_client *connect_or_complain(const char *path);
 /* Reports a libdeferd failure; EXIT_USAGE for DEFERD_EARG, else EXIT_FAIL. */
@@ -34,6 +38,10 @@ int zk_starting(deferd_client *c, int err, int tries);
 
 /* put --batch FILE (deferctl_batch.c). */
 int put_batch(const char *sock, const char *file, int json);
+
+/* work (deferctl_work.c). */
+int cmd_work(const char *sock, int argc, char **argv);
+void work_usage(FILE *f);
 
 int cmd_list(const char *sock, int argc, char **argv);
 int cmd_show(const char *sock, int argc, char **argv);
