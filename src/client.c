@@ -538,11 +538,13 @@ static int take_job(deferd_client *c, char *line, size_t hlen, struct ev_node **
     return MSG_PUSH;
 }
 
-/* DEADLINE <id> <ms left> | EXPIRED <id>: a single line, consumed once parsed. */
+/* DEADLINE <id> <ms left> | EXPIRED <id> | CANCELLED <id>: a single line, consumed once
+ * parsed. */
 static int take_lease_push(deferd_client *c, char *line, size_t hlen, deferd_event_kind kind,
                            struct ev_node **out)
 {
-    const char *what = kind == DEFERD_EV_DEADLINE ? "DEADLINE" : "EXPIRED";
+    const char *what = kind == DEFERD_EV_DEADLINE ? "DEADLINE"
+                       : kind == DEFERD_EV_EXPIRED ? "EXPIRED" : "CANCELLED";
     int ntok = kind == DEFERD_EV_DEADLINE ? 3 : 2;
     char *t[4];
     uint64_t left = 0;
@@ -681,6 +683,8 @@ static int take_message(deferd_client *c, struct ev_node **push, size_t *want)
         return take_lease_push(c, line, hlen, DEFERD_EV_DEADLINE, push);
     if (strncmp(line, "EXPIRED ", 8) == 0)
         return take_lease_push(c, line, hlen, DEFERD_EV_EXPIRED, push);
+    if (strncmp(line, "CANCELLED ", 10) == 0)
+        return take_lease_push(c, line, hlen, DEFERD_EV_CANCELLED, push);
     if (strncmp(line, "STATE ", 6) == 0)
         return take_state_push(c, line, hlen, push);
     return fail(c, DEFERD_EPROTO, "unexpected line from deferd: '%.80s'", line);
@@ -1227,6 +1231,18 @@ int deferd_nack(deferd_client *c, const char *job_id, int64_t delay_ms)
     return rc == DEFERD_OK ? transact_line(c, &l) : rc;
 }
 
+
+int deferd_unsubscribe(deferd_client *c, const char *queues)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    struct out_line l = { .len = 0 };
+    int rc = queues ? check_queue_list(c, queues) : DEFERD_OK;
+    if (rc == DEFERD_OK)
+        rc = queues ? line_add(c, &l, "UNSUB %s", queues) : line_add(c, &l, "UNSUB");
+    return rc == DEFERD_OK ? transact_line(c, &l) : rc;
+}
+
 int deferd_touch(deferd_client *c, const char *job_id)
 {
     if (c == NULL)
@@ -1477,6 +1493,29 @@ static int transact_id(deferd_client *c, struct out_line *l, const char *verb, c
     return rc;
 }
 
+int deferd_nack_unrun(deferd_client *c, const char *job_id, char *next_id, size_t id_len)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    struct out_line l = { .len = 0 };
+    int rc = check_job_id(c, job_id);
+    if (rc == DEFERD_OK && next_id && id_len <= DEFERD_ID_MAX)
+        rc = fail(c, DEFERD_EARG, "next_id needs %d bytes", DEFERD_ID_SIZE);
+    if (rc == DEFERD_OK)
+        rc = line_add(c, &l, "NACK %s unrun=1", job_id);
+    if (rc != DEFERD_OK || (rc = transact_line(c, &l)) != DEFERD_OK)
+        return rc;
+    const char *rest;
+    char id[DEFERD_ID_SIZE];
+    if (c->reply[0] == '\0') /* "OK": the same id */
+        snprintf(id, sizeof id, "%s", job_id);
+    else if (reply_id(c->reply, id, &rest) != 0) /* "OK <new id>": attempts in its name */
+        return fail(c, DEFERD_EPROTO, "bad job id in NACK reply: '%.80s'", c->reply);
+    if (next_id)
+        memcpy(next_id, id, strlen(id) + 1);
+    return DEFERD_OK;
+}
+
 int deferd_cancel(deferd_client *c, const char *job_id, const char *queue, const char *key,
                   int force, char *cancelled_id, size_t id_len)
 {
@@ -1703,4 +1742,12 @@ int deferd_set_timeout(deferd_client *c, int timeout_ms)
         return DEFERD_EARG;
     c->timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
     return DEFERD_OK;
+}
+
+const char *deferd_version(void)
+{
+#define DEFERD_STR2(x) #x
+#define DEFERD_STR(x) DEFERD_STR2(x)
+    return DEFERD_STR(DEFERD_VERSION_MAJOR) "." DEFERD_STR(DEFERD_VERSION_MINOR) "."
+           DEFERD_STR(DEFERD_VERSION_PATCH);
 }

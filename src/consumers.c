@@ -3,14 +3,24 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <uthash.h>
 
 #include "dispatcher.h"
 
+struct lost_job {
+    UT_hash_handle hh;
+    enum lost_reason why;
+    int unanswered;
+    char id[LAYOUT_ID_MAX + 1];
+};
+
 struct consumer *consumer_new(struct conn *conn)
 {
+    static uint64_t serial; /* the loop thread only */
     struct consumer *c = calloc(1, sizeof *c);
     if (c) {
         c->conn = conn;
+        c->serial = ++serial;
         c->inflight_max = 1;
     }
     return c;
@@ -40,24 +50,33 @@ int consumer_subscribe(struct consumer *c, struct consumer_ring *ring, struct dq
     return 0;
 }
 
-int consumer_has_room(const struct consumer *c)
+static uint32_t slots_taken(const struct consumer *c)
 {
-    return c->inflight < c->inflight_max;
+    return c->inflight + c->revoked;
 }
 
-struct consumer *consumer_pick(struct consumer_ring *ring)
+int consumer_has_room(const struct consumer *c)
 {
-    struct sub *s = ring->head;
+    return slots_taken(c) < c->inflight_max;
+}
+
+struct consumer *consumer_pick(struct consumer_ring *ring, uint64_t avoid)
+{
+    struct sub *s = ring->head, *fallback = NULL;
     if (!s)
         return NULL;
     do {
-        if (consumer_has_room(s->c)) {
+        if (consumer_has_room(s->c) && s->c->serial != avoid) {
             ring->head = s->rnext;
             return s->c;
         }
+        if (consumer_has_room(s->c))
+            fallback = s;
         s = s->rnext;
     } while (s != ring->head);
-    return NULL;
+    if (fallback)
+        ring->head = fallback->rnext;
+    return fallback ? fallback->c : NULL;
 }
 
 uint64_t consumer_ring_room(const struct consumer_ring *ring)
@@ -67,8 +86,8 @@ uint64_t consumer_ring_room(const struct consumer_ring *ring)
     if (!s)
         return 0;
     do {
-        if (s->c->inflight < s->c->inflight_max)
-            room += s->c->inflight_max - s->c->inflight;
+        if (consumer_has_room(s->c))
+            room += s->c->inflight_max - slots_taken(s->c);
         s = s->rnext;
     } while (s != ring->head);
     return room;
@@ -86,8 +105,19 @@ size_t consumer_ring_size(const struct consumer_ring *ring)
     return n;
 }
 
+size_t consumer_locking(const struct consumer *c)
+{
+    size_t n = 0;
+    for (const struct job *job = c->held; job; job = job->owner_next)
+        n += job->state == JS_LOCKING;
+    return n;
+}
+
 void consumer_hold(struct consumer *c, struct job *job)
 {
+    /* Its loss stops counting once the job is its own again (no other consumer had room):
+     * the one ack that follows settles both deliveries. */
+    consumer_answer_lost(c, job->id);
     job->owner = c;
     job->owner_prev = NULL;
     job->owner_next = c->held;
@@ -124,6 +154,19 @@ static void unlink_sub(struct sub *s, struct consumer_ring *ring)
     }
 }
 
+void consumer_unsubscribe(struct consumer *c, struct consumer_ring *ring, struct dqueue *q)
+{
+    for (struct sub **sp = &c->subs; *sp; sp = &(*sp)->cnext) {
+        if ((*sp)->q != q)
+            continue;
+        struct sub *s = *sp;
+        *sp = s->cnext;
+        unlink_sub(s, ring);
+        free(s);
+        return;
+    }
+}
+
 void consumer_unsubscribe_all(struct consumer *c,
                               struct consumer_ring *(*ring_of)(struct dqueue *q))
 {
@@ -139,20 +182,58 @@ void consumer_unsubscribe_all(struct consumer *c,
 
 void consumer_free(struct consumer *c)
 {
+    struct lost_job *l, *tmp;
+    HASH_ITER(hh, c->lost, l, tmp) {
+        HASH_DEL(c->lost, l);
+        free(l);
+    }
     free(c);
 }
 
-void consumer_note_lost(struct consumer *c, const char *id)
+int consumer_note_lost(struct consumer *c, const char *id, enum lost_reason why)
 {
-    snprintf(c->lost[c->nlost % CONSUMER_LOST_MAX], sizeof c->lost[0], "%s", id);
-    c->nlost++;
+    struct lost_job *l;
+    HASH_FIND_STR(c->lost, id, l);
+    if (!l) {
+        if (!(l = calloc(1, sizeof *l)))
+            return -1;
+        snprintf(l->id, sizeof l->id, "%s", id);
+        HASH_ADD_STR(c->lost, id, l);
+    } else if (!l->unanswered) { /* delivered again and lost again: out of the answered */
+        for (unsigned i = 0; i < c->nanswered; i++)
+            if (c->answered[i] == l) {
+                memmove(&c->answered[i], &c->answered[i + 1],
+                        (--c->nanswered - i) * sizeof *c->answered);
+                break;
+            }
+    }
+    l->why = why;
+    if (!l->unanswered)
+        c->revoked++;
+    l->unanswered = 1;
+    return 0;
 }
 
-int consumer_lost(const struct consumer *c, const char *id)
+enum lost_reason consumer_lost(const struct consumer *c, const char *id)
 {
-    unsigned n = c->nlost < CONSUMER_LOST_MAX ? c->nlost : CONSUMER_LOST_MAX;
-    for (unsigned i = 0; i < n; i++)
-        if (strcmp(c->lost[i], id) == 0)
-            return 1;
-    return 0;
+    struct lost_job *l;
+    HASH_FIND_STR(c->lost, id, l);
+    return l ? l->why : LOST_NONE;
+}
+
+int consumer_answer_lost(struct consumer *c, const char *id)
+{
+    struct lost_job *l;
+    HASH_FIND_STR(c->lost, id, l);
+    if (!l || !l->unanswered)
+        return 0;
+    l->unanswered = 0;
+    c->revoked--;
+    if (c->nanswered == CONSUMER_LOST_MAX) { /* the oldest answered one is forgotten */
+        HASH_DEL(c->lost, c->answered[0]);
+        free(c->answered[0]);
+        memmove(&c->answered[0], &c->answered[1], --c->nanswered * sizeof *c->answered);
+    }
+    c->answered[c->nanswered++] = l;
+    return 1;
 }

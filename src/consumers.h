@@ -19,12 +19,28 @@ struct sub {
     struct sub *cnext;          /* the consumer's subscriptions */
 };
 
-#define CONSUMER_LOST_MAX 16
+/* Why a consumer lost a job it held: the words its late ACK/NACK/TOUCH is told. */
+enum lost_reason {
+    LOST_NONE,
+    LOST_EXPIRED,               /* its lease ran out */
+    LOST_SESSION,               /* the daemon's ZooKeeper session was lost */
+    LOST_LOCK,                  /* its lock vanished (deleted by hand) */
+    LOST_DRAIN,                 /* the daemon's drain_grace ran out */
+    LOST_CANCELLED,             /* cancelled while held (CANCEL force=1): gone for good */
+};
+
+#define CONSUMER_LOST_MAX 16    /* answered losses remembered, for a repeated ack */
+
+struct lost_job;
 
 struct consumer {
     struct conn *conn;
-    char lost[CONSUMER_LOST_MAX][LAYOUT_ID_MAX + 1]; /* recent leases lost, newest last */
-    unsigned nlost;
+    uint64_t serial;            /* unique per daemon run: a job remembers whom to avoid */
+    struct lost_job *lost;      /* jobs taken from it, by id (uthash) */
+    struct lost_job *answered[CONSUMER_LOST_MAX]; /* the answered ones, oldest first out */
+    unsigned nanswered;
+    uint32_t revoked;           /* taken from it and not answered yet: each keeps its slot,
+                                 * since the consumer may still be running the job */
     uint32_t inflight_max;
     uint32_t inflight;          /* jobs being locked or held for this consumer */
     struct job *held;           /* list through job->owner_next/prev */
@@ -39,17 +55,28 @@ struct consumer *consumer_new(struct conn *conn);
 /* Idempotent per queue. 0, or -1 when out of memory. */
 int consumer_subscribe(struct consumer *c, struct consumer_ring *ring, struct dqueue *q);
 int consumer_has_room(const struct consumer *c);
-/* Next consumer on the ring with room, rotating so that work is spread evenly. */
-struct consumer *consumer_pick(struct consumer_ring *ring);
+/* Next consumer on the ring with room, rotating so that work is spread evenly; one other
+ * than the consumer numbered AVOID (0: none) when another has room (a job taken from a
+ * consumer that may still run it goes elsewhere first). */
+struct consumer *consumer_pick(struct consumer_ring *ring, uint64_t avoid);
 void consumer_hold(struct consumer *c, struct job *job);
+/* Jobs being locked for this consumer: their pushes are still to come. */
+size_t consumer_locking(const struct consumer *c);
 /* Free slots of all consumers on the ring (a consumer on several rings counts on each). */
 uint64_t consumer_ring_room(const struct consumer_ring *ring);
 /* Consumers on the ring. */
 size_t consumer_ring_size(const struct consumer_ring *ring);
-/* Remembers that this consumer's lease on ID ended, so that a late ack is told why. */
-void consumer_note_lost(struct consumer *c, const char *id);
-int consumer_lost(const struct consumer *c, const char *id);
+/* The job ID was taken from this consumer (WHY): its slot stays taken until the consumer
+ * answers it (consumer_answer_lost), and a late ack is told why. 0, or -1 when out of
+ * memory (then the slot is freed at once). */
+int consumer_note_lost(struct consumer *c, const char *id, enum lost_reason why);
+/* Why ID was taken from this consumer, or LOST_NONE. */
+enum lost_reason consumer_lost(const struct consumer *c, const char *id);
+/* The consumer answered (ACK or NACK) a job taken from it: 1 when that freed its slot. */
+int consumer_answer_lost(struct consumer *c, const char *id);
 void consumer_release(struct consumer *c, struct job *job);
+/* Leaves Q's ring (UNSUB): no more of its jobs are picked for this consumer. */
+void consumer_unsubscribe(struct consumer *c, struct consumer_ring *ring, struct dqueue *q);
 /* Leaves every queue's ring: no more jobs will be picked for it. */
 void consumer_unsubscribe_all(struct consumer *c,
                               struct consumer_ring *(*ring_of)(struct dqueue *q));

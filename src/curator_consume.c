@@ -463,10 +463,8 @@ static void on_lock_checked(const struct zk_result *res, void *ctx)
                  ci->cq->q->cfg->name, ci->name);
         for (size_t i = 0; ci->parts && i < ci->nparts; i++) {
             struct job *job = ci->parts[i];
-            if (job && job->owner && job->state == JS_INFLIGHT) {
-                consumer_note_lost(job->owner, job->id);
-                server_push_expired(job->owner->conn, job->id);
-            }
+            if (job && job->owner && job->state == JS_INFLIGHT)
+                job_revoke(ds, job, LOST_LOCK);
         }
         ci_finish(ds, ci, "the lock vanished");
     }

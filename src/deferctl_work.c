@@ -28,15 +28,20 @@ void work_usage(FILE *f)
           "Run CMD once per job, one job at a time, with the payload on its standard input\n"
           "and DEFERD_JOB_ID, DEFERD_QUEUE, DEFERD_ATTEMPT, DEFERD_DUE_MS, DEFERD_PRIORITY,\n"
           "DEFERD_TTR_MS in its environment. Exit status 0 acks the job; anything else\n"
-          "nacks it. If the job's lease (ttr) expires first, it is neither acked nor nacked:\n"
-          "deferd delivers it again.\n\n"
+          "nacks it: it is delivered again after the queue's backoff (backoff_min doubled\n"
+          "per attempt, up to backoff_max), under a new id, with attempt + 1; at once and\n"
+          "under the same id if the queue's backoff_min is 0; after max_attempts it goes\n"
+          "to the dead letters. If the job's lease (ttr) expires, or it is cancelled, while\n"
+          "CMD runs, CMD runs to its end and its exit status is ignored.\n\n"
           "  -q, --queue LIST     comma separated queues to consume (required)\n"
           "  -n, --inflight N     jobs deferd may push ahead, 1..10000 (default 1)\n"
           "  -m, --max-jobs N     exit after N jobs were handled\n"
-          "  -r, --nack-delay DUR retry a failed job after DUR instead of at once\n"
+          "  -r, --nack-delay DUR retry a failed job after DUR instead of the backoff\n"
           "  -t, --touch          renew the lease while CMD runs, however long it takes\n"
           "  -h, --help           show this help\n"
-          "SIGINT/SIGTERM: finish the current job, then exit 0.\n", f);
+          "SIGINT/SIGTERM: finish the current job, then exit 0. On leaving (a signal or\n"
+          "--max-jobs) work takes no new job, and jobs pushed ahead but not started go back\n"
+          "uncounted: their next delivery has the same attempt.\n", f);
 }
 
 struct work_args {
@@ -127,7 +132,8 @@ struct worker {
     sigset_t wait_mask;           /* the mask to sleep in ppoll() with */
     struct pending *head, *tail;
     const deferd_job *cur;        /* the job whose command runs; NULL between jobs */
-    int cur_expired;              /* its lease expired or was lost: neither ack nor nack */
+    enum { CUR_HELD, CUR_EXPIRED, CUR_CANCELLED } cur_lost; /* taken from us meanwhile */
+    int leaving;                  /* UNSUB sent: no more jobs come */
     int failed;                   /* connection unusable (reported): exit once the command ends */
 };
 
@@ -237,7 +243,7 @@ static void pending_free(struct worker *w)
 
 static int is_current(const struct worker *w, const char *id)
 {
-    return w->cur && !w->cur_expired && strcmp(w->cur->id, id) == 0;
+    return w->cur && w->cur_lost == CUR_HELD && strcmp(w->cur->id, id) == 0;
 }
 
 static int lease_lost(const struct worker *w, int rc)
@@ -252,8 +258,8 @@ static void touch_current(struct worker *w)
     if (rc == DEFERD_OK)
         return;
     if (lease_lost(w, rc)) {
-        w->cur_expired = 1;
-        errmsg("%s: lease lost; the job will be delivered again", id);
+        w->cur_lost = CUR_EXPIRED;
+        errmsg("%s", deferd_last_error(w->c)); /* deferd says why */
     } else if (rc == DEFERD_ESERVER) {
         errmsg("touch of %s failed: %s", id, deferd_last_error(w->c));
     } else {
@@ -261,9 +267,44 @@ static void touch_current(struct worker *w)
     }
 }
 
-/* DEADLINE and EXPIRED count for the running job if it is theirs; EXPIRED also for a job
- * still waiting in our queue (it is dropped: the daemon will deliver it again). Anything else
- * is about a job we already acked or nacked, and is ignored. */
+/* Answers a job deferd took from us (expired, cancelled), so that deferd frees the slot
+ * it kept for it while we might still run it: the answer is LEASE_LOST, as expected. */
+static void answer_taken(struct worker *w, const char *id)
+{
+    int rc = deferd_nack_unrun(w->c, id, NULL, 0);
+    if (rc == DEFERD_OK || lease_lost(w, rc))
+        return;
+    if (rc == DEFERD_ESERVER)
+        errmsg("answering %s: %s", id, deferd_last_error(w->c));
+    else
+        conn_failed(w, rc);
+}
+
+/* EXPIRED or CANCELLED: the running command's job goes on to its end and is then answered;
+ * a job still waiting in our queue is dropped and answered at once. */
+static void job_taken(struct worker *w, const char *id, int cancelled)
+{
+    if (is_current(w, id)) {
+        w->cur_lost = cancelled ? CUR_CANCELLED : CUR_EXPIRED;
+        if (cancelled)
+            errmsg("%s: cancelled while its command runs (cancel --force): it will not be "
+                   "delivered again; the command runs to its end, its exit status is ignored",
+                   id);
+        else
+            errmsg("%s: lease expired while its command runs; the job will be delivered "
+                   "again (to another worker first)", id);
+    } else if (pending_drop(w, id)) {
+        if (cancelled)
+            errmsg("%s: cancelled before its turn; it will not be delivered again", id);
+        else
+            errmsg("%s: lease expired before the job's turn; it will be delivered again", id);
+        answer_taken(w, id);
+    }
+}
+
+/* DEADLINE, EXPIRED and CANCELLED count for the running job if it is theirs; EXPIRED and
+ * CANCELLED also for a job still waiting in our queue. Anything else is about a job we
+ * already acked or nacked, and is ignored. */
 static void on_event(struct worker *w, deferd_event *ev)
 {
     const char *id = ev->job.id;
@@ -280,11 +321,8 @@ static void on_event(struct worker *w, deferd_event *ev)
             touch_current(w);
         else
             errmsg("%s: lease ends in %" PRId64 " ms", id, ev->ms_left);
-    } else if (ev->kind == DEFERD_EV_EXPIRED && is_current(w, id)) {
-        w->cur_expired = 1;
-        errmsg("%s: lease expired; the job will be delivered again", id);
-    } else if (ev->kind == DEFERD_EV_EXPIRED && pending_drop(w, id)) {
-        errmsg("%s: lease expired before the job's turn; it will be delivered again", id);
+    } else if (ev->kind == DEFERD_EV_EXPIRED || ev->kind == DEFERD_EV_CANCELLED) {
+        job_taken(w, id, ev->kind == DEFERD_EV_CANCELLED);
     }
     deferd_job_clear(&ev->job);
 }
@@ -303,6 +341,44 @@ static void drain_events(struct worker *w)
         }
         on_event(w, &ev);
     }
+}
+
+/* Takes no more jobs (UNSUB); once deferd answers, no JOB push is on its way. */
+static void leave(struct worker *w)
+{
+    if (w->leaving || w->failed)
+        return;
+    w->leaving = 1;
+    int rc = deferd_unsubscribe(w->c, NULL);
+    if (rc == DEFERD_ESERVER)
+        errmsg("unsubscribing: %s (jobs pushed meanwhile are given back)",
+               deferd_last_error(w->c));
+    else if (rc != DEFERD_OK)
+        conn_failed(w, rc);
+}
+
+/* A clean leave: jobs taken ahead and never started go back uncounted (NACK unrun=1), so
+ * their next delivery has the same attempt. */
+static int give_back(struct worker *w)
+{
+    deferd_job job;
+    unsigned n = 0;
+    leave(w);
+    drain_events(w);
+    while (!w->failed && pending_pop(w, &job)) {
+        int rc = deferd_nack_unrun(w->c, job.id, NULL, 0);
+        if (rc == DEFERD_OK)
+            n++;
+        else if (rc == DEFERD_ESERVER && !lease_lost(w, rc))
+            errmsg("giving back %s: %s", job.id, deferd_last_error(w->c));
+        else if (rc != DEFERD_ESERVER)
+            conn_failed(w, rc);
+        deferd_job_clear(&job);
+    }
+    if (n)
+        errmsg("gave back %u job%s it had not started (the same attempt next time)", n,
+               n == 1 ? "" : "s");
+    return w->failed ? EXIT_FAIL : EXIT_OK;
 }
 
 enum { WAIT_JOB, WAIT_STOP, WAIT_ERROR };
@@ -417,6 +493,8 @@ static int supervise(struct worker *w, pid_t pid, const deferd_job *job, int in_
     }
     int rc = 0;
     for (;;) {
+        if (stop_requested())
+            leave(w); /* no job after this one: it would only be given back */
         drain_events(w);
         pid_t r = waitpid(pid, status, WNOHANG);
         if (r == pid)
@@ -486,13 +564,13 @@ static void report_job(const deferd_job *job, const char *verdict, int status)
 }
 
 /* On any failure we exit: closing the connection makes deferd release the held jobs. A job
- * whose lease expired is neither acked nor nacked (deferd already released it) but counts
- * as handled. */
+ * deferd took from us while it ran (expired, cancelled) is only answered, and counts as
+ * handled. */
 static int handle_job(struct worker *w, const deferd_job *job)
 {
     int status;
     w->cur = job;
-    w->cur_expired = 0;
+    w->cur_lost = CUR_HELD;
     int ran = run_command(w, job, &status);
     w->cur = NULL;
     if (ran != 0)
@@ -501,16 +579,17 @@ static int handle_job(struct worker *w, const deferd_job *job)
         report_job(job, "neither (connection lost)", status);
         return EXIT_FAIL;
     }
-    if (w->cur_expired) {
-        report_job(job, "lease expired", status);
-        return EXIT_OK;
+    if (w->cur_lost != CUR_HELD) {
+        answer_taken(w, job->id);
+        report_job(job, w->cur_lost == CUR_CANCELLED ? "cancelled" : "lease expired", status);
+        return w->failed ? EXIT_FAIL : EXIT_OK;
     }
     int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     int rc = ok ? deferd_ack(w->c, job->id) : deferd_nack(w->c, job->id, w->a->nack_delay_ms);
     if (lease_lost(w, rc)) {
-        /* The EXPIRED push was still on its way when the command ended. */
-        errmsg("%s: lease expired; the job will be delivered again", job->id);
-        report_job(job, "lease expired", status);
+        /* The EXPIRED or CANCELLED push was still on its way: deferd's reply says which. */
+        errmsg("%s", deferd_last_error(w->c));
+        report_job(job, "lease lost", status);
         return EXIT_OK;
     }
     if (rc != DEFERD_OK) {
@@ -529,16 +608,18 @@ static int work_loop(struct worker *w)
         int r = wait_job(w, &job);
         if (r == WAIT_STOP) {
             errmsg("stopping on signal");
-            return EXIT_OK;
+            return give_back(w);
         }
         if (r == WAIT_ERROR)
             return EXIT_FAIL;
+        if (done + 1 == w->a->max_jobs)
+            leave(w); /* the last one: its ack must not bring another */
         int rc = handle_job(w, &job);
         deferd_job_clear(&job);
         if (rc != EXIT_OK)
             return rc;
     }
-    return EXIT_OK;
+    return give_back(w);
 }
 
 int cmd_work(const char *sock, int argc, char **argv)

@@ -189,6 +189,7 @@ void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c)
 {
     for (struct sub *s = c->subs; s; s = s->cnext)
         kick(ds, s->q);
+    server_consumer_quiet(c->conn);
 }
 
 void unhold(struct dispatcher *ds, struct job *job)
@@ -454,6 +455,7 @@ void deliver(struct dispatcher *ds, struct job *job)
         metrics_delivered(ds->d->metrics, job->q->cfg, job->attempt, job->jn.prior_attempts,
                           job->jn.due_ms);
     log_debug("queue %s: job %s attempt %u delivered", job->q->cfg->name, job->id, job->attempt);
+    server_consumer_quiet(job->owner->conn);
 }
 
 /* A job written by another client with more data than max_payload is never pushed: the
@@ -612,7 +614,7 @@ void dispatch(struct dispatcher *ds, struct dqueue *q)
             evtimer_add(ds->later, &now);
             return;
         }
-        struct consumer *c = consumer_pick(&q->ring);
+        struct consumer *c = consumer_pick(&q->ring, job->avoid);
         if (!c)
             return;
         heap_pop(&q->ready);
@@ -704,13 +706,52 @@ struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const c
     return job;
 }
 
+/* A held job missing from a listing: the listing may be older than the job (our own put,
+ * locked at once), so ZooKeeper is asked. Gone for real, it was cancelled with our lock
+ * (CANCEL force=1, deferctl cancel --force): its consumer is told now, not at its ack. */
+struct vanish_check {
+    struct dispatcher *ds;
+    char path[];
+};
+
+static void on_vanish_checked(const struct zk_result *res, void *ctx)
+{
+    struct vanish_check *vc = ctx;
+    struct dispatcher *ds = vc->ds;
+    struct job *job = NULL;
+    HASH_FIND_STR(ds->jobs, vc->path, job);
+    free(vc);
+    if (!job || job->state != JS_INFLIGHT || !job->gone || !job->owner || res->rc != ZNONODE)
+        return;
+    log_info("queue %s: job %s was cancelled while a consumer held it; telling the consumer",
+             job->q->cfg->name, job->id);
+    job_revoke(ds, job, LOST_CANCELLED);
+    free_job(ds, job);
+}
+
+static void check_vanished_held(struct dispatcher *ds, struct job *job)
+{
+    size_t n = strlen(job->path) + 1;
+    struct vanish_check *vc = malloc(sizeof *vc + n);
+    if (!vc)
+        return; /* its holder learns at its ack, as LEASE_LOST */
+    vc->ds = ds;
+    memcpy(vc->path, job->path, n);
+    if (zkstore_exists(ds->d->zs, job->path, 0, on_vanish_checked, vc) != ZOK)
+        free(vc);
+}
+
 void dispatcher_job_vanished(struct dispatcher *ds, struct job *job)
 {
     switch (job->state) {
+    case JS_INFLIGHT:
+        if (!job->gone && !job->ci && job->owner)
+            check_vanished_held(ds, job);
+        job->gone = 1;
+        break;
     case JS_LOCKING:
     case JS_SETTLING:
     case JS_CHECKING:
-    case JS_INFLIGHT:
         job->gone = 1; /* its pending call or its holder decides */
         break;
     default:
@@ -719,6 +760,31 @@ void dispatcher_job_vanished(struct dispatcher *ds, struct job *job)
 }
 
 /* ---- consumers ---- */
+
+void job_revoke(struct dispatcher *ds, struct job *job, enum lost_reason why)
+{
+    struct consumer *c = job->owner;
+    (void)ds;
+    if (!c)
+        return;
+    if (why == LOST_CANCELLED)
+        server_push_cancelled(c->conn, job->id);
+    else
+        server_push_expired(c->conn, job->id);
+    if (consumer_note_lost(c, job->id, why) != 0)
+        log_error("queue %s: job %s: out of memory remembering it was taken from its "
+                  "consumer; its slot is freed at once", job->q->cfg->name, job->id);
+    job->avoid = c->serial;
+}
+
+void dispatcher_unsubscribe(struct dispatcher *ds, struct consumer *c, struct dqueue *q)
+{
+    (void)ds;
+    if (q)
+        consumer_unsubscribe(c, &q->ring, q);
+    else
+        consumer_unsubscribe_all(c, dispatcher_ring);
+}
 
 void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c)
 {
@@ -791,9 +857,11 @@ void dispatcher_revoke_all(struct dispatcher *ds)
     struct job *job, *tmp;
     HASH_ITER(hh, ds->jobs, job, tmp) {
         if (job->owner && job->state == JS_INFLIGHT)
-            server_push_expired(job->owner->conn, job->id);
-        if (job->owner && (job->state == JS_INFLIGHT || job->state == JS_SETTLING))
-            consumer_note_lost(job->owner, job->id);
+            job_revoke(ds, job, LOST_SESSION);
+        if (job->owner && job->state == JS_SETTLING) { /* answered: its reply says why */
+            consumer_note_lost(job->owner, job->id, LOST_SESSION);
+            consumer_answer_lost(job->owner, job->id);
+        }
         unheap(job);
         unhold(ds, job);
         job->gone = 1;
@@ -821,10 +889,7 @@ static void on_owner_checked(const struct zk_result *res, void *ctx)
     if (job && job->state == JS_INFLIGHT && res->rc == ZNONODE) {
         log_warn("queue %s: job %s: our lock vanished while disconnected; revoking it",
                  job->q->cfg->name, job->id);
-        if (job->owner) {
-            consumer_note_lost(job->owner, job->id);
-            server_push_expired(job->owner->conn, job->id);
-        }
+        job_revoke(ds, job, LOST_LOCK);
         unhold(ds, job);
         make_ready(ds, job);
     }
@@ -997,8 +1062,7 @@ void dispatcher_release_held(struct dispatcher *ds)
             continue;
         log_warn("queue %s: job %s: still held at the end of the drain; released",
                  job->q->cfg->name, job->id);
-        server_push_expired(job->owner->conn, job->id);
-        consumer_note_lost(job->owner, job->id);
+        job_revoke(ds, job, LOST_DRAIN);
         release_lock(ds, job); /* delivered again by whoever runs on */
     }
     free(paths);

@@ -53,6 +53,7 @@ struct job {
     unsigned gen;               /* last listing that showed it */
     struct consumer *owner;
     struct job *owner_next, *owner_prev;
+    uint64_t avoid;             /* serial of a consumer it was taken from: others first */
     unsigned char *payload;
     size_t len;
     uint32_t attempt;
@@ -115,6 +116,8 @@ void dispatcher_reschedule(struct dispatcher *ds, struct proto_request *req, str
 void dispatcher_touch(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r);
 void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c);
 void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c); /* more room */
+/* UNSUB: C leaves Q (NULL: every queue); what it holds stays held. */
+void dispatcher_unsubscribe(struct dispatcher *ds, struct consumer *c, struct dqueue *q);
 
 /* From the mirror (ZooKeeper side). */
 struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,

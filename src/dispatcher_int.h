@@ -80,6 +80,9 @@ void retry_later(struct dispatcher *ds, struct job *job, const char *what, int r
 void retry_later_at(struct dispatcher *ds, struct job *job, const char *what, int rc,
                     const char *znode);
 void release_later(struct dispatcher *ds, struct job *job);
+/* Takes a held job from its consumer, which is told (EXPIRED, or CANCELLED) and keeps the
+ * slot until it answers; the job goes to other consumers first. Call before unhold(). */
+void job_revoke(struct dispatcher *ds, struct job *job, enum lost_reason why);
 void watch_lock(struct dispatcher *ds, struct job *job);
 
 /* settle.c */

@@ -87,6 +87,10 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
         r->force = 1;
         return 0;
     }
+    if (strcmp(tok, "unrun") == 0 && r->cmd == CMD_NACK && strcmp(v, "1") == 0) {
+        r->unrun = 1;
+        return 0;
+    }
     if (strcmp(tok, "at") == 0 && moves && !r->has_at) {
         r->has_at = 1;
         return parse_num(v, LAYOUT_DUE_MAX, &r->at_ms, err);
@@ -128,7 +132,7 @@ static int parse_subs(char *list, struct proto_request *r, struct proto_error *e
         return bad(err, PE_BAD_REQUEST, "bad queue list '%.70s'", list);
     for (char *q = strtok_r(list, ",", &save); q; q = strtok_r(NULL, ",", &save)) {
         if (r->nsubs == PROTO_SUB_MAX)
-            return bad(err, PE_BAD_REQUEST, "more than %s queues in one SUB", "32");
+            return bad(err, PE_BAD_REQUEST, "more than %s queues in one request", "32");
         if (parse_queue(q, r->subs[r->nsubs++], err) != 0)
             return -1;
     }
@@ -161,7 +165,7 @@ static int parse_command(char **tok, int n, struct proto_request *r, struct prot
         {"PUT", CMD_PUT, 2}, {"SUB", CMD_SUB, 1}, {"ACK", CMD_ACK, 1},
         {"NACK", CMD_NACK, 1}, {"TOUCH", CMD_TOUCH, 1}, {"PING", CMD_PING, 0},
         {"STATS", CMD_STATS, 0}, {"BATCH", CMD_BATCH, 1}, {"CANCEL", CMD_CANCEL, 1},
-        {"RESCHEDULE", CMD_RESCHEDULE, 1},
+        {"RESCHEDULE", CMD_RESCHEDULE, 1}, {"UNSUB", CMD_UNSUB, 0},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(tok[0], cmds[i].name) != 0)
@@ -197,15 +201,24 @@ static int parse_command(char **tok, int n, struct proto_request *r, struct prot
                 return 0;
             *first_option = 2; /* STATS QUEUE */
             return parse_queue(tok[1], r->queue, err);
+        case CMD_UNSUB: /* UNSUB [QUEUES]: none means every queue */
+            if (n < 2)
+                return 0;
+            *first_option = 2;
+            return parse_subs(tok[1], r, err);
         case CMD_PING: return 0;
         }
     }
     return bad(err, PE_BAD_REQUEST, "unknown command '%.20s'", tok[0]);
 }
 
-/* CANCEL and RESCHEDULE name a job by id or by queue and key, never both. */
+/* CANCEL and RESCHEDULE name a job by id or by queue and key, never both. A job given
+ * back unrun goes back as it was: no new due time, no follow-ups. */
 static int check_target(const struct proto_request *r, struct proto_error *err)
 {
+    if (r->unrun && (r->has_delay || r->then))
+        return bad(err, PE_BAD_REQUEST, "NACK unrun=1 takes no delay= or then= (the job "
+                   "goes back as it %s)", "was");
     if (r->cmd != CMD_CANCEL && r->cmd != CMD_RESCHEDULE)
         return 0;
     if (r->id[0] ? r->key[0] != '\0' : r->key[0] == '\0')
@@ -554,4 +567,9 @@ int proto_append_deadline(struct evbuffer *out, const char *id, int64_t ms_left)
 int proto_append_expired(struct evbuffer *out, const char *id)
 {
     return evbuffer_add_printf(out, "EXPIRED %s\n", id) < 0 ? -1 : 0;
+}
+
+int proto_append_cancelled(struct evbuffer *out, const char *id)
+{
+    return evbuffer_add_printf(out, "CANCELLED %s\n", id) < 0 ? -1 : 0;
 }

@@ -21,7 +21,7 @@ struct evbuffer;
 
 enum proto_cmd {
     CMD_PUT, CMD_SUB, CMD_ACK, CMD_NACK, CMD_TOUCH, CMD_PING, CMD_STATS, CMD_BATCH,
-    CMD_CANCEL, CMD_RESCHEDULE,
+    CMD_CANCEL, CMD_RESCHEDULE, CMD_UNSUB,
 };
 
 enum proto_errcode {
@@ -43,13 +43,14 @@ struct proto_put {
 struct proto_request {
     enum proto_cmd cmd;
     char queue[QUEUE_NAME_MAX + 1];                   /* PUT; STATS: "" or one queue */
-    char subs[PROTO_SUB_MAX][QUEUE_NAME_MAX + 1];     /* SUB */
+    char subs[PROTO_SUB_MAX][QUEUE_NAME_MAX + 1];     /* SUB; UNSUB (none: all) */
     size_t nsubs;
     uint32_t inflight;                                /* SUB, default 1 */
     char id[LAYOUT_ID_MAX + 1];                       /* ACK, NACK, TOUCH; CANCEL,
                                                        * RESCHEDULE by id */
     char key[LAYOUT_KEY_MAX + 1];                     /* PUT; CANCEL, RESCHEDULE by key */
     int force;                                        /* CANCEL force=1 */
+    int unrun;                                        /* NACK unrun=1: never started */
     uint32_t then;                                    /* BATCH n; ACK, NACK then=n */
     struct proto_put *items;                          /* the group's jobs, malloc'd */
     size_t nitems;
@@ -106,6 +107,7 @@ int proto_append_job(struct evbuffer *out, const char *id, const char *queue, ui
                      size_t len);
 int proto_append_deadline(struct evbuffer *out, const char *id, int64_t ms_left);
 int proto_append_expired(struct evbuffer *out, const char *id);
+int proto_append_cancelled(struct evbuffer *out, const char *id);
 
 #define PROTO_TTR_MIN 1000
 #define PROTO_TTR_MAX 604800000

@@ -49,6 +49,7 @@ struct conn {
     struct reply *rhead, *rtail;
     size_t npending;
     struct consumer *consumer;  /* set by the first SUB */
+    struct reply *unsub;        /* UNSUB answered once no push is on its way */
     struct peer peer;           /* who is at the other end (SO_PEERCRED) */
     int denials;                /* refused requests, logged up to DENIALS_LOGGED */
     int closing;                /* stop decoding */
@@ -200,11 +201,29 @@ int server_push_expired(struct conn *conn, const char *id)
     return proto_append_expired(bufferevent_get_output(conn->bev), id);
 }
 
+int server_push_cancelled(struct conn *conn, const char *id)
+{
+    return proto_append_cancelled(bufferevent_get_output(conn->bev), id);
+}
+
+void server_consumer_quiet(struct conn *conn)
+{
+    if (conn->unsub && (!conn->consumer || consumer_locking(conn->consumer) == 0)) {
+        struct reply *r = conn->unsub;
+        conn->unsub = NULL;
+        reply_ok(r, NULL);
+    }
+}
+
 static void drop_consumer(struct conn *c);
 static void unpark_unlink(struct conn *c);
 
 static void conn_free(struct conn *c)
 {
+    if (c->unsub) { /* nobody to answer: freed below with the answered ones */
+        c->unsub->done = 1;
+        c->unsub = NULL;
+    }
     drop_consumer(c);
     if (c->is_parked) { /* the connection broke before its turn: never taken on */
         unpark_unlink(c);
@@ -266,6 +285,29 @@ static void handle_sub(struct conn *c, struct proto_request *req, struct reply *
     }
     dispatcher_consumer_changed(ds, c->consumer); /* inflight may have grown */
     reply_ok(r, NULL);
+}
+
+/* UNSUB [QUEUES]: no more jobs of those queues (all: none named); held ones stay held. */
+static void handle_unsub(struct conn *c, struct proto_request *req, struct reply *r)
+{
+    struct dispatcher *ds = c->srv->d->dispatcher;
+    for (size_t i = 0; i < req->nsubs; i++) {
+        if (!dispatcher_queue(ds, req->subs[i])) {
+            reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->subs[i]);
+            return;
+        }
+    }
+    for (size_t i = 0; c->consumer && i < req->nsubs; i++)
+        dispatcher_unsubscribe(ds, c->consumer, dispatcher_queue(ds, req->subs[i]));
+    if (c->consumer && req->nsubs == 0)
+        dispatcher_unsubscribe(ds, c->consumer, NULL);
+    if (c->unsub) { /* a second UNSUB while the first waits: both wait for the same */
+        struct reply *first = c->unsub;
+        c->unsub = NULL;
+        reply_ok(first, NULL);
+    }
+    c->unsub = r;
+    server_consumer_quiet(c);
 }
 
 static void handle_stats_queue(struct deferd *d, const char *queue, struct reply *r)
@@ -358,6 +400,9 @@ static void handle_request(struct conn *c, struct proto_request *req)
         break;
     case CMD_SUB:
         handle_sub(c, req, r);
+        break;
+    case CMD_UNSUB:
+        handle_unsub(c, req, r);
         break;
     case CMD_ACK:
     case CMD_NACK:

@@ -27,6 +27,10 @@ void reply_err(struct reply *r, enum proto_errcode code, const char *fmt, ...)
 int server_push_job(struct conn *conn, const struct job *job);
 int server_push_deadline(struct conn *conn, const char *id, int64_t ms_left);
 int server_push_expired(struct conn *conn, const char *id);
+int server_push_cancelled(struct conn *conn, const char *id);
+/* A job being locked for this connection's consumer was pushed or given up: an UNSUB
+ * waiting for the last such push is answered now (after its OK, no JOB comes). */
+void server_consumer_quiet(struct conn *conn);
 /* Tells every consumer connection: "STATE <name>". */
 void server_broadcast_state(struct server *s, const char *name);
 /* A PUT or BATCH was answered: requests held back for max_open_puts may go (soon, from the

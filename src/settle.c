@@ -124,6 +124,8 @@ struct settle {
     int has_delay;              /* nack with delay: move the job */
     int bury;                   /* the move goes to the dead letters */
     int precheck;               /* verifying the lock before sending, not after */
+    int unrun;                  /* NACK unrun=1: the job goes back uncounted */
+    int unrun_same;             /* ... under the same name: reply plain OK */
     int made_parents;
     int key_op;                 /* index of the job's key node operation, or -1 */
     int skip_key;               /* the key node is missing (job written by hand): leave it */
@@ -145,29 +147,82 @@ static const char *settle_name(const struct settle *st)
     return st->op == SETTLE_ACK ? "ack" : "nack";
 }
 
+/* What a late ACK, NACK or TOUCH of a job taken from its consumer is told. */
+static const char *lost_text(enum lost_reason why)
+{
+    switch (why) {
+    case LOST_CANCELLED:
+        return "the job was cancelled while held (CANCEL force=1): it is gone and will not "
+               "be delivered again";
+    case LOST_SESSION:
+        return "the daemon's ZooKeeper session was lost; the job will be delivered again";
+    case LOST_LOCK:
+        return "its lock vanished from ZooKeeper; the job will be delivered again";
+    case LOST_DRAIN:
+        return "the daemon's drain_grace ran out at shutdown; the job will be delivered again";
+    default:
+        return "lease expired; the job will be delivered again";
+    }
+}
+
+/* The job C holds by ID, or NULL with the reply sent. An ACK or NACK (ANSWERS) of a job
+ * taken from C frees the slot it kept. */
 static struct job *held_job(struct dispatcher *ds, struct consumer *c, const char *id,
-                            struct reply *r)
+                            int answers, struct reply *r)
 {
     struct job *job = find_by_id(ds, id);
     if (job && job->owner == c && job->state == JS_INFLIGHT)
         return job;
-    if (consumer_lost(c, id))
-        reply_err(r, PE_LEASE_LOST, "job %s: lease expired, the job will be delivered again", id);
-    else
+    enum lost_reason why = consumer_lost(c, id);
+    if (why == LOST_NONE) {
         reply_err(r, PE_NOT_FOUND, "job %s is not held by this connection", id);
+        return NULL;
+    }
+    reply_err(r, PE_LEASE_LOST, "job %s: %s", id, lost_text(why));
+    if (answers && consumer_answer_lost(c, id))
+        dispatcher_consumer_changed(ds, c);
     return NULL;
 }
 
-/* The lock is not ours any more: someone else may hold the job now. */
-static void lease_lost(struct dispatcher *ds, struct settle *st)
+/* The lock is not ours any more: someone else may hold the job now, or it was cancelled
+ * (CANCELLED: the job itself is gone). */
+static void lease_lost_as(struct dispatcher *ds, struct settle *st, int cancelled)
 {
     struct job *job = st->job;
-    if (st->r)
-        reply_err(st->r, PE_LEASE_LOST, "job %s: lease lost (its lock went, or the job was "
-                  "cancelled); this %s changed nothing", job->id, settle_name(st));
+    if (st->r && cancelled)
+        reply_err(st->r, PE_LEASE_LOST, "job %s: %s; this %s changed nothing", job->id,
+                  lost_text(LOST_CANCELLED), settle_name(st));
+    else if (st->r)
+        reply_err(st->r, PE_LEASE_LOST, "job %s: lease lost (its lock went); this %s "
+                  "changed nothing", job->id, settle_name(st));
     unhold(ds, job);
     if (!job_settled_gone(ds, job))
         make_ready(ds, job);
+}
+
+static void lease_lost(struct dispatcher *ds, struct settle *st)
+{
+    lease_lost_as(ds, st, st->job->gone);
+}
+
+static void on_gone_checked(const struct zk_result *res, void *ctx)
+{
+    struct settle *st = ctx;
+    if (res->rc == ZNONODE)
+        st->job->gone = 1;
+    lease_lost_as(st->job->q->ds, st, res->rc == ZNONODE);
+    settle_free(st);
+}
+
+/* Our owner node is gone: the session's locks went, or the job was cancelled with them.
+ * Which one is told by the job itself, unless the mirror said already. 1 when asking. */
+static int ask_if_cancelled(struct dispatcher *ds, struct settle *st)
+{
+    if (st->job->gone || !st->r || st->followups ||
+        zkstore_exists(ds->d->zs, st->job->path, 0, on_gone_checked, st) != ZOK)
+        return 0;
+    set_busy(st->job, JS_SETTLING);
+    return 1;
 }
 
 /* Known not applied: the job is still ours and the consumer may try again. A denial was
@@ -187,7 +242,7 @@ static void settle_failed(struct settle *st, int rc)
 
 static void reply_settled(struct settle *st)
 {
-    const char *next = st->has_delay && !st->bury ? st->next_id : NULL;
+    const char *next = st->has_delay && !st->bury && !st->unrun_same ? st->next_id : NULL;
     char *ids = NULL, *text = NULL;
     if (!st->followups) {
         reply_ok(st->r, next);
@@ -208,9 +263,11 @@ static void settled(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
     if (st->bury)
-        log_warn("queue %s: job %s dead-lettered after %u attempts (max_attempts %u)",
-                 job->q->cfg->name, job->id, job->attempt, job->q->cfg->max_attempts);
-    if (st->r || !st->bury) /* a bury without a reply is no consumer's nack */
+        log_warn("queue %s: job %s dead-lettered after %u attempts (max_attempts %u) as "
+                 "%s (deferctl dead show %s)", job->q->cfg->name, job->id, job->attempt,
+                 job->q->cfg->max_attempts, st->next_id, st->next_id);
+    if ((st->r || !st->bury) && !st->unrun) /* no consumer's nack: a bury without a
+                                               * reply, a job given back unrun */
         metrics_event(ds->d->metrics, job->q->cfg, st->op == SETTLE_ACK ? ME_ACKED : ME_NACKED);
     if (st->bury)
         metrics_event(ds->d->metrics, job->q->cfg, ME_DEAD_LETTERED);
@@ -220,7 +277,12 @@ static void settled(struct dispatcher *ds, struct settle *st)
         pending_changed(job->q, -1);
     if (st->followups)
         putset_created(st->followups); /* counted once, also when learnt by verifying */
-    if (st->op == SETTLE_ACK || st->has_delay || job->gone) {
+    if (st->unrun_same && !job->gone) { /* the same znode path again: keep the job */
+        job->jn.prior_attempts = job->attempt ? job->attempt - 1 : 0;
+        job->owner_seq = OWNER_SEQ_UNKNOWN;
+        unhold(ds, job);
+        make_ready(ds, job);
+    } else if (st->op == SETTLE_ACK || st->has_delay || job->gone) {
         struct dqueue *q = job->q;
         free_job(ds, job); /* a moved job reappears through the mirror */
         dispatch(ds, q);
@@ -356,6 +418,8 @@ static void on_settled(const struct zk_result *res, void *ctx)
         settled(ds, st);
     } else if (no_bucket) {
         settle_failed(st, rc);
+    } else if (rc == ZNONODE && ask_if_cancelled(ds, st)) {
+        return;
     } else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOTEMPTY || session_gone(rc)) {
         lease_lost(ds, st); /* our owner node is gone, or another holder's is there */
     } else if (uncertain(rc)) {
@@ -543,7 +607,7 @@ static int curator_job(struct job *job, struct proto_request *req, struct reply 
 void dispatcher_ack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
                     struct reply *r)
 {
-    struct job *job = held_job(ds, c, req->id, r);
+    struct job *job = held_job(ds, c, req->id, 1, r);
     if (!job || curator_job(job, req, r))
         return;
     struct settle *st = settle_new(job, r, SETTLE_ACK);
@@ -596,7 +660,10 @@ static int plan_bury(struct dispatcher *ds, struct settle *st)
     struct job *job = st->job;
     struct job_name dead = job->jn;
     dead.prior_attempts = job->attempt;
+    dead.shard[0] = '\0';
     st->has_delay = st->bury = 1;
+    if (layout_job_id(st->next_id, sizeof st->next_id, job->q->cfg->name, &dead) != 0)
+        return -1;
     return layout_dead_path(st->next_path, sizeof st->next_path, root(ds), job->q->cfg->name,
                             &dead);
 }
@@ -616,12 +683,52 @@ void bury_locked(struct dispatcher *ds, struct job *job)
     release_later(ds, job);
 }
 
+/* NACK unrun=1: the consumer gives back a job it never started. The job is created again
+ * under its own name with this delivery taken off its attempts (a new znode's sequence
+ * starts again), so the next delivery has the same attempt and nothing counts it. The
+ * name is the same unless attempts were carried in it; its key node follows. */
+static int plan_unrun(struct dispatcher *ds, struct settle *st)
+{
+    struct job *job = st->job;
+    struct job_name next = job->jn;
+    next.prior_attempts = job->attempt ? job->attempt - 1 : 0;
+    st->has_delay = st->unrun = 1;
+    if (layout_job_path(st->next_path, sizeof st->next_path, root(ds), job->q->cfg->name,
+                        &next) != 0 ||
+        layout_job_id(st->next_id, sizeof st->next_id, job->q->cfg->name, &next) != 0)
+        return -1;
+    st->unrun_same = strcmp(st->next_id, job->id) == 0;
+    return 0;
+}
+
+static void nack_unrun(struct dispatcher *ds, struct job *job, struct reply *r)
+{
+    if (job->ci) { /* a Curator item stays locked by us: offered again, same attempt */
+        curator_part_release(ds, job, 0);
+        reply_ok(r, NULL);
+        return;
+    }
+    struct settle *st = settle_new(job, r, SETTLE_NACK);
+    if (!st)
+        return;
+    if (plan_unrun(ds, st) != 0) {
+        reply_err(r, PE_INTERNAL, "job %s: cannot name it again", job->id);
+        settle_free(st);
+        return;
+    }
+    settle_start(ds, st);
+}
+
 void dispatcher_nack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
                      struct reply *r)
 {
-    struct job *job = held_job(ds, c, req->id, r);
+    struct job *job = held_job(ds, c, req->id, 1, r);
     int has_delay = req->has_delay;
     uint64_t delay_ms = req->delay_ms;
+    if (job && req->unrun) {
+        nack_unrun(ds, job, r);
+        return;
+    }
     if (!job || curator_job(job, req, r))
         return;
     struct settle *st = settle_new(job, r, SETTLE_NACK);
@@ -655,14 +762,10 @@ void dispatcher_nack(struct dispatcher *ds, struct consumer *c, struct proto_req
 /* The lease ran out: tell the holder, give the lock up, deliver again (attempt + 1). */
 static void expire(struct dispatcher *ds, struct job *job)
 {
-    struct consumer *c = job->owner;
     log_info("queue %s: job %s: lease of %u ms expired, releasing it", job->q->cfg->name,
              job->id, job->ttr_ms);
     metrics_event(ds->d->metrics, job->q->cfg, ME_EXPIRED);
-    if (c) {
-        consumer_note_lost(c, job->id);
-        server_push_expired(c->conn, job->id);
-    }
+    job_revoke(ds, job, LOST_EXPIRED);
     release_lock(ds, job);
 }
 
@@ -685,7 +788,7 @@ void leases_tick(struct dispatcher *ds, int64_t wall)
 
 void dispatcher_touch(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r)
 {
-    struct job *job = held_job(ds, c, id, r);
+    struct job *job = held_job(ds, c, id, 0, r);
     if (!job)
         return;
     lease_start(ds, job);

@@ -30,6 +30,18 @@
 extern "C" {
 #endif
 
+/* This header's version; CMake reads the project's version from these three lines. */
+#define DEFERD_VERSION_MAJOR 0
+#define DEFERD_VERSION_MINOR 1
+#define DEFERD_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH, for #if */
+#define DEFERD_VERSION_NUMBER \
+    (DEFERD_VERSION_MAJOR * 10000 + DEFERD_VERSION_MINOR * 100 + DEFERD_VERSION_PATCH)
+
+/* The version of the libdeferd actually linked ("0.1.0"), which may be newer than the
+ * header a program was built with. */
+const char *deferd_version(void);
+
 #define DEFERD_DEFAULT_SOCKET "/run/deferd/deferd.sock"
 #define DEFERD_QUEUE_MAX 64      /* bytes in a queue name */
 #define DEFERD_ID_MAX 240        /* bytes in a job id */
@@ -75,11 +87,16 @@ typedef enum {
                              * SUSPENDED, RECONNECTED or LOST (its ZooKeeper connection),
                              * or DRAINING (shutting down: no new jobs, settle what you
                              * hold); later daemons may send other upper-case words */
+    DEFERD_EV_CANCELLED,    /* the job was cancelled while this connection held it (CANCEL
+                             * force=1, deferctl cancel --force): it is gone and will not be
+                             * delivered again; stop working on it if you can, and ack or
+                             * nack it (LEASE_LOST) to free its inflight slot */
 } deferd_event_kind;
 
 typedef struct deferd_event {
     deferd_event_kind kind;
-    deferd_job job;         /* JOB: the whole job (owns a payload). DEADLINE, EXPIRED: only
+    deferd_job job;         /* JOB: the whole job (owns a payload). DEADLINE, EXPIRED,
+                             * CANCELLED: only
                              * job.id is set, the rest is zero and payload is NULL */
     int64_t ms_left;        /* DEADLINE only: ms until the lease ends (0: any moment now) */
     char state[16];         /* STATE only */
@@ -289,6 +306,21 @@ int deferd_ack(deferd_client *c, const char *job_id);
 /* Job failed. delay_ms < 0: deliver again as soon as possible. delay_ms >= 0: reschedule
  * to now + delay_ms (the job then gets a new id). "LEASE_LOST" as for deferd_ack(). */
 int deferd_nack(deferd_client *c, const char *job_id, int64_t delay_ms);
+
+/* Gives back a job pushed to this connection that was never started (a consumer that is
+ * leaving, or that took more than it will run): it is delivered again, to any consumer,
+ * with the same attempt number: this delivery does not count as an attempt (NACK
+ * unrun=1). next_id (if not NULL; id_len more than DEFERD_ID_MAX) gets its id from now on:
+ * the same, unless attempts were carried in its name (it had been moved after a failure).
+ * A job taken from this connection meanwhile (EXPIRED, CANCELLED) gives DEFERD_ESERVER
+ * with code "LEASE_LOST", which also frees the inflight slot deferd kept for it. */
+int deferd_nack_unrun(deferd_client *c, const char *job_id, char *next_id, size_t id_len);
+
+/* Stops pushes of the comma separated queues to this connection (NULL: of every queue;
+ * UNSUB). Jobs it holds stay held: ack, nack or give them back. Jobs whose push was
+ * already on its way may still arrive after it returns: give them back with
+ * deferd_nack_unrun(). */
+int deferd_unsubscribe(deferd_client *c, const char *queues_comma_separated);
 
 /* Renews the lease of a job pushed to this connection: it then ends one full ttr from now.
  * Call it when a DEADLINE event arrives for a job that is still being worked on.

@@ -1,5 +1,7 @@
-/* Time-to-run leases: a DEADLINE notice before expiry, EXPIRED and redelivery after it,
- * TOUCH keeping a lease alive, and a late ack fenced off with LEASE_LOST. */
+/* Time-to-run leases: a DEADLINE notice before expiry, EXPIRED and redelivery after it
+ * (to another consumer first; the expired one keeps its slot until it answers), a job
+ * cancelled while held (CANCELLED), TOUCH keeping a lease alive, a late ack fenced off
+ * with LEASE_LOST, backoff and dead letters (the log names the dead letter's id). */
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -14,9 +16,10 @@ static int next_event(deferd_client *c, deferd_event *ev, int ms)
     return deferd_next_event(c, ev, ms);
 }
 
-/* A held job's lease runs out: notice first, then EXPIRED; the slot it freed takes the
- * next ready job; another consumer gets the expired job with attempt 2; the first
- * consumer's late ack is refused with LEASE_LOST and changes nothing. */
+/* A held job's lease runs out: notice first, then EXPIRED. The consumer may still be
+ * running it, so its slot stays taken (no other job pushed to it) until it answers; its
+ * late ack is refused with LEASE_LOST, changes nothing and frees the slot, which takes the
+ * next ready job; another consumer gets the expired job with attempt 2. */
 static void expiry_and_fenced_ack(void)
 {
     deferd_client *prod = client(&d), *a = client(&d), *b;
@@ -39,8 +42,16 @@ static void expiry_and_fenced_ack(void)
     int64_t held = now_ms() - got;
     printf("lease of 1500 ms expired after %lld ms\n", (long long)held);
     CHECK(held >= 1490); /* ms clocks on both sides: allow their rounding */
+    /* Both j (released) and k are ready; a still runs j as far as deferd knows. */
+    CHECK(next_event(a, &ev, 1500) == DEFERD_ETIMEDOUT);
+    CHECK(deferd_touch(a, j) == DEFERD_ESERVER); /* a touch is no answer: still no room */
+    CHECK_STR(deferd_last_error_code(a), "LEASE_LOST");
+    CHECK_CONTAINS(deferd_last_error(a), "lease expired");
+    CHECK(next_event(a, &ev, 500) == DEFERD_ETIMEDOUT);
+    CHECK(deferd_ack(a, j) == DEFERD_ESERVER);
+    CHECK_STR(deferd_last_error_code(a), "LEASE_LOST");
     CHECK(next_event(a, &ev, 5000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
-    CHECK_STR(ev.job.id, k); /* the freed slot took the next job */
+    CHECK_STR(ev.job.id, k); /* the answered slot took the next job (prio 0 before j) */
     deferd_job_clear(&ev.job);
     b = client(&d);
     CHECK(deferd_subscribe(b, "a", 1) == DEFERD_OK);
@@ -48,15 +59,70 @@ static void expiry_and_fenced_ack(void)
     CHECK_STR(ev.job.id, j);
     CHECK(ev.job.attempt == 2);
     deferd_job_clear(&ev.job);
-    CHECK(deferd_ack(a, j) == DEFERD_ESERVER);
-    CHECK_STR(deferd_last_error_code(a), "LEASE_LOST");
-    CHECK(deferd_touch(a, j) == DEFERD_ESERVER);
+    CHECK(deferd_ack(a, j) == DEFERD_ESERVER); /* told again, still nothing changed */
     CHECK_STR(deferd_last_error_code(a), "LEASE_LOST");
     CHECK(deferd_ack(b, j) == DEFERD_OK); /* the current holder is unaffected */
     CHECK(deferd_ack(a, k) == DEFERD_OK);
     deferd_close(prod);
     deferd_close(a);
     deferd_close(b);
+}
+
+/* An expired job goes to another consumer with room before the one it expired at, even
+ * when that one has room too (inflight 2) and is first in the round. */
+static void expired_goes_elsewhere(void)
+{
+    deferd_client *prod = client(&d), *a = client(&d), *b = client(&d);
+    char j[DEFERD_ID_SIZE];
+    deferd_put_opts o = {.has_ttr = 1, .ttr_ms = 1000};
+    deferd_event ev;
+    CHECK(deferd_subscribe(a, "b", 2) == DEFERD_OK);
+    CHECK(deferd_put(prod, "b", "slow", 4, &o, j, sizeof j) == DEFERD_OK);
+    CHECK(next_event(a, &ev, 10000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
+    CHECK_STR(ev.job.id, j);
+    deferd_job_clear(&ev.job);
+    CHECK(deferd_subscribe(b, "b", 1) == DEFERD_OK); /* after a in the round */
+    int expired = 0;
+    while (!expired && next_event(a, &ev, 5000) == DEFERD_OK) {
+        expired = ev.kind == DEFERD_EV_EXPIRED && strcmp(ev.job.id, j) == 0;
+        CHECK(ev.kind != DEFERD_EV_JOB);
+        deferd_job_clear(&ev.job);
+    }
+    CHECK(expired);
+    CHECK(next_event(b, &ev, 5000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
+    CHECK_STR(ev.job.id, j);
+    CHECK(ev.job.attempt == 2);
+    deferd_job_clear(&ev.job);
+    CHECK(next_event(a, &ev, 300) == DEFERD_ETIMEDOUT); /* a got nothing meanwhile */
+    CHECK(deferd_ack(b, j) == DEFERD_OK);
+    deferd_close(prod);
+    deferd_close(a);
+    deferd_close(b);
+}
+
+/* CANCEL force=1 of a held job: its holder gets CANCELLED (not EXPIRED) at once, its late
+ * ack is told the job was cancelled and gone, and the job is never delivered again. */
+static void cancelled_while_held(zhandle_t *zh)
+{
+    deferd_client *prod = client(&d), *a = client(&d);
+    char j[DEFERD_ID_SIZE], got[DEFERD_ID_SIZE];
+    deferd_event ev;
+    CHECK(deferd_subscribe(a, "emails", 1) == DEFERD_OK);
+    CHECK(put_job(prod, "emails", "doomed", 0, -1, -1, j) == 0);
+    CHECK(next_event(a, &ev, 10000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
+    CHECK_STR(ev.job.id, j);
+    deferd_job_clear(&ev.job);
+    CHECK(deferd_cancel(prod, j, NULL, NULL, 1, got, sizeof got) == DEFERD_OK);
+    CHECK(next_event(a, &ev, 5000) == DEFERD_OK && ev.kind == DEFERD_EV_CANCELLED);
+    CHECK_STR(ev.job.id, j);
+    CHECK(deferd_ack(a, j) == DEFERD_ESERVER);
+    CHECK_STR(deferd_last_error_code(a), "LEASE_LOST");
+    CHECK_CONTAINS(deferd_last_error(a), "cancelled");
+    CHECK_CONTAINS(deferd_last_error(a), "will not be delivered again");
+    CHECK(!zk_job_exists(zh, root, j));
+    CHECK(next_event(a, &ev, 1000) == DEFERD_ETIMEDOUT); /* not delivered again */
+    deferd_close(prod);
+    deferd_close(a);
 }
 
 /* TOUCH renews the lease: held three times its ttr, never expired, acked as attempt 1. */
@@ -127,7 +193,7 @@ static int deferctl(const char *args, char *out, size_t len)
 
 /* The fifth failure of a queue with max_attempts = 5 moves the job to the dead letters in
  * one transaction; deferctl lists, shows, kicks (back with attempt 1) and deletes them. */
-static void dead_letters(zhandle_t *zh)
+static void dead_letters(zhandle_t *zh, long mark)
 {
     deferd_client *c = client(&d);
     char out[4096], args[512], id[DEFERD_ID_SIZE];
@@ -141,6 +207,8 @@ static void dead_letters(zhandle_t *zh)
     char dead[DEFERD_ID_SIZE] = "";
     sscanf(strchr(out, '\n') + 1, "%255s", dead);
     CHECK(strstr(dead, "-a5") != NULL);
+    snprintf(args, sizeof args, "as %s (deferctl dead show %s)", dead, dead);
+    CHECK(log_count(&d, mark, args) == 1); /* the log names the id dead show takes */
     CHECK(zk_count_jobs(zh, root, "retry") == 0);
     snprintf(args, sizeof args, "dead show %s", dead);
     CHECK(deferctl(args, out, sizeof out) == 0);
@@ -171,9 +239,12 @@ int main(void)
         return 1;
     zhandle_t *zh = zk_connect();
     expiry_and_fenced_ack();
+    expired_goes_elsewhere();
+    cancelled_while_held(zh);
     touch_keeps_it(zh);
+    long mark = log_mark(&d);
     nack_backoff();
-    dead_letters(zh);
+    dead_letters(zh, mark);
     daemon_kill(&d, SIGTERM);
     zookeeper_close(zh);
     return check_report("it_lease");

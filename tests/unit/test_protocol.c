@@ -259,9 +259,29 @@ static void targets(void)
         CHECK(proto_parse_line(badl[i], strlen(badl[i]), &r, &e) != 0);
 }
 
+/* UNSUB with or without queues; NACK unrun=1 alone (no delay, no follow-ups). */
+static void leaving(void)
+{
+    struct proto_request r;
+    struct proto_error e;
+    CHECK(proto_parse_line("UNSUB", 5, &r, &e) == 0 && r.cmd == CMD_UNSUB && r.nsubs == 0);
+    CHECK(proto_parse_line("UNSUB a,b.c", 11, &r, &e) == 0 && r.cmd == CMD_UNSUB);
+    CHECK(r.nsubs == 2 && strcmp(r.subs[1], "b.c") == 0);
+    CHECK(proto_parse_line("NACK a/1-2-u unrun=1", 20, &r, &e) == 0 && r.unrun == 1);
+    CHECK(proto_parse_line("NACK a/1-2-u", 12, &r, &e) == 0 && r.unrun == 0);
+    const char *badl[] = {"UNSUB ,a", "UNSUB a x", "UNSUB x=1", "NACK a/1-2-u unrun=0",
+                          "NACK a/1-2-u unrun=1 delay=5", "NACK a/1-2-u then=1 unrun=1",
+                          "ACK a/1-2-u unrun=1", "TOUCH a/1-2-u unrun=1"};
+    for (size_t i = 0; i < sizeof badl / sizeof badl[0]; i++)
+        CHECK(proto_parse_line(badl[i], strlen(badl[i]), &r, &e) != 0);
+    CHECK(proto_parse_line(badl[4], strlen(badl[4]), &r, &e) != 0);
+    CHECK_CONTAINS(e.text, "unrun=1 takes no delay=");
+}
+
 int main(void)
 {
     srand(99);
+    leaving();
     valid_requests();
     errors_resync();
     oversized();
