@@ -115,6 +115,8 @@ static void expiry(deferd_client *prod, deferd_client *cons)
         deferd_job_clear(&ev.job);
     }
     CHECK(expired);
+    CHECK(deferd_ack(cons, id) == DEFERD_ESERVER); /* answered: its slot is free again */
+    CHECK_STR(deferd_last_error_code(cons), "LEASE_LOST");
     ev = next_job(cons);
     CHECK(ev.job.attempt == 2);
     CHECK(deferd_ack(cons, ev.job.id) == DEFERD_OK);

@@ -15,7 +15,9 @@ static struct tcpcut *relay; /* between the short outage's deferd and ZooKeeper 
 
 #define OUTAGE_MS 2500 /* longer than the 2 s lease below */
 
-/* Waits for the next STATE push, collecting jobs and EXPIRED pushes that come first. */
+/* Waits for the next STATE push, dropping jobs and counting EXPIRED pushes that come
+ * first; each EXPIRED is answered (an ack refused with LEASE_LOST), which frees the slot
+ * deferd keeps for a job taken from a consumer that may still run it. */
 static int wait_state(deferd_client *c, const char *want, int ms, int *expired)
 {
     int64_t deadline = now_ms() + ms;
@@ -26,6 +28,9 @@ static int wait_state(deferd_client *c, const char *want, int ms, int *expired)
             break;
         if (ev.kind == DEFERD_EV_EXPIRED && expired)
             (*expired)++;
+        if (ev.kind == DEFERD_EV_EXPIRED)
+            CHECK(deferd_ack(c, ev.job.id) == DEFERD_ESERVER &&
+                  strcmp(deferd_last_error_code(c), "LEASE_LOST") == 0);
         deferd_job_clear(&ev.job);
         if (ev.kind == DEFERD_EV_STATE) {
             printf("state %s at +%lld ms\n", ev.state, (long long)(now_ms() % 100000));
@@ -102,6 +107,9 @@ static void short_outage(void)
         if (deferd_next_event(c0, &ev, 500) != DEFERD_OK)
             continue;
         expired += ev.kind == DEFERD_EV_EXPIRED && strcmp(ev.job.id, j0) == 0;
+        if (ev.kind == DEFERD_EV_EXPIRED) /* answered: the slot it kept is free again */
+            CHECK(deferd_ack(c0, j0) == DEFERD_ESERVER &&
+                  strcmp(deferd_last_error_code(c0), "LEASE_LOST") == 0);
         if (ev.kind == DEFERD_EV_JOB && strcmp(ev.job.id, j0) == 0) {
             again = ev.job.attempt == 2;
             CHECK(deferd_ack(c0, j0) == DEFERD_OK);
@@ -282,6 +290,9 @@ static void forced_expiry(const char *session_file)
         if (deferd_next_event(c, &ev, 500) != DEFERD_OK)
             continue;
         expired += ev.kind == DEFERD_EV_EXPIRED;
+        if (ev.kind == DEFERD_EV_EXPIRED) /* answered: the slot it kept is free again */
+            CHECK(deferd_ack(c, ev.job.id) == DEFERD_ESERVER &&
+                  strcmp(deferd_last_error_code(c), "LEASE_LOST") == 0);
         if (ev.kind == DEFERD_EV_JOB) {
             got = strcmp(ev.job.id, j) == 0 && ev.job.attempt == 2;
             CHECK(deferd_ack(c, ev.job.id) == DEFERD_OK);
