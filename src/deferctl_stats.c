@@ -145,8 +145,7 @@ static void print_table(FILE *out, const struct field *f, size_t n, const char *
     unsigned long long items, multis;
     for (size_t i = 0; i < n; i++) {
         if (txn_pair(&f[i], &items, &multis))
-            fprintf(out, "%-22s %s  (items/multis: jobs, and the ZooKeeper multi calls that "
-                    "carried them)\n", f[i].key, f[i].value);
+            fprintf(out, "%-22s %s (items/multis)\n", f[i].key, f[i].value); /* --help */
         else
             fprintf(out, "%-22s %s\n", f[i].key, f[i].value);
         const char *paused = pause_flag(&f[i], queue);
