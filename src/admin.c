@@ -44,7 +44,32 @@ static int add_auth(struct admin *a)
     return zoo_add_auth(a->zh, scheme, cred, (int)strlen(cred), on_auth, a);
 }
 
-int admin_open(const char *config_path, struct admin **out, char *err, size_t errlen)
+/* Waits for the session (and the answer to the credentials), telling once when it is slow. */
+static void wait_session(struct admin *a, const struct admin_wait *w)
+{
+    int64_t start = units_mono_ms(), waited = 0;
+    int told = 0;
+    while ((zoo_state(a->zh) != ZOO_CONNECTED_STATE || a->auth_rc == AUTH_WAITING) &&
+           zoo_state(a->zh) != ZOO_AUTH_FAILED_STATE && waited < w->timeout_ms) {
+        if (!told && w->notice && waited >= w->notice_ms) {
+            w->notice(a->cfg.zk_hosts);
+            told = 1;
+        }
+        usleep(10000);
+        waited = units_mono_ms() - start;
+    }
+}
+
+static void span_text(int64_t ms, char *buf, size_t len)
+{
+    if (ms % 1000 == 0)
+        snprintf(buf, len, "%lld s", (long long)(ms / 1000));
+    else
+        snprintf(buf, len, "%lld ms", (long long)ms);
+}
+
+int admin_open(const char *config_path, const struct admin_wait *w, struct admin **out,
+               char *err, size_t errlen)
 {
     struct admin *a = calloc(1, sizeof *a);
     if (!a || config_load(config_path, NULL, 0, &a->cfg, err, errlen) != 0) {
@@ -66,10 +91,8 @@ int admin_open(const char *config_path, struct admin **out, char *err, size_t er
     a->zh = zookeeper_init2(a->cfg.zk_hosts, NULL, (int)a->cfg.session_timeout_ms, NULL, NULL,
                             0, zklog_line);
     int rc = a->zh ? add_auth(a) : ZSYSTEMERROR;
-    int64_t deadline = units_mono_ms() + 10000;
-    while (rc == ZOK && (zoo_state(a->zh) != ZOO_CONNECTED_STATE || a->auth_rc == AUTH_WAITING) &&
-           zoo_state(a->zh) != ZOO_AUTH_FAILED_STATE && units_mono_ms() < deadline)
-        usleep(10000);
+    if (rc == ZOK)
+        wait_session(a, w);
     zklog_set_quiet(0);
     if (rc == ZOK && (zoo_state(a->zh) == ZOO_AUTH_FAILED_STATE ||
                       (a->auth_rc != ZOK && a->auth_rc != AUTH_WAITING))) {
@@ -79,7 +102,11 @@ int admin_open(const char *config_path, struct admin **out, char *err, size_t er
         return -1;
     }
     if (rc != ZOK || zoo_state(a->zh) != ZOO_CONNECTED_STATE || a->auth_rc == AUTH_WAITING) {
-        snprintf(err, errlen, "cannot connect to ZooKeeper at %s", a->cfg.zk_hosts);
+        char span[32];
+        span_text(w->timeout_ms, span, sizeof span);
+        snprintf(err, errlen, "cannot connect to ZooKeeper at %s within %s: is it running, "
+                 "and are [zookeeper] hosts in %s right? (--timeout DUR waits longer)",
+                 a->cfg.zk_hosts, span, config_path);
         admin_close(a);
         return -1;
     }
@@ -126,16 +153,17 @@ static void print_dead(struct admin *a, const char *queue, const char *path, con
 int admin_dead_list(struct admin *a, const char *queue, FILE *out, char *err, size_t errlen)
 {
     char dir[LAYOUT_PATH_MAX];
-    if (!config_valid_queue_name(queue))
-        return snprintf(err, errlen, "bad queue name '%s'", queue), -1;
+    if (!admin_queue(a, queue, err, errlen))
+        return -1;
     snprintf(dir, sizeof dir, "%s/queues/%s/dead", a->cfg.zk_root, queue);
     struct String_vector buckets;
     int rc = admin_sorted_children(a, dir, &buckets);
+    if (rc != ZOK && rc != ZNONODE)
+        return admin_failed(err, errlen, "listing", dir, rc);
+    /* the header even when empty: a script (or a person) sees that the queue was read */
+    fprintf(out, "ID\tATTEMPTS\tPRIORITY\tDUE\tBYTES\n");
     if (rc == ZNONODE)
         return 0; /* nothing was ever dead-lettered */
-    if (rc != ZOK)
-        return admin_failed(err, errlen, "listing", dir, rc);
-    fprintf(out, "ID\tATTEMPTS\tPRIORITY\tDUE\tBYTES\n");
     for (int i = 0; i < buckets.count; i++) {
         char bucket[LAYOUT_PATH_MAX + 32], path[LAYOUT_PATH_MAX + 128];
         snprintf(bucket, sizeof bucket, "%s/%s", dir, buckets.data[i]);
@@ -158,8 +186,15 @@ static int dead_path(struct admin *a, const char *id, char *queue, struct job_na
 {
     if (layout_parse_id(id, queue, QUEUE_NAME_MAX + 1, jn) != 0 ||
         layout_dead_path(path, LAYOUT_PATH_MAX, a->cfg.zk_root, queue, jn) != 0)
-        return snprintf(err, errlen, "bad job id '%s'", id), -1;
-    return 0;
+        return snprintf(err, errlen, "'%s' is not a valid job id", id), -1;
+    return admin_queue(a, queue, err, errlen) ? 0 : -1;
+}
+
+static int dead_not_found(char *err, size_t errlen, const char *id, const char *queue)
+{
+    snprintf(err, errlen, "no dead job %s: kicked back, deleted, or never dead-lettered "
+             "('deferctl dead list %s' lists the dead letters)", id, queue);
+    return ADMIN_NOT_FOUND;
 }
 
 static int read_dead(struct admin *a, const char *path, char **data, int *len, struct Stat *st,
@@ -173,7 +208,7 @@ static int read_dead(struct admin *a, const char *path, char **data, int *len, s
     if (rc != ZOK) {
         free(*data);
         *data = NULL;
-        return admin_failed(err, errlen, "reading", path, rc);
+        return rc == ZNONODE ? ZNONODE : admin_failed(err, errlen, "reading", path, rc);
     }
     if (*len < 0)
         *len = 0;
@@ -195,14 +230,16 @@ static int load_dead(struct admin *a, const char *id, struct dead_job *dj, char 
 {
     if (dead_path(a, id, dj->queue, &dj->jn, dj->path, err, errlen) != 0)
         return -1;
-    return read_dead(a, dj->path, &dj->data, &dj->len, &dj->st, err, errlen);
+    int rc = read_dead(a, dj->path, &dj->data, &dj->len, &dj->st, err, errlen);
+    return rc == ZNONODE ? dead_not_found(err, errlen, id, dj->queue) : rc;
 }
 
 int admin_dead_show(struct admin *a, const char *id, FILE *out, char *err, size_t errlen)
 {
     struct dead_job dj;
-    if (load_dead(a, id, &dj, err, errlen) != 0)
-        return -1;
+    int rc = load_dead(a, id, &dj, err, errlen);
+    if (rc != 0)
+        return rc;
     fprintf(out, "id: %s\nqueue: %s\nattempts: %u\npriority: %u\ndue_ms: %llu\nbytes: %d\n\n",
             id, dj.queue, dj.jn.prior_attempts, dj.jn.priority,
             (unsigned long long)dj.jn.due_ms, dj.len);
@@ -346,11 +383,12 @@ int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen,
 {
     struct dead_job dj;
     *unkeyed = 0;
-    if (load_dead(a, id, &dj, err, errlen) != 0)
-        return -1;
+    int rc = load_dead(a, id, &dj, err, errlen);
+    if (rc != 0)
+        return rc;
     const struct queue_config *qc = config_queue(&a->cfg, dj.queue);
     if (qc && qc->format != QF_NATIVE) {
-        int rc = kick_curator(a, qc, &dj, new_id, idlen, err, errlen);
+        rc = kick_curator(a, qc, &dj, new_id, idlen, err, errlen);
         free(dj.data);
         return rc;
     }
@@ -361,7 +399,7 @@ int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen,
     k.jn.due_ms = (uint64_t)units_wall_ms();
     k.jn.prior_attempts = 0;
     snprintf(k.jn.uid, sizeof k.jn.uid, "%016llx", (unsigned long long)rnd);
-    int rc = ZOK, key_taken = 0, moved = 1;
+    int key_taken = 0, moved = 1;
     for (int tries = 0; tries < 5 && (moved || key_taken); tries++) {
         if (key_taken) { /* the same name without "-k<key>" */
             k.jn.key[0] = '\0';
@@ -387,6 +425,8 @@ int admin_dead_delete(struct admin *a, const char *id, char *err, size_t errlen)
     if (dead_path(a, id, queue, &jn, path, err, errlen) != 0)
         return -1;
     int rc = zoo_delete(a->zh, path, -1);
+    if (rc == ZNONODE)
+        return dead_not_found(err, errlen, id, queue);
     return rc == ZOK ? 0 : admin_failed(err, errlen, "deleting", path, rc);
 }
 
@@ -395,7 +435,8 @@ const struct queue_config *admin_queue(struct admin *a, const char *queue, char 
 {
     const struct queue_config *qc = config_queue(&a->cfg, queue);
     if (!qc)
-        snprintf(err, errlen, "no queue '%s' in %s", queue, a->cfg.path);
+        snprintf(err, errlen, "no queue '%s' in %s (configure [queue %s] there, or check the "
+                 "name)", queue, a->cfg.path, queue);
     return qc;
 }
 

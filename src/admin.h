@@ -11,11 +11,21 @@
 
 struct admin;
 
+/* How admin_open waits for its session: a ZooKeeper that cannot be reached would otherwise
+ * keep a command silent for the whole wait. */
+struct admin_wait {
+    int64_t timeout_ms;                 /* give up after this long without a session */
+    int64_t notice_ms;                  /* then call notice, once */
+    void (*notice)(const char *hosts);  /* may be NULL */
+};
+
 /* Reads CONFIG_PATH (deferd.ini) for the ZooKeeper hosts and root, and connects. */
-int admin_open(const char *config_path, struct admin **out, char *err, size_t errlen);
+int admin_open(const char *config_path, const struct admin_wait *w, struct admin **out,
+               char *err, size_t errlen);
 void admin_close(struct admin *a);
 
-/* Each returns 0, or -1 with a message in err. Ids are "<queue>/<job name>". */
+/* Each returns 0, or -1 with a message in err (ADMIN_NOT_FOUND: no such dead job). The
+ * queue must be configured. Ids are "<queue>/<job name>". */
 int admin_dead_list(struct admin *a, const char *queue, FILE *out, char *err, size_t errlen);
 int admin_dead_show(struct admin *a, const char *id, FILE *out, char *err, size_t errlen);
 /* *unkeyed: the job had a key that another job took meanwhile; it went back without it. */
@@ -42,7 +52,8 @@ struct admin_job {
     int locked;             /* held by a consumer, or locked by a daemon just before due */
     int dead;               /* show: found among the dead letters */
     int32_t bytes;
-    char holder[128];       /* show: the lock's data ("host:pid"), "" when not locked */
+    char holder[128];       /* show: the lock's data, "host:pid" of the deferd that locked
+                             * the job (not its consumer's), "" when not locked */
     char *payload;          /* show: malloc'd (admin_job_clear), else NULL */
     int len;
 };

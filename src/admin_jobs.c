@@ -288,8 +288,8 @@ static int locate(struct admin *a, const char *id, struct located *at, char *err
 
 static int not_found(char *err, size_t errlen, const char *id)
 {
-    snprintf(err, errlen, "no job %s: acked, cancelled or moved (a nack with a delay and a "
-             "reschedule give the job a new id)", id);
+    snprintf(err, errlen, "no job %s, pending or dead: acked, cancelled or moved (a nack "
+             "and a reschedule give the job a new id), or never put", id);
     return ADMIN_NOT_FOUND;
 }
 
@@ -309,8 +309,9 @@ static int in_flight(struct admin *a, const char *path, const char *id, char *er
 {
     char holder[128];
     read_holder(a, path, holder, sizeof holder);
-    snprintf(err, errlen, "job %s is in flight (held by %s): its consumer's ack or nack "
-             "decides; try again once it is released", id, holder[0] ? holder : "a consumer");
+    snprintf(err, errlen, "job %s is in flight (held by deferd at %s for one of its "
+             "consumers): the consumer's ack or nack decides; try again once it is released",
+             id, holder[0] ? holder : "?");
     return ADMIN_IN_FLIGHT;
 }
 

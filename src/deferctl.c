@@ -3,6 +3,7 @@
 
 #include "deferd/client.h"
 #include "admin.h"
+#include "config.h"
 #include "deferctl.h"
 #include "deferctl_stats.h"
 #include "jsonw.h"
@@ -54,6 +55,30 @@ int lib_fail(deferd_client *c, const char *what, int rc)
     return rc == DEFERD_EARG ? EXIT_USAGE : EXIT_FAIL;
 }
 
+int parse_time_arg(const char *cmd, const char *opt, const char *arg, uint64_t *out)
+{
+    if (units_parse_time_ms(arg, units_wall_ms(), out) == 0)
+        return 0;
+    return usage_error(cmd, "invalid %s '%s' (a time: " TIME_FORMS ")", opt, arg);
+}
+
+int check_job_id(const char *cmd, const char *id)
+{
+    char queue[QUEUE_NAME_MAX + 1];
+    struct job_name jn;
+    if (layout_parse_id(id, queue, sizeof queue, &jn) == 0)
+        return 0;
+    return usage_error(cmd, "'%s' is not a valid job id: QUEUE/DUE_MS-PRIORITY-UID[-...] as "
+                       "put printed it (e.g. emails/1763769605123-10-5f1e0c2a9b3d4e01)", id);
+}
+
+int check_queue_name(const char *cmd, const char *queue)
+{
+    if (config_valid_queue_name(queue))
+        return 0;
+    return usage_error(cmd, "'%s' is not a valid queue name", queue);
+}
+
 deferd_client *connect_or_complain(const char *path)
 {
     char err[256];
@@ -67,14 +92,14 @@ deferd_client *connect_or_complain(const char *path)
 
 static void main_usage(FILE *f)
 {
-    fputs("Usage: deferctl [-s PATH] COMMAND [ARGS...]\n"
+    fputs("Usage: deferctl [-s PATH] [-c CONFIG] [--timeout DUR] COMMAND [ARGS...]\n"
           "Talk to the deferd job scheduler.\n\n"
           "Commands:\n"
           "  put    schedule a job (or a file of jobs, all or none)\n"
           "  work   run a command for each job of some queues\n"
           "  ping   check that deferd answers\n"
           "  stats  show the daemon's counters, or one queue's (add --json for JSON)\n"
-          "  help   show help for a command\n"
+          "  help   show help for a command (deferctl help COMMAND)\n"
           "Operator commands (read and write ZooKeeper, configured by -c):\n"
           "  list        page through a queue's pending jobs in due order\n"
           "  show        show one job (pending or dead) and its payload\n"
@@ -88,6 +113,8 @@ static void main_usage(FILE *f)
           DEFERD_DEFAULT_SOCKET ")\n"
           "  -c, --config PATH  deferd.ini, for commands that read ZooKeeper (default:\n"
           "                     $DEFERD_CONFIG, else " DEFAULT_CONFIG ")\n"
+          "  --timeout DUR      how long commands that read ZooKeeper wait for a session\n"
+          "                     before they give up (default 10s)\n"
           "  -h, --help         show this help\n"
           "  -V, --version      print the version and exit\n\n"
           "Exit status: 0 ok, 1 error, 2 usage error, 3 no such job, 4 job in flight.\n", f);
@@ -95,14 +122,15 @@ static void main_usage(FILE *f)
 
 static void put_usage(FILE *f)
 {
-    fputs("Usage: deferctl put --queue Q [--delay DUR | --at EPOCH_MS] [--priority N]\n"
+    fputs("Usage: deferctl put --queue Q [--delay DUR | --at TIME] [--priority N]\n"
           "                    [--ttr DUR] [--key KEY] [--json] [--file PATH | PAYLOAD | -]\n"
           "       deferctl put --batch FILE [--json]\n"
           "Schedule a job and print its id. The payload is PAYLOAD, the contents of --file,\n"
           "or standard input (PAYLOAD '-', or neither given).\n\n"
           "  -q, --queue Q        queue to put the job in (required)\n"
           "  -d, --delay DUR      due after DUR: 250ms, 5s, 2m, 1h, 1d\n"
-          "  -a, --at EPOCH_MS    due at this time, milliseconds since the Unix epoch\n"
+          "  -a, --at TIME        due at this time\n"
+          "                       (TIME: " TIME_FORMS ")\n"
           "  -p, --priority N     0..4294967295, lower is more urgent (default: the queue's)\n"
           "  -t, --ttr DUR        time to run: lease of each delivery, 1s..7d\n"
           "                       (default: the queue's)\n"
@@ -150,8 +178,8 @@ static int parse_put_opt(int opt, const char *arg, struct put_args *a)
         a->opts.has_delay = 1;
         return 0;
     case 'a':
-        if (units_parse_u64(arg, UINT64_MAX, &a->opts.at_ms) != 0)
-            return usage_error("put ", "invalid time '%s' (milliseconds since the epoch)", arg);
+        if (parse_time_arg("put ", "--at", arg, &a->opts.at_ms) != 0)
+            return EXIT_USAGE;
         a->opts.has_at = 1;
         return 0;
     case 'p':
@@ -356,65 +384,116 @@ static int cmd_ping(const char *sock, int argc, char **argv)
     return rc;
 }
 
-/* ---- dead letters (ZooKeeper, through admin.c) ---- */
+/* ---- ZooKeeper sessions of the operator commands (admin.c) ---- */
 
 const char *deferctl_config_path = DEFAULT_CONFIG;
+int64_t deferctl_timeout_ms = 10000;
+
+static void connecting(const char *hosts)
+{
+    errmsg("connecting to ZooKeeper at %s ...", hosts);
+}
+
+int ctl_admin_open(struct admin **a, char *err, size_t errlen)
+{
+    const struct admin_wait w = {deferctl_timeout_ms, 1000, connecting};
+    return admin_open(deferctl_config_path, &w, a, err, errlen);
+}
+
+/* ---- dead letters ---- */
 
 static void dead_usage(FILE *f)
 {
     fputs("Usage: deferctl [-c CONFIG] dead list QUEUE\n"
           "       deferctl [-c CONFIG] dead show|kick|delete JOB_ID\n"
           "Jobs whose attempts reached their queue's max_attempts wait in its dead letters.\n\n"
-          "  list QUEUE    one line per dead job: id, attempts, priority, due time, bytes\n"
+          "  list QUEUE    a header, then one line per dead job: id, attempts, priority, due\n"
+          "                time, bytes\n"
           "  show ID       its metadata, a blank line, then its payload\n"
           "  kick ID       put it back in the queue, due now, attempts from zero; prints the\n"
           "                new job id (a keyed job takes its key back, or goes without it if\n"
           "                another job took the key meanwhile)\n"
-          "  delete ID     remove it for good\n", f);
+          "  delete ID     remove it for good\n"
+          "Exit status 3 when there is no such dead job.\n", f);
+}
+
+static int is_dead_sub(const char *s)
+{
+    return !strcmp(s, "list") || !strcmp(s, "show") || !strcmp(s, "kick") ||
+           !strcmp(s, "delete");
+}
+
+/* "dead SUB [--help] ARG": SUB's own arguments go through getopt, so --help anywhere
+ * prints help and a bad option reads like every other command's. -1 after --help. */
+static int parse_dead(int argc, char **argv, const char **sub, const char **arg)
+{
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    static char prog[32];
+    if (argc < 2)
+        return usage_error("dead ", "expected list, show, kick or delete");
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
+        return dead_usage(stdout), -1;
+    if (!is_dead_sub(argv[1]))
+        return usage_error("dead ", "unknown dead command '%s' (list, show, kick or delete)",
+                           argv[1]);
+    *sub = argv[1];
+    snprintf(prog, sizeof prog, "deferctl: dead %s", *sub);
+    argv[1] = prog; /* getopt's messages name it */
+    int opt;
+    while ((opt = getopt_long(argc - 1, argv + 1, "h", longopts, NULL)) != -1) {
+        if (opt != 'h')
+            return usage_error("dead ", NULL);
+        return dead_usage(stdout), -1;
+    }
+    if (argc - 1 - optind != 1)
+        return usage_error("dead ", "dead %s takes one %s", *sub,
+                           strcmp(*sub, "list") ? "JOB_ID" : "QUEUE");
+    *arg = argv[1 + optind];
+    return strcmp(*sub, "list") ? check_job_id("dead ", *arg) : check_queue_name("dead ", *arg);
+}
+
+static int dead_run(struct admin *a, const char *sub, const char *arg, char *err,
+                    size_t errlen)
+{
+    char id[DEFERD_ID_SIZE];
+    int rc, unkeyed = 0;
+    if (!strcmp(sub, "list"))
+        return admin_dead_list(a, arg, stdout, err, errlen);
+    if (!strcmp(sub, "show"))
+        return admin_dead_show(a, arg, stdout, err, errlen);
+    if (!strcmp(sub, "delete"))
+        return admin_dead_delete(a, arg, err, errlen);
+    if ((rc = admin_dead_kick(a, arg, id, sizeof id, &unkeyed, err, errlen)) != 0)
+        return rc;
+    puts(id);
+    if (unkeyed)
+        errmsg("its key was taken by another job meanwhile: %s went back without its key", id);
+    return 0;
 }
 
 static int cmd_dead(const char *sock, int argc, char **argv)
 {
     (void)sock;
-    if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-        dead_usage(stdout);
-        return EXIT_OK;
-    }
-    if (argc != 3 || (strcmp(argv[1], "list") && strcmp(argv[1], "show") &&
-                      strcmp(argv[1], "kick") && strcmp(argv[1], "delete"))) {
-        dead_usage(stderr);
-        return EXIT_USAGE;
-    }
-    char err[512], id[DEFERD_ID_SIZE];
-    struct admin *a;
-    if (admin_open(deferctl_config_path, &a, err, sizeof err) != 0) {
-        fprintf(stderr, "deferctl: %s\n", err);
-        return EXIT_FAIL;
-    }
-    int rc, unkeyed = 0;
-    if (strcmp(argv[1], "list") == 0)
-        rc = admin_dead_list(a, argv[2], stdout, err, sizeof err);
-    else if (strcmp(argv[1], "show") == 0)
-        rc = admin_dead_show(a, argv[2], stdout, err, sizeof err);
-    else if (strcmp(argv[1], "kick") == 0 &&
-             (rc = admin_dead_kick(a, argv[2], id, sizeof id, &unkeyed, err, sizeof err)) == 0)
-        puts(id);
-    else if (strcmp(argv[1], "delete") == 0)
-        rc = admin_dead_delete(a, argv[2], err, sizeof err);
-    admin_close(a);
+    const char *sub = NULL, *arg = NULL;
+    int rc = parse_dead(argc, argv, &sub, &arg);
     if (rc != 0)
-        fprintf(stderr, "deferctl: %s\n", err);
-    else if (unkeyed)
-        errmsg("its key was taken by another job meanwhile: %s went back without its key",
-               id);
-    return rc == 0 ? EXIT_OK : EXIT_FAIL;
+        return rc < 0 ? EXIT_OK : rc;
+    char err[512];
+    struct admin *a;
+    if (ctl_admin_open(&a, err, sizeof err) != 0)
+        return admin_exit(-1, err);
+    rc = dead_run(a, sub, arg, err, sizeof err);
+    admin_close(a);
+    return admin_exit(rc, err);
 }
 
 /* ---- stats (deferctl_stats.c) ---- */
 
 static int cmd_stats(const char *sock, int argc, char **argv)
 {
-    return deferctl_stats(sock, deferctl_config_path, argc, argv);
+    return deferctl_stats(sock, argc, argv);
 }
 
 /* ---- main ---- */
@@ -423,21 +502,21 @@ struct command {
     const char *name;
     int (*run)(const char *sock, int argc, char **argv);
     void (*usage)(FILE *f);
-    const char *prog; /* argv[0] for getopt's messages */
+    const char *prog; /* argv[0] for getopt's messages: they start "deferctl: " too */
 };
 
 static const struct command commands[] = {
-    { "put", cmd_put, put_usage, "deferctl put" },
-    { "work", cmd_work, work_usage, "deferctl work" },
-    { "ping", cmd_ping, ping_usage, "deferctl ping" },
-    { "dead", cmd_dead, dead_usage, "deferctl dead" },
-    { "stats", cmd_stats, deferctl_stats_usage, "deferctl stats" },
-    { "list", cmd_list, list_usage, "deferctl list" },
-    { "show", cmd_show, show_usage, "deferctl show" },
-    { "cancel", cmd_cancel, cancel_usage, "deferctl cancel" },
-    { "reschedule", cmd_reschedule, reschedule_usage, "deferctl reschedule" },
-    { "pause", cmd_pause, pause_usage, "deferctl pause" },
-    { "resume", cmd_pause, pause_usage, "deferctl resume" },
+    { "put", cmd_put, put_usage, "deferctl: put" },
+    { "work", cmd_work, work_usage, "deferctl: work" },
+    { "ping", cmd_ping, ping_usage, "deferctl: ping" },
+    { "dead", cmd_dead, dead_usage, "deferctl: dead" },
+    { "stats", cmd_stats, deferctl_stats_usage, "deferctl: stats" },
+    { "list", cmd_list, list_usage, "deferctl: list" },
+    { "show", cmd_show, show_usage, "deferctl: show" },
+    { "cancel", cmd_cancel, cancel_usage, "deferctl: cancel" },
+    { "reschedule", cmd_reschedule, reschedule_usage, "deferctl: reschedule" },
+    { "pause", cmd_pause, pause_usage, "deferctl: pause" },
+    { "resume", cmd_resume, pause_usage, "deferctl: resume" },
     { NULL, NULL, NULL, NULL },
 };
 
@@ -449,8 +528,19 @@ static const struct command *find_command(const char *name)
     return NULL;
 }
 
+static void help_usage(FILE *f)
+{
+    fputs("Usage: deferctl help [COMMAND]\n"
+          "Show the list of commands, or COMMAND's help (the same as COMMAND --help).\n", f);
+}
+
 static int cmd_help(int argc, char **argv)
 {
+    if (argc > 2)
+        return usage_error("help ", "expected at most one COMMAND");
+    if (argc == 2 && (!strcmp(argv[1], "help") || !strcmp(argv[1], "-h") ||
+                      !strcmp(argv[1], "--help")))
+        return help_usage(stdout), EXIT_OK;
     const struct command *cmd = argc > 1 ? find_command(argv[1]) : NULL;
     if (argc > 1 && cmd == NULL)
         return usage_error("", "unknown command '%s'", argv[1]);
@@ -461,13 +551,23 @@ static int cmd_help(int argc, char **argv)
     return EXIT_OK;
 }
 
+static int parse_timeout(const char *arg)
+{
+    uint64_t ms;
+    if (units_parse_duration_ms(arg, &ms) != 0 || ms == 0 || ms > 86400000)
+        return usage_error("", "invalid --timeout '%s' (a duration: 500ms, 5s, 1m; at most 1d)",
+                           arg);
+    deferctl_timeout_ms = (int64_t)ms;
+    return 0;
+}
+
 /* Returns the index of the command word, -1 after --help, or -2 on a usage error. */
 static int parse_global(int argc, char **argv, const char **sock)
 {
     static const struct option longopts[] = {
         { "socket", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' },
         { "config", required_argument, NULL, 'c' }, { "version", no_argument, NULL, 'V' },
-        { NULL, 0, NULL, 0 },
+        { "timeout", required_argument, NULL, 'T' }, { NULL, 0, NULL, 0 },
     };
     int opt;
     while ((opt = getopt_long(argc, argv, "+s:c:hV", longopts, NULL)) != -1) {
@@ -475,6 +575,9 @@ static int parse_global(int argc, char **argv, const char **sock)
             *sock = optarg;
         } else if (opt == 'c') {
             deferctl_config_path = optarg;
+        } else if (opt == 'T') {
+            if (parse_timeout(optarg) != 0)
+                return -3;
         } else if (opt == 'h') {
             main_usage(stdout);
             return -1;
@@ -495,11 +598,12 @@ int main(int argc, char **argv)
     const char *cenv = getenv("DEFERD_CONFIG");
     if (cenv && *cenv)
         deferctl_config_path = cenv;
+    argv[0] = (char *)"deferctl"; /* getopt's messages: "deferctl: ...", not the binary's path */
     int first = parse_global(argc, argv, &sock);
     if (first == -1)
         return EXIT_OK;
-    if (first == -2)
-        return usage_error("", NULL);
+    if (first < -1)
+        return first == -2 ? usage_error("", NULL) : EXIT_USAGE;
     if (first >= argc)
         return usage_error("", "missing command");
     if (strcmp(argv[first], "help") == 0)

@@ -4,6 +4,7 @@
 #ifndef DEFERD_DEFERCTL_H
 #define DEFERD_DEFERCTL_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "deferd/client.h"
@@ -53,5 +54,25 @@ void show_usage(FILE *f);
 void cancel_usage(FILE *f);
 void reschedule_usage(FILE *f);
 void pause_usage(FILE *f);
+
+int cmd_resume(const char *sock, int argc, char **argv);
+
+/* The one time syntax of --at, --from, --until and put --batch's at= (units_parse_time_ms). */
+#define TIME_FORMS "epoch ms, 2026-11-23T10:00:05Z, now, now+5m, now-1h"
+/* ARG of option OPT as a time; 0, or a usage error naming the forms (EXIT_USAGE). */
+int parse_time_arg(const char *cmd, const char *opt, const char *arg, uint64_t *out);
+/* A job id as put printed it (QUEUE/NAME, docs/zookeeper-layout.md); 0, or EXIT_USAGE. */
+int check_job_id(const char *cmd, const char *id);
+/* A well-formed queue name; 0, or EXIT_USAGE. Whether it is configured is admin_queue's. */
+int check_queue_name(const char *cmd, const char *queue);
+
+/* How long the ZooKeeper commands wait for a session (--timeout). */
+extern int64_t deferctl_timeout_ms;
+/* admin_open() with deferctl's config and --timeout; says "connecting to ZooKeeper at ..."
+ * on stderr when the session is slow to come. 0, or -1 with a message in err. */
+struct admin;
+int ctl_admin_open(struct admin **a, char *err, size_t errlen);
+/* An admin_* result as an exit status, its message printed (deferctl_admin.c). */
+int admin_exit(int rc, const char *err);
 
 #endif

@@ -14,7 +14,7 @@
 #define LIST_LIMIT_MAX 10000
 
 /* admin_* results to exit codes (deferctl(1), EXIT STATUS). */
-static int admin_exit(int rc, const char *err)
+int admin_exit(int rc, const char *err)
 {
     if (rc == 0)
         return EXIT_OK;
@@ -27,7 +27,7 @@ static struct admin *open_admin(void)
 {
     char err[512];
     struct admin *a;
-    if (admin_open(deferctl_config_path, &a, err, sizeof err) != 0) {
+    if (ctl_admin_open(&a, err, sizeof err) != 0) {
         fprintf(stderr, "deferctl: %s\n", err);
         return NULL;
     }
@@ -72,7 +72,7 @@ void list_usage(FILE *f)
           "in-flight), payload size. Only the buckets the page needs are read.\n\n"
           "  -f, --from TIME   jobs due at or after TIME\n"
           "  -u, --until TIME  jobs due at or before TIME\n"
-          "                    TIME: epoch ms, 2026-11-23T10:00:05Z, now, now+5m, now-1h\n"
+          "                    TIME: " TIME_FORMS "\n"
           "  -n, --limit N     jobs per page, 1..10000 (default 100)\n"
           "  -A, --after ID    start after this job: the last id of the previous page\n"
           "                    (when more follow, the command to get them goes to stderr)\n"
@@ -112,7 +112,6 @@ static int parse_list(int argc, char **argv, struct admin_list_opts *o, int *jso
     };
     int opt;
     uint64_t v;
-    int64_t now = units_wall_ms();
     while ((opt = getopt_long(argc, argv, "f:u:n:A:jh", longopts, NULL)) != -1) {
         if (opt == 'h')
             return list_usage(stdout), -1;
@@ -122,18 +121,19 @@ static int parse_list(int argc, char **argv, struct admin_list_opts *o, int *jso
             o->after = optarg;
         else if (opt == 'n' && units_parse_u64(optarg, LIST_LIMIT_MAX, &v) == 0 && v > 0)
             o->limit = v;
-        else if ((opt == 'f' || opt == 'u') && units_parse_time_ms(optarg, now, &v) == 0)
-            *(opt == 'f' ? &o->from_ms : &o->until_ms) = v;
-        else if (opt == 'n')
+        else if (opt == 'f' || opt == 'u') {
+            if (parse_time_arg("list ", opt == 'f' ? "--from" : "--until", optarg,
+                               opt == 'f' ? &o->from_ms : &o->until_ms) != 0)
+                return EXIT_USAGE;
+        } else if (opt == 'n')
             return usage_error("list ", "invalid --limit '%s' (1..10000)", optarg);
-        else if (opt == 'f' || opt == 'u')
-            return usage_error("list ", "invalid time '%s' (epoch ms, 2026-11-23T10:00:05Z, "
-                               "now, now+5m, now-1h)", optarg);
         else
             return usage_error("list ", NULL);
     }
     if (argc - optind != 1)
         return usage_error("list ", "expected one QUEUE");
+    if (check_queue_name("list ", argv[optind]) != 0)
+        return EXIT_USAGE;
     if (o->from_ms > o->until_ms)
         return usage_error("list ", "--from is after --until");
     return 0;
@@ -157,6 +157,42 @@ static void list_begin(struct list_out *lo, struct admin *a, const char *queue)
         fprintf(stderr, "queue %s is PAUSED (%s)\n", queue, info);
     printf("%-56s %-24s %8s %10s %8s %-9s %s\n", "ID", "DUE", "IN", "PRIORITY", "ATTEMPTS",
            "STATE", "BYTES");
+}
+
+/* A shell word: as it is when plain, else single-quoted. */
+static void shell_word(FILE *f, const char *w)
+{
+    static const char plain[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                "0123456789_./:@%+=,-";
+    if (*w && strspn(w, plain) == strlen(w)) {
+        fprintf(f, " %s", w);
+        return;
+    }
+    fputs(" '", f);
+    for (; *w; w++) {
+        if (*w == '\'')
+            fputs("'\\''", f); /* end the quote, a quoted ', quote again */
+        else
+            fputc(*w, f);
+    }
+    fputc('\'', f);
+}
+
+/* The next page's command, complete, so that it runs when pasted; relative times are given
+ * as the instants they meant, so the window does not slide between pages. */
+static void next_page_hint(const char *queue, const struct admin_list_opts *o,
+                           const char *last)
+{
+    fputs("more jobs follow: deferctl -c", stderr);
+    shell_word(stderr, deferctl_config_path);
+    fprintf(stderr, " list %s --after %s", queue, last);
+    if (o->limit != LIST_LIMIT_DEFAULT)
+        fprintf(stderr, " --limit %zu", o->limit);
+    if (o->from_ms)
+        fprintf(stderr, " --from %llu", (unsigned long long)o->from_ms);
+    if (o->until_ms != LAYOUT_DUE_MAX)
+        fprintf(stderr, " --until %llu", (unsigned long long)o->until_ms);
+    fputc('\n', stderr);
 }
 
 int cmd_list(const char *sock, int argc, char **argv)
@@ -187,9 +223,7 @@ int cmd_list(const char *sock, int argc, char **argv)
         jsonw_obj_end(&lo.w);
         jsonw_finish(&lo.w);
     } else if (rc == 0 && more) {
-        fprintf(stderr, "more jobs follow: deferctl list %s --after %s%s\n", queue, lo.last,
-                o.from_ms || o.until_ms != LAYOUT_DUE_MAX ? " (with the same --from/--until)"
-                                                          : "");
+        next_page_hint(queue, &o, lo.last);
     }
     return admin_exit(rc, err);
 }
@@ -200,22 +234,25 @@ void show_usage(FILE *f)
 {
     fputs("Usage: deferctl [-c CONFIG] show ID [--json]\n"
           "Show a job by id (pending or dead): queue, due time, priority, deliveries so far,\n"
-          "state, holder, then a blank line and its payload. With --json: one object, the\n"
-          "payload as text (bytes that are not UTF-8 escaped) and exactly as base64.\n", f);
+          "state, the deferd that holds it in flight (host:pid), then a blank line and its\n"
+          "payload. With --json: one object, the payload as text (bytes that are not UTF-8\n"
+          "escaped) and exactly as base64.\n", f);
 }
 
 static void show_human(const struct admin_job *j, int64_t now)
 {
-    char when[40], left[24];
+    char when[40], rel[64];
     units_format_time((int64_t)j->jn.due_ms, when, sizeof when);
-    units_format_span((int64_t)j->jn.due_ms - now, left, sizeof left);
-    printf("id:       %s\nstate:    %s\ndue:      %s (%llu, in %s)\npriority: %u\n"
+    units_format_relative((int64_t)j->jn.due_ms - now, rel, sizeof rel);
+    printf("id:       %s\nstate:    %s\ndue:      %s (%llu, %s)\npriority: %u\n"
            "attempts: %u\n", j->id, job_state(j, now), when, (unsigned long long)j->jn.due_ms,
-           left, j->jn.priority, j->attempts);
+           rel, j->jn.priority, j->attempts);
     if (j->jn.ttr_ms)
         printf("ttr:      %u ms\n", j->jn.ttr_ms);
+    /* the lock holds the daemon's host:pid; its consumer is not recorded in ZooKeeper */
     if (j->locked)
-        printf("holder:   %s\n", j->holder[0] ? j->holder : "?");
+        printf("held by:  deferd at %s (a consumer of that daemon runs it)\n",
+               j->holder[0] ? j->holder : "?");
     printf("bytes:    %d\n\n", j->len);
     fwrite(j->payload, 1, (size_t)j->len, stdout);
 }
@@ -260,6 +297,8 @@ int cmd_show(const char *sock, int argc, char **argv)
     int json = 0;
     const char *id = NULL;
     int rc = parse_one(argc, argv, "show ", show_usage, &json, &id);
+    if (rc == 0)
+        rc = check_job_id("show ", id);
     if (rc != 0)
         return rc < 0 ? EXIT_OK : rc;
     struct admin *a = open_admin();
@@ -314,7 +353,7 @@ static int take_which(int argc, char **argv, const char *cmd, struct admin_which
     if (argc - optind != 1)
         return usage_error(cmd, w->key ? "expected one QUEUE with --key" : "expected one job ID");
     *(w->key ? &w->queue : &w->id) = argv[optind];
-    return 0;
+    return w->key ? check_queue_name(cmd, w->queue) : check_job_id(cmd, w->id);
 }
 
 static int parse_cancel(int argc, char **argv, struct admin_which *w, int *force, int *json)
@@ -369,7 +408,7 @@ void reschedule_usage(FILE *f)
           "id (the id names the due time). Priority, ttr, key, payload and the deliveries made\n"
           "so far stay. A job a consumer holds is not moved (exit 4).\n\n"
           "  -k, --key KEY    the job of QUEUE that holds this idempotency key\n"
-          "  -a, --at TIME    epoch ms, 2026-11-23T10:00:05Z, now, now+5m\n"
+          "  -a, --at TIME    " TIME_FORMS "\n"
           "  -d, --delay DUR  due DUR from now: 250ms, 5s, 2m, 1h, 1d\n"
           "  -j, --json       print {\"id\", \"result\": \"rescheduled\", \"new_id\"}\n", f);
 }
@@ -395,14 +434,14 @@ static int parse_reschedule(int argc, char **argv, struct admin_which *w, uint64
                 w->key = optarg;
             continue;
         }
-        if (opt == 'a' && units_parse_time_ms(optarg, now, &v) == 0)
-            *due = v;
+        if (opt == 'a' && parse_time_arg("reschedule ", "--at", optarg, due) != 0)
+            return EXIT_USAGE;
         else if (opt == 'd' && units_parse_duration_ms(optarg, &v) == 0)
             *due = (uint64_t)now + v;
-        else if (opt == 'a' || opt == 'd')
-            return usage_error("reschedule ", "invalid %s '%s'", opt == 'a' ? "time" :
-                               "duration", optarg);
-        else
+        else if (opt == 'd')
+            return usage_error("reschedule ", "invalid duration '%s' (e.g. 250ms, 5s, 2m)",
+                               optarg);
+        else if (opt != 'a')
             return usage_error("reschedule ", NULL);
         given++;
     }
@@ -446,15 +485,32 @@ void pause_usage(FILE *f)
           "  -j, --json         print {\"queue\", \"paused\", \"changed\"}\n", f);
 }
 
-int cmd_pause(const char *sock, int argc, char **argv)
+static void print_pause(const char *queue, int resume, int changed, int json)
 {
-    (void)sock;
+    if (!json) {
+        printf("queue %s %s%s\n", queue, changed ? "" : "was already ",
+               resume ? (changed ? "resumed" : "running") : "paused");
+        return;
+    }
+    struct jsonw w;
+    jsonw_init(&w, stdout);
+    jsonw_obj_begin(&w, NULL);
+    jsonw_str(&w, "queue", queue);
+    jsonw_bool(&w, "paused", !resume);
+    jsonw_bool(&w, "changed", changed);
+    jsonw_obj_end(&w);
+    jsonw_finish(&w);
+}
+
+/* pause QUEUE [--reason TEXT] and resume QUEUE. */
+static int pause_or_resume(int resume, int argc, char **argv)
+{
     static const struct option longopts[] = {
         {"reason", required_argument, NULL, 'r'}, {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
-    const char *reason = NULL;
-    int opt, json = 0, resume = strcmp(argv[0], "deferctl resume") == 0;
+    const char *reason = NULL, *cmd = resume ? "resume " : "pause ";
+    int opt, json = 0;
     while ((opt = getopt_long(argc, argv, resume ? "jh" : "r:jh", longopts, NULL)) != -1) {
         if (opt == 'h')
             return pause_usage(stdout), EXIT_OK;
@@ -463,12 +519,14 @@ int cmd_pause(const char *sock, int argc, char **argv)
             continue;
         }
         if (opt != 'r' || resume)
-            return usage_error(resume ? "resume " : "pause ", NULL);
+            return usage_error(cmd, NULL);
         reason = optarg;
     }
     if (argc - optind != 1)
-        return usage_error(resume ? "resume " : "pause ", "expected one QUEUE");
+        return usage_error(cmd, "expected one QUEUE");
     const char *queue = argv[optind];
+    if (check_queue_name(cmd, queue) != 0)
+        return EXIT_USAGE;
     struct admin *a = open_admin();
     if (!a)
         return EXIT_FAIL;
@@ -477,18 +535,19 @@ int cmd_pause(const char *sock, int argc, char **argv)
     int rc = resume ? admin_resume(a, queue, &changed, err, sizeof err)
                     : admin_pause(a, queue, reason, &changed, err, sizeof err);
     admin_close(a);
-    if (rc == 0 && json) {
-        struct jsonw w;
-        jsonw_init(&w, stdout);
-        jsonw_obj_begin(&w, NULL);
-        jsonw_str(&w, "queue", queue);
-        jsonw_bool(&w, "paused", !resume);
-        jsonw_bool(&w, "changed", changed);
-        jsonw_obj_end(&w);
-        jsonw_finish(&w);
-    } else if (rc == 0) {
-        printf("queue %s %s%s\n", queue, changed ? "" : "was already ",
-               resume ? (changed ? "resumed" : "running") : "paused");
-    }
+    if (rc == 0)
+        print_pause(queue, resume, changed, json);
     return admin_exit(rc, err);
+}
+
+int cmd_pause(const char *sock, int argc, char **argv)
+{
+    (void)sock;
+    return pause_or_resume(0, argc, argv);
+}
+
+int cmd_resume(const char *sock, int argc, char **argv)
+{
+    (void)sock;
+    return pause_or_resume(1, argc, argv);
 }

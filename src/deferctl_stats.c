@@ -2,32 +2,42 @@
 #include "jsonw.h"
 
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "admin.h"
+#include "deferctl.h"
 #include "deferd/client.h"
 
 #define FIELDS_MAX 128
+#define INFO_MAX 512
 
 struct field {
     const char *key, *value;
 };
 
-/* Dead letters counted in ZooKeeper, or why they could not be. */
-struct dead {
-    int known;
-    long long count;
-    char why[512];
+/* What stats reads from ZooKeeper besides the daemon's line: the queue's dead letters, and
+ * why a paused queue was paused (the flag's data, admin_pause.c). */
+struct zkpart {
+    struct admin *a;            /* NULL: why says why not */
+    char why[INFO_MAX - 64];
+    int dead_known;
+    long long dead;
+    char dead_why[INFO_MAX];
+    char info[FIELDS_MAX][INFO_MAX]; /* paused_info values, one per pause flag */
+    size_t ninfo;
 };
 
 void deferctl_stats_usage(FILE *f)
 {
     fputs("Usage: deferctl [-c CONFIG] stats [QUEUE] [--json]\n"
           "Print the daemon's status: ZooKeeper connection state, time in it, transitions,\n"
-          "session, jobs known, batching counters. With QUEUE: that queue's counters (put,\n"
-          "delivered, acked, nacked, expired, dead-lettered, refused), its jobs and consumers,\n"
-          "delivery lateness percentiles, rates over the last minute, and its dead letters\n"
-          "counted in ZooKeeper (which needs CONFIG).\n\n"
+          "session, jobs known, batching counters (txn.*: jobs/ZooKeeper multi calls that\n"
+          "carried them). With QUEUE: that queue's counters (put, delivered, acked, nacked,\n"
+          "expired, dead-lettered, refused), its jobs and consumers, delivery lateness\n"
+          "percentiles, rates over the last minute, and its dead letters counted in\n"
+          "ZooKeeper (which needs CONFIG). A paused queue's paused_info says who paused it,\n"
+          "when and why (read from ZooKeeper too).\n\n"
           "  -j, --json   one JSON object instead of a table\n"
           "  -h, --help   show this help\n", f);
 }
@@ -44,6 +54,25 @@ static size_t split_fields(char *text, struct field *f, size_t max)
         f[n++] = (struct field){t, eq ? eq + 1 : ""};
     }
     return n;
+}
+
+/* "paused=1" of STATS QUEUE or "paused.<queue>=1" of STATS: the queue, else NULL. */
+static const char *pause_flag(const struct field *f, const char *queue)
+{
+    if (strcmp(f->value, "1") != 0)
+        return NULL;
+    if (queue && strcmp(f->key, "paused") == 0)
+        return queue;
+    return strncmp(f->key, "paused.", 7) == 0 ? f->key + 7 : NULL;
+}
+
+/* The "txn.*" counters are "items/multis": two numbers. */
+static int txn_pair(const struct field *f, unsigned long long *items,
+                    unsigned long long *multis)
+{
+    int end = 0;
+    return strncmp(f->key, "txn.", 4) == 0 &&
+           sscanf(f->value, "%llu/%llu%n", items, multis, &end) == 2 && f->value[end] == '\0';
 }
 
 /* A JSON number as the daemon writes them: -?(0|[1-9][0-9]*)(.[0-9]+)? */
@@ -65,52 +94,103 @@ static int json_number(const char *s)
     return *s == '\0';
 }
 
-static void print_json(FILE *out, const struct field *f, size_t n, const struct dead *dead)
+static void json_field(struct jsonw *w, const struct field *f)
+{
+    unsigned long long items, multis;
+    if (strcmp(f->value, "-") == 0) {
+        jsonw_null(w, f->key); /* no samples yet */
+    } else if (txn_pair(f, &items, &multis)) {
+        jsonw_obj_begin(w, f->key);
+        jsonw_uint(w, "items", items);
+        jsonw_uint(w, "multis", multis);
+        jsonw_obj_end(w);
+    } else if (json_number(f->value)) {
+        jsonw_raw(w, f->key, f->value);
+    } else {
+        jsonw_str(w, f->key, f->value);
+    }
+}
+
+static void print_json(FILE *out, const struct field *f, size_t n, const char *queue,
+                       const struct zkpart *zk)
 {
     struct jsonw w;
+    size_t info = 0;
+    char key[160];
     jsonw_init(&w, out);
     jsonw_obj_begin(&w, NULL);
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(f[i].value, "-") == 0)
-            jsonw_null(&w, f[i].key); /* no samples yet */
-        else if (json_number(f[i].value))
-            jsonw_raw(&w, f[i].key, f[i].value);
-        else
-            jsonw_str(&w, f[i].key, f[i].value);
+        json_field(&w, &f[i]);
+        const char *paused = pause_flag(&f[i], queue);
+        if (paused && info < zk->ninfo) {
+            snprintf(key, sizeof key, queue ? "paused_info" : "paused_info.%s", paused);
+            jsonw_str(&w, key, zk->info[info++]);
+        }
     }
-    if (dead && dead->known) {
-        jsonw_int(&w, "dead_letters", dead->count);
-    } else if (dead) {
+    if (queue && zk->dead_known) {
+        jsonw_int(&w, "dead_letters", zk->dead);
+    } else if (queue) {
         jsonw_null(&w, "dead_letters");
-        jsonw_str(&w, "dead_letters_error", dead->why);
+        jsonw_str(&w, "dead_letters_error", zk->dead_why);
     }
     jsonw_obj_end(&w);
     jsonw_finish(&w);
 }
 
-static void print_table(FILE *out, const struct field *f, size_t n, const struct dead *dead)
+static void print_table(FILE *out, const struct field *f, size_t n, const char *queue,
+                        const struct zkpart *zk)
 {
-    for (size_t i = 0; i < n; i++)
-        fprintf(out, "%-22s %s\n", f[i].key, f[i].value);
-    if (dead && dead->known)
-        fprintf(out, "%-22s %lld\n", "dead_letters", dead->count);
-    else if (dead)
-        fprintf(out, "%-22s unknown: %s\n", "dead_letters", dead->why);
+    size_t info = 0;
+    char key[160];
+    unsigned long long items, multis;
+    for (size_t i = 0; i < n; i++) {
+        if (txn_pair(&f[i], &items, &multis))
+            fprintf(out, "%-22s %s (items/multis)\n", f[i].key, f[i].value); /* --help */
+        else
+            fprintf(out, "%-22s %s\n", f[i].key, f[i].value);
+        const char *paused = pause_flag(&f[i], queue);
+        if (paused && info < zk->ninfo) {
+            snprintf(key, sizeof key, queue ? "paused_info" : "paused_info.%s", paused);
+            fprintf(out, "%-22s %s\n", key, zk->info[info++]);
+        }
+    }
+    if (queue && zk->dead_known)
+        fprintf(out, "%-22s %lld\n", "dead_letters", zk->dead);
+    else if (queue)
+        fprintf(out, "%-22s unknown: %s\n", "dead_letters", zk->dead_why);
 }
 
-static void count_dead(const char *config, const char *queue, struct dead *dead)
+/* Reads what the fields need from ZooKeeper: one session for all of it. */
+static void read_zk(const struct field *f, size_t n, const char *queue, struct zkpart *zk)
 {
-    struct admin *a;
-    char err[400];
-    if (admin_open(config, &a, err, sizeof err) != 0) {
-        snprintf(dead->why, sizeof dead->why, "%s (give deferd.ini with -c)", err);
+    char err[INFO_MAX - 112];
+    int paused = 0;
+    for (size_t i = 0; i < n; i++)
+        paused += pause_flag(&f[i], queue) != NULL;
+    if (!queue && !paused)
         return;
+    if (ctl_admin_open(&zk->a, err, sizeof err) != 0)
+        snprintf(zk->why, sizeof zk->why, "%s (give deferd.ini with -c)", err);
+    for (size_t i = 0; i < n && zk->ninfo < FIELDS_MAX; i++) {
+        const char *q = pause_flag(&f[i], queue);
+        char *info = zk->info[zk->ninfo];
+        int on = 0;
+        if (!q)
+            continue;
+        zk->ninfo++;
+        if (!zk->a)
+            snprintf(info, INFO_MAX, "unknown: %s", zk->why);
+        else if (admin_paused(zk->a, q, &on, info, INFO_MAX, err, sizeof err) != 0)
+            snprintf(info, INFO_MAX, "unknown: %s", err);
+        else if (!on)
+            snprintf(info, INFO_MAX, "resumed since"); /* the flag went meanwhile */
     }
-    if (admin_dead_count(a, queue, &dead->count, err, sizeof err) == 0)
-        dead->known = 1;
-    else
-        snprintf(dead->why, sizeof dead->why, "%s", err);
-    admin_close(a);
+    if (queue && !zk->a)
+        snprintf(zk->dead_why, sizeof zk->dead_why, "%s", zk->why);
+    else if (queue && admin_dead_count(zk->a, queue, &zk->dead, err, sizeof err) == 0)
+        zk->dead_known = 1;
+    else if (queue)
+        snprintf(zk->dead_why, sizeof zk->dead_why, "%s", err);
 }
 
 /* -1: go on; else an exit status. */
@@ -125,21 +205,18 @@ static int parse(int argc, char **argv, int *json, const char **queue)
             *json = 1;
         } else if (opt == 'h') {
             deferctl_stats_usage(stdout);
-            return 0;
+            return EXIT_OK;
         } else {
-            fputs("Try 'deferctl stats --help'.\n", stderr);
-            return 2;
+            return usage_error("stats ", NULL);
         }
     }
-    if (argc - optind > 1) {
-        fprintf(stderr, "deferctl: stats: unexpected argument '%s'\n", argv[optind + 1]);
-        return 2;
-    }
+    if (argc - optind > 1)
+        return usage_error("stats ", "unexpected argument '%s'", argv[optind + 1]);
     *queue = optind < argc ? argv[optind] : NULL;
     return -1;
 }
 
-int deferctl_stats(const char *sock, const char *config, int argc, char **argv)
+int deferctl_stats(const char *sock, int argc, char **argv)
 {
     int json = 0;
     const char *queue = NULL;
@@ -149,24 +226,29 @@ int deferctl_stats(const char *sock, const char *config, int argc, char **argv)
     char err[256], text[4096];
     deferd_client *c = deferd_connect(sock, err, sizeof err);
     if (!c) {
-        fprintf(stderr, "deferctl: %s\n", err);
-        return 1;
+        errmsg("%s", err);
+        return EXIT_FAIL;
     }
     rc = deferd_stats_queue(c, queue, text, sizeof text);
     if (rc != DEFERD_OK) {
-        fprintf(stderr, "deferctl: stats: %s\n", deferd_last_error(c));
+        rc = lib_fail(c, "stats", rc);
         deferd_close(c);
-        return rc == DEFERD_EARG ? 2 : 1;
+        return rc;
     }
     deferd_close(c);
     struct field f[FIELDS_MAX];
     size_t n = split_fields(text, f, FIELDS_MAX);
-    struct dead dead = {0};
-    if (queue)
-        count_dead(config, queue, &dead);
+    struct zkpart *zk = calloc(1, sizeof *zk);
+    if (!zk) {
+        errmsg("out of memory");
+        return EXIT_FAIL;
+    }
+    read_zk(f, n, queue, zk);
     if (json)
-        print_json(stdout, f, n, queue ? &dead : NULL);
+        print_json(stdout, f, n, queue, zk);
     else
-        print_table(stdout, f, n, queue ? &dead : NULL);
-    return 0;
+        print_table(stdout, f, n, queue, zk);
+    admin_close(zk->a);
+    free(zk);
+    return EXIT_OK;
 }

@@ -6,7 +6,8 @@
 #include <stdio.h>
 
 void deferctl_stats_usage(FILE *f);
-/* CONFIG: deferd.ini for the dead-letter count. Returns deferctl's exit status. */
-int deferctl_stats(const char *sock, const char *config, int argc, char **argv);
+/* ZooKeeper (dead letters, pause reasons) through deferctl's config. Returns deferctl's
+ * exit status. */
+int deferctl_stats(const char *sock, int argc, char **argv);
 
 #endif

@@ -161,22 +161,42 @@ void units_format_time(int64_t ms, char *buf, size_t len)
     snprintf(buf, len, "%s.%03dZ", day, (int)(ms % 1000));
 }
 
+/* A magnitude as one or two units, compact ("4m12s") or spaced ("4 min 12 s"). */
+static void span_words(uint64_t a, int spaced, char *buf, size_t len)
+{
+    static const char *const names[2][5] = {
+        {"ms", "s", "m", "h", "d"}, {" ms", " s", " min", " h", " d"},
+    };
+    const char *const *n = names[spaced != 0];
+    const char *sp = spaced ? " " : "";
+    unsigned long long s = a / 1000, m = s / 60, h = m / 60, d = h / 24;
+    if (a < 1000)
+        snprintf(buf, len, "%llu%s", (unsigned long long)a, n[0]);
+    else if (s < 60)
+        snprintf(buf, len, "%llu%s", s, n[1]);
+    else if (m < 60)
+        snprintf(buf, len, "%llu%s%s%02llu%s", m, n[2], sp, s % 60, n[1]);
+    else if (h < 24)
+        snprintf(buf, len, "%llu%s%s%02llu%s", h, n[3], sp, m % 60, n[2]);
+    else
+        snprintf(buf, len, "%llu%s%s%02llu%s", d, n[4], sp, h % 24, n[3]);
+}
+
+static uint64_t magnitude(int64_t ms)
+{
+    return ms < 0 ? (uint64_t)(-(ms + 1)) + 1 : (uint64_t)ms;
+}
+
 void units_format_span(int64_t ms, char *buf, size_t len)
 {
-    const char *sign = ms < 0 ? "-" : "";
-    uint64_t a = ms < 0 ? (uint64_t)(-(ms + 1)) + 1 : (uint64_t)ms;
-    uint64_t s = a / 1000, m = s / 60, h = m / 60, d = h / 24;
-    if (a < 1000)
-        snprintf(buf, len, "%s%llums", sign, (unsigned long long)a);
-    else if (s < 60)
-        snprintf(buf, len, "%s%llus", sign, (unsigned long long)s);
-    else if (m < 60)
-        snprintf(buf, len, "%s%llum%02llus", sign, (unsigned long long)m,
-                 (unsigned long long)(s % 60));
-    else if (h < 24)
-        snprintf(buf, len, "%s%lluh%02llum", sign, (unsigned long long)h,
-                 (unsigned long long)(m % 60));
-    else
-        snprintf(buf, len, "%s%llud%02lluh", sign, (unsigned long long)d,
-                 (unsigned long long)(h % 24));
+    char words[48];
+    span_words(magnitude(ms), 0, words, sizeof words);
+    snprintf(buf, len, "%s%s", ms < 0 ? "-" : "", words);
+}
+
+void units_format_relative(int64_t ms, char *buf, size_t len)
+{
+    char words[48];
+    span_words(magnitude(ms), 1, words, sizeof words);
+    snprintf(buf, len, ms < 0 ? "%s ago" : "in %s", words);
 }

@@ -23,6 +23,8 @@ void units_format_time(int64_t ms, char *buf, size_t len);
 /* A signed span for people, to the unit that matters: "850ms", "12s", "4m12s", "-3h05m",
  * "2d04h". */
 void units_format_span(int64_t ms, char *buf, size_t len);
+/* The same for a time relative to now, in words: "in 5 s", "64 ms ago", "in 4 min 12 s". */
+void units_format_relative(int64_t ms, char *buf, size_t len);
 
 /* Milliseconds since the Unix epoch (CLOCK_REALTIME) and on CLOCK_MONOTONIC. */
 int64_t units_wall_ms(void);

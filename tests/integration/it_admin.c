@@ -170,7 +170,7 @@ static void held_job_wins(deferd_client *prod, deferd_client *cons)
     snprintf(args, sizeof args, "show %s", id);
     CHECK(run_deferctl(&d1, args, out, sizeof out) == 0);
     CHECK_CONTAINS(out, "state:    in-flight");
-    CHECK_CONTAINS(out, "holder:   ");
+    CHECK_CONTAINS(out, "held by:  deferd at ");
     CHECK_CONTAINS(out, "attempts: 1");
     CHECK(deferd_ack(cons, id) == DEFERD_OK);
     CHECK(job_path(root, id, path, sizeof path) == 0 && !zk_exists(zh, path));

@@ -224,10 +224,10 @@ static void dead_letters(zhandle_t *zh, long mark)
     CHECK(job.attempt == 1 && job.len == 5 && memcmp(job.payload, "flaky", 5) == 0);
     CHECK(deferd_ack(c, job.id) == DEFERD_OK);
     deferd_job_clear(&job);
-    CHECK(deferctl(args, out, sizeof out) == 1); /* already kicked */
+    CHECK(deferctl(args, out, sizeof out) == 3); /* already kicked: no such dead job */
     CHECK(deferctl("dead list retry", out, sizeof out) == 0);
     CHECK(strstr(out, "retry/") == NULL);
-    CHECK(deferctl("dead show retry/nonsense", out, sizeof out) == 1);
+    CHECK(deferctl("dead show retry/nonsense", out, sizeof out) == 2); /* not a job id */
     CHECK(deferctl("dead frobnicate x", out, sizeof out) == 2);
     deferd_close(c);
 }
