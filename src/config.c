@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <arpa/inet.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,11 +289,99 @@ static int set_acl(struct load *ld, const char *value)
     return set_string(ld, &c->zk_acl_text, "acl", value);
 }
 
+/* Decimal 1 .. 65535 without a leading 0: the client reads ports with strtol(s, NULL, 0),
+ * which takes "02181" for octal and refuses it. */
+static int valid_port(const char *s, size_t n)
+{
+    unsigned long v = 0;
+    if (n == 0 || n > 5 || s[0] == '0')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        v = v * 10 + (unsigned long)(s[i] - '0');
+    }
+    return v <= 65535;
+}
+
+/* A host as getaddrinfo will get it: a name or IPv4 address, or an IPv6 address (with a
+ * %scope) unbracketed, since the client passes "[::1]" on as it is and cannot resolve it.
+ * NULL if good, else what is wrong. */
+static const char *host_problem(const char *h, size_t n)
+{
+    static const char name_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                     "0123456789-._";
+    if (n == 0)
+        return "no host before the port";
+    if (h[0] == '[')
+        return "the ZooKeeper C client takes IPv6 addresses without brackets (::1:2181)";
+    if (!memchr(h, ':', n)) {
+        for (size_t i = 0; i < n; i++)
+            if (!strchr(name_chars, h[i]) || h[i] == '\0')
+                return "bad host name (letters, digits, '-', '.', '_')";
+        return h[0] == '-' || h[0] == '.' ? "bad host name (starts with '-' or '.')" : NULL;
+    }
+    char addr[INET6_ADDRSTRLEN];
+    struct in6_addr a6;
+    const char *pct = memchr(h, '%', n);
+    size_t an = pct ? (size_t)(pct - h) : n;
+    if (an >= sizeof addr)
+        return "not an IPv6 address";
+    memcpy(addr, h, an);
+    addr[an] = '\0';
+    if (inet_pton(AF_INET6, addr, &a6) != 1 || (pct && (pct + 1 == h + n ||
+        strspn(pct + 1, name_chars) < (size_t)(h + n - pct - 1))))
+        return "not an IPv6 address";
+    return NULL;
+}
+
+/* [zookeeper] hosts as zookeeper_init reads it: HOST:PORT pairs split at ',', each port
+ * after its pair's last ':', a chroot from the first '/' on. Blanks before a pair are
+ * skipped, as the client does. Whether names resolve is left to the start (DNS may be down
+ * now). 0, or -1 with why in WHY. */
+static int check_connect_string(const char *s, char *why, size_t len)
+{
+    const char *chroot = strchr(s, '/');
+    const char *end = chroot ? chroot : s + strlen(s);
+    for (const char *p = s; p <= end; p++) {
+        p += strspn(p, " \t");
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *stop = comma ? comma : end, *colon = stop;
+        while (colon > p && colon[-1] != ':')
+            colon--;
+        size_t n = (size_t)(stop - p);
+        const char *bad = n == 0 ? "empty pair" : colon == p ? "no :PORT"
+                          : !valid_port(colon, (size_t)(stop - colon)) ? "port not 1 .. 65535"
+                          : host_problem(p, (size_t)(colon - 1 - p));
+        if (bad) {
+            snprintf(why, len, "'%.*s': %s", (int)n, p, bad);
+            return -1;
+        }
+        p = stop;
+    }
+    if (chroot && !valid_root(chroot)) {
+        snprintf(why, len, "chroot '%s' is not an absolute znode path like /deferd", chroot);
+        return -1;
+    }
+    return 0;
+}
+
+static int set_hosts(struct load *ld, const char *value)
+{
+    char why[300];
+    if (*value == '\0')
+        return fail(ld, "'hosts' must not be empty (expected HOST:PORT[,HOST:PORT...])");
+    if (check_connect_string(value, why, sizeof why) != 0)
+        return fail(ld, "'hosts': %s (expected HOST:PORT[,HOST:PORT...][/CHROOT], e.g. "
+                    "zk1:2181,zk2:2181)", why);
+    return set_string(ld, &ld->cfg->zk_hosts, "hosts", value);
+}
+
 static int zookeeper_key(struct load *ld, const char *key, const char *value)
 {
     struct config *c = ld->cfg;
     if (strcmp(key, "hosts") == 0)
-        return set_string(ld, &c->zk_hosts, key, value);
+        return set_hosts(ld, value);
     if (strcmp(key, "root") == 0) {
         if (!valid_root(value))
             return fail(ld, "'root': '%s' is not an absolute znode path like /deferd", value);

@@ -83,6 +83,58 @@ static void overrides(void)
     CHECK_CONTAINS(err, "SECTION.KEY=VALUE");
 }
 
+/* [zookeeper] hosts: what zookeeper_init would refuse is refused at load, with the line. */
+static void connect_string(void)
+{
+    static const char *const good[] = {
+        "127.0.0.1:2181", "zk1:2181,zk2.example.com:2182,zk_3:65535/deferd/chroot",
+        "::1:2181", "fe80::1%lo:2181,10.0.0.1:1", "zk1:2181, zk2:2181",
+    };
+    static const struct { const char *hosts, *why; } bad[] = {
+        {"not a host list!!", "'not a host list!!': no :PORT"},
+        {"zk1", "'zk1': no :PORT"},
+        {"zk1:2181,zk2", "'zk2': no :PORT"},
+        {"zk1:0", "port not 1 .. 65535"},
+        {"zk1:65536", "port not 1 .. 65535"},
+        {"zk1:02181", "port not 1 .. 65535"},
+        {"zk1:21x", "port not 1 .. 65535"},
+        {"zk1:", "port not 1 .. 65535"},
+        {":2181", "no host before the port"},
+        {"[::1]:2181", "without brackets"},
+        {"1::2::3:2181", "not an IPv6 address"},
+        {"a b:2181", "bad host name"},
+        {"-zk:2181", "bad host name"},
+        {"zk1:2181,,zk2:2181", "empty pair"},
+        {"zk1:2181,", "empty pair"},
+        {"/chroot", "empty pair"},
+        {"zk1:2181/", "chroot '/' is not an absolute znode path"},
+        {"zk1:2181/a//b", "chroot '/a//b'"},
+    };
+    struct config cfg;
+    char text[300], err[512];
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        snprintf(text, sizeof text, "[daemon]\nsocket = /s\n[zookeeper]\nhosts = %s\n[queue a]\n",
+                 good[i]);
+        CHECK(load_text(text, NULL, 0, &cfg, err, sizeof err) == 0);
+        if (cfg.zk_hosts)
+            CHECK_STR(cfg.zk_hosts, good[i]);
+        config_free(&cfg);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(text, sizeof text, "[daemon]\nsocket = /s\n[zookeeper]\nhosts = %s\n[queue a]\n",
+                 bad[i].hosts);
+        expect_error(text, 4, bad[i].why);
+        expect_error(text, 4, "expected HOST:PORT[,HOST:PORT...][/CHROOT]");
+    }
+    const char *ov[] = {"zookeeper.hosts=not a host list!!"};
+    CHECK(load_text(BASE "[queue a]\n", ov, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "'hosts': 'not a host list!!': no :PORT");
+    expect_error("[zookeeper]\nhosts =\n[queue a]\n", 2, "'hosts' must not be empty");
+    const char *stripped = "[daemon]\nsocket = /s\n[zookeeper]\nhosts = zk1:2181 \n[queue a]\n";
+    CHECK(load_text(stripped, NULL, 0, &cfg, err, sizeof err) == 0); /* inih strips blanks */
+    config_free(&cfg);
+}
+
 /* Loads BASE + TEXT + a queue with one override (or none); checks the listen address
  * (HOST NULL: disabled). */
 static void expect_listen(const char *text, const char *ov, const char *host, unsigned port)
@@ -130,7 +182,7 @@ static void logging(void)
     CHECK(cfg.log_facility == daemon);
     config_free(&cfg);
     CHECK(load_text("[daemon]\nsocket = /s\nlog_target = syslog\nlog_facility = local3\n"
-                    "log_timestamps = no\n[zookeeper]\nhosts = h\n[queue a]\n", NULL, 0, &cfg,
+                    "log_timestamps = no\n[zookeeper]\nhosts = h:2181\n[queue a]\n", NULL, 0, &cfg,
                     err, sizeof err) == 0);
     CHECK(cfg.log_target == LOG_TO_SYSLOG && cfg.log_timestamps == LOG_STAMPS_NO);
     CHECK(cfg.log_facility == local3);
@@ -279,6 +331,7 @@ int main(void)
     sample();
     curator_queue();
     overrides();
+    connect_string();
     metrics_listen();
     logging();
     long_queue_name();
@@ -299,7 +352,7 @@ int main(void)
     expect_error(BASE "[queue a]\nmax_attempts = 0\n", 6, "max_attempts");
     expect_error("[daemon]\nsocket = /s\n[zookeeper]\nroot = /x\n[queue a]\n", 3,
                  "missing required key 'hosts'");
-    expect_error("[zookeeper]\nhosts = h\n[queue a]\n", 1, "missing required key 'socket'");
+    expect_error("[zookeeper]\nhosts = h:2181\n[queue a]\n", 1, "missing required key 'socket'");
     expect_error(BASE, 4, "missing required section [queue NAME]");
     expect_error(BASE "[queue a]\n[queue a]\n", 6, "duplicate section");
     expect_error(BASE "[queue a]\npriority = 1\npriority = 2\n", 7, "duplicate key");
