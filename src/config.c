@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "deferd/client.h" /* DEFERD_DEFAULT_SOCKET: where deferctl and libdeferd look */
 #include "protocol.h"
 #include "units.h"
 
@@ -21,7 +22,7 @@ struct load {
     FILE *fp;
     const char *file;
     int line;
-    int daemon_line, zk_line;
+    int zk_line;
     char section[128]; /* the current section's whole name: inih cuts names at 49 bytes */
     char **seen;
     size_t nseen;
@@ -532,16 +533,14 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
 /* inih does not report empty sections, so the line reader sees headers itself. */
 static void on_section(struct load *ld, const char *section)
 {
-    if (strcmp(section, "daemon") == 0)
-        ld->daemon_line = ld->line;
-    else if (strcmp(section, "zookeeper") == 0)
+    if (strcmp(section, "zookeeper") == 0)
         ld->zk_line = ld->line;
     else if (strncmp(section, "queue ", 6) == 0) {
         if (find_queue(ld->cfg, section + 6))
             fail(ld, "duplicate section [%s]", section);
         else
             add_queue(ld, section + 6);
-    } else if (strcmp(section, "metrics") != 0)
+    } else if (strcmp(section, "daemon") != 0 && strcmp(section, "metrics") != 0)
         fail(ld, "unknown section [%s]", section);
 }
 
@@ -631,6 +630,7 @@ static int defaults(struct config *c, const char *path)
 {
     memset(c, 0, sizeof *c);
     c->path = strdup(path);
+    c->socket_path = strdup(DEFERD_DEFAULT_SOCKET);
     c->socket_mode = 0660;
     c->socket_uid = c->socket_gid = -1;
     c->log_level = LOG_INFO;
@@ -649,7 +649,7 @@ static int defaults(struct config *c, const char *path)
     c->session_timeout_ms = 10000;
     c->metrics_host = strdup("127.0.0.1");
     c->metrics_port = 9464;
-    return c->path && c->zk_root && c->metrics_host ? 0 : -1;
+    return c->path && c->socket_path && c->zk_root && c->metrics_host ? 0 : -1;
 }
 
 /* "section.key=value"; the section may contain spaces ("queue emails.priority=3"). */
@@ -773,8 +773,6 @@ static int validate_zookeeper(struct load *ld)
 static int validate(struct load *ld)
 {
     struct config *c = ld->cfg;
-    if (!c->socket_path)
-        return missing(ld, ld->daemon_line ? ld->daemon_line : 1, "key 'socket' in [daemon]");
     if (!c->zk_hosts)
         return missing(ld, ld->zk_line ? ld->zk_line : 1, "key 'hosts' in [zookeeper]");
     if (c->nqueues == 0)

@@ -196,6 +196,20 @@ static void logging(void)
     config_free(&cfg);
 }
 
+/* [daemon] socket defaults to where deferctl and libdeferd look. */
+static void default_socket(void)
+{
+    struct config cfg;
+    char err[512];
+    CHECK(load_text("[zookeeper]\nhosts = h:2181\n[queue a]\n", NULL, 0, &cfg, err,
+                    sizeof err) == 0);
+    CHECK(cfg.socket_path && strcmp(cfg.socket_path, "/run/deferd/deferd.sock") == 0);
+    config_free(&cfg);
+    CHECK(load_text(BASE "[queue a]\n", NULL, 0, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.socket_path && strcmp(cfg.socket_path, "/tmp/x.sock") == 0);
+    config_free(&cfg);
+}
+
 /* Queue names up to 64 bytes: inih cuts section names at 49, keys must still reach theirs. */
 static void long_queue_name(void)
 {
@@ -334,6 +348,7 @@ int main(void)
     connect_string();
     metrics_listen();
     logging();
+    default_socket();
     long_queue_name();
     access_rules();
     acl();
@@ -352,7 +367,6 @@ int main(void)
     expect_error(BASE "[queue a]\nmax_attempts = 0\n", 6, "max_attempts");
     expect_error("[daemon]\nsocket = /s\n[zookeeper]\nroot = /x\n[queue a]\n", 3,
                  "missing required key 'hosts'");
-    expect_error("[zookeeper]\nhosts = h:2181\n[queue a]\n", 1, "missing required key 'socket'");
     expect_error(BASE, 4, "missing required section [queue NAME]");
     expect_error(BASE "[queue a]\n[queue a]\n", 6, "duplicate section");
     expect_error(BASE "[queue a]\npriority = 1\npriority = 2\n", 7, "duplicate key");
