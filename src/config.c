@@ -32,23 +32,41 @@ struct load {
     int failed;
 };
 
-static int fail(struct load *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void vfail(struct load *ld, int line, const char *fmt, va_list ap)
+{
+    if (ld->failed)
+        return;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (line > 0)
+        snprintf(ld->err, ld->errlen, "%s:%d: %s", ld->file, line, msg);
+    else /* a check of the whole file, or an -o override (its text is ld->file) */
+        snprintf(ld->err, ld->errlen, "%s: %s", ld->file, msg);
+    ld->failed = 1;
+}
 
+static int fail(struct load *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail_at(struct load *ld, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* An error at the line being read; 0, inih's "stop". */
 static int fail(struct load *ld, const char *fmt, ...)
 {
-    if (!ld->failed) {
-        char msg[512];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        va_end(ap);
-        if (ld->line > 0)
-            snprintf(ld->err, ld->errlen, "%s:%d: %s", ld->file, ld->line, msg);
-        else
-            snprintf(ld->err, ld->errlen, "%s: %s", ld->file, msg);
-        ld->failed = 1;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(ld, ld->line, fmt, ap);
+    va_end(ap);
     return 0;
+}
+
+/* An error found after reading, at LINE (0: none means anything); -1. */
+static int fail_at(struct load *ld, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(ld, line, fmt, ap);
+    va_end(ap);
+    return -1;
 }
 
 int config_valid_queue_name(const char *name)
@@ -680,12 +698,6 @@ static int apply_override(struct load *ld, const char *o)
     return ld->failed ? -1 : 0;
 }
 
-static int missing(struct load *ld, int line, const char *what)
-{
-    snprintf(ld->err, ld->errlen, "%s:%d: missing required %s", ld->file, line, what);
-    return -1;
-}
-
 /* Curator's lock names equal item names: a lockPath inside the queuePath would be taken
  * for items (docs/curator-compat.md). */
 static int validate_curator(struct load *ld, const struct queue_config *q)
@@ -695,16 +707,14 @@ static int validate_curator(struct load *ld, const struct queue_config *q)
     if (q->format == QF_NATIVE) {
         if (!*p && !*l)
             return 0;
-        snprintf(ld->err, ld->errlen, "%s:%d: [queue %s]: curator_path and curator_lock_path "
-                 "need format = curator-delay or curator-priority", ld->file, q->line, q->name);
-        return -1;
+        return fail_at(ld, q->line, "[queue %s]: curator_path and curator_lock_path need "
+                       "format = curator-delay or curator-priority", q->name);
     }
     if (!*p)
-        return missing(ld, q->line, "key 'curator_path' for a Curator queue");
+        return fail_at(ld, q->line, "missing required key 'curator_path' for a Curator queue");
     if (*l && (strcmp(l, p) == 0 || (strncmp(l, p, n) == 0 && l[n] == '/'))) {
-        snprintf(ld->err, ld->errlen, "%s:%d: [queue %s]: curator_lock_path must not be "
-                 "curator_path or inside it", ld->file, q->line, q->name);
-        return -1;
+        return fail_at(ld, q->line, "[queue %s]: curator_lock_path must not be curator_path "
+                       "or inside it", q->name);
     }
     return 0;
 }
@@ -719,11 +729,10 @@ static int read_auth_file(struct load *ld, int line)
     struct stat st;
     int fd = open(f, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(ld->err, ld->errlen, "%s:%d: auth_file %s: cannot open: %s", ld->file, line, f,
-                 strerror(errno));
+        int e = errno;
         if (fd >= 0)
             close(fd);
-        return -1;
+        return fail_at(ld, line, "auth_file %s: cannot open: %s", f, strerror(e));
     }
     const char *why = !S_ISREG(st.st_mode)         ? "is not a regular file"
                       : st.st_uid != geteuid()     ? "is not owned by the user deferd runs as"
@@ -738,45 +747,38 @@ static int read_auth_file(struct load *ld, int line)
     buf[strcspn(buf, "\r\n")] = '\0';
     if (!why && !valid_auth(buf))
         why = "does not start with a line SCHEME:CREDENTIALS, e.g. digest:user:secret";
-    if (why) {
-        snprintf(ld->err, ld->errlen, "%s:%d: auth_file %s %s", ld->file, line, f, why);
-        return -1;
-    }
+    if (why)
+        return fail_at(ld, line, "auth_file %s %s", f, why);
     c->zk_auth = strdup(buf);
     memset(buf, 0, sizeof buf);
-    if (!c->zk_auth) {
-        snprintf(ld->err, ld->errlen, "%s: out of memory", ld->file);
-        return -1;
-    }
-    return 0;
+    return c->zk_auth ? 0 : fail_at(ld, 0, "out of memory");
 }
 
 static int validate_zookeeper(struct load *ld)
 {
     struct config *c = ld->cfg;
-    int line = ld->zk_line ? ld->zk_line : 1;
-    if (c->zk_auth && c->zk_auth_file) {
-        snprintf(ld->err, ld->errlen, "%s:%d: [zookeeper]: auth and auth_file are mutually "
-                 "exclusive", ld->file, line);
-        return -1;
-    }
+    int line = ld->zk_line;
+    if (c->zk_auth && c->zk_auth_file)
+        return fail_at(ld, line, "[zookeeper]: auth and auth_file are mutually exclusive");
     if (c->zk_auth_file && read_auth_file(ld, line) != 0)
         return -1;
-    if (c->zk_acl_mode == ZK_ACL_CREATOR && !c->zk_auth) {
-        snprintf(ld->err, ld->errlen, "%s:%d: [zookeeper]: acl = creator needs auth or "
-                 "auth_file (the creator is the authenticated identity)", ld->file, line);
-        return -1;
-    }
+    if (c->zk_acl_mode == ZK_ACL_CREATOR && !c->zk_auth)
+        return fail_at(ld, line, "[zookeeper]: acl = creator needs auth or auth_file (the "
+                       "creator is the authenticated identity)");
     return 0;
 }
 
 static int validate(struct load *ld)
 {
     struct config *c = ld->cfg;
+    if (!c->zk_hosts && !ld->zk_line)
+        return fail_at(ld, 0, "missing section [zookeeper] (it needs hosts = HOST:PORT,...)");
     if (!c->zk_hosts)
-        return missing(ld, ld->zk_line ? ld->zk_line : 1, "key 'hosts' in [zookeeper]");
+        return fail_at(ld, ld->zk_line, "missing required key 'hosts' in [zookeeper] "
+                       "(hosts = HOST:PORT,...)");
     if (c->nqueues == 0)
-        return missing(ld, ld->line, "section [queue NAME] (at least one queue)");
+        return fail_at(ld, 0, "missing section [queue NAME]: at least one queue is needed, "
+                       "e.g. [queue emails]");
     if (validate_zookeeper(ld) != 0)
         return -1;
     for (size_t i = 0; i < c->nqueues; i++) {
@@ -784,12 +786,9 @@ static int validate(struct load *ld)
         if (validate_curator(ld, q) != 0)
             return -1;
         for (size_t j = 0; j < i && q->curator_path[0]; j++) {
-            if (strcmp(q->curator_path, c->queues[j]->curator_path) == 0) {
-                snprintf(ld->err, ld->errlen, "%s:%d: [queue %s]: curator_path %s is already "
-                         "the path of queue %s", ld->file, q->line, q->name, q->curator_path,
-                         c->queues[j]->name);
-                return -1;
-            }
+            if (strcmp(q->curator_path, c->queues[j]->curator_path) == 0)
+                return fail_at(ld, q->line, "[queue %s]: curator_path %s is already the path of "
+                               "queue %s", q->name, q->curator_path, c->queues[j]->name);
         }
     }
     return 0;
@@ -821,7 +820,6 @@ int config_load(const char *path, const char *const *overrides, size_t noverride
     for (size_t i = 0; i < noverrides; i++)
         if (apply_override(&ld, overrides[i]) != 0)
             goto out;
-    ld.line = ld.line > 0 ? ld.line : 1;
     rc = validate(&ld);
 out:
     for (size_t i = 0; i < ld.nseen; i++)

@@ -19,12 +19,16 @@ static int load_text(const char *text, const char *const *ov, size_t nov, struct
 
 #define BASE "[daemon]\nsocket = /tmp/x.sock\n[zookeeper]\nhosts = 127.0.0.1:2181\n"
 
+/* LINE 0: the error names the file only. */
 static void expect_error(const char *text, int line, const char *needle)
 {
     struct config cfg;
     char err[512], where[600];
     CHECK(load_text(text, NULL, 0, &cfg, err, sizeof err) != 0);
-    snprintf(where, sizeof where, "%s:%d: ", path, line);
+    if (line > 0)
+        snprintf(where, sizeof where, "%s:%d: ", path, line);
+    else /* about the whole file: no line */
+        snprintf(where, sizeof where, "%s: ", path);
     CHECK_CONTAINS(err, where);
     CHECK_CONTAINS(err, needle);
 }
@@ -367,7 +371,9 @@ int main(void)
     expect_error(BASE "[queue a]\nmax_attempts = 0\n", 6, "max_attempts");
     expect_error("[daemon]\nsocket = /s\n[zookeeper]\nroot = /x\n[queue a]\n", 3,
                  "missing required key 'hosts'");
-    expect_error(BASE, 4, "missing required section [queue NAME]");
+    expect_error(BASE, 0, "missing section [queue NAME]: at least one queue is needed");
+    expect_error("[daemon]\nsocket = /s\n[queue a]\n", 0,
+                 "missing section [zookeeper] (it needs hosts = HOST:PORT,...)");
     expect_error(BASE "[queue a]\n[queue a]\n", 6, "duplicate section");
     expect_error(BASE "[queue a]\npriority = 1\npriority = 2\n", 7, "duplicate key");
     expect_error(BASE "[queue a b]\n", 5, "bad queue name");
