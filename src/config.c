@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <arpa/inet.h>
 #include <ini.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,82 @@ static int valid_root(const char *p)
     if (n < 2 || p[0] != '/' || p[n - 1] == '/' || strstr(p, "//") || n > 200)
         return 0;
     return strspn(p, "/ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
+
+/* Every key of each section, for the hint at an unknown one. */
+enum section_kind { SEC_DAEMON, SEC_ZOOKEEPER, SEC_METRICS, SEC_QUEUE, SEC_COUNT };
+static const struct {
+    const char *name;
+    const char *const *keys;
+} known_keys[SEC_COUNT] = {
+    [SEC_DAEMON] = {"daemon", (const char *const[]){"socket", "socket_mode", "socket_owner",
+        "socket_group", "log_level", "log_target", "log_facility", "log_timestamps",
+        "max_payload", "max_line", "max_connections", "max_inflight", "max_open_puts",
+        "requests_per_turn", "lookahead", "drain_grace", NULL}},
+    [SEC_ZOOKEEPER] = {"zookeeper", (const char *const[]){"hosts", "root", "session_timeout",
+        "auth", "auth_file", "acl", NULL}},
+    [SEC_METRICS] = {"metrics", (const char *const[]){"listen", NULL}},
+    [SEC_QUEUE] = {"queue NAME", (const char *const[]){"priority", "ttr", "max_attempts",
+        "max_pending", "format", "curator_path", "curator_lock_path", "curator_corrupt",
+        "backoff_min", "backoff_max", "backoff_jitter", "producers", "consumers",
+        "key_retention", NULL}},
+};
+
+/* Levenshtein distance of two short strings (keys); longer ones count as far apart. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[64];
+    if (la >= 64 || lb >= 64)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The one key of KEYS a typo away from KEY (at most 2 edits and a third of its length);
+ * NULL when none is, or when two are equally near. */
+static const char *nearest_key(const char *key, const char *const *keys)
+{
+    const char *best = NULL;
+    size_t best_d = SIZE_MAX;
+    int tie = 0;
+    for (; *keys; keys++) {
+        size_t d = edit_distance(key, *keys), third = strlen(*keys) / 3;
+        if (d > 2 || d > (third ? third : 1) || d > best_d)
+            continue;
+        tie = d == best_d;
+        best = *keys;
+        best_d = d;
+    }
+    return tie ? NULL : best;
+}
+
+/* An unknown key in section [SHOWN] (of kind KIND): what it may have been meant to be. */
+static int unknown_key(struct load *ld, enum section_kind kind, const char *shown,
+                       const char *key)
+{
+    const char *near = nearest_key(key, known_keys[kind].keys);
+    if (near)
+        return fail(ld, "unknown key '%s' in section [%s]; did you mean '%s'?", key, shown, near);
+    for (int k = 0; k < SEC_COUNT; k++)
+        for (const char *const *p = known_keys[k].keys; k != (int)kind && *p; p++)
+            if (strcmp(*p, key) == 0)
+                return fail(ld, "unknown key '%s' in section [%s]; it belongs in [%s]", key,
+                            shown, known_keys[k].name);
+    return fail(ld, "unknown key '%s' in section [%s]", key, shown);
 }
 
 static int set_string(struct load *ld, char **dst, const char *key, const char *value)
@@ -190,7 +267,7 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
         return set_duration(ld, &c->lookahead_ms, key, value, 100, 3600000);
     if (strcmp(key, "drain_grace") == 0)
         return set_duration(ld, &c->drain_grace_ms, key, value, 0, 3600000);
-    return fail(ld, "unknown key '%s' in section [daemon]", key);
+    return unknown_key(ld, SEC_DAEMON, "daemon", key);
 }
 
 static int valid_auth(const char *value)
@@ -417,7 +494,7 @@ static int zookeeper_key(struct load *ld, const char *key, const char *value)
         return set_string(ld, &c->zk_auth_file, key, value);
     if (strcmp(key, "acl") == 0)
         return set_acl(ld, value);
-    return fail(ld, "unknown key '%s' in section [zookeeper]", key);
+    return unknown_key(ld, SEC_ZOOKEEPER, "zookeeper", key);
 }
 
 /* "HOST:PORT" or "[IPV6]:PORT"; "" or "off" disables. The host is resolved at bind time. */
@@ -425,7 +502,7 @@ static int metrics_key(struct load *ld, const char *key, const char *value)
 {
     struct config *c = ld->cfg;
     if (strcmp(key, "listen") != 0)
-        return fail(ld, "unknown key '%s' in section [metrics]", key);
+        return unknown_key(ld, SEC_METRICS, "metrics", key);
     free(c->metrics_host);
     c->metrics_host = NULL;
     if (*value == '\0' || strcmp(value, "off") == 0)
@@ -545,7 +622,9 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
             return fail(ld, "'backoff_jitter': %s%% is over 100%%", value);
         return !ld->failed;
     }
-    return fail(ld, "unknown key '%s' in section [queue %s]", key, qname);
+    char shown[QUEUE_NAME_MAX + 8];
+    snprintf(shown, sizeof shown, "queue %s", qname);
+    return unknown_key(ld, SEC_QUEUE, shown, key);
 }
 
 /* inih does not report empty sections, so the line reader sees headers itself. */

@@ -200,6 +200,33 @@ static void logging(void)
     config_free(&cfg);
 }
 
+/* An unknown key names the known one a typo away, if exactly one is, or its section. */
+static void unknown_keys(void)
+{
+    struct config cfg;
+    char err[512];
+    expect_error(BASE "sesion_timeout = 5s\n[queue a]\n", 5,
+                 "unknown key 'sesion_timeout' in section [zookeeper]; did you mean "
+                 "'session_timeout'?");
+    expect_error(BASE "[queue a]\nttl = 5s\n", 6,
+                 "unknown key 'ttl' in section [queue a]; did you mean 'ttr'?");
+    expect_error(BASE "[queue a]\n[daemon]\nlogleve = info\n", 7, "did you mean 'log_level'?");
+    expect_error(BASE "[queue a]\n[daemon]\nhosts = h:1\n", 7,
+                 "unknown key 'hosts' in section [daemon]; it belongs in [zookeeper]");
+    expect_error(BASE "[queue a]\n[metrics]\nttr = 5s\n", 7, "it belongs in [queue NAME]");
+    static const char *const far[] = {"colour", "backoff_mix", "pri", "x"}; /* none, or two */
+    for (size_t i = 0; i < sizeof far / sizeof *far; i++) {
+        char text[200];
+        snprintf(text, sizeof text, BASE "[queue a]\n%s = 1\n", far[i]);
+        CHECK(load_text(text, NULL, 0, &cfg, err, sizeof err) != 0);
+        CHECK_CONTAINS(err, "unknown key");
+        CHECK(!strstr(err, "did you mean") && !strstr(err, "belongs"));
+    }
+    const char *ov[] = {"queue a.prioirty=3"};
+    CHECK(load_text(BASE "[queue a]\n", ov, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "did you mean 'priority'?");
+}
+
 /* [daemon] socket defaults to where deferctl and libdeferd look. */
 static void default_socket(void)
 {
@@ -353,6 +380,7 @@ int main(void)
     metrics_listen();
     logging();
     default_socket();
+    unknown_keys();
     long_queue_name();
     access_rules();
     acl();
