@@ -171,24 +171,54 @@ static int set_string(struct load *ld, char **dst, const char *key, const char *
     return *dst != NULL;
 }
 
+/* A limit in the largest unit it is a whole number of, as durations are written: "7d". */
+static void format_ms(uint64_t ms, char *buf, size_t len)
+{
+    static const struct { const char *unit; uint64_t ms; } units[] = {
+        {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000},
+    };
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+        if (ms > 0 && ms % units[i].ms == 0) {
+            snprintf(buf, len, "%llu%s", (unsigned long long)(ms / units[i].ms), units[i].unit);
+            return;
+        }
+    }
+    snprintf(buf, len, ms ? "%llums" : "%llu", (unsigned long long)ms);
+}
+
 static int set_duration(struct load *ld, uint64_t *dst, const char *key, const char *value,
                         uint64_t min, uint64_t max)
 {
     uint64_t v;
+    char lo[32], hi[32];
     if (units_parse_duration_ms(value, &v) != 0)
         return fail(ld, "'%s': malformed duration '%s' (use e.g. 250ms, 5s, 2m, 1h)", key, value);
+    format_ms(min, lo, sizeof lo);
+    format_ms(max, hi, sizeof hi);
     if (v < min || v > max)
-        return fail(ld, "'%s': duration '%s' out of range", key, value);
+        return fail(ld, "'%s': duration '%s' is out of range (%s .. %s)", key, value, lo, hi);
     *dst = v;
     return 1;
 }
 
-static int set_u32(struct load *ld, uint32_t *dst, const char *key, const char *value,
-                   uint64_t min)
+/* A whole number MIN .. MAX into *OUT; 0 (inih's stop) with the range when it is not. */
+static int get_number(struct load *ld, const char *key, const char *value, uint64_t min,
+                      uint64_t max, uint64_t *out)
 {
     uint64_t v;
-    if (units_parse_u64(value, UINT32_MAX, &v) != 0 || v < min)
-        return fail(ld, "'%s': malformed or out-of-range number '%s'", key, value);
+    if (units_parse_u64(value, max, &v) != 0 || v < min)
+        return fail(ld, "'%s': '%s' is not a number from %llu to %llu", key, value,
+                    (unsigned long long)min, (unsigned long long)max);
+    *out = v;
+    return 1;
+}
+
+static int set_u32(struct load *ld, uint32_t *dst, const char *key, const char *value,
+                   uint64_t min, uint64_t max)
+{
+    uint64_t v = 0;
+    if (!get_number(ld, key, value, min, max, &v))
+        return 0;
     *dst = (uint32_t)v;
     return 1;
 }
@@ -247,14 +277,9 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
         {"max_open_puts", offsetof(struct config, max_open_puts), 1, 1000000},
     };
     for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
-        uint64_t v;
-        if (strcmp(key, limits[i].key) != 0)
-            continue;
-        if (units_parse_u64(value, limits[i].max, &v) != 0 || v < limits[i].min)
-            return fail(ld, "'%s': '%s' is not a number from %llu to %llu", key, value,
-                        (unsigned long long)limits[i].min, (unsigned long long)limits[i].max);
-        *(uint64_t *)((char *)c + limits[i].off) = v;
-        return 1;
+        if (strcmp(key, limits[i].key) == 0)
+            return get_number(ld, key, value, limits[i].min, limits[i].max,
+                              (uint64_t *)((char *)c + limits[i].off));
     }
     if (strcmp(key, "max_payload") == 0) {
         if (units_parse_size(value, &c->max_payload) != 0 || c->max_payload == 0 ||
@@ -565,18 +590,13 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
     if (!q && !(q = add_queue(ld, qname)))
         return 0;
     if (strcmp(key, "priority") == 0)
-        return set_u32(ld, &q->priority, key, value, 0);
+        return set_u32(ld, &q->priority, key, value, 0, UINT32_MAX);
     if (strcmp(key, "ttr") == 0)
         return set_duration(ld, &q->ttr_ms, key, value, 1000, 86400000ULL * 7);
     if (strcmp(key, "max_attempts") == 0)
-        return set_u32(ld, &q->max_attempts, key, value, 1);
-    if (strcmp(key, "max_pending") == 0) {
-        uint64_t v;
-        if (units_parse_u64(value, 1000000000000ULL, &v) != 0)
-            return fail(ld, "'max_pending': malformed or out-of-range number '%s'", value);
-        q->max_pending = v;
-        return 1;
-    }
+        return set_u32(ld, &q->max_attempts, key, value, 1, UINT32_MAX);
+    if (strcmp(key, "max_pending") == 0)
+        return get_number(ld, key, value, 0, 1000000000000ULL, &q->max_pending);
     if (strcmp(key, "backoff_min") == 0)
         return set_duration(ld, &q->backoff_min_ms, key, value, 0, 86400000);
     if (strcmp(key, "backoff_max") == 0)
@@ -617,11 +637,8 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         }
         return fail(ld, "'curator_corrupt': '%s' is not skip or delete", value);
     }
-    if (strcmp(key, "backoff_jitter") == 0) {
-        if (set_u32(ld, &q->backoff_jitter, key, value, 0) && q->backoff_jitter > 100)
-            return fail(ld, "'backoff_jitter': %s%% is over 100%%", value);
-        return !ld->failed;
-    }
+    if (strcmp(key, "backoff_jitter") == 0) /* percent */
+        return set_u32(ld, &q->backoff_jitter, key, value, 0, 100);
     char shown[QUEUE_NAME_MAX + 8];
     snprintf(shown, sizeof shown, "queue %s", qname);
     return unknown_key(ld, SEC_QUEUE, shown, key);

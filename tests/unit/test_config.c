@@ -227,6 +227,27 @@ static void unknown_keys(void)
     CHECK_CONTAINS(err, "did you mean 'priority'?");
 }
 
+/* A value out of range says the range. */
+static void ranges(void)
+{
+    expect_error("[daemon]\ndrain_grace = 2h\n", 2,
+                 "'drain_grace': duration '2h' is out of range (0 .. 1h)");
+    expect_error("[daemon]\nlookahead = 50ms\n", 2, "(100ms .. 1h)");
+    expect_error(BASE "session_timeout = 1s\n[queue a]\n", 5, "(2s .. 10m)");
+    expect_error(BASE "[queue a]\nttr = 8d\n", 6, "'ttr': duration '8d' is out of range (1s .. 7d)");
+    expect_error(BASE "[queue a]\nbackoff_min = 2d\n", 6, "(0 .. 1d)");
+    expect_error(BASE "[queue a]\nbackoff_max = 31d\n", 6, "(0 .. 30d)");
+    expect_error(BASE "[queue a]\nkey_retention = 3651d\n", 6, "(0 .. 3650d)");
+    expect_error(BASE "[queue a]\nmax_attempts = 0\n", 6,
+                 "'max_attempts': '0' is not a number from 1 to 4294967295");
+    expect_error(BASE "[queue a]\nmax_pending = 1000000000001\n", 6,
+                 "'max_pending': '1000000000001' is not a number from 0 to 1000000000000");
+    expect_error(BASE "[queue a]\nbackoff_jitter = 101\n", 6,
+                 "'backoff_jitter': '101' is not a number from 0 to 100");
+    expect_error(BASE "[queue a]\n[daemon]\nmax_inflight = 0\n", 7,
+                 "'max_inflight': '0' is not a number from 1 to 10000");
+}
+
 /* [daemon] socket defaults to where deferctl and libdeferd look. */
 static void default_socket(void)
 {
@@ -381,6 +402,7 @@ int main(void)
     logging();
     default_socket();
     unknown_keys();
+    ranges();
     long_queue_name();
     access_rules();
     acl();
@@ -395,7 +417,8 @@ int main(void)
     expect_error(BASE "[queue a]\ncolour = red\n", 6, "unknown key 'colour'");
     expect_error("[daemon]\nsocket = /s\nlookahead = 5 s\n", 3, "malformed duration");
     expect_error("[daemon]\ndrain_grace = 2h\n", 2, "drain_grace");
-    expect_error(BASE "[queue a]\npriority = high\n", 6, "malformed or out-of-range number");
+    expect_error(BASE "[queue a]\npriority = high\n", 6,
+                 "'priority': 'high' is not a number from 0 to 4294967295");
     expect_error(BASE "[queue a]\nmax_attempts = 0\n", 6, "max_attempts");
     expect_error("[daemon]\nsocket = /s\n[zookeeper]\nroot = /x\n[queue a]\n", 3,
                  "missing required key 'hosts'");
