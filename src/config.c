@@ -597,10 +597,12 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         return set_u32(ld, &q->max_attempts, key, value, 1, UINT32_MAX);
     if (strcmp(key, "max_pending") == 0)
         return get_number(ld, key, value, 0, 1000000000000ULL, &q->max_pending);
-    if (strcmp(key, "backoff_min") == 0)
-        return set_duration(ld, &q->backoff_min_ms, key, value, 0, 86400000);
-    if (strcmp(key, "backoff_max") == 0)
-        return set_duration(ld, &q->backoff_max_ms, key, value, 0, 86400000ULL * 30);
+    if (strcmp(key, "backoff_min") == 0 || strcmp(key, "backoff_max") == 0) {
+        int min = strcmp(key, "backoff_min") == 0;
+        q->backoff_line = ld->line; /* compared once both are known: validate_backoff() */
+        return set_duration(ld, min ? &q->backoff_min_ms : &q->backoff_max_ms, key, value, 0,
+                            min ? 86400000 : 86400000ULL * 30);
+    }
     if (strcmp(key, "producers") == 0 || strcmp(key, "consumers") == 0) {
         char err[200];
         if (access_parse(value, key[0] == 'p' ? &q->producers : &q->consumers, err,
@@ -815,6 +817,19 @@ static int validate_curator(struct load *ld, const struct queue_config *q)
     return 0;
 }
 
+/* The first retry delay above its cap would be cut to the cap at once: surely a mistake. */
+static int validate_backoff(struct load *ld, const struct queue_config *q)
+{
+    char lo[32], hi[32];
+    if (q->backoff_min_ms <= q->backoff_max_ms)
+        return 0;
+    format_ms(q->backoff_min_ms, lo, sizeof lo);
+    format_ms(q->backoff_max_ms, hi, sizeof hi);
+    return fail_at(ld, q->backoff_line ? q->backoff_line : q->line, "[queue %s]: backoff_min "
+                   "%s is above backoff_max %s (the first retry delay cannot exceed its cap: "
+                   "raise backoff_max or lower backoff_min)", q->name, lo, hi);
+}
+
 /* auth_file: "scheme:credentials" on the first line of a regular file that only the
  * running user owns and can read or write. */
 static int read_auth_file(struct load *ld, int line)
@@ -879,7 +894,7 @@ static int validate(struct load *ld)
         return -1;
     for (size_t i = 0; i < c->nqueues; i++) {
         const struct queue_config *q = c->queues[i];
-        if (validate_curator(ld, q) != 0)
+        if (validate_curator(ld, q) != 0 || validate_backoff(ld, q) != 0)
             return -1;
         for (size_t j = 0; j < i && q->curator_path[0]; j++) {
             if (strcmp(q->curator_path, c->queues[j]->curator_path) == 0)

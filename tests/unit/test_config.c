@@ -248,6 +248,25 @@ static void ranges(void)
                  "'max_inflight': '0' is not a number from 1 to 10000");
 }
 
+/* backoff_min above backoff_max is refused at the later of the two, naming both. */
+static void backoff_order(void)
+{
+    struct config cfg;
+    char err[512];
+    expect_error(BASE "[queue a]\nbackoff_max = 5s\npriority = 1\nbackoff_min = 10s\n", 8,
+                 "[queue a]: backoff_min 10s is above backoff_max 5s");
+    expect_error(BASE "[queue a]\nbackoff_min = 2s\nbackoff_max = 1500ms\n[queue b]\n", 7,
+                 "backoff_min 2s is above backoff_max 1500ms");
+    expect_error(BASE "[queue a]\n[queue b]\nbackoff_min = 20m\n", 7, /* the default max */
+                 "[queue b]: backoff_min 20m is above backoff_max 10m");
+    CHECK(load_text(BASE "[queue a]\nbackoff_min = 5s\nbackoff_max = 5s\n", NULL, 0, &cfg, err,
+                    sizeof err) == 0);
+    config_free(&cfg);
+    const char *ov[] = {"queue a.backoff_max=1s"};
+    CHECK(load_text(BASE "[queue a]\nbackoff_min = 5s\n", ov, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "backoff_min 5s is above backoff_max 1s");
+}
+
 /* [daemon] socket defaults to where deferctl and libdeferd look. */
 static void default_socket(void)
 {
@@ -403,6 +422,7 @@ int main(void)
     default_socket();
     unknown_keys();
     ranges();
+    backoff_order();
     long_queue_name();
     access_rules();
     acl();
