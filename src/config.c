@@ -722,6 +722,20 @@ static void check_header(struct load *ld, const char *line)
     on_section(ld, name);
 }
 
+/* "key = value # note": a '#' after a blank starts a comment, as ';' does in inih as Debian
+ * builds it (inline comments for ';' only). Cut here, before inih sees the line, so that it
+ * holds for every key and for section headers alike. */
+static void cut_hash_comment(char *s)
+{
+    for (char *p = strchr(s, '#'); p; p = strchr(p + 1, '#')) {
+        if (p > s && (p[-1] == ' ' || p[-1] == '\t')) {
+            p[0] = '\n';
+            p[1] = '\0';
+            return;
+        }
+    }
+}
+
 static char *read_line(char *buf, int size, void *stream)
 {
     struct load *ld = stream;
@@ -736,6 +750,7 @@ static char *read_line(char *buf, int size, void *stream)
             fail(ld, "line too long (at most 199 bytes)");
             return NULL;
         }
+        cut_hash_comment(s);
         if (!ld->failed)
             check_header(ld, s);
     }

@@ -267,6 +267,25 @@ static void backoff_order(void)
     CHECK_CONTAINS(err, "backoff_min 5s is above backoff_max 1s");
 }
 
+/* '#' after a blank starts a comment, as ';' does, for every key; one right after a
+ * character stays in the value. */
+static void hash_comments(void)
+{
+    struct config cfg;
+    char err[512];
+    CHECK(load_text("# a whole-line comment\n[daemon] # the daemon\nsocket = /s # the socket\n"
+                    "[zookeeper]\nhosts = h:2181\t# local\nauth = digest:u:p #secret\n"
+                    "[queue a] ; inih's own\nttr = 5s # five seconds\npriority = 3 ; three\n",
+                    NULL, 0, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.socket_path && strcmp(cfg.socket_path, "/s") == 0);
+    CHECK(cfg.zk_hosts && strcmp(cfg.zk_hosts, "h:2181") == 0);
+    CHECK(cfg.zk_auth && strcmp(cfg.zk_auth, "digest:u:p") == 0);
+    CHECK(cfg.nqueues == 1 && cfg.queues[0]->ttr_ms == 5000 && cfg.queues[0]->priority == 3);
+    config_free(&cfg);
+    expect_error(BASE "root = /a#b\n[queue a]\n", 5, "'root': '/a#b'");
+    expect_error(BASE "[queue a]\nttr = 5s#x\n", 6, "malformed duration '5s#x'");
+}
+
 /* [daemon] socket defaults to where deferctl and libdeferd look. */
 static void default_socket(void)
 {
@@ -423,6 +442,7 @@ int main(void)
     unknown_keys();
     ranges();
     backoff_order();
+    hash_comments();
     long_queue_name();
     access_rules();
     acl();
