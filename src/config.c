@@ -783,7 +783,11 @@ static int defaults(struct config *c, const char *path)
     return c->path && c->socket_path && c->zk_root && c->metrics_host ? 0 : -1;
 }
 
-/* "section.key=value"; the section may contain spaces ("queue emails.priority=3"). */
+#define OVERRIDE_FORMS "daemon.KEY=VALUE, zookeeper.KEY=VALUE, metrics.KEY=VALUE, " \
+                       "queue.NAME.KEY=VALUE or \"queue NAME.KEY=VALUE\""
+
+/* "section.key=value", the key after the last dot. A queue's section is "queue.NAME" or,
+ * as in the file, "queue NAME"; its name may hold dots itself (queue.a.b.ttr=5s). */
 static int apply_override(struct load *ld, const char *o)
 {
     char label[600], buf[512];
@@ -798,11 +802,15 @@ static int apply_override(struct load *ld, const char *o)
         dot = strrchr(buf, '.');
     }
     if (!dot || dot == buf || dot[1] == '\0')
-        return fail(ld, "expected SECTION.KEY=VALUE"), -1;
+        return fail(ld, "expected SECTION.KEY=VALUE: " OVERRIDE_FORMS), -1;
     *dot = '\0';
-    if (strncmp(buf, "queue ", 6) != 0 || !find_queue(ld->cfg, buf + 6))
-        if (strcmp(buf, "daemon") && strcmp(buf, "zookeeper"))
-            on_section(ld, buf);
+    if (strncmp(buf, "queue.", 6) == 0)
+        buf[5] = ' ';
+    int queue = strncmp(buf, "queue ", 6) == 0;
+    if (!queue && strcmp(buf, "daemon") && strcmp(buf, "zookeeper") && strcmp(buf, "metrics"))
+        return fail(ld, "unknown section [%s]; -o takes " OVERRIDE_FORMS, buf), -1;
+    if (queue && !find_queue(ld->cfg, buf + 6))
+        on_section(ld, buf); /* -o may define a queue the file lacks */
     ld->overriding = 1;
     if (!ld->failed)
         on_entry(ld, buf, dot + 1, eq + 1);

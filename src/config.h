@@ -87,7 +87,7 @@ struct config {
 };
 
 /* Loads PATH, then applies overrides "section.key=value" (e.g. "zookeeper.hosts=h:2181";
- * for a queue: "queue NAME.priority=5"), then validates. On error returns -1 with
+ * for a queue: "queue.NAME.priority=5" or "queue NAME.priority=5"), then validates. On error returns -1 with
  * "file:line: message" in err and leaves cfg empty. */
 int config_load(const char *path, const char *const *overrides, size_t noverrides,
                 struct config *cfg, char *err, size_t errlen);

@@ -84,7 +84,33 @@ static void overrides(void)
     CHECK_CONTAINS(err, "override 'daemon.lookahead=soon'");
     const char *junk[] = {"nodot"};
     CHECK(load_text(BASE "[queue a]\n", junk, 1, &cfg, err, sizeof err) != 0);
-    CHECK_CONTAINS(err, "SECTION.KEY=VALUE");
+    CHECK_CONTAINS(err, "SECTION.KEY=VALUE: daemon.KEY=VALUE, zookeeper.KEY=VALUE, "
+                        "metrics.KEY=VALUE, queue.NAME.KEY=VALUE or \"queue NAME.KEY=VALUE\"");
+}
+
+/* -o queue.NAME.KEY=VALUE as well as "queue NAME.KEY=VALUE"; names may hold dots. */
+static void queue_overrides(void)
+{
+    struct config cfg;
+    char err[512];
+    const char *ov[] = {"queue.emails.ttr=5s", "queue.a.b.priority=4", "queue.a.b.ttr=2s",
+                        "queue new.priority=3", "queue.v1.2-x_y.max_attempts=7"};
+    CHECK(load_text(BASE "[queue emails]\n[queue a.b]\n", ov, 5, &cfg, err, sizeof err) == 0);
+    const struct queue_config *e = config_queue(&cfg, "emails"), *ab = config_queue(&cfg, "a.b");
+    const struct queue_config *n = config_queue(&cfg, "new");
+    const struct queue_config *v = config_queue(&cfg, "v1.2-x_y");
+    CHECK(e && e->ttr_ms == 5000 && ab && ab->priority == 4 && ab->ttr_ms == 2000);
+    CHECK(n && n->priority == 3 && v && v->max_attempts == 7 && cfg.nqueues == 4);
+    CHECK(!config_queue(&cfg, "a") && !config_queue(&cfg, "queue.emails"));
+    config_free(&cfg);
+    const char *bad[] = {"queues.emails.ttr=5s"};
+    CHECK(load_text(BASE "[queue emails]\n", bad, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "override 'queues.emails.ttr=5s': unknown section [queues.emails]; -o "
+                        "takes daemon.KEY=VALUE");
+    CHECK_CONTAINS(err, "queue.NAME.KEY=VALUE");
+    const char *bare[] = {"queue.ttr=5s"};
+    CHECK(load_text(BASE "[queue emails]\n", bare, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "unknown section [queue]");
 }
 
 /* [zookeeper] hosts: what zookeeper_init would refuse is refused at load, with the line. */
@@ -435,6 +461,7 @@ int main(void)
     sample();
     curator_queue();
     overrides();
+    queue_overrides();
     connect_string();
     metrics_listen();
     logging();
