@@ -117,8 +117,12 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
+    static char name[] = "deferd";
     int ch;
     o->config = DEFAULT_CONFIG;
+    /* getopt prefixes its errors with argv[0], the path deferd was started by
+     * ("build/deferd: invalid option"); every other message starts "deferd:". */
+    argv[0] = name;
     while ((ch = getopt_long(argc, argv, "c:o:hV", longopts, NULL)) != -1) {
         switch (ch) {
         case 'c': o->config = optarg; break;

@@ -310,6 +310,22 @@ static void bad_connect_string(void)
     CHECK(log_count(&d, 0, "cannot create a handle") == 0);
 }
 
+/* getopt's complaints start "deferd:" like every other message, not with the binary's
+ * path; usage follows, exit 2. */
+static void bad_options(void)
+{
+    struct daemon_proc d;
+    CHECK(daemon_prepare(&d, root, "badopt") == 0);
+    CHECK(run_logged(&d, config_of(&d), 0, (const char *[]){"-x", NULL}) == 2);
+    CHECK(run_logged(&d, config_of(&d), 0, (const char *[]){"--bogus", NULL}) == 2);
+    CHECK(run_logged(&d, config_of(&d), 0, (const char *[]){"-o", NULL}) == 2);
+    CHECK(log_count(&d, 0, "deferd: invalid option -- 'x'\n") == 1);
+    CHECK(log_count(&d, 0, "deferd: unrecognized option '--bogus'\n") == 1);
+    CHECK(log_count(&d, 0, "deferd: option requires an argument -- 'o'\n") == 1);
+    CHECK(log_count(&d, 0, "/deferd: ") == 0);
+    CHECK(log_count(&d, 0, "usage: deferd") == 3);
+}
+
 /* deferd_log_dropped_total from PORT's /metrics; -1 if it is not there. */
 static long long dropped_lines(int port)
 {
@@ -406,6 +422,7 @@ int main(void)
     not_a_socket();
     config_is_a_directory();
     bad_connect_string();
+    bad_options();
     if (geteuid() == 0) {
         unreachable_socket();
         config_permissions();
