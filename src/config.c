@@ -34,6 +34,9 @@ struct load {
 };
 
 static void vfail(struct load *ld, int line, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+static void vfail(struct load *ld, int line, const char *fmt, va_list ap)
 {
     if (ld->failed)
         return;
