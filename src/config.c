@@ -4,13 +4,16 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <arpa/inet.h>
 #include <ini.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "deferd/client.h" /* DEFERD_DEFAULT_SOCKET: where deferctl and libdeferd look */
 #include "protocol.h"
 #include "units.h"
 
@@ -20,7 +23,7 @@ struct load {
     FILE *fp;
     const char *file;
     int line;
-    int daemon_line, zk_line;
+    int zk_line;
     char section[128]; /* the current section's whole name: inih cuts names at 49 bytes */
     char **seen;
     size_t nseen;
@@ -30,23 +33,44 @@ struct load {
     int failed;
 };
 
-static int fail(struct load *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void vfail(struct load *ld, int line, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
+static void vfail(struct load *ld, int line, const char *fmt, va_list ap)
+{
+    if (ld->failed)
+        return;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (line > 0)
+        snprintf(ld->err, ld->errlen, "%s:%d: %s", ld->file, line, msg);
+    else /* a check of the whole file, or an -o override (its text is ld->file) */
+        snprintf(ld->err, ld->errlen, "%s: %s", ld->file, msg);
+    ld->failed = 1;
+}
+
+static int fail(struct load *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail_at(struct load *ld, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* An error at the line being read; 0, inih's "stop". */
 static int fail(struct load *ld, const char *fmt, ...)
 {
-    if (!ld->failed) {
-        char msg[512];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        va_end(ap);
-        if (ld->line > 0)
-            snprintf(ld->err, ld->errlen, "%s:%d: %s", ld->file, ld->line, msg);
-        else
-            snprintf(ld->err, ld->errlen, "%s: %s", ld->file, msg);
-        ld->failed = 1;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(ld, ld->line, fmt, ap);
+    va_end(ap);
     return 0;
+}
+
+/* An error found after reading, at LINE (0: none means anything); -1. */
+static int fail_at(struct load *ld, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(ld, line, fmt, ap);
+    va_end(ap);
+    return -1;
 }
 
 int config_valid_queue_name(const char *name)
@@ -65,6 +89,82 @@ static int valid_root(const char *p)
     return strspn(p, "/ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
 }
 
+/* Every key of each section, for the hint at an unknown one. */
+enum section_kind { SEC_DAEMON, SEC_ZOOKEEPER, SEC_METRICS, SEC_QUEUE, SEC_COUNT };
+static const struct {
+    const char *name;
+    const char *const *keys;
+} known_keys[SEC_COUNT] = {
+    [SEC_DAEMON] = {"daemon", (const char *const[]){"socket", "socket_mode", "socket_owner",
+        "socket_group", "log_level", "log_target", "log_facility", "log_timestamps",
+        "max_payload", "max_line", "max_connections", "max_inflight", "max_open_puts",
+        "requests_per_turn", "lookahead", "drain_grace", NULL}},
+    [SEC_ZOOKEEPER] = {"zookeeper", (const char *const[]){"hosts", "root", "session_timeout",
+        "auth", "auth_file", "acl", NULL}},
+    [SEC_METRICS] = {"metrics", (const char *const[]){"listen", NULL}},
+    [SEC_QUEUE] = {"queue NAME", (const char *const[]){"priority", "ttr", "max_attempts",
+        "max_pending", "format", "curator_path", "curator_lock_path", "curator_corrupt",
+        "backoff_min", "backoff_max", "backoff_jitter", "producers", "consumers",
+        "key_retention", NULL}},
+};
+
+/* Levenshtein distance of two short strings (keys); longer ones count as far apart. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[64];
+    if (la >= 64 || lb >= 64)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The one key of KEYS a typo away from KEY (at most 2 edits and a third of its length);
+ * NULL when none is, or when two are equally near. */
+static const char *nearest_key(const char *key, const char *const *keys)
+{
+    const char *best = NULL;
+    size_t best_d = SIZE_MAX;
+    int tie = 0;
+    for (; *keys; keys++) {
+        size_t d = edit_distance(key, *keys), third = strlen(*keys) / 3;
+        if (d > 2 || d > (third ? third : 1) || d > best_d)
+            continue;
+        tie = d == best_d;
+        best = *keys;
+        best_d = d;
+    }
+    return tie ? NULL : best;
+}
+
+/* An unknown key in section [SHOWN] (of kind KIND): what it may have been meant to be. */
+static int unknown_key(struct load *ld, enum section_kind kind, const char *shown,
+                       const char *key)
+{
+    const char *near = nearest_key(key, known_keys[kind].keys);
+    if (near)
+        return fail(ld, "unknown key '%s' in section [%s]; did you mean '%s'?", key, shown, near);
+    for (int k = 0; k < SEC_COUNT; k++)
+        for (const char *const *p = known_keys[k].keys; k != (int)kind && *p; p++)
+            if (strcmp(*p, key) == 0)
+                return fail(ld, "unknown key '%s' in section [%s]; it belongs in [%s]", key,
+                            shown, known_keys[k].name);
+    return fail(ld, "unknown key '%s' in section [%s]", key, shown);
+}
+
 static int set_string(struct load *ld, char **dst, const char *key, const char *value)
 {
     if (*value == '\0')
@@ -74,24 +174,54 @@ static int set_string(struct load *ld, char **dst, const char *key, const char *
     return *dst != NULL;
 }
 
+/* A limit in the largest unit it is a whole number of, as durations are written: "7d". */
+static void format_ms(uint64_t ms, char *buf, size_t len)
+{
+    static const struct { const char *unit; uint64_t ms; } units[] = {
+        {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000},
+    };
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+        if (ms > 0 && ms % units[i].ms == 0) {
+            snprintf(buf, len, "%llu%s", (unsigned long long)(ms / units[i].ms), units[i].unit);
+            return;
+        }
+    }
+    snprintf(buf, len, ms ? "%llums" : "%llu", (unsigned long long)ms);
+}
+
 static int set_duration(struct load *ld, uint64_t *dst, const char *key, const char *value,
                         uint64_t min, uint64_t max)
 {
     uint64_t v;
+    char lo[32], hi[32];
     if (units_parse_duration_ms(value, &v) != 0)
         return fail(ld, "'%s': malformed duration '%s' (use e.g. 250ms, 5s, 2m, 1h)", key, value);
+    format_ms(min, lo, sizeof lo);
+    format_ms(max, hi, sizeof hi);
     if (v < min || v > max)
-        return fail(ld, "'%s': duration '%s' out of range", key, value);
+        return fail(ld, "'%s': duration '%s' is out of range (%s .. %s)", key, value, lo, hi);
     *dst = v;
     return 1;
 }
 
-static int set_u32(struct load *ld, uint32_t *dst, const char *key, const char *value,
-                   uint64_t min)
+/* A whole number MIN .. MAX into *OUT; 0 (inih's stop) with the range when it is not. */
+static int get_number(struct load *ld, const char *key, const char *value, uint64_t min,
+                      uint64_t max, uint64_t *out)
 {
     uint64_t v;
-    if (units_parse_u64(value, UINT32_MAX, &v) != 0 || v < min)
-        return fail(ld, "'%s': malformed or out-of-range number '%s'", key, value);
+    if (units_parse_u64(value, max, &v) != 0 || v < min)
+        return fail(ld, "'%s': '%s' is not a number from %llu to %llu", key, value,
+                    (unsigned long long)min, (unsigned long long)max);
+    *out = v;
+    return 1;
+}
+
+static int set_u32(struct load *ld, uint32_t *dst, const char *key, const char *value,
+                   uint64_t min, uint64_t max)
+{
+    uint64_t v = 0;
+    if (!get_number(ld, key, value, min, max, &v))
+        return 0;
     *dst = (uint32_t)v;
     return 1;
 }
@@ -150,14 +280,9 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
         {"max_open_puts", offsetof(struct config, max_open_puts), 1, 1000000},
     };
     for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
-        uint64_t v;
-        if (strcmp(key, limits[i].key) != 0)
-            continue;
-        if (units_parse_u64(value, limits[i].max, &v) != 0 || v < limits[i].min)
-            return fail(ld, "'%s': '%s' is not a number from %llu to %llu", key, value,
-                        (unsigned long long)limits[i].min, (unsigned long long)limits[i].max);
-        *(uint64_t *)((char *)c + limits[i].off) = v;
-        return 1;
+        if (strcmp(key, limits[i].key) == 0)
+            return get_number(ld, key, value, limits[i].min, limits[i].max,
+                              (uint64_t *)((char *)c + limits[i].off));
     }
     if (strcmp(key, "max_payload") == 0) {
         if (units_parse_size(value, &c->max_payload) != 0 || c->max_payload == 0 ||
@@ -170,7 +295,7 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
         return set_duration(ld, &c->lookahead_ms, key, value, 100, 3600000);
     if (strcmp(key, "drain_grace") == 0)
         return set_duration(ld, &c->drain_grace_ms, key, value, 0, 3600000);
-    return fail(ld, "unknown key '%s' in section [daemon]", key);
+    return unknown_key(ld, SEC_DAEMON, "daemon", key);
 }
 
 static int valid_auth(const char *value)
@@ -288,11 +413,99 @@ static int set_acl(struct load *ld, const char *value)
     return set_string(ld, &c->zk_acl_text, "acl", value);
 }
 
+/* Decimal 1 .. 65535 without a leading 0: the client reads ports with strtol(s, NULL, 0),
+ * which takes "02181" for octal and refuses it. */
+static int valid_port(const char *s, size_t n)
+{
+    unsigned long v = 0;
+    if (n == 0 || n > 5 || s[0] == '0')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        v = v * 10 + (unsigned long)(s[i] - '0');
+    }
+    return v <= 65535;
+}
+
+/* A host as getaddrinfo will get it: a name or IPv4 address, or an IPv6 address (with a
+ * %scope) unbracketed, since the client passes "[::1]" on as it is and cannot resolve it.
+ * NULL if good, else what is wrong. */
+static const char *host_problem(const char *h, size_t n)
+{
+    static const char name_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                     "0123456789-._";
+    if (n == 0)
+        return "no host before the port";
+    if (h[0] == '[')
+        return "the ZooKeeper C client takes IPv6 addresses without brackets (::1:2181)";
+    if (!memchr(h, ':', n)) {
+        for (size_t i = 0; i < n; i++)
+            if (!strchr(name_chars, h[i]) || h[i] == '\0')
+                return "bad host name (letters, digits, '-', '.', '_')";
+        return h[0] == '-' || h[0] == '.' ? "bad host name (starts with '-' or '.')" : NULL;
+    }
+    char addr[INET6_ADDRSTRLEN];
+    struct in6_addr a6;
+    const char *pct = memchr(h, '%', n);
+    size_t an = pct ? (size_t)(pct - h) : n;
+    if (an >= sizeof addr)
+        return "not an IPv6 address";
+    memcpy(addr, h, an);
+    addr[an] = '\0';
+    if (inet_pton(AF_INET6, addr, &a6) != 1 || (pct && (pct + 1 == h + n ||
+        strspn(pct + 1, name_chars) < (size_t)(h + n - pct - 1))))
+        return "not an IPv6 address";
+    return NULL;
+}
+
+/* [zookeeper] hosts as zookeeper_init reads it: HOST:PORT pairs split at ',', each port
+ * after its pair's last ':', a chroot from the first '/' on. Blanks before a pair are
+ * skipped, as the client does. Whether names resolve is left to the start (DNS may be down
+ * now). 0, or -1 with why in WHY. */
+static int check_connect_string(const char *s, char *why, size_t len)
+{
+    const char *chroot = strchr(s, '/');
+    const char *end = chroot ? chroot : s + strlen(s);
+    for (const char *p = s; p <= end; p++) {
+        p += strspn(p, " \t");
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *stop = comma ? comma : end, *colon = stop;
+        while (colon > p && colon[-1] != ':')
+            colon--;
+        size_t n = (size_t)(stop - p);
+        const char *bad = n == 0 ? "empty pair" : colon == p ? "no :PORT"
+                          : !valid_port(colon, (size_t)(stop - colon)) ? "port not 1 .. 65535"
+                          : host_problem(p, (size_t)(colon - 1 - p));
+        if (bad) {
+            snprintf(why, len, "'%.*s': %s", (int)n, p, bad);
+            return -1;
+        }
+        p = stop;
+    }
+    if (chroot && !valid_root(chroot)) {
+        snprintf(why, len, "chroot '%s' is not an absolute znode path like /deferd", chroot);
+        return -1;
+    }
+    return 0;
+}
+
+static int set_hosts(struct load *ld, const char *value)
+{
+    char why[300];
+    if (*value == '\0')
+        return fail(ld, "'hosts' must not be empty (expected HOST:PORT[,HOST:PORT...])");
+    if (check_connect_string(value, why, sizeof why) != 0)
+        return fail(ld, "'hosts': %s (expected HOST:PORT[,HOST:PORT...][/CHROOT], e.g. "
+                    "zk1:2181,zk2:2181)", why);
+    return set_string(ld, &ld->cfg->zk_hosts, "hosts", value);
+}
+
 static int zookeeper_key(struct load *ld, const char *key, const char *value)
 {
     struct config *c = ld->cfg;
     if (strcmp(key, "hosts") == 0)
-        return set_string(ld, &c->zk_hosts, key, value);
+        return set_hosts(ld, value);
     if (strcmp(key, "root") == 0) {
         if (!valid_root(value))
             return fail(ld, "'root': '%s' is not an absolute znode path like /deferd", value);
@@ -309,7 +522,7 @@ static int zookeeper_key(struct load *ld, const char *key, const char *value)
         return set_string(ld, &c->zk_auth_file, key, value);
     if (strcmp(key, "acl") == 0)
         return set_acl(ld, value);
-    return fail(ld, "unknown key '%s' in section [zookeeper]", key);
+    return unknown_key(ld, SEC_ZOOKEEPER, "zookeeper", key);
 }
 
 /* "HOST:PORT" or "[IPV6]:PORT"; "" or "off" disables. The host is resolved at bind time. */
@@ -317,7 +530,7 @@ static int metrics_key(struct load *ld, const char *key, const char *value)
 {
     struct config *c = ld->cfg;
     if (strcmp(key, "listen") != 0)
-        return fail(ld, "unknown key '%s' in section [metrics]", key);
+        return unknown_key(ld, SEC_METRICS, "metrics", key);
     free(c->metrics_host);
     c->metrics_host = NULL;
     if (*value == '\0' || strcmp(value, "off") == 0)
@@ -380,22 +593,19 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
     if (!q && !(q = add_queue(ld, qname)))
         return 0;
     if (strcmp(key, "priority") == 0)
-        return set_u32(ld, &q->priority, key, value, 0);
+        return set_u32(ld, &q->priority, key, value, 0, UINT32_MAX);
     if (strcmp(key, "ttr") == 0)
         return set_duration(ld, &q->ttr_ms, key, value, 1000, 86400000ULL * 7);
     if (strcmp(key, "max_attempts") == 0)
-        return set_u32(ld, &q->max_attempts, key, value, 1);
-    if (strcmp(key, "max_pending") == 0) {
-        uint64_t v;
-        if (units_parse_u64(value, 1000000000000ULL, &v) != 0)
-            return fail(ld, "'max_pending': malformed or out-of-range number '%s'", value);
-        q->max_pending = v;
-        return 1;
+        return set_u32(ld, &q->max_attempts, key, value, 1, UINT32_MAX);
+    if (strcmp(key, "max_pending") == 0)
+        return get_number(ld, key, value, 0, 1000000000000ULL, &q->max_pending);
+    if (strcmp(key, "backoff_min") == 0 || strcmp(key, "backoff_max") == 0) {
+        int min = strcmp(key, "backoff_min") == 0;
+        q->backoff_line = ld->line; /* compared once both are known: validate_backoff() */
+        return set_duration(ld, min ? &q->backoff_min_ms : &q->backoff_max_ms, key, value, 0,
+                            min ? 86400000 : 86400000ULL * 30);
     }
-    if (strcmp(key, "backoff_min") == 0)
-        return set_duration(ld, &q->backoff_min_ms, key, value, 0, 86400000);
-    if (strcmp(key, "backoff_max") == 0)
-        return set_duration(ld, &q->backoff_max_ms, key, value, 0, 86400000ULL * 30);
     if (strcmp(key, "producers") == 0 || strcmp(key, "consumers") == 0) {
         char err[200];
         if (access_parse(value, key[0] == 'p' ? &q->producers : &q->consumers, err,
@@ -432,27 +642,24 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         }
         return fail(ld, "'curator_corrupt': '%s' is not skip or delete", value);
     }
-    if (strcmp(key, "backoff_jitter") == 0) {
-        if (set_u32(ld, &q->backoff_jitter, key, value, 0) && q->backoff_jitter > 100)
-            return fail(ld, "'backoff_jitter': %s%% is over 100%%", value);
-        return !ld->failed;
-    }
-    return fail(ld, "unknown key '%s' in section [queue %s]", key, qname);
+    if (strcmp(key, "backoff_jitter") == 0) /* percent */
+        return set_u32(ld, &q->backoff_jitter, key, value, 0, 100);
+    char shown[QUEUE_NAME_MAX + 8];
+    snprintf(shown, sizeof shown, "queue %s", qname);
+    return unknown_key(ld, SEC_QUEUE, shown, key);
 }
 
 /* inih does not report empty sections, so the line reader sees headers itself. */
 static void on_section(struct load *ld, const char *section)
 {
-    if (strcmp(section, "daemon") == 0)
-        ld->daemon_line = ld->line;
-    else if (strcmp(section, "zookeeper") == 0)
+    if (strcmp(section, "zookeeper") == 0)
         ld->zk_line = ld->line;
     else if (strncmp(section, "queue ", 6) == 0) {
         if (find_queue(ld->cfg, section + 6))
             fail(ld, "duplicate section [%s]", section);
         else
             add_queue(ld, section + 6);
-    } else if (strcmp(section, "metrics") != 0)
+    } else if (strcmp(section, "daemon") != 0 && strcmp(section, "metrics") != 0)
         fail(ld, "unknown section [%s]", section);
 }
 
@@ -518,6 +725,20 @@ static void check_header(struct load *ld, const char *line)
     on_section(ld, name);
 }
 
+/* "key = value # note": a '#' after a blank starts a comment, as ';' does in inih as Debian
+ * builds it (inline comments for ';' only). Cut here, before inih sees the line, so that it
+ * holds for every key and for section headers alike. */
+static void cut_hash_comment(char *s)
+{
+    for (char *p = strchr(s, '#'); p; p = strchr(p + 1, '#')) {
+        if (p > s && (p[-1] == ' ' || p[-1] == '\t')) {
+            p[0] = '\n';
+            p[1] = '\0';
+            return;
+        }
+    }
+}
+
 static char *read_line(char *buf, int size, void *stream)
 {
     struct load *ld = stream;
@@ -532,6 +753,7 @@ static char *read_line(char *buf, int size, void *stream)
             fail(ld, "line too long (at most 199 bytes)");
             return NULL;
         }
+        cut_hash_comment(s);
         if (!ld->failed)
             check_header(ld, s);
     }
@@ -542,6 +764,7 @@ static int defaults(struct config *c, const char *path)
 {
     memset(c, 0, sizeof *c);
     c->path = strdup(path);
+    c->socket_path = strdup(DEFERD_DEFAULT_SOCKET);
     c->socket_mode = 0660;
     c->socket_uid = c->socket_gid = -1;
     c->log_level = LOG_INFO;
@@ -560,10 +783,14 @@ static int defaults(struct config *c, const char *path)
     c->session_timeout_ms = 10000;
     c->metrics_host = strdup("127.0.0.1");
     c->metrics_port = 9464;
-    return c->path && c->zk_root && c->metrics_host ? 0 : -1;
+    return c->path && c->socket_path && c->zk_root && c->metrics_host ? 0 : -1;
 }
 
-/* "section.key=value"; the section may contain spaces ("queue emails.priority=3"). */
+#define OVERRIDE_FORMS "daemon.KEY=VALUE, zookeeper.KEY=VALUE, metrics.KEY=VALUE, " \
+                       "queue.NAME.KEY=VALUE or \"queue NAME.KEY=VALUE\""
+
+/* "section.key=value", the key after the last dot. A queue's section is "queue.NAME" or,
+ * as in the file, "queue NAME"; its name may hold dots itself (queue.a.b.ttr=5s). */
 static int apply_override(struct load *ld, const char *o)
 {
     char label[600], buf[512];
@@ -578,23 +805,21 @@ static int apply_override(struct load *ld, const char *o)
         dot = strrchr(buf, '.');
     }
     if (!dot || dot == buf || dot[1] == '\0')
-        return fail(ld, "expected SECTION.KEY=VALUE"), -1;
+        return fail(ld, "expected SECTION.KEY=VALUE: " OVERRIDE_FORMS), -1;
     *dot = '\0';
-    if (strncmp(buf, "queue ", 6) != 0 || !find_queue(ld->cfg, buf + 6))
-        if (strcmp(buf, "daemon") && strcmp(buf, "zookeeper"))
-            on_section(ld, buf);
+    if (strncmp(buf, "queue.", 6) == 0)
+        buf[5] = ' ';
+    int queue = strncmp(buf, "queue ", 6) == 0;
+    if (!queue && strcmp(buf, "daemon") && strcmp(buf, "zookeeper") && strcmp(buf, "metrics"))
+        return fail(ld, "unknown section [%s]; -o takes " OVERRIDE_FORMS, buf), -1;
+    if (queue && !find_queue(ld->cfg, buf + 6))
+        on_section(ld, buf); /* -o may define a queue the file lacks */
     ld->overriding = 1;
     if (!ld->failed)
         on_entry(ld, buf, dot + 1, eq + 1);
     ld->overriding = 0;
     ld->file = ld->cfg->path;
     return ld->failed ? -1 : 0;
-}
-
-static int missing(struct load *ld, int line, const char *what)
-{
-    snprintf(ld->err, ld->errlen, "%s:%d: missing required %s", ld->file, line, what);
-    return -1;
 }
 
 /* Curator's lock names equal item names: a lockPath inside the queuePath would be taken
@@ -606,18 +831,29 @@ static int validate_curator(struct load *ld, const struct queue_config *q)
     if (q->format == QF_NATIVE) {
         if (!*p && !*l)
             return 0;
-        snprintf(ld->err, ld->errlen, "%s:%d: [queue %s]: curator_path and curator_lock_path "
-                 "need format = curator-delay or curator-priority", ld->file, q->line, q->name);
-        return -1;
+        return fail_at(ld, q->line, "[queue %s]: curator_path and curator_lock_path need "
+                       "format = curator-delay or curator-priority", q->name);
     }
     if (!*p)
-        return missing(ld, q->line, "key 'curator_path' for a Curator queue");
+        return fail_at(ld, q->line, "missing required key 'curator_path' for a Curator queue");
     if (*l && (strcmp(l, p) == 0 || (strncmp(l, p, n) == 0 && l[n] == '/'))) {
-        snprintf(ld->err, ld->errlen, "%s:%d: [queue %s]: curator_lock_path must not be "
-                 "curator_path or inside it", ld->file, q->line, q->name);
-        return -1;
+        return fail_at(ld, q->line, "[queue %s]: curator_lock_path must not be curator_path "
+                       "or inside it", q->name);
     }
     return 0;
+}
+
+/* The first retry delay above its cap would be cut to the cap at once: surely a mistake. */
+static int validate_backoff(struct load *ld, const struct queue_config *q)
+{
+    char lo[32], hi[32];
+    if (q->backoff_min_ms <= q->backoff_max_ms)
+        return 0;
+    format_ms(q->backoff_min_ms, lo, sizeof lo);
+    format_ms(q->backoff_max_ms, hi, sizeof hi);
+    return fail_at(ld, q->backoff_line ? q->backoff_line : q->line, "[queue %s]: backoff_min "
+                   "%s is above backoff_max %s (the first retry delay cannot exceed its cap: "
+                   "raise backoff_max or lower backoff_min)", q->name, lo, hi);
 }
 
 /* auth_file: "scheme:credentials" on the first line of a regular file that only the
@@ -630,11 +866,10 @@ static int read_auth_file(struct load *ld, int line)
     struct stat st;
     int fd = open(f, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(ld->err, ld->errlen, "%s:%d: auth_file %s: cannot open: %s", ld->file, line, f,
-                 strerror(errno));
+        int e = errno;
         if (fd >= 0)
             close(fd);
-        return -1;
+        return fail_at(ld, line, "auth_file %s: cannot open: %s", f, strerror(e));
     }
     const char *why = !S_ISREG(st.st_mode)         ? "is not a regular file"
                       : st.st_uid != geteuid()     ? "is not owned by the user deferd runs as"
@@ -649,60 +884,48 @@ static int read_auth_file(struct load *ld, int line)
     buf[strcspn(buf, "\r\n")] = '\0';
     if (!why && !valid_auth(buf))
         why = "does not start with a line SCHEME:CREDENTIALS, e.g. digest:user:secret";
-    if (why) {
-        snprintf(ld->err, ld->errlen, "%s:%d: auth_file %s %s", ld->file, line, f, why);
-        return -1;
-    }
+    if (why)
+        return fail_at(ld, line, "auth_file %s %s", f, why);
     c->zk_auth = strdup(buf);
     memset(buf, 0, sizeof buf);
-    if (!c->zk_auth) {
-        snprintf(ld->err, ld->errlen, "%s: out of memory", ld->file);
-        return -1;
-    }
-    return 0;
+    return c->zk_auth ? 0 : fail_at(ld, 0, "out of memory");
 }
 
 static int validate_zookeeper(struct load *ld)
 {
     struct config *c = ld->cfg;
-    int line = ld->zk_line ? ld->zk_line : 1;
-    if (c->zk_auth && c->zk_auth_file) {
-        snprintf(ld->err, ld->errlen, "%s:%d: [zookeeper]: auth and auth_file are mutually "
-                 "exclusive", ld->file, line);
-        return -1;
-    }
+    int line = ld->zk_line;
+    if (c->zk_auth && c->zk_auth_file)
+        return fail_at(ld, line, "[zookeeper]: auth and auth_file are mutually exclusive");
     if (c->zk_auth_file && read_auth_file(ld, line) != 0)
         return -1;
-    if (c->zk_acl_mode == ZK_ACL_CREATOR && !c->zk_auth) {
-        snprintf(ld->err, ld->errlen, "%s:%d: [zookeeper]: acl = creator needs auth or "
-                 "auth_file (the creator is the authenticated identity)", ld->file, line);
-        return -1;
-    }
+    if (c->zk_acl_mode == ZK_ACL_CREATOR && !c->zk_auth)
+        return fail_at(ld, line, "[zookeeper]: acl = creator needs auth or auth_file (the "
+                       "creator is the authenticated identity)");
     return 0;
 }
 
 static int validate(struct load *ld)
 {
     struct config *c = ld->cfg;
-    if (!c->socket_path)
-        return missing(ld, ld->daemon_line ? ld->daemon_line : 1, "key 'socket' in [daemon]");
+    if (!c->zk_hosts && !ld->zk_line)
+        return fail_at(ld, 0, "missing section [zookeeper] (it needs hosts = HOST:PORT,...)");
     if (!c->zk_hosts)
-        return missing(ld, ld->zk_line ? ld->zk_line : 1, "key 'hosts' in [zookeeper]");
+        return fail_at(ld, ld->zk_line, "missing required key 'hosts' in [zookeeper] "
+                       "(hosts = HOST:PORT,...)");
     if (c->nqueues == 0)
-        return missing(ld, ld->line, "section [queue NAME] (at least one queue)");
+        return fail_at(ld, 0, "missing section [queue NAME]: at least one queue is needed, "
+                       "e.g. [queue emails]");
     if (validate_zookeeper(ld) != 0)
         return -1;
     for (size_t i = 0; i < c->nqueues; i++) {
         const struct queue_config *q = c->queues[i];
-        if (validate_curator(ld, q) != 0)
+        if (validate_curator(ld, q) != 0 || validate_backoff(ld, q) != 0)
             return -1;
         for (size_t j = 0; j < i && q->curator_path[0]; j++) {
-            if (strcmp(q->curator_path, c->queues[j]->curator_path) == 0) {
-                snprintf(ld->err, ld->errlen, "%s:%d: [queue %s]: curator_path %s is already "
-                         "the path of queue %s", ld->file, q->line, q->name, q->curator_path,
-                         c->queues[j]->name);
-                return -1;
-            }
+            if (strcmp(q->curator_path, c->queues[j]->curator_path) == 0)
+                return fail_at(ld, q->line, "[queue %s]: curator_path %s is already the path of "
+                               "queue %s", q->name, q->curator_path, c->queues[j]->name);
         }
     }
     return 0;
@@ -734,7 +957,6 @@ int config_load(const char *path, const char *const *overrides, size_t noverride
     for (size_t i = 0; i < noverrides; i++)
         if (apply_override(&ld, overrides[i]) != 0)
             goto out;
-    ld.line = ld.line > 0 ? ld.line : 1;
     rc = validate(&ld);
 out:
     for (size_t i = 0; i < ld.nseen; i++)

@@ -26,6 +26,7 @@ struct queue_config {
     uint32_t max_attempts;
     uint64_t backoff_min_ms;  /* nack without delay: first redelivery delay (0 = at once) */
     uint64_t backoff_max_ms;  /* cap of the doubling delay */
+    int backoff_line;         /* of the later of the two in the file (0: neither or by -o) */
     uint32_t backoff_jitter;  /* percent of the delay, spread both ways */
     uint64_t max_pending;     /* puts refused (QUEUE_FULL) at this many jobs; 0 = no limit */
     uint64_t key_retention_ms; /* an acked job's key stays taken this long; 0 = freed */
@@ -86,7 +87,7 @@ struct config {
 };
 
 /* Loads PATH, then applies overrides "section.key=value" (e.g. "zookeeper.hosts=h:2181";
- * for a queue: "queue NAME.priority=5"), then validates. On error returns -1 with
+ * for a queue: "queue.NAME.priority=5" or "queue NAME.priority=5"), then validates. On error returns -1 with
  * "file:line: message" in err and leaves cfg empty. */
 int config_load(const char *path, const char *const *overrides, size_t noverrides,
                 struct config *cfg, char *err, size_t errlen);

@@ -46,7 +46,9 @@ static void usage(FILE *out)
             "usage: deferd [-c CONFIG] [-o SECTION.KEY=VALUE]... [--check-config]\n"
             "       deferd --version\n"
             "  -c, --config PATH   configuration file (default " DEFAULT_CONFIG ")\n"
-            "  -o, --set S.K=V     override one config value, e.g. -o zookeeper.hosts=h:2181\n"
+            "  -o, --set S.K=V     override one config value: daemon.KEY=V, zookeeper.KEY=V,\n"
+            "                      metrics.KEY=V, queue.NAME.KEY=V (or \"queue NAME.KEY=V\"),\n"
+            "                      e.g. -o zookeeper.hosts=h:2181 -o queue.emails.ttr=5m\n"
             "      --check-config  validate the configuration and exit (0 valid, 2 invalid)\n"
             "  -h, --help          this text\n"
             "  -V, --version       print the version and exit\n"
@@ -115,8 +117,12 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
+    static char name[] = "deferd";
     int ch;
     o->config = DEFAULT_CONFIG;
+    /* getopt prefixes its errors with argv[0], the path deferd was started by
+     * ("build/deferd: invalid option"); every other message starts "deferd:". */
+    argv[0] = name;
     while ((ch = getopt_long(argc, argv, "c:o:hV", longopts, NULL)) != -1) {
         switch (ch) {
         case 'c': o->config = optarg; break;

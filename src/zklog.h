@@ -10,6 +10,11 @@ void zklog_set_level(enum log_level level);
 /* While quiet (disconnected: the client logs every reconnect attempt, deferd logs the state
  * change once instead) all of its lines go to debug. */
 void zklog_set_quiet(int quiet);
+/* The level of one of the client's lines, its text from the function on in *TEXT: its
+ * ERROR and WARN lines are ours, save the errors about a connection that broke or could not
+ * be made (refused, reset, host down, timed out), which deferd handles: those are warnings.
+ * Its INFO and DEBUG lines are our debug. */
+enum log_level zklog_classify(const char *message, const char **text);
 /* The log_callback_fn to give zookeeper_init2(); called on the client's threads. */
 void zklog_line(const char *message);
 

@@ -290,6 +290,42 @@ static void config_is_a_directory(void)
     CHECK(log_count(&d, 0, msg) == 1);
 }
 
+/* A connect string zookeeper_init would refuse is a config error (issue 17): exit 2 with
+ * file:line, at --check-config and at start alike, not exit 1 once the handle fails. */
+static void bad_connect_string(void)
+{
+    struct daemon_proc d;
+    char config[400], msg[600];
+    CHECK(daemon_prepare(&d, root, "badhosts") == 0);
+    snprintf(config, sizeof config, "%s/bad.ini", d.dir);
+    FILE *f = fopen(config, "w");
+    CHECK(f && fprintf(f, "[daemon]\nsocket = %s\n[zookeeper]\nhosts = not a host list!!\n"
+                          "[queue a]\n", d.sock) > 0);
+    if (f)
+        fclose(f);
+    snprintf(msg, sizeof msg, "deferd: %s:4: 'hosts': 'not a host list!!': no :PORT", config);
+    CHECK(run_logged(&d, config, 0, (const char *[]){"--check-config", NULL}) == 2);
+    CHECK(run_logged(&d, config, 0, (const char *[]){NULL}) == 2);
+    CHECK(log_count(&d, 0, msg) == 2);
+    CHECK(log_count(&d, 0, "cannot create a handle") == 0);
+}
+
+/* getopt's complaints start "deferd:" like every other message, not with the binary's
+ * path; usage follows, exit 2. */
+static void bad_options(void)
+{
+    struct daemon_proc d;
+    CHECK(daemon_prepare(&d, root, "badopt") == 0);
+    CHECK(run_logged(&d, config_of(&d), 0, (const char *[]){"-x", NULL}) == 2);
+    CHECK(run_logged(&d, config_of(&d), 0, (const char *[]){"--bogus", NULL}) == 2);
+    CHECK(run_logged(&d, config_of(&d), 0, (const char *[]){"-o", NULL}) == 2);
+    CHECK(log_count(&d, 0, "deferd: invalid option -- 'x'\n") == 1);
+    CHECK(log_count(&d, 0, "deferd: unrecognized option '--bogus'\n") == 1);
+    CHECK(log_count(&d, 0, "deferd: option requires an argument -- 'o'\n") == 1);
+    CHECK(log_count(&d, 0, "/deferd: ") == 0);
+    CHECK(log_count(&d, 0, "usage: deferd") == 3);
+}
+
 /* deferd_log_dropped_total from PORT's /metrics; -1 if it is not there. */
 static long long dropped_lines(int port)
 {
@@ -385,6 +421,8 @@ int main(void)
     live_socket(0);
     not_a_socket();
     config_is_a_directory();
+    bad_connect_string();
+    bad_options();
     if (geteuid() == 0) {
         unreachable_socket();
         config_permissions();

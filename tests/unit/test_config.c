@@ -19,12 +19,16 @@ static int load_text(const char *text, const char *const *ov, size_t nov, struct
 
 #define BASE "[daemon]\nsocket = /tmp/x.sock\n[zookeeper]\nhosts = 127.0.0.1:2181\n"
 
+/* LINE 0: the error names the file only. */
 static void expect_error(const char *text, int line, const char *needle)
 {
     struct config cfg;
     char err[512], where[600];
     CHECK(load_text(text, NULL, 0, &cfg, err, sizeof err) != 0);
-    snprintf(where, sizeof where, "%s:%d: ", path, line);
+    if (line > 0)
+        snprintf(where, sizeof where, "%s:%d: ", path, line);
+    else /* about the whole file: no line */
+        snprintf(where, sizeof where, "%s: ", path);
     CHECK_CONTAINS(err, where);
     CHECK_CONTAINS(err, needle);
 }
@@ -80,7 +84,85 @@ static void overrides(void)
     CHECK_CONTAINS(err, "override 'daemon.lookahead=soon'");
     const char *junk[] = {"nodot"};
     CHECK(load_text(BASE "[queue a]\n", junk, 1, &cfg, err, sizeof err) != 0);
-    CHECK_CONTAINS(err, "SECTION.KEY=VALUE");
+    CHECK_CONTAINS(err, "SECTION.KEY=VALUE: daemon.KEY=VALUE, zookeeper.KEY=VALUE, "
+                        "metrics.KEY=VALUE, queue.NAME.KEY=VALUE or \"queue NAME.KEY=VALUE\"");
+}
+
+/* -o queue.NAME.KEY=VALUE as well as "queue NAME.KEY=VALUE"; names may hold dots. */
+static void queue_overrides(void)
+{
+    struct config cfg;
+    char err[512];
+    const char *ov[] = {"queue.emails.ttr=5s", "queue.a.b.priority=4", "queue.a.b.ttr=2s",
+                        "queue new.priority=3", "queue.v1.2-x_y.max_attempts=7"};
+    CHECK(load_text(BASE "[queue emails]\n[queue a.b]\n", ov, 5, &cfg, err, sizeof err) == 0);
+    const struct queue_config *e = config_queue(&cfg, "emails"), *ab = config_queue(&cfg, "a.b");
+    const struct queue_config *n = config_queue(&cfg, "new");
+    const struct queue_config *v = config_queue(&cfg, "v1.2-x_y");
+    CHECK(e && e->ttr_ms == 5000 && ab && ab->priority == 4 && ab->ttr_ms == 2000);
+    CHECK(n && n->priority == 3 && v && v->max_attempts == 7 && cfg.nqueues == 4);
+    CHECK(!config_queue(&cfg, "a") && !config_queue(&cfg, "queue.emails"));
+    config_free(&cfg);
+    const char *bad[] = {"queues.emails.ttr=5s"};
+    CHECK(load_text(BASE "[queue emails]\n", bad, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "override 'queues.emails.ttr=5s': unknown section [queues.emails]; -o "
+                        "takes daemon.KEY=VALUE");
+    CHECK_CONTAINS(err, "queue.NAME.KEY=VALUE");
+    const char *bare[] = {"queue.ttr=5s"};
+    CHECK(load_text(BASE "[queue emails]\n", bare, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "unknown section [queue]");
+}
+
+/* [zookeeper] hosts: what zookeeper_init would refuse is refused at load, with the line. */
+static void connect_string(void)
+{
+    static const char *const good[] = {
+        "127.0.0.1:2181", "zk1:2181,zk2.example.com:2182,zk_3:65535/deferd/chroot",
+        "::1:2181", "fe80::1%lo:2181,10.0.0.1:1", "zk1:2181, zk2:2181",
+    };
+    static const struct { const char *hosts, *why; } bad[] = {
+        {"not a host list!!", "'not a host list!!': no :PORT"},
+        {"zk1", "'zk1': no :PORT"},
+        {"zk1:2181,zk2", "'zk2': no :PORT"},
+        {"zk1:0", "port not 1 .. 65535"},
+        {"zk1:65536", "port not 1 .. 65535"},
+        {"zk1:02181", "port not 1 .. 65535"},
+        {"zk1:21x", "port not 1 .. 65535"},
+        {"zk1:", "port not 1 .. 65535"},
+        {":2181", "no host before the port"},
+        {"[::1]:2181", "without brackets"},
+        {"1::2::3:2181", "not an IPv6 address"},
+        {"a b:2181", "bad host name"},
+        {"-zk:2181", "bad host name"},
+        {"zk1:2181,,zk2:2181", "empty pair"},
+        {"zk1:2181,", "empty pair"},
+        {"/chroot", "empty pair"},
+        {"zk1:2181/", "chroot '/' is not an absolute znode path"},
+        {"zk1:2181/a//b", "chroot '/a//b'"},
+    };
+    struct config cfg;
+    char text[300], err[512];
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        snprintf(text, sizeof text, "[daemon]\nsocket = /s\n[zookeeper]\nhosts = %s\n[queue a]\n",
+                 good[i]);
+        CHECK(load_text(text, NULL, 0, &cfg, err, sizeof err) == 0);
+        if (cfg.zk_hosts)
+            CHECK_STR(cfg.zk_hosts, good[i]);
+        config_free(&cfg);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(text, sizeof text, "[daemon]\nsocket = /s\n[zookeeper]\nhosts = %s\n[queue a]\n",
+                 bad[i].hosts);
+        expect_error(text, 4, bad[i].why);
+        expect_error(text, 4, "expected HOST:PORT[,HOST:PORT...][/CHROOT]");
+    }
+    const char *ov[] = {"zookeeper.hosts=not a host list!!"};
+    CHECK(load_text(BASE "[queue a]\n", ov, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "'hosts': 'not a host list!!': no :PORT");
+    expect_error("[zookeeper]\nhosts =\n[queue a]\n", 2, "'hosts' must not be empty");
+    const char *stripped = "[daemon]\nsocket = /s\n[zookeeper]\nhosts = zk1:2181 \n[queue a]\n";
+    CHECK(load_text(stripped, NULL, 0, &cfg, err, sizeof err) == 0); /* inih strips blanks */
+    config_free(&cfg);
 }
 
 /* Loads BASE + TEXT + a queue with one override (or none); checks the listen address
@@ -130,7 +212,7 @@ static void logging(void)
     CHECK(cfg.log_facility == daemon);
     config_free(&cfg);
     CHECK(load_text("[daemon]\nsocket = /s\nlog_target = syslog\nlog_facility = local3\n"
-                    "log_timestamps = no\n[zookeeper]\nhosts = h\n[queue a]\n", NULL, 0, &cfg,
+                    "log_timestamps = no\n[zookeeper]\nhosts = h:2181\n[queue a]\n", NULL, 0, &cfg,
                     err, sizeof err) == 0);
     CHECK(cfg.log_target == LOG_TO_SYSLOG && cfg.log_timestamps == LOG_STAMPS_NO);
     CHECK(cfg.log_facility == local3);
@@ -141,6 +223,106 @@ static void logging(void)
     CHECK(load_text(BASE "[queue a]\n", ov, 3, &cfg, err, sizeof err) == 0);
     CHECK(cfg.log_timestamps == LOG_STAMPS_YES && cfg.log_target == LOG_TO_STDERR);
     CHECK_STR(log_facility_name(cfg.log_facility), "local7");
+    config_free(&cfg);
+}
+
+/* An unknown key names the known one a typo away, if exactly one is, or its section. */
+static void unknown_keys(void)
+{
+    struct config cfg;
+    char err[512];
+    expect_error(BASE "sesion_timeout = 5s\n[queue a]\n", 5,
+                 "unknown key 'sesion_timeout' in section [zookeeper]; did you mean "
+                 "'session_timeout'?");
+    expect_error(BASE "[queue a]\nttl = 5s\n", 6,
+                 "unknown key 'ttl' in section [queue a]; did you mean 'ttr'?");
+    expect_error(BASE "[queue a]\n[daemon]\nlogleve = info\n", 7, "did you mean 'log_level'?");
+    expect_error(BASE "[queue a]\n[daemon]\nhosts = h:1\n", 7,
+                 "unknown key 'hosts' in section [daemon]; it belongs in [zookeeper]");
+    expect_error(BASE "[queue a]\n[metrics]\nttr = 5s\n", 7, "it belongs in [queue NAME]");
+    static const char *const far[] = {"colour", "backoff_mix", "pri", "x"}; /* none, or two */
+    for (size_t i = 0; i < sizeof far / sizeof *far; i++) {
+        char text[200];
+        snprintf(text, sizeof text, BASE "[queue a]\n%s = 1\n", far[i]);
+        CHECK(load_text(text, NULL, 0, &cfg, err, sizeof err) != 0);
+        CHECK_CONTAINS(err, "unknown key");
+        CHECK(!strstr(err, "did you mean") && !strstr(err, "belongs"));
+    }
+    const char *ov[] = {"queue a.prioirty=3"};
+    CHECK(load_text(BASE "[queue a]\n", ov, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "did you mean 'priority'?");
+}
+
+/* A value out of range says the range. */
+static void ranges(void)
+{
+    expect_error("[daemon]\ndrain_grace = 2h\n", 2,
+                 "'drain_grace': duration '2h' is out of range (0 .. 1h)");
+    expect_error("[daemon]\nlookahead = 50ms\n", 2, "(100ms .. 1h)");
+    expect_error(BASE "session_timeout = 1s\n[queue a]\n", 5, "(2s .. 10m)");
+    expect_error(BASE "[queue a]\nttr = 8d\n", 6, "'ttr': duration '8d' is out of range (1s .. 7d)");
+    expect_error(BASE "[queue a]\nbackoff_min = 2d\n", 6, "(0 .. 1d)");
+    expect_error(BASE "[queue a]\nbackoff_max = 31d\n", 6, "(0 .. 30d)");
+    expect_error(BASE "[queue a]\nkey_retention = 3651d\n", 6, "(0 .. 3650d)");
+    expect_error(BASE "[queue a]\nmax_attempts = 0\n", 6,
+                 "'max_attempts': '0' is not a number from 1 to 4294967295");
+    expect_error(BASE "[queue a]\nmax_pending = 1000000000001\n", 6,
+                 "'max_pending': '1000000000001' is not a number from 0 to 1000000000000");
+    expect_error(BASE "[queue a]\nbackoff_jitter = 101\n", 6,
+                 "'backoff_jitter': '101' is not a number from 0 to 100");
+    expect_error(BASE "[queue a]\n[daemon]\nmax_inflight = 0\n", 7,
+                 "'max_inflight': '0' is not a number from 1 to 10000");
+}
+
+/* backoff_min above backoff_max is refused at the later of the two, naming both. */
+static void backoff_order(void)
+{
+    struct config cfg;
+    char err[512];
+    expect_error(BASE "[queue a]\nbackoff_max = 5s\npriority = 1\nbackoff_min = 10s\n", 8,
+                 "[queue a]: backoff_min 10s is above backoff_max 5s");
+    expect_error(BASE "[queue a]\nbackoff_min = 2s\nbackoff_max = 1500ms\n[queue b]\n", 7,
+                 "backoff_min 2s is above backoff_max 1500ms");
+    expect_error(BASE "[queue a]\n[queue b]\nbackoff_min = 20m\n", 7, /* the default max */
+                 "[queue b]: backoff_min 20m is above backoff_max 10m");
+    CHECK(load_text(BASE "[queue a]\nbackoff_min = 5s\nbackoff_max = 5s\n", NULL, 0, &cfg, err,
+                    sizeof err) == 0);
+    config_free(&cfg);
+    const char *ov[] = {"queue a.backoff_max=1s"};
+    CHECK(load_text(BASE "[queue a]\nbackoff_min = 5s\n", ov, 1, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "backoff_min 5s is above backoff_max 1s");
+}
+
+/* '#' after a blank starts a comment, as ';' does, for every key; one right after a
+ * character stays in the value. */
+static void hash_comments(void)
+{
+    struct config cfg;
+    char err[512];
+    CHECK(load_text("# a whole-line comment\n[daemon] # the daemon\nsocket = /s # the socket\n"
+                    "[zookeeper]\nhosts = h:2181\t# local\nauth = digest:u:p #secret\n"
+                    "[queue a] ; inih's own\nttr = 5s # five seconds\npriority = 3 ; three\n",
+                    NULL, 0, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.socket_path && strcmp(cfg.socket_path, "/s") == 0);
+    CHECK(cfg.zk_hosts && strcmp(cfg.zk_hosts, "h:2181") == 0);
+    CHECK(cfg.zk_auth && strcmp(cfg.zk_auth, "digest:u:p") == 0);
+    CHECK(cfg.nqueues == 1 && cfg.queues[0]->ttr_ms == 5000 && cfg.queues[0]->priority == 3);
+    config_free(&cfg);
+    expect_error(BASE "root = /a#b\n[queue a]\n", 5, "'root': '/a#b'");
+    expect_error(BASE "[queue a]\nttr = 5s#x\n", 6, "malformed duration '5s#x'");
+}
+
+/* [daemon] socket defaults to where deferctl and libdeferd look. */
+static void default_socket(void)
+{
+    struct config cfg;
+    char err[512];
+    CHECK(load_text("[zookeeper]\nhosts = h:2181\n[queue a]\n", NULL, 0, &cfg, err,
+                    sizeof err) == 0);
+    CHECK(cfg.socket_path && strcmp(cfg.socket_path, "/run/deferd/deferd.sock") == 0);
+    config_free(&cfg);
+    CHECK(load_text(BASE "[queue a]\n", NULL, 0, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.socket_path && strcmp(cfg.socket_path, "/tmp/x.sock") == 0);
     config_free(&cfg);
 }
 
@@ -279,8 +461,15 @@ int main(void)
     sample();
     curator_queue();
     overrides();
+    queue_overrides();
+    connect_string();
     metrics_listen();
     logging();
+    default_socket();
+    unknown_keys();
+    ranges();
+    backoff_order();
+    hash_comments();
     long_queue_name();
     access_rules();
     acl();
@@ -295,12 +484,14 @@ int main(void)
     expect_error(BASE "[queue a]\ncolour = red\n", 6, "unknown key 'colour'");
     expect_error("[daemon]\nsocket = /s\nlookahead = 5 s\n", 3, "malformed duration");
     expect_error("[daemon]\ndrain_grace = 2h\n", 2, "drain_grace");
-    expect_error(BASE "[queue a]\npriority = high\n", 6, "malformed or out-of-range number");
+    expect_error(BASE "[queue a]\npriority = high\n", 6,
+                 "'priority': 'high' is not a number from 0 to 4294967295");
     expect_error(BASE "[queue a]\nmax_attempts = 0\n", 6, "max_attempts");
     expect_error("[daemon]\nsocket = /s\n[zookeeper]\nroot = /x\n[queue a]\n", 3,
                  "missing required key 'hosts'");
-    expect_error("[zookeeper]\nhosts = h\n[queue a]\n", 1, "missing required key 'socket'");
-    expect_error(BASE, 4, "missing required section [queue NAME]");
+    expect_error(BASE, 0, "missing section [queue NAME]: at least one queue is needed");
+    expect_error("[daemon]\nsocket = /s\n[queue a]\n", 0,
+                 "missing section [zookeeper] (it needs hosts = HOST:PORT,...)");
     expect_error(BASE "[queue a]\n[queue a]\n", 6, "duplicate section");
     expect_error(BASE "[queue a]\npriority = 1\npriority = 2\n", 7, "duplicate key");
     expect_error(BASE "[queue a b]\n", 5, "bad queue name");
