@@ -1,7 +1,9 @@
 # Renders one docs/*.md page as roff with go-md2man. The page's first line, "# name(N)",
 # reads well on GitHub; go-md2man takes the first heading as the .TH line, so it is
-# rewritten here to "NAME N date source manual".
-# cmake -DMD2MAN=go-md2man -DIN=docs/deferd.md -DOUT=deferd.8 -DVERSION=0.1.0 -P md2man.cmake
+# rewritten here to "NAME N date source manual". A page's references to docs/X.md become
+# DOCDIR/docs/X.md, where the package installs them (/usr/share/doc/deferd/docs).
+# cmake -DMD2MAN=go-md2man -DIN=docs/deferd.md -DOUT=deferd.8 -DVERSION=0.1.0 \
+#   -DDOCDIR=/usr/share/doc/deferd -P md2man.cmake
 file(READ "${IN}" text)
 string(REGEX MATCH "^# ([A-Za-z0-9_.-]+)\\(([1-9])\\)\n" head "${text}")
 if(NOT head)
@@ -15,6 +17,10 @@ set(manuals_8 "System Manager's Manual")
 set(manual "${manuals_${section}}")
 string(LENGTH "${head}" skip)
 string(SUBSTRING "${text}" ${skip} -1 body)
+if(DOCDIR)
+  string(REGEX REPLACE "([^A-Za-z0-9_./-])docs/([A-Za-z0-9_.-]+\\.md)" "\\1${DOCDIR}/docs/\\2"
+    body "${body}")
+endif()
 set(tmp "${OUT}.md")
 file(WRITE "${tmp}" "# ${name} ${section} \"\" \"deferd ${VERSION}\" \"${manual}\"\n${body}")
 execute_process(COMMAND "${MD2MAN}" -in "${tmp}" -out "${OUT}" RESULT_VARIABLE rc)
