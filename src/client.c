@@ -51,7 +51,7 @@
 #define SEND_IOV_MAX 16
 #endif
 
-enum { MSG_NONE = 0, MSG_OK = 1, MSG_ERR = 2, MSG_PUSH = 3 };
+enum { MSG_NONE = 0, MSG_OK = 1, MSG_ERR = 2, MSG_PUSH = 3, MSG_SKIPPED = 4 };
 
 struct ev_node {
     struct ev_node *next;
@@ -652,7 +652,7 @@ static int server_error(deferd_client *c, const char *text, const char *code)
  * consumed; a reply (MSG_OK, MSG_ERR) is left in c->reply and the caller consumes its
  * c->reply_hlen bytes once it has kept what it needs, so that running out of memory on
  * the way never loses a reply. */
-static int take_message(deferd_client *c, struct ev_node **push, size_t *want)
+static int take_one(deferd_client *c, struct ev_node **push, size_t *want)
 {
     const char *start = c->in + c->pos;
     size_t avail = c->len - c->pos;
@@ -687,7 +687,20 @@ static int take_message(deferd_client *c, struct ev_node **push, size_t *want)
         return take_lease_push(c, line, hlen, DEFERD_EV_CANCELLED, push);
     if (strncmp(line, "STATE ", 6) == 0)
         return take_state_push(c, line, hlen, push);
+    size_t word = strspn(line, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_");
+    if (word > 0 && (line[word] == ' ' || line[word] == '\0')) {
+        consume(c, hlen); /* a one-line push of a newer daemon (docs/protocol.md) */
+        return MSG_SKIPPED;
+    }
     return fail(c, DEFERD_EPROTO, "unexpected line from deferd: '%.80s'", line);
+}
+
+static int take_message(deferd_client *c, struct ev_node **push, size_t *want)
+{
+    int kind;
+    while ((kind = take_one(c, push, want)) == MSG_SKIPPED)
+        ;
+    return kind;
 }
 
 /* ---- queue of early pushes ---- */

@@ -123,6 +123,10 @@ static void write_script(void)
     add("RESCHEDULE q/1-2-abc delay=100\n", "OK q/5-2-abc\n");
     add("RESCHEDULE q key=k1 at=77\n", "OK q/77-2-abc-kk1\n");
     add("PUT q 1 key=k1\nx\n", "OK q/1-2-abc-kk1 duplicate\n");
+    add("UNSUB\n", "OK\n");
+    add("UNSUB q,r\n", "OK\n");
+    add("NACK q/1-1-a unrun=1\n", "CANCELLED q/1-1-c\nNEWPUSH of a later daemon\nOK\n");
+    add("NACK q/1-1-b-a1 unrun=1\n", "OK q/1-1-b\n");
 }
 
 static void run_puts(deferd_client *c)
@@ -224,6 +228,23 @@ static void run_pipelined(deferd_client *c)
     CHECK_STR(id, "q/1-2-abc-kk1");
 }
 
+/* UNSUB, and jobs given back unrun: the same id, or the new one the reply names. */
+static void run_leaving(deferd_client *c)
+{
+    char next[DEFERD_ID_SIZE], version[32];
+    CHECK(deferd_unsubscribe(c, NULL) == DEFERD_OK);
+    CHECK(deferd_unsubscribe(c, "q,r") == DEFERD_OK);
+    CHECK(deferd_unsubscribe(c, "bad queue") == DEFERD_EARG);
+    CHECK(deferd_nack_unrun(c, "q/1-1-a", next, sizeof next) == DEFERD_OK);
+    CHECK_STR(next, "q/1-1-a");
+    CHECK(deferd_nack_unrun(c, "q/1-1-b-a1", next, sizeof next) == DEFERD_OK);
+    CHECK_STR(next, "q/1-1-b");
+    CHECK(deferd_nack_unrun(c, "q/1-1-a", next, 10) == DEFERD_EARG);
+    snprintf(version, sizeof version, "%d.%d.%d", DEFERD_VERSION_MAJOR, DEFERD_VERSION_MINOR,
+             DEFERD_VERSION_PATCH);
+    CHECK_STR(deferd_version(), version);
+}
+
 static void run_events(deferd_client *c)
 {
     deferd_event ev;
@@ -232,7 +253,9 @@ static void run_events(deferd_client *c)
     CHECK_STR(ev.state, "SUSPENDED");
     CHECK(deferd_next_event(c, &ev, 0) == DEFERD_OK && ev.kind == DEFERD_EV_EXPIRED);
     CHECK_STR(ev.job.id, "q/1-1-b");
-    CHECK(deferd_next_event(c, &ev, 0) == DEFERD_ETIMEDOUT);
+    CHECK(deferd_next_event(c, &ev, 0) == DEFERD_OK && ev.kind == DEFERD_EV_CANCELLED);
+    CHECK_STR(ev.job.id, "q/1-1-c");
+    CHECK(deferd_next_event(c, &ev, 0) == DEFERD_ETIMEDOUT); /* NEWPUSH was skipped */
 }
 
 int main(void)
@@ -260,6 +283,7 @@ int main(void)
         run_followups(c);
         run_cancel(c);
         run_pipelined(c);
+        run_leaving(c);
         run_events(c);
         if (check_failures)
             fprintf(stderr, "last error: %s\n", deferd_last_error(c));
