@@ -16,6 +16,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sys/un.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -503,21 +504,22 @@ struct command {
     int (*run)(const char *sock, int argc, char **argv);
     void (*usage)(FILE *f);
     const char *prog; /* argv[0] for getopt's messages: they start "deferctl: " too */
+    int socket;       /* talks to a daemon over its socket */
 };
 
 static const struct command commands[] = {
-    { "put", cmd_put, put_usage, "deferctl: put" },
-    { "work", cmd_work, work_usage, "deferctl: work" },
-    { "ping", cmd_ping, ping_usage, "deferctl: ping" },
-    { "dead", cmd_dead, dead_usage, "deferctl: dead" },
-    { "stats", cmd_stats, deferctl_stats_usage, "deferctl: stats" },
-    { "list", cmd_list, list_usage, "deferctl: list" },
-    { "show", cmd_show, show_usage, "deferctl: show" },
-    { "cancel", cmd_cancel, cancel_usage, "deferctl: cancel" },
-    { "reschedule", cmd_reschedule, reschedule_usage, "deferctl: reschedule" },
-    { "pause", cmd_pause, pause_usage, "deferctl: pause" },
-    { "resume", cmd_resume, pause_usage, "deferctl: resume" },
-    { NULL, NULL, NULL, NULL },
+    { "put", cmd_put, put_usage, "deferctl: put", 1 },
+    { "work", cmd_work, work_usage, "deferctl: work", 1 },
+    { "ping", cmd_ping, ping_usage, "deferctl: ping", 1 },
+    { "dead", cmd_dead, dead_usage, "deferctl: dead", 0 },
+    { "stats", cmd_stats, deferctl_stats_usage, "deferctl: stats", 1 },
+    { "list", cmd_list, list_usage, "deferctl: list", 0 },
+    { "show", cmd_show, show_usage, "deferctl: show", 0 },
+    { "cancel", cmd_cancel, cancel_usage, "deferctl: cancel", 0 },
+    { "reschedule", cmd_reschedule, reschedule_usage, "deferctl: reschedule", 0 },
+    { "pause", cmd_pause, pause_usage, "deferctl: pause", 0 },
+    { "resume", cmd_resume, pause_usage, "deferctl: resume", 0 },
+    { NULL, NULL, NULL, NULL, 0 },
 };
 
 static const struct command *find_command(const char *name)
@@ -562,6 +564,8 @@ static int parse_timeout(const char *arg)
 }
 
 /* Returns the index of the command word, -1 after --help, or -2 on a usage error. */
+static int config_given; /* -c CONFIG */
+
 static int parse_global(int argc, char **argv, const char **sock)
 {
     static const struct option longopts[] = {
@@ -575,6 +579,7 @@ static int parse_global(int argc, char **argv, const char **sock)
             *sock = optarg;
         } else if (opt == 'c') {
             deferctl_config_path = optarg;
+            config_given = 1;
         } else if (opt == 'T') {
             if (parse_timeout(optarg) != 0)
                 return -3;
@@ -591,13 +596,31 @@ static int parse_global(int argc, char **argv, const char **sock)
     return optind;
 }
 
+/* A config named (-c, $DEFERD_CONFIG) without a socket (-s, $DEFERD_SOCKET): the socket
+ * commands talk to that config's daemon, at its [daemon] socket. */
+static int socket_of_config(const char **sock)
+{
+    static char path[sizeof ((struct sockaddr_un *)0)->sun_path];
+    struct config cfg;
+    char err[512];
+    if (config_load(deferctl_config_path, NULL, 0, &cfg, err, sizeof err) != 0) {
+        errmsg("%s (give -s SOCKET to use another daemon)", err);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s", cfg.socket_path);
+    config_free(&cfg);
+    *sock = path;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *env = getenv("DEFERD_SOCKET");
-    const char *sock = env && *env ? env : DEFERD_DEFAULT_SOCKET;
+    const char *sock = env && *env ? env : NULL;
     const char *cenv = getenv("DEFERD_CONFIG");
-    if (cenv && *cenv)
-        deferctl_config_path = cenv;
+    const char *named_config = cenv && *cenv ? cenv : NULL;
+    if (named_config)
+        deferctl_config_path = named_config;
     argv[0] = (char *)"deferctl"; /* getopt's messages: "deferctl: ...", not the binary's path */
     int first = parse_global(argc, argv, &sock);
     if (first == -1)
@@ -611,6 +634,10 @@ int main(int argc, char **argv)
     const struct command *cmd = find_command(argv[first]);
     if (cmd == NULL)
         return usage_error("", "unknown command '%s'", argv[first]);
+    if (cmd->socket && !sock && (named_config || config_given) && socket_of_config(&sock) != 0)
+        return EXIT_FAIL;
+    if (!sock)
+        sock = DEFERD_DEFAULT_SOCKET;
     argv[first] = (char *)cmd->prog;
     optind = 0; /* glibc: start a fresh scan of the subcommand's arguments */
     return cmd->run(sock, argc - first, argv + first);

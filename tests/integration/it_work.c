@@ -2,7 +2,7 @@
  * new job and gives jobs pushed ahead back uncounted (their next delivery is attempt 1);
  * a job whose lease expires while its command runs is not pushed back to the busy worker
  * (the attempts its runs see have no gap); a job cancelled while it runs is reported as
- * cancelled, not as expired. */
+ * cancelled, not as expired; -c CONFIG picks the daemon of that config. */
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -199,6 +199,26 @@ static void cancelled_run_reported(zhandle_t *zh)
     deferd_close(prod);
 }
 
+/* -c CONFIG without -s: the socket commands use that config's [daemon] socket. */
+static void socket_from_config(void)
+{
+    char cmd[1024], out[256] = "";
+    snprintf(cmd, sizeof cmd, "env -u DEFERD_SOCKET -u DEFERD_CONFIG %s -c %s/deferd.ini ping",
+             getenv("DEFERCTL_BIN"), d.dir);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = '\0';
+    CHECK(p && pclose(p) == 0);
+    CHECK_STR(out, "PONG\n");
+    snprintf(cmd, sizeof cmd, "env -u DEFERD_SOCKET DEFERD_CONFIG=%s/deferd.ini %s ping",
+             d.dir, getenv("DEFERCTL_BIN"));
+    p = popen(cmd, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = '\0';
+    CHECK(p && pclose(p) == 0);
+    CHECK_STR(out, "PONG\n");
+}
+
 int main(void)
 {
     harness_init("work", root, sizeof root);
@@ -206,6 +226,7 @@ int main(void)
         return 1;
     snprintf(dir, sizeof dir, "%s", d.dir);
     zhandle_t *zh = zk_connect();
+    socket_from_config();
     max_jobs_gives_back();
     signal_gives_back();
     expired_not_pushed_to_busy_worker();
