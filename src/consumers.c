@@ -6,11 +6,13 @@
 #include <uthash.h>
 
 #include "dispatcher.h"
+#include "units.h"
 
 struct lost_job {
     UT_hash_handle hh;
     enum lost_reason why;
     int unanswered;
+    int64_t until;              /* monotonic ms: its slot is given up then, unanswered */
     char id[LAYOUT_ID_MAX + 1];
 };
 
@@ -60,17 +62,27 @@ int consumer_has_room(const struct consumer *c)
     return slots_taken(c) < c->inflight_max;
 }
 
-struct consumer *consumer_pick(struct consumer_ring *ring, uint64_t avoid)
+static int unanswered(const struct consumer *c, const char *id)
+{
+    struct lost_job *l;
+    if (!c->revoked)
+        return 0;
+    HASH_FIND_STR(c->lost, id, l);
+    return l && l->unanswered;
+}
+
+struct consumer *consumer_pick(struct consumer_ring *ring, uint64_t avoid, const char *id)
 {
     struct sub *s = ring->head, *fallback = NULL;
     if (!s)
         return NULL;
     do {
-        if (consumer_has_room(s->c) && s->c->serial != avoid) {
+        int room = consumer_has_room(s->c) && !unanswered(s->c, id);
+        if (room && s->c->serial != avoid) {
             ring->head = s->rnext;
             return s->c;
         }
-        if (consumer_has_room(s->c))
+        if (room)
             fallback = s;
         s = s->rnext;
     } while (s != ring->head);
@@ -105,19 +117,24 @@ size_t consumer_ring_size(const struct consumer_ring *ring)
     return n;
 }
 
+static int subscribed(const struct consumer *c, const struct dqueue *q)
+{
+    for (const struct sub *s = c->subs; s; s = s->cnext)
+        if (s->q == q)
+            return 1;
+    return 0;
+}
+
 size_t consumer_locking(const struct consumer *c)
 {
     size_t n = 0;
     for (const struct job *job = c->held; job; job = job->owner_next)
-        n += job->state == JS_LOCKING;
+        n += job->state == JS_LOCKING && !subscribed(c, job->q);
     return n;
 }
 
 void consumer_hold(struct consumer *c, struct job *job)
 {
-    /* Its loss stops counting once the job is its own again (no other consumer had room):
-     * the one ack that follows settles both deliveries. */
-    consumer_answer_lost(c, job->id);
     job->owner = c;
     job->owner_prev = NULL;
     job->owner_next = c->held;
@@ -190,7 +207,8 @@ void consumer_free(struct consumer *c)
     free(c);
 }
 
-int consumer_note_lost(struct consumer *c, const char *id, enum lost_reason why)
+int consumer_note_lost(struct consumer *c, const char *id, enum lost_reason why,
+                       int64_t keep_ms)
 {
     struct lost_job *l;
     HASH_FIND_STR(c->lost, id, l);
@@ -208,10 +226,27 @@ int consumer_note_lost(struct consumer *c, const char *id, enum lost_reason why)
             }
     }
     l->why = why;
+    l->until = units_mono_ms() + keep_ms;
     if (!l->unanswered)
         c->revoked++;
     l->unanswered = 1;
     return 0;
+}
+
+unsigned consumer_expire_lost(struct consumer *c, int64_t now)
+{
+    struct lost_job *l, *tmp, **due;
+    unsigned n = 0;
+    if (!c->revoked || !(due = malloc(c->revoked * sizeof *due)))
+        return 0;
+    /* Collected first: answering one may free answered entries the iteration would visit. */
+    HASH_ITER(hh, c->lost, l, tmp)
+        if (l->unanswered && l->until <= now && n < c->revoked)
+            due[n++] = l;
+    for (unsigned i = 0; i < n; i++)
+        consumer_answer_lost(c, due[i]->id); /* frees only entries answered before it */
+    free(due);
+    return n;
 }
 
 enum lost_reason consumer_lost(const struct consumer *c, const char *id)

@@ -55,21 +55,27 @@ struct consumer *consumer_new(struct conn *conn);
 /* Idempotent per queue. 0, or -1 when out of memory. */
 int consumer_subscribe(struct consumer *c, struct consumer_ring *ring, struct dqueue *q);
 int consumer_has_room(const struct consumer *c);
-/* Next consumer on the ring with room, rotating so that work is spread evenly; one other
- * than the consumer numbered AVOID (0: none) when another has room (a job taken from a
- * consumer that may still run it goes elsewhere first). */
-struct consumer *consumer_pick(struct consumer_ring *ring, uint64_t avoid);
+/* Next consumer on the ring with room for job ID, rotating so that work is spread evenly:
+ * never one that has not answered its loss of ID yet (its answer would settle the new
+ * delivery), and one other than the consumer numbered AVOID (0: none) when another has
+ * room (a job taken from a consumer, or given back by it, goes elsewhere first). */
+struct consumer *consumer_pick(struct consumer_ring *ring, uint64_t avoid, const char *id);
 void consumer_hold(struct consumer *c, struct job *job);
-/* Jobs being locked for this consumer: their pushes are still to come. */
+/* Jobs being locked for this consumer in queues it has left (UNSUB): their pushes are
+ * still to come. */
 size_t consumer_locking(const struct consumer *c);
 /* Free slots of all consumers on the ring (a consumer on several rings counts on each). */
 uint64_t consumer_ring_room(const struct consumer_ring *ring);
 /* Consumers on the ring. */
 size_t consumer_ring_size(const struct consumer_ring *ring);
 /* The job ID was taken from this consumer (WHY): its slot stays taken until the consumer
- * answers it (consumer_answer_lost), and a late ack is told why. 0, or -1 when out of
- * memory (then the slot is freed at once). */
-int consumer_note_lost(struct consumer *c, const char *id, enum lost_reason why);
+ * answers it (consumer_answer_lost), or for KEEP_MS at most (consumer_expire_lost), and
+ * a late ack is told why. 0, or -1 when out of memory (then the slot is freed at once). */
+int consumer_note_lost(struct consumer *c, const char *id, enum lost_reason why,
+                       int64_t keep_ms);
+/* Frees the slots of losses not answered within their KEEP_MS by NOW (monotonic ms), for
+ * consumers that never answer; how many. */
+unsigned consumer_expire_lost(struct consumer *c, int64_t now);
 /* Why ID was taken from this consumer, or LOST_NONE. */
 enum lost_reason consumer_lost(const struct consumer *c, const char *id);
 /* The consumer answered (ACK or NACK) a job taken from it: 1 when that freed its slot. */

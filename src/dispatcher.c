@@ -453,7 +453,7 @@ void deliver(struct dispatcher *ds, struct job *job)
         log_error("queue %s: job %s: cannot queue the push", job->q->cfg->name, job->id);
     else
         metrics_delivered(ds->d->metrics, job->q->cfg, job->attempt, job->jn.prior_attempts,
-                          job->jn.due_ms);
+                          job->given_back ? 0 : job->jn.due_ms); /* 0: no lateness sample */
     log_debug("queue %s: job %s attempt %u delivered", job->q->cfg->name, job->id, job->attempt);
     server_consumer_quiet(job->owner->conn);
 }
@@ -614,7 +614,7 @@ void dispatch(struct dispatcher *ds, struct dqueue *q)
             evtimer_add(ds->later, &now);
             return;
         }
-        struct consumer *c = consumer_pick(&q->ring, job->avoid);
+        struct consumer *c = consumer_pick(&q->ring, job->avoid, job->id);
         if (!c)
             return;
         heap_pop(&q->ready);
@@ -721,6 +721,8 @@ static void on_vanish_checked(const struct zk_result *res, void *ctx)
     struct job *job = NULL;
     HASH_FIND_STR(ds->jobs, vc->path, job);
     free(vc);
+    if (job && job->state == JS_INFLIGHT && res->rc == ZOK)
+        job->gone = 0; /* an older listing: its next one shows the job again */
     if (!job || job->state != JS_INFLIGHT || !job->gone || !job->owner || res->rc != ZNONODE)
         return;
     log_info("queue %s: job %s was cancelled while a consumer held it; telling the consumer",
@@ -771,7 +773,7 @@ void job_revoke(struct dispatcher *ds, struct job *job, enum lost_reason why)
         server_push_cancelled(c->conn, job->id);
     else
         server_push_expired(c->conn, job->id);
-    if (consumer_note_lost(c, job->id, why) != 0)
+    if (consumer_note_lost(c, job->id, why, job->ttr_ms > 1000 ? job->ttr_ms : 1000) != 0)
         log_error("queue %s: job %s: out of memory remembering it was taken from its "
                   "consumer; its slot is freed at once", job->q->cfg->name, job->id);
     job->avoid = c->serial;
@@ -859,7 +861,7 @@ void dispatcher_revoke_all(struct dispatcher *ds)
         if (job->owner && job->state == JS_INFLIGHT)
             job_revoke(ds, job, LOST_SESSION);
         if (job->owner && job->state == JS_SETTLING) { /* answered: its reply says why */
-            consumer_note_lost(job->owner, job->id, LOST_SESSION);
+            consumer_note_lost(job->owner, job->id, LOST_SESSION, 0);
             consumer_answer_lost(job->owner, job->id);
         }
         unheap(job);

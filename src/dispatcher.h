@@ -54,6 +54,7 @@ struct job {
     struct consumer *owner;
     struct job *owner_next, *owner_prev;
     uint64_t avoid;             /* serial of a consumer it was taken from: others first */
+    int given_back;             /* NACK unrun=1: its next push is no first delivery */
     unsigned char *payload;
     size_t len;
     uint32_t attempt;

@@ -71,6 +71,7 @@ struct server {
     struct event *unpark;       /* lets parked requests go once puts are answered */
     int64_t parked_logged;      /* when holding puts back was last logged */
     struct event *accept_again; /* re-enables the listener on the next loop turn */
+    struct event *lost_sweep;   /* once a second: slots of taken jobs never answered */
     int accepted;               /* since the last rest, up to ACCEPTS_BEFORE_REST */
     int64_t refused_logged;     /* when a refused connection was last logged */
 };
@@ -301,10 +302,9 @@ static void handle_unsub(struct conn *c, struct proto_request *req, struct reply
         dispatcher_unsubscribe(ds, c->consumer, dispatcher_queue(ds, req->subs[i]));
     if (c->consumer && req->nsubs == 0)
         dispatcher_unsubscribe(ds, c->consumer, NULL);
-    if (c->unsub) { /* a second UNSUB while the first waits: both wait for the same */
-        struct reply *first = c->unsub;
-        c->unsub = NULL;
-        reply_ok(first, NULL);
+    if (c->unsub) { /* replies go in order: this one waits for the first anyway */
+        reply_ok(r, NULL);
+        return;
     }
     c->unsub = r;
     server_consumer_quiet(c);
@@ -741,6 +741,28 @@ static void log_listen_error(const char *path, int err)
               slash == path ? 1 : (int)(slash - path), path);
 }
 
+/* A consumer that never answers the jobs taken from it (written before the window rule,
+ * or stuck) gets their slots back one ttr later, so it is slowed, never starved. */
+static void on_lost_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *s = arg;
+    int64_t now = units_mono_ms();
+    (void)fd;
+    (void)what;
+    for (struct conn *c = s->conns; c; c = c->next) {
+        unsigned n = c->consumer && c->consumer->revoked ? consumer_expire_lost(c->consumer, now)
+                                                         : 0;
+        if (!n)
+            continue;
+        log_warn("consumer (pid %ld, uid %ld): %u job%s taken from it (expired, cancelled or "
+                 "lost) not answered within their ttr: %s freed; a consumer should ack or nack "
+                 "such a job once it stops working on it (docs/protocol.md, SUB)",
+                 (long)c->peer.pid, (long)c->peer.uid, n, n == 1 ? "" : "s",
+                 n == 1 ? "its slot" : "their slots");
+        dispatcher_consumer_changed(s->d->dispatcher, c->consumer);
+    }
+}
+
 struct server *server_new(struct deferd *d)
 {
     const struct config *cfg = d->cfg;
@@ -750,8 +772,11 @@ struct server *server_new(struct deferd *d)
         return NULL;
     }
     s->d = d;
+    static const struct timeval second = {1, 0};
     if (!(s->accept_again = evtimer_new(d->base, on_accept_again, s)) ||
-        !(s->unpark = event_new(d->base, -1, 0, on_unpark, s)))
+        !(s->unpark = event_new(d->base, -1, 0, on_unpark, s)) ||
+        !(s->lost_sweep = event_new(d->base, -1, EV_PERSIST, on_lost_sweep, s)) ||
+        event_add(s->lost_sweep, &second) != 0)
         goto fail;
     if (clear_stale_socket(cfg->socket_path) != 0)
         goto fail; /* it said why */
@@ -783,6 +808,8 @@ fail:
         event_free(s->accept_again);
     if (s->unpark)
         event_free(s->unpark);
+    if (s->lost_sweep)
+        event_free(s->lost_sweep);
     free(s->path);
     free(s);
     return NULL;
@@ -797,6 +824,7 @@ void server_free(struct server *s)
     evconnlistener_free(s->listener);
     event_free(s->accept_again);
     event_free(s->unpark);
+    event_free(s->lost_sweep);
     unlink(s->path);
     free(s->path);
     free(s);

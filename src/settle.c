@@ -279,6 +279,7 @@ static void settled(struct dispatcher *ds, struct settle *st)
         putset_created(st->followups); /* counted once, also when learnt by verifying */
     if (st->unrun_same && !job->gone) { /* the same znode path again: keep the job */
         job->jn.prior_attempts = job->attempt ? job->attempt - 1 : 0;
+        job->given_back = 1;
         job->owner_seq = OWNER_SEQ_UNKNOWN;
         unhold(ds, job);
         make_ready(ds, job);
@@ -458,8 +459,9 @@ static void on_verified_job(const struct zk_result *res, void *ctx)
     struct dispatcher *ds = st->job->q->ds;
     if (session_gone(res->rc)) {
         lease_lost(ds, st);
-    } else if (res->rc == ZNONODE) {        /* our transaction did delete it */
-        st->job->uncertain = 0;
+    } else if (res->rc == ZNONODE || (res->rc == ZOK && st->unrun_same)) {
+        st->job->uncertain = 0;             /* our transaction did delete it (and, given
+                                             * back unrun, create it again) */
         settled(ds, st);
     } else if (res->rc == ZOK) {
         st->job->uncertain = 0;
@@ -703,6 +705,7 @@ static int plan_unrun(struct dispatcher *ds, struct settle *st)
 
 static void nack_unrun(struct dispatcher *ds, struct job *job, struct reply *r)
 {
+    job->avoid = job->owner ? job->owner->serial : 0; /* to another consumer first */
     if (job->ci) { /* a Curator item stays locked by us: offered again, same attempt */
         curator_part_release(ds, job, 0);
         reply_ok(r, NULL);

@@ -140,6 +140,7 @@ int main(void)
     harness_init("giveback", root, sizeof root);
     if (daemon_start(&d, root, "g1", NULL) != 0)
         return 1;
+    CHECK(daemon_wait_connected(&d, 15000) == 0); /* puts before it are refused */
     zhandle_t *zh = zk_connect();
     unsub_stops_pushes();
     unrun_keeps_attempt(zh);

@@ -100,6 +100,69 @@ static void expired_goes_elsewhere(void)
     deferd_close(b);
 }
 
+/* The only consumer, inflight 2: the job that expired at it does not come back to it
+ * while it has not answered it (its answer would settle the new delivery); once answered,
+ * it does, as attempt 2. */
+static void not_back_before_answer(void)
+{
+    deferd_client *prod = client(&d), *a = client(&d);
+    char j[DEFERD_ID_SIZE];
+    deferd_put_opts o = {.has_ttr = 1, .ttr_ms = 1000};
+    deferd_event ev;
+    CHECK(deferd_subscribe(a, "b", 2) == DEFERD_OK);
+    CHECK(deferd_put(prod, "b", "again", 5, &o, j, sizeof j) == DEFERD_OK);
+    CHECK(next_event(a, &ev, 10000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
+    deferd_job_clear(&ev.job);
+    int expired = 0;
+    while (!expired && next_event(a, &ev, 5000) == DEFERD_OK) {
+        expired = ev.kind == DEFERD_EV_EXPIRED;
+        deferd_job_clear(&ev.job);
+    }
+    CHECK(expired);
+    CHECK(next_event(a, &ev, 700) == DEFERD_ETIMEDOUT); /* room, but not for that job */
+    CHECK(deferd_ack(a, j) == DEFERD_ESERVER);
+    CHECK_STR(deferd_last_error_code(a), "LEASE_LOST");
+    CHECK(next_event(a, &ev, 5000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
+    CHECK_STR(ev.job.id, j);
+    CHECK(ev.job.attempt == 2);
+    deferd_job_clear(&ev.job);
+    CHECK(deferd_ack(a, j) == DEFERD_OK);
+    deferd_close(prod);
+    deferd_close(a);
+}
+
+/* A consumer that never answers a job taken from it gets the slot back one ttr later
+ * (slowed, not starved), and the daemon says so. */
+static void unanswered_slot_freed(void)
+{
+    deferd_client *prod = client(&d), *a = client(&d);
+    char j[DEFERD_ID_SIZE], k[DEFERD_ID_SIZE];
+    deferd_put_opts o = {.has_ttr = 1, .ttr_ms = 1000};
+    deferd_event ev;
+    long mark = log_mark(&d);
+    CHECK(deferd_subscribe(a, "emails", 1) == DEFERD_OK);
+    CHECK(deferd_put(prod, "emails", "ignored", 7, &o, j, sizeof j) == DEFERD_OK);
+    CHECK(next_event(a, &ev, 10000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
+    deferd_job_clear(&ev.job);
+    CHECK(next_event(a, &ev, 5000) == DEFERD_OK && ev.kind == DEFERD_EV_DEADLINE);
+    CHECK(next_event(a, &ev, 5000) == DEFERD_OK && ev.kind == DEFERD_EV_EXPIRED);
+    int64_t expired_at = now_ms();
+    CHECK(put_job(prod, "emails", "next", 0, -1, 0, k) == 0);
+    CHECK(next_event(a, &ev, 5000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
+    int64_t waited = now_ms() - expired_at;
+    printf("unanswered: the slot came back %lld ms after EXPIRED (ttr 1000)\n",
+           (long long)waited);
+    CHECK(waited >= 900); /* one ttr, on the daemon's once-a-second sweep */
+    CHECK(log_wait(&d, mark, "not answered within their ttr", 2000));
+    CHECK_STR(ev.job.id, k); /* prio 0 before j, which is ready again too */
+    CHECK(deferd_ack(a, k) == DEFERD_OK);
+    deferd_job_clear(&ev.job);
+    char got[DEFERD_ID_SIZE];
+    CHECK(deferd_cancel(prod, j, NULL, NULL, 1, got, sizeof got) == DEFERD_OK);
+    deferd_close(prod);
+    deferd_close(a);
+}
+
 /* CANCEL force=1 of a held job: its holder gets CANCELLED (not EXPIRED) at once, its late
  * ack is told the job was cancelled and gone, and the job is never delivered again. */
 static void cancelled_while_held(zhandle_t *zh)
@@ -237,9 +300,12 @@ int main(void)
     harness_init("lease", root, sizeof root);
     if (daemon_start(&d, root, "l1", NULL) != 0)
         return 1;
+    CHECK(daemon_wait_connected(&d, 15000) == 0); /* puts before it are refused */
     zhandle_t *zh = zk_connect();
     expiry_and_fenced_ack();
     expired_goes_elsewhere();
+    not_back_before_answer();
+    unanswered_slot_freed();
     cancelled_while_held(zh);
     touch_keeps_it(zh);
     long mark = log_mark(&d);

@@ -224,6 +224,7 @@ int main(void)
     harness_init("work", root, sizeof root);
     if (daemon_start(&d, root, "w1", NULL) != 0)
         return 1;
+    CHECK(daemon_wait_connected(&d, 15000) == 0); /* puts before it are refused */
     snprintf(dir, sizeof dir, "%s", d.dir);
     zhandle_t *zh = zk_connect();
     socket_from_config();
