@@ -2,10 +2,10 @@
  *
  * One deferd_client is one connection. It is not thread-safe: use it from one thread at a
  * time, or give each thread its own connection. Every call that talks to the daemon sends
- * one request and waits for its reply (except the pipelined puts and acks, below); pushes
- * (JOB, DEADLINE, EXPIRED, STATE) that arrive meanwhile are queued inside the client and
- * handed out by deferd_next_event() (all of them) or deferd_next_job() (jobs only) in
- * arrival order.
+ * one request and waits for its reply (except the pipelined puts and acks, below);
+ * pushes (JOB, DEADLINE, EXPIRED, CANCELLED, STATE) that arrive meanwhile are queued inside
+ * the client and handed out by deferd_next_event() (all of them) or deferd_next_job() (jobs
+ * only) in arrival order.
  *
  * Errors are return values (DEFERD_OK or a negative DEFERD_E* code); the text of the last
  * failure is kept in the client (deferd_last_error). After DEFERD_EIO, DEFERD_EPROTO,
@@ -80,9 +80,12 @@ typedef struct deferd_job {
 typedef enum {
     DEFERD_EV_JOB = 1,      /* a job was delivered to this connection */
     DEFERD_EV_DEADLINE,     /* the lease of a held job ends in ms_left ms (once per lease) */
-    DEFERD_EV_EXPIRED,      /* the lease ran out: the daemon released the job, which will be
-                             * delivered again (maybe to this connection, with a higher
-                             * attempt); ack/nack/touch of it now fail with LEASE_LOST */
+    DEFERD_EV_EXPIRED,      /* the lease ran out (or the lock was lost): the daemon released
+                             * the job, which will be delivered again with a higher attempt,
+                             * to another connection first; ack/nack/touch of it now fail
+                             * with LEASE_LOST. Answer it (ack or nack, refused with
+                             * LEASE_LOST) once you stop working on it: until then it keeps
+                             * its inflight slot (for one ttr at most) */
     DEFERD_EV_STATE,        /* the daemon's state changed: state holds CONNECTED,
                              * SUSPENDED, RECONNECTED or LOST (its ZooKeeper connection),
                              * or DRAINING (shutting down: no new jobs, settle what you
@@ -278,17 +281,19 @@ int deferd_acks_outstanding(const deferd_client *c);
  * daemon's default, 1). Calling it again adds queues and sets the new inflight. */
 int deferd_subscribe(deferd_client *c, const char *queues_comma_separated, unsigned inflight);
 
-/* Waits for the next push of any kind (JOB, DEADLINE, EXPIRED), in arrival order, up to
- * timeout_ms (-1: forever, 0: only what has already arrived). On DEFERD_OK *ev is
+/* Waits for the next push of any kind (JOB, DEADLINE, EXPIRED, CANCELLED, STATE), in
+ * arrival order, up to timeout_ms (-1: forever, 0: only what has already arrived). On
+ * DEFERD_OK *ev is
  * overwritten (not freed: clear it first when reusing); release it with
  * deferd_job_clear(&ev->job), which is right for every kind. DEFERD_ETIMEDOUT and
  * DEFERD_ENOMEM leave the connection usable. Queued pushes are never dropped by a timeout. */
 int deferd_next_event(deferd_client *c, deferd_event *ev, int timeout_ms);
 
-/* Like deferd_next_event() but returns only jobs: DEADLINE and EXPIRED pushes that are queued
- * before the next JOB are silently dropped. A program that keeps jobs longer than their ttr
- * should use deferd_next_event() (and deferd_touch()) instead; otherwise it only learns of an
- * expired lease when deferd_ack()/deferd_nack() fails with LEASE_LOST.
+/* Like deferd_next_event() but returns only jobs: DEADLINE, EXPIRED, CANCELLED and STATE
+ * pushes that are queued before the next JOB are silently dropped. A program that keeps
+ * jobs longer than their ttr should use deferd_next_event() (and deferd_touch()) instead;
+ * otherwise it only learns of an expired lease when deferd_ack()/deferd_nack() fails with
+ * LEASE_LOST (which also frees the inflight slot the taken job kept).
  * On DEFERD_OK *job is overwritten (not freed: clear it first when reusing) and owns a
  * payload; release it with deferd_job_clear(). DEFERD_ETIMEDOUT and DEFERD_ENOMEM leave the
  * connection usable; queued jobs are never dropped by a timeout. */
