@@ -68,19 +68,26 @@ static void expiry_and_fenced_ack(void)
     deferd_close(b);
 }
 
+/* A, with inflight 2, subscribes to b and gets a job of ttr 1 s put there (J: its id). */
+static void hold_short_job(deferd_client *prod, deferd_client *a, const char *payload, char *j)
+{
+    deferd_put_opts o = {.has_ttr = 1, .ttr_ms = 1000};
+    deferd_event ev;
+    CHECK(deferd_subscribe(a, "b", 2) == DEFERD_OK);
+    CHECK(deferd_put(prod, "b", payload, strlen(payload), &o, j, DEFERD_ID_SIZE) == DEFERD_OK);
+    CHECK(next_event(a, &ev, 10000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
+    CHECK_STR(ev.job.id, j);
+    deferd_job_clear(&ev.job);
+}
+
 /* An expired job goes to another consumer with room before the one it expired at, even
  * when that one has room too (inflight 2) and is first in the round. */
 static void expired_goes_elsewhere(void)
 {
     deferd_client *prod = client(&d), *a = client(&d), *b = client(&d);
     char j[DEFERD_ID_SIZE];
-    deferd_put_opts o = {.has_ttr = 1, .ttr_ms = 1000};
     deferd_event ev;
-    CHECK(deferd_subscribe(a, "b", 2) == DEFERD_OK);
-    CHECK(deferd_put(prod, "b", "slow", 4, &o, j, sizeof j) == DEFERD_OK);
-    CHECK(next_event(a, &ev, 10000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
-    CHECK_STR(ev.job.id, j);
-    deferd_job_clear(&ev.job);
+    hold_short_job(prod, a, "slow", j);
     CHECK(deferd_subscribe(b, "b", 1) == DEFERD_OK); /* after a in the round */
     int expired = 0;
     while (!expired && next_event(a, &ev, 5000) == DEFERD_OK) {
@@ -107,12 +114,8 @@ static void not_back_before_answer(void)
 {
     deferd_client *prod = client(&d), *a = client(&d);
     char j[DEFERD_ID_SIZE];
-    deferd_put_opts o = {.has_ttr = 1, .ttr_ms = 1000};
     deferd_event ev;
-    CHECK(deferd_subscribe(a, "b", 2) == DEFERD_OK);
-    CHECK(deferd_put(prod, "b", "again", 5, &o, j, sizeof j) == DEFERD_OK);
-    CHECK(next_event(a, &ev, 10000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
-    deferd_job_clear(&ev.job);
+    hold_short_job(prod, a, "again", j);
     int expired = 0;
     while (!expired && next_event(a, &ev, 5000) == DEFERD_OK) {
         expired = ev.kind == DEFERD_EV_EXPIRED;

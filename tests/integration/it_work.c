@@ -74,6 +74,21 @@ static int exists_wait(const char *path, int ms)
     return 0;
 }
 
+/* A command that says it started (touches STARTED) and waits until GO exists. */
+static void gated(const char *name, char *started, char *go, char *cmd, size_t len)
+{
+    snprintf(started, 300, "%s/%s.started", dir, name);
+    snprintf(go, 300, "%s/%s.go", dir, name);
+    snprintf(cmd, len, "touch %s; while [ ! -e %s ]; do sleep 0.02; done", started, go);
+}
+
+static void open_gate(const char *go)
+{
+    FILE *f = fopen(go, "w");
+    if (f)
+        fclose(f);
+}
+
 /* A consumer takes N jobs of QUEUE and acks them: each must be attempt 1. */
 static void expect_fresh(const char *queue, int n)
 {
@@ -124,18 +139,14 @@ static void signal_gives_back(void)
     deferd_client *prod = client(&d);
     char id[DEFERD_ID_SIZE], log[300], started[300], go[300], cmd[700], out[16384];
     snprintf(log, sizeof log, "%s/sig.log", dir);
-    snprintf(started, sizeof started, "%s/sig.started", dir);
-    snprintf(go, sizeof go, "%s/sig.go", dir);
-    snprintf(cmd, sizeof cmd, "touch %s; while [ ! -e %s ]; do sleep 0.02; done", started, go);
+    gated("sig", started, go, cmd, sizeof cmd);
     for (int i = 0; i < 3; i++)
         CHECK(put_job(prod, "b", "three", 0, -1, -1, id) == 0);
     const char *args[] = {"--queue", "b", "--inflight", "3", "--", "sh", "-c", cmd, NULL};
     pid_t pid = spawn_work(log, args);
     CHECK(exists_wait(started, 10000));
     kill(pid, SIGTERM);
-    FILE *f = fopen(go, "w");
-    if (f)
-        fclose(f);
+    open_gate(go);
     CHECK(wait_exit(pid, 20000) == 0);
     slurp(log, out, sizeof out);
     CHECK_CONTAINS(out, "attempt 1 -> ack");
@@ -178,9 +189,7 @@ static void cancelled_run_reported(zhandle_t *zh)
     char id[DEFERD_ID_SIZE], log[300], started[300], go[300], cmd[700], out[16384];
     char args_c[400];
     snprintf(log, sizeof log, "%s/cancel.log", dir);
-    snprintf(started, sizeof started, "%s/cancel.started", dir);
-    snprintf(go, sizeof go, "%s/cancel.go", dir);
-    snprintf(cmd, sizeof cmd, "touch %s; while [ ! -e %s ]; do sleep 0.02; done", started, go);
+    gated("cancel", started, go, cmd, sizeof cmd);
     CHECK(put_job(prod, "b", "doomed", 0, -1, -1, id) == 0);
     const char *args[] = {"--queue", "b", "--max-jobs", "1", "--", "sh", "-c", cmd, NULL};
     pid_t pid = spawn_work(log, args);
@@ -188,9 +197,7 @@ static void cancelled_run_reported(zhandle_t *zh)
     snprintf(args_c, sizeof args_c, "cancel --force %s", id);
     CHECK(run_deferctl(&d, args_c, out, sizeof out) == 0);
     CHECK(file_wait(log, "cancelled while its command runs", 5000));
-    FILE *f = fopen(go, "w");
-    if (f)
-        fclose(f);
+    open_gate(go);
     CHECK(wait_exit(pid, 20000) == 0);
     slurp(log, out, sizeof out);
     CHECK_CONTAINS(out, "attempt 1 -> cancelled");
