@@ -273,8 +273,9 @@ static void dead_letters(zhandle_t *zh, long mark)
     char dead[DEFERD_ID_SIZE] = "";
     sscanf(strchr(out, '\n') + 1, "%255s", dead);
     CHECK(strstr(dead, "-a5") != NULL);
-    snprintf(args, sizeof args, "as %s (deferctl dead show %s)", dead, dead);
-    CHECK(log_count(&d, mark, args) == 1); /* the log names the id dead show takes */
+    char named[2 * DEFERD_ID_SIZE + 64];
+    snprintf(named, sizeof named, "as %s (deferctl dead show %s)", dead, dead);
+    CHECK(log_count(&d, mark, named) == 1); /* the log names the id dead show takes */
     CHECK(zk_count_jobs(zh, root, "retry") == 0);
     snprintf(args, sizeof args, "dead show %s", dead);
     CHECK(deferctl(args, out, sizeof out) == 0);
