@@ -312,6 +312,8 @@ static void drain_settles(void)
 static void drain_releases(void)
 {
     CHECK(daemon_restart(&d2, NULL) == 0);
+    /* connected before SUB: else STATE CONNECTED may come before the job */
+    CHECK(daemon_wait_connected(&d2, 15000) == 0);
     deferd_client *prod = client(&d2), *slow = client(&d2), *other = client(&d1);
     char id[DEFERD_ID_SIZE];
     deferd_event ev;

@@ -16,12 +16,16 @@ struct step {
     char *reply; /* what the fake daemon answers */
 };
 
-#define NSTEPS 16
+#define NSTEPS 32
 static struct step script[NSTEPS];
 static int nsteps;
 
 static void add(const char *req, const char *reply)
 {
+    if (nsteps == NSTEPS) {
+        fprintf(stderr, "test_client: more than %d steps: raise NSTEPS\n", NSTEPS);
+        exit(1);
+    }
     script[nsteps].req = strdup(req);
     script[nsteps].reply = strdup(reply);
     nsteps++;
