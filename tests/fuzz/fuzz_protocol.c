@@ -54,6 +54,11 @@ static uint64_t check_request(const struct proto_request *r, int decoded)
         for (size_t i = 0; i < r->nsubs; i++)
             CHECK(terminated(r->subs[i], sizeof r->subs[i]) && config_valid_queue_name(r->subs[i]));
         break;
+    case CMD_UNSUB: /* no queue named: every queue */
+        CHECK(r->nsubs <= PROTO_SUB_MAX);
+        for (size_t i = 0; i < r->nsubs; i++)
+            CHECK(terminated(r->subs[i], sizeof r->subs[i]) && config_valid_queue_name(r->subs[i]));
+        break;
     case CMD_ACK:
     case CMD_NACK:
     case CMD_TOUCH:
@@ -76,6 +81,7 @@ static uint64_t check_request(const struct proto_request *r, int decoded)
     default:
         CHECK(!"unknown command");
     }
+    CHECK(!r->unrun || (r->cmd == CMD_NACK && !r->has_delay && !r->then));
     if (r->cmd == CMD_PUT || r->cmd == CMD_STATS || r->cmd == CMD_CANCEL ||
         r->cmd == CMD_RESCHEDULE)
         h = fnv((const unsigned char *)r->queue, strlen(r->queue), h);
