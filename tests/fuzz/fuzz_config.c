@@ -1,4 +1,4 @@
-/* libFuzzer harness: the config loader (src/config.c) on hostile files and -o overrides.
+/* libFuzzer harness: the config loader (src/common/config.c) on hostile files and -o overrides.
  * The input is a deferd.ini, optionally followed by a line "--" and one override
  * ("section.key=value") per line. The file is written to a memfd (or a temp file) and
  * loaded; a loaded config must be consistent, a failed load must say why and leave the

@@ -1,5 +1,5 @@
-/* libFuzzer harness: the ZooKeeper layout codec (src/layout.c) and the Curator codec
- * (src/curator.c) on hostile names, ids, key node data and frames. What parses must format
+/* libFuzzer harness: the ZooKeeper layout codec (src/common/layout.c) and the Curator codec
+ * (src/common/curator.c) on hostile names, ids, key node data and frames. What parses must format
  * back to the very same bytes; what is formatted must parse back to the same values. Any
  * difference is a bug: abort(). */
 #include <stdint.h>

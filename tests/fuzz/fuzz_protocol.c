@@ -1,4 +1,4 @@
-/* libFuzzer harness: the protocol decoder (src/protocol.c) on hostile input. The input is
+/* libFuzzer harness: the protocol decoder (src/common/protocol.c) on hostile input. The input is
  * the byte stream of one connection. It is decoded twice, all at once and in chunks of
  * sizes derived from the input; the two runs must give the same results (decoding may not
  * depend on how reads split the stream), and every request must be as the daemon expects
