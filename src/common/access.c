@@ -1,4 +1,3 @@
-#define _GNU_SOURCE /* struct ucred */
 #include "access.h"
 
 #include <grp.h>

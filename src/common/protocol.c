@@ -8,7 +8,19 @@
 
 #include "config.h"
 #include "curator.h"
+#include "deferd/client.h"
 #include "units.h"
+
+/* The public header's limits are the daemon's: a client must never accept what the daemon
+ * refuses, nor refuse what it accepts. */
+_Static_assert(DEFERD_QUEUE_MAX == QUEUE_NAME_MAX, "queue name limit");
+_Static_assert(DEFERD_ID_MAX == LAYOUT_ID_MAX, "job id limit");
+_Static_assert(DEFERD_ID_SIZE > LAYOUT_ID_MAX, "job id buffer");
+_Static_assert(DEFERD_KEY_MAX == LAYOUT_KEY_MAX, "key limit");
+_Static_assert(DEFERD_INFLIGHT_MAX == PROTO_INFLIGHT_MAX, "inflight limit");
+_Static_assert(DEFERD_TTR_MIN_MS == PROTO_TTR_MIN && DEFERD_TTR_MAX_MS == PROTO_TTR_MAX,
+               "ttr range");
+_Static_assert(DEFERD_BATCH_MAX == PROTO_GROUP_MAX, "jobs in one batch");
 
 static const char *const errnames[] = {
     "BAD_REQUEST", "UNKNOWN_QUEUE", "TOO_LARGE", "NOT_FOUND", "UNAVAILABLE", "INTERNAL",

@@ -1,4 +1,3 @@
-#define _GNU_SOURCE /* strptime, timegm */
 #include "units.h"
 
 #include <stdio.h>

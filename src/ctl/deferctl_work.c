@@ -1,6 +1,5 @@
 /* deferctl work: runs a command once per job pushed by deferd, acks on exit status 0 and
  * nacks otherwise, answering DEADLINE/EXPIRED while the command runs. See docs/deferctl.md. */
-#define _GNU_SOURCE /* ppoll, pipe2 */
 
 #include "deferd/client.h"
 #include "deferctl.h"

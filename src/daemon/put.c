@@ -1,6 +1,5 @@
 /* PUT and BATCH: the request side of creating jobs (putset.c does the ZooKeeper side). A
  * batch larger than one ZooKeeper request goes in parts, one after the other. */
-#define _GNU_SOURCE /* asprintf */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,3 @@
-#define _GNU_SOURCE /* asprintf */
 /* Settling a held job: ack, nack (release, move or dead-letter), lease expiry and release
  * of a lock, each one ZooKeeper transaction that deletes our owner node, so it applies only
  * while this session still holds the job. Outcomes that the connection leaves unknown are
@@ -342,12 +341,6 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
     return txnbatch_add(ds->settles, ops, n, on_settled, st);
 }
 
-/* The session that held the lock is over (LOST while the call was in flight). */
-static int session_gone(int rc)
-{
-    return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
-}
-
 /* Connection loss or a timeout: the transaction may or may not have been applied. */
 static int uncertain(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
 
@@ -421,7 +414,7 @@ static void on_settled(const struct zk_result *res, void *ctx)
         settle_failed(st, rc);
     } else if (rc == ZNONODE && ask_if_cancelled(ds, st)) {
         return;
-    } else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOTEMPTY || session_gone(rc)) {
+    } else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOTEMPTY || zk_session_gone(rc)) {
         lease_lost(ds, st); /* our owner node is gone, or another holder's is there */
     } else if (uncertain(rc)) {
         job->uncertain = 1;
@@ -457,7 +450,7 @@ static void on_verified_job(const struct zk_result *res, void *ctx)
 {
     struct settle *st = ctx;
     struct dispatcher *ds = st->job->q->ds;
-    if (session_gone(res->rc)) {
+    if (zk_session_gone(res->rc)) {
         lease_lost(ds, st);
     } else if (res->rc == ZNONODE || (res->rc == ZOK && st->unrun_same)) {
         st->job->uncertain = 0;             /* our transaction did delete it (and, given
@@ -479,7 +472,7 @@ static void on_verified_lock(const struct zk_result *res, void *ctx)
     struct job *job = st->job;
     struct dispatcher *ds = job->q->ds;
     int ours = res->rc == ZOK && res->stat.ephemeralOwner == ds->d->session_id;
-    if (session_gone(res->rc)) {
+    if (zk_session_gone(res->rc)) {
         lease_lost(ds, st);
     } else if (ours || (res->rc != ZOK && res->rc != ZNONODE)) {
         if (ours)

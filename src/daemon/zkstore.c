@@ -496,6 +496,11 @@ int zk_failed_op(const struct zk_result *res)
     return -1;
 }
 
+int zk_session_gone(int rc)
+{
+    return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
+}
+
 int zkstore_connected(const struct zkstore *zs) { return zs->connected; }
 
 void zkstore_set_metrics(struct zkstore *zs, struct metrics *m) { zs->metrics = m; }

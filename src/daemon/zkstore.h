@@ -86,4 +86,8 @@ int zkstore_create_parents(struct zkstore *zs, const char *path, zk_done_fn done
  * ZOK or ZRUNTIMEINCONSISTENCY); -1 when the multi never reached the data. */
 int zk_failed_op(const struct zk_result *res);
 
+/* The session a call was made in is over (LOST, or closed at exit, while it was in flight):
+ * whatever it held (locks, owner nodes) went with it. */
+int zk_session_gone(int rc);
+
 #endif

@@ -3,7 +3,6 @@
  * ("section.key=value") per line. The file is written to a memfd (or a temp file) and
  * loaded; a loaded config must be consistent, a failed load must say why and leave the
  * config empty. */
-#define _GNU_SOURCE /* memfd_create */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

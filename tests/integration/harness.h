@@ -10,7 +10,7 @@
 #include <sys/types.h>
 #include <zookeeper/zookeeper.h>
 
-#include "../unit/check.h"
+#include "check.h"
 
 struct daemon_proc {
     pid_t pid;

@@ -1,4 +1,3 @@
-#define _GNU_SOURCE /* accept4 */
 #include "tcpcut.h"
 
 #include <arpa/inet.h>

@@ -127,11 +127,6 @@ static void retry_settle(struct dispatcher *ds, struct citem *ci, int rc)
                                     : "settling failed");
 }
 
-static int session_gone(int rc)
-{
-    return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
-}
-
 /* Applied: the parts' verdicts count as native acks, nacks and dead letters do (a nack of
  * the last attempt counts as dead-lettered only). */
 static void count_verdicts(struct dispatcher *ds, const struct citem *ci)
@@ -207,7 +202,7 @@ static void on_settled(const struct zk_result *res, void *ctx)
          * was lost): nothing is left to settle but our lock. */
         ci_unlock(ds, ci);
         ci_finish(ds, ci, NULL);
-    } else if (lock_gone || session_gone(rc)) {
+    } else if (lock_gone || zk_session_gone(rc)) {
         log_warn("queue %s: Curator item %s: our lock is gone (%s)", qc->name, ci->name,
                  zerror(rc));
         ci_finish(ds, ci, "the lock was lost");

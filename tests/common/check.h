@@ -1,4 +1,5 @@
-/* Minimal assertion helpers for the unit tests: count failures, print where. */
+/* Minimal assertion helpers for every test program (unit, integration): count failures,
+ * print where. */
 #ifndef DEFERD_TEST_CHECK_H
 #define DEFERD_TEST_CHECK_H
 
