@@ -10,9 +10,8 @@
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "log.h"
-#include "pending.h"
 #include "protocol.h"
-#include "server.h"
+#include "reply.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -56,11 +55,11 @@ static void change_zerr(struct change *ch, const char *what, const char *path, i
 {
     char text[300];
     if (rc == ZNOAUTH)
-        dispatcher_denied(ch->q, path);
+        queue_denied(ch->q, path);
     else
         log_warn("queue %s: %s %s: %s", ch->q->cfg->name, what, path, zerror(rc));
     snprintf(text, sizeof text, "%s failed%s: %s; nothing was changed", what,
-             rc == ZNOAUTH ? "" : " in ZooKeeper", dispatcher_zerror(rc));
+             rc == ZNOAUTH ? "" : " in ZooKeeper", zk_reason(rc));
     change_end(ch, PE_UNAVAILABLE, text);
 }
 
@@ -127,7 +126,8 @@ static void on_changed(const struct zk_result *res, void *ctx);
 static int key_op(struct change *ch, struct zk_txn_op *op)
 {
     if (!ch->jn.key[0] || ch->skip_key ||
-        layout_key_path(ch->key_path, sizeof ch->key_path, root(ch->ds), ch->q->cfg->name,
+        layout_key_path(ch->key_path, sizeof ch->key_path, dispatcher_root(ch->ds),
+                        ch->q->cfg->name,
                         ch->jn.key) != 0)
         return 0;
     *op = (struct zk_txn_op){.kind = ZT_DELETE, .path = ch->key_path,
@@ -162,7 +162,7 @@ static void changed(struct change *ch)
 {
     char id[LAYOUT_ID_MAX + 1];
     if (!ch->reschedule)
-        pending_changed(ch->q, -1);
+        queue_pending_changed(ch->q, -1);
     if (layout_job_id(id, sizeof id, ch->q->cfg->name, ch->reschedule ? &ch->next : &ch->jn))
         snprintf(id, sizeof id, "%s", ch->q->cfg->name);
     log_info("queue %s: job %s %s%s", ch->q->cfg->name, id,
@@ -280,8 +280,9 @@ static void on_job_read(const struct zk_result *res, void *ctx)
     ch->next.due_ms = ch->due_ms;
     ch->next.prior_attempts = ch->jn.prior_attempts + (uint32_t)((res->stat.cversion + 2) / 4);
     ch->next.shard[0] = '\0';
-    new_uid(ch->ds, ch->next.uid);
-    if (layout_job_path(ch->next_path, sizeof ch->next_path, root(ch->ds), ch->q->cfg->name,
+    dispatcher_new_uid(ch->ds, ch->next.uid);
+    if (layout_job_path(ch->next_path, sizeof ch->next_path, dispatcher_root(ch->ds),
+                        ch->q->cfg->name,
                         &ch->next) != 0) {
         change_end(ch, PE_BAD_REQUEST, "the new name is too long");
         return;
@@ -292,7 +293,8 @@ static void on_job_read(const struct zk_result *res, void *ctx)
 static void act(struct change *ch)
 {
     int rc;
-    if (layout_job_path(ch->path, sizeof ch->path, root(ch->ds), ch->q->cfg->name, &ch->jn)) {
+    if (layout_job_path(ch->path, sizeof ch->path, dispatcher_root(ch->ds), ch->q->cfg->name,
+                        &ch->jn)) {
         not_found(ch);
         return;
     }
@@ -348,7 +350,8 @@ static struct change *change_new(struct dispatcher *ds, struct proto_request *re
     struct dqueue *q = dispatcher_queue(ds, req->id[0] ? queue : req->queue);
     struct change *ch = NULL;
     if (!q)
-        reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->id[0] ? queue : req->queue);
+        reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured",
+                  req->id[0] ? queue : req->queue);
     else if (q->cfg->format != QF_NATIVE)
         reply_err(r, PE_BAD_REQUEST, "queue '%s' is in a Curator format", q->cfg->name);
     else if (!zkstore_connected(ds->d->zs))
@@ -360,7 +363,8 @@ static struct change *change_new(struct dispatcher *ds, struct proto_request *re
                               .by_key = !req->id[0], .force = req->force};
         memcpy(ch->key, req->key, sizeof ch->key);
         if (ch->by_key)
-            layout_key_path(ch->key_path, sizeof ch->key_path, root(ds), q->cfg->name, ch->key);
+            layout_key_path(ch->key_path, sizeof ch->key_path, dispatcher_root(ds), q->cfg->name,
+                            ch->key);
     }
     return ch;
 }

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <uthash.h>
 
-#include "dispatcher.h"
 #include "units.h"
 
 struct lost_job {
@@ -16,12 +15,13 @@ struct lost_job {
     char id[LAYOUT_ID_MAX + 1];
 };
 
-struct consumer *consumer_new(struct conn *conn)
+struct consumer *consumer_new(struct conn *conn, const struct consumer_ops *ops)
 {
     static uint64_t serial; /* the loop thread only */
     struct consumer *c = calloc(1, sizeof *c);
     if (c) {
         c->conn = conn;
+        c->ops = ops;
         c->serial = ++serial;
         c->inflight_max = 1;
     }
@@ -117,46 +117,12 @@ size_t consumer_ring_size(const struct consumer_ring *ring)
     return n;
 }
 
-static int subscribed(const struct consumer *c, const struct dqueue *q)
+int consumer_subscribed(const struct consumer *c, const struct dqueue *q)
 {
     for (const struct sub *s = c->subs; s; s = s->cnext)
         if (s->q == q)
             return 1;
     return 0;
-}
-
-size_t consumer_locking(const struct consumer *c)
-{
-    size_t n = 0;
-    for (const struct job *job = c->held; job; job = job->owner_next)
-        n += job->state == JS_LOCKING && !subscribed(c, job->q);
-    return n;
-}
-
-void consumer_hold(struct consumer *c, struct job *job)
-{
-    job->owner = c;
-    job->owner_prev = NULL;
-    job->owner_next = c->held;
-    if (c->held)
-        c->held->owner_prev = job;
-    c->held = job;
-    c->inflight++;
-}
-
-void consumer_release(struct consumer *c, struct job *job)
-{
-    if (job->owner != c)
-        return;
-    if (job->owner_prev)
-        job->owner_prev->owner_next = job->owner_next;
-    else
-        c->held = job->owner_next;
-    if (job->owner_next)
-        job->owner_next->owner_prev = job->owner_prev;
-    job->owner = NULL;
-    job->owner_next = job->owner_prev = NULL;
-    c->inflight--;
 }
 
 static void unlink_sub(struct sub *s, struct consumer_ring *ring)

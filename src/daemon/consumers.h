@@ -29,12 +29,36 @@ enum lost_reason {
     LOST_CANCELLED,             /* cancelled while held (CANCEL force=1): gone for good */
 };
 
+/* One JOB push, as the socket layer writes it (docs/protocol.md). */
+struct consumer_push {
+    const char *id, *queue;
+    uint32_t attempt;
+    uint64_t due_ms;
+    uint32_t priority;
+    uint32_t ttr_ms;
+    const void *payload;
+    size_t len;
+};
+
+/* How the engine reaches a consumer's connection: the socket layer supplies these, so the
+ * engine never calls up into it. A push returns 0, or -1 when it could not be queued. */
+struct consumer_ops {
+    int (*job)(struct conn *conn, const struct consumer_push *p);
+    int (*deadline)(struct conn *conn, const char *id, int64_t ms_left);
+    int (*expired)(struct conn *conn, const char *id);
+    int (*cancelled)(struct conn *conn, const char *id);
+    /* A job being locked for it was pushed or given up: an UNSUB waiting for the last such
+     * push may be answered now. */
+    void (*quiet)(struct conn *conn);
+};
+
 #define CONSUMER_LOST_MAX 16    /* answered losses remembered, for a repeated ack */
 
 struct lost_job;
 
 struct consumer {
     struct conn *conn;
+    const struct consumer_ops *ops;
     uint64_t serial;            /* unique per daemon run: a job remembers whom to avoid */
     struct lost_job *lost;      /* jobs taken from it, by id (uthash) */
     struct lost_job *answered[CONSUMER_LOST_MAX]; /* the answered ones, oldest first out */
@@ -51,19 +75,17 @@ struct consumer_ring {
     struct sub *head;
 };
 
-struct consumer *consumer_new(struct conn *conn);
+struct consumer *consumer_new(struct conn *conn, const struct consumer_ops *ops);
 /* Idempotent per queue. 0, or -1 when out of memory. */
 int consumer_subscribe(struct consumer *c, struct consumer_ring *ring, struct dqueue *q);
 int consumer_has_room(const struct consumer *c);
+/* 1 when C follows Q. */
+int consumer_subscribed(const struct consumer *c, const struct dqueue *q);
 /* Next consumer on the ring with room for job ID, rotating so that work is spread evenly:
  * never one that has not answered its loss of ID yet (its answer would settle the new
  * delivery), and one other than the consumer numbered AVOID (0: none) when another has
  * room (a job taken from a consumer, or given back by it, goes elsewhere first). */
 struct consumer *consumer_pick(struct consumer_ring *ring, uint64_t avoid, const char *id);
-void consumer_hold(struct consumer *c, struct job *job);
-/* Jobs being locked for this consumer in queues it has left (UNSUB): their pushes are
- * still to come. */
-size_t consumer_locking(const struct consumer *c);
 /* Free slots of all consumers on the ring (a consumer on several rings counts on each). */
 uint64_t consumer_ring_room(const struct consumer_ring *ring);
 /* Consumers on the ring. */
@@ -80,7 +102,6 @@ unsigned consumer_expire_lost(struct consumer *c, int64_t now);
 enum lost_reason consumer_lost(const struct consumer *c, const char *id);
 /* The consumer answered (ACK or NACK) a job taken from it: 1 when that freed its slot. */
 int consumer_answer_lost(struct consumer *c, const char *id);
-void consumer_release(struct consumer *c, struct job *job);
 /* Leaves Q's ring (UNSUB): no more of its jobs are picked for this consumer. */
 void consumer_unsubscribe(struct consumer *c, struct consumer_ring *ring, struct dqueue *q);
 /* Leaves every queue's ring: no more jobs will be picked for it. */

@@ -1,6 +1,7 @@
 #include "dispatcher_int.h"
 
 #include <event2/event.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,14 +10,12 @@
 
 #include "buckets.h"
 #include "config.h"
-#include "curator_consume.h"
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
 #include "mirror.h"
-#include "pending.h"
 #include "protocol.h"
-#include "server.h"
+#include "reply.h"
 #include "stash.h"
 #include "txnbatch.h"
 #include "units.h"
@@ -65,89 +64,32 @@ static int armed_less(const void *a, const void *b)
     return x->jn.due_ms < y->jn.due_ms || (x->jn.due_ms == y->jn.due_ms && x->seq < y->seq);
 }
 
-static int lease_less(const void *a, const void *b)
+void dispatcher_push_ready(struct job *job)
 {
-    const struct job *x = a, *y = b;
-    return x->lease_wake < y->lease_wake || (x->lease_wake == y->lease_wake && x->seq < y->seq);
-}
-
-static void job_setpos(void *item, size_t pos) { ((struct job *)item)->heap_pos = pos; }
-
-/* A job is in at most one heap, the one its state names. */
-static void unheap(struct job *job)
-{
-    if (job->heap_pos == HEAP_NONE)
-        return;
-    if (job->state == JS_DELAYED)
-        heap_remove(&job->q->delayed, job->heap_pos);
-    else if (job->state == JS_READY)
-        heap_remove(&job->q->ready, job->heap_pos);
-    else if (job->state == JS_ARMED)
-        heap_remove(&job->q->armed, job->heap_pos);
-    else if (job->state == JS_LOCKING)
-        heap_remove(&job->q->prelocking, job->heap_pos);
-    else if (job->state == JS_INFLIGHT)
-        heap_remove(&job->q->ds->leases, job->heap_pos);
-}
-
-/* Leaves INFLIGHT for a state that is in no heap. */
-void set_busy(struct job *job, enum job_state state)
-{
-    unheap(job);
-    job->state = state;
-}
-
-/* The "deadline soon" notice comes when a fifth of the lease (at most 1 s) is left. */
-static int64_t warn_before(const struct job *job)
-{
-    int64_t w = job->ttr_ms / 5;
-    return w < 1000 ? w : 1000;
-}
-
-void lease_arm(struct dispatcher *ds, struct job *job)
-{
-    unheap(job);
-    job->state = JS_INFLIGHT;
-    job->lease_wake = job->warned ? job->lease_at : job->lease_at - warn_before(job);
-    if (heap_push(&ds->leases, job) != 0)
-        log_error("queue %s: out of memory for the lease of %s", job->q->cfg->name, job->id);
-    if (job->lease_wake < ds->armed_wall)
-        dispatcher_rearm(ds);
-}
-
-void lease_start(struct dispatcher *ds, struct job *job)
-{
-    job->lease_at = units_wall_ms() + job->ttr_ms;
-    job->warned = 0;
-    lease_arm(ds, job);
-}
-
-void push_ready(struct job *job)
-{
-    unheap(job);
+    job_unheap(job);
     job->state = JS_READY;
     if (heap_push(&job->q->ready, job) != 0)
         log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
 }
 
-void make_ready(struct dispatcher *ds, struct job *job)
+void dispatcher_make_ready(struct dispatcher *ds, struct job *job)
 {
-    push_ready(job);
-    dispatch(ds, job->q);
+    dispatcher_push_ready(job);
+    dispatcher_dispatch(ds, job->q);
 }
 
 /* Due jobs go to the ready heap (the caller dispatches); others wait in the delay heap.
  * Returns 1 when the job is ready. */
-int place(struct dispatcher *ds, struct job *job, int64_t due_wall)
+int dispatcher_place(struct dispatcher *ds, struct job *job, int64_t due_wall)
 {
     int64_t wall = units_wall_ms();
     if (due_wall < job->not_before) /* given back after a failure: not before its retry */
         due_wall = job->not_before;
     if (due_wall <= wall) {
-        push_ready(job);
+        dispatcher_push_ready(job);
         return 1;
     }
-    unheap(job);
+    job_unheap(job);
     job->state = JS_DELAYED;
     job->wake_ms = due_wall;
     if (heap_push(&job->q->delayed, job) != 0)
@@ -157,15 +99,15 @@ int place(struct dispatcher *ds, struct job *job, int64_t due_wall)
     return 0;
 }
 
-static void schedule(struct dispatcher *ds, struct job *job, int64_t due_wall)
+void dispatcher_schedule(struct dispatcher *ds, struct job *job, int64_t due_wall)
 {
-    if (place(ds, job, due_wall))
-        dispatch(ds, job->q);
+    if (dispatcher_place(ds, job, due_wall))
+        dispatcher_dispatch(ds, job->q);
 }
 
 /* Queues to dispatch later in this loop turn: no recursion from completions, one pass for
  * many changes. */
-void kick(struct dispatcher *ds, struct dqueue *q)
+void dispatcher_kick_soon(struct dispatcher *ds, struct dqueue *q)
 {
     q->kicked = 1;
     event_active(ds->kick, 0, 0);
@@ -179,7 +121,7 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 0; i < ds->nqueues; i++) {
         if (ds->queues[i]->kicked) {
             ds->queues[i]->kicked = 0;
-            dispatch(ds, ds->queues[i]);
+            dispatcher_dispatch(ds, ds->queues[i]);
         }
     }
 }
@@ -188,53 +130,19 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c)
 {
     for (struct sub *s = c->subs; s; s = s->cnext)
-        kick(ds, s->q);
-    server_consumer_quiet(c->conn);
-}
-
-void unhold(struct dispatcher *ds, struct job *job)
-{
-    struct consumer *c = job->owner;
-    if (!c)
-        return;
-    consumer_release(c, job);
-    dispatcher_consumer_changed(ds, c);
-}
-
-/* The job no longer holds a lock taken ahead of its consumer (or never will). */
-void unprelock(struct job *job)
-{
-    if (job->prelocked) {
-        job->prelocked = 0;
-        job->q->nprelocked--;
-    }
+        dispatcher_kick_soon(ds, s->q);
+    c->ops->quiet(c->conn);
 }
 
 /* Locking ahead needs a consumer with room for every job already locked ahead. */
 static int may_prelock(struct dispatcher *ds, struct dqueue *q)
 {
-    return q->cfg->format == QF_NATIVE && !dispatch_stopped(q) && zkstore_connected(ds->d->zs) &&
+    return q->cfg->format == QF_NATIVE && !dispatcher_stopped(q) && zkstore_connected(ds->d->zs) &&
            consumer_ring_room(&q->ring) > q->nprelocked;
 }
 
-int dispatch_stopped(const struct dqueue *q) { return q->paused || q->ds->draining; }
+int dispatcher_stopped(const struct dqueue *q) { return q->paused || q->ds->draining; }
 
-void free_job(struct dispatcher *ds, struct job *job)
-{
-    unprelock(job);
-    unheap(job);
-    unhold(ds, job);
-    mirror_job_freed(job);
-    if (job->ci)
-        curator_job_freed(job);
-    HASH_DEL(ds->jobs, job);
-    free(job->path);
-    ds->payload_bytes -= job->payload ? job->len : 0;
-    free(job->payload);
-    free(job);
-}
-
-static void lock_job(struct dispatcher *ds, struct job *job, struct consumer *c);
 
 /* ---- the timer: one libevent timer for the earliest deadline of all queues ---- */
 
@@ -288,134 +196,62 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         while (moved++ < DUE_PER_TURN && (job = heap_peek(&q->armed)) &&
                (int64_t)job->jn.due_ms <= wall) {
             heap_pop(&q->armed);
-            push_ready(job);
+            dispatcher_push_ready(job);
         }
         while (moved++ < DUE_PER_TURN && (job = heap_peek(&q->delayed)) &&
                job->wake_ms <= wall) {
             heap_pop(&q->delayed);
-            push_ready(job);
+            dispatcher_push_ready(job);
         }
         while (moved++ < DUE_PER_TURN && (job = heap_peek(&q->delayed)) &&
                job->wake_ms <= wall + PRELOCK_MS && may_prelock(ds, q)) {
             heap_pop(&q->delayed);
             job->prelocked = 1;
             q->nprelocked++;
-            lock_job(ds, job, NULL);
+            lock_take(ds, job, NULL);
         }
-        dispatch(ds, q);
+        dispatcher_dispatch(ds, q);
     }
-    leases_tick(ds, wall);
+    lease_tick(ds, wall);
     dispatcher_rearm(ds);
 }
 
 /* ---- ids ---- */
 
-void new_uid(struct dispatcher *ds, char *uid)
+void dispatcher_new_uid(struct dispatcher *ds, char *uid)
 {
     snprintf(uid, LAYOUT_UID_MAX + 1, "%08llx%08llx", (unsigned long long)ds->uid_prefix,
              (unsigned long long)(ds->uid_counter++ & 0xffffffffULL));
 }
 
-const char *root(struct dispatcher *ds) { return ds->d->cfg->zk_root; }
+const char *dispatcher_root(struct dispatcher *ds) { return ds->d->cfg->zk_root; }
 
-struct job *find_by_id(struct dispatcher *ds, const char *id)
+void dispatcher_retry_later(struct dispatcher *ds, struct job *job, const char *what, int rc)
 {
-    char queue[QUEUE_NAME_MAX + 1], path[LAYOUT_PATH_MAX];
-    struct job_name jn;
-    struct job *job = NULL;
-    const char *slash = strchr(id, '/');
-    if (slash && (size_t)(slash - id) < sizeof queue) {
-        memcpy(queue, id, (size_t)(slash - id));
-        queue[slash - id] = '\0';
-        struct dqueue *q = dispatcher_queue(ds, queue);
-        if (q && q->cfg->format != QF_NATIVE) {
-            if (snprintf(path, sizeof path, "%s/%s", q->cfg->curator_path, slash + 1) <
-                (int)sizeof path)
-                HASH_FIND_STR(ds->jobs, path, job);
-            return job;
-        }
-    }
-    if (layout_parse_id(id, queue, sizeof queue, &jn) == 0 &&
-        layout_job_path(path, sizeof path, root(ds), queue, &jn) == 0)
-        HASH_FIND_STR(ds->jobs, path, job);
-    return job;
+    dispatcher_retry_later_at(ds, job, what, rc, job->path);
 }
 
-void lock_path(const struct job *job, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s/" LAYOUT_LOCK, job->path);
-}
-
-/* The owner node is created sequential: its suffix is the job's cversion at that moment,
- * which counts the job's deliveries (see on_locked) with no read. OWNER_SEQ_UNKNOWN gives
- * the prefix to create it with. */
-void lock_paths(const struct job *job, struct lock_paths *lp)
-{
-    lock_path(job, lp->lock, sizeof lp->lock);
-    int n = snprintf(lp->owner, sizeof lp->owner, "%s/" LAYOUT_OWNER "%llx-", job->path,
-                     (unsigned long long)job->lock_session);
-    if (job->owner_seq != OWNER_SEQ_UNKNOWN && n > 0 && (size_t)n < sizeof lp->owner)
-        snprintf(lp->owner + n, sizeof lp->owner - (size_t)n, "%010u", job->owner_seq);
-}
-
-/* Every ZooKeeper call made for a job holds it; a job that vanished meanwhile is freed
- * by the last completion. Returns 1 when the job is gone and the caller must stop. */
-int job_settled_gone(struct dispatcher *ds, struct job *job)
-{
-    if (job->gone && !job->owner && job->state != JS_INFLIGHT) {
-        struct dqueue *q = job->q;
-        free_job(ds, job);
-        dispatch(ds, q);
-        return 1;
-    }
-    return 0;
-}
-
-/* Our lock is given back after a failure that would happen again at once (a read or a
- * dead-lettering refused): the job waits RETRY_MS before it is offered again. */
-void release_later(struct dispatcher *ds, struct job *job)
-{
-    job->not_before = units_wall_ms() + RETRY_MS;
-    release_lock(ds, job);
-}
-
-void retry_later(struct dispatcher *ds, struct job *job, const char *what, int rc)
-{
-    retry_later_at(ds, job, what, rc, job->path);
-}
-
-void retry_later_at(struct dispatcher *ds, struct job *job, const char *what, int rc,
+void dispatcher_retry_later_at(struct dispatcher *ds, struct job *job, const char *what, int rc,
                     const char *znode)
 {
     if (rc == ZNOAUTH) /* one line per queue, not one per job every second */
-        dispatcher_denied(job->q, znode);
+        queue_denied(job->q, znode);
     log_msg(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: %s failed: %s; retrying "
-           "in %d ms", job->q->cfg->name, job->id, what, zerror(rc), RETRY_MS);
-    unhold(ds, job);
+           "in %d ms", job->q->cfg->name, job->id, what, zerror(rc), DISPATCHER_RETRY_MS);
+    job_unhold(ds, job);
     if (job_settled_gone(ds, job))
         return;
-    schedule(ds, job, units_wall_ms() + RETRY_MS);
+    dispatcher_schedule(ds, job, units_wall_ms() + DISPATCHER_RETRY_MS);
 }
 
 /* ---- locking and delivery ---- */
 
-static void on_lock_checked(const struct zk_result *res, void *ctx);
-
-void watch_lock(struct dispatcher *ds, struct job *job)
-{
-    char lock[LAYOUT_PATH_MAX + 8];
-    lock_path(job, lock, sizeof lock);
-    set_busy(job, JS_CHECKING);
-    int rc = zkstore_exists(ds->d->zs, lock, 1, on_lock_checked, job);
-    if (rc != ZOK)
-        retry_later(ds, job, "watching the lock", rc);
-}
 
 /* Locked ahead of its due time: wait in the armed heap until it is due. */
 static void arm(struct dispatcher *ds, struct job *job)
 {
     if ((int64_t)job->jn.due_ms <= units_wall_ms()) {
-        make_ready(ds, job);
+        dispatcher_make_ready(ds, job);
         return;
     }
     job->state = JS_ARMED;
@@ -425,170 +261,47 @@ static void arm(struct dispatcher *ds, struct job *job)
         dispatcher_rearm(ds);
 }
 
-/* Locked, payload at hand: push it to its consumer and start the lease. */
-void deliver(struct dispatcher *ds, struct job *job)
+static int push_job(const struct job *job)
 {
-    unheap(job); /* a lock taken ahead leaves the prelocking heap only now */
+    const struct consumer_push p = {
+        .id = job->id, .queue = job->q->cfg->name, .attempt = job->attempt,
+        .due_ms = job->jn.due_ms, .priority = job_priority(job), .ttr_ms = job->ttr_ms,
+        .payload = job->payload, .len = job->len,
+    };
+    return job->owner->ops->job(job->owner->conn, &p);
+}
+
+/* Locked, payload at hand: push it to its consumer and start the lease. */
+void dispatcher_deliver(struct dispatcher *ds, struct job *job)
+{
+    job_unheap(job); /* a lock taken ahead leaves the prelocking heap only now */
     if (!job->ci && job->attempt > job->q->cfg->max_attempts) {
-        bury_locked(ds, job);
+        settle_bury_locked(ds, job);
         return;
     }
-    if (job->owner && !job->ci && dispatch_stopped(job->q)) {
-        unhold(ds, job); /* paused or draining since the consumer was chosen */
-        release_lock(ds, job);
+    if (job->owner && !job->ci && dispatcher_stopped(job->q)) {
+        job_unhold(ds, job); /* paused or draining since the consumer was chosen */
+        lock_release(ds, job);
         return;
     }
     if (!job->owner) {
         if (job->ci)
-            curator_part_release(ds, job, 0);
-        else if (job->prelocked && !dispatch_stopped(job->q))
+            ds->foreign->release(ds, job, 0);
+        else if (job->prelocked && !dispatcher_stopped(job->q))
             arm(ds, job);
         else
-            release_lock(ds, job);
+            lock_release(ds, job);
         return;
     }
     job->ttr_ms = job->jn.ttr_ms ? job->jn.ttr_ms : (uint32_t)job->q->cfg->ttr_ms;
     lease_start(ds, job);
-    if (server_push_job(job->owner->conn, job) != 0)
+    if (push_job(job) != 0)
         log_error("queue %s: job %s: cannot queue the push", job->q->cfg->name, job->id);
     else
         metrics_delivered(ds->d->metrics, job->q->cfg, job->attempt, job->jn.prior_attempts,
                           job->given_back ? 0 : job->jn.due_ms); /* 0: no lateness sample */
     log_debug("queue %s: job %s attempt %u delivered", job->q->cfg->name, job->id, job->attempt);
-    server_consumer_quiet(job->owner->conn);
-}
-
-/* A job written by another client with more data than max_payload is never pushed: the
- * consumers were promised no more (and a client library may refuse it, failing every
- * consumer in turn). It stays in ZooKeeper, unlocked, for the operator (deferctl show,
- * cancel); this daemon leaves it alone until it restarts. */
-static int oversized(struct dispatcher *ds, struct job *job)
-{
-    uint64_t max = ds->d->cfg->max_payload;
-    if (job->ci || job->len <= max)
-        return 0;
-    log_msg(job->not_before == INT64_MAX ? LOG_DEBUG : LOG_WARN, /* said once */
-            "queue %s: job %s: its data is %zu bytes, over max_payload %llu: not delivered, "
-            "left in ZooKeeper (deferctl show/cancel)",
-            job->q->cfg->name, job->id, job->len, (unsigned long long)max);
-    ds->payload_bytes -= job->len;
-    free(job->payload);
-    job->payload = NULL;
-    job->not_before = INT64_MAX; /* released, and never offered again */
-    release_lock(ds, job);
-    return 1;
-}
-
-static void on_fetched(const struct zk_result *res, void *ctx)
-{
-    struct job *job = ctx;
-    struct dispatcher *ds = job->q->ds;
-    if (res->rc != ZOK) {
-        if (res->rc == ZNOAUTH) /* logged once for the queue */
-            dispatcher_denied(job->q, job->path);
-        log_msg(res->rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: reading its data "
-                "failed: %s; released, offered again in %d ms", job->q->cfg->name, job->id,
-                zerror(res->rc), RETRY_MS);
-        release_later(ds, job);
-        return;
-    }
-    if (!job->payload) {
-        job->len = (size_t)res->datalen;
-        if (!(job->payload = malloc(job->len ? job->len : 1))) {
-            release_lock(ds, job);
-            return;
-        }
-        memcpy(job->payload, res->data, job->len);
-        ds->payload_bytes += job->len;
-    }
-    if (oversized(ds, job))
-        return;
-    deliver(ds, job);
-}
-
-/* Each delivery creates two children (lock, then owner). A sequential name's suffix is the
- * number of children the parent has ever had created (ZooKeeper's internal cversion, which
- * deletes do not move), so the n-th delivery's owner node gets 2(n - 1) + 1: attempts are
- * counted durably at no extra write and no read. */
-static int owner_locked(struct job *job, const struct zk_result *res)
-{
-    const char *name = res->op_path ? res->op_path[2] : NULL;
-    size_t n = name ? strlen(name) : 0;
-    char *end;
-    if (n < 10)
-        return -1;
-    unsigned long seq = strtoul(name + n - 10, &end, 10);
-    if (*end || seq > UINT32_MAX - 4)
-        return -1;
-    job->owner_seq = (uint32_t)seq;
-    job->attempt = job->jn.prior_attempts + (uint32_t)((seq + 1) / 2);
-    return 0;
-}
-
-static void on_locked(const struct zk_result *res, void *ctx)
-{
-    struct job *job = ctx;
-    struct dispatcher *ds = job->q->ds;
-    if (res->rc == ZOK) {
-        job->gone = 0; /* the check inside the transaction just proved it exists */
-        if (owner_locked(job, res) != 0) {
-            log_error("queue %s: job %s: no sequence in our owner node's name", job->q->cfg->name,
-                      job->id);
-            job->owner_seq = OWNER_SEQ_UNKNOWN;
-            release_lock(ds, job);
-            return;
-        }
-        if (job->payload) {
-            if (!oversized(ds, job))
-                deliver(ds, job);
-            return;
-        }
-        ds->reads++;
-        int rc = zkstore_get(ds->d->zs, job->path, on_fetched, job);
-        if (rc != ZOK)
-            release_lock(ds, job);
-        return;
-    }
-    struct dqueue *q = job->q;
-    unheap(job); /* out of the prelocking heap */
-    unhold(ds, job);
-    unprelock(job);
-    if (res->rc == ZNONODE) {          /* acked or cancelled elsewhere */
-        free_job(ds, job);
-    } else if (res->rc == ZNODEEXISTS) { /* another daemon holds it */
-        if (!job_settled_gone(ds, job))
-            watch_lock(ds, job);
-    } else {
-        retry_later(ds, job, "taking the lock", res->rc);
-        return;
-    }
-    dispatch(ds, q);
-}
-
-static void lock_job(struct dispatcher *ds, struct job *job, struct consumer *c)
-{
-    struct lock_paths lp;
-    job->lock_session = ds->d->session_id;
-    job->owner_seq = OWNER_SEQ_UNKNOWN;
-    lock_paths(job, &lp);
-    const struct zk_txn_op ops[] = {
-        {.kind = ZT_CHECK, .path = job->path, .version = -1},
-        {.kind = ZT_CREATE, .path = lp.lock, .data = ds->ident, .len = strlen(ds->ident),
-         .ephemeral = 1},
-        {.kind = ZT_CREATE, .path = lp.owner, .ephemeral = 1, .sequential = 1},
-    };
-    job->state = JS_LOCKING;
-    job->uncertain = 0;
-    if (c)
-        consumer_hold(c, job);
-    else if (heap_push(&job->q->prelocking, job) != 0) /* see dispatch() */
-        log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
-    int rc = txnbatch_add(ds->locks, ops, 3, on_locked, job);
-    if (rc != ZOK) {
-        unheap(job); /* out of the prelocking heap */
-        unprelock(job); /* no lock was taken: the retry starts from scratch */
-        retry_later(ds, job, "sending the lock transaction", rc);
-    }
+    job->owner->ops->quiet(job->owner->conn);
 }
 
 /* A job locked ahead whose lock is still on its way when it falls due would be overtaken
@@ -600,11 +313,11 @@ static int overtakes_prelock(struct dqueue *q, const struct job *job)
     return pl && (int64_t)pl->jn.due_ms <= units_wall_ms() && !job->prelocked;
 }
 
-void dispatch(struct dispatcher *ds, struct dqueue *q)
+void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
 {
     struct job *job;
     int locks = 0;
-    if (dispatch_stopped(q))
+    if (dispatcher_stopped(q))
         return;
     while ((job = heap_peek(&q->ready)) && zkstore_connected(ds->d->zs) &&
            !overtakes_prelock(q, job)) {
@@ -619,80 +332,28 @@ void dispatch(struct dispatcher *ds, struct dqueue *q)
             return;
         heap_pop(&q->ready);
         if (job->ci) {
-            curator_dispatch(ds, job, c);
+            ds->foreign->dispatch(ds, job, c);
             continue;
         }
         if (job->prelocked) { /* locked ahead: only the push is left */
-            unprelock(job);
-            consumer_hold(c, job);
+            job_unprelock(job);
+            job_own(c, job);
             job->state = JS_LOCKING;
-            deliver(ds, job);
+            dispatcher_deliver(ds, job);
             continue;
         }
-        lock_job(ds, job, c);
+        lock_take(ds, job, c);
     }
 }
 
-static void on_lock_checked(const struct zk_result *res, void *ctx)
-{
-    struct job *job = ctx;
-    struct dispatcher *ds = job->q->ds;
-    job->state = JS_HELD;
-    if (job_settled_gone(ds, job))
-        return;
-    if (res->rc == ZNONODE) {
-        schedule(ds, job, (int64_t)job->jn.due_ms); /* it may have been locked ahead */
-    } else if (res->rc != ZOK) {
-        retry_later(ds, job, "watching the lock", res->rc);
-    } else if (res->stat.ephemeralOwner == ds->d->session_id) {
-        release_lock(ds, job); /* ours from a delivery whose release failed: free it */
-    }
-    /* else: wait for the watch (dispatcher_lock_event) */
-}
+/* ---- jobs listed and gone ---- */
 
-void dispatcher_lock_event(struct dispatcher *ds, const char *lock)
-{
-    char path[LAYOUT_PATH_MAX + 8];
-    size_t n = strlen(lock), suffix = strlen("/" LAYOUT_LOCK);
-    if (n <= suffix || n >= sizeof path || strcmp(lock + n - suffix, "/" LAYOUT_LOCK) != 0)
-        return;
-    memcpy(path, lock, n - suffix);
-    path[n - suffix] = '\0';
-    struct job *job;
-    HASH_FIND_STR(ds->jobs, path, job);
-    if (job && job->state == JS_HELD) /* another daemon may have locked it ahead */
-        schedule(ds, job, (int64_t)job->jn.due_ms);
-}
-
-/* ---- the mirror's reports ---- */
-
-struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, const char *id,
-                    const struct job_name *jn)
-{
-    struct job *job = calloc(1, sizeof *job);
-    if (!job || !(job->path = strdup(path)) || strlen(id) >= sizeof job->id) {
-        if (job)
-            free(job->path);
-        free(job);
-        return NULL;
-    }
-    strcpy(job->id, id);
-    job->q = q;
-    job->jn = *jn;
-    job->heap_pos = HEAP_NONE;
-    job->owner_seq = OWNER_SEQ_UNKNOWN;
-    job->seq = ++ds->seq;
-    job->state = JS_HELD; /* not in a heap yet */
-    HASH_ADD_KEYPTR(hh, ds->jobs, job->path, strlen(job->path), job);
-    return job;
-}
-
-struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
+static struct job *job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
                                 const struct job_name *jn)
 {
     struct job *job;
     char id[LAYOUT_ID_MAX + 1];
-    HASH_FIND_STR(ds->jobs, path, job);
+    job = job_find_path(ds, path);
     if (job) {
         job->gone = 0; /* listed again: it exists, whatever an earlier listing said */
         return job;
@@ -702,7 +363,7 @@ struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const c
         return NULL;
     if ((job->payload = stash_take(ds->stash, path, &job->len)))
         ds->payload_bytes += job->len;
-    place(ds, job, (int64_t)jn->due_ms); /* the mirror kicks once per listing */
+    dispatcher_place(ds, job, (int64_t)jn->due_ms); /* the mirror kicks once per listing */
     return job;
 }
 
@@ -718,8 +379,7 @@ static void on_vanish_checked(const struct zk_result *res, void *ctx)
 {
     struct vanish_check *vc = ctx;
     struct dispatcher *ds = vc->ds;
-    struct job *job = NULL;
-    HASH_FIND_STR(ds->jobs, vc->path, job);
+    struct job *job = job_find_path(ds, vc->path);
     free(vc);
     if (job && job->state == JS_INFLIGHT && res->rc == ZOK)
         job->gone = 0; /* an older listing: its next one shows the job again */
@@ -728,7 +388,7 @@ static void on_vanish_checked(const struct zk_result *res, void *ctx)
     log_info("queue %s: job %s was cancelled while a consumer held it; telling the consumer",
              job->q->cfg->name, job->id);
     job_revoke(ds, job, LOST_CANCELLED);
-    free_job(ds, job);
+    job_free(ds, job);
 }
 
 static void check_vanished_held(struct dispatcher *ds, struct job *job)
@@ -757,27 +417,11 @@ void dispatcher_job_vanished(struct dispatcher *ds, struct job *job)
         job->gone = 1; /* its pending call or its holder decides */
         break;
     default:
-        free_job(ds, job);
+        job_free(ds, job);
     }
 }
 
 /* ---- consumers ---- */
-
-void job_revoke(struct dispatcher *ds, struct job *job, enum lost_reason why)
-{
-    struct consumer *c = job->owner;
-    (void)ds;
-    if (!c)
-        return;
-    if (why == LOST_CANCELLED)
-        server_push_cancelled(c->conn, job->id);
-    else
-        server_push_expired(c->conn, job->id);
-    if (consumer_note_lost(c, job->id, why, job->ttr_ms > 1000 ? job->ttr_ms : 1000) != 0)
-        log_error("queue %s: job %s: out of memory remembering it was taken from its "
-                  "consumer; its slot is freed at once", job->q->cfg->name, job->id);
-    job->avoid = c->serial;
-}
 
 void dispatcher_unsubscribe(struct dispatcher *ds, struct consumer *c, struct dqueue *q)
 {
@@ -792,9 +436,9 @@ void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c)
 {
     while (c->held) {
         struct job *job = c->held;
-        consumer_release(c, job);
+        job_disown(c, job);
         if (job->state == JS_INFLIGHT)
-            release_lock(ds, job); /* delivered again, attempt + 1 */
+            lock_release(ds, job); /* delivered again, attempt + 1 */
         /* LOCKING and SETTLING jobs finish their call and see they have no owner */
     }
 }
@@ -803,7 +447,7 @@ void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c)
 static int follow(struct dispatcher *ds, struct dqueue *q)
 {
     if (q->cfg->format != QF_NATIVE)
-        return curator_consume_start(ds, q);
+        return ds->foreign->follow(ds, q);
     return mirror_start(ds->d->mirror, q);
 }
 
@@ -811,30 +455,10 @@ int dispatcher_subscribe(struct dispatcher *ds, struct consumer *c, struct dqueu
 {
     if (consumer_subscribe(c, &q->ring, q) != 0 || follow(ds, q) != 0)
         return -1;
-    dispatch(ds, q);
+    dispatcher_dispatch(ds, q);
     return 0;
 }
 
-void dispatcher_kick(struct dispatcher *ds, struct dqueue *q) { dispatch(ds, q); }
-
-void dispatcher_denied(struct dqueue *q, const char *path)
-{
-    char who[128];
-    metrics_denied(q->ds->d->metrics, q->cfg);
-    if (q->denied)
-        return;
-    q->denied = 1;
-    zkacl_identity(q->ds->d->cfg, who, sizeof who);
-    log_error("queue %s: %s: ZooKeeper denies deferd access as %s (check [zookeeper] auth "
-              "and the ACL of the znode or, for a create or delete, of its parent); further "
-              "denials for this queue are only counted (deferd_zookeeper_denied_total)",
-              q->cfg->name, path, who);
-}
-
-const char *dispatcher_zerror(int rc)
-{
-    return rc == ZNOAUTH ? DISPATCHER_DENIED_TEXT : zerror(rc);
-}
 
 /* (Re)connected: follow every queue that has consumers (after a lost session the mirror
  * starts from nothing) and hand out what is ready. */
@@ -846,7 +470,7 @@ void dispatcher_session_up(struct dispatcher *ds)
         struct dqueue *q = ds->queues[i];
         if (q->ring.head && follow(ds, q) != 0)
             log_error("queue %s: cannot follow it in ZooKeeper", q->cfg->name);
-        dispatch(ds, q);
+        dispatcher_dispatch(ds, q);
     }
 }
 
@@ -864,69 +488,16 @@ void dispatcher_revoke_all(struct dispatcher *ds)
             consumer_note_lost(job->owner, job->id, LOST_SESSION, 0);
             consumer_answer_lost(job->owner, job->id);
         }
-        unheap(job);
-        unhold(ds, job);
+        job_unheap(job);
+        job_unhold(ds, job);
         job->gone = 1;
         if (job->state != JS_LOCKING && job->state != JS_SETTLING && job->state != JS_CHECKING)
-            free_job(ds, job);
+            job_free(ds, job);
         else
-            mirror_job_freed(job); /* out of its bucket; the mirror is reset next */
+            mirror_entry_unlink(&job->listed); /* out of its bucket; the mirror is reset next */
     }
-    curator_consume_reset(ds);
-}
-
-/* After a reconnection with the same session our locks should all still be there; one
- * that is not (deleted by hand meanwhile) means the job is no longer ours to hand out. */
-struct owner_check {
-    struct dispatcher *ds;
-    char path[];                /* the job's: looked up again, it may be gone by then */
-};
-
-static void on_owner_checked(const struct zk_result *res, void *ctx)
-{
-    struct owner_check *oc = ctx;
-    struct dispatcher *ds = oc->ds;
-    struct job *job = NULL;
-    HASH_FIND_STR(ds->jobs, oc->path, job);
-    if (job && job->state == JS_INFLIGHT && res->rc == ZNONODE) {
-        log_warn("queue %s: job %s: our lock vanished while disconnected; revoking it",
-                 job->q->cfg->name, job->id);
-        job_revoke(ds, job, LOST_LOCK);
-        unhold(ds, job);
-        make_ready(ds, job);
-    }
-    free(oc);
-}
-
-/* Leases stood still while disconnected: move every lease end by the time away. The
- * order of the lease heap does not change when all keys move alike. */
-void dispatcher_shift_leases(struct dispatcher *ds, int64_t delta_ms)
-{
-    struct job *job, *tmp;
-    HASH_ITER(hh, ds->jobs, job, tmp) {
-        job->lease_at += delta_ms;
-        job->lease_wake += delta_ms;
-    }
-}
-
-void dispatcher_verify_held(struct dispatcher *ds)
-{
-    struct job *job, *tmp;
-    curator_consume_resync(ds); /* checks its own locks */
-    HASH_ITER(hh, ds->jobs, job, tmp) {
-        if (job->state != JS_INFLIGHT || job->ci)
-            continue;
-        struct lock_paths lp;
-        size_t n = strlen(job->path) + 1;
-        struct owner_check *oc = malloc(sizeof *oc + n);
-        if (!oc)
-            continue;
-        oc->ds = ds;
-        memcpy(oc->path, job->path, n);
-        lock_paths(job, &lp);
-        if (zkstore_exists(ds->d->zs, lp.owner, 0, on_owner_checked, oc) != ZOK)
-            free(oc);
-    }
+    if (ds->foreign)
+        ds->foreign->reset(ds);
 }
 
 void dispatcher_queue_counts(const struct dispatcher *ds, struct queue_counts *out)
@@ -974,9 +545,9 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
     for (size_t i = 0; i < ds->nqueues && n > 0 && (size_t)n < len; i++)
         if (ds->queues[i]->cfg->max_pending && ds->queues[i]->count_ready)
             n += snprintf(buf + n, len - (size_t)n, " pending.%s=%lld",
-                          ds->queues[i]->cfg->name, (long long)pending_estimate(ds->queues[i]));
-    if (n > 0 && (size_t)n < len)
-        curator_consume_format(ds, buf + n, len - (size_t)n);
+                          ds->queues[i]->cfg->name, (long long)queue_pending_estimate(ds->queues[i]));
+    if (ds->foreign && n > 0 && (size_t)n < len)
+        ds->foreign->format_stats(ds, buf + n, len - (size_t)n);
 }
 
 /* ---- pause and drain ---- */
@@ -987,7 +558,7 @@ static void unarm(struct dispatcher *ds, struct dqueue *q)
 {
     struct job *job;
     while ((job = heap_peek(&q->armed)))
-        release_lock(ds, job); /* leaves the armed heap */
+        lock_release(ds, job); /* leaves the armed heap */
     /* Removing from the heap reorders it: collect first, then release. */
     size_t n = 0;
     struct job **found = q->nprelocked ? malloc(q->nprelocked * sizeof *found) : NULL;
@@ -995,7 +566,7 @@ static void unarm(struct dispatcher *ds, struct dqueue *q)
         if (((struct job *)q->ready.items[i])->prelocked)
             found[n++] = q->ready.items[i];
     for (size_t i = 0; i < n; i++)
-        release_lock(ds, found[i]);
+        lock_release(ds, found[i]);
     if (q->nprelocked && !found)
         log_error("queue %s: out of memory giving back locks taken ahead; they go with "
                   "their delivery or the session", q->cfg->name);
@@ -1012,7 +583,7 @@ void dispatcher_set_paused(struct dispatcher *ds, struct dqueue *q, int paused)
     if (paused) {
         unarm(ds, q);
     } else {
-        kick(ds, q);
+        dispatcher_kick_soon(ds, q);
         dispatcher_rearm(ds);
     }
 }
@@ -1058,14 +629,14 @@ void dispatcher_release_held(struct dispatcher *ds)
     for (size_t i = 0; i < n; i++) {
         struct job *job = NULL;
         if (paths[i])
-            HASH_FIND_STR(ds->jobs, paths[i], job);
+            job = job_find_path(ds, paths[i]);
         free(paths[i]);
         if (!job || job->state != JS_INFLIGHT || !job->owner)
             continue;
         log_warn("queue %s: job %s: still held at the end of the drain; released",
                  job->q->cfg->name, job->id);
         job_revoke(ds, job, LOST_DRAIN);
-        release_lock(ds, job); /* delivered again by whoever runs on */
+        lock_release(ds, job); /* delivered again by whoever runs on */
     }
     free(paths);
 }
@@ -1077,6 +648,11 @@ void dispatcher_close(struct dispatcher *ds)
     txnbatch_close(ds->puts);
     txnbatch_close(ds->settles);
     txnbatch_close(ds->locks);
+}
+
+void dispatcher_set_format(struct dispatcher *ds, const struct foreign_format *f)
+{
+    ds->foreign = f;
 }
 
 struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name)
@@ -1099,6 +675,7 @@ int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc)
     if (!q)
         return -1;
     q->ds = ds;
+    q->d = ds->d;
     q->cfg = qc;
     heap_init(&q->delayed, delayed_less, job_setpos);
     heap_init(&q->ready, ready_less, job_setpos);
@@ -1108,6 +685,24 @@ int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc)
     ds->queues[ds->nqueues++] = q;
     return 0;
 }
+
+/* ---- the mirror's report table ---- */
+
+static struct mirror_entry *on_job_listed(void *ctx, struct dqueue *q, const char *path,
+                                          const struct job_name *jn)
+{
+    struct job *job = job_seen(ctx, q, path, jn);
+    return job ? &job->listed : NULL;
+}
+
+static void on_job_unlisted(void *ctx, struct mirror_entry *e)
+{
+    dispatcher_job_vanished(ctx, (struct job *)((char *)e - offsetof(struct job, listed)));
+}
+
+static void on_listing_entered(void *ctx, struct dqueue *q) { dispatcher_dispatch(ctx, q); }
+
+static void on_bucket_earlier(void *ctx) { dispatcher_rearm(ctx); }
 
 struct dispatcher *dispatcher_new(struct deferd *d)
 {
@@ -1125,6 +720,10 @@ struct dispatcher *dispatcher_new(struct deferd *d)
         return NULL;
     }
     ds->uid_prefix = rnd;
+    ds->listings = (struct mirror_report){.seen = on_job_listed, .vanished = on_job_unlisted,
+                                          .listed = on_listing_entered,
+                                          .rearm = on_bucket_earlier, .ctx = ds};
+    mirror_set_report(d->mirror, &ds->listings);
     char host[64] = "?";
     gethostname(host, sizeof host - 1);
     snprintf(ds->ident, sizeof ds->ident, "%s:%d", host, (int)getpid());
@@ -1134,7 +733,7 @@ struct dispatcher *dispatcher_new(struct deferd *d)
             return NULL;
         }
     }
-    heap_init(&ds->leases, lease_less, job_setpos);
+    lease_heap_init(&ds->leases);
     /* Locks and puts wait for nothing but ZooKeeper; settles hold consumers' replies. */
     ds->buckets = buckets_new(4096);
     ds->parents = buckets_new(32768); /* 30 days of 100 s buckets */
@@ -1170,7 +769,8 @@ void dispatcher_free(struct dispatcher *ds)
     }
     heap_free(&ds->leases);
     settle_free_held(ds);
-    curator_consume_free(ds);
+    if (ds->foreign)
+        ds->foreign->free(ds);
     if (ds->timer)
         event_free(ds->timer);
     if (ds->kick)

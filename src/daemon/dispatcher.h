@@ -7,86 +7,14 @@
 #include <stdint.h>
 #include <uthash.h>
 
-#include "consumers.h"
-#include "heap.h"
-#include "layout.h"
+#include "job.h"
+#include "queue.h"
 
 struct deferd;
-struct dir;
-struct citem;
-struct cqueue;
 struct reply;
 struct proto_request;
 struct queue_config;
-
-#define OWNER_SEQ_UNKNOWN UINT32_MAX
-
-enum job_state {
-    JS_DELAYED,   /* in the delay heap */
-    JS_READY,     /* in the ready heap */
-    JS_LOCKING,   /* lock transaction and data read in flight */
-    JS_INFLIGHT,  /* pushed to its owner, lock held */
-    JS_SETTLING,  /* ack/nack/release in flight */
-    JS_CHECKING,  /* locked by someone else; exists+watch on the lock in flight */
-    JS_HELD,      /* locked by someone else; waiting for the lock watch */
-    JS_ARMED,     /* locked by us ahead of its due time, in the armed heap, no consumer */
-};
-
-struct job {
-    UT_hash_handle hh;          /* dispatcher->jobs, key: path */
-    char *path;
-    char id[LAYOUT_ID_MAX + 1];
-    struct dqueue *q;
-    struct job_name jn;
-    enum job_state state;
-    int gone;                   /* vanished from ZooKeeper while busy */
-    int uncertain;              /* an ack/nack's outcome is unknown: verify the lock first */
-    int prelocked;              /* our lock was taken before a consumer was chosen */
-    int64_t lock_session;       /* session that took the lock (names the owner node) */
-    uint32_t owner_seq;         /* the owner node's sequence suffix; OWNER_SEQ_UNKNOWN */
-    size_t heap_pos;
-    int64_t wake_ms;            /* delay heap key: due time, or a retry time */
-    int64_t not_before;         /* after a failure with our lock: not offered before this */
-    uint64_t seq;               /* creation order, last tie-break */
-    struct dir *leaf;           /* bucket it was listed in (mirror) */
-    struct job *leaf_next, *leaf_prev;
-    unsigned gen;               /* last listing that showed it */
-    struct consumer *owner;
-    struct job *owner_next, *owner_prev;
-    uint64_t avoid;             /* serial of a consumer it was taken from: others first */
-    int given_back;             /* NACK unrun=1: its next push is no first delivery */
-    unsigned char *payload;
-    size_t len;
-    uint32_t attempt;
-    uint32_t ttr_ms;            /* lease length of the current delivery */
-    int64_t lease_at;           /* wall ms when the lease runs out */
-    int64_t lease_wake;         /* lease heap key: the notice, then the expiry */
-    int warned;                 /* DEADLINE notice sent for this lease */
-    struct citem *ci;           /* a Curator queue's item (curator_consume.c), or NULL */
-};
-
-struct dqueue {
-    struct dispatcher *ds;
-    const struct queue_config *cfg;
-    size_t index;               /* position in dispatcher->queues */
-    struct heap delayed, ready;
-    struct heap armed;          /* jobs locked ahead of their due time, by due time */
-    struct heap prelocking;     /* their lock transactions in flight, by due time */
-    size_t nprelocked;          /* locked ahead (locking, armed or ready), no consumer yet */
-    struct consumer_ring ring;
-    struct dir *root;           /* mirror of jobs/, NULL until a consumer subscribes */
-    struct cqueue *cq;          /* a Curator queue's listing, when consumed */
-    size_t mirrored;            /* jobs in the mirror's buckets (mirror.c) */
-    int kicked;                 /* dispatch pending for this loop turn */
-    int paused;                 /* `deferctl pause`: nothing is locked or pushed */
-    int denied;                 /* ZooKeeper's ZNOAUTH logged (dispatcher_denied) */
-    /* pending.c: our counter's value in ZooKeeper, changes not written yet, the last sum
-     * read, and our changes since that read began */
-    int64_t count_written, count_unwritten, count_sum, count_since_sum, count_since_inflight;
-    int count_ready;            /* our counter exists and a sum was read */
-    int count_summing;          /* a sum read is in flight */
-    int count_writing;          /* a counter write is in flight */
-};
+struct foreign_format;
 
 struct dispatcher;
 
@@ -94,6 +22,8 @@ struct dispatcher *dispatcher_new(struct deferd *d);
 /* At exit, before the store closes: transactions not sent yet fail (ZCLOSING). */
 void dispatcher_close(struct dispatcher *ds);
 void dispatcher_free(struct dispatcher *ds);
+/* The queue format for queues not in deferd's own (foreign_format.h); F must outlive DS. */
+void dispatcher_set_format(struct dispatcher *ds, const struct foreign_format *f);
 struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name);
 /* A queue added by a reload; QC must stay where it is for the dispatcher's lifetime. */
 int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc);
@@ -105,6 +35,8 @@ void dispatcher_batch(struct dispatcher *ds, struct proto_request *req, struct r
 /* PUT and BATCH requests taken on and not answered yet: the server holds further ones back
  * above [daemon] max_open_puts. */
 size_t dispatcher_puts_open(const struct dispatcher *ds);
+/* FN(ARG) is called when one of them has been answered (NULL: nobody is told). */
+void dispatcher_on_puts_done(struct dispatcher *ds, void (*fn)(void *arg), void *arg);
 int dispatcher_subscribe(struct dispatcher *ds, struct consumer *c, struct dqueue *q);
 /* ACK and NACK, with follow-up jobs when REQ has items (their payloads are taken). */
 void dispatcher_ack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
@@ -114,30 +46,15 @@ void dispatcher_nack(struct dispatcher *ds, struct consumer *c, struct proto_req
 /* CANCEL and RESCHEDULE (cancel.c). */
 void dispatcher_cancel(struct dispatcher *ds, struct proto_request *req, struct reply *r);
 void dispatcher_reschedule(struct dispatcher *ds, struct proto_request *req, struct reply *r);
-void dispatcher_touch(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r);
 void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c);
 void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c); /* more room */
 /* UNSUB: C leaves Q (NULL: every queue); what it holds stays held. */
 void dispatcher_unsubscribe(struct dispatcher *ds, struct consumer *c, struct dqueue *q);
 
-/* From the mirror (ZooKeeper side). */
-struct job *dispatcher_job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
-                                const struct job_name *jn);
-void dispatcher_kick(struct dispatcher *ds, struct dqueue *q); /* after a listing */
-/* ZooKeeper answered ZNOAUTH for PATH of Q: logged once per queue with deferd's identity,
- * counted every time (metrics); the daemon goes on. */
-void dispatcher_denied(struct dqueue *q, const char *path);
-#define DISPATCHER_DENIED_TEXT "permission denied by ZooKeeper (check [zookeeper] auth and " \
-                               "the znode's ACL)"
-/* zerror(RC), or DISPATCHER_DENIED_TEXT for ZNOAUTH: the reason given to clients. */
-const char *dispatcher_zerror(int rc);
-void dispatcher_job_vanished(struct dispatcher *ds, struct job *job);
-void dispatcher_lock_event(struct dispatcher *ds, const char *lock_path);
+/* The timer: armed for the earliest of every heap and the mirror's next bucket. */
 void dispatcher_rearm(struct dispatcher *ds);
 void dispatcher_session_up(struct dispatcher *ds);
 void dispatcher_revoke_all(struct dispatcher *ds);
-void dispatcher_verify_held(struct dispatcher *ds); /* after RECONNECTED */
-void dispatcher_shift_leases(struct dispatcher *ds, int64_t delta_ms);
 void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len); /* for STATS */
 /* Jobs this daemon mirrors, per queue (OUT has one entry per configured queue, in order):
  * delayed includes jobs locked ahead of their due time; known counts every state. */

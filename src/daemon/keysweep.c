@@ -19,7 +19,7 @@
 #define PERIOD_MIN_MS 5000
 #define PERIOD_MAX_MS 86400000LL
 #define FIRST_PASS_MAX_MS 60000 /* a daemon's first pass of a queue: within a minute */
-#define RETRY_MS 60000          /* after a pass that met errors */
+#define SWEEP_RETRY_MS 60000 /* after a pass that met errors */
 
 /* One queue's sweep; allocated on its own, since calls in flight point at it. */
 struct pass {
@@ -71,7 +71,8 @@ static int64_t next_at(const struct pass *p)
     if (!p->started_at)
         return p->first_at;
     int64_t at = p->started_at + keysweep_period_ms(p->qc->key_retention_ms);
-    return p->errors && at > p->started_at + RETRY_MS ? p->started_at + RETRY_MS : at;
+    int64_t retry = p->started_at + SWEEP_RETRY_MS;
+    return p->errors && at > retry ? retry : at;
 }
 
 static void end_pass(struct pass *p)
@@ -95,11 +96,11 @@ static void failed(struct pass *p, const char *path, int rc)
     p->errors++;
     struct dqueue *q = dispatcher_queue(p->d->dispatcher, p->qc->name);
     if (rc == ZNOAUTH && q)
-        dispatcher_denied(q, path);
+        queue_denied(q, path);
     else if (p->errors == 1 && rc != ZCLOSING && rc != ZCONNECTIONLOSS &&
              rc != ZSESSIONEXPIRED && rc != ZSYSTEMERROR)
         log_warn("queue %s: %s: cannot sweep kept keys: %s; trying again in %d s",
-                 p->qc->name, path, zerror(rc), RETRY_MS / 1000);
+                 p->qc->name, path, zerror(rc), SWEEP_RETRY_MS / 1000);
 }
 
 /* Sends one call of KIND for PATH (VERSION: the delete's). */

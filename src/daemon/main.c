@@ -7,21 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commands.h"
 #include "config.h"
 #include "curator_consume.h"
+#include "curator_format.h"
 #include "daemon.h"
 #include "dispatcher.h"
 #include "drain.h"
+#include "keysweep.h"
+#include "lock.h"
 #include "log.h"
 #include "metrics.h"
 #include "metrics_http.h"
 #include "mirror.h"
 #include "notify.h"
-#include "server.h"
 #include "pause.h"
-#include "keysweep.h"
 #include "pending.h"
 #include "reload.h"
+#include "server.h"
 #include "session.h"
 #include "zkstore.h"
 
@@ -75,7 +78,7 @@ static void on_watch(int type, const char *path, void *ctx)
     (void)type;
     if (!mirror_on_watch(d->mirror, path) && !curator_consume_on_watch(d->dispatcher, path) &&
         !pause_on_watch(d, path))
-        dispatcher_lock_event(d->dispatcher, path);
+        lock_watch_fired(d->dispatcher, path);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -178,12 +181,14 @@ static int run(struct deferd *d)
     zkstore_set_metrics(d->zs, d->metrics);
     d->mirror = mirror_new(d);
     d->dispatcher = dispatcher_new(d);
+    if (d->dispatcher)
+        dispatcher_set_format(d->dispatcher, &curator_format);
     d->session = session_new(d);
     d->pending = pending_new(d);
     d->keysweep = keysweep_new(d);
     if (!d->mirror || !d->dispatcher || !d->session || !d->pending || !d->keysweep)
         goto out;
-    d->server = server_new(d);
+    d->server = server_new(d, commands_handle);
     if (!d->server || metrics_http_new(d, &d->metrics_http) != 0)
         goto out;
     log_info("deferd started: %zu queue(s), zookeeper %s, root %s", d->cfg->nqueues,

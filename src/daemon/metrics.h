@@ -1,7 +1,7 @@
-/* The metrics registry: per-queue counters, delivery lateness, ZooKeeper request times, and
- * their Prometheus text exposition (docs/metrics.md) and STATS QUEUE line. Gauges (jobs,
- * consumers, session state) are read from their owners when asked, never counted twice.
- * Loop thread only; every function accepts a NULL registry and then does nothing. */
+/* The metrics registry: per-queue counters, delivery lateness, ZooKeeper request times.
+ * Every layer counts here (the ZooKeeper store too); it reads nothing of theirs, and
+ * metrics_expose.c turns it into text. Loop thread only; every function accepts a NULL
+ * registry and then does nothing. */
 #ifndef DEFERD_METRICS_H
 #define DEFERD_METRICS_H
 
@@ -35,10 +35,5 @@ void metrics_delivered(struct metrics *m, const struct queue_config *qc, uint32_
                        uint32_t prior_attempts, uint64_t due_ms);
 /* A ZooKeeper request took NS nanoseconds from the call to its completion. */
 void metrics_zk_request(struct metrics *m, enum metrics_zk_op op, int64_t ns);
-
-/* The Prometheus text format, version 0.0.4. 0, or -1 when out of memory. */
-int metrics_expose(struct metrics *m, struct evbuffer *out);
-/* "key=value ..." for STATS QUEUE (docs/protocol.md); -1 when no such queue. */
-int metrics_format_queue(struct metrics *m, const char *queue, char *buf, size_t len);
 
 #endif

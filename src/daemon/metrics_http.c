@@ -12,7 +12,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "log.h"
-#include "metrics.h"
+#include "metrics_expose.h"
 
 #define HTTP_TIMEOUT_S 10
 

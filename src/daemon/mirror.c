@@ -7,14 +7,14 @@
 
 #include "config.h"
 #include "daemon.h"
-#include "dispatcher.h"
 #include "heap.h"
 #include "layout.h"
 #include "log.h"
+#include "queue.h"
 #include "units.h"
 #include "zkstore.h"
 
-#define RETRY_MS 1000
+#define LIST_RETRY_MS 1000 /* after a listing failed */
 /* A queue whose mirror holds this many jobs lists no new bucket until some are gone: a
  * daemon that comes back to a million overdue jobs takes them oldest bucket first, in
  * bounded memory. Buckets it already follows are still re-listed. */
@@ -45,7 +45,7 @@ struct dir {
     struct mirror *m;
     struct dqueue *q;
     struct dir *parent, *kids, *next, *prev;
-    struct job *jobs;           /* level 3 only */
+    struct mirror_entry *jobs;  /* level 3 only */
     unsigned gen;
     int listing, dirty, removed, loaded;
     int names;                  /* in the last listing */
@@ -61,6 +61,7 @@ struct foreign {                /* names we refuse, logged once each */
 
 struct mirror {
     struct deferd *d;
+    const struct mirror_report *report;
     struct dir *dirs;
     struct heap pending;        /* dirs waiting to be (re)listed, by load_at */
     struct foreign *foreign;
@@ -84,7 +85,7 @@ static void defer_load(struct mirror *m, struct dir *dir, int64_t at)
         heap_remove(&m->pending, dir->pend_pos);
     dir->load_at = at;
     if (heap_push(&m->pending, dir) == 0)
-        dispatcher_rearm(m->d->dispatcher);
+        m->report->rearm(m->report->ctx);
 }
 
 static void note_foreign(struct mirror *m, const char *path, const char *why)
@@ -148,23 +149,21 @@ static void dir_unlink(struct dir *dir)
     dir->parent = dir->next = dir->prev = NULL;
 }
 
-static void job_unlink(struct job *job)
+void mirror_entry_unlink(struct mirror_entry *e)
 {
-    struct dir *leaf = job->leaf;
+    struct dir *leaf = e->leaf;
     if (!leaf)
         return;
-    if (job->leaf_prev)
-        job->leaf_prev->leaf_next = job->leaf_next;
+    if (e->prev)
+        e->prev->next = e->next;
     else
-        leaf->jobs = job->leaf_next;
-    if (job->leaf_next)
-        job->leaf_next->leaf_prev = job->leaf_prev;
-    job->leaf = NULL;
+        leaf->jobs = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    e->leaf = NULL;
     leaf->q->mirrored--;
-    job->leaf_next = job->leaf_prev = NULL;
+    e->next = e->prev = NULL;
 }
-
-void mirror_job_freed(struct job *job) { job_unlink(job); }
 
 /* The bucket is gone from ZooKeeper: forget it, its sub-buckets and its idle jobs. */
 static void dir_remove(struct mirror *m, struct dir *dir)
@@ -172,9 +171,9 @@ static void dir_remove(struct mirror *m, struct dir *dir)
     while (dir->kids)
         dir_remove(m, dir->kids);
     while (dir->jobs) {
-        struct job *job = dir->jobs;
-        job_unlink(job);
-        dispatcher_job_vanished(m->d->dispatcher, job);
+        struct mirror_entry *e = dir->jobs;
+        mirror_entry_unlink(e);
+        m->report->vanished(m->report->ctx, e);
     }
     if (dir->pend_pos != HEAP_NONE)
         heap_remove(&m->pending, dir->pend_pos);
@@ -203,19 +202,19 @@ static void job_listed(struct mirror *m, struct dir *leaf, const char *path, con
         return;
     }
     snprintf(jn.shard, sizeof jn.shard, "%s", shard);
-    struct job *job = dispatcher_job_seen(m->d->dispatcher, leaf->q, path, &jn);
-    if (!job)
+    struct mirror_entry *e = m->report->seen(m->report->ctx, leaf->q, path, &jn);
+    if (!e)
         return;
-    if (job->leaf != leaf) {
-        job_unlink(job);
-        job->leaf = leaf;
+    if (e->leaf != leaf) {
+        mirror_entry_unlink(e);
+        e->leaf = leaf;
         leaf->q->mirrored++;
-        job->leaf_next = leaf->jobs;
+        e->next = leaf->jobs;
         if (leaf->jobs)
-            leaf->jobs->leaf_prev = job;
-        leaf->jobs = job;
+            leaf->jobs->prev = e;
+        leaf->jobs = e;
     }
-    job->gen = leaf->gen;
+    e->gen = leaf->gen;
 }
 
 /* A shard of a 100 ms bucket: as near as its bucket, so listed at once. */
@@ -259,11 +258,11 @@ static void sweep(struct mirror *m, struct dir *dir)
         if (kid->gen != dir->gen)
             dir_remove(m, kid);
     }
-    for (struct job *job = dir->jobs, *next; job; job = next) {
-        next = job->leaf_next;
-        if (job->gen != dir->gen) {
-            job_unlink(job);
-            dispatcher_job_vanished(m->d->dispatcher, job);
+    for (struct mirror_entry *e = dir->jobs, *next; e; e = next) {
+        next = e->next;
+        if (e->gen != dir->gen) {
+            mirror_entry_unlink(e);
+            m->report->vanished(m->report->ctx, e);
         }
     }
 }
@@ -308,7 +307,7 @@ static void apply_listing(struct mirror *m, struct dir *dir, const struct zk_res
     sweep(m, dir);
     collect(m, dir, res);
     if (dir->level >= LAYOUT_DEPTH)
-        dispatcher_kick(m->d->dispatcher, dir->q);
+        m->report->listed(m->report->ctx, dir->q);
 }
 
 /* jobs/ (or a level above) refused: said as such, and not tried 10 times a second. */
@@ -317,8 +316,8 @@ static void on_jobs_made(const struct zk_result *res, void *ctx)
     struct dqueue *q = ctx; /* lives as long as the daemon, unlike a dir */
     if (res->rc != ZNOAUTH || !q->root)
         return;
-    dispatcher_denied(q, q->root->path);
-    defer_load(q->root->m, q->root, units_wall_ms() + RETRY_MS);
+    queue_denied(q, q->root->path);
+    defer_load(q->root->m, q->root, units_wall_ms() + LIST_RETRY_MS);
 }
 
 static void on_list(const struct zk_result *res, void *ctx)
@@ -340,12 +339,12 @@ static void on_list(const struct zk_result *res, void *ctx)
             zkstore_create_parents(m->d->zs, dir->path, NULL, NULL);
             zkstore_create(m->d->zs, dir->path, NULL, 0, 0, on_jobs_made, dir->q);
         } else if (res->rc == ZNOAUTH) {
-            dispatcher_denied(dir->q, dir->path);
+            queue_denied(dir->q, dir->path);
         } else {
             log_warn("listing %s failed: %s; retrying", dir->path, zerror(res->rc));
         }
         /* jobs/ just created: list it again soon, but never in a tight loop */
-        defer_load(m, dir, units_wall_ms() + (res->rc == ZNONODE ? 100 : RETRY_MS));
+        defer_load(m, dir, units_wall_ms() + (res->rc == ZNONODE ? 100 : LIST_RETRY_MS));
         return;
     }
     dir->loaded = 1;
@@ -374,7 +373,7 @@ static void load(struct mirror *m, struct dir *dir)
     int rc = zkstore_children(m->d->zs, dir->path, 1, on_list, dir);
     if (rc != ZOK) {
         log_warn("listing %s failed: %s; retrying", dir->path, zerror(rc));
-        defer_load(m, dir, units_wall_ms() + RETRY_MS);
+        defer_load(m, dir, units_wall_ms() + LIST_RETRY_MS);
         return;
     }
     dir->listing = 1;
@@ -461,7 +460,7 @@ void mirror_job_created(struct mirror *m, struct dqueue *q, const char *path)
     if (!leaf || !leaf->loaded || leaf->level < LAYOUT_DEPTH || leaf->q != q)
         return; /* not followed (yet): its listing will show the job */
     job_listed(m, leaf, path, slash + 1);
-    dispatcher_kick(m->d->dispatcher, q);
+    m->report->listed(m->report->ctx, q);
 }
 
 void mirror_reset(struct mirror *m)
@@ -491,6 +490,11 @@ struct mirror *mirror_new(struct deferd *d)
     m->d = d;
     heap_init(&m->pending, pending_less, pending_setpos);
     return m;
+}
+
+void mirror_set_report(struct mirror *m, const struct mirror_report *report)
+{
+    m->report = report;
 }
 
 void mirror_free(struct mirror *m)

@@ -1,5 +1,6 @@
 /* The mirror: follows a queue's bucket tree in ZooKeeper with child watches, reading only
- * buckets whose time is near (lookahead), and reports jobs to the dispatcher. */
+ * buckets whose time is near (lookahead), and reports the jobs it lists to its owner (the
+ * dispatcher) through a report table, never calling it by name. */
 #ifndef DEFERD_MIRROR_H
 #define DEFERD_MIRROR_H
 
@@ -7,12 +8,39 @@
 #include <stdint.h>
 
 struct deferd;
+struct dir;
 struct dqueue;
-struct job;
+struct job_name;
 
 struct mirror;
 
+/* A job's place in the mirror: the bucket it was listed in. Embedded in the owner's job
+ * record; the mirror links and unlinks it, the owner only starts it zeroed. */
+struct mirror_entry {
+    struct dir *leaf;
+    struct mirror_entry *next, *prev;
+    unsigned gen;               /* last listing that showed it */
+};
+
+/* What the mirror tells its owner. CTX is passed back to each. */
+struct mirror_report {
+    /* A job listed in a bucket of Q: its entry, or NULL when it is not taken (out of
+     * memory). Called again for a job already known. */
+    struct mirror_entry *(*seen)(void *ctx, struct dqueue *q, const char *path,
+                                 const struct job_name *jn);
+    /* A known job is missing from its bucket's listing, or its bucket went (the entry is
+     * unlinked already). */
+    void (*vanished)(void *ctx, struct mirror_entry *e);
+    /* A listing of Q was entered: one dispatch for all of it. */
+    void (*listed)(void *ctx, struct dqueue *q);
+    /* A bucket is due earlier than before: the owner's timer calls mirror_tick. */
+    void (*rearm)(void *ctx);
+    void *ctx;
+};
+
 struct mirror *mirror_new(struct deferd *d);
+/* Before mirror_start: REPORT must outlive the mirror. */
+void mirror_set_report(struct mirror *m, const struct mirror_report *report);
 void mirror_free(struct mirror *m);
 int mirror_start(struct mirror *m, struct dqueue *q);      /* idempotent */
 /* A watch fired; 1 if PATH is one of the mirror's buckets. */
@@ -21,7 +49,7 @@ int mirror_on_watch(struct mirror *m, const char *path);
  * INT64_MAX. */
 int64_t mirror_tick(struct mirror *m, int64_t wall_now);
 int64_t mirror_next(const struct mirror *m);
-void mirror_job_freed(struct job *job);                    /* unlink from its bucket */
+void mirror_entry_unlink(struct mirror_entry *e);          /* the owner frees the job */
 void mirror_resync(struct mirror *m);                      /* re-list everything loaded */
 void mirror_reset(struct mirror *m);                       /* forget everything: session lost */
 /* This daemon just created PATH: enter it now if its bucket is followed. */

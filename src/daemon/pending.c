@@ -11,6 +11,7 @@
 #include "daemon.h"
 #include "dispatcher.h"
 #include "log.h"
+#include "queue.h"
 #include "zkstore.h"
 
 #define TICK_MS 1000
@@ -23,31 +24,10 @@ struct pending {
 
 static struct pending *the; /* one per daemon; completions find it here */
 
-static int limited(const struct dqueue *q) { return q->cfg->max_pending > 0; }
-
 static void counts_path(const struct dqueue *q, char *buf, size_t len, const char *child)
 {
     snprintf(buf, len, "%s/queues/%s/counts%s%s", the->d->cfg->zk_root, q->cfg->name,
              child ? "/" : "", child ? child : "");
-}
-
-void pending_changed(struct dqueue *q, int delta)
-{
-    if (!limited(q))
-        return;
-    q->count_unwritten += delta;
-    q->count_since_sum += delta;
-    q->count_since_inflight += delta;
-}
-
-int64_t pending_estimate(const struct dqueue *q)
-{
-    return q->count_sum + q->count_since_sum;
-}
-
-int pending_full(const struct dqueue *q)
-{
-    return limited(q) && q->count_ready && pending_estimate(q) >= (int64_t)q->cfg->max_pending;
 }
 
 static void create_counter(struct dqueue *q);
@@ -60,7 +40,7 @@ static void count_failed(struct dqueue *q, const char *child, int rc)
     if (rc != ZNOAUTH)
         return;
     counts_path(q, path, sizeof path, child);
-    dispatcher_denied(q, path);
+    queue_denied(q, path);
 }
 
 /* ---- writing our counter ---- */
@@ -192,7 +172,7 @@ static void on_parents_made(const struct zk_result *res, void *ctx)
 {
     struct dqueue *q = ctx;
     if (res->rc == ZNOAUTH)
-        dispatcher_denied(q, res->path);
+        queue_denied(q, res->path);
     else if (res->rc != ZOK)
         log_warn("queue %s: cannot create %s for its pending counter: %s", q->cfg->name,
                  res->path, zerror(res->rc));
@@ -219,7 +199,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         return;
     for (size_t i = 0; i < p->d->cfg->nqueues; i++) {
         struct dqueue *q = dispatcher_queue(ds, p->d->cfg->queues[i]->name);
-        if (!q || !limited(q))
+        if (!q || !queue_pending_limited(q))
             continue;
         write_counter(q); /* ordered before the reads on the same session */
         read_sum(q);
@@ -230,7 +210,7 @@ static void create_counters(struct pending *p)
 {
     for (size_t i = 0; i < p->d->cfg->nqueues; i++) {
         struct dqueue *q = dispatcher_queue(p->d->dispatcher, p->d->cfg->queues[i]->name);
-        if (q && limited(q))
+        if (q && queue_pending_limited(q))
             create_counter(q); /* one that exists already stays as it is */
     }
 }
@@ -283,7 +263,7 @@ size_t pending_flush(struct pending *p)
         return 0;
     for (size_t i = 0; i < p->d->cfg->nqueues; i++) {
         struct dqueue *q = dispatcher_queue(p->d->dispatcher, p->d->cfg->queues[i]->name);
-        if (!q || !limited(q))
+        if (!q || !queue_pending_limited(q))
             continue;
         if (zkstore_connected(p->d->zs))
             write_counter(q);

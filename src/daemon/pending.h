@@ -19,9 +19,6 @@ void pending_session_up(struct pending *p);    /* (re)create our counters, start
 /* After a reload: counters for queues that gained a max_pending. Like a restart, they count
  * the jobs put from then on. */
 void pending_reloaded(struct pending *p);
-void pending_changed(struct dqueue *q, int delta); /* +1 put, -1 ack or dead-lettered */
-int pending_full(const struct dqueue *q);      /* 1 when a put must be refused */
-int64_t pending_estimate(const struct dqueue *q);
 /* At shutdown: writes every counter with changes now; returns how many queues still have
  * changes not stored (0: the counts in ZooKeeper are this run's last word). */
 size_t pending_flush(struct pending *p);

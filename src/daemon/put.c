@@ -5,15 +5,13 @@
 #include <string.h>
 
 #include "config.h"
-#include "curator_queue.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "log.h"
 #include "metrics.h"
-#include "pending.h"
 #include "protocol.h"
 #include "putset.h"
-#include "server.h"
+#include "reply.h"
 #include "txnbatch.h"
 #include "zkstore.h"
 
@@ -28,7 +26,8 @@ struct put {
 static void put_free(struct put *p)
 {
     p->ds->puts_open--;
-    server_puts_done(p->ds->d->server); /* a request waiting for its turn may go now */
+    if (p->ds->puts_done) /* a request waiting for its turn may go now */
+        p->ds->puts_done(p->ds->puts_done_arg);
     for (size_t i = 0; i < p->nparts; i++)
         putset_free(p->parts[i]);
     free(p->parts);
@@ -59,7 +58,7 @@ static void reply_failed(struct put *p, size_t part, int rc)
     const struct putjob *pj = putset_job(p->parts[part], 0);
     char *ids = NULL;
     size_t stored = 0;
-    const char *why = dispatcher_zerror(rc);
+    const char *why = zk_reason(rc);
     metrics_refused(p->ds->d->metrics, pj->q->cfg, MR_FAILED);
     if (rc != ZNOAUTH) /* putset.c reported a denial with its path */
         log_warn("queue %s: put%s failed: %s", pj->q->cfg->name, p->batch ? " of a batch" : "",
@@ -174,13 +173,13 @@ void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct rep
         reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->queue);
     } else if (!zkstore_connected(ds->d->zs)) {
         refuse_unavailable(ds, q, r);
-    } else if (pending_full(q)) {
+    } else if (queue_pending_full(q)) {
         metrics_refused(ds->d->metrics, q->cfg, MR_QUEUE_FULL);
         reply_err(r, PE_QUEUE_FULL, "queue '%s' holds %lld of at most %llu pending jobs",
-                  req->queue, (long long)pending_estimate(q),
+                  req->queue, (long long)queue_pending_estimate(q),
                   (unsigned long long)q->cfg->max_pending);
     } else if (q->cfg->format != QF_NATIVE && !req->key[0]) {
-        curator_queue_put(ds, q, req, r); /* takes the payload */
+        ds->foreign->put(ds, q, req, r); /* takes the payload */
         return;
     } else {
         memcpy(pp.queue, req->queue, sizeof pp.queue);
@@ -191,6 +190,12 @@ void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct rep
         return;
     }
     proto_request_clear(req);
+}
+
+void dispatcher_on_puts_done(struct dispatcher *ds, void (*fn)(void *arg), void *arg)
+{
+    ds->puts_done = fn;
+    ds->puts_done_arg = arg;
 }
 
 size_t dispatcher_puts_open(const struct dispatcher *ds)

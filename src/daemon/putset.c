@@ -12,7 +12,6 @@
 #include "log.h"
 #include "metrics.h"
 #include "mirror.h"
-#include "pending.h"
 #include "stash.h"
 #include "txnbatch.h"
 #include "units.h"
@@ -128,7 +127,7 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
     if (q->cfg->format != QF_NATIVE)
         return refuse(code, text, tlen, PE_BAD_REQUEST, "queue '%s' is in a Curator format: "
                       "keys, batches and follow-ups need deferd's own format", pp->queue);
-    if (pending_full(q))
+    if (queue_pending_full(q))
         return refuse(code, text, tlen, PE_QUEUE_FULL, "queue '%s' holds its max_pending jobs",
                       pp->queue);
     uint64_t due = pp->has_at ? pp->at_ms : (uint64_t)units_wall_ms() + pp->delay_ms;
@@ -143,7 +142,7 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
     memcpy(pj->jn.key, pp->key, sizeof pj->jn.key);
     pj->dup_of = same_key_before(ps, pj);
     if (pj->jn.key[0] &&
-        layout_key_path(pj->key_path, sizeof pj->key_path, root(ps->ds), q->cfg->name,
+        layout_key_path(pj->key_path, sizeof pj->key_path, dispatcher_root(ps->ds), q->cfg->name,
                         pj->jn.key) != 0)
         return refuse(code, text, tlen, PE_BAD_REQUEST, "bad key '%s'", pp->key);
     pp->payload = NULL;
@@ -204,7 +203,8 @@ static int choose_shard(struct dispatcher *ds, struct txnbatch *b, struct putjob
         return ZOK;
     snprintf(pj->jn.shard, sizeof pj->jn.shard, "s%08llx-%u", (unsigned long long)ds->uid_prefix,
              (n - SHARD_AFTER) / SHARD_SIZE);
-    if (layout_job_path(pj->path, sizeof pj->path, root(ds), pj->q->cfg->name, &pj->jn) != 0)
+    if (layout_job_path(pj->path, sizeof pj->path, dispatcher_root(ds), pj->q->cfg->name,
+                        &pj->jn) != 0)
         return ZBADARGUMENTS;
     snprintf(dir, sizeof dir, "%s", pj->path);
     *strrchr(dir, '/') = '\0';
@@ -239,9 +239,10 @@ static int prepare_key_dir(struct dispatcher *ds, const char *key_path)
 
 static int name_job(struct putset *ps, struct putjob *pj)
 {
-    new_uid(ps->ds, pj->jn.uid);
+    dispatcher_new_uid(ps->ds, pj->jn.uid);
     pj->jn.shard[0] = '\0';
-    if (layout_job_path(pj->path, sizeof pj->path, root(ps->ds), pj->q->cfg->name, &pj->jn))
+    if (layout_job_path(pj->path, sizeof pj->path, dispatcher_root(ps->ds), pj->q->cfg->name,
+                        &pj->jn))
         return ZBADARGUMENTS;
     int rc = prepare_bucket(ps->ds, ps->b, pj->path);
     if (rc == ZOK)
@@ -333,7 +334,7 @@ static void keep_payload(struct dispatcher *ds, struct putjob *pj)
     int64_t now = units_wall_ms();
     if (pj->len > KEEP_PAYLOAD_MAX || !pj->payload)
         return;
-    HASH_FIND_STR(ds->jobs, pj->path, job);
+    job = job_find_path(ds, pj->path);
     if (!job) {
         if ((int64_t)pj->jn.due_ms <= now + (int64_t)ds->d->cfg->lookahead_ms + STASH_AHEAD_MS &&
             stash_put(ds->stash, pj->path, pj->payload, pj->len,
@@ -360,7 +361,7 @@ void putset_created(struct putset *ps)
         if (pj->dup || pj->dup_of >= 0)
             continue;
         metrics_event(ds->d->metrics, pj->q->cfg, ME_PUT);
-        pending_changed(pj->q, +1);
+        queue_pending_changed(pj->q, +1);
         mirror_job_created(ds->d->mirror, pj->q, pj->path);
         keep_payload(ds, pj);
     }
@@ -379,11 +380,11 @@ static void finish(struct putset *ps, int rc, const struct zk_result *res)
 static void resolve_keys(struct putset *ps);
 
 /* The set ends with RC, which creating PATH for job PJ got: a denial is the queue's news
- * (dispatcher_denied), anything else this job's. */
+ * (queue_denied), anything else this job's. */
 static void failed(struct putset *ps, struct putjob *pj, const char *path, int rc)
 {
     if (rc == ZNOAUTH)
-        dispatcher_denied(pj->q, path);
+        queue_denied(pj->q, path);
     else
         log_warn("queue %s: creating %s failed: %s", pj->q->cfg->name, path, zerror(rc));
     finish(ps, rc, NULL);
@@ -516,7 +517,7 @@ static void on_key_read(const struct zk_result *res, void *ctx)
     }
     if (rc != ZOK) {
         if (rc == ZNOAUTH)
-            dispatcher_denied(pj->q, pj->key_path);
+            queue_denied(pj->q, pj->key_path);
         lookup_done(lk, rc);
         return;
     }
@@ -527,7 +528,8 @@ static void on_key_read(const struct zk_result *res, void *ctx)
     lk->version = res->stat.version;
     if (res->datalen <= 0 ||
         layout_parse_key_data(res->data, (size_t)res->datalen, &lk->holder) != 0 ||
-        layout_job_path(path, sizeof path, root(lk->ps->ds), pj->q->cfg->name, &lk->holder)) {
+        layout_job_path(path, sizeof path, dispatcher_root(lk->ps->ds), pj->q->cfg->name,
+                        &lk->holder)) {
         take_over(lk, lk->version); /* not a job name at all */
         lookup_done(lk, ZOK);
         return;

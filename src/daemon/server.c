@@ -16,25 +16,24 @@
 
 #include "access.h"
 #include "config.h"
-#include "curator_consume.h"
 #include "consumers.h"
 #include "daemon.h"
 #include "dispatcher.h"
 #include "log.h"
-#include "metrics.h"
-#include "session.h"
+#include "reply.h"
 #include "units.h"
 
 #define PENDING_REPLIES_MAX 1024  /* stop reading from a client that does not read replies */
-#define DENIALS_LOGGED 10         /* per connection: a refused client cannot flood the log */
 /* libevent's listener accepts until the backlog is empty; clients that reconnect as fast as
  * they are accepted (or refused) would keep it there for ever, starving every connection
  * already open. So after this many accepts the listener rests for one loop turn, in which
  * the open connections are served. */
 #define ACCEPTS_BEFORE_REST 16
 
-struct reply {
-    struct reply *next;
+/* A reply in its connection's queue: lines go out in request order. */
+struct out_reply {
+    struct reply base;          /* what the handler completes */
+    struct out_reply *next;
     struct conn *conn;          /* NULL once the connection is gone */
     int done;
     char *line;
@@ -46,10 +45,10 @@ struct conn {
     struct bufferevent *bev;
     struct event *more;         /* continues decoding after requests_per_turn */
     struct proto_decoder dec;
-    struct reply *rhead, *rtail;
+    struct out_reply *rhead, *rtail;
     size_t npending;
     struct consumer *consumer;  /* set by the first SUB */
-    struct reply *unsub;        /* UNSUB answered once no push is on its way */
+    struct out_reply *unsub;    /* UNSUB answered once no push is on its way */
     struct peer peer;           /* who is at the other end (SO_PEERCRED) */
     int denials;                /* refused requests, logged up to DENIALS_LOGGED */
     int closing;                /* stop decoding */
@@ -62,6 +61,7 @@ struct conn {
 
 struct server {
     struct deferd *d;
+    server_handler_fn *handle;  /* the command table's */
     struct evconnlistener *listener;
     char *path;
     struct conn *conns;
@@ -97,7 +97,7 @@ static void flush_replies(struct conn *c)
 {
     struct evbuffer *out = bufferevent_get_output(c->bev);
     while (c->rhead && c->rhead->done) {
-        struct reply *r = c->rhead;
+        struct out_reply *r = c->rhead;
         evbuffer_add_printf(out, "%s\n", r->line);
         c->rhead = r->next;
         if (!c->rhead)
@@ -111,11 +111,25 @@ static void flush_replies(struct conn *c)
         event_active(c->more, 0, 0); /* freed there, never under a caller's feet */
 }
 
-static struct reply *reply_new(struct conn *c)
+static void reply_complete(struct reply *base, char *line)
 {
-    struct reply *r = calloc(1, sizeof *r);
+    struct out_reply *r = (struct out_reply *)base;
+    if (!r->conn) {
+        free(line);
+        free(r);
+        return;
+    }
+    r->line = line ? line : strdup("ERR INTERNAL out of memory");
+    r->done = 1;
+    flush_replies(r->conn);
+}
+
+static struct out_reply *reply_new(struct conn *c)
+{
+    struct out_reply *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
+    r->base.complete = reply_complete;
     r->conn = c;
     if (c->rtail)
         c->rtail->next = r;
@@ -127,55 +141,13 @@ static struct reply *reply_new(struct conn *c)
     return r;
 }
 
-static void reply_done(struct reply *r, char *line)
+static int push_job(struct conn *conn, const struct consumer_push *p)
 {
-    if (!r->conn) {
-        free(line);
-        free(r);
-        return;
-    }
-    r->line = line ? line : strdup("ERR INTERNAL out of memory");
-    r->done = 1;
-    flush_replies(r->conn);
+    return proto_append_job(bufferevent_get_output(conn->bev), p->id, p->queue, p->attempt,
+                            p->due_ms, p->priority, p->ttr_ms, p->payload, p->len);
 }
 
-void reply_ok(struct reply *r, const char *text)
-{
-    char *line = NULL;
-    if (asprintf(&line, text ? "OK %s" : "OK%s", text ? text : "") < 0)
-        line = NULL;
-    reply_done(r, line);
-}
-
-void reply_err(struct reply *r, enum proto_errcode code, const char *fmt, ...)
-{
-    char text[512], line[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    proto_format_error(line, sizeof line, code, text);
-    reply_done(r, strdup(line));
-}
-
-void reply_err_text(struct reply *r, enum proto_errcode code, const char *text)
-{
-    size_t n = strlen(text) + 64;
-    char *line = malloc(n);
-    if (line)
-        proto_format_error(line, n, code, text);
-    reply_done(r, line);
-}
-
-int server_push_job(struct conn *conn, const struct job *job)
-{
-    return proto_append_job(bufferevent_get_output(conn->bev), job->id, job->q->cfg->name,
-                            job->attempt, job->jn.due_ms,
-                            job->ci ? curator_job_priority(job) : job->jn.priority, job->ttr_ms,
-                            job->payload, job->len);
-}
-
-int server_push_deadline(struct conn *conn, const char *id, int64_t ms_left)
+static int push_deadline(struct conn *conn, const char *id, int64_t ms_left)
 {
     return proto_append_deadline(bufferevent_get_output(conn->bev), id, ms_left);
 }
@@ -197,24 +169,32 @@ size_t server_pending_replies(const struct server *s)
     return n;
 }
 
-int server_push_expired(struct conn *conn, const char *id)
+static int push_expired(struct conn *conn, const char *id)
 {
     return proto_append_expired(bufferevent_get_output(conn->bev), id);
 }
 
-int server_push_cancelled(struct conn *conn, const char *id)
+static int push_cancelled(struct conn *conn, const char *id)
 {
     return proto_append_cancelled(bufferevent_get_output(conn->bev), id);
 }
 
-void server_consumer_quiet(struct conn *conn)
+static void consumer_quiet(struct conn *conn)
 {
-    if (conn->unsub && (!conn->consumer || consumer_locking(conn->consumer) == 0)) {
-        struct reply *r = conn->unsub;
+    if (conn->unsub && (!conn->consumer || job_locking_left(conn->consumer) == 0)) {
+        struct out_reply *r = conn->unsub;
         conn->unsub = NULL;
-        reply_ok(r, NULL);
+        reply_ok(&r->base, NULL);
     }
 }
+
+static const struct consumer_ops conn_consumer_ops = {
+    .job = push_job,
+    .deadline = push_deadline,
+    .expired = push_expired,
+    .cancelled = push_cancelled,
+    .quiet = consumer_quiet,
+};
 
 static void drop_consumer(struct conn *c);
 static void unpark_unlink(struct conn *c);
@@ -231,7 +211,7 @@ static void conn_free(struct conn *c)
         proto_request_clear(&c->parked);
     }
     proto_decoder_clear(&c->dec);
-    for (struct reply *r = c->rhead, *next; r; r = next) {
+    for (struct out_reply *r = c->rhead, *next; r; r = next) {
         next = r->next;
         if (r->done) {
             free(r->line);
@@ -252,200 +232,38 @@ static void conn_free(struct conn *c)
     free(c);
 }
 
-static void handle_sub(struct conn *c, struct proto_request *req, struct reply *r)
+/* ---- what request handlers may ask of their connection ---- */
+
+struct consumer *server_conn_consumer(struct conn *c, int create)
 {
-    struct dispatcher *ds = c->srv->d->dispatcher;
-    if (req->inflight > c->srv->d->cfg->max_inflight) {
-        reply_err(r, PE_BAD_REQUEST, "inflight %u is over this daemon's max_inflight %llu",
-                  req->inflight, (unsigned long long)c->srv->d->cfg->max_inflight);
-        return;
-    }
-    for (size_t i = 0; i < req->nsubs; i++) {
-        const struct dqueue *q = dispatcher_queue(ds, req->subs[i]);
-        if (!q) {
-            reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->subs[i]);
-            return;
-        }
-        if (q->cfg->format != QF_NATIVE && !q->cfg->curator_lock_path[0]) {
-            reply_err(r, PE_BAD_REQUEST, "queue '%s' is a Curator queue without "
-                      "curator_lock_path: consuming it needs Curator's lockPath "
-                      "(docs/curator-compat.md)", req->subs[i]);
-            return;
-        }
-    }
-    if (!c->consumer && !(c->consumer = consumer_new(c))) {
-        reply_err(r, PE_INTERNAL, "out of memory");
-        return;
-    }
-    c->consumer->inflight_max = req->inflight;
-    for (size_t i = 0; i < req->nsubs; i++) {
-        if (dispatcher_subscribe(ds, c->consumer, dispatcher_queue(ds, req->subs[i])) != 0) {
-            reply_err(r, PE_UNAVAILABLE, "cannot follow queue '%s' in ZooKeeper", req->subs[i]);
-            return;
-        }
-    }
-    dispatcher_consumer_changed(ds, c->consumer); /* inflight may have grown */
-    reply_ok(r, NULL);
+    if (!c->consumer && create)
+        c->consumer = consumer_new(c, &conn_consumer_ops);
+    return c->consumer;
 }
 
-/* UNSUB [QUEUES]: no more jobs of those queues (all: none named); held ones stay held. */
-static void handle_unsub(struct conn *c, struct proto_request *req, struct reply *r)
+const struct peer *server_conn_peer(const struct conn *c) { return &c->peer; }
+
+int server_conn_denial(struct conn *c) { return c->denials++; }
+
+void server_conn_hold_unsub(struct conn *c, struct reply *r)
 {
-    struct dispatcher *ds = c->srv->d->dispatcher;
-    for (size_t i = 0; i < req->nsubs; i++) {
-        if (!dispatcher_queue(ds, req->subs[i])) {
-            reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->subs[i]);
-            return;
-        }
-    }
-    for (size_t i = 0; c->consumer && i < req->nsubs; i++)
-        dispatcher_unsubscribe(ds, c->consumer, dispatcher_queue(ds, req->subs[i]));
-    if (c->consumer && req->nsubs == 0)
-        dispatcher_unsubscribe(ds, c->consumer, NULL);
     if (c->unsub) { /* replies go in order: this one waits for the first anyway */
         reply_ok(r, NULL);
         return;
     }
-    c->unsub = r;
-    server_consumer_quiet(c);
-}
-
-static void handle_stats_queue(struct deferd *d, const char *queue, struct reply *r)
-{
-    char text[1024];
-    if (!dispatcher_queue(d->dispatcher, queue))
-        reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", queue);
-    else if (metrics_format_queue(d->metrics, queue, text, sizeof text) != 0)
-        reply_err(r, PE_INTERNAL, "out of memory");
-    else
-        reply_ok(r, text);
-}
-
-/* ---- who may ---- */
-
-static int denied(struct conn *c, const char *queue, int consume, const char *what,
-                  struct reply *r)
-{
-    const struct queue_config *qc = config_queue(c->srv->d->cfg, queue);
-    if (!qc || access_allows(consume ? &qc->consumers : &qc->producers, &c->peer))
-        return 0; /* an unknown queue is answered as such further on */
-    if (c->denials++ < DENIALS_LOGGED)
-        log_warn("permission denied: %s on queue %s for uid %ld gid %ld pid %ld (queue's %s)",
-                 what, queue, c->peer.known ? (long)c->peer.uid : -1L,
-                 c->peer.known ? (long)c->peer.gid : -1L, c->peer.known ? (long)c->peer.pid : -1L,
-                 consume ? "consumers" : "producers");
-    reply_err(r, PE_PERMISSION_DENIED, "uid %ld may not %s on queue '%s' (its %s rule)",
-              c->peer.known ? (long)c->peer.uid : -1L, what, queue,
-              consume ? "consumers" : "producers");
-    return 1;
-}
-
-/* The queue named by a job id ("<queue>/..."). */
-static void id_queue(const char *id, char *queue, size_t len)
-{
-    size_t n = strcspn(id, "/");
-    snprintf(queue, len, "%.*s", (int)(n < len ? n : len - 1), id);
-}
-
-/* Checks every queue the request would change or consume against its rules. */
-static int forbidden(struct conn *c, struct proto_request *req, struct reply *r)
-{
-    static const char *const names[] = {
-        [CMD_PUT] = "PUT", [CMD_SUB] = "SUB", [CMD_ACK] = "ACK", [CMD_NACK] = "NACK",
-        [CMD_BATCH] = "BATCH", [CMD_CANCEL] = "CANCEL", [CMD_RESCHEDULE] = "RESCHEDULE",
-    };
-    char queue[QUEUE_NAME_MAX + 1];
-    const char *what = req->cmd < sizeof names / sizeof *names ? names[req->cmd] : NULL;
-    if (!what)
-        return 0;
-    if (req->cmd == CMD_PUT)
-        return denied(c, req->queue, 0, what, r);
-    for (size_t i = 0; req->cmd == CMD_SUB && i < req->nsubs; i++)
-        if (denied(c, req->subs[i], 1, what, r))
-            return 1;
-    for (size_t i = 0; i < req->nitems; i++) /* BATCH, follow-ups of ACK/NACK */
-        if (denied(c, req->items[i].queue, 0, what, r))
-            return 1;
-    if (req->cmd == CMD_CANCEL || req->cmd == CMD_RESCHEDULE) {
-        if (req->id[0])
-            id_queue(req->id, queue, sizeof queue);
-        return denied(c, req->id[0] ? queue : req->queue, 0, what, r);
-    }
-    return 0;
+    c->unsub = (struct out_reply *)r;
+    consumer_quiet(c);
 }
 
 static void handle_request(struct conn *c, struct proto_request *req)
 {
-    struct dispatcher *ds = c->srv->d->dispatcher;
-    struct reply *r = reply_new(c);
+    struct out_reply *r = reply_new(c);
     if (!r) {
         proto_request_clear(req);
         c->closing = 1;
         return;
     }
-    if (forbidden(c, req, r)) {
-        proto_request_clear(req);
-        return;
-    }
-    if ((req->cmd == CMD_PUT || req->cmd == CMD_SUB || req->cmd == CMD_BATCH) &&
-        dispatcher_draining(ds)) {
-        /* Shutting down: held jobs may still be settled, nothing new is taken on. */
-        proto_request_clear(req);
-        reply_err(r, PE_UNAVAILABLE, "deferd is shutting down; nothing was stored");
-        return;
-    }
-    switch (req->cmd) {
-    case CMD_PUT:
-        dispatcher_put(ds, req, r); /* takes the payload */
-        break;
-    case CMD_SUB:
-        handle_sub(c, req, r);
-        break;
-    case CMD_UNSUB:
-        handle_unsub(c, req, r);
-        break;
-    case CMD_ACK:
-    case CMD_NACK:
-    case CMD_TOUCH:
-        if (!c->consumer)
-            reply_err(r, PE_NOT_FOUND, "job %s is not held by this connection", req->id);
-        else if (req->cmd == CMD_ACK)
-            dispatcher_ack(ds, c->consumer, req, r);
-        else if (req->cmd == CMD_NACK)
-            dispatcher_nack(ds, c->consumer, req, r);
-        else
-            dispatcher_touch(ds, c->consumer, req->id, r);
-        proto_request_clear(req); /* follow-ups not taken */
-        break;
-    case CMD_BATCH:
-        dispatcher_batch(ds, req, r);
-        break;
-    case CMD_CANCEL:
-        dispatcher_cancel(ds, req, r);
-        break;
-    case CMD_RESCHEDULE:
-        dispatcher_reschedule(ds, req, r);
-        break;
-    case CMD_PING:
-        reply_ok(r, "PONG");
-        break;
-    case CMD_STATS: {
-        char text[1024];
-        size_t n;
-        if (req->queue[0]) {
-            handle_stats_queue(c->srv->d, req->queue, r);
-            break;
-        }
-        session_format(c->srv->d->session, text, sizeof text);
-        n = strlen(text);
-        dispatcher_format(ds, text + n, sizeof text - n);
-        n = strlen(text);
-        snprintf(text + n, sizeof text - n, " puts_open=%zu puts_waiting=%zu",
-                 dispatcher_puts_open(ds), c->srv->nparked);
-        reply_ok(r, text);
-        break;
-    }
-    }
+    c->srv->handle(c->srv->d, c, req, &r->base);
 }
 
 /* ---- max_open_puts: puts beyond it wait, each connection in its turn ---- */
@@ -516,15 +334,18 @@ static void on_unpark(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* A PUT or BATCH was answered: requests held back may go (soon, from the loop, never under
+ * the engine's feet). */
+static void on_puts_done(void *arg)
+{
+    struct server *s = arg;
+    if (s->park_head)
+        event_active(s->unpark, 0, 0);
+}
+
 size_t server_puts_waiting(const struct server *s)
 {
     return s ? s->nparked : 0;
-}
-
-void server_puts_done(struct server *s)
-{
-    if (s && s->park_head)
-        event_active(s->unpark, 0, 0);
 }
 
 static void decode_some(struct conn *c)
@@ -550,9 +371,9 @@ static void decode_some(struct conn *c)
             handle_request(c, &req);
             continue;
         }
-        struct reply *r = reply_new(c);
+        struct out_reply *r = reply_new(c);
         if (r)
-            reply_err(r, err.code, "%s", err.text);
+            reply_err(&r->base, err.code, "%s", err.text);
     }
     if (!c->closing && evbuffer_get_length(in) > 0)
         event_active(c->more, 0, 0);
@@ -763,7 +584,7 @@ static void on_lost_sweep(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-struct server *server_new(struct deferd *d)
+struct server *server_new(struct deferd *d, server_handler_fn *handle)
 {
     const struct config *cfg = d->cfg;
     struct server *s = calloc(1, sizeof *s);
@@ -772,6 +593,7 @@ struct server *server_new(struct deferd *d)
         return NULL;
     }
     s->d = d;
+    s->handle = handle;
     static const struct timeval second = {1, 0};
     if (!(s->accept_again = evtimer_new(d->base, on_accept_again, s)) ||
         !(s->unpark = event_new(d->base, -1, 0, on_unpark, s)) ||
@@ -802,6 +624,7 @@ struct server *server_new(struct deferd *d)
         goto fail;
     }
     log_info("listening on %s", cfg->socket_path);
+    dispatcher_on_puts_done(d->dispatcher, on_puts_done, s);
     return s;
 fail:
     if (s->accept_again)
@@ -819,6 +642,7 @@ void server_free(struct server *s)
 {
     if (!s)
         return;
+    dispatcher_on_puts_done(s->d->dispatcher, NULL, NULL);
     while (s->conns)
         conn_free(s->conns);
     evconnlistener_free(s->listener);

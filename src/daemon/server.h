@@ -1,5 +1,6 @@
 /* The Unix socket server: accepts producers and consumers, decodes requests, hands them to
- * the dispatcher, and writes replies in request order however late they complete. */
+ * its request handler (the command table, commands.c), and writes replies in request order
+ * however late they complete. */
 #ifndef DEFERD_SERVER_H
 #define DEFERD_SERVER_H
 
@@ -10,32 +11,27 @@
 
 struct deferd;
 struct conn;
-struct job;
+struct consumer;
+struct peer;
 struct reply;
 struct server;
 
-struct server *server_new(struct deferd *d);
+/* Each decoded request goes to HANDLE (the command table), which completes its reply. */
+typedef void server_handler_fn(struct deferd *d, struct conn *c, struct proto_request *req,
+                               struct reply *r);
+struct server *server_new(struct deferd *d, server_handler_fn *handle);
 void server_free(struct server *s);
 
-/* Completing a reply whose connection has closed just frees it. */
-void reply_ok(struct reply *r, const char *text); /* text may be NULL */
-/* An error whose TEXT may be long (a list of ids); reply_err cuts at 512 bytes. */
-void reply_err_text(struct reply *r, enum proto_errcode code, const char *text);
-void reply_err(struct reply *r, enum proto_errcode code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* What a request handler may ask of its connection: its consumer (made by the first SUB
+ * when CREATE; NULL when none or out of memory), its peer, how many requests it had
+ * refused before this one; UNSUB's reply R is held until no push is on its way. */
+struct consumer *server_conn_consumer(struct conn *c, int create);
+const struct peer *server_conn_peer(const struct conn *c);
+int server_conn_denial(struct conn *c);
+void server_conn_hold_unsub(struct conn *c, struct reply *r);
 
-int server_push_job(struct conn *conn, const struct job *job);
-int server_push_deadline(struct conn *conn, const char *id, int64_t ms_left);
-int server_push_expired(struct conn *conn, const char *id);
-int server_push_cancelled(struct conn *conn, const char *id);
-/* A job being locked for this connection's consumer was pushed or given up: an UNSUB
- * waiting for the last such push is answered now (after its OK, no JOB comes). */
-void server_consumer_quiet(struct conn *conn);
 /* Tells every consumer connection: "STATE <name>". */
 void server_broadcast_state(struct server *s, const char *name);
-/* A PUT or BATCH was answered: requests held back for max_open_puts may go (soon, from the
- * loop, never under the caller's feet). */
-void server_puts_done(struct server *s);
 /* Connections whose PUT or BATCH waits for its turn (max_open_puts). */
 size_t server_puts_waiting(const struct server *s);
 /* Requests received and not answered yet, over all connections. */

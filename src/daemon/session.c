@@ -7,6 +7,8 @@
 
 #include "daemon.h"
 #include "dispatcher.h"
+#include "lease.h"
+#include "lock.h"
 #include "log.h"
 #include "mirror.h"
 #include "pause.h"
@@ -167,9 +169,9 @@ static void connected(struct session *s)
     s->last_contact_ms = units_wall_ms();
     if (s->state == CS_SUSPENDED && id == d->session_id) {
         enter(s, CS_RECONNECTED, "same session");
-        dispatcher_shift_leases(d->dispatcher, units_wall_ms() - s->suspended_at_ms);
+        lease_shift_all(d->dispatcher, units_wall_ms() - s->suspended_at_ms);
         mirror_resync(d->mirror); /* changes while away fired no watch */
-        dispatcher_verify_held(d->dispatcher);
+        lock_verify_held(d->dispatcher);
         s->state = CS_CONNECTED;  /* RECONNECTED is an event; the state is connected */
     } else {
         d->session_id = id;

@@ -8,108 +8,16 @@
 #include <sys/random.h>
 
 #include "config.h"
-#include "curator_consume.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "log.h"
 #include "metrics.h"
-#include "pending.h"
 #include "protocol.h"
 #include "putset.h"
-#include "server.h"
+#include "reply.h"
 #include "txnbatch.h"
 #include "units.h"
 #include "zkstore.h"
-
-static void on_released(const struct zk_result *res, void *ctx)
-{
-    struct job *job = ctx;
-    struct dispatcher *ds = job->q->ds;
-    if (res->rc != ZOK && res->rc != ZNONODE) {
-        retry_later(ds, job, "releasing the lock", res->rc);
-        return;
-    }
-    /* A lock taken ahead and given back (pause, drain) waits for its due time again; one
-     * given back after a failure, for its retry time (place() knows it). */
-    if (!job_settled_gone(ds, job) && place(ds, job, (int64_t)job->jn.due_ms))
-        dispatch(ds, job->q);
-}
-
-static void on_owner_listed(const struct zk_result *res, void *ctx)
-{
-    struct job *job = ctx;
-    struct dispatcher *ds = job->q->ds;
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, LAYOUT_OWNER "%llx-", (unsigned long long)job->lock_session);
-    size_t n = strlen(prefix);
-    for (int i = 0; res->rc == ZOK && i < res->nchildren; i++) {
-        const char *name = res->children[i];
-        char *end;
-        unsigned long seq;
-        if (strncmp(name, prefix, n) == 0 && strlen(name + n) == 10 &&
-            (seq = strtoul(name + n, &end, 10)) < OWNER_SEQ_UNKNOWN && !*end) {
-            job->owner_seq = (uint32_t)seq;
-            release_lock(ds, job);
-            return;
-        }
-    }
-    if (res->rc == ZNONODE) {
-        if (!job_settled_gone(ds, job))
-            free_job(ds, job);
-        return;
-    }
-    if (res->rc != ZOK) {
-        retry_later(ds, job, "looking for our owner node", res->rc);
-        return;
-    }
-    /* Our lock (we only get here after seeing it ours) without its owner node, deleted
-     * by hand: delete the lock alone. */
-    char lock[LAYOUT_PATH_MAX + 8];
-    lock_path(job, lock, sizeof lock);
-    const struct zk_txn_op op = {.kind = ZT_DELETE, .path = lock, .version = -1};
-    int rc = txnbatch_add(ds->settles, &op, 1, on_released, job);
-    if (rc != ZOK)
-        retry_later(ds, job, "releasing the lock", rc);
-}
-
-/* Lists the job's children to learn our owner node's name. */
-static void find_owner(struct dispatcher *ds, struct job *job)
-{
-    set_busy(job, JS_SETTLING);
-    int rc = zkstore_children(ds->d->zs, job->path, 0, on_owner_listed, job);
-    if (rc != ZOK)
-        retry_later(ds, job, "looking for our owner node", rc);
-}
-
-/* Gives up our lock so that the job is delivered again (attempt + 1). */
-void release_lock(struct dispatcher *ds, struct job *job)
-{
-    if (job->ci) {
-        curator_part_release(ds, job, job->state == JS_INFLIGHT);
-        return;
-    }
-    struct lock_paths lp;
-    lock_paths(job, &lp);
-    unhold(ds, job);
-    unprelock(job);
-    if (job->uncertain) { /* the lock may be someone else's now: look before deleting */
-        job->uncertain = 0;
-        watch_lock(ds, job);
-        return;
-    }
-    if (job->owner_seq == OWNER_SEQ_UNKNOWN) { /* a lock whose answer we never got */
-        find_owner(ds, job);
-        return;
-    }
-    const struct zk_txn_op ops[] = {
-        {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
-        {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
-    };
-    set_busy(job, JS_SETTLING);
-    int rc = txnbatch_add(ds->settles, ops, 2, on_released, job);
-    if (rc != ZOK)
-        retry_later(ds, job, "releasing the lock", rc);
-}
 
 /* ---- ack and nack: one transaction each ---- */
 
@@ -166,10 +74,10 @@ static const char *lost_text(enum lost_reason why)
 
 /* The job C holds by ID, or NULL with the reply sent. An ACK or NACK (ANSWERS) of a job
  * taken from C frees the slot it kept. */
-static struct job *held_job(struct dispatcher *ds, struct consumer *c, const char *id,
+struct job *settle_held_job(struct dispatcher *ds, struct consumer *c, const char *id,
                             int answers, struct reply *r)
 {
-    struct job *job = find_by_id(ds, id);
+    struct job *job = job_find(ds, id);
     if (job && job->owner == c && job->state == JS_INFLIGHT)
         return job;
     enum lost_reason why = consumer_lost(c, id);
@@ -194,9 +102,9 @@ static void lease_lost_as(struct dispatcher *ds, struct settle *st, int cancelle
     else if (st->r)
         reply_err(st->r, PE_LEASE_LOST, "job %s: lease lost (its lock went); this %s "
                   "changed nothing", job->id, settle_name(st));
-    unhold(ds, job);
+    job_unhold(ds, job);
     if (!job_settled_gone(ds, job))
-        make_ready(ds, job);
+        dispatcher_make_ready(ds, job);
 }
 
 static void lease_lost(struct dispatcher *ds, struct settle *st)
@@ -220,12 +128,12 @@ static int ask_if_cancelled(struct dispatcher *ds, struct settle *st)
     if (st->job->gone || !st->r || st->followups ||
         zkstore_exists(ds->d->zs, st->job->path, 0, on_gone_checked, st) != ZOK)
         return 0;
-    set_busy(st->job, JS_SETTLING);
+    job_set_busy(st->job, JS_SETTLING);
     return 1;
 }
 
 /* Known not applied: the job is still ours and the consumer may try again. A denial was
- * logged for the queue already (dispatcher_denied). */
+ * logged for the queue already (queue_denied). */
 static void settle_failed(struct settle *st, int rc)
 {
     struct job *job = st->job;
@@ -233,10 +141,10 @@ static void settle_failed(struct settle *st, int rc)
             job->q->cfg->name, job->id, settle_name(st), zerror(rc));
     if (st->r)
         reply_err(st->r, PE_UNAVAILABLE, "%s failed%s: %s; the job is still held",
-                  settle_name(st), rc == ZNOAUTH ? "" : " in ZooKeeper", dispatcher_zerror(rc));
+                  settle_name(st), rc == ZNOAUTH ? "" : " in ZooKeeper", zk_reason(rc));
     lease_arm(job->q->ds, job); /* the lease runs on as before */
     if (!job->owner) /* no one to try again: given back, not at once (it would fail again) */
-        release_later(job->q->ds, job);
+        lock_release_later(job->q->ds, job);
 }
 
 static void reply_settled(struct settle *st)
@@ -273,22 +181,22 @@ static void settled(struct dispatcher *ds, struct settle *st)
     if (st->r)
         reply_settled(st);
     if (st->op == SETTLE_ACK || st->bury)
-        pending_changed(job->q, -1);
+        queue_pending_changed(job->q, -1);
     if (st->followups)
         putset_created(st->followups); /* counted once, also when learnt by verifying */
     if (st->unrun_same && !job->gone) { /* the same znode path again: keep the job */
         job->jn.prior_attempts = job->attempt ? job->attempt - 1 : 0;
         job->given_back = 1;
         job->owner_seq = OWNER_SEQ_UNKNOWN;
-        unhold(ds, job);
-        make_ready(ds, job);
+        job_unhold(ds, job);
+        dispatcher_make_ready(ds, job);
     } else if (st->op == SETTLE_ACK || st->has_delay || job->gone) {
         struct dqueue *q = job->q;
-        free_job(ds, job); /* a moved job reappears through the mirror */
-        dispatch(ds, q);
+        job_free(ds, job); /* a moved job reappears through the mirror */
+        dispatcher_dispatch(ds, q);
     } else {
-        unhold(ds, job);
-        make_ready(ds, job);
+        job_unhold(ds, job);
+        dispatcher_make_ready(ds, job);
     }
 }
 
@@ -302,7 +210,7 @@ static int key_op(struct dispatcher *ds, struct settle *st, struct zk_txn_op *op
     struct job *job = st->job;
     int keep = st->op == SETTLE_ACK && job->q->cfg->key_retention_ms > 0;
     if (!job->jn.key[0] || st->skip_key || (st->op == SETTLE_NACK && !st->has_delay) ||
-        layout_key_path(st->key_path, sizeof st->key_path, root(ds), job->q->cfg->name,
+        layout_key_path(st->key_path, sizeof st->key_path, dispatcher_root(ds), job->q->cfg->name,
                         job->jn.key) != 0)
         return 0;
     *op = (struct zk_txn_op){.kind = ZT_DELETE, .path = st->key_path, .version = -1};
@@ -335,7 +243,7 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
     int n = st->op == SETTLE_ACK ? 3 : st->has_delay ? 4 : 2;
     st->key_op = key_op(ds, st, &ops[n]) ? n : -1;
     n += st->key_op >= 0;
-    set_busy(job, JS_SETTLING);
+    job_set_busy(job, JS_SETTLING);
     if (st->followups)
         return putset_send(st->followups, ds->settles, ops, n, on_followups_done, st);
     return txnbatch_add(ds->settles, ops, n, on_settled, st);
@@ -374,7 +282,7 @@ static void on_parents_checked(const struct zk_result *res, void *ctx)
     if (rc == ZOK && (rc = send_settle(st->job->q->ds, st)) == ZOK)
         return;
     if (rc == ZNOAUTH)
-        dispatcher_denied(st->job->q, res->path); /* only create_parents answers NoAuth */
+        queue_denied(st->job->q, res->path); /* only create_parents answers NoAuth */
     settle_failed(st, rc);
     settle_free(st);
 }
@@ -422,7 +330,7 @@ static void on_settled(const struct zk_result *res, void *ctx)
         return;
     } else {
         if (rc == ZNOAUTH)
-            dispatcher_denied(job->q, refused_path(st, res));
+            queue_denied(job->q, refused_path(st, res));
         settle_failed(st, rc);
     }
     settle_free(st);
@@ -500,7 +408,7 @@ static void on_verified_lock(const struct zk_result *res, void *ctx)
 
 static void hold_settle(struct dispatcher *ds, struct settle *st)
 {
-    set_busy(st->job, JS_SETTLING);
+    job_set_busy(st->job, JS_SETTLING);
     st->next = ds->held;
     ds->held = st;
 }
@@ -515,7 +423,7 @@ static void verify(struct dispatcher *ds, struct settle *st)
     }
     char lock[LAYOUT_PATH_MAX + 8];
     lock_path(st->job, lock, sizeof lock);
-    set_busy(st->job, JS_SETTLING);
+    job_set_busy(st->job, JS_SETTLING);
     int rc = zkstore_exists(ds->d->zs, lock, 0, on_verified_lock, st);
     if (rc != ZOK) {
         settle_failed(st, rc);
@@ -585,7 +493,7 @@ static int take_followups(struct dispatcher *ds, struct settle *st, struct proto
 }
 
 /* A Curator queue's job is settled on its own. */
-static int curator_job(struct job *job, struct proto_request *req, struct reply *r)
+static int foreign_job(struct job *job, struct proto_request *req, struct reply *r)
 {
     if (!job->ci)
         return 0;
@@ -594,16 +502,16 @@ static int curator_job(struct job *job, struct proto_request *req, struct reply 
                   job->id);
         return 1;
     }
-    curator_part_settle(job->q->ds, job, req->cmd == CMD_ACK, req->has_delay, req->delay_ms,
-                        r);
+    struct dispatcher *ds = job->q->ds;
+    ds->foreign->settle(ds, job, req->cmd == CMD_ACK, req->has_delay, req->delay_ms, r);
     return 1;
 }
 
 void dispatcher_ack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
                     struct reply *r)
 {
-    struct job *job = held_job(ds, c, req->id, 1, r);
-    if (!job || curator_job(job, req, r))
+    struct job *job = settle_held_job(ds, c, req->id, 1, r);
+    if (!job || foreign_job(job, req, r))
         return;
     struct settle *st = settle_new(job, r, SETTLE_ACK);
     if (st && take_followups(ds, st, req) != 0)
@@ -620,10 +528,10 @@ static int plan_move(struct dispatcher *ds, struct settle *st, uint64_t delay_ms
     next.due_ms = (uint64_t)units_wall_ms() + delay_ms;
     next.prior_attempts = job->attempt;
     next.shard[0] = '\0';
-    new_uid(ds, next.uid);
+    dispatcher_new_uid(ds, next.uid);
     st->has_delay = 1;
     if (delay_ms > LAYOUT_DUE_MAX || next.due_ms > LAYOUT_DUE_MAX ||
-        layout_job_path(st->next_path, sizeof st->next_path, root(ds), job->q->cfg->name,
+        layout_job_path(st->next_path, sizeof st->next_path, dispatcher_root(ds), job->q->cfg->name,
                         &next) != 0 ||
         layout_job_id(st->next_id, sizeof st->next_id, job->q->cfg->name, &next) != 0)
         return -1;
@@ -633,7 +541,7 @@ static int plan_move(struct dispatcher *ds, struct settle *st, uint64_t delay_ms
 /* The queue's policy for a nack without a delay: doubling from backoff_min per attempt,
  * capped at backoff_max, spread by +-backoff_jitter percent so that a burst of failures
  * does not come back as a burst. */
-uint64_t backoff_ms(const struct queue_config *qc, uint32_t attempt)
+uint64_t settle_backoff_ms(const struct queue_config *qc, uint32_t attempt)
 {
     uint64_t d = qc->backoff_min_ms;
     for (uint32_t i = 1; i < attempt && d < qc->backoff_max_ms; i++)
@@ -659,15 +567,16 @@ static int plan_bury(struct dispatcher *ds, struct settle *st)
     st->has_delay = st->bury = 1;
     if (layout_job_id(st->next_id, sizeof st->next_id, job->q->cfg->name, &dead) != 0)
         return -1;
-    return layout_dead_path(st->next_path, sizeof st->next_path, root(ds), job->q->cfg->name,
+    return layout_dead_path(st->next_path, sizeof st->next_path, dispatcher_root(ds),
+                            job->q->cfg->name,
                             &dead);
 }
 
 /* Locked for an attempt past max_attempts (its holders kept crashing): bury, not deliver. */
-void bury_locked(struct dispatcher *ds, struct job *job)
+void settle_bury_locked(struct dispatcher *ds, struct job *job)
 {
     struct settle *st = settle_new(job, NULL, SETTLE_NACK);
-    unhold(ds, job);
+    job_unhold(ds, job);
     job->state = JS_SETTLING;
     if (st && plan_bury(ds, st) == 0) {
         int rc = send_settle(ds, st);
@@ -675,7 +584,7 @@ void bury_locked(struct dispatcher *ds, struct job *job)
             return;
     }
     settle_free(st);
-    release_later(ds, job);
+    lock_release_later(ds, job);
 }
 
 /* NACK unrun=1: the consumer gives back a job it never started. The job is created again
@@ -688,7 +597,7 @@ static int plan_unrun(struct dispatcher *ds, struct settle *st)
     struct job_name next = job->jn;
     next.prior_attempts = job->attempt ? job->attempt - 1 : 0;
     st->has_delay = st->unrun = 1;
-    if (layout_job_path(st->next_path, sizeof st->next_path, root(ds), job->q->cfg->name,
+    if (layout_job_path(st->next_path, sizeof st->next_path, dispatcher_root(ds), job->q->cfg->name,
                         &next) != 0 ||
         layout_job_id(st->next_id, sizeof st->next_id, job->q->cfg->name, &next) != 0)
         return -1;
@@ -700,7 +609,7 @@ static void nack_unrun(struct dispatcher *ds, struct job *job, struct reply *r)
 {
     job->avoid = job->owner ? job->owner->serial : 0; /* to another consumer first */
     if (job->ci) { /* a Curator item stays locked by us: offered again, same attempt */
-        curator_part_release(ds, job, 0);
+        ds->foreign->release(ds, job, 0);
         reply_ok(r, NULL);
         return;
     }
@@ -718,14 +627,14 @@ static void nack_unrun(struct dispatcher *ds, struct job *job, struct reply *r)
 void dispatcher_nack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
                      struct reply *r)
 {
-    struct job *job = held_job(ds, c, req->id, 1, r);
+    struct job *job = settle_held_job(ds, c, req->id, 1, r);
     int has_delay = req->has_delay;
     uint64_t delay_ms = req->delay_ms;
     if (job && req->unrun) {
         nack_unrun(ds, job, r);
         return;
     }
-    if (!job || curator_job(job, req, r))
+    if (!job || foreign_job(job, req, r))
         return;
     struct settle *st = settle_new(job, r, SETTLE_NACK);
     if (!st)
@@ -737,7 +646,7 @@ void dispatcher_nack(struct dispatcher *ds, struct consumer *c, struct proto_req
         }
         has_delay = 0; /* cannot name it: fall back to a plain release */
     } else if (!has_delay) {
-        delay_ms = backoff_ms(job->q->cfg, job->attempt);
+        delay_ms = settle_backoff_ms(job->q->cfg, job->attempt);
         has_delay = delay_ms > 0;
     }
     if (has_delay && plan_move(ds, st, delay_ms) != 0) {
@@ -754,42 +663,6 @@ void dispatcher_nack(struct dispatcher *ds, struct consumer *c, struct proto_req
 }
 
 /* ---- leases ---- */
-
-/* The lease ran out: tell the holder, give the lock up, deliver again (attempt + 1). */
-static void expire(struct dispatcher *ds, struct job *job)
-{
-    log_info("queue %s: job %s: lease of %u ms expired, releasing it", job->q->cfg->name,
-             job->id, job->ttr_ms);
-    metrics_event(ds->d->metrics, job->q->cfg, ME_EXPIRED);
-    job_revoke(ds, job, LOST_EXPIRED);
-    release_lock(ds, job);
-}
-
-void leases_tick(struct dispatcher *ds, int64_t wall)
-{
-    struct job *job;
-    if (!zkstore_connected(ds->d->zs))
-        return;
-    while ((job = heap_peek(&ds->leases)) && job->lease_wake <= wall) {
-        heap_pop(&ds->leases);
-        if (job->warned || !job->owner) {
-            expire(ds, job);
-            continue;
-        }
-        job->warned = 1;
-        server_push_deadline(job->owner->conn, job->id, job->lease_at - wall);
-        lease_arm(ds, job);
-    }
-}
-
-void dispatcher_touch(struct dispatcher *ds, struct consumer *c, const char *id, struct reply *r)
-{
-    struct job *job = held_job(ds, c, id, 0, r);
-    if (!job)
-        return;
-    lease_start(ds, job);
-    reply_ok(r, NULL);
-}
 
 /* The same session came back: send what consumers asked while it was away. */
 void settle_resume_held(struct dispatcher *ds)

@@ -90,4 +90,9 @@ int zk_failed_op(const struct zk_result *res);
  * whatever it held (locks, owner nodes) went with it. */
 int zk_session_gone(int rc);
 
+#define ZK_DENIED_TEXT "permission denied by ZooKeeper (check [zookeeper] auth and " \
+                       "the znode's ACL)"
+/* zerror(RC), or ZK_DENIED_TEXT for ZNOAUTH: the reason given to clients. */
+const char *zk_reason(int rc);
+
 #endif

@@ -10,7 +10,7 @@
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "log.h"
-#include "server.h"
+#include "reply.h"
 #include "txnbatch.h"
 #include "zkstore.h"
 
@@ -117,8 +117,8 @@ static void corrupt(struct dispatcher *ds, struct citem *ci, struct job *job)
              qc->name, qc->curator_path, ci->name, ci->len,
              qc->curator_delete_corrupt ? "deleting it (curator_corrupt = delete)"
                                         : "skipped and left in place");
-    unhold(ds, job);
-    free_job(ds, job);
+    job_unhold(ds, job);
+    job_free(ds, job);
     ci->skipped = 1;
     if (qc->curator_delete_corrupt) {
         ci->nparts = ci->open = 0;
@@ -147,10 +147,10 @@ static void on_read(const struct zk_result *res, void *ctx)
     if (!job)
         return;
     if (res->rc == ZNONODE) { /* taken by another consumer meanwhile */
-        unhold(ds, job);
-        free_job(ds, job);
+        job_unhold(ds, job);
+        job_free(ds, job);
     } else if (res->rc != ZOK) {
-        retry_later(ds, job, "reading the Curator item", res->rc);
+        dispatcher_retry_later(ds, job, "reading the Curator item", res->rc);
     } else {
         long n = curator_frame_decode((const unsigned char *)res->data, (size_t)res->datalen,
                                       NULL, 0);
@@ -160,7 +160,7 @@ static void on_read(const struct zk_result *res, void *ctx)
         ci->data = malloc(ci->len ? ci->len : 1);
         if (!ci->data || (n > 0 && !ci->items)) {
             ci_drop_frame(ci);
-            retry_later(ds, job, "reading the Curator item", ZSYSTEMERROR);
+            dispatcher_retry_later(ds, job, "reading the Curator item", ZSYSTEMERROR);
         } else {
             memcpy(ci->data, res->data, ci->len);
             ci->nparts = n > 0 ? (size_t)n : 0;
@@ -183,16 +183,16 @@ static void read_item(struct dispatcher *ds, struct citem *ci)
     int rc = zkstore_get(ds->d->zs, path, on_read, ci);
     if (rc != ZOK) {
         ci->refs--;
-        retry_later(ds, ci->head, "reading the Curator item", rc);
+        dispatcher_retry_later(ds, ci->head, "reading the Curator item", rc);
     }
 }
 
 void curator_dispatch(struct dispatcher *ds, struct job *job, struct consumer *c)
 {
-    consumer_hold(c, job);
+    job_own(c, job);
     job->state = JS_LOCKING;
     if (job->ci->locked)
-        deliver(ds, job); /* a part of an item already locked */
+        dispatcher_deliver(ds, job); /* a part of an item already locked */
     else
         read_item(ds, job->ci);
 }
@@ -226,7 +226,7 @@ static struct job *part_job(struct dispatcher *ds, struct citem *ci, struct job 
     const struct curator_item *it = &ci->items[i];
     if (!(job->payload = malloc(it->len ? it->len : 1))) {
         if (job != head)
-            free_job(ds, job);
+            job_free(ds, job);
         return NULL;
     }
     memcpy(job->payload, ci->data + it->offset, it->len);
@@ -245,7 +245,7 @@ static void give_back(struct dispatcher *ds, struct citem *ci, struct job *head)
     ci->verdict = NULL;
     ci_unlock(ds, ci);
     ci_drop_frame(ci);
-    retry_later(ds, head, "holding the Curator item", ZSYSTEMERROR);
+    dispatcher_retry_later(ds, head, "holding the Curator item", ZSYSTEMERROR);
 }
 
 /* Locked: every part becomes a job; the first goes to the consumer that was picked, the
@@ -271,18 +271,18 @@ static void split(struct dispatcher *ds, struct citem *ci, struct job *head)
         }
         ci->parts[i] = job;
         if (i > 0)
-            push_ready(job);
+            dispatcher_push_ready(job);
     }
     struct dqueue *q = head->q;
     if (ci->parts[0]) {
-        deliver(ds, head);
+        dispatcher_deliver(ds, head);
     } else {
-        unhold(ds, head);
-        free_job(ds, head);
+        job_unhold(ds, head);
+        job_free(ds, head);
     }
     if (ci->open == 0)
         ci_settle(ds, ci);
-    kick(ds, q);
+    dispatcher_kick_soon(ds, q);
 }
 
 static void locked(struct dispatcher *ds, struct citem *ci, struct job *job)
@@ -311,8 +311,8 @@ static void locked(struct dispatcher *ds, struct citem *ci, struct job *job)
         memset(ci->verdict, V_DEAD, ci->nparts);
     }
     if (job) {
-        unhold(ds, job);
-        free_job(ds, job);
+        job_unhold(ds, job);
+        job_free(ds, job);
     }
     ci_settle(ds, ci);
 }
@@ -328,18 +328,18 @@ static void on_lock_owner(const struct zk_result *res, void *ctx)
     if (!job)
         return;
     if (job->gone) {
-        free_job(ds, job);
+        job_free(ds, job);
     } else if (res->rc == ZOK && res->stat.ephemeralOwner == ds->d->session_id) {
         log_info("queue %s: Curator item %s: removing a lock of our own left behind",
                  ci->cq->q->cfg->name, ci->name);
         ci->locked = 1;
         ci->lock_session = ds->d->session_id;
         ci_unlock(ds, ci); /* sent before the next read and lock: ZooKeeper keeps the order */
-        make_ready(ds, job);
+        dispatcher_make_ready(ds, job);
     } else if (res->rc == ZNONODE) {
-        make_ready(ds, job);
+        dispatcher_make_ready(ds, job);
     } else {
-        set_busy(job, JS_HELD);
+        job_set_busy(job, JS_HELD);
         cq_list(ci->cq, 1); /* ready again when its lock is gone */
     }
     ci_put(ci);
@@ -348,12 +348,12 @@ static void on_lock_owner(const struct zk_result *res, void *ctx)
 static void lock_taken(struct dispatcher *ds, struct citem *ci, struct job *job)
 {
     char lock[ITEM_PATH_MAX];
-    set_busy(job, JS_CHECKING);
+    job_set_busy(job, JS_CHECKING);
     ci->refs++;
     if (ci_lock_path(ci, lock, sizeof lock) != 0 ||
         zkstore_exists(ds->d->zs, lock, 0, on_lock_owner, ci) != ZOK) {
         ci->refs--;
-        set_busy(job, JS_HELD);
+        job_set_busy(job, JS_HELD);
         cq_list(ci->cq, 1);
     }
 }
@@ -379,19 +379,19 @@ static void on_locked(const struct zk_result *res, void *ctx)
     }
     log_debug("queue %s: Curator item %s: lock not taken: %s", ci->cq->q->cfg->name, ci->name,
               zerror(rc));
-    unhold(ds, job);
+    job_unhold(ds, job);
     if (job->gone) { /* the listing dropped it meanwhile: its name never comes back */
-        free_job(ds, job);
+        job_free(ds, job);
     } else if (lock_err == ZNODEEXISTS) {
         lock_taken(ds, ci, job);
     } else if (rc == ZBADVERSION) { /* locked and given back meanwhile: again */
-        make_ready(ds, job);
+        dispatcher_make_ready(ds, job);
     } else if (item_err == ZNONODE) { /* consumed by someone else */
-        free_job(ds, job);
+        job_free(ds, job);
     } else {
         if (lock_err == ZNONODE) /* the lock directory is missing: the listing makes it */
             cq_list(ci->cq, 1);
-        retry_later_at(ds, job, "taking the Curator lock", rc ? rc : ZSESSIONMOVED,
+        dispatcher_retry_later_at(ds, job, "taking the Curator lock", rc ? rc : ZSESSIONMOVED,
                        lock_err == ZNOAUTH ? ci->cq->q->cfg->curator_lock_path : job->path);
     }
     ci_put(ci);
@@ -408,8 +408,8 @@ static void lock_item(struct dispatcher *ds, struct citem *ci)
         ci->skipped = 1;
         ci_drop_frame(ci);
         if (ci->head) {
-            unhold(ds, ci->head);
-            free_job(ds, ci->head);
+            job_unhold(ds, ci->head);
+            job_free(ds, ci->head);
         }
         return;
     }
@@ -426,7 +426,7 @@ static void lock_item(struct dispatcher *ds, struct citem *ci)
         ci->refs--;
         ci_drop_frame(ci);
         if (ci->head)
-            retry_later(ds, ci->head, "sending the Curator lock", rc);
+            dispatcher_retry_later(ds, ci->head, "sending the Curator lock", rc);
     }
 }
 

@@ -52,7 +52,7 @@ static void make_head(struct cqueue *cq, struct citem *ci)
     int n = snprintf(id, sizeof id, "%s/%s", cq->q->cfg->name, ci->name);
     struct job *job = NULL;
     if (n > 0 && (size_t)n < sizeof id && ci_item_path(ci, path, sizeof path) == 0) {
-        HASH_FIND_STR(ds->jobs, path, job);
+        job = job_find_path(ds, path);
         if (job) { /* a job of the last session, its call still on the way: after it */
             cq->blocked = 1;
             return;
@@ -69,7 +69,7 @@ static void make_head(struct cqueue *cq, struct citem *ci)
     ci->head = job;
     ci->refs++;
     if (!lock_seen(cq, ci->name))
-        place(ds, job, due_of(ci)); /* else HELD until its lock goes */
+        dispatcher_place(ds, job, due_of(ci)); /* else HELD until its lock goes */
 }
 
 static void add_item(struct cqueue *cq, const char *name)
@@ -150,7 +150,7 @@ static void sync_items(struct cqueue *cq, const struct zk_result *res)
         if (ci->gen != cq->gen)
             vanished(ds, ci);
     }
-    kick(ds, cq->q);
+    dispatcher_kick_soon(ds, cq->q);
 }
 
 void cq_free_locks(struct cqueue *cq)
@@ -183,11 +183,11 @@ static void sync_locks(struct cqueue *cq, const struct zk_result *res)
             continue;
         int held = lock_seen(cq, ci->name);
         if (job->state == JS_HELD && !held)
-            place(ds, job, due_of(ci));
+            dispatcher_place(ds, job, due_of(ci));
         else if ((job->state == JS_DELAYED || job->state == JS_READY) && held)
-            set_busy(job, JS_HELD);
+            job_set_busy(job, JS_HELD);
     }
-    kick(ds, cq->q);
+    dispatcher_kick_soon(ds, cq->q);
 }
 
 static const char *dir_of(const struct cqueue *cq, int locks)
@@ -206,7 +206,7 @@ static void on_dir_made(const struct zk_result *res, void *ctx)
     *(locks ? &cq->lock_listing : &cq->listing) = 0;
     if (res->rc != ZOK) { /* res->path: the deepest level that could not be made */
         if (res->rc == ZNOAUTH)
-            dispatcher_denied(cq->q, res->path);
+            queue_denied(cq->q, res->path);
         else
             log_warn("queue %s: cannot create %s: %s", cq->q->cfg->name, res->path,
                      zerror(res->rc));
@@ -249,7 +249,7 @@ static void on_listed(const struct zk_result *res, void *ctx)
         }
     } else {
         if (res->rc == ZNOAUTH)
-            dispatcher_denied(cq->q, dir_of(cq, locks));
+            queue_denied(cq->q, dir_of(cq, locks));
         else
             log_warn("queue %s: listing %s failed: %s; retrying in %d ms", cq->q->cfg->name,
                      dir_of(cq, locks), zerror(res->rc), CURATOR_RETRY_MS);

@@ -11,7 +11,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "protocol.h"
-#include "server.h"
+#include "reply.h"
 #include "txnbatch.h"
 #include "units.h"
 #include "zkstore.h"
@@ -47,12 +47,12 @@ static void finish(struct cput *cp, int rc, const char *created, const char *den
     } else {
         metrics_refused(cp->ds->d->metrics, cp->q->cfg, MR_FAILED);
         if (rc == ZNOAUTH)
-            dispatcher_denied(cp->q, denied_path ? denied_path : cp->path);
+            queue_denied(cp->q, denied_path ? denied_path : cp->path);
         else
             log_warn("queue %s: put to Curator queue %s failed: %s", cp->q->cfg->name,
                      cp->path, rc == ZOK ? "no name came back" : zerror(rc));
         reply_err(cp->r, PE_UNAVAILABLE, "ZooKeeper did not store the job: %s",
-                  rc == ZOK ? "no name came back" : dispatcher_zerror(rc));
+                  rc == ZOK ? "no name came back" : zk_reason(rc));
     }
     free(cp->frame);
     free(cp);

@@ -13,7 +13,7 @@
 #include "dispatcher_int.h"
 #include "log.h"
 #include "metrics.h"
-#include "server.h"
+#include "reply.h"
 #include "txnbatch.h"
 #include "units.h"
 #include "zkstore.h"
@@ -48,7 +48,8 @@ static int requeue_path(struct dispatcher *ds, const struct citem *ci, char *buf
     char prefix[CURATOR_PREFIX_MAX + 16];
     int64_t value = ci->cn.has_priority ? ci->cn.priority : 0;
     if (qc->format == QF_CURATOR_DELAY) {
-        uint64_t delay = ci->has_nack_delay ? ci->nack_delay_ms : backoff_ms(qc, ci->attempt);
+        uint64_t delay = ci->has_nack_delay ? ci->nack_delay_ms
+                                         : settle_backoff_ms(qc, ci->attempt);
         value = units_wall_ms() + (int64_t)(delay < LAYOUT_DUE_MAX ? delay : LAYOUT_DUE_MAX);
     }
     (void)ds;
@@ -67,8 +68,8 @@ static int dead_path(struct dispatcher *ds, struct citem *ci)
     struct job_name jn = {.due_ms = (uint64_t)units_wall_ms(), .priority = ci_order_key(ci),
                           .prior_attempts = ci->attempt};
     char buf[LAYOUT_PATH_MAX];
-    new_uid(ds, jn.uid);
-    if (layout_dead_path(buf, sizeof buf, root(ds), ci->cq->q->cfg->name, &jn) != 0 ||
+    dispatcher_new_uid(ds, jn.uid);
+    if (layout_dead_path(buf, sizeof buf, dispatcher_root(ds), ci->cq->q->cfg->name, &jn) != 0 ||
         !(ci->dead_path = strdup(buf)))
         return -1;
     return 0;
@@ -89,12 +90,12 @@ void ci_finish(struct dispatcher *ds, struct citem *ci, const char *lost)
     ci->locked = 0;
     for (size_t i = 0; ci->parts && i < ci->nparts; i++)
         if (ci->parts[i])
-            free_job(ds, ci->parts[i]);
+            job_free(ds, ci->parts[i]);
     ci_forget(ci);
     if (lost && cq->started)
         cq_list(cq, 0); /* the item may still be there: taken again from a new listing */
     ci_put(ci);
-    kick(ds, cq->q);
+    dispatcher_kick_soon(ds, cq->q);
 }
 
 #define SETTLE_TRIES 10 /* then the lock is given up and the item taken again later */
@@ -123,7 +124,7 @@ static void retry_settle(struct dispatcher *ds, struct citem *ci, int rc)
         return;
     }
     ci_unlock(ds, ci);
-    ci_finish(ds, ci, rc == ZNOAUTH ? "settling failed: " DISPATCHER_DENIED_TEXT
+    ci_finish(ds, ci, rc == ZNOAUTH ? "settling failed: " ZK_DENIED_TEXT
                                     : "settling failed");
 }
 
@@ -148,7 +149,7 @@ static void on_dead_dir(const struct zk_result *res, void *ctx)
         ci_settle(ds, ci);
     } else {
         if (res->rc == ZNOAUTH)
-            dispatcher_denied(ci->cq->q, res->path);
+            queue_denied(ci->cq->q, res->path);
         ci->made_parents = 1; /* the next try asks again: it may be allowed by then */
         retry_settle(ds, ci, res->rc);
     }
@@ -209,7 +210,7 @@ static void on_settled(const struct zk_result *res, void *ctx)
     } else {
         char path[ITEM_PATH_MAX];
         if (rc == ZNOAUTH)
-            dispatcher_denied(ci->cq->q, settle_refused(ci, res, path, sizeof path));
+            queue_denied(ci->cq->q, settle_refused(ci, res, path, sizeof path));
         retry_settle(ds, ci, rc);
     }
     ci_put(ci);
@@ -289,8 +290,8 @@ void curator_part_settle(struct dispatcher *ds, struct job *job, int ack, int ha
                          uint64_t delay_ms, struct reply *r)
 {
     struct citem *ci = job->ci;
-    set_busy(job, JS_HELD);
-    unhold(ds, job);
+    job_set_busy(job, JS_HELD);
+    job_unhold(ds, job);
     if (!ack && has_delay) {
         ci->has_nack_delay = 1;
         if (delay_ms > ci->nack_delay_ms)
@@ -303,13 +304,13 @@ void curator_part_settle(struct dispatcher *ds, struct job *job, int ack, int ha
 
 void curator_part_release(struct dispatcher *ds, struct job *job, int delivered)
 {
-    unhold(ds, job);
+    job_unhold(ds, job);
     if (delivered && ++job->attempt > job->q->cfg->max_attempts) {
-        set_busy(job, JS_HELD);
+        job_set_busy(job, JS_HELD);
         part_done(ds, job, V_DEAD, NULL);
         return;
     }
-    make_ready(ds, job); /* the item stays locked: delivered again from here */
+    dispatcher_make_ready(ds, job); /* the item stays locked: delivered again from here */
 }
 
 void curator_job_freed(struct job *job)

@@ -1,0 +1,189 @@
+#include "job.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "dispatcher_int.h"
+#include "log.h"
+#include "mirror.h"
+
+void job_setpos(void *item, size_t pos) { ((struct job *)item)->heap_pos = pos; }
+
+/* A job is in at most one heap, the one its state names. */
+void job_unheap(struct job *job)
+{
+    if (job->heap_pos == HEAP_NONE)
+        return;
+    if (job->state == JS_DELAYED)
+        heap_remove(&job->q->delayed, job->heap_pos);
+    else if (job->state == JS_READY)
+        heap_remove(&job->q->ready, job->heap_pos);
+    else if (job->state == JS_ARMED)
+        heap_remove(&job->q->armed, job->heap_pos);
+    else if (job->state == JS_LOCKING)
+        heap_remove(&job->q->prelocking, job->heap_pos);
+    else if (job->state == JS_INFLIGHT)
+        heap_remove(&job->q->ds->leases, job->heap_pos);
+}
+
+/* Leaves INFLIGHT for a state that is in no heap. */
+void job_set_busy(struct job *job, enum job_state state)
+{
+    job_unheap(job);
+    job->state = state;
+}
+
+void job_unhold(struct dispatcher *ds, struct job *job)
+{
+    struct consumer *c = job->owner;
+    if (!c)
+        return;
+    job_disown(c, job);
+    dispatcher_consumer_changed(ds, c);
+}
+
+/* The job no longer holds a lock taken ahead of its consumer (or never will). */
+void job_unprelock(struct job *job)
+{
+    if (job->prelocked) {
+        job->prelocked = 0;
+        job->q->nprelocked--;
+    }
+}
+
+void job_free(struct dispatcher *ds, struct job *job)
+{
+    job_unprelock(job);
+    job_unheap(job);
+    job_unhold(ds, job);
+    mirror_entry_unlink(&job->listed);
+    if (job->ci)
+        job->q->ds->foreign->job_freed(job);
+    HASH_DEL(ds->jobs, job);
+    free(job->path);
+    ds->payload_bytes -= job->payload ? job->len : 0;
+    free(job->payload);
+    free(job);
+}
+
+struct job *job_find(struct dispatcher *ds, const char *id)
+{
+    char queue[QUEUE_NAME_MAX + 1], path[LAYOUT_PATH_MAX];
+    struct job_name jn;
+    struct job *job = NULL;
+    const char *slash = strchr(id, '/');
+    if (slash && (size_t)(slash - id) < sizeof queue) {
+        memcpy(queue, id, (size_t)(slash - id));
+        queue[slash - id] = '\0';
+        struct dqueue *q = dispatcher_queue(ds, queue);
+        if (q && q->cfg->format != QF_NATIVE) {
+            if (snprintf(path, sizeof path, "%s/%s", q->cfg->curator_path, slash + 1) <
+                (int)sizeof path)
+                HASH_FIND_STR(ds->jobs, path, job);
+            return job;
+        }
+    }
+    if (layout_parse_id(id, queue, sizeof queue, &jn) == 0 &&
+        layout_job_path(path, sizeof path, dispatcher_root(ds), queue, &jn) == 0)
+        HASH_FIND_STR(ds->jobs, path, job);
+    return job;
+}
+
+/* Every ZooKeeper call made for a job holds it; a job that vanished meanwhile is freed
+ * by the last completion. Returns 1 when the job is gone and the caller must stop. */
+int job_settled_gone(struct dispatcher *ds, struct job *job)
+{
+    if (job->gone && !job->owner && job->state != JS_INFLIGHT) {
+        struct dqueue *q = job->q;
+        job_free(ds, job);
+        dispatcher_dispatch(ds, q);
+        return 1;
+    }
+    return 0;
+}
+
+struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, const char *id,
+                    const struct job_name *jn)
+{
+    struct job *job = calloc(1, sizeof *job);
+    if (!job || !(job->path = strdup(path)) || strlen(id) >= sizeof job->id) {
+        if (job)
+            free(job->path);
+        free(job);
+        return NULL;
+    }
+    strcpy(job->id, id);
+    job->q = q;
+    job->jn = *jn;
+    job->heap_pos = HEAP_NONE;
+    job->owner_seq = OWNER_SEQ_UNKNOWN;
+    job->seq = ++ds->seq;
+    job->state = JS_HELD; /* not in a heap yet */
+    HASH_ADD_KEYPTR(hh, ds->jobs, job->path, strlen(job->path), job);
+    return job;
+}
+
+void job_revoke(struct dispatcher *ds, struct job *job, enum lost_reason why)
+{
+    struct consumer *c = job->owner;
+    (void)ds;
+    if (!c)
+        return;
+    if (why == LOST_CANCELLED)
+        c->ops->cancelled(c->conn, job->id);
+    else
+        c->ops->expired(c->conn, job->id);
+    if (consumer_note_lost(c, job->id, why, job->ttr_ms > 1000 ? job->ttr_ms : 1000) != 0)
+        log_error("queue %s: job %s: out of memory remembering it was taken from its "
+                  "consumer; its slot is freed at once", job->q->cfg->name, job->id);
+    job->avoid = c->serial;
+}
+
+size_t job_locking_left(const struct consumer *c)
+{
+    size_t n = 0;
+    for (const struct job *job = c->held; job; job = job->owner_next)
+        n += job->state == JS_LOCKING && !consumer_subscribed(c, job->q);
+    return n;
+}
+
+void job_own(struct consumer *c, struct job *job)
+{
+    job->owner = c;
+    job->owner_prev = NULL;
+    job->owner_next = c->held;
+    if (c->held)
+        c->held->owner_prev = job;
+    c->held = job;
+    c->inflight++;
+}
+
+void job_disown(struct consumer *c, struct job *job)
+{
+    if (job->owner != c)
+        return;
+    if (job->owner_prev)
+        job->owner_prev->owner_next = job->owner_next;
+    else
+        c->held = job->owner_next;
+    if (job->owner_next)
+        job->owner_next->owner_prev = job->owner_prev;
+    job->owner = NULL;
+    job->owner_next = job->owner_prev = NULL;
+    c->inflight--;
+}
+
+struct job *job_find_path(struct dispatcher *ds, const char *path)
+{
+    struct job *job;
+    HASH_FIND_STR(ds->jobs, path, job);
+    return job;
+}
+
+uint32_t job_priority(const struct job *job)
+{
+    return job->ci ? job->q->ds->foreign->priority(job) : job->jn.priority;
+}

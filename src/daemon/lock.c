@@ -1,0 +1,347 @@
+#include "lock.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zookeeper/zookeeper.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "dispatcher_int.h"
+#include "log.h"
+#include "txnbatch.h"
+#include "units.h"
+#include "zkstore.h"
+
+static void on_lock_checked(const struct zk_result *res, void *ctx);
+
+void lock_path(const struct job *job, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/" LAYOUT_LOCK, job->path);
+}
+
+/* The owner node is created sequential: its suffix is the job's cversion at that moment,
+ * which counts the job's deliveries (see on_locked) with no read. OWNER_SEQ_UNKNOWN gives
+ * the prefix to create it with. */
+void lock_paths(const struct job *job, struct lock_paths *lp)
+{
+    lock_path(job, lp->lock, sizeof lp->lock);
+    int n = snprintf(lp->owner, sizeof lp->owner, "%s/" LAYOUT_OWNER "%llx-", job->path,
+                     (unsigned long long)job->lock_session);
+    if (job->owner_seq != OWNER_SEQ_UNKNOWN && n > 0 && (size_t)n < sizeof lp->owner)
+        snprintf(lp->owner + n, sizeof lp->owner - (size_t)n, "%010u", job->owner_seq);
+}
+
+/* Our lock is given back after a failure that would happen again at once (a read or a
+ * dead-lettering refused): the job waits DISPATCHER_RETRY_MS before it is offered again. */
+void lock_release_later(struct dispatcher *ds, struct job *job)
+{
+    job->not_before = units_wall_ms() + DISPATCHER_RETRY_MS;
+    lock_release(ds, job);
+}
+
+void lock_watch(struct dispatcher *ds, struct job *job)
+{
+    char lock[LAYOUT_PATH_MAX + 8];
+    lock_path(job, lock, sizeof lock);
+    job_set_busy(job, JS_CHECKING);
+    int rc = zkstore_exists(ds->d->zs, lock, 1, on_lock_checked, job);
+    if (rc != ZOK)
+        dispatcher_retry_later(ds, job, "watching the lock", rc);
+}
+
+/* A job written by another client with more data than max_payload is never pushed: the
+ * consumers were promised no more (and a client library may refuse it, failing every
+ * consumer in turn). It stays in ZooKeeper, unlocked, for the operator (deferctl show,
+ * cancel); this daemon leaves it alone until it restarts. */
+static int oversized(struct dispatcher *ds, struct job *job)
+{
+    uint64_t max = ds->d->cfg->max_payload;
+    if (job->ci || job->len <= max)
+        return 0;
+    log_msg(job->not_before == INT64_MAX ? LOG_DEBUG : LOG_WARN, /* said once */
+            "queue %s: job %s: its data is %zu bytes, over max_payload %llu: not delivered, "
+            "left in ZooKeeper (deferctl show/cancel)",
+            job->q->cfg->name, job->id, job->len, (unsigned long long)max);
+    ds->payload_bytes -= job->len;
+    free(job->payload);
+    job->payload = NULL;
+    job->not_before = INT64_MAX; /* released, and never offered again */
+    lock_release(ds, job);
+    return 1;
+}
+
+static void on_fetched(const struct zk_result *res, void *ctx)
+{
+    struct job *job = ctx;
+    struct dispatcher *ds = job->q->ds;
+    if (res->rc != ZOK) {
+        if (res->rc == ZNOAUTH) /* logged once for the queue */
+            queue_denied(job->q, job->path);
+        log_msg(res->rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: reading its data "
+                "failed: %s; released, offered again in %d ms", job->q->cfg->name, job->id,
+                zerror(res->rc), DISPATCHER_RETRY_MS);
+        lock_release_later(ds, job);
+        return;
+    }
+    if (!job->payload) {
+        job->len = (size_t)res->datalen;
+        if (!(job->payload = malloc(job->len ? job->len : 1))) {
+            lock_release(ds, job);
+            return;
+        }
+        memcpy(job->payload, res->data, job->len);
+        ds->payload_bytes += job->len;
+    }
+    if (oversized(ds, job))
+        return;
+    dispatcher_deliver(ds, job);
+}
+
+/* Each delivery creates two children (lock, then owner). A sequential name's suffix is the
+ * number of children the parent has ever had created (ZooKeeper's internal cversion, which
+ * deletes do not move), so the n-th delivery's owner node gets 2(n - 1) + 1: attempts are
+ * counted durably at no extra write and no read. */
+static int owner_locked(struct job *job, const struct zk_result *res)
+{
+    const char *name = res->op_path ? res->op_path[2] : NULL;
+    size_t n = name ? strlen(name) : 0;
+    char *end;
+    if (n < 10)
+        return -1;
+    unsigned long seq = strtoul(name + n - 10, &end, 10);
+    if (*end || seq > UINT32_MAX - 4)
+        return -1;
+    job->owner_seq = (uint32_t)seq;
+    job->attempt = job->jn.prior_attempts + (uint32_t)((seq + 1) / 2);
+    return 0;
+}
+
+static void on_locked(const struct zk_result *res, void *ctx)
+{
+    struct job *job = ctx;
+    struct dispatcher *ds = job->q->ds;
+    if (res->rc == ZOK) {
+        job->gone = 0; /* the check inside the transaction just proved it exists */
+        if (owner_locked(job, res) != 0) {
+            log_error("queue %s: job %s: no sequence in our owner node's name", job->q->cfg->name,
+                      job->id);
+            job->owner_seq = OWNER_SEQ_UNKNOWN;
+            lock_release(ds, job);
+            return;
+        }
+        if (job->payload) {
+            if (!oversized(ds, job))
+                dispatcher_deliver(ds, job);
+            return;
+        }
+        ds->reads++;
+        int rc = zkstore_get(ds->d->zs, job->path, on_fetched, job);
+        if (rc != ZOK)
+            lock_release(ds, job);
+        return;
+    }
+    struct dqueue *q = job->q;
+    job_unheap(job); /* out of the prelocking heap */
+    job_unhold(ds, job);
+    job_unprelock(job);
+    if (res->rc == ZNONODE) {          /* acked or cancelled elsewhere */
+        job_free(ds, job);
+    } else if (res->rc == ZNODEEXISTS) { /* another daemon holds it */
+        if (!job_settled_gone(ds, job))
+            lock_watch(ds, job);
+    } else {
+        dispatcher_retry_later(ds, job, "taking the lock", res->rc);
+        return;
+    }
+    dispatcher_dispatch(ds, q);
+}
+
+void lock_take(struct dispatcher *ds, struct job *job, struct consumer *c)
+{
+    struct lock_paths lp;
+    job->lock_session = ds->d->session_id;
+    job->owner_seq = OWNER_SEQ_UNKNOWN;
+    lock_paths(job, &lp);
+    const struct zk_txn_op ops[] = {
+        {.kind = ZT_CHECK, .path = job->path, .version = -1},
+        {.kind = ZT_CREATE, .path = lp.lock, .data = ds->ident, .len = strlen(ds->ident),
+         .ephemeral = 1},
+        {.kind = ZT_CREATE, .path = lp.owner, .ephemeral = 1, .sequential = 1},
+    };
+    job->state = JS_LOCKING;
+    job->uncertain = 0;
+    if (c)
+        job_own(c, job);
+    else if (heap_push(&job->q->prelocking, job) != 0) /* see dispatcher_dispatch() */
+        log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
+    int rc = txnbatch_add(ds->locks, ops, 3, on_locked, job);
+    if (rc != ZOK) {
+        job_unheap(job); /* out of the prelocking heap */
+        job_unprelock(job); /* no lock was taken: the retry starts from scratch */
+        dispatcher_retry_later(ds, job, "sending the lock transaction", rc);
+    }
+}
+
+static void on_lock_checked(const struct zk_result *res, void *ctx)
+{
+    struct job *job = ctx;
+    struct dispatcher *ds = job->q->ds;
+    job->state = JS_HELD;
+    if (job_settled_gone(ds, job))
+        return;
+    if (res->rc == ZNONODE) {
+        dispatcher_schedule(ds, job, (int64_t)job->jn.due_ms); /* it may have been locked ahead */
+    } else if (res->rc != ZOK) {
+        dispatcher_retry_later(ds, job, "watching the lock", res->rc);
+    } else if (res->stat.ephemeralOwner == ds->d->session_id) {
+        lock_release(ds, job); /* ours from a delivery whose release failed: free it */
+    }
+    /* else: wait for the watch (dispatcher_lock_event) */
+}
+
+void lock_watch_fired(struct dispatcher *ds, const char *lock)
+{
+    char path[LAYOUT_PATH_MAX + 8];
+    size_t n = strlen(lock), suffix = strlen("/" LAYOUT_LOCK);
+    if (n <= suffix || n >= sizeof path || strcmp(lock + n - suffix, "/" LAYOUT_LOCK) != 0)
+        return;
+    memcpy(path, lock, n - suffix);
+    path[n - suffix] = '\0';
+    struct job *job = job_find_path(ds, path);
+    if (job && job->state == JS_HELD) /* another daemon may have locked it ahead */
+        dispatcher_schedule(ds, job, (int64_t)job->jn.due_ms);
+}
+
+/* After a reconnection with the same session our locks should all still be there; one
+ * that is not (deleted by hand meanwhile) means the job is no longer ours to hand out. */
+struct owner_check {
+    struct dispatcher *ds;
+    char path[];                /* the job's: looked up again, it may be gone by then */
+};
+
+static void on_owner_checked(const struct zk_result *res, void *ctx)
+{
+    struct owner_check *oc = ctx;
+    struct dispatcher *ds = oc->ds;
+    struct job *job = job_find_path(ds, oc->path);
+    if (job && job->state == JS_INFLIGHT && res->rc == ZNONODE) {
+        log_warn("queue %s: job %s: our lock vanished while disconnected; revoking it",
+                 job->q->cfg->name, job->id);
+        job_revoke(ds, job, LOST_LOCK);
+        job_unhold(ds, job);
+        dispatcher_make_ready(ds, job);
+    }
+    free(oc);
+}
+
+void lock_verify_held(struct dispatcher *ds)
+{
+    struct job *job, *tmp;
+    if (ds->foreign)
+        ds->foreign->resync(ds); /* checks its own locks */
+    HASH_ITER(hh, ds->jobs, job, tmp) {
+        if (job->state != JS_INFLIGHT || job->ci)
+            continue;
+        struct lock_paths lp;
+        size_t n = strlen(job->path) + 1;
+        struct owner_check *oc = malloc(sizeof *oc + n);
+        if (!oc)
+            continue;
+        oc->ds = ds;
+        memcpy(oc->path, job->path, n);
+        lock_paths(job, &lp);
+        if (zkstore_exists(ds->d->zs, lp.owner, 0, on_owner_checked, oc) != ZOK)
+            free(oc);
+    }
+}
+
+static void on_released(const struct zk_result *res, void *ctx)
+{
+    struct job *job = ctx;
+    struct dispatcher *ds = job->q->ds;
+    if (res->rc != ZOK && res->rc != ZNONODE) {
+        dispatcher_retry_later(ds, job, "releasing the lock", res->rc);
+        return;
+    }
+    /* A lock taken ahead and given back (pause, drain) waits for its due time again; one
+     * given back after a failure, for its retry time (dispatcher_place() knows it). */
+    if (!job_settled_gone(ds, job) && dispatcher_place(ds, job, (int64_t)job->jn.due_ms))
+        dispatcher_dispatch(ds, job->q);
+}
+
+static void on_owner_listed(const struct zk_result *res, void *ctx)
+{
+    struct job *job = ctx;
+    struct dispatcher *ds = job->q->ds;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, LAYOUT_OWNER "%llx-", (unsigned long long)job->lock_session);
+    size_t n = strlen(prefix);
+    for (int i = 0; res->rc == ZOK && i < res->nchildren; i++) {
+        const char *name = res->children[i];
+        char *end;
+        unsigned long seq;
+        if (strncmp(name, prefix, n) == 0 && strlen(name + n) == 10 &&
+            (seq = strtoul(name + n, &end, 10)) < OWNER_SEQ_UNKNOWN && !*end) {
+            job->owner_seq = (uint32_t)seq;
+            lock_release(ds, job);
+            return;
+        }
+    }
+    if (res->rc == ZNONODE) {
+        if (!job_settled_gone(ds, job))
+            job_free(ds, job);
+        return;
+    }
+    if (res->rc != ZOK) {
+        dispatcher_retry_later(ds, job, "looking for our owner node", res->rc);
+        return;
+    }
+    /* Our lock (we only get here after seeing it ours) without its owner node, deleted
+     * by hand: delete the lock alone. */
+    char lock[LAYOUT_PATH_MAX + 8];
+    lock_path(job, lock, sizeof lock);
+    const struct zk_txn_op op = {.kind = ZT_DELETE, .path = lock, .version = -1};
+    int rc = txnbatch_add(ds->settles, &op, 1, on_released, job);
+    if (rc != ZOK)
+        dispatcher_retry_later(ds, job, "releasing the lock", rc);
+}
+
+/* Lists the job's children to learn our owner node's name. */
+static void find_owner(struct dispatcher *ds, struct job *job)
+{
+    job_set_busy(job, JS_SETTLING);
+    int rc = zkstore_children(ds->d->zs, job->path, 0, on_owner_listed, job);
+    if (rc != ZOK)
+        dispatcher_retry_later(ds, job, "looking for our owner node", rc);
+}
+
+/* Gives up our lock so that the job is delivered again (attempt + 1). */
+void lock_release(struct dispatcher *ds, struct job *job)
+{
+    if (job->ci) {
+        ds->foreign->release(ds, job, job->state == JS_INFLIGHT);
+        return;
+    }
+    struct lock_paths lp;
+    lock_paths(job, &lp);
+    job_unhold(ds, job);
+    job_unprelock(job);
+    if (job->uncertain) { /* the lock may be someone else's now: look before deleting */
+        job->uncertain = 0;
+        lock_watch(ds, job);
+        return;
+    }
+    if (job->owner_seq == OWNER_SEQ_UNKNOWN) { /* a lock whose answer we never got */
+        find_owner(ds, job);
+        return;
+    }
+    const struct zk_txn_op ops[] = {
+        {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
+        {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
+    };
+    job_set_busy(job, JS_SETTLING);
+    int rc = txnbatch_add(ds->settles, ops, 2, on_released, job);
+    if (rc != ZOK)
+        dispatcher_retry_later(ds, job, "releasing the lock", rc);
+}
