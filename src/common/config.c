@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "deferd/client.h" /* DEFERD_DEFAULT_SOCKET: where deferctl and libdeferd look */
-#include "protocol.h"
 #include "units.h"
 
 /* Parser state: inih reports no line numbers, so the line reader counts them. */
@@ -273,9 +272,9 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
         return 1;
     }
     static const struct { const char *key; size_t off; uint64_t min, max; } limits[] = {
-        {"max_line", offsetof(struct config, max_line), 256, PROTO_LINE_MAX},
+        {"max_line", offsetof(struct config, max_line), 256, CONFIG_MAX_LINE_LIMIT},
         {"max_connections", offsetof(struct config, max_connections), 1, 100000},
-        {"max_inflight", offsetof(struct config, max_inflight), 1, PROTO_INFLIGHT_MAX},
+        {"max_inflight", offsetof(struct config, max_inflight), 1, CONFIG_MAX_INFLIGHT_LIMIT},
         {"requests_per_turn", offsetof(struct config, requests_per_turn), 1, 10000},
         {"max_open_puts", offsetof(struct config, max_open_puts), 1, 1000000},
     };
@@ -772,9 +771,9 @@ static int defaults(struct config *c, const char *path)
     log_facility_parse("daemon", &c->log_facility);
     c->log_timestamps = LOG_STAMPS_AUTO;
     c->max_payload = 512 * 1024;
-    c->max_line = PROTO_LINE_DEFAULT;
+    c->max_line = CONFIG_MAX_LINE_DEFAULT;
     c->max_connections = 1024;
-    c->max_inflight = PROTO_INFLIGHT_MAX;
+    c->max_inflight = CONFIG_MAX_INFLIGHT_LIMIT;
     c->requests_per_turn = 64;
     c->max_open_puts = 1024;
     c->lookahead_ms = 5000;
