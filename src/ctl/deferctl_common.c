@@ -16,13 +16,18 @@
 #include "layout.h"
 #include "units.h"
 
+static void verrmsg(const char *fmt, va_list ap)
+{
+    fputs("deferctl: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 void errmsg(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("deferctl: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    verrmsg(fmt, ap);
     va_end(ap);
 }
 
@@ -31,9 +36,7 @@ int usage_error(const char *cmd, const char *fmt, ...)
     if (fmt) {
         va_list ap;
         va_start(ap, fmt);
-        fputs("deferctl: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
+        verrmsg(fmt, ap);
         va_end(ap);
     }
     fprintf(stderr, "Try 'deferctl %s--help'.\n", cmd);
