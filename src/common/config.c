@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "deferd/client.h" /* DEFERD_DEFAULT_SOCKET: where deferctl and libdeferd look */
-#include "protocol.h"
 #include "units.h"
 
 /* Parser state: inih reports no line numbers, so the line reader counts them. */
@@ -244,8 +243,8 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
         c->socket_mode = (unsigned)m;
         return 1;
     }
-    if (strcmp(key, "socket_owner") == 0 || strcmp(key, "socket_group") == 0) {
-        int owner = key[7] == 'o';
+    int owner = strcmp(key, "socket_owner") == 0;
+    if (owner || strcmp(key, "socket_group") == 0) {
         long id = owner ? access_user_id(value) : access_group_id(value);
         if (id < 0)
             return fail(ld, "'%s': no such %s '%s'", key, owner ? "user" : "group", value);
@@ -273,9 +272,9 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
         return 1;
     }
     static const struct { const char *key; size_t off; uint64_t min, max; } limits[] = {
-        {"max_line", offsetof(struct config, max_line), 256, PROTO_LINE_MAX},
+        {"max_line", offsetof(struct config, max_line), 256, CONFIG_MAX_LINE_LIMIT},
         {"max_connections", offsetof(struct config, max_connections), 1, 100000},
-        {"max_inflight", offsetof(struct config, max_inflight), 1, PROTO_INFLIGHT_MAX},
+        {"max_inflight", offsetof(struct config, max_inflight), 1, CONFIG_MAX_INFLIGHT_LIMIT},
         {"requests_per_turn", offsetof(struct config, requests_per_turn), 1, 10000},
         {"max_open_puts", offsetof(struct config, max_open_puts), 1, 1000000},
     };
@@ -363,7 +362,7 @@ int config_parse_acl(const char *value, enum zk_acl_mode *mode, struct config_ac
     *out = NULL;
     *nout = 0;
     if (strcmp(value, "open") == 0 || strcmp(value, "creator") == 0) {
-        *mode = value[0] == 'o' ? ZK_ACL_OPEN : ZK_ACL_CREATOR;
+        *mode = strcmp(value, "open") == 0 ? ZK_ACL_OPEN : ZK_ACL_CREATOR;
         return 0;
     }
     struct config_acl_entry *e = calloc(CONFIG_ACL_MAX, sizeof *e);
@@ -606,9 +605,10 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         return set_duration(ld, min ? &q->backoff_min_ms : &q->backoff_max_ms, key, value, 0,
                             min ? 86400000 : 86400000ULL * 30);
     }
-    if (strcmp(key, "producers") == 0 || strcmp(key, "consumers") == 0) {
+    int producers = strcmp(key, "producers") == 0;
+    if (producers || strcmp(key, "consumers") == 0) {
         char err[200];
-        if (access_parse(value, key[0] == 'p' ? &q->producers : &q->consumers, err,
+        if (access_parse(value, producers ? &q->producers : &q->consumers, err,
                          sizeof err) != 0)
             return fail(ld, "'%s': %s", key, err);
         return 1;
@@ -627,8 +627,9 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
                         value);
         return 1;
     }
-    if (strcmp(key, "curator_path") == 0 || strcmp(key, "curator_lock_path") == 0) {
-        char *dst = key[8] == 'p' ? q->curator_path : q->curator_lock_path;
+    int queue_path = strcmp(key, "curator_path") == 0;
+    if (queue_path || strcmp(key, "curator_lock_path") == 0) {
+        char *dst = queue_path ? q->curator_path : q->curator_lock_path;
         if (!valid_root(value) || strlen(value) >= CURATOR_PATH_MAX)
             return fail(ld, "'%s': '%s' is not an absolute znode path like /jobs/delay", key,
                         value);
@@ -636,8 +637,9 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         return 1;
     }
     if (strcmp(key, "curator_corrupt") == 0) {
-        if (strcmp(value, "skip") == 0 || strcmp(value, "delete") == 0) {
-            q->curator_delete_corrupt = value[0] == 'd';
+        int del = strcmp(value, "delete") == 0;
+        if (del || strcmp(value, "skip") == 0) {
+            q->curator_delete_corrupt = del;
             return 1;
         }
         return fail(ld, "'curator_corrupt': '%s' is not skip or delete", value);
@@ -772,9 +774,9 @@ static int defaults(struct config *c, const char *path)
     log_facility_parse("daemon", &c->log_facility);
     c->log_timestamps = LOG_STAMPS_AUTO;
     c->max_payload = 512 * 1024;
-    c->max_line = PROTO_LINE_DEFAULT;
+    c->max_line = CONFIG_MAX_LINE_DEFAULT;
     c->max_connections = 1024;
-    c->max_inflight = PROTO_INFLIGHT_MAX;
+    c->max_inflight = CONFIG_MAX_INFLIGHT_LIMIT;
     c->requests_per_turn = 64;
     c->max_open_puts = 1024;
     c->lookahead_ms = 5000;

@@ -16,6 +16,11 @@
  * queue shared with Java services (docs/curator-compat.md). */
 enum queue_format { QF_NATIVE, QF_CURATOR_DELAY, QF_CURATOR_PRIORITY };
 #define CONFIG_MAX_PAYLOAD_LIMIT 1000000 /* stays below ZooKeeper's default jute.maxbuffer */
+/* [daemon] max_line and max_inflight: the protocol's request line and SUB limits are
+ * these (PROTO_LINE_MAX, PROTO_INFLIGHT_MAX). */
+#define CONFIG_MAX_LINE_LIMIT 8192
+#define CONFIG_MAX_LINE_DEFAULT 1024
+#define CONFIG_MAX_INFLIGHT_LIMIT 10000
 
 struct queue_config {
     char name[QUEUE_NAME_MAX + 1];

@@ -1,6 +1,6 @@
 /* The Curator queue codec: item names and item frames exactly as Apache Curator 5.4.0's
- * queue recipes write and read them (../shared/docs/curator-queue-format.md, sections 2-3),
- * for queues shared with Java services. Pure byte work, no ZooKeeper calls. */
+ * queue recipes write and read them (docs/curator-format.md), for queues shared with Java
+ * services. Pure byte work, no ZooKeeper calls. */
 #ifndef DEFERD_CURATOR_H
 #define DEFERD_CURATOR_H
 

@@ -11,10 +11,10 @@
 
 struct evbuffer;
 
-#define PROTO_LINE_MAX 8192      /* the most [daemon] max_line may allow */
-#define PROTO_LINE_DEFAULT 1024
+#define PROTO_LINE_MAX CONFIG_MAX_LINE_LIMIT /* the most [daemon] max_line may allow */
+#define PROTO_LINE_DEFAULT CONFIG_MAX_LINE_DEFAULT
 #define PROTO_SUB_MAX 32          /* queues in one SUB */
-#define PROTO_INFLIGHT_MAX 10000
+#define PROTO_INFLIGHT_MAX CONFIG_MAX_INFLIGHT_LIMIT
 
 #define PROTO_GROUP_MAX 1000             /* jobs in one BATCH or ACK/NACK then= */
 #define PROTO_GROUP_BYTES_MAX (16u << 20) /* their payloads together */

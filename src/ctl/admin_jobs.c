@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "admin_int.h"
+#include "attempts.h"
+#include "jobedit.h"
 #include "units.h"
 
 /* ---- list ---- */
@@ -171,11 +173,9 @@ struct stat_ask {
     struct admin_job *job;
 };
 
-/* attempts: every delivery creates and deletes two children (lock, owner), so the job's
- * cversion is 4n - 2 while the n-th delivery holds it and 4n after it (layout doc). */
 static void fill_from_stat(struct admin_job *job, const struct Stat *st)
 {
-    job->attempts = job->jn.prior_attempts + (uint32_t)((st->cversion + 2) / 4);
+    job->attempts = attempts_from_cversion(job->jn.prior_attempts, st->cversion);
     job->locked = st->numChildren > 0;
     job->bytes = st->dataLength;
 }
@@ -466,15 +466,29 @@ static int failed_op(const zoo_op_result_t *res, int n)
 
 /* A changed key node, counter or set of lock children: read again and retry. */
 #define MOVE_TRIES 5
-#define HOLDER_KIDS_MAX 2 /* lock and owner-<session>-<seq> */
 
-enum { CANCEL_OPS_MAX = HOLDER_KIDS_MAX + 3 };
+/* Runs M (jobedit.h) as one zoo_multi; *failed: the operation that failed, or -1. */
+static int run_multi(struct admin *a, const struct jobedit_multi *m, int *failed)
+{
+    zoo_op_t ops[JOBEDIT_OPS_MAX];
+    zoo_op_result_t res[JOBEDIT_OPS_MAX];
+    for (int i = 0; i < m->n; i++) {
+        const struct jobedit_op *o = &m->ops[i];
+        if (o->kind == JOBEDIT_DELETE)
+            zoo_delete_op_init(&ops[i], o->path, o->version);
+        else if (o->kind == JOBEDIT_CREATE)
+            zoo_create_op_init(&ops[i], o->path, o->data, (int)o->len, &a->acl, 0, NULL, 0);
+        else
+            zoo_set_op_init(&ops[i], o->path, o->data, (int)o->len, o->version, NULL);
+    }
+    int rc = zoo_multi(a->zh, m->n, ops, res);
+    *failed = rc == ZOK ? -1 : failed_op(res, m->n);
+    return rc;
+}
 
 struct cancel_ops {
-    zoo_op_t ops[CANCEL_OPS_MAX];
-    zoo_op_result_t res[CANCEL_OPS_MAX];
-    int n, job;                 /* ops used; index of delete(job) */
-    char kids[HOLDER_KIDS_MAX][LAYOUT_PATH_MAX + 16];
+    struct jobedit e;
+    char kids[JOBEDIT_HOLDERS_MAX][LAYOUT_PATH_MAX + 16];
     char cpath[LAYOUT_PATH_MAX], cvalue[32];
 };
 
@@ -483,21 +497,21 @@ enum { FAILED_NONE = -1, FAILED_HOLDER, FAILED_JOB, FAILED_OTHER, FAILED_FOREIGN
 
 /* --force: the holder's lock and owner node go in the same multi, so its ack fails
  * (LEASE_LOST) instead of finding its job changed under it. */
-static int add_holder_deletes(struct admin *a, const struct target *t, struct cancel_ops *c,
-                              int *failed)
+static int add_holders(struct admin *a, const struct target *t, struct cancel_ops *c,
+                       int *failed)
 {
     struct String_vector kids;
     int rc = zoo_get_children(a->zh, t->at.path, 0, &kids);
     *failed = FAILED_JOB;
     if (rc != ZOK)
         return rc;
-    if (kids.count > HOLDER_KIDS_MAX) {
+    if (kids.count > JOBEDIT_HOLDERS_MAX) {
         *failed = FAILED_FOREIGN_KIDS; /* not a deferd lock: never deleted blindly */
         rc = ZNOTEMPTY;
     }
     for (int i = 0; rc == ZOK && i < kids.count; i++) {
         snprintf(c->kids[i], sizeof c->kids[i], "%s/%s", t->at.path, kids.data[i]);
-        zoo_delete_op_init(&c->ops[c->n++], c->kids[i], -1);
+        c->e.holders[c->e.nholders++] = c->kids[i];
     }
     deallocate_String_vector(&kids);
     return rc;
@@ -505,25 +519,26 @@ static int add_holder_deletes(struct admin *a, const struct target *t, struct ca
 
 static int cancel_once(struct admin *a, const struct target *t, int force, int *failed)
 {
-    struct cancel_ops c = {.n = 0};
-    int cversion = -1, rc = force ? add_holder_deletes(a, t, &c, failed) : ZOK;
+    struct cancel_ops c = {.e = {.job_path = t->at.path, .counter_version = -1,
+                                 .key_path = t->keyed ? t->key_path : NULL,
+                                 .key_version = t->key_version}};
+    struct jobedit_multi m;
+    int f, rc = force ? add_holders(a, t, &c, failed) : ZOK;
     if (rc != ZOK)
         return rc;
     *failed = FAILED_NONE;
-    c.job = c.n;
-    zoo_delete_op_init(&c.ops[c.n++], t->at.path, -1); /* fails while locked: children */
-    if (t->keyed)
-        zoo_delete_op_init(&c.ops[c.n++], t->key_path, t->key_version);
     int counted = admin_counter(a, t->at.queue, -1, c.cpath, sizeof c.cpath, c.cvalue,
-                                sizeof c.cvalue, &cversion);
+                                sizeof c.cvalue, &c.e.counter_version);
     if (counted < 0)
         return ZSYSTEMERROR;
-    if (counted > 0)
-        zoo_set_op_init(&c.ops[c.n++], c.cpath, c.cvalue, (int)strlen(c.cvalue), cversion,
-                        NULL);
-    rc = zoo_multi(a->zh, c.n, c.ops, c.res);
-    int f = rc == ZOK ? -1 : failed_op(c.res, c.n);
-    *failed = f < 0 ? FAILED_NONE : f == c.job ? FAILED_JOB : f < c.job ? FAILED_HOLDER
+    if (counted > 0) {
+        c.e.counter_path = c.cpath;
+        c.e.counter_value = c.cvalue;
+    }
+    if (jobedit_multi(&c.e, &m) != 0)
+        return ZSYSTEMERROR;
+    rc = run_multi(a, &m, &f);
+    *failed = f < 0 ? FAILED_NONE : f == m.job ? FAILED_JOB : f < m.job ? FAILED_HOLDER
                                                                           : FAILED_OTHER;
     return rc;
 }
@@ -563,27 +578,22 @@ int admin_cancel(struct admin *a, struct admin_which *w, int force, char *err, s
 static int move_job(struct admin *a, const struct target *t, const struct job_name *jn,
                     const char *next, const struct admin_job *cur, int *job_gone)
 {
-    zoo_op_t ops[3];
-    zoo_op_result_t res[3];
-    char data[LAYOUT_ID_MAX + 1];
-    int rc = ZNONODE, n = 2;
+    struct jobedit e = {.job_path = t->at.path, .next = jn, .next_path = next,
+                        .payload = cur->payload, .len = (size_t)cur->len,
+                        .key_path = t->keyed ? t->key_path : NULL,
+                        .key_version = t->key_version};
+    struct jobedit_multi m;
+    int rc = ZNONODE, f;
     *job_gone = 0;
-    if (t->keyed && layout_key_data(data, sizeof data, jn) != 0)
+    if (jobedit_multi(&e, &m) != 0)
         return ZBADARGUMENTS;
     for (int tries = 0; tries < 3 && rc == ZNONODE; tries++) {
         /* a daemon may delete an empty bucket between our create and the move */
         if ((rc = admin_create_parents(a, next)) != ZOK)
             return rc;
-        zoo_delete_op_init(&ops[0], t->at.path, -1);
-        zoo_create_op_init(&ops[1], next, cur->payload, cur->len, &a->acl, 0,
-                           NULL, 0);
-        if (t->keyed)
-            zoo_set_op_init(&ops[n++], t->key_path, data, (int)strlen(data), t->key_version,
-                            NULL);
-        rc = zoo_multi(a->zh, n, ops, res);
-        int f = rc == ZOK ? -1 : failed_op(res, n);
-        if (rc == ZNONODE && f != 1) {
-            *job_gone = f == 0;
+        rc = run_multi(a, &m, &f);
+        if (rc == ZNONODE && f != m.create) {
+            *job_gone = f == m.job;
             return ZNONODE; /* the job, or its key node, is gone: not a bucket race */
         }
     }
@@ -600,10 +610,7 @@ static int reschedule_once(struct admin *a, const struct target *t, uint64_t due
     *job_gone = rc == ZNONODE;
     if (rc != ZOK)
         return rc;
-    *jn = t->at.jn;
-    jn->due_ms = due_ms;
-    jn->prior_attempts = cur.attempts;
-    jn->shard[0] = '\0';
+    jobedit_next_name(jn, &t->at.jn, due_ms, cur.attempts);
     layout_job_path(next, sizeof next, a->cfg.zk_root, t->at.queue, jn);
     if (cur.locked)
         rc = ZNOTEMPTY;

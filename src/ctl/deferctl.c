@@ -9,8 +9,6 @@
 #include "jsonw.h"
 #include "units.h"
 
-#define DEFAULT_CONFIG "/etc/deferd/deferd.ini"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -24,70 +22,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-void errmsg(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("deferctl: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-int usage_error(const char *cmd, const char *fmt, ...)
-{
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("deferctl: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-    }
-    fprintf(stderr, "Try 'deferctl %s--help'.\n", cmd);
-    return EXIT_USAGE;
-}
-
-/* Library failures: a bad argument is the user's input, everything else a runtime error. */
-int lib_fail(deferd_client *c, const char *what, int rc)
-{
-    errmsg("%s: %s", what, deferd_last_error(c));
-    return rc == DEFERD_EARG ? EXIT_USAGE : EXIT_FAIL;
-}
-
-int parse_time_arg(const char *cmd, const char *opt, const char *arg, uint64_t *out)
-{
-    if (units_parse_time_ms(arg, units_wall_ms(), out) == 0)
-        return 0;
-    return usage_error(cmd, "invalid %s '%s' (a time: " TIME_FORMS ")", opt, arg);
-}
-
-int check_job_id(const char *cmd, const char *id)
-{
-    char queue[QUEUE_NAME_MAX + 1];
-    struct job_name jn;
-    if (layout_parse_id(id, queue, sizeof queue, &jn) == 0)
-        return 0;
-    return usage_error(cmd, "'%s' is not a valid job id: QUEUE/DUE_MS-PRIORITY-UID[-...] as "
-                       "put printed it (e.g. emails/1763769605123-10-5f1e0c2a9b3d4e01)", id);
-}
-
-int check_queue_name(const char *cmd, const char *queue)
-{
-    if (config_valid_queue_name(queue))
-        return 0;
-    return usage_error(cmd, "'%s' is not a valid queue name", queue);
-}
-
-deferd_client *connect_or_complain(const char *path)
-{
-    char err[256];
-    deferd_client *c = deferd_connect(path, err, sizeof err);
-    if (c == NULL)
-        errmsg("%s", err);
-    return c;
-}
 
 /* ---- usage ---- */
 
@@ -113,7 +47,7 @@ static void main_usage(FILE *f)
           "  -s, --socket PATH  deferd socket (default: $DEFERD_SOCKET, else "
           DEFERD_DEFAULT_SOCKET ")\n"
           "  -c, --config PATH  deferd.ini, for commands that read ZooKeeper (default:\n"
-          "                     $DEFERD_CONFIG, else " DEFAULT_CONFIG ")\n"
+          "                     $DEFERD_CONFIG, else " DEFERCTL_DEFAULT_CONFIG ")\n"
           "  --timeout DUR      how long commands that read ZooKeeper wait for a session\n"
           "                     before they give up (default 10s)\n"
           "  -h, --help         show this help\n"
@@ -239,51 +173,6 @@ static int parse_put(int argc, char **argv, struct put_args *a)
     return 0;
 }
 
-static int read_all(int fd, char **out, size_t *len)
-{
-    size_t cap = 0, n = 0;
-    char *buf = NULL;
-    for (;;) {
-        if (n == cap) {
-            char *p = realloc(buf, cap = cap ? cap * 2 : 65536);
-            if (p == NULL) {
-                free(buf);
-                errno = ENOMEM;
-                return -1;
-            }
-            buf = p;
-        }
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r > 0)
-            n += (size_t)r;
-        else if (r == 0)
-            break;
-        else if (errno != EINTR) {
-            int e = errno;
-            free(buf);
-            errno = e;
-            return -1;
-        }
-    }
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
-int read_path(const char *path, char **out, size_t *len)
-{
-    if (strcmp(path, "-") == 0)
-        return read_all(STDIN_FILENO, out, len);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = read_all(fd, out, len);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return rc;
-}
-
 /* The payload from the argument, --file, or stdin; *owned is set when it must be freed. */
 static int load_payload(const struct put_args *a, char **data, size_t *len, char **owned)
 {
@@ -301,13 +190,6 @@ static int load_payload(const struct put_args *a, char **data, size_t *len, char
     }
     *data = *owned;
     return 0;
-}
-
-int zk_starting(deferd_client *c, int err, int tries)
-{
-    return err == DEFERD_ESERVER && tries < 50 &&
-           strcmp(deferd_last_error_code(c), "UNAVAILABLE") == 0 &&
-           strstr(deferd_last_error(c), "not connected to ZooKeeper") != NULL;
 }
 
 static void put_done(const deferd_put_item *it, int json)
@@ -384,23 +266,6 @@ static int cmd_ping(const char *sock, int argc, char **argv)
     deferd_close(c);
     return rc;
 }
-
-/* ---- ZooKeeper sessions of the operator commands (admin.c) ---- */
-
-const char *deferctl_config_path = DEFAULT_CONFIG;
-int64_t deferctl_timeout_ms = 10000;
-
-static void connecting(const char *hosts)
-{
-    errmsg("connecting to ZooKeeper at %s ...", hosts);
-}
-
-int ctl_admin_open(struct admin **a, char *err, size_t errlen)
-{
-    const struct admin_wait w = {deferctl_timeout_ms, 1000, connecting};
-    return admin_open(deferctl_config_path, &w, a, err, errlen);
-}
-
 /* ---- dead letters ---- */
 
 static void dead_usage(FILE *f)

@@ -1,41 +1,12 @@
-/* What deferctl.c (main, put, ping, stats, dead) shares with its other command files
+/* The commands deferctl.c (main, put, ping, stats, dead) runs from its other command files
  * (deferctl_work.c: work; deferctl_admin.c: list, show, cancel, reschedule, pause,
- * resume). */
+ * resume; deferctl_batch.c: put --batch). What they all use is in deferctl_common.h. */
 #ifndef DEFERD_DEFERCTL_H
 #define DEFERD_DEFERCTL_H
 
-#include <stdint.h>
 #include <stdio.h>
 
-#include "deferd/client.h"
-
-/* Exit status of every command (deferctl(1), EXIT STATUS). */
-enum {
-    EXIT_OK = 0,
-    EXIT_FAIL = 1,       /* deferd or ZooKeeper failed or could not be reached */
-    EXIT_USAGE = 2,      /* bad arguments */
-    EXIT_NOT_FOUND = 3,  /* no such job */
-    EXIT_IN_FLIGHT = 4,  /* the job is held by a consumer: not cancelled or moved */
-};
-
-/* deferd.ini for commands that read ZooKeeper (-c, $DEFERD_CONFIG). */
-extern const char *deferctl_config_path;
-
-/* Prints "deferctl: <message>" (if FMT) and the --help hint; returns EXIT_USAGE. */
-int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Prints "deferctl: <message>" to standard error. */
-void errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* deferctl.c's helpers for the socket commands. */
-deferd_client *connect_or_complain(const char *path);
-/* Reports a libdeferd failure; EXIT_USAGE for DEFERD_EARG, else EXIT_FAIL. */
-int lib_fail(deferd_client *c, const char *what, int rc);
-/* The contents of PATH ('-': standard input), malloc'd; -1 with errno. */
-int read_path(const char *path, char **out, size_t *len);
-/* Worth trying again: the daemon is still opening its ZooKeeper session (nothing was
- * stored). Other UNAVAILABLE answers may mean the job was stored: never retried. */
-int zk_starting(deferd_client *c, int err, int tries);
+#include "deferctl_common.h"
 
 /* put --batch FILE (deferctl_batch.c). */
 int put_batch(const char *sock, const char *file, int json);
@@ -57,21 +28,6 @@ void pause_usage(FILE *f);
 
 int cmd_resume(const char *sock, int argc, char **argv);
 
-/* The one time syntax of --at, --from, --until and put --batch's at= (units_parse_time_ms). */
-#define TIME_FORMS "epoch ms, 2026-11-23T10:00:05Z, now, now+5m, now-1h"
-/* ARG of option OPT as a time; 0, or a usage error naming the forms (EXIT_USAGE). */
-int parse_time_arg(const char *cmd, const char *opt, const char *arg, uint64_t *out);
-/* A job id as put printed it (QUEUE/NAME, docs/zookeeper-layout.md); 0, or EXIT_USAGE. */
-int check_job_id(const char *cmd, const char *id);
-/* A well-formed queue name; 0, or EXIT_USAGE. Whether it is configured is admin_queue's. */
-int check_queue_name(const char *cmd, const char *queue);
-
-/* How long the ZooKeeper commands wait for a session (--timeout). */
-extern int64_t deferctl_timeout_ms;
-/* admin_open() with deferctl's config and --timeout; says "connecting to ZooKeeper at ..."
- * on stderr when the session is slow to come. 0, or -1 with a message in err. */
-struct admin;
-int ctl_admin_open(struct admin **a, char *err, size_t errlen);
 /* An admin_* result as an exit status, its message printed (deferctl_admin.c). */
 int admin_exit(int rc, const char *err);
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "admin.h"
-#include "deferctl.h"
+#include "deferctl_common.h"
 #include "deferd/client.h"
 
 #define FIELDS_MAX 128

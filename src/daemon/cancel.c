@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attempts.h"
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
+#include "jobedit.h"
 #include "log.h"
 #include "protocol.h"
 #include "reply.h"
@@ -27,9 +29,9 @@ struct change {
     int key_version;            /* by key: the key node's version we read; else -1 */
     char key[LAYOUT_KEY_MAX + 1];
     char path[LAYOUT_PATH_MAX], next_path[LAYOUT_PATH_MAX], key_path[LAYOUT_PATH_MAX];
-    char key_data[LAYOUT_ID_MAX + 1];
-    char children[2][LAYOUT_PATH_MAX + 40];
+    char children[JOBEDIT_HOLDERS_MAX][LAYOUT_PATH_MAX + 40];
     int nchildren;
+    struct jobedit_multi m;     /* the last transaction sent */
     char *payload;
     int len;
     uint32_t attempts;
@@ -122,38 +124,42 @@ static void in_flight(struct change *ch)
 
 static void on_changed(const struct zk_result *res, void *ctx);
 
-/* The key node follows the job: deleted with it, or pointed at its new name. */
-static int key_op(struct change *ch, struct zk_txn_op *op)
+/* The change for jobedit.c: the key node follows the job unless it is skipped. */
+static void edit_of(struct change *ch, struct jobedit *e)
 {
-    if (!ch->jn.key[0] || ch->skip_key ||
-        layout_key_path(ch->key_path, sizeof ch->key_path, dispatcher_root(ch->ds),
-                        ch->q->cfg->name,
-                        ch->jn.key) != 0)
-        return 0;
-    *op = (struct zk_txn_op){.kind = ZT_DELETE, .path = ch->key_path,
-                             .version = ch->key_version};
+    *e = (struct jobedit){.job_path = ch->path, .nholders = ch->nchildren,
+                          .key_version = ch->key_version};
+    for (int i = 0; i < ch->nchildren; i++)
+        e->holders[i] = ch->children[i];
     if (ch->reschedule) {
-        if (layout_key_data(ch->key_data, sizeof ch->key_data, &ch->next) != 0)
-            return 0;
-        op->kind = ZT_SET;
-        op->data = ch->key_data;
-        op->len = strlen(ch->key_data);
+        e->next = &ch->next;
+        e->next_path = ch->next_path;
+        e->payload = ch->payload;
+        e->len = (size_t)ch->len;
     }
-    return 1;
+    if (ch->jn.key[0] && !ch->skip_key &&
+        layout_key_path(ch->key_path, sizeof ch->key_path, dispatcher_root(ch->ds),
+                        ch->q->cfg->name, ch->jn.key) == 0)
+        e->key_path = ch->key_path;
 }
 
 static void send_change(struct change *ch)
 {
-    struct zk_txn_op ops[5];
-    int n = 0;
-    for (int i = 0; i < ch->nchildren; i++)
-        ops[n++] = (struct zk_txn_op){.kind = ZT_DELETE, .path = ch->children[i], .version = -1};
-    ops[n++] = (struct zk_txn_op){.kind = ZT_DELETE, .path = ch->path, .version = -1};
-    if (ch->reschedule)
-        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = ch->next_path,
-                                      .data = ch->payload, .len = (size_t)ch->len};
-    n += key_op(ch, &ops[n]);
-    int rc = zkstore_multi(ch->ds->d->zs, ops, n, on_changed, ch);
+    static const int kinds[] = {[JOBEDIT_DELETE] = ZT_DELETE, [JOBEDIT_CREATE] = ZT_CREATE,
+                                [JOBEDIT_SET] = ZT_SET};
+    struct zk_txn_op ops[JOBEDIT_OPS_MAX];
+    struct jobedit e;
+    edit_of(ch, &e);
+    if (jobedit_multi(&e, &ch->m) != 0) {
+        change_end(ch, PE_BAD_REQUEST, "the new name is too long");
+        return;
+    }
+    for (int i = 0; i < ch->m.n; i++) {
+        const struct jobedit_op *o = &ch->m.ops[i];
+        ops[i] = (struct zk_txn_op){.kind = kinds[o->kind], .path = o->path, .data = o->data,
+                                    .len = o->len, .version = o->version};
+    }
+    int rc = zkstore_multi(ch->ds->d->zs, ops, ch->m.n, on_changed, ch);
     if (rc != ZOK)
         change_zerr(ch, ch->reschedule ? "reschedule" : "cancel", ch->path, rc);
 }
@@ -174,11 +180,7 @@ static void changed(struct change *ch)
 /* The path of operation I of send_change's transaction (the job's for -1). */
 static const char *op_path(const struct change *ch, int i)
 {
-    if (i >= 0 && i < ch->nchildren)
-        return ch->children[i];
-    if (i <= ch->nchildren)
-        return ch->path;
-    return ch->reschedule && i == ch->nchildren + 1 ? ch->next_path : ch->key_path;
+    return i >= 0 && i < ch->m.n ? ch->m.ops[i].path : ch->path;
 }
 
 /* The new bucket was made once, and the create still found it missing: the answers to its
@@ -209,8 +211,8 @@ static void make_parents(struct change *ch)
 static void on_changed(const struct zk_result *res, void *ctx)
 {
     struct change *ch = ctx;
-    int bad = zk_failed_op(res), job_op = ch->nchildren;
-    int create_op = ch->reschedule ? job_op + 1 : -1, last = res->nops - 1;
+    int bad = zk_failed_op(res), job_op = ch->m.job, create_op = ch->m.create;
+    int last = res->nops - 1;
     int keyed = ch->jn.key[0] && !ch->skip_key;
     if (res->rc == ZOK)
         changed(ch);
@@ -248,11 +250,11 @@ static void on_children(const struct zk_result *res, void *ctx)
     struct change *ch = ctx;
     if (read_failed(ch, res, "listing the holder of"))
         return;
-    for (int i = 0; i < res->nchildren && ch->nchildren < 2; i++) /* owner-*, then lock */
+    for (int i = 0; i < res->nchildren && ch->nchildren < JOBEDIT_HOLDERS_MAX; i++) /* owner-*, then lock */
         if (strncmp(res->children[i], LAYOUT_OWNER, strlen(LAYOUT_OWNER)) == 0)
             snprintf(ch->children[ch->nchildren++], sizeof ch->children[0], "%s/%s", ch->path,
                      res->children[i]);
-    for (int i = 0; i < res->nchildren && ch->nchildren < 2; i++)
+    for (int i = 0; i < res->nchildren && ch->nchildren < JOBEDIT_HOLDERS_MAX; i++)
         if (strcmp(res->children[i], LAYOUT_LOCK) == 0)
             snprintf(ch->children[ch->nchildren++], sizeof ch->children[0], "%s/%s", ch->path,
                      res->children[i]);
@@ -276,14 +278,11 @@ static void on_job_read(const struct zk_result *res, void *ctx)
     }
     if (ch->len)
         memcpy(ch->payload, res->data, (size_t)ch->len);
-    ch->next = ch->jn;
-    ch->next.due_ms = ch->due_ms;
-    ch->next.prior_attempts = ch->jn.prior_attempts + (uint32_t)((res->stat.cversion + 2) / 4);
-    ch->next.shard[0] = '\0';
+    jobedit_next_name(&ch->next, &ch->jn, ch->due_ms,
+                      attempts_from_cversion(ch->jn.prior_attempts, res->stat.cversion));
     dispatcher_new_uid(ch->ds, ch->next.uid);
     if (layout_job_path(ch->next_path, sizeof ch->next_path, dispatcher_root(ch->ds),
-                        ch->q->cfg->name,
-                        &ch->next) != 0) {
+                        ch->q->cfg->name, &ch->next) != 0) {
         change_end(ch, PE_BAD_REQUEST, "the new name is too long");
         return;
     }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <zookeeper/zookeeper.h>
 
+#include "attempts.h"
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
@@ -113,7 +114,7 @@ static int owner_locked(struct job *job, const struct zk_result *res)
     if (*end || seq > UINT32_MAX - 4)
         return -1;
     job->owner_seq = (uint32_t)seq;
-    job->attempt = job->jn.prior_attempts + (uint32_t)((seq + 1) / 2);
+    job->attempt = attempts_from_owner_seq(job->jn.prior_attempts, (uint32_t)seq);
     return 0;
 }
 

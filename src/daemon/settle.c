@@ -7,9 +7,11 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "attempts.h"
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
+#include "jobedit.h"
 #include "log.h"
 #include "metrics.h"
 #include "protocol.h"
@@ -185,7 +187,7 @@ static void settled(struct dispatcher *ds, struct settle *st)
     if (st->followups)
         putset_created(st->followups); /* counted once, also when learnt by verifying */
     if (st->unrun_same && !job->gone) { /* the same znode path again: keep the job */
-        job->jn.prior_attempts = job->attempt ? job->attempt - 1 : 0;
+        job->jn.prior_attempts = attempts_given_back(job->attempt);
         job->given_back = 1;
         job->owner_seq = OWNER_SEQ_UNKNOWN;
         job_unhold(ds, job);
@@ -524,15 +526,13 @@ void dispatcher_ack(struct dispatcher *ds, struct consumer *c, struct proto_requ
 static int plan_move(struct dispatcher *ds, struct settle *st, uint64_t delay_ms)
 {
     struct job *job = st->job;
-    struct job_name next = job->jn;
-    next.due_ms = (uint64_t)units_wall_ms() + delay_ms;
-    next.prior_attempts = job->attempt;
-    next.shard[0] = '\0';
+    struct job_name next;
+    jobedit_next_name(&next, &job->jn, (uint64_t)units_wall_ms() + delay_ms, job->attempt);
     dispatcher_new_uid(ds, next.uid);
     st->has_delay = 1;
     if (delay_ms > LAYOUT_DUE_MAX || next.due_ms > LAYOUT_DUE_MAX ||
-        layout_job_path(st->next_path, sizeof st->next_path, dispatcher_root(ds), job->q->cfg->name,
-                        &next) != 0 ||
+        layout_job_path(st->next_path, sizeof st->next_path, dispatcher_root(ds),
+                        job->q->cfg->name, &next) != 0 ||
         layout_job_id(st->next_id, sizeof st->next_id, job->q->cfg->name, &next) != 0)
         return -1;
     return 0;
@@ -561,15 +561,13 @@ uint64_t settle_backoff_ms(const struct queue_config *qc, uint32_t attempt)
 static int plan_bury(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
-    struct job_name dead = job->jn;
-    dead.prior_attempts = job->attempt;
-    dead.shard[0] = '\0';
+    struct job_name dead; /* its due time kept */
+    jobedit_next_name(&dead, &job->jn, job->jn.due_ms, job->attempt);
     st->has_delay = st->bury = 1;
     if (layout_job_id(st->next_id, sizeof st->next_id, job->q->cfg->name, &dead) != 0)
         return -1;
     return layout_dead_path(st->next_path, sizeof st->next_path, dispatcher_root(ds),
-                            job->q->cfg->name,
-                            &dead);
+                            job->q->cfg->name, &dead);
 }
 
 /* Locked for an attempt past max_attempts (its holders kept crashing): bury, not deliver. */
@@ -595,7 +593,7 @@ static int plan_unrun(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
     struct job_name next = job->jn;
-    next.prior_attempts = job->attempt ? job->attempt - 1 : 0;
+    next.prior_attempts = attempts_given_back(job->attempt);
     st->has_delay = st->unrun = 1;
     if (layout_job_path(st->next_path, sizeof st->next_path, dispatcher_root(ds), job->q->cfg->name,
                         &next) != 0 ||

@@ -1,0 +1,22 @@
+/* How deferd counts a job's deliveries, durably and with no write of its own
+ * (docs/zookeeper-layout.md): the attempts made under earlier names travel in the name
+ * (a<N>, struct job_name's prior_attempts), those under the current name are counted by
+ * ZooKeeper, because every delivery creates two children of the job (lock, then owner). */
+#ifndef DEFERD_ATTEMPTS_H
+#define DEFERD_ATTEMPTS_H
+
+#include <stdint.h>
+
+/* The deliveries so far of a job whose znode has the child version CVERSION: 4n - 2
+ * while its n-th delivery holds it, 4n once that is over. */
+uint32_t attempts_from_cversion(uint32_t prior_attempts, int32_t cversion);
+
+/* The number of the delivery whose owner node got the sequence SEQ: the n-th delivery's
+ * owner is the job's child number 2(n - 1) + 1. */
+uint32_t attempts_from_owner_seq(uint32_t prior_attempts, uint32_t seq);
+
+/* The prior attempts of a job given back unrun by delivery ATTEMPT: that delivery is not
+ * counted, so the next one has the same number. */
+uint32_t attempts_given_back(uint32_t attempt);
+
+#endif

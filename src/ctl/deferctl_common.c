@@ -1,0 +1,152 @@
+/* What every deferctl command uses, below them all: messages, argument checks, reading
+ * a payload file, the connection to deferd and the ZooKeeper session of the operator
+ * commands. */
+#include "deferctl_common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "config.h"
+#include "layout.h"
+#include "units.h"
+
+static void verrmsg(const char *fmt, va_list ap)
+{
+    fputs("deferctl: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void errmsg(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    verrmsg(fmt, ap);
+    va_end(ap);
+}
+
+int usage_error(const char *cmd, const char *fmt, ...)
+{
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        verrmsg(fmt, ap);
+        va_end(ap);
+    }
+    fprintf(stderr, "Try 'deferctl %s--help'.\n", cmd);
+    return EXIT_USAGE;
+}
+
+/* Library failures: a bad argument is the user's input, everything else a runtime error. */
+int lib_fail(deferd_client *c, const char *what, int rc)
+{
+    errmsg("%s: %s", what, deferd_last_error(c));
+    return rc == DEFERD_EARG ? EXIT_USAGE : EXIT_FAIL;
+}
+
+int parse_time_arg(const char *cmd, const char *opt, const char *arg, uint64_t *out)
+{
+    if (units_parse_time_ms(arg, units_wall_ms(), out) == 0)
+        return 0;
+    return usage_error(cmd, "invalid %s '%s' (a time: " TIME_FORMS ")", opt, arg);
+}
+
+int check_job_id(const char *cmd, const char *id)
+{
+    char queue[QUEUE_NAME_MAX + 1];
+    struct job_name jn;
+    if (layout_parse_id(id, queue, sizeof queue, &jn) == 0)
+        return 0;
+    return usage_error(cmd, "'%s' is not a valid job id: QUEUE/DUE_MS-PRIORITY-UID[-...] as "
+                       "put printed it (e.g. emails/1763769605123-10-5f1e0c2a9b3d4e01)", id);
+}
+
+int check_queue_name(const char *cmd, const char *queue)
+{
+    if (config_valid_queue_name(queue))
+        return 0;
+    return usage_error(cmd, "'%s' is not a valid queue name", queue);
+}
+
+deferd_client *connect_or_complain(const char *path)
+{
+    char err[256];
+    deferd_client *c = deferd_connect(path, err, sizeof err);
+    if (c == NULL)
+        errmsg("%s", err);
+    return c;
+}
+
+static int read_all(int fd, char **out, size_t *len)
+{
+    size_t cap = 0, n = 0;
+    char *buf = NULL;
+    for (;;) {
+        if (n == cap) {
+            char *p = realloc(buf, cap = cap ? cap * 2 : 65536);
+            if (p == NULL) {
+                free(buf);
+                errno = ENOMEM;
+                return -1;
+            }
+            buf = p;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r > 0)
+            n += (size_t)r;
+        else if (r == 0)
+            break;
+        else if (errno != EINTR) {
+            int e = errno;
+            free(buf);
+            errno = e;
+            return -1;
+        }
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+int read_path(const char *path, char **out, size_t *len)
+{
+    if (strcmp(path, "-") == 0)
+        return read_all(STDIN_FILENO, out, len);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = read_all(fd, out, len);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+int zk_starting(deferd_client *c, int err, int tries)
+{
+    return err == DEFERD_ESERVER && tries < 50 &&
+           strcmp(deferd_last_error_code(c), "UNAVAILABLE") == 0 &&
+           strstr(deferd_last_error(c), "not connected to ZooKeeper") != NULL;
+}
+
+/* ---- ZooKeeper sessions of the operator commands (admin.c) ---- */
+
+const char *deferctl_config_path = DEFERCTL_DEFAULT_CONFIG;
+int64_t deferctl_timeout_ms = 10000;
+
+static void connecting(const char *hosts)
+{
+    errmsg("connecting to ZooKeeper at %s ...", hosts);
+}
+
+int ctl_admin_open(struct admin **a, char *err, size_t errlen)
+{
+    const struct admin_wait w = {deferctl_timeout_ms, 1000, connecting};
+    return admin_open(deferctl_config_path, &w, a, err, errlen);
+}
