@@ -12,6 +12,7 @@
  * something else (writing a full socket buffer, waiting for a push or for a reply of the
  * other kind) is stored in its req, which stays in its kind's list until handed out. */
 #include "deferd/client.h"
+#include "names.h"
 #include "units.h"
 
 #include <errno.h>
@@ -172,64 +173,11 @@ const char *deferd_last_error_code(const deferd_client *c)
 
 /* ---- names ---- */
 
-static int queue_byte_ok(char ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-           ch == '_' || ch == '.' || ch == '-';
-}
-
-static int valid_queue_n(const char *s, size_t n)
-{
-    if (n == 0 || n > DEFERD_QUEUE_MAX || s[0] == '.')
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!queue_byte_ok(s[i]))
-            return 0;
-    return 1;
-}
-
-/* "<queue>/<job name>" or "<queue>/<shard>/<job name>" (n bytes), at most DEFERD_ID_MAX
- * bytes; the rest after the queue is one or two printable tokens. */
-static int valid_job_id_n(const char *id, size_t n)
-{
-    const char *slash = memchr(id, '/', n);
-    if (n > DEFERD_ID_MAX || slash == NULL || slash + 1 == id + n)
-        return 0;
-    if (!valid_queue_n(id, (size_t)(slash - id)))
-        return 0;
-    int slashes = 0;
-    for (const char *p = slash + 1; p < id + n; p++) {
-        if (*p <= ' ' || *p > '~')
-            return 0;
-        if (*p == '/' && (p == slash + 1 || p + 1 == id + n || ++slashes > 1))
-            return 0;
-    }
-    return 1;
-}
-
-static int valid_job_id(const char *id)
-{
-    return valid_job_id_n(id, strnlen(id, DEFERD_ID_MAX + 1));
-}
-
-/* Idempotency keys: 1..DEFERD_KEY_MAX of [A-Za-z0-9_.:@-], the first a letter or digit
- * (the queue's bytes plus ':' and '@'). */
-static int valid_key(const char *key)
-{
-    size_t n = strnlen(key, DEFERD_KEY_MAX + 1);
-    if (n == 0 || n > DEFERD_KEY_MAX || !queue_byte_ok(key[0]) || strchr("_.-", key[0]))
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!queue_byte_ok(key[i]) && key[i] != ':' && key[i] != '@')
-            return 0;
-    return 1;
-}
-
 static int check_key(deferd_client *c, const char *key)
 {
     if (key == NULL)
         return fail(c, DEFERD_EARG, "key is NULL");
-    if (!valid_key(key))
+    if (!names_valid_key(key))
         return fail(c, DEFERD_EARG, "invalid key '%.80s' (1-%d bytes of A-Z a-z 0-9 _ . : @ -, "
                     "starting with a letter or digit)", key, DEFERD_KEY_MAX);
     return DEFERD_OK;
@@ -240,7 +188,7 @@ static int check_key(deferd_client *c, const char *key)
 static int reply_id(const char *text, char *out, const char **rest)
 {
     size_t n = strcspn(text, " ");
-    if (n > DEFERD_ID_MAX || !valid_job_id_n(text, n))
+    if (n > DEFERD_ID_MAX || !names_valid_job_id_n(text, n))
         return -1;
     if (out) {
         memcpy(out, text, n);
@@ -268,7 +216,7 @@ static int parse_put_reply(const char *text, char *id_out, int *dup)
 
 static int check_queue(deferd_client *c, const char *q, size_t n)
 {
-    if (valid_queue_n(q, n))
+    if (names_valid_queue_n(q, n))
         return DEFERD_OK;
     return fail(c, DEFERD_EARG,
                 "invalid queue name '%.*s' (1-%d bytes of A-Z a-z 0-9 _ . -, not starting "
@@ -279,7 +227,7 @@ static int check_job_id(deferd_client *c, const char *id)
 {
     if (id == NULL)
         return fail(c, DEFERD_EARG, "job id is NULL");
-    if (!valid_job_id(id))
+    if (!names_valid_job_id(id))
         return fail(c, DEFERD_EARG, "invalid job id '%.80s' (want <queue>/<name>, at most %d "
                     "bytes)", id, DEFERD_ID_MAX);
     return DEFERD_OK;
@@ -481,7 +429,7 @@ static int parse_job_header(deferd_client *c, char *line, deferd_job *job, uint6
     uint64_t attempt, due, prio, ttr;
     if (split_tokens(line, t, 9) != 8)
         return fail(c, DEFERD_EPROTO, "malformed JOB header from deferd");
-    if (!valid_job_id(t[1]) || !valid_queue_n(t[2], strlen(t[2])))
+    if (!names_valid_job_id(t[1]) || !names_valid_queue(t[2]))
         return fail(c, DEFERD_EPROTO, "bad job id or queue in JOB header: '%.80s' '%.80s'",
                     t[1], t[2]);
     if (units_parse_u64(t[3], UINT32_MAX, &attempt) != 0 ||
@@ -550,7 +498,7 @@ static int take_lease_push(deferd_client *c, char *line, size_t hlen, deferd_eve
     uint64_t left = 0;
     if (split_tokens(line, t, ntok + 1) != ntok)
         return fail(c, DEFERD_EPROTO, "malformed %s push from deferd", what);
-    if (!valid_job_id(t[1]))
+    if (!names_valid_job_id(t[1]))
         return fail(c, DEFERD_EPROTO, "bad job id in %s push: '%.80s'", what, t[1]);
     if (kind == DEFERD_EV_DEADLINE && units_parse_u64(t[2], INT64_MAX, &left) != 0)
         return fail(c, DEFERD_EPROTO, "bad time left '%.24s' in DEADLINE push for %s", t[2],

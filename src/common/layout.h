@@ -67,8 +67,6 @@ int layout_parse_id(const char *id, char *queue, size_t qlen, struct job_name *j
 
 int layout_valid_uid(const char *uid);
 
-/* Idempotency keys: 1..64 of [A-Za-z0-9_.:@-], starting with a letter or digit. */
-int layout_valid_key(const char *key);
 /* <root>/queues/<queue>/keys/<3 hex digits of the key's FNV-1a hash>/<key>: spread over
  * 4096 directories so that no listing of them grows large. */
 int layout_key_path(char *buf, size_t len, const char *root, const char *queue,

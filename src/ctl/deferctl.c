@@ -7,6 +7,7 @@
 #include "deferctl.h"
 #include "deferctl_stats.h"
 #include "jsonw.h"
+#include "names.h"
 #include "units.h"
 
 #define DEFAULT_CONFIG "/etc/deferd/deferd.ini"
@@ -75,7 +76,7 @@ int check_job_id(const char *cmd, const char *id)
 
 int check_queue_name(const char *cmd, const char *queue)
 {
-    if (config_valid_queue_name(queue))
+    if (names_valid_queue(queue))
         return 0;
     return usage_error(cmd, "'%s' is not a valid queue name", queue);
 }
