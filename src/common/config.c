@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "deferd/client.h" /* DEFERD_DEFAULT_SOCKET: where deferctl and libdeferd look */
+#include "names.h"
 #include "units.h"
 
 /* Parser state: inih reports no line numbers, so the line reader counts them. */
@@ -70,14 +71,6 @@ static int fail_at(struct load *ld, int line, const char *fmt, ...)
     vfail(ld, line, fmt, ap);
     va_end(ap);
     return -1;
-}
-
-int config_valid_queue_name(const char *name)
-{
-    size_t n = strlen(name);
-    if (n == 0 || n > QUEUE_NAME_MAX || name[0] == '.')
-        return 0;
-    return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
 }
 
 static int valid_root(const char *p)
@@ -562,7 +555,7 @@ static struct queue_config *find_queue(struct config *c, const char *name)
 static struct queue_config *add_queue(struct load *ld, const char *name)
 {
     struct config *c = ld->cfg;
-    if (!config_valid_queue_name(name)) {
+    if (!names_valid_queue(name)) {
         fail(ld, "bad queue name '%s' (1-64 of A-Z a-z 0-9 _ . -, not starting with .)", name);
         return NULL;
     }

@@ -8,8 +8,7 @@
 #include <stdint.h>
 
 #include "log.h"
-
-#define QUEUE_NAME_MAX 64
+#include "names.h" /* QUEUE_NAME_MAX */
 #define CURATOR_PATH_MAX 256
 
 /* How a queue's jobs are stored: deferd's own bucket layout, or a flat Apache Curator
@@ -101,7 +100,6 @@ const struct queue_config *config_queue(const struct config *cfg, const char *na
 /* [zookeeper] auth "scheme:credentials" split for zoo_add_auth: the scheme into SCHEME, a
  * pointer to the credentials returned (NULL when no auth is configured). */
 const char *config_auth(const struct config *cfg, char *scheme, size_t len);
-int config_valid_queue_name(const char *name);
 /* An acl value ("open", "creator" or "SCHEME:ID:PERMS,..."): 0 with the mode and, for a
  * list, a malloc'ed array of entries; or -1 with a message in ERR. */
 int config_parse_acl(const char *value, enum zk_acl_mode *mode, struct config_acl_entry **out,

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
+#include "names.h"
 #include "units.h"
 
 const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1] = {0, 10000000, 100000, 100};
@@ -33,15 +33,6 @@ int layout_valid_uid(const char *uid)
            strspn(uid, "0123456789abcdefghijklmnopqrstuvwxyz") == n;
 }
 
-int layout_valid_key(const char *key)
-{
-    size_t n = strlen(key);
-    return n >= 1 && n <= LAYOUT_KEY_MAX &&
-           strchr("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", key[0]) &&
-           strspn(key, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                       "_.:@-") == n;
-}
-
 /* The key field "-k<key>" comes last and may hold dashes: split it off first. */
 static const char *split_key(const char *name, struct job_name *out, size_t *base_len)
 {
@@ -55,7 +46,7 @@ static const char *split_key(const char *name, struct job_name *out, size_t *bas
                 return NULL;
             memcpy(out->key, p + 1, n + 1);
             *base_len = (size_t)(p - 1 - name);
-            return layout_valid_key(out->key) ? name : NULL;
+            return names_valid_key(out->key) ? name : NULL;
         }
     }
     return name;
@@ -126,7 +117,7 @@ int layout_format_name(const struct job_name *jn, char *buf, size_t len)
         n += snprintf(buf + n, len - (size_t)n, "-a%u", jn->prior_attempts);
     if (n > 0 && jn->ttr_ms && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, "-t%u", jn->ttr_ms);
-    if (jn->key[0] && !layout_valid_key(jn->key))
+    if (jn->key[0] && !names_valid_key(jn->key))
         return -1;
     if (n > 0 && jn->key[0] && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, "-k%s", jn->key);
@@ -208,7 +199,7 @@ int layout_parse_id(const char *id, char *queue, size_t qlen, struct job_name *j
         return -1;
     memcpy(queue, id, (size_t)(slash - id));
     queue[slash - id] = '\0';
-    if (!config_valid_queue_name(queue))
+    if (!names_valid_queue(queue))
         return -1;
     const char *name = slash + 1, *second = strchr(name, '/');
     char shard[LAYOUT_SHARD_MAX + 1] = "";
@@ -250,7 +241,7 @@ static uint32_t fnv1a(const char *s)
 int layout_key_path(char *buf, size_t len, const char *root, const char *queue,
                     const char *key)
 {
-    if (!layout_valid_key(key))
+    if (!names_valid_key(key))
         return -1;
     int n = snprintf(buf, len, "%s/queues/%s/keys/%03x/%s", root, queue, fnv1a(key) & 0xfffu,
                      key);

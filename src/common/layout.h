@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "names.h"
+
 /* Jobs live in <root>/queues/<queue>/jobs/<L1>/<L2>/<L3>/<job name>, where the bucket
  * names are the due time (epoch ms) divided by these widths. */
 #define LAYOUT_DEPTH 3
@@ -13,10 +15,10 @@ extern const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1]; /* [1..3] used */
 
 #define LAYOUT_UID_MAX 32
 #define LAYOUT_SHARD_MAX 24
-#define LAYOUT_KEY_MAX 64
+#define LAYOUT_KEY_MAX NAMES_KEY_MAX
 #define LAYOUT_NAME_MAX 150
 #define LAYOUT_PATH_MAX 512
-#define LAYOUT_ID_MAX 240
+#define LAYOUT_ID_MAX NAMES_ID_MAX
 #define LAYOUT_DUE_MAX 9999999999999ULL /* year 2286; keeps names 13 digits or less */
 #define LAYOUT_LOCK "lock"
 #define LAYOUT_OWNER "owner-" /* + the holding session id in hex, '-', 10-digit sequence */
@@ -67,8 +69,6 @@ int layout_parse_id(const char *id, char *queue, size_t qlen, struct job_name *j
 
 int layout_valid_uid(const char *uid);
 
-/* Idempotency keys: 1..64 of [A-Za-z0-9_.:@-], starting with a letter or digit. */
-int layout_valid_key(const char *key);
 /* <root>/queues/<queue>/keys/<3 hex digits of the key's FNV-1a hash>/<key>: spread over
  * 4096 directories so that no listing of them grows large. */
 int layout_key_path(char *buf, size_t len, const char *root, const char *queue,

@@ -9,14 +9,11 @@
 #include "config.h"
 #include "curator.h"
 #include "deferd/client.h"
+#include "names.h"
 #include "units.h"
 
 /* The public header's limits are the daemon's: a client must never accept what the daemon
- * refuses, nor refuse what it accepts. */
-_Static_assert(DEFERD_QUEUE_MAX == QUEUE_NAME_MAX, "queue name limit");
-_Static_assert(DEFERD_ID_MAX == LAYOUT_ID_MAX, "job id limit");
-_Static_assert(DEFERD_ID_SIZE > LAYOUT_ID_MAX, "job id buffer");
-_Static_assert(DEFERD_KEY_MAX == LAYOUT_KEY_MAX, "key limit");
+ * refuses, nor refuse what it accepts (names.c ties the limits of names). */
 _Static_assert(DEFERD_INFLIGHT_MAX == PROTO_INFLIGHT_MAX, "inflight limit");
 _Static_assert(DEFERD_TTR_MIN_MS == PROTO_TTR_MIN && DEFERD_TTR_MAX_MS == PROTO_TTR_MAX,
                "ttr range");
@@ -83,7 +80,7 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
         return parse_num(v, LAYOUT_DUE_MAX, &r->delay_ms, err);
     }
     if (strcmp(tok, "key") == 0 && (moves || r->cmd == CMD_CANCEL) && !r->key[0]) {
-        if (!layout_valid_key(v))
+        if (!names_valid_key(v))
             return bad(err, PE_BAD_REQUEST, "bad key '%.70s': 1-64 of [A-Za-z0-9_.:@-], "
                        "starting with a letter or digit", v);
         strcpy(r->key, v);
@@ -131,7 +128,7 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
 
 static int parse_queue(const char *s, char *dst, struct proto_error *err)
 {
-    if (!config_valid_queue_name(s))
+    if (!names_valid_queue(s))
         return bad(err, PE_BAD_REQUEST, "bad queue name '%.70s'", s);
     strcpy(dst, s);
     return 0;
@@ -161,7 +158,7 @@ static int parse_id(const char *s, struct proto_request *r, struct proto_error *
     if (curator) {
         memcpy(queue, s, (size_t)(slash - s));
         queue[slash - s] = '\0';
-        curator = config_valid_queue_name(queue);
+        curator = names_valid_queue(queue);
     }
     if (!curator && layout_parse_id(s, queue, sizeof queue, &jn) != 0)
         return bad(err, PE_BAD_REQUEST, "bad job id '%.100s'", s);

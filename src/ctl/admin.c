@@ -10,6 +10,7 @@
 #include "config.h"
 #include "curator.h"
 #include "layout.h"
+#include "names.h"
 #include "units.h"
 #include "zkacl.h"
 #include "zklog.h"
@@ -446,7 +447,7 @@ int admin_dead_count(struct admin *a, const char *queue, long long *count, char 
     char dir[LAYOUT_PATH_MAX], bucket[LAYOUT_PATH_MAX + 32];
     struct String_vector buckets;
     *count = 0;
-    if (!config_valid_queue_name(queue))
+    if (!names_valid_queue(queue))
         return snprintf(err, errlen, "bad queue name '%s'", queue), -1;
     snprintf(dir, sizeof dir, "%s/queues/%s/dead", a->cfg.zk_root, queue);
     int rc = zoo_get_children(a->zh, dir, 0, &buckets);

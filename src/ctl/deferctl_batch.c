@@ -9,6 +9,7 @@
 #include "deferctl.h"
 #include "jsonw.h"
 #include "layout.h"
+#include "names.h"
 #include "units.h"
 
 /* deferd's limit on the payload of one BATCH (docs/protocol.md). */
@@ -78,7 +79,7 @@ static const char *take_option(char *tok, deferd_put_item *it, int64_t now)
     const char *v = eq + 1;
     deferd_put_opts *o = &it->opts;
     uint64_t n;
-    if (strcmp(tok, "queue") == 0 && !it->queue && config_valid_queue_name(v))
+    if (strcmp(tok, "queue") == 0 && !it->queue && names_valid_queue(v))
         it->queue = v;
     else if (strcmp(tok, "delay") == 0 && !o->has_delay && !o->has_at &&
              units_parse_duration_ms(v, &o->delay_ms) == 0)
@@ -92,7 +93,7 @@ static const char *take_option(char *tok, deferd_put_item *it, int64_t now)
     else if (strcmp(tok, "ttr") == 0 && !o->has_ttr && units_parse_duration_ms(v, &n) == 0 &&
              n >= DEFERD_TTR_MIN_MS && n <= DEFERD_TTR_MAX_MS)
         o->has_ttr = 1;
-    else if (strcmp(tok, "key") == 0 && !o->key && layout_valid_key(v))
+    else if (strcmp(tok, "key") == 0 && !o->key && names_valid_key(v))
         o->key = v;
     else {
         *eq = '='; /* the message shows the whole token */

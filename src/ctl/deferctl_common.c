@@ -14,6 +14,7 @@
 #include "admin.h"
 #include "config.h"
 #include "layout.h"
+#include "names.h"
 #include "units.h"
 
 static void verrmsg(const char *fmt, va_list ap)
@@ -69,7 +70,7 @@ int check_job_id(const char *cmd, const char *id)
 
 int check_queue_name(const char *cmd, const char *queue)
 {
-    if (config_valid_queue_name(queue))
+    if (names_valid_queue(queue))
         return 0;
     return usage_error(cmd, "'%s' is not a valid queue name", queue);
 }

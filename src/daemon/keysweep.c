@@ -12,6 +12,7 @@
 #include "layout.h"
 #include "log.h"
 #include "metrics.h"
+#include "names.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -154,7 +155,7 @@ static void on_keys(const struct zk_result *res, void *ctx)
     char path[LAYOUT_PATH_MAX];
     for (int i = 0; res->rc == ZOK && i < res->nchildren; i++) {
         int n = snprintf(path, sizeof path, "%s/%s", c->path, res->children[i]);
-        if (layout_valid_key(res->children[i]) && n > 0 && (size_t)n < sizeof path)
+        if (names_valid_key(res->children[i]) && n > 0 && (size_t)n < sizeof path)
             send_call(p, CK_READ, path, -1);
     }
     if (res->rc != ZOK && res->rc != ZNONODE)

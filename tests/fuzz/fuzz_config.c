@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "names.h"
 #include "fuzz.h"
 
 #define OVERRIDES_MAX 16
@@ -53,7 +54,7 @@ static void check_config(const struct config *c)
     CHECK(!cred || (cred[0] && scheme[0]));
     for (size_t i = 0; i < c->nqueues; i++) {
         const struct queue_config *q = c->queues[i];
-        CHECK(q && q->index == i && config_valid_queue_name(q->name));
+        CHECK(q && q->index == i && names_valid_queue(q->name));
         CHECK(config_queue(c, q->name) == q); /* names are unique */
         CHECK(q->max_attempts >= 1 && q->backoff_jitter <= 100 && q->ttr_ms >= 1000);
         CHECK((q->format == QF_NATIVE) == !q->curator_path[0]);

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "curator.h"
 #include "layout.h"
+#include "names.h"
 #include "fuzz.h"
 
 static int same_name(const struct job_name *a, const struct job_name *b)
@@ -26,7 +27,7 @@ static void job_names(const char *s, size_t len)
     char buf[LAYOUT_PATH_MAX], queue[QUEUE_NAME_MAX + 1];
 
     if (layout_parse_name(s, &jn) == 0) {
-        CHECK(layout_valid_uid(jn.uid) && (!jn.key[0] || layout_valid_key(jn.key)));
+        CHECK(layout_valid_uid(jn.uid) && (!jn.key[0] || names_valid_key(jn.key)));
         CHECK(!jn.shard[0] && jn.due_ms <= LAYOUT_DUE_MAX);
         CHECK(layout_format_name(&jn, buf, LAYOUT_NAME_MAX + 1) == 0);
         CHECK(strcmp(buf, s) == 0);
@@ -43,7 +44,7 @@ static void job_names(const char *s, size_t len)
     }
 
     if (layout_parse_id(s, queue, sizeof queue, &jn) == 0) {
-        CHECK(config_valid_queue_name(queue));
+        CHECK(names_valid_queue(queue));
         CHECK(!jn.shard[0] || layout_valid_shard(jn.shard));
         CHECK(layout_job_id(buf, LAYOUT_ID_MAX + 1, queue, &jn) == 0 && strcmp(buf, s) == 0);
         CHECK(layout_key_data(buf, sizeof buf, &jn) == 0);
@@ -69,7 +70,7 @@ static void job_names(const char *s, size_t len)
     size_t slen = strlen(s); /* the input may hold NULs */
     CHECK(!layout_valid_shard(s) || (s[0] == 's' && slen <= LAYOUT_SHARD_MAX));
     CHECK(!layout_valid_uid(s) || (slen >= 1 && slen <= LAYOUT_UID_MAX));
-    if (layout_valid_key(s))
+    if (names_valid_key(s))
         CHECK(slen <= LAYOUT_KEY_MAX && layout_key_path(buf, sizeof buf, "/r", "q", s) == 0);
     else
         CHECK(layout_key_path(buf, sizeof buf, "/r", "q", s) == -1);

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "layout.h"
+#include "names.h"
 #include "protocol.h"
 #include "fuzz.h"
 
@@ -29,8 +30,8 @@ static uint64_t fnv(const unsigned char *p, size_t n, uint64_t h)
 static void check_put(const char *queue, const char *key, const unsigned char *payload,
                       size_t len)
 {
-    CHECK(terminated(queue, QUEUE_NAME_MAX + 1) && config_valid_queue_name(queue));
-    CHECK(terminated(key, LAYOUT_KEY_MAX + 1) && (!key[0] || layout_valid_key(key)));
+    CHECK(terminated(queue, QUEUE_NAME_MAX + 1) && names_valid_queue(queue));
+    CHECK(terminated(key, LAYOUT_KEY_MAX + 1) && (!key[0] || names_valid_key(key)));
     CHECK(payload != NULL && len <= MAX_PAYLOAD);
 }
 
@@ -52,12 +53,12 @@ static uint64_t check_request(const struct proto_request *r, int decoded)
         CHECK(r->nsubs >= 1 && r->nsubs <= PROTO_SUB_MAX);
         CHECK(r->inflight >= 1 && r->inflight <= PROTO_INFLIGHT_MAX);
         for (size_t i = 0; i < r->nsubs; i++)
-            CHECK(terminated(r->subs[i], sizeof r->subs[i]) && config_valid_queue_name(r->subs[i]));
+            CHECK(terminated(r->subs[i], sizeof r->subs[i]) && names_valid_queue(r->subs[i]));
         break;
     case CMD_UNSUB: /* no queue named: every queue */
         CHECK(r->nsubs <= PROTO_SUB_MAX);
         for (size_t i = 0; i < r->nsubs; i++)
-            CHECK(terminated(r->subs[i], sizeof r->subs[i]) && config_valid_queue_name(r->subs[i]));
+            CHECK(terminated(r->subs[i], sizeof r->subs[i]) && names_valid_queue(r->subs[i]));
         break;
     case CMD_ACK:
     case CMD_NACK:
@@ -68,7 +69,7 @@ static uint64_t check_request(const struct proto_request *r, int decoded)
     case CMD_CANCEL:
     case CMD_RESCHEDULE:
         CHECK(!r->id[0] != !r->key[0]);
-        CHECK(r->id[0] || config_valid_queue_name(r->queue));
+        CHECK(r->id[0] || names_valid_queue(r->queue));
         CHECK(r->cmd == CMD_CANCEL || r->has_delay != r->has_at);
         CHECK(!r->force || r->cmd == CMD_CANCEL);
         break;
@@ -192,7 +193,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (req.cmd != CMD_PUT)
                 check_request(&req, 0);
             else
-                CHECK(config_valid_queue_name(req.queue));
+                CHECK(names_valid_queue(req.queue));
         } else {
             check_error(&err);
         }

@@ -25,6 +25,7 @@
 
 #include "harness.h"
 #include "layout.h"
+#include "names.h"
 
 static struct daemon_proc d[3];
 static char root[128];
@@ -508,7 +509,7 @@ static void batch_refused(const struct daemon_proc *dp, deferd_put_item *items, 
     char item[32];
     snprintf(item, sizeof item, "item %d", pos);
     printf("batch with %s at %d: rc %d, %s\n", what, pos, rc, deferd_last_error(c));
-    int client_judges = items[pos - 1].opts.key && !layout_valid_key(items[pos - 1].opts.key);
+    int client_judges = items[pos - 1].opts.key && !names_valid_key(items[pos - 1].opts.key);
     CHECK(rc == DEFERD_ESERVER || (client_judges && rc == DEFERD_EARG));
     CHECK_CONTAINS(deferd_last_error(c), item); /* the daemon's reply, or the client's */
     CHECK(stored == 0);

@@ -3,6 +3,7 @@
 
 #include "check.h"
 #include "layout.h"
+#include "names.h"
 
 static void round_trips(void)
 {
@@ -115,7 +116,7 @@ static void keys(void)
                              .prior_attempts = (uint32_t)i, .ttr_ms = i % 2 ? 30000 : 0}, b;
         char name[LAYOUT_NAME_MAX + 1], id[LAYOUT_ID_MAX + 1], q[65];
         snprintf(a.key, sizeof a.key, "%s", good[i]);
-        CHECK(layout_valid_key(good[i]));
+        CHECK(names_valid_key(good[i]));
         CHECK(layout_format_name(&a, name, sizeof name) == 0);
         CHECK(layout_parse_name(name, &b) == 0);
         CHECK_STR(b.key, good[i]);
@@ -139,7 +140,7 @@ static void keys(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct job_name a = {.due_ms = 1, .priority = 2, .uid = "abc"};
         char name[LAYOUT_NAME_MAX + 1], path[LAYOUT_PATH_MAX];
-        CHECK(!layout_valid_key(bad[i]));
+        CHECK(!names_valid_key(bad[i]));
         snprintf(a.key, sizeof a.key, "%s", bad[i]);
         /* "" means no key; 65 bytes do not fit the field (parse and path refuse them) */
         CHECK(bad[i][0] == '\0' || strlen(bad[i]) > LAYOUT_KEY_MAX ||

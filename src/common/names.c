@@ -1,0 +1,66 @@
+#include "names.h"
+
+#include <string.h>
+
+#include "deferd/client.h"
+
+/* The public header's limits are these rules' limits: a client must never accept what the
+ * daemon refuses, nor refuse what it accepts (protocol.c ties the request limits). */
+_Static_assert(DEFERD_QUEUE_MAX == QUEUE_NAME_MAX, "queue name limit");
+_Static_assert(DEFERD_ID_MAX == NAMES_ID_MAX, "job id limit");
+_Static_assert(DEFERD_ID_SIZE > NAMES_ID_MAX, "job id buffer");
+_Static_assert(DEFERD_KEY_MAX == NAMES_KEY_MAX, "key limit");
+
+static int queue_byte_ok(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '_' || ch == '.' || ch == '-';
+}
+
+int names_valid_queue_n(const char *s, size_t n)
+{
+    if (n == 0 || n > QUEUE_NAME_MAX || s[0] == '.')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!queue_byte_ok(s[i]))
+            return 0;
+    return 1;
+}
+
+int names_valid_queue(const char *name)
+{
+    return names_valid_queue_n(name, strnlen(name, QUEUE_NAME_MAX + 1));
+}
+
+int names_valid_key(const char *key)
+{
+    size_t n = strnlen(key, NAMES_KEY_MAX + 1);
+    if (n == 0 || n > NAMES_KEY_MAX || !queue_byte_ok(key[0]) || strchr("_.-", key[0]))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!queue_byte_ok(key[i]) && key[i] != ':' && key[i] != '@')
+            return 0;
+    return 1;
+}
+
+int names_valid_job_id_n(const char *id, size_t n)
+{
+    const char *slash = memchr(id, '/', n);
+    if (n > NAMES_ID_MAX || slash == NULL || slash + 1 == id + n)
+        return 0;
+    if (!names_valid_queue_n(id, (size_t)(slash - id)))
+        return 0;
+    int slashes = 0;
+    for (const char *p = slash + 1; p < id + n; p++) {
+        if (*p <= ' ' || *p > '~')
+            return 0;
+        if (*p == '/' && (p == slash + 1 || p + 1 == id + n || ++slashes > 1))
+            return 0;
+    }
+    return 1;
+}
+
+int names_valid_job_id(const char *id)
+{
+    return names_valid_job_id_n(id, strnlen(id, NAMES_ID_MAX + 1));
+}

@@ -1,0 +1,30 @@
+/* The rules for names that clients send and the daemon checks: queue names, idempotency
+ * keys and the shape of job ids. One source for deferd, deferctl and libdeferd, so that
+ * the client library never accepts what the daemon refuses, nor refuses what it accepts.
+ * Pure functions on bytes, libc only. */
+#ifndef DEFERD_NAMES_H
+#define DEFERD_NAMES_H
+
+#include <stddef.h>
+
+#define QUEUE_NAME_MAX 64
+#define NAMES_KEY_MAX 64   /* layout.h's LAYOUT_KEY_MAX */
+#define NAMES_ID_MAX 240   /* layout.h's LAYOUT_ID_MAX */
+
+/* Queue names: 1..QUEUE_NAME_MAX of [A-Za-z0-9_.-], not starting with '.'. The _n form
+ * checks the n bytes at s (a name inside a longer string). */
+int names_valid_queue(const char *name);
+int names_valid_queue_n(const char *s, size_t n);
+
+/* Idempotency keys: 1..NAMES_KEY_MAX of [A-Za-z0-9_.:@-], starting with a letter or digit
+ * (the queue's bytes plus ':' and '@'). */
+int names_valid_key(const char *key);
+
+/* The shape every job id has, native or Curator: "<queue>/<name>" or
+ * "<queue>/<shard>/<name>", at most NAMES_ID_MAX bytes, the part after the queue
+ * printable ASCII without spaces. Clients check this much; the daemon also parses the
+ * name (layout_parse_id, curator_valid_id_name). The _n form checks n bytes at id. */
+int names_valid_job_id(const char *id);
+int names_valid_job_id_n(const char *id, size_t n);
+
+#endif
