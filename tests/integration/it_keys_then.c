@@ -40,21 +40,6 @@ static int set_paused(const char *queue, int on)
     return rc == ZOK ? 0 : -1;
 }
 
-static int wait_stats(const struct daemon_proc *dp, const char *text)
-{
-    int64_t deadline = now_ms() + 10000;
-    while (now_ms() < deadline) {
-        deferd_client *c = client(dp);
-        char buf[4096] = "";
-        int ok = deferd_stats(c, buf, sizeof buf) == DEFERD_OK && strstr(buf, text);
-        deferd_close(c);
-        if (ok)
-            return 1;
-        usleep(20000);
-    }
-    return 0;
-}
-
 static void ack_then(void)
 {
     deferd_client *p = client(&d[0]), *cons = client(&d[1]);
@@ -130,7 +115,7 @@ static void ack_then(void)
     CHECK(job.ttr_ms == DEFERD_TTR_MIN_MS);
     deferd_job_clear(&job);
     CHECK(set_paused("fq", 1) == 0);
-    CHECK(wait_stats(&d[1], "paused.fq=1"));
+    CHECK(wait_stats(&d[1], "paused.fq=1", 1));
     int expired = 0;
     int64_t deadline = now_ms() + 10000;
     while (!expired && now_ms() < deadline) {

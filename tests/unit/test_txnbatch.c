@@ -66,6 +66,13 @@ static int add(struct txnbatch *b, const char *name, int nops)
 /* One loop turn: the batch's flush runs if it was scheduled. */
 static void turn(void) { event_base_loop(base, EVLOOP_NONBLOCK); }
 
+/* A batch on ZS, with the record of added items emptied. */
+static struct txnbatch *batch_new(struct zkstore *zs, int max_inflight, int session_bound)
+{
+    nitems = 0;
+    return txnbatch_new(base, zs, max_inflight, session_bound);
+}
+
 /* Pending multi M holds exactly the operations of the items listed (-1 ends), in order. */
 static int multi_is(struct zkstore *zs, int m, const int *which)
 {
@@ -135,8 +142,7 @@ static void finish(struct txnbatch *b, struct zkstore *zs)
 static void one_turn_one_multi(void)
 {
     struct zkstore *zs = fake_zk_new(7);
-    struct txnbatch *b = txnbatch_new(base, zs, 4, 0);
-    nitems = 0;
+    struct txnbatch *b = batch_new(zs, 4, 0);
     int a = add(b, "/a", 1), c = add(b, "/c", 3), e = add(b, "/e", 2);
     CHECK(fake_zk_pending(zs) == 0); /* the turn has not ended */
     turn();
@@ -155,8 +161,7 @@ static void one_turn_one_multi(void)
 static void inflight_limit(void)
 {
     struct zkstore *zs = fake_zk_new(7);
-    struct txnbatch *b = txnbatch_new(base, zs, 2, 0);
-    nitems = 0;
+    struct txnbatch *b = batch_new(zs, 2, 0);
     int a = add(b, "/a", 1);
     turn();
     int c = add(b, "/c", 1);
@@ -183,8 +188,7 @@ static void inflight_limit(void)
     /* the limit holds within one flush: with one in flight, a failure's good prefix goes
      * first and the rest waits for it */
     zs = fake_zk_new(7);
-    b = txnbatch_new(base, zs, 1, 0);
-    nitems = 0;
+    b = batch_new(zs, 1, 0);
     int p = add(b, "/p", 1), x = add(b, "/x", 1), r = add(b, "/r", 1);
     turn();
     fake_zk_op_fails(zs, 0, 1, ZNODEEXISTS);
@@ -204,8 +208,7 @@ static void inflight_limit(void)
 static void failing_item_isolated(void)
 {
     struct zkstore *zs = fake_zk_new(7);
-    struct txnbatch *b = txnbatch_new(base, zs, 4, 0);
-    nitems = 0;
+    struct txnbatch *b = batch_new(zs, 4, 0);
     int a = add(b, "/a", 1), x = add(b, "/x", 2), c = add(b, "/c", 1), y = add(b, "/y", 1),
         e = add(b, "/e", 2);
     turn();
@@ -254,8 +257,7 @@ static void connection_errors(void)
     static const int rcs[] = {ZCONNECTIONLOSS, ZSESSIONEXPIRED, ZOPERATIONTIMEOUT};
     for (size_t k = 0; k < sizeof rcs / sizeof *rcs; k++) {
         struct zkstore *zs = fake_zk_new(7);
-        struct txnbatch *b = txnbatch_new(base, zs, 4, 0);
-        nitems = 0;
+        struct txnbatch *b = batch_new(zs, 4, 0);
         int a = add(b, "/a", 1), c = add(b, "/c", 3), e = add(b, "/e", 1);
         turn();
         fake_zk_lost(zs, 0, rcs[k]);
@@ -267,8 +269,7 @@ static void connection_errors(void)
 
     /* the store refuses the request: its items fail with that error, at the turn's end */
     struct zkstore *zs = fake_zk_new(7);
-    struct txnbatch *b = txnbatch_new(base, zs, 4, 0);
-    nitems = 0;
+    struct txnbatch *b = batch_new(zs, 4, 0);
     fake_zk_refuse(zs, ZINVALIDSTATE);
     int a = add(b, "/a", 1), c = add(b, "/c", 2);
     CHECK(items[a].calls == 0);
@@ -284,8 +285,7 @@ static void connection_errors(void)
 static void session_bound(void)
 {
     struct zkstore *zs = fake_zk_new(1);
-    struct txnbatch *b = txnbatch_new(base, zs, 4, 1);
-    nitems = 0;
+    struct txnbatch *b = batch_new(zs, 4, 1);
     int a = add(b, "/a", 1), c = add(b, "/c", 1);
     fake_zk_set_session(zs, 2);
     int e = add(b, "/e", 1);
@@ -306,8 +306,7 @@ static void session_bound(void)
     finish(b, zs);
 
     zs = fake_zk_new(1);
-    b = txnbatch_new(base, zs, 4, 0);
-    nitems = 0;
+    b = batch_new(zs, 4, 0);
     a = add(b, "/a", 1);
     fake_zk_set_session(zs, 2);
     turn();
@@ -322,9 +321,8 @@ static void session_bound(void)
 static void limits(void)
 {
     struct zkstore *zs = fake_zk_new(7);
-    struct txnbatch *b = txnbatch_new(base, zs, 8, 0);
+    struct txnbatch *b = batch_new(zs, 8, 0);
     struct zk_txn_op op = {.kind = ZT_CREATE, .path = "/p", .data = "d", .len = 1};
-    nitems = 0;
     memset(&items[0], 0, sizeof items[0]);
     CHECK(txnbatch_add(b, &op, 0, on_done, &items[0]) == ZBADARGUMENTS);
     static struct zk_txn_op many[ZK_MULTI_MAX + 1];
@@ -404,8 +402,7 @@ static void limits(void)
 static void closing(void)
 {
     struct zkstore *zs = fake_zk_new(7);
-    struct txnbatch *b = txnbatch_new(base, zs, 1, 0);
-    nitems = 0;
+    struct txnbatch *b = batch_new(zs, 1, 0);
     int a = add(b, "/a", 1);
     turn();
     int c = add(b, "/c", 1), e = add(b, "/e", 1);
