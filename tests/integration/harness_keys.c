@@ -87,6 +87,17 @@ int keys_finish(struct daemon_proc d[3], zhandle_t *zh_, const char *name)
     return check_report(name);
 }
 
+int keys_run(const char *name, struct daemon_proc d[3], char *root_out, size_t rootlen,
+             zhandle_t **zh_out, void (*part)(void))
+{
+    char report[64];
+    if (keys_start(name, d, root_out, rootlen, zh_out) != 0)
+        return 1;
+    part();
+    snprintf(report, sizeof report, "it_%s", name);
+    return keys_finish(d, *zh_out, report);
+}
+
 int key_names(const char *queue, const char *key, const char *id)
 {
     char data[512];

@@ -14,6 +14,9 @@
  * running). ZH gets a session of the test's own for what the checks read. */
 int keys_start(const char *name, struct daemon_proc d[3], char *root, size_t rootlen,
                zhandle_t **zh);
+/* keys_start(), PART, keys_finish(): main of a file with one part. */
+int keys_run(const char *name, struct daemon_proc d[3], char *root, size_t rootlen,
+             zhandle_t **zh, void (*part)(void));
 /* Stops the daemons (SIGTERM: a daemon that does not exit cleanly is a failure), closes
  * ZH; check_report(NAME) as main's exit status. */
 int keys_finish(struct daemon_proc d[3], zhandle_t *zh, const char *name);

@@ -224,8 +224,5 @@ static void batch(void)
 
 int main(void)
 {
-    if (keys_start("keys_batch", d, root, sizeof root, &zh) != 0)
-        return 1;
-    batch();
-    return keys_finish(d, zh, "it_keys_batch");
+    return keys_run("keys_batch", d, root, sizeof root, &zh, batch);
 }

@@ -90,8 +90,5 @@ static void cancel(void)
 
 int main(void)
 {
-    if (keys_start("keys_cancel", d, root, sizeof root, &zh) != 0)
-        return 1;
-    cancel();
-    return keys_finish(d, zh, "it_keys_cancel");
+    return keys_run("keys_cancel", d, root, sizeof root, &zh, cancel);
 }

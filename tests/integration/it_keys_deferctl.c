@@ -84,8 +84,5 @@ static void deferctl_keys(void)
 
 int main(void)
 {
-    if (keys_start("keys_deferctl", d, root, sizeof root, &zh) != 0)
-        return 1;
-    deferctl_keys();
-    return keys_finish(d, zh, "it_keys_deferctl");
+    return keys_run("keys_deferctl", d, root, sizeof root, &zh, deferctl_keys);
 }

@@ -71,8 +71,5 @@ static void nack_keeps_key(void)
 
 int main(void)
 {
-    if (keys_start("keys_nack", d, root, sizeof root, &zh) != 0)
-        return 1;
-    nack_keeps_key();
-    return keys_finish(d, zh, "it_keys_nack");
+    return keys_run("keys_nack", d, root, sizeof root, &zh, nack_keeps_key);
 }

@@ -82,8 +82,5 @@ static void same_key_race(void)
 
 int main(void)
 {
-    if (keys_start("keys_race", d, root, sizeof root, &zh) != 0)
-        return 1;
-    same_key_race();
-    return keys_finish(d, zh, "it_keys_race");
+    return keys_run("keys_race", d, root, sizeof root, &zh, same_key_race);
 }

@@ -99,8 +99,5 @@ static void reschedule(void)
 
 int main(void)
 {
-    if (keys_start("keys_reschedule", d, root, sizeof root, &zh) != 0)
-        return 1;
-    reschedule();
-    return keys_finish(d, zh, "it_keys_reschedule");
+    return keys_run("keys_reschedule", d, root, sizeof root, &zh, reschedule);
 }

@@ -149,8 +149,5 @@ static void ack_then(void)
 
 int main(void)
 {
-    if (keys_start("keys_then", d, root, sizeof root, &zh) != 0)
-        return 1;
-    ack_then();
-    return keys_finish(d, zh, "it_keys_then");
+    return keys_run("keys_then", d, root, sizeof root, &zh, ack_then);
 }

@@ -45,7 +45,9 @@ static void round_robin_and_credits(void)
     struct consumer *c[3];
     for (int i = 0; i < 3; i++)
         c[i] = new_consumer(2);
-    CHECK(consumer_new(NULL) != NULL); /* defaults, from a throwaway one */
+    struct consumer *fresh = consumer_new(NULL); /* the defaults */
+    CHECK(fresh && fresh->inflight_max == 1 && fresh->inflight == 0 && fresh->serial > c[2]->serial);
+    consumer_free(fresh);
     CHECK(c[0]->serial != c[1]->serial && c[1]->serial != c[2]->serial);
     CHECK(consumer_pick(&ring1, 0, "q1/x") == NULL); /* nobody on the ring */
     CHECK(consumer_ring_room(&ring1) == 0 && consumer_ring_size(&ring1) == 0);
