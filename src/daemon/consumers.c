@@ -5,6 +5,7 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "job.h"
 #include "units.h"
 
 struct lost_job {
@@ -123,6 +124,40 @@ int consumer_subscribed(const struct consumer *c, const struct dqueue *q)
         if (s->q == q)
             return 1;
     return 0;
+}
+
+size_t consumer_locking(const struct consumer *c)
+{
+    size_t n = 0;
+    for (const struct job *job = c->held; job; job = job->owner_next)
+        n += job->state == JS_LOCKING && !consumer_subscribed(c, job->q);
+    return n;
+}
+
+void consumer_hold(struct consumer *c, struct job *job)
+{
+    job->owner = c;
+    job->owner_prev = NULL;
+    job->owner_next = c->held;
+    if (c->held)
+        c->held->owner_prev = job;
+    c->held = job;
+    c->inflight++;
+}
+
+void consumer_release(struct consumer *c, struct job *job)
+{
+    if (job->owner != c)
+        return;
+    if (job->owner_prev)
+        job->owner_prev->owner_next = job->owner_next;
+    else
+        c->held = job->owner_next;
+    if (job->owner_next)
+        job->owner_next->owner_prev = job->owner_prev;
+    job->owner = NULL;
+    job->owner_next = job->owner_prev = NULL;
+    c->inflight--;
 }
 
 static void unlink_sub(struct sub *s, struct consumer_ring *ring)

@@ -79,6 +79,11 @@ struct consumer *consumer_new(struct conn *conn, const struct consumer_ops *ops)
 /* Idempotent per queue. 0, or -1 when out of memory. */
 int consumer_subscribe(struct consumer *c, struct consumer_ring *ring, struct dqueue *q);
 int consumer_has_room(const struct consumer *c);
+/* C holds JOB (its slot is taken) until consumer_release. */
+void consumer_hold(struct consumer *c, struct job *job);
+void consumer_release(struct consumer *c, struct job *job);
+/* Jobs being locked for C in queues it has left (UNSUB): their pushes are still to come. */
+size_t consumer_locking(const struct consumer *c);
 /* 1 when C follows Q. */
 int consumer_subscribed(const struct consumer *c, const struct dqueue *q);
 /* Next consumer on the ring with room for job ID, rotating so that work is spread evenly:

@@ -337,7 +337,7 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
         }
         if (job->prelocked) { /* locked ahead: only the push is left */
             job_unprelock(job);
-            job_own(c, job);
+            consumer_hold(c, job);
             job->state = JS_LOCKING;
             dispatcher_deliver(ds, job);
             continue;
@@ -436,7 +436,7 @@ void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c)
 {
     while (c->held) {
         struct job *job = c->held;
-        job_disown(c, job);
+        consumer_release(c, job);
         if (job->state == JS_INFLIGHT)
             lock_release(ds, job); /* delivered again, attempt + 1 */
         /* LOCKING and SETTLING jobs finish their call and see they have no owner */

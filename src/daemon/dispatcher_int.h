@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "dispatcher.h"
+#include "jobs.h"
 #include "lease.h"
 #include "lock.h"
 #include "mirror.h"

@@ -1,7 +1,8 @@
 /* The job record: one job of a queue as this daemon knows it (mirrored from ZooKeeper),
  * its state, the heap it sits in, its lock and lease fields, and its holder. The engine's
- * files (dispatcher.c, lock.c, lease.c, settle.c, put.c, cancel.c, curator/) change these
- * fields; the rest of the daemon only reads them. Loop thread only. */
+ * files (jobs.c, dispatcher.c, lock.c, lease.c, settle.c, put.c, cancel.c, curator/)
+ * change these fields; the consumer registry links its holder's list through them. Loop
+ * thread only. */
 #ifndef DEFERD_JOB_H
 #define DEFERD_JOB_H
 
@@ -9,12 +10,11 @@
 #include <stdint.h>
 #include <uthash.h>
 
-#include "consumers.h"
 #include "layout.h"
-#include "mirror.h"
+#include "mirror_entry.h"
 
 struct citem;
-struct dispatcher;
+struct consumer;
 struct dqueue;
 
 #define OWNER_SEQ_UNKNOWN UINT32_MAX
@@ -60,39 +60,5 @@ struct job {
     int warned;                 /* DEADLINE notice sent for this lease */
     struct citem *ci;           /* a Curator queue's item (curator_consume.c), or NULL */
 };
-
-/* A new job in the dispatcher's hash, in no heap yet (state HELD); NULL when out of
- * memory. */
-struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, const char *id,
-                    const struct job_name *jn);
-/* Unlinks the job from its heap, holder, bucket and Curator item, and frees it. */
-void job_free(struct dispatcher *ds, struct job *job);
-/* By job id ("queue/name"), native or Curator; NULL when not known. */
-struct job *job_find(struct dispatcher *ds, const char *id);
-struct job *job_find_path(struct dispatcher *ds, const char *path);
-/* The priority its consumer is told (a Curator item's is in its data). */
-uint32_t job_priority(const struct job *job);
-/* heap_init's position callback for every heap of jobs. */
-void job_setpos(void *item, size_t pos);
-/* Out of the heap its state names (a job is in at most one). */
-void job_unheap(struct job *job);
-/* Leaves any heap for a state that is in no heap. */
-void job_set_busy(struct job *job, enum job_state state);
-
-/* Holders: C holds JOB (its slot is taken) until job_disown. */
-void job_own(struct consumer *c, struct job *job);
-void job_disown(struct consumer *c, struct job *job);
-/* job_disown, and C may take more work. */
-void job_unhold(struct dispatcher *ds, struct job *job);
-/* Jobs being locked for C in queues it has left (UNSUB): their pushes are still to come. */
-size_t job_locking_left(const struct consumer *c);
-/* Takes a held job from its consumer, which is told (EXPIRED, or CANCELLED) and keeps the
- * slot until it answers; the job goes to other consumers first. Call before job_unhold(). */
-void job_revoke(struct dispatcher *ds, struct job *job, enum lost_reason why);
-/* The job no longer holds a lock taken ahead of its consumer (or never will). */
-void job_unprelock(struct job *job);
-/* Every ZooKeeper call made for a job holds it; a job that vanished meanwhile is freed
- * by the last completion. Returns 1 when the job is gone and the caller must stop. */
-int job_settled_gone(struct dispatcher *ds, struct job *job);
 
 #endif

@@ -173,7 +173,7 @@ void lock_take(struct dispatcher *ds, struct job *job, struct consumer *c)
     job->state = JS_LOCKING;
     job->uncertain = 0;
     if (c)
-        job_own(c, job);
+        consumer_hold(c, job);
     else if (heap_push(&job->q->prelocking, job) != 0) /* see dispatcher_dispatch() */
         log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
     int rc = txnbatch_add(ds->locks, ops, 3, on_locked, job);

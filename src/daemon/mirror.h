@@ -7,20 +7,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mirror_entry.h"
+
 struct deferd;
-struct dir;
 struct dqueue;
 struct job_name;
 
 struct mirror;
 
-/* A job's place in the mirror: the bucket it was listed in. Embedded in the owner's job
- * record; the mirror links and unlinks it, the owner only starts it zeroed. */
-struct mirror_entry {
-    struct dir *leaf;
-    struct mirror_entry *next, *prev;
-    unsigned gen;               /* last listing that showed it */
-};
 
 /* What the mirror tells its owner. CTX is passed back to each. */
 struct mirror_report {

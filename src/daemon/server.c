@@ -181,7 +181,7 @@ static int push_cancelled(struct conn *conn, const char *id)
 
 static void consumer_quiet(struct conn *conn)
 {
-    if (conn->unsub && (!conn->consumer || job_locking_left(conn->consumer) == 0)) {
+    if (conn->unsub && (!conn->consumer || consumer_locking(conn->consumer) == 0)) {
         struct out_reply *r = conn->unsub;
         conn->unsub = NULL;
         reply_ok(&r->base, NULL);

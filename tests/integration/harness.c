@@ -282,6 +282,32 @@ deferd_client *client(const struct daemon_proc *d)
     return c;
 }
 
+int next_event(deferd_client *c, deferd_event *ev, int ms)
+{
+    memset(ev, 0, sizeof *ev);
+    return deferd_next_event(c, ev, ms);
+}
+
+int stats_has(const struct daemon_proc *d, const char *text)
+{
+    deferd_client *c = client(d);
+    char buf[4096] = "";
+    int ok = c && deferd_stats(c, buf, sizeof buf) == DEFERD_OK && strstr(buf, text);
+    deferd_close(c);
+    return ok;
+}
+
+int wait_stats(const struct daemon_proc *d, const char *text, int want)
+{
+    int64_t deadline = now_ms() + 10000;
+    while (now_ms() < deadline) {
+        if (stats_has(d, text) == want)
+            return 1;
+        usleep(20000);
+    }
+    return 0;
+}
+
 int put_job(deferd_client *c, const char *queue, const char *payload, int64_t delay_ms,
             int64_t at_ms, int prio, char *id)
 {

@@ -55,6 +55,12 @@ int log_wait(const struct daemon_proc *d, long mark, const char *needle, int ms)
 int log_count(const struct daemon_proc *d, long mark, const char *needle);
 
 deferd_client *client(const struct daemon_proc *d);
+/* deferd_next_event() into a cleared EV: the next push of any kind within MS. */
+int next_event(deferd_client *c, deferd_event *ev, int ms);
+/* Does D's STATS reply contain TEXT (0 also when D does not answer)? */
+int stats_has(const struct daemon_proc *d, const char *text);
+/* Waits up to 10 s until stats_has(D, TEXT) == WANT; 1 once it is, else 0. */
+int wait_stats(const struct daemon_proc *d, const char *text, int want);
 /* A plain socket connected to D (for requests libdeferd would never send); -1 if refused. */
 int raw_connect(const struct daemon_proc *d);
 /* Puts with retries while deferd reports UNAVAILABLE (ZooKeeper session not up yet). */

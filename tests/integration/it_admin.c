@@ -206,26 +206,6 @@ static void reschedule(deferd_client *prod, deferd_client *cons)
     CHECK(run_deferctl(&d1, args, out, sizeof out) == 3); /* the old id is gone */
 }
 
-static int stats_has(const struct daemon_proc *d, const char *text)
-{
-    deferd_client *c = client(d);
-    char buf[4096] = "";
-    int ok = c && deferd_stats(c, buf, sizeof buf) == DEFERD_OK && strstr(buf, text);
-    deferd_close(c);
-    return ok;
-}
-
-static int wait_stats(const struct daemon_proc *d, const char *text, int want)
-{
-    int64_t deadline = now_ms() + 10000;
-    while (now_ms() < deadline) {
-        if (stats_has(d, text) == want)
-            return 1;
-        usleep(20000);
-    }
-    return 0;
-}
-
 /* Both daemons stop delivering b while a keeps flowing; puts to b still work; resume
  * hands b's job out. */
 static void pause_resume(deferd_client *prod)
@@ -276,12 +256,6 @@ static void pause_resume(deferd_client *prod)
     CHECK_CONTAINS(out, "\"paused\":false,\"changed\":true");
     deferd_close(c1);
     deferd_close(c2);
-}
-
-static int next_event(deferd_client *c, deferd_event *ev, int ms)
-{
-    memset(ev, 0, sizeof *ev);
-    return deferd_next_event(c, ev, ms);
 }
 
 /* d2 holds a job for a consumer that acks after the SIGTERM: settled, exit 0. */

@@ -7,12 +7,6 @@
 static struct daemon_proc d;
 static char root[128];
 
-static int next_event(deferd_client *c, deferd_event *ev, int ms)
-{
-    memset(ev, 0, sizeof *ev);
-    return deferd_next_event(c, ev, ms);
-}
-
 /* The next JOB for C within MS (other pushes skipped); 0 when one came. */
 static int next_job(deferd_client *c, deferd_job *job, int ms)
 {

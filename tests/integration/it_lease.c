@@ -9,13 +9,6 @@
 static struct daemon_proc d;
 static char root[128];
 
-/* Next push of any kind, with a deadline. */
-static int next_event(deferd_client *c, deferd_event *ev, int ms)
-{
-    memset(ev, 0, sizeof *ev);
-    return deferd_next_event(c, ev, ms);
-}
-
 /* A held job's lease runs out: notice first, then EXPIRED. The consumer may still be
  * running it, so its slot stays taken (no other job pushed to it) until it answers; its
  * late ack is refused with LEASE_LOST, changes nothing and frees the slot, which takes the

@@ -189,7 +189,7 @@ static void read_item(struct dispatcher *ds, struct citem *ci)
 
 void curator_dispatch(struct dispatcher *ds, struct job *job, struct consumer *c)
 {
-    job_own(c, job);
+    consumer_hold(c, job);
     job->state = JS_LOCKING;
     if (job->ci->locked)
         dispatcher_deliver(ds, job); /* a part of an item already locked */

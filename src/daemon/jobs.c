@@ -1,4 +1,4 @@
-#include "job.h"
+#include "jobs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +41,7 @@ void job_unhold(struct dispatcher *ds, struct job *job)
     struct consumer *c = job->owner;
     if (!c)
         return;
-    job_disown(c, job);
+    consumer_release(c, job);
     dispatcher_consumer_changed(ds, c);
 }
 
@@ -142,39 +142,8 @@ void job_revoke(struct dispatcher *ds, struct job *job, enum lost_reason why)
     job->avoid = c->serial;
 }
 
-size_t job_locking_left(const struct consumer *c)
-{
-    size_t n = 0;
-    for (const struct job *job = c->held; job; job = job->owner_next)
-        n += job->state == JS_LOCKING && !consumer_subscribed(c, job->q);
-    return n;
-}
 
-void job_own(struct consumer *c, struct job *job)
-{
-    job->owner = c;
-    job->owner_prev = NULL;
-    job->owner_next = c->held;
-    if (c->held)
-        c->held->owner_prev = job;
-    c->held = job;
-    c->inflight++;
-}
 
-void job_disown(struct consumer *c, struct job *job)
-{
-    if (job->owner != c)
-        return;
-    if (job->owner_prev)
-        job->owner_prev->owner_next = job->owner_next;
-    else
-        c->held = job->owner_next;
-    if (job->owner_next)
-        job->owner_next->owner_prev = job->owner_prev;
-    job->owner = NULL;
-    job->owner_next = job->owner_prev = NULL;
-    c->inflight--;
-}
 
 struct job *job_find_path(struct dispatcher *ds, const char *path)
 {

@@ -1,0 +1,44 @@
+/* The engine's jobs: the table of records by znode path (job.h is the record), which heap
+ * a job sits in, its holder, its revocation, and its end. Loop thread only. */
+#ifndef DEFERD_JOBS_H
+#define DEFERD_JOBS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "consumers.h"
+#include "job.h"
+
+struct dispatcher;
+struct dqueue;
+
+/* A new job in the dispatcher's hash, in no heap yet (state HELD); NULL when out of
+ * memory. */
+struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, const char *id,
+                    const struct job_name *jn);
+/* Unlinks the job from its heap, holder, bucket and Curator item, and frees it. */
+void job_free(struct dispatcher *ds, struct job *job);
+/* By job id ("queue/name"), native or Curator; NULL when not known. */
+struct job *job_find(struct dispatcher *ds, const char *id);
+struct job *job_find_path(struct dispatcher *ds, const char *path);
+/* The priority its consumer is told (a Curator item's is in its data). */
+uint32_t job_priority(const struct job *job);
+/* heap_init's position callback for every heap of jobs. */
+void job_setpos(void *item, size_t pos);
+/* Out of the heap its state names (a job is in at most one). */
+void job_unheap(struct job *job);
+/* Leaves any heap for a state that is in no heap. */
+void job_set_busy(struct job *job, enum job_state state);
+
+/* consumer_release, and its consumer may take more work. */
+void job_unhold(struct dispatcher *ds, struct job *job);
+/* Takes a held job from its consumer, which is told (EXPIRED, or CANCELLED) and keeps the
+ * slot until it answers; the job goes to other consumers first. Call before job_unhold(). */
+void job_revoke(struct dispatcher *ds, struct job *job, enum lost_reason why);
+/* The job no longer holds a lock taken ahead of its consumer (or never will). */
+void job_unprelock(struct job *job);
+/* Every ZooKeeper call made for a job holds it; a job that vanished meanwhile is freed
+ * by the last completion. Returns 1 when the job is gone and the caller must stop. */
+int job_settled_gone(struct dispatcher *ds, struct job *job);
+
+#endif

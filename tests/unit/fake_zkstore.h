@@ -1,0 +1,40 @@
+/* A scripted stand-in for the ZooKeeper store (zkstore.h) in unit tests: zkstore_multi only
+ * records the call, and the test answers each multi when and how it wants, so that the
+ * order of completions is the test's to choose. Answers are delivered at once, on the
+ * calling thread, as the real store delivers them on the loop thread. */
+#ifndef DEFERD_TEST_FAKE_ZKSTORE_H
+#define DEFERD_TEST_FAKE_ZKSTORE_H
+
+#include "zkstore.h"
+
+/* One multi sent and not answered yet: copies of its operations' kinds and paths. */
+struct fake_multi {
+    int nops;
+    int *kinds;
+    char **paths;
+    size_t *lens;
+    zk_done_fn done;
+    void *ctx;
+};
+
+struct zkstore *fake_zk_new(int64_t session);
+/* Answers what is still pending with ZCLOSING (as the real store's close does). */
+void fake_zk_free(struct zkstore *zs);
+void fake_zk_set_session(struct zkstore *zs, int64_t session);
+/* zkstore_multi returns RC (not ZOK: the call fails and DONE is not kept) from now on. */
+void fake_zk_refuse(struct zkstore *zs, int rc);
+/* Multis sent and not answered yet, oldest first; I from 0. */
+int fake_zk_pending(const struct zkstore *zs);
+const struct fake_multi *fake_zk_multi(const struct zkstore *zs, int i);
+/* Multis zkstore_multi accepted so far. */
+int fake_zk_sent(const struct zkstore *zs);
+
+/* Answers pending multi I: ZOK, each operation ZOK and a sequential name PATH+"-seq". */
+void fake_zk_ok(struct zkstore *zs, int i);
+/* Answers pending multi I as ZooKeeper does when operation BAD failed with ERR: rc ERR,
+ * ZOK before it, ZRUNTIMEINCONSISTENCY after it. */
+void fake_zk_op_fails(struct zkstore *zs, int i, int bad, int err);
+/* Answers pending multi I with an error of the connection (no per-operation results). */
+void fake_zk_lost(struct zkstore *zs, int i, int rc);
+
+#endif
