@@ -1,4 +1,4 @@
-/* Known buckets (src/daemon/buckets.c): a bounded memory, the oldest added forgotten
+/* Known buckets (src/daemon/engine/buckets.c): a bounded memory, the oldest added forgotten
  * first; puts counted per known bucket. */
 #include "buckets.h"
 #include "check.h"

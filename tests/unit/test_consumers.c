@@ -1,4 +1,4 @@
-/* The consumer registry (src/daemon/consumers.c): round robin among consumers with room,
+/* The consumer registry (src/daemon/engine/consumers.c): round robin among consumers with room,
  * credits (inflight_max against held jobs and unanswered losses), the choice that avoids
  * a consumer and never picks one that owes the answer to its loss of that very job, the
  * bookkeeping of losses (noted, answered, expired, the answered ones remembered), the jobs

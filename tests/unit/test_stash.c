@@ -1,4 +1,4 @@
-/* The payload stash (src/daemon/stash.c): bounded in bytes (the oldest make room, a payload
+/* The payload stash (src/daemon/engine/stash.c): bounded in bytes (the oldest make room, a payload
  * that cannot fit is refused and stays the caller's) and in time (expired ones go first),
  * one payload per path, taken at most once. */
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* txnbatch (src/daemon/txnbatch.c) behind a scripted ZooKeeper store (fake_zkstore.c):
+/* txnbatch (src/daemon/store/txnbatch.c) behind a scripted ZooKeeper store (fake_zkstore.c):
  * what one loop turn adds goes out as one multi; max_inflight holds the rest back, which
  * then go together; a failing operation fails its item alone and the others are sent
  * again until they pass; connection errors reach every item of the multi; items of an
