@@ -1,5 +1,7 @@
 /* Binary min-heap of pointers; each element remembers its slot so any element can be
- * removed in O(log n). Used for the delay heap (due time) and the ready heap (priority). */
+ * removed in O(log n). Every deadline of the daemon is one: a queue's delay (due time),
+ * ready (priority), armed and prelocking heaps, the lease heap, the mirror's buckets
+ * waiting to be listed. */
 #ifndef DEFERD_HEAP_H
 #define DEFERD_HEAP_H
 

@@ -22,7 +22,7 @@ int admin_failed(char *err, size_t errlen, const char *what, const char *path, i
                  "and the ACL of the znode or, for a create or delete, of its parent)", what,
                  path);
     else
-        snprintf(err, errlen, "%s %s: %s", what, path, zerror(rc));
+        snprintf(err, errlen, "%s %s: %s", what, path, zk_strerror(rc));
     return -1;
 }
 
@@ -310,7 +310,7 @@ static int kick_curator(struct admin *a, const struct queue_config *qc, struct d
     int64_t value = delay ? units_wall_ms() : (int32_t)(dj->jn.priority ^ 0x80000000u);
     if (curator_name_prefix(delay ? CURATOR_DELAY : CURATOR_PRIORITY, value, prefix,
                             sizeof prefix) != 0)
-        return admin_failed(err, errlen, "naming the Curator item for", dj->path, ZBADARGUMENTS);
+        return admin_failed(err, errlen, "naming the Curator item for", dj->path, ZK_ETOOLONG);
     snprintf(next, sizeof next, "%s/%s", qc->curator_path, prefix);
     zoo_op_t ops[2];
     zoo_op_result_t res[2];
@@ -337,13 +337,13 @@ static int name_kicked(struct admin *a, const char *queue, struct kicked *k)
 {
     if (layout_job_path(k->path, sizeof k->path, a->cfg.zk_root, queue, &k->jn) != 0 ||
         layout_format_name(&k->jn, k->name, sizeof k->name) != 0)
-        return ZBADARGUMENTS;
+        return ZK_ETOOLONG;
     int rc = admin_create_parents(a, k->path);
     if (rc != ZOK || !k->jn.key[0])
         return rc;
     if (layout_key_path(k->key_path, sizeof k->key_path, a->cfg.zk_root, queue, k->jn.key) != 0 ||
         layout_key_data(k->key_data, sizeof k->key_data, &k->jn) != 0)
-        return ZBADARGUMENTS;
+        return ZK_ETOOLONG;
     return admin_create_parents(a, k->key_path);
 }
 

@@ -7,6 +7,7 @@
 
 #include "admin.h"
 #include "config.h"
+#include "zkerr.h"
 
 #define AUTH_WAITING 1 /* no ZooKeeper code is positive */
 

@@ -586,7 +586,7 @@ static int move_job(struct admin *a, const struct target *t, const struct job_na
     int rc = ZNONODE, f;
     *job_gone = 0;
     if (jobedit_multi(&e, &m) != 0)
-        return ZBADARGUMENTS;
+        return ZK_ETOOLONG;
     for (int tries = 0; tries < 3 && rc == ZNONODE; tries++) {
         /* a daemon may delete an empty bucket between our create and the move */
         if ((rc = admin_create_parents(a, next)) != ZOK)

@@ -180,7 +180,7 @@ static void conn_failed(struct worker *w, int rc)
 /* ---- work: jobs waiting for their turn ---- */
 
 /* Takes ownership of *job. */
-static void pending_push(struct worker *w, deferd_job *job)
+static void prefetched_push(struct worker *w, deferd_job *job)
 {
     struct pending *p = malloc(sizeof *p);
     if (p == NULL) {
@@ -198,7 +198,7 @@ static void pending_push(struct worker *w, deferd_job *job)
     w->tail = p;
 }
 
-static int pending_pop(struct worker *w, deferd_job *job)
+static int prefetched_pop(struct worker *w, deferd_job *job)
 {
     struct pending *p = w->head;
     if (p == NULL)
@@ -212,7 +212,7 @@ static int pending_pop(struct worker *w, deferd_job *job)
 }
 
 /* Removes the first waiting job with this id; 1 if there was one. */
-static int pending_drop(struct worker *w, const char *id)
+static int prefetched_drop(struct worker *w, const char *id)
 {
     struct pending *prev = NULL;
     for (struct pending *p = w->head; p; prev = p, p = p->next) {
@@ -231,10 +231,10 @@ static int pending_drop(struct worker *w, const char *id)
     return 0;
 }
 
-static void pending_free(struct worker *w)
+static void prefetched_free(struct worker *w)
 {
     deferd_job job;
-    while (pending_pop(w, &job))
+    while (prefetched_pop(w, &job))
         deferd_job_clear(&job);
 }
 
@@ -292,7 +292,7 @@ static void job_taken(struct worker *w, const char *id, int cancelled)
         else
             errmsg("%s: lease expired while its command runs; the job will be delivered "
                    "again (to another worker first)", id);
-    } else if (pending_drop(w, id)) {
+    } else if (prefetched_drop(w, id)) {
         if (cancelled)
             errmsg("%s: cancelled before its turn; it will not be delivered again", id);
         else
@@ -308,7 +308,7 @@ static void on_event(struct worker *w, deferd_event *ev)
 {
     const char *id = ev->job.id;
     if (ev->kind == DEFERD_EV_JOB) {
-        pending_push(w, &ev->job);
+        prefetched_push(w, &ev->job);
         return;
     }
     if (ev->kind == DEFERD_EV_STATE && strcmp(ev->state, "DRAINING") == 0)
@@ -364,7 +364,7 @@ static int give_back(struct worker *w)
     unsigned n = 0;
     leave(w);
     drain_events(w);
-    while (!w->failed && pending_pop(w, &job)) {
+    while (!w->failed && prefetched_pop(w, &job)) {
         int rc = deferd_nack_unrun(w->c, job.id, NULL, 0);
         if (rc == DEFERD_OK)
             n++;
@@ -387,7 +387,7 @@ static int wait_job(struct worker *w, deferd_job *job)
     for (;;) {
         if (stop_requested())
             return WAIT_STOP;
-        if (pending_pop(w, job))
+        if (prefetched_pop(w, job))
             return WAIT_JOB;
         drain_events(w);
         if (w->failed)
@@ -633,7 +633,7 @@ int cmd_work(const char *sock, int argc, char **argv)
         return EXIT_FAIL;
     rc = deferd_subscribe(w.c, a.queues, a.inflight);
     rc = rc == DEFERD_OK ? work_loop(&w) : lib_fail(w.c, "subscribe", rc);
-    pending_free(&w);
+    prefetched_free(&w);
     deferd_close(w.c);
     return rc;
 }

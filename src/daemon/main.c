@@ -9,8 +9,8 @@
 
 #include "commands.h"
 #include "config.h"
-#include "curator_consume.h"
 #include "curator_format.h"
+#include "curator_listing.h"
 #include "daemon.h"
 #include "dispatcher.h"
 #include "drain.h"
@@ -76,7 +76,7 @@ static void on_watch(int type, const char *path, void *ctx)
 {
     struct deferd *d = ctx;
     (void)type;
-    if (!mirror_on_watch(d->mirror, path) && !curator_consume_on_watch(d->dispatcher, path) &&
+    if (!mirror_on_watch(d->mirror, path) && !curator_listing_on_watch(d->dispatcher, path) &&
         !pause_on_watch(d, path))
         lock_watch_fired(d->dispatcher, path);
 }

@@ -1,5 +1,5 @@
 /* The Curator codec against the bytes and names Curator 5.4.0 was seen to write and read
- * (../shared/docs/curator-queue-format.md), plus round trips and corrupt frames. */
+ * (docs/curator-format.md), plus round trips and corrupt frames. */
 #include <stdlib.h>
 
 #include "check.h"

@@ -324,11 +324,11 @@ static void limits(void)
     struct txnbatch *b = batch_new(zs, 8, 0);
     struct zk_txn_op op = {.kind = ZT_CREATE, .path = "/p", .data = "d", .len = 1};
     memset(&items[0], 0, sizeof items[0]);
-    CHECK(txnbatch_add(b, &op, 0, on_done, &items[0]) == ZBADARGUMENTS);
+    CHECK(txnbatch_add(b, &op, 0, on_done, &items[0]) == ZK_EINVAL);
     static struct zk_txn_op many[ZK_MULTI_MAX + 1];
     for (int i = 0; i <= ZK_MULTI_MAX; i++)
         many[i] = (struct zk_txn_op){.kind = ZT_CHECK, .path = "/m", .version = -1};
-    CHECK(txnbatch_add(b, many, ZK_MULTI_MAX + 1, on_done, &items[0]) == ZBADARGUMENTS);
+    CHECK(txnbatch_add(b, many, ZK_MULTI_MAX + 1, on_done, &items[0]) == ZK_EINVAL);
     turn();
     CHECK(items[0].calls == 0 && fake_zk_sent(zs) == 0);
     check_counts(b, 0, 0);

@@ -101,7 +101,7 @@ static void failed(struct pass *p, const char *path, int rc)
     else if (p->errors == 1 && rc != ZCLOSING && rc != ZCONNECTIONLOSS &&
              rc != ZSESSIONEXPIRED && rc != ZSYSTEMERROR)
         log_warn("queue %s: %s: cannot sweep kept keys: %s; trying again in %d s",
-                 p->qc->name, path, zerror(rc), SWEEP_RETRY_MS / 1000);
+                 p->qc->name, path, zk_strerror(rc), SWEEP_RETRY_MS / 1000);
 }
 
 /* Sends one call of KIND for PATH (VERSION: the delete's). */

@@ -27,7 +27,7 @@ static void on_flag(const struct zk_result *res, void *ctx)
     else if (q && res->rc != ZCONNECTIONLOSS && res->rc != ZCLOSING &&
              res->rc != ZSESSIONEXPIRED)
         log_warn("queue %s: cannot read its pause flag: %s; keeping it %s", fc->queue,
-                 zerror(res->rc), q->paused ? "paused" : "running");
+                 zk_strerror(res->rc), q->paused ? "paused" : "running");
     /* connection trouble: the next session_up reads it again */
     free(fc);
 }

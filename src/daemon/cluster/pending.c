@@ -164,7 +164,7 @@ static void on_created(const struct zk_result *res, void *ctx)
         count_failed(q, the->uid, res->rc);
     else if (res->rc != ZOK && res->rc != ZNODEEXISTS && res->rc != ZNONODE)
         log_warn("queue %s: cannot create its pending counter: %s", q->cfg->name,
-                 zerror(res->rc));
+                 zk_strerror(res->rc));
 }
 
 /* counts/ could not be made (the counter's create then fails with NoNode): why. */
@@ -175,7 +175,7 @@ static void on_parents_made(const struct zk_result *res, void *ctx)
         queue_denied(q, res->path);
     else if (res->rc != ZOK)
         log_warn("queue %s: cannot create %s for its pending counter: %s", q->cfg->name,
-                 res->path, zerror(res->rc));
+                 res->path, zk_strerror(res->rc));
 }
 
 static void create_counter(struct dqueue *q)

@@ -95,7 +95,7 @@ uint32_t ci_order_key(const struct citem *ci)
     return ci->cn.has_priority ? (uint32_t)ci->cn.priority ^ 0x80000000u : 0;
 }
 
-uint32_t curator_job_priority(const struct job *job)
+uint32_t curator_consume_priority(const struct job *job)
 {
     if (job->q->cfg->format == QF_CURATOR_DELAY)
         return job->jn.priority;
@@ -160,7 +160,7 @@ static void on_read(const struct zk_result *res, void *ctx)
         ci->data = malloc(ci->len ? ci->len : 1);
         if (!ci->data || (n > 0 && !ci->items)) {
             ci_drop_frame(ci);
-            dispatcher_retry_later(ds, job, "reading the Curator item", ZSYSTEMERROR);
+            dispatcher_retry_later(ds, job, "reading the Curator item", ZK_ENOMEM);
         } else {
             memcpy(ci->data, res->data, ci->len);
             ci->nparts = n > 0 ? (size_t)n : 0;
@@ -187,7 +187,7 @@ static void read_item(struct dispatcher *ds, struct citem *ci)
     }
 }
 
-void curator_dispatch(struct dispatcher *ds, struct job *job, struct consumer *c)
+void curator_consume_dispatch(struct dispatcher *ds, struct job *job, struct consumer *c)
 {
     consumer_hold(c, job);
     job->state = JS_LOCKING;
@@ -245,7 +245,7 @@ static void give_back(struct dispatcher *ds, struct citem *ci, struct job *head)
     ci->verdict = NULL;
     ci_unlock(ds, ci);
     ci_drop_frame(ci);
-    dispatcher_retry_later(ds, head, "holding the Curator item", ZSYSTEMERROR);
+    dispatcher_retry_later(ds, head, "holding the Curator item", ZK_ENOMEM);
 }
 
 /* Locked: every part becomes a job; the first goes to the consumer that was picked, the
@@ -378,7 +378,7 @@ static void on_locked(const struct zk_result *res, void *ctx)
         return;
     }
     log_debug("queue %s: Curator item %s: lock not taken: %s", ci->cq->q->cfg->name, ci->name,
-              zerror(rc));
+              zk_strerror(rc));
     job_unhold(ds, job);
     if (job->gone) { /* the listing dropped it meanwhile: its name never comes back */
         job_free(ds, job);

@@ -16,10 +16,6 @@ struct dqueue;
 struct job;
 struct reply;
 
-/* Lists Q's Curator queue and lock directories (idempotent). 0, or -1. */
-int curator_consume_start(struct dispatcher *ds, struct dqueue *q);
-/* A watch fired: 1 when PATH is a followed queue or lock directory. */
-int curator_consume_on_watch(struct dispatcher *ds, const char *path);
 /* The session is lost (jobs were already revoked): forget every item. */
 void curator_consume_reset(struct dispatcher *ds);
 /* The same session is back: list again and check that our locks are still ours. */
@@ -28,16 +24,10 @@ void curator_consume_free(struct dispatcher *ds);
 /* " curator_items.<queue>=<n>" for STATS: items held in memory (listed or in use). */
 void curator_consume_format(const struct dispatcher *ds, char *buf, size_t len);
 
-/* From the dispatcher, for jobs with job->ci set: */
+/* From the engine (foreign_format.h), for jobs with job->ci set: */
 /* JOB left the ready heap for consumer C: read and lock its item, or deliver the part. */
-void curator_dispatch(struct dispatcher *ds, struct job *job, struct consumer *c);
-/* A part goes back to the ready heap (the item stays locked); DELIVERED counts an attempt. */
-void curator_part_release(struct dispatcher *ds, struct job *job, int delivered);
-/* Ack (ACK set) or nack of a held part; the reply is completed now or later. */
-void curator_part_settle(struct dispatcher *ds, struct job *job, int ack, int has_delay,
-                         uint64_t delay_ms, struct reply *r);
-void curator_job_freed(struct job *job);
+void curator_consume_dispatch(struct dispatcher *ds, struct job *job, struct consumer *c);
 /* The priority to show in a delivery. */
-uint32_t curator_job_priority(const struct job *job);
+uint32_t curator_consume_priority(const struct job *job);
 
 #endif

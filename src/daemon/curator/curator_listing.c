@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "curator_consume.h"
+#include "curator_listing.h"
 #include "curator_int.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
@@ -209,7 +209,7 @@ static void on_dir_made(const struct zk_result *res, void *ctx)
             queue_denied(cq->q, res->path);
         else
             log_warn("queue %s: cannot create %s: %s", cq->q->cfg->name, res->path,
-                     zerror(res->rc));
+                     zk_strerror(res->rc));
         retry_lists(cq);
         return;
     }
@@ -252,7 +252,7 @@ static void on_listed(const struct zk_result *res, void *ctx)
             queue_denied(cq->q, dir_of(cq, locks));
         else
             log_warn("queue %s: listing %s failed: %s; retrying in %d ms", cq->q->cfg->name,
-                     dir_of(cq, locks), zerror(res->rc), CURATOR_RETRY_MS);
+                     dir_of(cq, locks), zk_strerror(res->rc), CURATOR_RETRY_MS);
         retry_lists(cq);
     }
     if (*again) {
@@ -308,7 +308,7 @@ void cq_list(struct cqueue *cq, int locks)
     }
 }
 
-int curator_consume_start(struct dispatcher *ds, struct dqueue *q)
+int curator_listing_start(struct dispatcher *ds, struct dqueue *q)
 {
     struct cqueue *cq = q->cq;
     if (!cq) {
@@ -330,7 +330,7 @@ int curator_consume_start(struct dispatcher *ds, struct dqueue *q)
     return 0;
 }
 
-int curator_consume_on_watch(struct dispatcher *ds, const char *path)
+int curator_listing_on_watch(struct dispatcher *ds, const char *path)
 {
     for (size_t i = 0; i < ds->nqueues; i++) {
         struct cqueue *cq = ds->queues[i]->cq;

@@ -50,7 +50,7 @@ static void finish(struct cput *cp, int rc, const char *created, const char *den
             queue_denied(cp->q, denied_path ? denied_path : cp->path);
         else
             log_warn("queue %s: put to Curator queue %s failed: %s", cp->q->cfg->name,
-                     cp->path, rc == ZOK ? "no name came back" : zerror(rc));
+                     cp->path, rc == ZOK ? "no name came back" : zk_strerror(rc));
         reply_err(cp->r, PE_UNAVAILABLE, "ZooKeeper did not store the job: %s",
                   rc == ZOK ? "no name came back" : zk_reason(rc));
     }
@@ -72,14 +72,10 @@ static void on_created(const struct zk_result *res, void *ctx)
 {
     struct cput *cp = ctx;
     int rc = res->rc;
-    if (rc == ZNONODE && !cp->made_parents) { /* the queue directory does not exist yet */
-        cp->made_parents = 1;
-        rc = zkstore_create_parents(cp->ds->d->zs, cp->path, NULL, NULL);
-        if (rc == ZOK && (rc = send_create(cp)) == ZOK)
-            return;
-    } else if (rc == ZNONODE && cp->made_parents == 1) { /* still missing: ask why */
-        cp->made_parents = 2;
-        if ((rc = zkstore_create_parents(cp->ds->d->zs, cp->path, on_dir_checked, cp)) == ZOK)
+    if (rc == ZNONODE && cp->made_parents < 2) { /* the queue directory does not exist */
+        rc = zkstore_parents_missing(cp->ds->d->zs, cp->path, &cp->made_parents,
+                                     on_dir_checked, cp);
+        if (rc == ZK_PARENTS_ASKED || (rc == ZK_PARENTS_RESEND && (rc = send_create(cp)) == ZOK))
             return;
     }
     finish(cp, rc, rc == ZOK && res->op_path ? res->op_path[0] : NULL, NULL);

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "config.h"
-#include "curator_consume.h"
 #include "curator_int.h"
+#include "curator_settle.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "log.h"
@@ -115,7 +115,7 @@ static void retry_settle(struct dispatcher *ds, struct citem *ci, int rc)
 {
     static const struct timeval tv = {CURATOR_RETRY_MS / 1000, (CURATOR_RETRY_MS % 1000) * 1000};
     log_msg(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: Curator item %s: settling failed: "
-            "%s; retrying in %d ms", ci->cq->q->cfg->name, ci->name, zerror(rc),
+            "%s; retrying in %d ms", ci->cq->q->cfg->name, ci->name, zk_strerror(rc),
             CURATOR_RETRY_MS); /* a denial: logged for the queue by the caller */
     if (++ci->tries < SETTLE_TRIES && !ci->retry)
         ci->retry = evtimer_new(ds->d->base, on_retry_settle, ci);
@@ -182,12 +182,11 @@ static void on_settled(const struct zk_result *res, void *ctx)
     int lock_gone = rc == ZNONODE && last > 0 && res->op_err[last] == ZNONODE;
     ci->settling = 0;
     if (rc == ZNONODE && dead_op > 0 && res->op_err[dead_op] == ZNONODE && ci->made_parents < 2) {
-        /* the dead letters' directory does not exist yet: made with the resend; if it is
-         * still missing, made again and asked why first */
-        int check = ci->made_parents++ > 0;
-        if (zkstore_create_parents(ds->d->zs, ci->dead_path, check ? on_dead_dir : NULL,
-                                   ci) == ZOK) {
-            if (!check)
+        /* the dead letters' directory does not exist yet (zkstore_parents_missing) */
+        int how = zkstore_parents_missing(ds->d->zs, ci->dead_path, &ci->made_parents,
+                                          on_dead_dir, ci);
+        if (how == ZK_PARENTS_RESEND || how == ZK_PARENTS_ASKED) {
+            if (how == ZK_PARENTS_RESEND)
                 ci_settle(ds, ci);
             else
                 ci->refs++; /* on_dead_dir's */
@@ -205,7 +204,7 @@ static void on_settled(const struct zk_result *res, void *ctx)
         ci_finish(ds, ci, NULL);
     } else if (lock_gone || zk_session_gone(rc)) {
         log_warn("queue %s: Curator item %s: our lock is gone (%s)", qc->name, ci->name,
-                 zerror(rc));
+                 zk_strerror(rc));
         ci_finish(ds, ci, "the lock was lost");
     } else {
         char path[ITEM_PATH_MAX];
@@ -239,13 +238,13 @@ void ci_settle(struct dispatcher *ds, struct citem *ci)
     }
     unsigned char *nack = frame_of(ci, V_NACK, &nack_len), *dead = frame_of(ci, V_DEAD, &dead_len);
     struct zk_txn_op ops[4];
-    int n = 0, rc = ZSYSTEMERROR;
+    int n = 0, rc = ZK_ENOMEM;
     if ((any(ci, V_NACK) && !nack) || (any(ci, V_DEAD) && !dead)) /* out of memory */
         goto out;
     if (ci_item_path(ci, item, sizeof item) != 0 || ci_lock_path(ci, lock, sizeof lock) != 0 ||
         (nack && requeue_path(ds, ci, requeue, sizeof requeue) != 0) ||
         (dead && dead_path(ds, ci) != 0)) {
-        rc = ZBADARGUMENTS;
+        rc = ZK_ETOOLONG;
         goto out;
     }
     ops[n++] = (struct zk_txn_op){.kind = ZT_DELETE, .path = item, .version = -1};
@@ -286,7 +285,7 @@ static void part_done(struct dispatcher *ds, struct job *job, enum verdict v, st
     ci_settle(ds, ci);
 }
 
-void curator_part_settle(struct dispatcher *ds, struct job *job, int ack, int has_delay,
+void curator_settle_part(struct dispatcher *ds, struct job *job, int ack, int has_delay,
                          uint64_t delay_ms, struct reply *r)
 {
     struct citem *ci = job->ci;
@@ -302,7 +301,7 @@ void curator_part_settle(struct dispatcher *ds, struct job *job, int ack, int ha
     part_done(ds, job, ack ? V_ACK : dead ? V_DEAD : V_NACK, r);
 }
 
-void curator_part_release(struct dispatcher *ds, struct job *job, int delivered)
+void curator_settle_release(struct dispatcher *ds, struct job *job, int delivered)
 {
     job_unhold(ds, job);
     if (delivered && ++job->attempt > job->q->cfg->max_attempts) {
@@ -313,7 +312,7 @@ void curator_part_release(struct dispatcher *ds, struct job *job, int delivered)
     dispatcher_make_ready(ds, job); /* the item stays locked: delivered again from here */
 }
 
-void curator_job_freed(struct job *job)
+void curator_settle_job_freed(struct job *job)
 {
     struct citem *ci = job->ci;
     job->ci = NULL;

@@ -59,7 +59,7 @@ static void change_zerr(struct change *ch, const char *what, const char *path, i
     if (rc == ZNOAUTH)
         queue_denied(ch->q, path);
     else
-        log_warn("queue %s: %s %s: %s", ch->q->cfg->name, what, path, zerror(rc));
+        log_warn("queue %s: %s %s: %s", ch->q->cfg->name, what, path, zk_strerror(rc));
     snprintf(text, sizeof text, "%s failed%s: %s; nothing was changed", what,
              rc == ZNOAUTH ? "" : " in ZooKeeper", zk_reason(rc));
     change_end(ch, PE_UNAVAILABLE, text);
@@ -194,17 +194,14 @@ static void on_parents_checked(const struct zk_result *res, void *ctx)
         change_zerr(ch, "reschedule", res->path, res->rc); /* the refused level */
 }
 
-/* The new name's bucket is missing: made with the resend the first time; the second time
- * made again, and asked why first. */
+/* The new name's bucket is missing (zkstore_parents_missing's rule, twice at most). */
 static void make_parents(struct change *ch)
 {
-    if (ch->made_parents++ == 0) {
-        zkstore_create_parents(ch->ds->d->zs, ch->next_path, NULL, NULL);
+    int rc = zkstore_parents_missing(ch->ds->d->zs, ch->next_path, &ch->made_parents,
+                                     on_parents_checked, ch);
+    if (rc == ZK_PARENTS_RESEND)
         send_change(ch);
-        return;
-    }
-    int rc = zkstore_create_parents(ch->ds->d->zs, ch->next_path, on_parents_checked, ch);
-    if (rc != ZOK)
+    else if (rc != ZK_PARENTS_ASKED)
         change_zerr(ch, "reschedule", ch->next_path, rc);
 }
 
@@ -273,7 +270,7 @@ static void on_job_read(const struct zk_result *res, void *ctx)
     }
     ch->len = res->datalen > 0 ? res->datalen : 0;
     if (ch->len && !(ch->payload = malloc((size_t)ch->len))) {
-        change_zerr(ch, "reading", ch->path, ZSYSTEMERROR);
+        change_zerr(ch, "reading", ch->path, ZK_ENOMEM);
         return;
     }
     if (ch->len)

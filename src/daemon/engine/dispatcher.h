@@ -1,5 +1,7 @@
-/* The dispatcher: jobs mirrored from ZooKeeper, their delay and ready heaps, the one timer,
- * locks, and the put/ack/nack transactions. */
+/* The engine's front: its queues, the jobs it mirrors (their heaps and the one timer in
+ * dispatcher.c), and what the layers above ask of it: puts, subscriptions, acks and nacks,
+ * cancel and reschedule, session changes, pause and drain, counts for STATS. Lock, lease
+ * and settle transactions have files of their own (lock.h, lease.h, settle.c). */
 #ifndef DEFERD_DISPATCHER_H
 #define DEFERD_DISPATCHER_H
 
@@ -29,7 +31,8 @@ struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name);
 int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc);
 struct consumer_ring *dispatcher_ring(struct dqueue *q);
 
-/* From the server (socket side). The reply is always completed, now or later. */
+/* From the command table (socket/commands.c). The reply is always completed, now or
+ * later. */
 void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct reply *r);
 void dispatcher_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r);
 /* PUT and BATCH requests taken on and not answered yet: the server holds further ones back

@@ -1,5 +1,5 @@
 /* The engine's insides, shared by its files: dispatcher.c (heaps, timer, dispatch,
- * delivery), job.c, lock.c, lease.c, settle.c, put.c, putset.c, cancel.c and the Curator
+ * delivery), jobs.c, lock.c, lease.c, settle.c, put.c, putset.c, cancel.c and the Curator
  * format (curator/). Private to them. */
 #ifndef DEFERD_DISPATCHER_INT_H
 #define DEFERD_DISPATCHER_INT_H

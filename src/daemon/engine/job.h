@@ -1,8 +1,8 @@
 /* The job record: one job of a queue as this daemon knows it (mirrored from ZooKeeper),
  * its state, the heap it sits in, its lock and lease fields, and its holder. The engine's
- * files (jobs.c, dispatcher.c, lock.c, lease.c, settle.c, put.c, cancel.c, curator/)
- * change these fields; the consumer registry links its holder's list through them. Loop
- * thread only. */
+ * files (jobs.c, dispatcher.c, lock.c, lease.c, settle.c, put.c, putset.c, cancel.c,
+ * curator/) change these fields; the consumer registry links its holder's list through
+ * them. Loop thread only. */
 #ifndef DEFERD_JOB_H
 #define DEFERD_JOB_H
 
@@ -26,7 +26,8 @@ enum job_state {
     JS_INFLIGHT,  /* pushed to its owner, lock held */
     JS_SETTLING,  /* ack/nack/release in flight */
     JS_CHECKING,  /* locked by someone else; exists+watch on the lock in flight */
-    JS_HELD,      /* locked by someone else; waiting for the lock watch */
+    JS_HELD,      /* in no heap, no call in flight: locked by someone else and waiting for
+                   * the lock watch, or just made (job_new), or left by a lost session */
     JS_ARMED,     /* locked by us ahead of its due time, in the armed heap, no consumer */
 };
 

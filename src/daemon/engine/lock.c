@@ -81,7 +81,7 @@ static void on_fetched(const struct zk_result *res, void *ctx)
             queue_denied(job->q, job->path);
         log_msg(res->rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: reading its data "
                 "failed: %s; released, offered again in %d ms", job->q->cfg->name, job->id,
-                zerror(res->rc), DISPATCHER_RETRY_MS);
+                zk_strerror(res->rc), DISPATCHER_RETRY_MS);
         lock_release_later(ds, job);
         return;
     }
@@ -198,7 +198,7 @@ static void on_lock_checked(const struct zk_result *res, void *ctx)
     } else if (res->stat.ephemeralOwner == ds->d->session_id) {
         lock_release(ds, job); /* ours from a delivery whose release failed: free it */
     }
-    /* else: wait for the watch (dispatcher_lock_event) */
+    /* else: wait for the watch (lock_watch_fired) */
 }
 
 void lock_watch_fired(struct dispatcher *ds, const char *lock)

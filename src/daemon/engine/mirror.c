@@ -25,8 +25,8 @@
  * in a backlog) recreates its bucket and would otherwise lose a race with us every time. */
 #define GC_FRESH_MS 30000
 /* A busy bucket is re-listed at most every RELIST_MIN_MS plus 1 ms per RELIST_NAMES_PER_MS
- * names it held (plus more while it is not due yet): every change fires its watch, and a re-list per change would cost
- * O(bucket) each time (Curator's quadratic trap). Jobs this daemon writes are entered
+ * names it held (plus more while it is not due yet): every change fires its watch, and a
+ * re-list per change would cost O(bucket) each time (Curator's quadratic trap). Jobs this daemon writes are entered
  * directly and deletions show when a lock fails, so only other writers' new jobs wait. */
 #define RELIST_MIN_MS 20
 #define RELIST_NAMES_PER_MS 20
@@ -341,7 +341,7 @@ static void on_list(const struct zk_result *res, void *ctx)
         } else if (res->rc == ZNOAUTH) {
             queue_denied(dir->q, dir->path);
         } else {
-            log_warn("listing %s failed: %s; retrying", dir->path, zerror(res->rc));
+            log_warn("listing %s failed: %s; retrying", dir->path, zk_strerror(res->rc));
         }
         /* jobs/ just created: list it again soon, but never in a tight loop */
         defer_load(m, dir, units_wall_ms() + (res->rc == ZNONODE ? 100 : LIST_RETRY_MS));
@@ -372,7 +372,7 @@ static void load(struct mirror *m, struct dir *dir)
     dir->listed_at = units_wall_ms();
     int rc = zkstore_children(m->d->zs, dir->path, 1, on_list, dir);
     if (rc != ZOK) {
-        log_warn("listing %s failed: %s; retrying", dir->path, zerror(rc));
+        log_warn("listing %s failed: %s; retrying", dir->path, zk_strerror(rc));
         defer_load(m, dir, units_wall_ms() + LIST_RETRY_MS);
         return;
     }

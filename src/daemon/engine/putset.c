@@ -169,7 +169,7 @@ static int prepare_bucket(struct dispatcher *ds, struct txnbatch *b, const char 
     snprintf(path, sizeof path, "%s", job_path);
     for (level = LAYOUT_DEPTH; level >= 1; level--) {
         if (!(slash = strrchr(path, '/')))
-            return ZBADARGUMENTS;
+            return ZK_ETOOLONG;
         *slash = '\0';
         if (buckets_known(level == LAYOUT_DEPTH ? ds->buckets : ds->parents, path))
             break;
@@ -196,7 +196,7 @@ static int choose_shard(struct dispatcher *ds, struct txnbatch *b, struct putjob
     char dir[LAYOUT_PATH_MAX], *slash;
     snprintf(dir, sizeof dir, "%s", pj->path);
     if (!(slash = strrchr(dir, '/')))
-        return ZBADARGUMENTS;
+        return ZK_ETOOLONG;
     *slash = '\0';
     unsigned n = buckets_count_put(ds->buckets, dir);
     if (n < SHARD_AFTER)
@@ -205,7 +205,7 @@ static int choose_shard(struct dispatcher *ds, struct txnbatch *b, struct putjob
              (n - SHARD_AFTER) / SHARD_SIZE);
     if (layout_job_path(pj->path, sizeof pj->path, dispatcher_root(ds), pj->q->cfg->name,
                         &pj->jn) != 0)
-        return ZBADARGUMENTS;
+        return ZK_ETOOLONG;
     snprintf(dir, sizeof dir, "%s", pj->path);
     *strrchr(dir, '/') = '\0';
     if (buckets_known(ds->buckets, dir))
@@ -243,7 +243,7 @@ static int name_job(struct putset *ps, struct putjob *pj)
     pj->jn.shard[0] = '\0';
     if (layout_job_path(pj->path, sizeof pj->path, dispatcher_root(ps->ds), pj->q->cfg->name,
                         &pj->jn))
-        return ZBADARGUMENTS;
+        return ZK_ETOOLONG;
     int rc = prepare_bucket(ps->ds, ps->b, pj->path);
     if (rc == ZOK)
         rc = choose_shard(ps->ds, ps->b, pj);
@@ -251,7 +251,7 @@ static int name_job(struct putset *ps, struct putjob *pj)
         rc = prepare_key_dir(ps->ds, pj->key_path);
     if (rc == ZOK && (layout_key_data(pj->key_data, sizeof pj->key_data, &pj->jn) != 0 ||
                       layout_job_id(pj->id, sizeof pj->id, pj->q->cfg->name, &pj->jn) != 0))
-        rc = ZBADARGUMENTS;
+        rc = ZK_ETOOLONG;
     pj->named = rc == ZOK;
     return rc;
 }
@@ -277,7 +277,7 @@ static int send_again(struct putset *ps)
     size_t max = (size_t)ps->nprefix + 2 * ps->n;
     struct zk_txn_op *ops = calloc(max ? max : 1, sizeof *ops);
     int *op_job = realloc(ps->op_job, (max ? max : 1) * sizeof *op_job);
-    int rc = ops && op_job ? ZOK : ZSYSTEMERROR, nops = 0;
+    int rc = ops && op_job ? ZOK : ZK_ENOMEM, nops = 0;
     if (op_job)
         ps->op_job = op_job;
     for (int i = 0; rc == ZOK && i < ps->nprefix; i++) {
@@ -294,7 +294,7 @@ static int send_again(struct putset *ps)
         nops += k;
     }
     if (rc == ZOK && nops == 0)
-        rc = ZNOTHING; /* every job a duplicate: nothing to send */
+        rc = ZK_ENOTHING; /* every job a duplicate: nothing to send */
     if (rc == ZOK)
         rc = txnbatch_add(ps->b, ops, nops, on_sent, ps);
     free(ops);
@@ -305,7 +305,7 @@ int putset_send(struct putset *ps, struct txnbatch *b, const struct zk_txn_op *p
                 int nprefix, putset_done_fn done, void *ctx)
 {
     if (nprefix > PREFIX_MAX)
-        return ZBADARGUMENTS;
+        return ZK_EINVAL;
     free_prefix(ps);
     for (int i = 0; i < nprefix; i++) {
         struct zk_txn_op *op = &ps->prefix[ps->nprefix++];
@@ -369,7 +369,7 @@ void putset_created(struct putset *ps)
 
 static void finish(struct putset *ps, int rc, const struct zk_result *res)
 {
-    if (rc == ZOK || rc == ZNOTHING) {
+    if (rc == ZOK || rc == ZK_ENOTHING) {
         rc = ZOK;
         if (ps->nprefix == 0) /* else the caller counts, once it knows its part applied */
             putset_created(ps);
@@ -386,7 +386,7 @@ static void failed(struct putset *ps, struct putjob *pj, const char *path, int r
     if (rc == ZNOAUTH)
         queue_denied(pj->q, path);
     else
-        log_warn("queue %s: creating %s failed: %s", pj->q->cfg->name, path, zerror(rc));
+        log_warn("queue %s: creating %s failed: %s", pj->q->cfg->name, path, zk_strerror(rc));
     finish(ps, rc, NULL);
 }
 
@@ -409,13 +409,10 @@ static int repair(struct putset *ps, struct putjob *pj, int key_op, int rc)
         return ZOK;
     }
     if (rc == ZNONODE) { /* its directory is missing (deleted meanwhile, or never made) */
-        const char *path = key_op ? pj->key_path : pj->path;
-        if (pj->made_parents++ == 0) { /* made in the same round trip as the resend */
-            rc = zkstore_create_parents(ps->ds->d->zs, path, NULL, NULL);
-            return rc == ZOK ? send_again(ps) : rc;
-        }
         ps->checking = pj;
-        return zkstore_create_parents(ps->ds->d->zs, path, on_parents_checked, ps);
+        rc = zkstore_parents_missing(ps->ds->d->zs, key_op ? pj->key_path : pj->path,
+                                     &pj->made_parents, on_parents_checked, ps);
+        return rc == ZK_PARENTS_RESEND ? send_again(ps) : rc == ZK_PARENTS_ASKED ? ZOK : rc;
     }
     if (rc == ZNODEEXISTS) { /* the uid is taken (a clock and counter collision) */
         pj->named = 0;
@@ -428,7 +425,7 @@ static void on_sent(const struct zk_result *res, void *ctx)
 {
     struct putset *ps = ctx;
     int bad = res->rc == ZOK ? -1 : zk_failed_op(res);
-    if (res->rc == ZOK || res->rc == ZNOTHING) {
+    if (res->rc == ZOK || res->rc == ZK_ENOTHING) {
         finish(ps, ZOK, res);
         return;
     }
@@ -549,7 +546,7 @@ static void resolve_keys(struct putset *ps)
         if (!pj->jn.key[0] || pj->dup || pj->dup_of >= 0)
             continue;
         struct lookup *lk = calloc(1, sizeof *lk);
-        int rc = lk ? ZOK : ZSYSTEMERROR;
+        int rc = lk ? ZOK : ZK_ENOMEM;
         if (lk) {
             *lk = (struct lookup){.ps = ps, .pj = pj};
             ps->lookups++;
@@ -568,7 +565,7 @@ static void resolve_keys(struct putset *ps)
         self->ps = ps;
         lookup_done(self, ZOK);
     } else if (--ps->lookups == 0) {
-        finish(ps, ZSYSTEMERROR, NULL);
+        finish(ps, ZK_ENOMEM, NULL);
     }
 }
 

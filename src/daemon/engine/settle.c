@@ -1,7 +1,9 @@
-/* Settling a held job: ack, nack (release, move or dead-letter), lease expiry and release
- * of a lock, each one ZooKeeper transaction that deletes our owner node, so it applies only
- * while this session still holds the job. Outcomes that the connection leaves unknown are
- * verified before anyone is answered. */
+/* Settling a held job: ack, nack (move or dead-letter), NACK unrun=1, and the follow-up
+ * jobs of either, each one ZooKeeper transaction that deletes our owner node, so it applies
+ * only while this session still holds the job. Outcomes that the connection leaves unknown
+ * are verified before anyone is answered; settles asked for while ZooKeeper is away wait
+ * for it (the same session) or fail (a new one). Lease expiry is lease.c's, the plain
+ * release of a lock lock.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +142,7 @@ static void settle_failed(struct settle *st, int rc)
 {
     struct job *job = st->job;
     log_msg(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: %s failed: %s",
-            job->q->cfg->name, job->id, settle_name(st), zerror(rc));
+            job->q->cfg->name, job->id, settle_name(st), zk_strerror(rc));
     if (st->r)
         reply_err(st->r, PE_UNAVAILABLE, "%s failed%s: %s; the job is still held",
                   settle_name(st), rc == ZNOAUTH ? "" : " in ZooKeeper", zk_reason(rc));
@@ -289,16 +291,15 @@ static void on_parents_checked(const struct zk_result *res, void *ctx)
     settle_free(st);
 }
 
-/* The move's create failed with NoNode: its bucket is missing. The first time it is made
- * (pipelined with the resend); the second time, made again and asked why. 1 when the
- * settle goes on. */
+/* The move's create failed with NoNode: its bucket is missing (zkstore_parents_missing's
+ * rule, twice at most). 1 when the settle goes on. */
 static int make_next_parents(struct dispatcher *ds, struct settle *st)
 {
-    if (st->made_parents++ == 0)
-        return zkstore_create_parents(ds->d->zs, st->next_path, NULL, NULL) == ZOK &&
-               send_settle(ds, st) == ZOK;
-    return st->made_parents == 2 &&
-           zkstore_create_parents(ds->d->zs, st->next_path, on_parents_checked, st) == ZOK;
+    if (st->made_parents >= 2)
+        return 0;
+    int rc = zkstore_parents_missing(ds->d->zs, st->next_path, &st->made_parents,
+                                     on_parents_checked, st);
+    return rc == ZK_PARENTS_RESEND ? send_settle(ds, st) == ZOK : rc == ZK_PARENTS_ASKED;
 }
 
 static void on_settled(const struct zk_result *res, void *ctx)
@@ -660,7 +661,7 @@ void dispatcher_nack(struct dispatcher *ds, struct consumer *c, struct proto_req
     settle_start(ds, st);
 }
 
-/* ---- leases ---- */
+/* ---- settles held across a disconnection ---- */
 
 /* The same session came back: send what consumers asked while it was away. */
 void settle_resume_held(struct dispatcher *ds)

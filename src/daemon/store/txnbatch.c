@@ -53,7 +53,7 @@ static void finish_item(struct txn_item *it, int rc, const int *op_err, char **o
     char **paths = calloc((size_t)it->nops, sizeof *paths);
     if (!errs || !paths) { /* report it without per-operation detail */
         op_err = NULL;
-        rc = rc == ZOK ? ZSYSTEMERROR : rc;
+        rc = rc == ZOK ? ZK_ENOMEM : rc;
     }
     for (int i = 0; errs && paths && i < it->nops; i++) {
         errs[i] = op_err ? op_err[i] : rc;
@@ -172,7 +172,7 @@ static int send_batch(struct txnbatch *b)
     struct txn_item *items = take(b, &nops);
     struct zk_txn_op *ops = malloc((size_t)nops * sizeof *ops);
     struct sent *s = malloc(sizeof *s);
-    int rc = ZSYSTEMERROR;
+    int rc = ZK_ENOMEM;
     if (ops && s) {
         int k = 0;
         for (struct txn_item *it = items; it; it = it->next)
@@ -266,13 +266,13 @@ int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_d
     if (b->closing)
         return ZCLOSING;
     if (nops < 1 || nops > ZK_MULTI_MAX)
-        return ZBADARGUMENTS;
+        return ZK_EINVAL;
     struct txn_item *it = calloc(1, sizeof *it);
     if (!it)
-        return ZSYSTEMERROR;
+        return ZK_ENOMEM;
     if (copy_ops(it, ops, nops) != 0) {
         free_item(it);
-        return ZSYSTEMERROR;
+        return ZK_ENOMEM;
     }
     it->session = zkstore_session_id(b->zs);
     it->done = done;

@@ -239,7 +239,7 @@ static void on_data(int rc, const char *value, int len, const struct Stat *stat,
     if (rc == ZOK && len > 0 && value) {
         m->res.data = malloc((size_t)len);
         if (!m->res.data)
-            rc = ZSYSTEMERROR;
+            rc = ZK_ENOMEM;
         else {
             memcpy(m->res.data, value, (size_t)len);
             m->res.datalen = len;
@@ -261,13 +261,13 @@ static void on_strings(int rc, const struct String_vector *sv, const struct Stat
         m->res.children = calloc((size_t)sv->count, sizeof(char *));
         for (int i = 0; m->res.children && i < sv->count; i++) {
             if (!(m->res.children[i] = strdup(sv->data[i]))) {
-                rc = ZSYSTEMERROR;
+                rc = ZK_ENOMEM;
                 break;
             }
             m->res.nchildren++;
         }
         if (!m->res.children)
-            rc = ZSYSTEMERROR;
+            rc = ZK_ENOMEM;
     }
     finish(rc, data);
 }
@@ -382,7 +382,7 @@ int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_
                   void *ctx)
 {
     if (nops < 1 || nops > ZK_MULTI_MAX)
-        return ZBADARGUMENTS;
+        return ZK_EINVAL;
     struct zk_msg *m = new_result(zs, ZOP_MULTI, done, ctx);
     if (!m)
         return ZSYSTEMERROR;
@@ -465,7 +465,7 @@ int zkstore_create_parents(struct zkstore *zs, const char *path, zk_done_fn done
         return ZSYSTEMERROR;
     if (n >= sizeof p->path || levels == 0) {
         free(p);
-        return n >= sizeof p->path || done ? ZBADARGUMENTS : ZOK;
+        return n >= sizeof p->path || done ? ZK_ETOOLONG : ZOK;
     }
     memcpy(p->path, path, n + 1);
     p->done = done;
@@ -486,6 +486,14 @@ int zkstore_create_parents(struct zkstore *zs, const char *path, zk_done_fn done
         p->left++;
     }
     return ZOK;
+}
+
+int zkstore_parents_missing(struct zkstore *zs, const char *path, int *tries, zk_done_fn done,
+                            void *ctx)
+{
+    int ask = (*tries)++ > 0;
+    int rc = zkstore_create_parents(zs, path, ask ? done : NULL, ask ? ctx : NULL);
+    return rc != ZOK ? rc : ask ? ZK_PARENTS_ASKED : ZK_PARENTS_RESEND;
 }
 
 int zk_failed_op(const struct zk_result *res)
@@ -555,7 +563,7 @@ static void auth_again(struct zkstore *zs)
     if (rc == ZINVALIDSTATE) /* not connected at the moment: at the next CONNECTED */
         zs->hctx->auth_resend = 1;
     else if (rc != ZOK)
-        log_error("zookeeper: cannot add %s credentials: %s", scheme, zerror(rc));
+        log_error("zookeeper: cannot add %s credentials: %s", scheme, zk_strerror(rc));
 }
 
 /* Safe on any thread: touches nothing of the store's. */
@@ -583,7 +591,7 @@ static zhandle_t *create_handle(const struct config *cfg, struct handle_ctx *hc)
             hc->auth_resend = 1;
         } else if (rc != ZOK) { /* no answer will come: do not wait for one */
             hc->auth_waiting = 0;
-            log_error("zookeeper: cannot add %s credentials: %s", scheme, zerror(rc));
+            log_error("zookeeper: cannot add %s credentials: %s", scheme, zk_strerror(rc));
         }
     }
     return zh;
@@ -782,5 +790,5 @@ void zkstore_free(struct zkstore *zs)
 
 const char *zk_reason(int rc)
 {
-    return rc == ZNOAUTH ? ZK_DENIED_TEXT : zerror(rc);
+    return rc == ZNOAUTH ? ZK_DENIED_TEXT : zk_strerror(rc);
 }

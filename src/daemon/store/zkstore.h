@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
+#include "zkerr.h"
+
 struct event_base;
 struct config;
 struct metrics;
@@ -82,6 +84,19 @@ int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_
  * the directory it came from in the result's path. */
 int zkstore_create_parents(struct zkstore *zs, const char *path, zk_done_fn done, void *ctx);
 
+/* The one rule for a create that found its parent directory missing (NoNode): a bucket,
+ * shard or key directory, a Curator queue's or its dead letters' directory, deleted
+ * meanwhile or never made. The first time (*TRIES 0) the directories are created
+ * pipelined ahead of the caller's resend, which follows them in order on the same session:
+ * no wait. Later times they are created again and their answers awaited: DONE gets ZOK
+ * (resend then) or what kept them from existing (a denial). *TRIES counts; how many times
+ * to go on is the caller's. Returns ZK_PARENTS_RESEND (resend now), ZK_PARENTS_ASKED (DONE
+ * will be called), or the error that sent nothing. */
+enum { ZK_PARENTS_RESEND = 1, ZK_PARENTS_ASKED = 2 };
+
+int zkstore_parents_missing(struct zkstore *zs, const char *path, int *tries, zk_done_fn done,
+                            void *ctx);
+
 /* The operation that failed a multi: the first with an error of its own (the others carry
  * ZOK or ZRUNTIMEINCONSISTENCY); -1 when the multi never reached the data. */
 int zk_failed_op(const struct zk_result *res);
@@ -92,7 +107,7 @@ int zk_session_gone(int rc);
 
 #define ZK_DENIED_TEXT "permission denied by ZooKeeper (check [zookeeper] auth and " \
                        "the znode's ACL)"
-/* zerror(RC), or ZK_DENIED_TEXT for ZNOAUTH: the reason given to clients. */
+/* zk_strerror(RC), or ZK_DENIED_TEXT for ZNOAUTH: the reason given to clients. */
 const char *zk_reason(int rc);
 
 #endif
