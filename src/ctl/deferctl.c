@@ -109,28 +109,28 @@ static int parse_put_opt(int opt, const char *arg, struct put_args *a)
     case 'j': a->json = 1; return 0;
     case 'd':
         if (units_parse_duration_ms(arg, &a->opts.delay_ms) != 0)
-            return usage_error("put ", "invalid duration '%s' (e.g. 250ms, 5s, 2m)", arg);
+            return ctl_usage_error("put ", "invalid duration '%s' (e.g. 250ms, 5s, 2m)", arg);
         a->opts.has_delay = 1;
         return 0;
     case 'a':
-        if (parse_time_arg("put ", "--at", arg, &a->opts.at_ms) != 0)
+        if (ctl_parse_time_arg("put ", "--at", arg, &a->opts.at_ms) != 0)
             return EXIT_USAGE;
         a->opts.has_at = 1;
         return 0;
     case 'p':
         if (units_parse_u64(arg, UINT32_MAX, &v) != 0)
-            return usage_error("put ", "invalid priority '%s' (0..4294967295)", arg);
+            return ctl_usage_error("put ", "invalid priority '%s' (0..4294967295)", arg);
         a->opts.priority = (uint32_t)v;
         a->opts.has_priority = 1;
         return 0;
     case 't':
         if (units_parse_duration_ms(arg, &a->opts.ttr_ms) != 0 ||
             a->opts.ttr_ms < DEFERD_TTR_MIN_MS || a->opts.ttr_ms > DEFERD_TTR_MAX_MS)
-            return usage_error("put ", "invalid --ttr '%s' (1s..7d, e.g. 30s, 5m, 2h)", arg);
+            return ctl_usage_error("put ", "invalid --ttr '%s' (1s..7d, e.g. 30s, 5m, 2h)", arg);
         a->opts.has_ttr = 1;
         return 0;
     default:
-        return usage_error("put ", NULL);
+        return ctl_usage_error("put ", NULL);
     }
 }
 
@@ -157,19 +157,19 @@ static int parse_put(int argc, char **argv, struct put_args *a)
     const deferd_put_opts *o = &a->opts;
     if (a->batch && (a->queue || a->file || optind < argc || o->has_delay || o->has_at ||
                      o->has_priority || o->has_ttr || o->key))
-        return usage_error("put ", "--batch takes the jobs and their options from its file "
-                           "only");
+        return ctl_usage_error("put ", "--batch takes the jobs and their options from its file "
+                                       "only");
     if (a->batch)
         return 0;
     if (a->queue == NULL)
-        return usage_error("put ", "--queue is required");
+        return ctl_usage_error("put ", "--queue is required");
     if (a->opts.has_delay && a->opts.has_at)
-        return usage_error("put ", "--delay and --at are mutually exclusive");
+        return ctl_usage_error("put ", "--delay and --at are mutually exclusive");
     if (argc - optind > 1)
-        return usage_error("put ", "only one PAYLOAD argument is allowed (quote it)");
+        return ctl_usage_error("put ", "only one PAYLOAD argument is allowed (quote it)");
     a->payload = optind < argc ? argv[optind] : NULL;
     if (a->payload && a->file)
-        return usage_error("put ", "give either PAYLOAD or --file, not both");
+        return ctl_usage_error("put ", "give either PAYLOAD or --file, not both");
     return 0;
 }
 
@@ -183,9 +183,9 @@ static int load_payload(const struct put_args *a, char **data, size_t *len, char
         return 0;
     }
     const char *path = a->file ? a->file : "-";
-    if (read_path(path, owned, len) != 0) {
-        errmsg("cannot read %s: %s", strcmp(path, "-") ? path : "standard input",
-               strerror(errno));
+    if (ctl_read_path(path, owned, len) != 0) {
+        ctl_errmsg("cannot read %s: %s", strcmp(path, "-") ? path : "standard input",
+                   strerror(errno));
         return -1;
     }
     *data = *owned;
@@ -206,8 +206,9 @@ static void put_done(const deferd_put_item *it, int json)
         printf("%s\n", it->id);
     }
     if (it->duplicate)
-        errmsg("key %s is taken in queue %s: nothing was created; %s is the job that holds "
-               "it", it->opts.key, it->queue, it->id);
+        ctl_errmsg("key %s is taken in queue %s: nothing was created; %s is the job that holds "
+                   "it",
+                   it->opts.key, it->queue, it->id);
 }
 
 static int cmd_put(const char *sock, int argc, char **argv)
@@ -217,23 +218,23 @@ static int cmd_put(const char *sock, int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? EXIT_OK : rc;
     if (a.batch)
-        return put_batch(sock, a.batch, a.json);
+        return ctl_put_batch(sock, a.batch, a.json);
     char *data, *owned;
     size_t len;
     if (load_payload(&a, &data, &len, &owned) != 0)
         return EXIT_FAIL;
-    deferd_client *c = connect_or_complain(sock);
+    deferd_client *c = ctl_connect(sock);
     rc = EXIT_FAIL;
     if (c) {
         deferd_put_item it = { .queue = a.queue, .payload = data, .len = len, .opts = a.opts };
         int err;
         for (int tries = 0;; tries++) {
             err = deferd_put_one(c, &it);
-            if (!zk_starting(c, err, tries))
+            if (!ctl_zk_starting(c, err, tries))
                 break;
             poll(NULL, 0, 100);
         }
-        rc = err == DEFERD_OK ? EXIT_OK : lib_fail(c, "put", err);
+        rc = err == DEFERD_OK ? EXIT_OK : ctl_lib_fail(c, "put", err);
         if (err == DEFERD_OK)
             put_done(&it, a.json);
         deferd_close(c);
@@ -252,17 +253,17 @@ static int cmd_ping(const char *sock, int argc, char **argv)
     int opt;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (opt != 'h')
-            return usage_error("ping ", NULL);
+            return ctl_usage_error("ping ", NULL);
         ping_usage(stdout);
         return EXIT_OK;
     }
     if (optind < argc)
-        return usage_error("ping ", "unexpected argument '%s'", argv[optind]);
-    deferd_client *c = connect_or_complain(sock);
+        return ctl_usage_error("ping ", "unexpected argument '%s'", argv[optind]);
+    deferd_client *c = ctl_connect(sock);
     if (c == NULL)
         return EXIT_FAIL;
     int rc = deferd_ping(c);
-    rc = rc == DEFERD_OK ? (puts("PONG"), EXIT_OK) : lib_fail(c, "ping", rc);
+    rc = rc == DEFERD_OK ? (puts("PONG"), EXIT_OK) : ctl_lib_fail(c, "ping", rc);
     deferd_close(c);
     return rc;
 }
@@ -298,26 +299,27 @@ static int parse_dead(int argc, char **argv, const char **sub, const char **arg)
     };
     static char prog[32];
     if (argc < 2)
-        return usage_error("dead ", "expected list, show, kick or delete");
+        return ctl_usage_error("dead ", "expected list, show, kick or delete");
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
         return dead_usage(stdout), -1;
     if (!is_dead_sub(argv[1]))
-        return usage_error("dead ", "unknown dead command '%s' (list, show, kick or delete)",
-                           argv[1]);
+        return ctl_usage_error("dead ", "unknown dead command '%s' (list, show, kick or delete)",
+                               argv[1]);
     *sub = argv[1];
     snprintf(prog, sizeof prog, "deferctl: dead %s", *sub);
     argv[1] = prog; /* getopt's messages name it */
     int opt;
     while ((opt = getopt_long(argc - 1, argv + 1, "h", longopts, NULL)) != -1) {
         if (opt != 'h')
-            return usage_error("dead ", NULL);
+            return ctl_usage_error("dead ", NULL);
         return dead_usage(stdout), -1;
     }
     if (argc - 1 - optind != 1)
-        return usage_error("dead ", "dead %s takes one %s", *sub,
-                           strcmp(*sub, "list") ? "JOB_ID" : "QUEUE");
+        return ctl_usage_error("dead ", "dead %s takes one %s", *sub,
+                               strcmp(*sub, "list") ? "JOB_ID" : "QUEUE");
     *arg = argv[1 + optind];
-    return strcmp(*sub, "list") ? check_job_id("dead ", *arg) : check_queue_name("dead ", *arg);
+    return strcmp(*sub, "list") ? ctl_check_job_id("dead ", *arg)
+                                : ctl_check_queue_name("dead ", *arg);
 }
 
 static int dead_run(struct admin *a, const char *sub, const char *arg, char *err,
@@ -335,7 +337,7 @@ static int dead_run(struct admin *a, const char *sub, const char *arg, char *err
         return rc;
     puts(id);
     if (unkeyed)
-        errmsg("its key was taken by another job meanwhile: %s went back without its key", id);
+        ctl_errmsg("its key was taken by another job meanwhile: %s went back without its key", id);
     return 0;
 }
 
@@ -349,10 +351,10 @@ static int cmd_dead(const char *sock, int argc, char **argv)
     char err[512];
     struct admin *a;
     if (ctl_admin_open(&a, err, sizeof err) != 0)
-        return admin_exit(-1, err);
+        return ctl_admin_exit(-1, err);
     rc = dead_run(a, sub, arg, err, sizeof err);
     admin_close(a);
-    return admin_exit(rc, err);
+    return ctl_admin_exit(rc, err);
 }
 
 /* ---- stats (deferctl_stats.c) ---- */
@@ -374,16 +376,16 @@ struct command {
 
 static const struct command commands[] = {
     { "put", cmd_put, put_usage, "deferctl: put", 1 },
-    { "work", cmd_work, work_usage, "deferctl: work", 1 },
+    { "work", ctl_cmd_work, ctl_work_usage, "deferctl: work", 1 },
     { "ping", cmd_ping, ping_usage, "deferctl: ping", 1 },
     { "dead", cmd_dead, dead_usage, "deferctl: dead", 0 },
     { "stats", cmd_stats, deferctl_stats_usage, "deferctl: stats", 1 },
-    { "list", cmd_list, list_usage, "deferctl: list", 0 },
-    { "show", cmd_show, show_usage, "deferctl: show", 0 },
-    { "cancel", cmd_cancel, cancel_usage, "deferctl: cancel", 0 },
-    { "reschedule", cmd_reschedule, reschedule_usage, "deferctl: reschedule", 0 },
-    { "pause", cmd_pause, pause_usage, "deferctl: pause", 0 },
-    { "resume", cmd_resume, pause_usage, "deferctl: resume", 0 },
+    { "list", ctl_cmd_list, ctl_list_usage, "deferctl: list", 0 },
+    { "show", ctl_cmd_show, ctl_show_usage, "deferctl: show", 0 },
+    { "cancel", ctl_cmd_cancel, ctl_cancel_usage, "deferctl: cancel", 0 },
+    { "reschedule", ctl_cmd_reschedule, ctl_reschedule_usage, "deferctl: reschedule", 0 },
+    { "pause", ctl_cmd_pause, ctl_pause_usage, "deferctl: pause", 0 },
+    { "resume", ctl_cmd_resume, ctl_pause_usage, "deferctl: resume", 0 },
     { NULL, NULL, NULL, NULL, 0 },
 };
 
@@ -404,13 +406,13 @@ static void help_usage(FILE *f)
 static int cmd_help(int argc, char **argv)
 {
     if (argc > 2)
-        return usage_error("help ", "expected at most one COMMAND");
+        return ctl_usage_error("help ", "expected at most one COMMAND");
     if (argc == 2 && (!strcmp(argv[1], "help") || !strcmp(argv[1], "-h") ||
                       !strcmp(argv[1], "--help")))
         return help_usage(stdout), EXIT_OK;
     const struct command *cmd = argc > 1 ? find_command(argv[1]) : NULL;
     if (argc > 1 && cmd == NULL)
-        return usage_error("", "unknown command '%s'", argv[1]);
+        return ctl_usage_error("", "unknown command '%s'", argv[1]);
     if (cmd)
         cmd->usage(stdout);
     else
@@ -422,8 +424,8 @@ static int parse_timeout(const char *arg)
 {
     uint64_t ms;
     if (units_parse_duration_ms(arg, &ms) != 0 || ms == 0 || ms > 86400000)
-        return usage_error("", "invalid --timeout '%s' (a duration: 500ms, 5s, 1m; at most 1d)",
-                           arg);
+        return ctl_usage_error("", "invalid --timeout '%s' (a duration: 500ms, 5s, 1m; at most 1d)",
+                               arg);
     deferctl_timeout_ms = (int64_t)ms;
     return 0;
 }
@@ -469,7 +471,7 @@ static int socket_of_config(const char **sock)
     struct config cfg;
     char err[512];
     if (config_load(deferctl_config_path, NULL, 0, &cfg, err, sizeof err) != 0) {
-        errmsg("%s (give -s SOCKET to use another daemon)", err);
+        ctl_errmsg("%s (give -s SOCKET to use another daemon)", err);
         return -1;
     }
     snprintf(path, sizeof path, "%s", cfg.socket_path);
@@ -491,14 +493,14 @@ int main(int argc, char **argv)
     if (first == -1)
         return EXIT_OK;
     if (first < -1)
-        return first == -2 ? usage_error("", NULL) : EXIT_USAGE;
+        return first == -2 ? ctl_usage_error("", NULL) : EXIT_USAGE;
     if (first >= argc)
-        return usage_error("", "missing command");
+        return ctl_usage_error("", "missing command");
     if (strcmp(argv[first], "help") == 0)
         return cmd_help(argc - first, argv + first);
     const struct command *cmd = find_command(argv[first]);
     if (cmd == NULL)
-        return usage_error("", "unknown command '%s'", argv[first]);
+        return ctl_usage_error("", "unknown command '%s'", argv[first]);
     if (cmd->socket && !sock && (named_config || config_given) && socket_of_config(&sock) != 0)
         return EXIT_FAIL;
     if (!sock)

@@ -9,26 +9,26 @@
 #include "deferctl_common.h"
 
 /* put --batch FILE (deferctl_batch.c). */
-int put_batch(const char *sock, const char *file, int json);
+int ctl_put_batch(const char *sock, const char *file, int json);
 
 /* work (deferctl_work.c). */
-int cmd_work(const char *sock, int argc, char **argv);
-void work_usage(FILE *f);
+int ctl_cmd_work(const char *sock, int argc, char **argv);
+void ctl_work_usage(FILE *f);
 
-int cmd_list(const char *sock, int argc, char **argv);
-int cmd_show(const char *sock, int argc, char **argv);
-int cmd_cancel(const char *sock, int argc, char **argv);
-int cmd_reschedule(const char *sock, int argc, char **argv);
-int cmd_pause(const char *sock, int argc, char **argv); /* and resume */
-void list_usage(FILE *f);
-void show_usage(FILE *f);
-void cancel_usage(FILE *f);
-void reschedule_usage(FILE *f);
-void pause_usage(FILE *f);
+int ctl_cmd_list(const char *sock, int argc, char **argv);
+int ctl_cmd_show(const char *sock, int argc, char **argv);
+int ctl_cmd_cancel(const char *sock, int argc, char **argv);
+int ctl_cmd_reschedule(const char *sock, int argc, char **argv);
+int ctl_cmd_pause(const char *sock, int argc, char **argv); /* and resume */
+void ctl_list_usage(FILE *f);
+void ctl_show_usage(FILE *f);
+void ctl_cancel_usage(FILE *f);
+void ctl_reschedule_usage(FILE *f);
+void ctl_pause_usage(FILE *f);
 
-int cmd_resume(const char *sock, int argc, char **argv);
+int ctl_cmd_resume(const char *sock, int argc, char **argv);
 
 /* An admin_* result as an exit status, its message printed (deferctl_admin.c). */
-int admin_exit(int rc, const char *err);
+int ctl_admin_exit(int rc, const char *err);
 
 #endif

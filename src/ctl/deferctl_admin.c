@@ -14,7 +14,7 @@
 #define LIST_LIMIT_MAX 10000
 
 /* admin_* results to exit codes (deferctl(1), EXIT STATUS). */
-int admin_exit(int rc, const char *err)
+int ctl_admin_exit(int rc, const char *err)
 {
     if (rc == 0)
         return EXIT_OK;
@@ -63,7 +63,7 @@ static void job_json(struct jsonw *w, const struct admin_job *j, int64_t now)
 
 /* ---- list ---- */
 
-void list_usage(FILE *f)
+void ctl_list_usage(FILE *f)
 {
     fputs("Usage: deferctl [-c CONFIG] list QUEUE [--from TIME] [--until TIME] [--limit N]\n"
           "                                [--after ID] [--json]\n"
@@ -114,7 +114,7 @@ static int parse_list(int argc, char **argv, struct admin_list_opts *o, int *jso
     uint64_t v;
     while ((opt = getopt_long(argc, argv, "f:u:n:A:jh", longopts, NULL)) != -1) {
         if (opt == 'h')
-            return list_usage(stdout), -1;
+            return ctl_list_usage(stdout), -1;
         if (opt == 'j')
             *json = 1;
         else if (opt == 'A')
@@ -122,20 +122,20 @@ static int parse_list(int argc, char **argv, struct admin_list_opts *o, int *jso
         else if (opt == 'n' && units_parse_u64(optarg, LIST_LIMIT_MAX, &v) == 0 && v > 0)
             o->limit = v;
         else if (opt == 'f' || opt == 'u') {
-            if (parse_time_arg("list ", opt == 'f' ? "--from" : "--until", optarg,
-                               opt == 'f' ? &o->from_ms : &o->until_ms) != 0)
+            if (ctl_parse_time_arg("list ", opt == 'f' ? "--from" : "--until", optarg,
+                                   opt == 'f' ? &o->from_ms : &o->until_ms) != 0)
                 return EXIT_USAGE;
         } else if (opt == 'n')
-            return usage_error("list ", "invalid --limit '%s' (1..10000)", optarg);
+            return ctl_usage_error("list ", "invalid --limit '%s' (1..10000)", optarg);
         else
-            return usage_error("list ", NULL);
+            return ctl_usage_error("list ", NULL);
     }
     if (argc - optind != 1)
-        return usage_error("list ", "expected one QUEUE");
-    if (check_queue_name("list ", argv[optind]) != 0)
+        return ctl_usage_error("list ", "expected one QUEUE");
+    if (ctl_check_queue_name("list ", argv[optind]) != 0)
         return EXIT_USAGE;
     if (o->from_ms > o->until_ms)
-        return usage_error("list ", "--from is after --until");
+        return ctl_usage_error("list ", "--from is after --until");
     return 0;
 }
 
@@ -195,7 +195,7 @@ static void next_page_hint(const char *queue, const struct admin_list_opts *o,
     fputc('\n', stderr);
 }
 
-int cmd_list(const char *sock, int argc, char **argv)
+int ctl_cmd_list(const char *sock, int argc, char **argv)
 {
     (void)sock;
     struct admin_list_opts o = {.until_ms = LAYOUT_DUE_MAX, .limit = LIST_LIMIT_DEFAULT};
@@ -211,7 +211,7 @@ int cmd_list(const char *sock, int argc, char **argv)
     jsonw_init(&lo.w, stdout);
     if (!admin_queue(a, queue, err, sizeof err)) {
         admin_close(a);
-        return admin_exit(-1, err);
+        return ctl_admin_exit(-1, err);
     }
     list_begin(&lo, a, queue);
     rc = admin_list(a, queue, &o, print_row, &lo, &more, lo.last, sizeof lo.last, err,
@@ -225,12 +225,12 @@ int cmd_list(const char *sock, int argc, char **argv)
     } else if (rc == 0 && more) {
         next_page_hint(queue, &o, lo.last);
     }
-    return admin_exit(rc, err);
+    return ctl_admin_exit(rc, err);
 }
 
 /* ---- show ---- */
 
-void show_usage(FILE *f)
+void ctl_show_usage(FILE *f)
 {
     fputs("Usage: deferctl [-c CONFIG] show ID [--json]\n"
           "Show a job by id (pending or dead): queue, due time, priority, deliveries so far,\n"
@@ -282,23 +282,23 @@ static int parse_one(int argc, char **argv, const char *cmd, void (*usage)(FILE 
         if (opt == 'h')
             return usage(stdout), -1;
         if (opt != 'j' || !json)
-            return usage_error(cmd, NULL);
+            return ctl_usage_error(cmd, NULL);
         *json = 1;
     }
     if (argc - optind != 1)
-        return usage_error(cmd, "expected one argument");
+        return ctl_usage_error(cmd, "expected one argument");
     *word = argv[optind];
     return 0;
 }
 
-int cmd_show(const char *sock, int argc, char **argv)
+int ctl_cmd_show(const char *sock, int argc, char **argv)
 {
     (void)sock;
     int json = 0;
     const char *id = NULL;
-    int rc = parse_one(argc, argv, "show ", show_usage, &json, &id);
+    int rc = parse_one(argc, argv, "show ", ctl_show_usage, &json, &id);
     if (rc == 0)
-        rc = check_job_id("show ", id);
+        rc = ctl_check_job_id("show ", id);
     if (rc != 0)
         return rc < 0 ? EXIT_OK : rc;
     struct admin *a = open_admin();
@@ -315,7 +315,7 @@ int cmd_show(const char *sock, int argc, char **argv)
             show_human(&j, units_wall_ms());
         admin_job_clear(&j);
     }
-    return admin_exit(rc, err);
+    return ctl_admin_exit(rc, err);
 }
 
 /* ---- cancel, reschedule ---- */
@@ -334,7 +334,7 @@ static void print_result(const char *id, const char *result, const char *new_id)
     jsonw_finish(&w);
 }
 
-void cancel_usage(FILE *f)
+void ctl_cancel_usage(FILE *f)
 {
     fputs("Usage: deferctl [-c CONFIG] cancel ID [--force] [--json]\n"
           "       deferctl [-c CONFIG] cancel --key KEY QUEUE [--force] [--json]\n"
@@ -351,9 +351,10 @@ void cancel_usage(FILE *f)
 static int take_which(int argc, char **argv, const char *cmd, struct admin_which *w)
 {
     if (argc - optind != 1)
-        return usage_error(cmd, w->key ? "expected one QUEUE with --key" : "expected one job ID");
+        return ctl_usage_error(cmd,
+                               w->key ? "expected one QUEUE with --key" : "expected one job ID");
     *(w->key ? &w->queue : &w->id) = argv[optind];
-    return w->key ? check_queue_name(cmd, w->queue) : check_job_id(cmd, w->id);
+    return w->key ? ctl_check_queue_name(cmd, w->queue) : ctl_check_job_id(cmd, w->id);
 }
 
 static int parse_cancel(int argc, char **argv, struct admin_which *w, int *force, int *json)
@@ -365,7 +366,7 @@ static int parse_cancel(int argc, char **argv, struct admin_which *w, int *force
     int opt;
     while ((opt = getopt_long(argc, argv, "k:fjh", longopts, NULL)) != -1) {
         if (opt == 'h')
-            return cancel_usage(stdout), -1;
+            return ctl_cancel_usage(stdout), -1;
         if (opt == 'k')
             w->key = optarg;
         else if (opt == 'f')
@@ -373,12 +374,12 @@ static int parse_cancel(int argc, char **argv, struct admin_which *w, int *force
         else if (opt == 'j')
             *json = 1;
         else
-            return usage_error("cancel ", NULL);
+            return ctl_usage_error("cancel ", NULL);
     }
     return take_which(argc, argv, "cancel ", w);
 }
 
-int cmd_cancel(const char *sock, int argc, char **argv)
+int ctl_cmd_cancel(const char *sock, int argc, char **argv)
 {
     (void)sock;
     struct admin_which w = {0};
@@ -396,10 +397,10 @@ int cmd_cancel(const char *sock, int argc, char **argv)
         print_result(w.found, "cancelled", NULL);
     else if (rc == 0)
         printf("cancelled %s\n", w.found);
-    return admin_exit(rc, err);
+    return ctl_admin_exit(rc, err);
 }
 
-void reschedule_usage(FILE *f)
+void ctl_reschedule_usage(FILE *f)
 {
     fputs("Usage: deferctl [-c CONFIG] reschedule ID (--at TIME | --delay DUR) [--json]\n"
           "       deferctl [-c CONFIG] reschedule --key KEY QUEUE (--at TIME | --delay DUR)\n"
@@ -426,7 +427,7 @@ static int parse_reschedule(int argc, char **argv, struct admin_which *w, uint64
     int64_t now = units_wall_ms();
     while ((opt = getopt_long(argc, argv, "a:d:k:jh", longopts, NULL)) != -1) {
         if (opt == 'h')
-            return reschedule_usage(stdout), -1;
+            return ctl_reschedule_usage(stdout), -1;
         if (opt == 'j' || opt == 'k') {
             if (opt == 'j')
                 *json = 1;
@@ -434,23 +435,23 @@ static int parse_reschedule(int argc, char **argv, struct admin_which *w, uint64
                 w->key = optarg;
             continue;
         }
-        if (opt == 'a' && parse_time_arg("reschedule ", "--at", optarg, due) != 0)
+        if (opt == 'a' && ctl_parse_time_arg("reschedule ", "--at", optarg, due) != 0)
             return EXIT_USAGE;
         else if (opt == 'd' && units_parse_duration_ms(optarg, &v) == 0)
             *due = (uint64_t)now + v;
         else if (opt == 'd')
-            return usage_error("reschedule ", "invalid duration '%s' (e.g. 250ms, 5s, 2m)",
-                               optarg);
+            return ctl_usage_error("reschedule ", "invalid duration '%s' (e.g. 250ms, 5s, 2m)",
+                                   optarg);
         else if (opt != 'a')
-            return usage_error("reschedule ", NULL);
+            return ctl_usage_error("reschedule ", NULL);
         given++;
     }
     if (given != 1)
-        return usage_error("reschedule ", "give exactly one of --at and --delay");
+        return ctl_usage_error("reschedule ", "give exactly one of --at and --delay");
     return take_which(argc, argv, "reschedule ", w);
 }
 
-int cmd_reschedule(const char *sock, int argc, char **argv)
+int ctl_cmd_reschedule(const char *sock, int argc, char **argv)
 {
     (void)sock;
     struct admin_which w = {0};
@@ -469,12 +470,12 @@ int cmd_reschedule(const char *sock, int argc, char **argv)
         print_result(w.found, "rescheduled", id);
     else if (rc == 0)
         puts(id);
-    return admin_exit(rc, err);
+    return ctl_admin_exit(rc, err);
 }
 
 /* ---- pause, resume ---- */
 
-void pause_usage(FILE *f)
+void ctl_pause_usage(FILE *f)
 {
     fputs("Usage: deferctl [-c CONFIG] pause QUEUE [--reason TEXT] [--json]\n"
           "       deferctl [-c CONFIG] resume QUEUE [--json]\n"
@@ -513,19 +514,19 @@ static int pause_or_resume(int resume, int argc, char **argv)
     int opt, json = 0;
     while ((opt = getopt_long(argc, argv, resume ? "jh" : "r:jh", longopts, NULL)) != -1) {
         if (opt == 'h')
-            return pause_usage(stdout), EXIT_OK;
+            return ctl_pause_usage(stdout), EXIT_OK;
         if (opt == 'j') {
             json = 1;
             continue;
         }
         if (opt != 'r' || resume)
-            return usage_error(cmd, NULL);
+            return ctl_usage_error(cmd, NULL);
         reason = optarg;
     }
     if (argc - optind != 1)
-        return usage_error(cmd, "expected one QUEUE");
+        return ctl_usage_error(cmd, "expected one QUEUE");
     const char *queue = argv[optind];
-    if (check_queue_name(cmd, queue) != 0)
+    if (ctl_check_queue_name(cmd, queue) != 0)
         return EXIT_USAGE;
     struct admin *a = open_admin();
     if (!a)
@@ -537,16 +538,16 @@ static int pause_or_resume(int resume, int argc, char **argv)
     admin_close(a);
     if (rc == 0)
         print_pause(queue, resume, changed, json);
-    return admin_exit(rc, err);
+    return ctl_admin_exit(rc, err);
 }
 
-int cmd_pause(const char *sock, int argc, char **argv)
+int ctl_cmd_pause(const char *sock, int argc, char **argv)
 {
     (void)sock;
     return pause_or_resume(0, argc, argv);
 }
 
-int cmd_resume(const char *sock, int argc, char **argv)
+int ctl_cmd_resume(const char *sock, int argc, char **argv)
 {
     (void)sock;
     return pause_or_resume(1, argc, argv);

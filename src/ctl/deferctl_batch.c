@@ -236,7 +236,7 @@ static int send_batch(deferd_client *c, struct batch *b, struct jsonw *w, int js
         int err;
         for (int tries = 0;; tries++) {
             err = deferd_put_batch(c, b->items + first, n, NULL, &stored);
-            if (!zk_starting(c, err, tries))
+            if (!ctl_zk_starting(c, err, tries))
                 break;
             poll(NULL, 0, 100);
         }
@@ -245,25 +245,25 @@ static int send_batch(deferd_client *c, struct batch *b, struct jsonw *w, int js
             if (first + stored > 0)
                 fprintf(stderr, "deferctl: %zu of the %zu jobs were stored (their ids are "
                         "printed), the rest not\n", first + stored, b->n);
-            return lib_fail(c, "put --batch", err);
+            return ctl_lib_fail(c, "put --batch", err);
         }
         first += n;
     }
     return EXIT_OK;
 }
 
-int put_batch(const char *sock, const char *file, int json)
+int ctl_put_batch(const char *sock, const char *file, int json)
 {
     char *data = NULL;
     size_t len = 0;
     struct batch b = {0};
-    if (read_path(file, &data, &len) != 0) {
+    if (ctl_read_path(file, &data, &len) != 0) {
         fprintf(stderr, "deferctl: cannot read %s: %s\n",
                 strcmp(file, "-") ? file : "standard input", strerror(errno));
         return EXIT_FAIL;
     }
     int rc = parse_file(file, data, len, &b);
-    deferd_client *c = rc == EXIT_OK ? connect_or_complain(sock) : NULL;
+    deferd_client *c = rc == EXIT_OK ? ctl_connect(sock) : NULL;
     if (rc == EXIT_OK && c) {
         struct jsonw w;
         jsonw_init(&w, stdout);

@@ -24,7 +24,7 @@ static void verrmsg(const char *fmt, va_list ap)
     fputc('\n', stderr);
 }
 
-void errmsg(const char *fmt, ...)
+void ctl_errmsg(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -32,7 +32,7 @@ void errmsg(const char *fmt, ...)
     va_end(ap);
 }
 
-int usage_error(const char *cmd, const char *fmt, ...)
+int ctl_usage_error(const char *cmd, const char *fmt, ...)
 {
     if (fmt) {
         va_list ap;
@@ -45,42 +45,44 @@ int usage_error(const char *cmd, const char *fmt, ...)
 }
 
 /* Library failures: a bad argument is the user's input, everything else a runtime error. */
-int lib_fail(deferd_client *c, const char *what, int rc)
+int ctl_lib_fail(deferd_client *c, const char *what, int rc)
 {
-    errmsg("%s: %s", what, deferd_last_error(c));
+    ctl_errmsg("%s: %s", what, deferd_last_error(c));
     return rc == DEFERD_EARG ? EXIT_USAGE : EXIT_FAIL;
 }
 
-int parse_time_arg(const char *cmd, const char *opt, const char *arg, uint64_t *out)
+int ctl_parse_time_arg(const char *cmd, const char *opt, const char *arg, uint64_t *out)
 {
     if (units_parse_time_ms(arg, units_wall_ms(), out) == 0)
         return 0;
-    return usage_error(cmd, "invalid %s '%s' (a time: " TIME_FORMS ")", opt, arg);
+    return ctl_usage_error(cmd, "invalid %s '%s' (a time: " TIME_FORMS ")", opt, arg);
 }
 
-int check_job_id(const char *cmd, const char *id)
+int ctl_check_job_id(const char *cmd, const char *id)
 {
     char queue[QUEUE_NAME_MAX + 1];
     struct job_name jn;
     if (layout_parse_id(id, queue, sizeof queue, &jn) == 0)
         return 0;
-    return usage_error(cmd, "'%s' is not a valid job id: QUEUE/DUE_MS-PRIORITY-UID[-...] as "
-                       "put printed it (e.g. emails/1763769605123-10-5f1e0c2a9b3d4e01)", id);
+    return ctl_usage_error(cmd,
+                           "'%s' is not a valid job id: QUEUE/DUE_MS-PRIORITY-UID[-...] as "
+                           "put printed it (e.g. emails/1763769605123-10-5f1e0c2a9b3d4e01)",
+                           id);
 }
 
-int check_queue_name(const char *cmd, const char *queue)
+int ctl_check_queue_name(const char *cmd, const char *queue)
 {
     if (names_valid_queue(queue))
         return 0;
-    return usage_error(cmd, "'%s' is not a valid queue name", queue);
+    return ctl_usage_error(cmd, "'%s' is not a valid queue name", queue);
 }
 
-deferd_client *connect_or_complain(const char *path)
+deferd_client *ctl_connect(const char *path)
 {
     char err[256];
     deferd_client *c = deferd_connect(path, err, sizeof err);
     if (c == NULL)
-        errmsg("%s", err);
+        ctl_errmsg("%s", err);
     return c;
 }
 
@@ -115,7 +117,7 @@ static int read_all(int fd, char **out, size_t *len)
     return 0;
 }
 
-int read_path(const char *path, char **out, size_t *len)
+int ctl_read_path(const char *path, char **out, size_t *len)
 {
     if (strcmp(path, "-") == 0)
         return read_all(STDIN_FILENO, out, len);
@@ -129,7 +131,7 @@ int read_path(const char *path, char **out, size_t *len)
     return rc;
 }
 
-int zk_starting(deferd_client *c, int err, int tries)
+int ctl_zk_starting(deferd_client *c, int err, int tries)
 {
     return err == DEFERD_ESERVER && tries < 50 &&
            strcmp(deferd_last_error_code(c), "UNAVAILABLE") == 0 &&
@@ -143,7 +145,7 @@ int64_t deferctl_timeout_ms = 10000;
 
 static void connecting(const char *hosts)
 {
-    errmsg("connecting to ZooKeeper at %s ...", hosts);
+    ctl_errmsg("connecting to ZooKeeper at %s ...", hosts);
 }
 
 int ctl_admin_open(struct admin **a, char *err, size_t errlen)

@@ -24,29 +24,29 @@ enum {
 extern const char *deferctl_config_path;
 
 /* Prints "deferctl: <message>" (if FMT) and the --help hint; returns EXIT_USAGE. */
-int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int ctl_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prints "deferctl: <message>" to standard error. */
-void errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ctl_errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The socket commands' connection to deferd. */
-deferd_client *connect_or_complain(const char *path);
+deferd_client *ctl_connect(const char *path);
 /* Reports a libdeferd failure; EXIT_USAGE for DEFERD_EARG, else EXIT_FAIL. */
-int lib_fail(deferd_client *c, const char *what, int rc);
+int ctl_lib_fail(deferd_client *c, const char *what, int rc);
 /* The contents of PATH ('-': standard input), malloc'd; -1 with errno. */
-int read_path(const char *path, char **out, size_t *len);
+int ctl_read_path(const char *path, char **out, size_t *len);
 /* Worth trying again: the daemon is still opening its ZooKeeper session (nothing was
  * stored). Other UNAVAILABLE answers may mean the job was stored: never retried. */
-int zk_starting(deferd_client *c, int err, int tries);
+int ctl_zk_starting(deferd_client *c, int err, int tries);
 
 /* The one time syntax of --at, --from, --until and put --batch's at= (units_parse_time_ms). */
 #define TIME_FORMS "epoch ms, 2026-11-23T10:00:05Z, now, now+5m, now-1h"
 /* ARG of option OPT as a time; 0, or a usage error naming the forms (EXIT_USAGE). */
-int parse_time_arg(const char *cmd, const char *opt, const char *arg, uint64_t *out);
+int ctl_parse_time_arg(const char *cmd, const char *opt, const char *arg, uint64_t *out);
 /* A job id as put printed it (QUEUE/NAME, docs/zookeeper-layout.md); 0, or EXIT_USAGE. */
-int check_job_id(const char *cmd, const char *id);
+int ctl_check_job_id(const char *cmd, const char *id);
 /* A well-formed queue name; 0, or EXIT_USAGE. Whether it is configured is admin_queue's. */
-int check_queue_name(const char *cmd, const char *queue);
+int ctl_check_queue_name(const char *cmd, const char *queue);
 
 /* How long the ZooKeeper commands wait for a session (--timeout). */
 extern int64_t deferctl_timeout_ms;

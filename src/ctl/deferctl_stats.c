@@ -207,11 +207,11 @@ static int parse(int argc, char **argv, int *json, const char **queue)
             deferctl_stats_usage(stdout);
             return EXIT_OK;
         } else {
-            return usage_error("stats ", NULL);
+            return ctl_usage_error("stats ", NULL);
         }
     }
     if (argc - optind > 1)
-        return usage_error("stats ", "unexpected argument '%s'", argv[optind + 1]);
+        return ctl_usage_error("stats ", "unexpected argument '%s'", argv[optind + 1]);
     *queue = optind < argc ? argv[optind] : NULL;
     return -1;
 }
@@ -226,12 +226,12 @@ int deferctl_stats(const char *sock, int argc, char **argv)
     char err[256], text[4096];
     deferd_client *c = deferd_connect(sock, err, sizeof err);
     if (!c) {
-        errmsg("%s", err);
+        ctl_errmsg("%s", err);
         return EXIT_FAIL;
     }
     rc = deferd_stats_queue(c, queue, text, sizeof text);
     if (rc != DEFERD_OK) {
-        rc = lib_fail(c, "stats", rc);
+        rc = ctl_lib_fail(c, "stats", rc);
         deferd_close(c);
         return rc;
     }
@@ -240,7 +240,7 @@ int deferctl_stats(const char *sock, int argc, char **argv)
     size_t n = split_fields(text, f, FIELDS_MAX);
     struct zkpart *zk = calloc(1, sizeof *zk);
     if (!zk) {
-        errmsg("out of memory");
+        ctl_errmsg("out of memory");
         return EXIT_FAIL;
     }
     read_zk(f, n, queue, zk);

@@ -20,7 +20,7 @@
 /* Set by the SIGINT/SIGTERM handler; a handler can only talk through a global. */
 static volatile sig_atomic_t stop_signal;
 
-void work_usage(FILE *f)
+void ctl_work_usage(FILE *f)
 {
     fputs("Usage: deferctl work --queue Q[,Q2...] [--inflight N] [--max-jobs N]\n"
           "                     [--nack-delay DUR] [--touch] -- CMD [ARGS...]\n"
@@ -59,22 +59,22 @@ static int parse_work_opt(int opt, const char *arg, struct work_args *a)
     case 'q': a->queues = arg; return 0;
     case 'n':
         if (units_parse_u64(arg, DEFERD_INFLIGHT_MAX, &v) != 0 || v == 0)
-            return usage_error("work ", "invalid --inflight '%s' (1..%d)", arg,
-                               DEFERD_INFLIGHT_MAX);
+            return ctl_usage_error("work ", "invalid --inflight '%s' (1..%d)", arg,
+                                   DEFERD_INFLIGHT_MAX);
         a->inflight = (unsigned)v;
         return 0;
     case 'm':
         if (units_parse_u64(arg, UINT64_MAX, &a->max_jobs) != 0 || a->max_jobs == 0)
-            return usage_error("work ", "invalid --max-jobs '%s' (a number >= 1)", arg);
+            return ctl_usage_error("work ", "invalid --max-jobs '%s' (a number >= 1)", arg);
         return 0;
     case 'r':
         if (units_parse_duration_ms(arg, &v) != 0 || v > INT64_MAX)
-            return usage_error("work ", "invalid duration '%s' (e.g. 250ms, 5s, 2m)", arg);
+            return ctl_usage_error("work ", "invalid duration '%s' (e.g. 250ms, 5s, 2m)", arg);
         a->nack_delay_ms = (int64_t)v;
         return 0;
     case 't': a->touch = 1; return 0;
     default:
-        return usage_error("work ", NULL);
+        return ctl_usage_error("work ", NULL);
     }
 }
 
@@ -90,16 +90,16 @@ static int parse_work(int argc, char **argv, struct work_args *a)
     int opt, rc;
     while ((opt = getopt_long(argc, argv, "+q:n:m:r:th", longopts, NULL)) != -1) {
         if (opt == 'h') {
-            work_usage(stdout);
+            ctl_work_usage(stdout);
             return -1;
         }
         if ((rc = parse_work_opt(opt, optarg, a)) != 0)
             return rc;
     }
     if (a->queues == NULL)
-        return usage_error("work ", "--queue is required");
+        return ctl_usage_error("work ", "--queue is required");
     if (optind >= argc)
-        return usage_error("work ", "missing command to run (after --)");
+        return ctl_usage_error("work ", "missing command to run (after --)");
     a->cmd = argv + optind;
     return 0;
 }
@@ -172,8 +172,8 @@ static int stop_requested(void)
 
 static void conn_failed(struct worker *w, int rc)
 {
-    errmsg("%s: %s", rc == DEFERD_EIO ? "lost connection to deferd" : "reading from deferd",
-           deferd_last_error(w->c));
+    ctl_errmsg("%s: %s", rc == DEFERD_EIO ? "lost connection to deferd" : "reading from deferd",
+               deferd_last_error(w->c));
     w->failed = 1;
 }
 
@@ -184,7 +184,7 @@ static void prefetched_push(struct worker *w, deferd_job *job)
 {
     struct pending *p = malloc(sizeof *p);
     if (p == NULL) {
-        errmsg("out of memory for job %s", job->id);
+        ctl_errmsg("out of memory for job %s", job->id);
         deferd_job_clear(job);
         w->failed = 1; /* exiting releases the job */
         return;
@@ -258,9 +258,9 @@ static void touch_current(struct worker *w)
         return;
     if (lease_lost(w, rc)) {
         w->cur_lost = CUR_EXPIRED;
-        errmsg("%s", deferd_last_error(w->c)); /* deferd says why */
+        ctl_errmsg("%s", deferd_last_error(w->c)); /* deferd says why */
     } else if (rc == DEFERD_ESERVER) {
-        errmsg("touch of %s failed: %s", id, deferd_last_error(w->c));
+        ctl_errmsg("touch of %s failed: %s", id, deferd_last_error(w->c));
     } else {
         conn_failed(w, rc);
     }
@@ -274,7 +274,7 @@ static void answer_taken(struct worker *w, const char *id)
     if (rc == DEFERD_OK || lease_lost(w, rc))
         return;
     if (rc == DEFERD_ESERVER)
-        errmsg("answering %s: %s", id, deferd_last_error(w->c));
+        ctl_errmsg("answering %s: %s", id, deferd_last_error(w->c));
     else
         conn_failed(w, rc);
 }
@@ -286,17 +286,18 @@ static void job_taken(struct worker *w, const char *id, int cancelled)
     if (is_current(w, id)) {
         w->cur_lost = cancelled ? CUR_CANCELLED : CUR_EXPIRED;
         if (cancelled)
-            errmsg("%s: cancelled while its command runs (cancel --force): it will not be "
-                   "delivered again; the command runs to its end, its exit status is ignored",
-                   id);
+            ctl_errmsg("%s: cancelled while its command runs (cancel --force): it will not be "
+                       "delivered again; the command runs to its end, its exit status is ignored",
+                       id);
         else
-            errmsg("%s: lease expired while its command runs; the job will be delivered "
-                   "again (to another worker first)", id);
+            ctl_errmsg("%s: lease expired while its command runs; the job will be delivered "
+                       "again (to another worker first)",
+                       id);
     } else if (prefetched_drop(w, id)) {
         if (cancelled)
-            errmsg("%s: cancelled before its turn; it will not be delivered again", id);
+            ctl_errmsg("%s: cancelled before its turn; it will not be delivered again", id);
         else
-            errmsg("%s: lease expired before the job's turn; it will be delivered again", id);
+            ctl_errmsg("%s: lease expired before the job's turn; it will be delivered again", id);
         answer_taken(w, id);
     }
 }
@@ -312,14 +313,14 @@ static void on_event(struct worker *w, deferd_event *ev)
         return;
     }
     if (ev->kind == DEFERD_EV_STATE && strcmp(ev->state, "DRAINING") == 0)
-        errmsg("deferd is shutting down: no new jobs; the current one may still be acked");
+        ctl_errmsg("deferd is shutting down: no new jobs; the current one may still be acked");
     else if (ev->kind == DEFERD_EV_STATE)
-        errmsg("deferd's ZooKeeper connection: %s", ev->state);
+        ctl_errmsg("deferd's ZooKeeper connection: %s", ev->state);
     if (ev->kind == DEFERD_EV_DEADLINE && is_current(w, id)) {
         if (w->a->touch)
             touch_current(w);
         else
-            errmsg("%s: lease ends in %" PRId64 " ms", id, ev->ms_left);
+            ctl_errmsg("%s: lease ends in %" PRId64 " ms", id, ev->ms_left);
     } else if (ev->kind == DEFERD_EV_EXPIRED || ev->kind == DEFERD_EV_CANCELLED) {
         job_taken(w, id, ev->kind == DEFERD_EV_CANCELLED);
     }
@@ -350,8 +351,8 @@ static void leave(struct worker *w)
     w->leaving = 1;
     int rc = deferd_unsubscribe(w->c, NULL);
     if (rc == DEFERD_ESERVER)
-        errmsg("unsubscribing: %s (jobs pushed meanwhile are given back)",
-               deferd_last_error(w->c));
+        ctl_errmsg("unsubscribing: %s (jobs pushed meanwhile are given back)",
+                   deferd_last_error(w->c));
     else if (rc != DEFERD_OK)
         conn_failed(w, rc);
 }
@@ -369,14 +370,14 @@ static int give_back(struct worker *w)
         if (rc == DEFERD_OK)
             n++;
         else if (rc == DEFERD_ESERVER && !lease_lost(w, rc))
-            errmsg("giving back %s: %s", job.id, deferd_last_error(w->c));
+            ctl_errmsg("giving back %s: %s", job.id, deferd_last_error(w->c));
         else if (rc != DEFERD_ESERVER)
             conn_failed(w, rc);
         deferd_job_clear(&job);
     }
     if (n)
-        errmsg("gave back %u job%s it had not started (the same attempt next time)", n,
-               n == 1 ? "" : "s");
+        ctl_errmsg("gave back %u job%s it had not started (the same attempt next time)", n,
+                   n == 1 ? "" : "s");
     return w->failed ? EXIT_FAIL : EXIT_OK;
 }
 
@@ -396,7 +397,7 @@ static int wait_job(struct worker *w, deferd_job *job)
             continue;
         struct pollfd pfd = { .fd = deferd_fd(w->c), .events = POLLIN };
         if (ppoll(&pfd, 1, NULL, &w->wait_mask) < 0 && errno != EINTR) {
-            errmsg("ppoll: %s", strerror(errno));
+            ctl_errmsg("ppoll: %s", strerror(errno));
             return WAIT_ERROR;
         }
     }
@@ -470,7 +471,7 @@ static int wait_child(pid_t pid, int *status)
 {
     while (waitpid(pid, status, 0) < 0) {
         if (errno != EINTR) {
-            errmsg("waitpid: %s", strerror(errno));
+            ctl_errmsg("waitpid: %s", strerror(errno));
             return -1;
         }
     }
@@ -485,7 +486,7 @@ static int supervise(struct worker *w, pid_t pid, const deferd_job *job, int in_
 {
     size_t off = 0;
     if (fcntl(in_fd, F_SETFL, O_NONBLOCK) != 0)
-        errmsg("fcntl: %s", strerror(errno)); /* still works, with blocking writes */
+        ctl_errmsg("fcntl: %s", strerror(errno)); /* still works, with blocking writes */
     if (feed_some(in_fd, job, &off)) {
         close(in_fd);
         in_fd = -1;
@@ -499,7 +500,7 @@ static int supervise(struct worker *w, pid_t pid, const deferd_job *job, int in_
         if (r == pid)
             break;
         if (r < 0 && errno != EINTR) {
-            errmsg("waitpid: %s", strerror(errno));
+            ctl_errmsg("waitpid: %s", strerror(errno));
             rc = -1;
             break;
         }
@@ -512,7 +513,7 @@ static int supervise(struct worker *w, pid_t pid, const deferd_job *job, int in_
         if (ppoll(pfd, n, NULL, &w->wait_mask) < 0) {
             if (errno == EINTR)
                 continue;
-            errmsg("ppoll: %s", strerror(errno));
+            ctl_errmsg("ppoll: %s", strerror(errno));
             rc = wait_child(pid, status); /* at least do not leave the command behind */
             break;
         }
@@ -531,13 +532,13 @@ static int run_command(struct worker *w, const deferd_job *job, int *status)
 {
     int in[2], ep[2];
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
-        errmsg("pipe: %s", strerror(errno));
+        ctl_errmsg("pipe: %s", strerror(errno));
         return -1; /* we exit right away; leaked fds don't matter */
     }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
-        errmsg("fork: %s", strerror(errno));
+        ctl_errmsg("fork: %s", strerror(errno));
         return -1;
     }
     if (pid == 0)
@@ -550,7 +551,7 @@ static int run_command(struct worker *w, const deferd_job *job, int *status)
         return supervise(w, pid, job, in[1], status);
     close(in[1]);
     if (wait_child(pid, status) == 0)
-        errmsg("cannot run '%s': %s", w->a->cmd[0], strerror(exec_err));
+        ctl_errmsg("cannot run '%s': %s", w->a->cmd[0], strerror(exec_err));
     return -1;
 }
 
@@ -587,12 +588,12 @@ static int handle_job(struct worker *w, const deferd_job *job)
     int rc = ok ? deferd_ack(w->c, job->id) : deferd_nack(w->c, job->id, w->a->nack_delay_ms);
     if (lease_lost(w, rc)) {
         /* The EXPIRED or CANCELLED push was still on its way: deferd's reply says which. */
-        errmsg("%s", deferd_last_error(w->c));
+        ctl_errmsg("%s", deferd_last_error(w->c));
         report_job(job, "lease lost", status);
         return EXIT_OK;
     }
     if (rc != DEFERD_OK) {
-        errmsg("%s of %s failed: %s", ok ? "ack" : "nack", job->id, deferd_last_error(w->c));
+        ctl_errmsg("%s of %s failed: %s", ok ? "ack" : "nack", job->id, deferd_last_error(w->c));
         return EXIT_FAIL;
     }
     report_job(job, ok ? "ack" : "nack", status);
@@ -606,7 +607,7 @@ static int work_loop(struct worker *w)
         deferd_job job;
         int r = wait_job(w, &job);
         if (r == WAIT_STOP) {
-            errmsg("stopping on signal");
+            ctl_errmsg("stopping on signal");
             return give_back(w);
         }
         if (r == WAIT_ERROR)
@@ -621,18 +622,18 @@ static int work_loop(struct worker *w)
     return give_back(w);
 }
 
-int cmd_work(const char *sock, int argc, char **argv)
+int ctl_cmd_work(const char *sock, int argc, char **argv)
 {
     struct work_args a = { .inflight = 1, .nack_delay_ms = -1 };
     int rc = parse_work(argc, argv, &a);
     if (rc != 0)
         return rc < 0 ? EXIT_OK : rc;
     struct worker w = { .a = &a };
-    w.c = connect_or_complain(sock);
+    w.c = ctl_connect(sock);
     if (w.c == NULL)
         return EXIT_FAIL;
     rc = deferd_subscribe(w.c, a.queues, a.inflight);
-    rc = rc == DEFERD_OK ? work_loop(&w) : lib_fail(w.c, "subscribe", rc);
+    rc = rc == DEFERD_OK ? work_loop(&w) : ctl_lib_fail(w.c, "subscribe", rc);
     prefetched_free(&w);
     deferd_close(w.c);
     return rc;

@@ -14,18 +14,18 @@
 #include "txnbatch.h"
 #include "zkstore.h"
 
-enum curator_kind cq_kind(const struct dqueue *q)
+enum curator_kind curator_consume_kind(const struct dqueue *q)
 {
     return q->cfg->format == QF_CURATOR_DELAY ? CURATOR_DELAY : CURATOR_PRIORITY;
 }
 
-int ci_item_path(const struct citem *ci, char *buf, size_t len)
+int curator_item_path(const struct citem *ci, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "%s/%s", ci->cq->q->cfg->curator_path, ci->name);
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
-int ci_lock_path(const struct citem *ci, char *buf, size_t len)
+int curator_item_lock_path(const struct citem *ci, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "%s/%s", ci->cq->q->cfg->curator_lock_path, ci->name);
     return n > 0 && (size_t)n < len ? 0 : -1;
@@ -52,22 +52,22 @@ static void ci_free(struct citem *ci)
     free(ci);
 }
 
-void ci_put(struct citem *ci)
+void curator_item_put(struct citem *ci)
 {
     if (--ci->refs == 0)
         ci_free(ci);
 }
 
-void ci_forget(struct citem *ci)
+void curator_item_forget(struct citem *ci)
 {
     if (!ci->listed)
         return;
     HASH_DEL(ci->cq->items, ci);
     ci->listed = 0;
-    ci_put(ci);
+    curator_item_put(ci);
 }
 
-void ci_drop_frame(struct citem *ci)
+void curator_item_drop_frame(struct citem *ci)
 {
     free(ci->data);
     free(ci->items);
@@ -75,11 +75,11 @@ void ci_drop_frame(struct citem *ci)
     ci->items = NULL;
 }
 
-void ci_unlock(struct dispatcher *ds, struct citem *ci)
+void curator_item_unlock(struct dispatcher *ds, struct citem *ci)
 {
     char lock[ITEM_PATH_MAX];
     if (ci->locked && ci->lock_session == ds->d->session_id &&
-        ci_lock_path(ci, lock, sizeof lock) == 0)
+        curator_item_lock_path(ci, lock, sizeof lock) == 0)
         zkstore_delete(ds->d->zs, lock, -1, NULL, NULL);
     ci->locked = 0;
 }
@@ -88,7 +88,7 @@ void ci_unlock(struct dispatcher *ds, struct citem *ci)
 /* Curator's priority order is the signed order of the name's number; the ready heap takes
  * lower numbers first, so the sign bit is flipped. Names without a readable priority (a
  * Curator requeue: "queue-<seq>") sort before every priority in Curator, so here too. */
-uint32_t ci_order_key(const struct citem *ci)
+uint32_t curator_item_order_key(const struct citem *ci)
 {
     if (ci->cq->q->cfg->format == QF_CURATOR_DELAY)
         return ci->cq->q->cfg->priority;
@@ -124,7 +124,7 @@ static void corrupt(struct dispatcher *ds, struct citem *ci, struct job *job)
         ci->nparts = ci->open = 0;
         lock_item(ds, ci); /* locked with no parts: settled at once, i.e. deleted */
     } else {
-        ci_drop_frame(ci);
+        curator_item_drop_frame(ci);
     }
 }
 
@@ -135,7 +135,7 @@ static struct job *live_head(struct citem *ci)
     struct job *job = ci->head;
     if (job && !job_settled_gone(ci->cq->ds, job))
         return job;
-    ci_put(ci);
+    curator_item_put(ci);
     return NULL;
 }
 
@@ -159,7 +159,7 @@ static void on_read(const struct zk_result *res, void *ctx)
         ci->items = n > 0 ? calloc((size_t)n, sizeof *ci->items) : NULL;
         ci->data = malloc(ci->len ? ci->len : 1);
         if (!ci->data || (n > 0 && !ci->items)) {
-            ci_drop_frame(ci);
+            curator_item_drop_frame(ci);
             dispatcher_retry_later(ds, job, "reading the Curator item", ZK_ENOMEM);
         } else {
             memcpy(ci->data, res->data, ci->len);
@@ -172,13 +172,13 @@ static void on_read(const struct zk_result *res, void *ctx)
             }
         }
     }
-    ci_put(ci);
+    curator_item_put(ci);
 }
 
 static void read_item(struct dispatcher *ds, struct citem *ci)
 {
     char path[ITEM_PATH_MAX];
-    ci_item_path(ci, path, sizeof path);
+    curator_item_path(ci, path, sizeof path);
     ci->refs++;
     int rc = zkstore_get(ds->d->zs, path, on_read, ci);
     if (rc != ZOK) {
@@ -243,8 +243,8 @@ static void give_back(struct dispatcher *ds, struct citem *ci, struct job *head)
     free(ci->verdict);
     ci->parts = NULL;
     ci->verdict = NULL;
-    ci_unlock(ds, ci);
-    ci_drop_frame(ci);
+    curator_item_unlock(ds, ci);
+    curator_item_drop_frame(ci);
     dispatcher_retry_later(ds, head, "holding the Curator item", ZK_ENOMEM);
 }
 
@@ -281,7 +281,7 @@ static void split(struct dispatcher *ds, struct citem *ci, struct job *head)
         job_free(ds, head);
     }
     if (ci->open == 0)
-        ci_settle(ds, ci);
+        curator_settle_item(ds, ci);
     dispatcher_kick_soon(ds, q);
 }
 
@@ -305,7 +305,7 @@ static void locked(struct dispatcher *ds, struct citem *ci, struct job *job)
                 give_back(ds, ci, job);
                 return;
             }
-            ci_unlock(ds, ci); /* (no head: a corrupt item, never with parts) */
+            curator_item_unlock(ds, ci); /* (no head: a corrupt item, never with parts) */
             return;
         }
         memset(ci->verdict, V_DEAD, ci->nparts);
@@ -314,7 +314,7 @@ static void locked(struct dispatcher *ds, struct citem *ci, struct job *job)
         job_unhold(ds, job);
         job_free(ds, job);
     }
-    ci_settle(ds, ci);
+    curator_settle_item(ds, ci);
 }
 
 /* Our lock attempt found the lock taken. If it is this session's own (a lock whose answer
@@ -334,15 +334,16 @@ static void on_lock_owner(const struct zk_result *res, void *ctx)
                  ci->cq->q->cfg->name, ci->name);
         ci->locked = 1;
         ci->lock_session = ds->d->session_id;
-        ci_unlock(ds, ci); /* sent before the next read and lock: ZooKeeper keeps the order */
+        curator_item_unlock(ds,
+                            ci); /* sent before the next read and lock: ZooKeeper keeps the order */
         dispatcher_make_ready(ds, job);
     } else if (res->rc == ZNONODE) {
         dispatcher_make_ready(ds, job);
     } else {
         job_set_busy(job, JS_HELD);
-        cq_list(ci->cq, 1); /* ready again when its lock is gone */
+        curator_listing_request(ci->cq, 1); /* ready again when its lock is gone */
     }
-    ci_put(ci);
+    curator_item_put(ci);
 }
 
 static void lock_taken(struct dispatcher *ds, struct citem *ci, struct job *job)
@@ -350,11 +351,11 @@ static void lock_taken(struct dispatcher *ds, struct citem *ci, struct job *job)
     char lock[ITEM_PATH_MAX];
     job_set_busy(job, JS_CHECKING);
     ci->refs++;
-    if (ci_lock_path(ci, lock, sizeof lock) != 0 ||
+    if (curator_item_lock_path(ci, lock, sizeof lock) != 0 ||
         zkstore_exists(ds->d->zs, lock, 0, on_lock_owner, ci) != ZOK) {
         ci->refs--;
         job_set_busy(job, JS_HELD);
-        cq_list(ci->cq, 1);
+        curator_listing_request(ci->cq, 1);
     }
 }
 
@@ -369,12 +370,12 @@ static void on_locked(const struct zk_result *res, void *ctx)
         if (job)
             job->gone = 0; /* the transaction just proved it exists */
         locked(ds, ci, job);
-        ci_put(ci);
+        curator_item_put(ci);
         return;
     }
-    ci_drop_frame(ci);
+    curator_item_drop_frame(ci);
     if (!job || job_settled_gone(ds, job)) {
-        ci_put(ci);
+        curator_item_put(ci);
         return;
     }
     log_debug("queue %s: Curator item %s: lock not taken: %s", ci->cq->q->cfg->name, ci->name,
@@ -390,11 +391,11 @@ static void on_locked(const struct zk_result *res, void *ctx)
         job_free(ds, job);
     } else {
         if (lock_err == ZNONODE) /* the lock directory is missing: the listing makes it */
-            cq_list(ci->cq, 1);
+            curator_listing_request(ci->cq, 1);
         dispatcher_retry_later_at(ds, job, "taking the Curator lock", rc ? rc : ZSESSIONMOVED,
                        lock_err == ZNOAUTH ? ci->cq->q->cfg->curator_lock_path : job->path);
     }
-    ci_put(ci);
+    curator_item_put(ci);
 }
 
 /* Curator's lock, and the item's data written back unchanged at the version read: the
@@ -402,11 +403,12 @@ static void on_locked(const struct zk_result *res, void *ctx)
 static void lock_item(struct dispatcher *ds, struct citem *ci)
 {
     char lock[ITEM_PATH_MAX], path[ITEM_PATH_MAX];
-    if (ci_lock_path(ci, lock, sizeof lock) != 0 || ci_item_path(ci, path, sizeof path) != 0) {
+    if (curator_item_lock_path(ci, lock, sizeof lock) != 0 ||
+        curator_item_path(ci, path, sizeof path) != 0) {
         log_error("queue %s: Curator item %s: path too long; skipped", ci->cq->q->cfg->name,
                   ci->name);
         ci->skipped = 1;
-        ci_drop_frame(ci);
+        curator_item_drop_frame(ci);
         if (ci->head) {
             job_unhold(ds, ci->head);
             job_free(ds, ci->head);
@@ -424,7 +426,7 @@ static void lock_item(struct dispatcher *ds, struct citem *ci)
     int rc = txnbatch_add(ds->locks, ops, 2, on_locked, ci);
     if (rc != ZOK) {
         ci->refs--;
-        ci_drop_frame(ci);
+        curator_item_drop_frame(ci);
         if (ci->head)
             dispatcher_retry_later(ds, ci->head, "sending the Curator lock", rc);
     }
@@ -442,11 +444,11 @@ void curator_consume_reset(struct dispatcher *ds)
         cq->token++;
         cq->started = cq->listing = cq->relist = cq->lock_listing = cq->lock_relist = 0;
         evtimer_del(cq->retry);
-        cq_free_locks(cq);
+        curator_listing_free_locks(cq);
         struct citem *ci, *tmp;
         HASH_ITER(hh, cq->items, ci, tmp) {
             ci->locked = 0; /* went with the session */
-            ci_forget(ci);
+            curator_item_forget(ci);
         }
     }
 }
@@ -466,9 +468,9 @@ static void on_lock_checked(const struct zk_result *res, void *ctx)
             if (job && job->owner && job->state == JS_INFLIGHT)
                 job_revoke(ds, job, LOST_LOCK);
         }
-        ci_finish(ds, ci, "the lock vanished");
+        curator_settle_finish(ds, ci, "the lock vanished");
     }
-    ci_put(ci);
+    curator_item_put(ci);
 }
 
 void curator_consume_resync(struct dispatcher *ds)
@@ -477,12 +479,12 @@ void curator_consume_resync(struct dispatcher *ds)
         struct cqueue *cq = ds->queues[i]->cq;
         if (!cq || !cq->started)
             continue;
-        cq_list(cq, 1);
-        cq_list(cq, 0);
+        curator_listing_request(cq, 1);
+        curator_listing_request(cq, 0);
         struct citem *ci, *tmp;
         HASH_ITER(hh, cq->items, ci, tmp) {
             char lock[ITEM_PATH_MAX];
-            if (!ci->locked || ci->settling || ci_lock_path(ci, lock, sizeof lock) != 0)
+            if (!ci->locked || ci->settling || curator_item_lock_path(ci, lock, sizeof lock) != 0)
                 continue;
             ci->refs++;
             if (zkstore_exists(ds->d->zs, lock, 0, on_lock_checked, ci) != ZOK)
@@ -500,7 +502,7 @@ void curator_consume_free(struct dispatcher *ds)
         HASH_CLEAR(hh, cq->items);
         while (cq->all)
             ci_free(cq->all); /* jobs were freed without telling it */
-        cq_free_locks(cq);
+        curator_listing_free_locks(cq);
         event_free(cq->retry);
         free(cq);
         ds->queues[i]->cq = NULL;

@@ -80,24 +80,25 @@ struct cqueue {
 
 
 /* curator_consume.c */
-enum curator_kind cq_kind(const struct dqueue *q);
-int ci_item_path(const struct citem *ci, char *buf, size_t len);
-int ci_lock_path(const struct citem *ci, char *buf, size_t len);
-void ci_put(struct citem *ci);
-void ci_forget(struct citem *ci);           /* out of the listing's hash */
-void ci_drop_frame(struct citem *ci);
-uint32_t ci_order_key(const struct citem *ci);
+enum curator_kind curator_consume_kind(const struct dqueue *q);
+int curator_item_path(const struct citem *ci, char *buf, size_t len);
+int curator_item_lock_path(const struct citem *ci, char *buf, size_t len);
+void curator_item_put(struct citem *ci);
+void curator_item_forget(struct citem *ci);           /* out of the listing's hash */
+void curator_item_drop_frame(struct citem *ci);
+uint32_t curator_item_order_key(const struct citem *ci);
 /* Deletes our lock if this session holds it (a failure that gives the item back). */
-void ci_unlock(struct dispatcher *ds, struct citem *ci);
+void curator_item_unlock(struct dispatcher *ds, struct citem *ci);
 
 /* curator_listing.c */
-void cq_list(struct cqueue *cq, int locks); /* the queue (0) or lock (1) directory */
-void cq_free_locks(struct cqueue *cq);
+void curator_listing_request(struct cqueue *cq,
+                             int locks); /* the queue (0) or lock (1) directory */
+void curator_listing_free_locks(struct cqueue *cq);
 
 /* curator_settle.c */
-void ci_settle(struct dispatcher *ds, struct citem *ci);
+void curator_settle_item(struct dispatcher *ds, struct citem *ci);
 /* The item is done with: answers the last verdict (LOST: why it failed), frees the parts,
  * forgets the item. */
-void ci_finish(struct dispatcher *ds, struct citem *ci, const char *lost);
+void curator_settle_finish(struct dispatcher *ds, struct citem *ci, const char *lost);
 
 #endif

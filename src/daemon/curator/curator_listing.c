@@ -48,10 +48,10 @@ static void make_head(struct cqueue *cq, struct citem *ci)
 {
     struct dispatcher *ds = cq->ds;
     char path[ITEM_PATH_MAX], id[LAYOUT_ID_MAX + 1];
-    struct job_name jn = {.due_ms = (uint64_t)due_of(ci), .priority = ci_order_key(ci)};
+    struct job_name jn = {.due_ms = (uint64_t)due_of(ci), .priority = curator_item_order_key(ci)};
     int n = snprintf(id, sizeof id, "%s/%s", cq->q->cfg->name, ci->name);
     struct job *job = NULL;
-    if (n > 0 && (size_t)n < sizeof id && ci_item_path(ci, path, sizeof path) == 0) {
+    if (n > 0 && (size_t)n < sizeof id && curator_item_path(ci, path, sizeof path) == 0) {
         job = job_find_path(ds, path);
         if (job) { /* a job of the last session, its call still on the way: after it */
             cq->blocked = 1;
@@ -89,7 +89,7 @@ static void add_item(struct cqueue *cq, const char *name)
     cq->live++;
     ci->gen = cq->gen;
     HASH_ADD_KEYPTR(hh, cq->items, ci->name, strlen(ci->name), ci);
-    if (curator_parse_name(cq_kind(cq->q), name, &ci->cn) != 0) {
+    if (curator_parse_name(curator_consume_kind(cq->q), name, &ci->cn) != 0) {
         ci->skipped = 1; /* as Curator does; said once, not on every listing */
         log_warn("queue %s: foreign node %s/%s in the Curator queue: skipped and left in place",
                  cq->q->cfg->name, cq->q->cfg->curator_path, name);
@@ -102,10 +102,10 @@ static void vanished(struct dispatcher *ds, struct citem *ci)
 {
     struct job *head = ci->head;
     ci->refs++;
-    ci_forget(ci);
+    curator_item_forget(ci);
     if (head)
         dispatcher_job_vanished(ds, head); /* a call in flight decides for itself */
-    ci_put(ci);
+    curator_item_put(ci);
 }
 
 
@@ -119,8 +119,8 @@ static void on_retry_lists(evutil_socket_t fd, short what, void *arg)
     struct cqueue *cq = arg;
     if (!cq->started)
         return;
-    cq_list(cq, 0);
-    cq_list(cq, 1);
+    curator_listing_request(cq, 0);
+    curator_listing_request(cq, 1);
 }
 
 static void retry_lists_in(struct cqueue *cq, int ms)
@@ -153,7 +153,7 @@ static void sync_items(struct cqueue *cq, const struct zk_result *res)
     dispatcher_kick_soon(ds, cq->q);
 }
 
-void cq_free_locks(struct cqueue *cq)
+void curator_listing_free_locks(struct cqueue *cq)
 {
     struct lockname *ln, *tmp;
     HASH_ITER(hh, cq->locks, ln, tmp) {
@@ -167,7 +167,7 @@ void cq_free_locks(struct cqueue *cq)
 static void sync_locks(struct cqueue *cq, const struct zk_result *res)
 {
     struct dispatcher *ds = cq->ds;
-    cq_free_locks(cq);
+    curator_listing_free_locks(cq);
     for (int i = 0; i < res->nchildren; i++) {
         size_t n = strlen(res->children[i]) + 1;
         struct lockname *ln = malloc(sizeof *ln + n);
@@ -213,7 +213,7 @@ static void on_dir_made(const struct zk_result *res, void *ctx)
         retry_lists(cq);
         return;
     }
-    cq_list(cq, locks);
+    curator_listing_request(cq, locks);
 }
 
 /* Curator's start() creates the queue and lock directories; a consumer here does too. */
@@ -257,7 +257,7 @@ static void on_listed(const struct zk_result *res, void *ctx)
     }
     if (*again) {
         *again = 0;
-        cq_list(cq, locks);
+        curator_listing_request(cq, locks);
     }
 }
 
@@ -286,7 +286,7 @@ static void on_sized(const struct zk_result *res, void *ctx)
 }
 
 /* One listing at a time per directory: changes during it are covered by one more. */
-void cq_list(struct cqueue *cq, int locks)
+void curator_listing_request(struct cqueue *cq, int locks)
 {
     int *busy = locks ? &cq->lock_listing : &cq->listing;
     if (*busy) {
@@ -325,8 +325,8 @@ int curator_listing_start(struct dispatcher *ds, struct dqueue *q)
     if (cq->started || !zkstore_connected(ds->d->zs))
         return 0;
     cq->started = 1;
-    cq_list(cq, 1); /* locks first: the items' listing then knows which are held */
-    cq_list(cq, 0);
+    curator_listing_request(cq, 1); /* locks first: the items' listing then knows which are held */
+    curator_listing_request(cq, 0);
     return 0;
 }
 
@@ -338,7 +338,7 @@ int curator_listing_on_watch(struct dispatcher *ds, const char *path)
             continue;
         for (int locks = 0; locks < 2; locks++) {
             if (strcmp(path, dir_of(cq, locks)) == 0) {
-                cq_list(cq, locks);
+                curator_listing_request(cq, locks);
                 return 1;
             }
         }

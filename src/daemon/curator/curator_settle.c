@@ -53,7 +53,7 @@ static int requeue_path(struct dispatcher *ds, const struct citem *ci, char *buf
         value = units_wall_ms() + (int64_t)(delay < LAYOUT_DUE_MAX ? delay : LAYOUT_DUE_MAX);
     }
     (void)ds;
-    if (curator_name_prefix_tagged(cq_kind(ci->cq->q), value, ci->attempt, prefix,
+    if (curator_name_prefix_tagged(curator_consume_kind(ci->cq->q), value, ci->attempt, prefix,
                                    sizeof prefix) != 0)
         return -1;
     int n = snprintf(buf, len, "%s/%s", qc->curator_path, prefix);
@@ -65,7 +65,8 @@ static int dead_path(struct dispatcher *ds, struct citem *ci)
 {
     if (ci->dead_path)
         return 0;
-    struct job_name jn = {.due_ms = (uint64_t)units_wall_ms(), .priority = ci_order_key(ci),
+    struct job_name jn = {.due_ms = (uint64_t)units_wall_ms(),
+                          .priority = curator_item_order_key(ci),
                           .prior_attempts = ci->attempt};
     char buf[LAYOUT_PATH_MAX];
     dispatcher_new_uid(ds, jn.uid);
@@ -75,7 +76,7 @@ static int dead_path(struct dispatcher *ds, struct citem *ci)
     return 0;
 }
 
-void ci_finish(struct dispatcher *ds, struct citem *ci, const char *lost)
+void curator_settle_finish(struct dispatcher *ds, struct citem *ci, const char *lost)
 {
     struct cqueue *cq = ci->cq;
     ci->refs++;
@@ -91,10 +92,10 @@ void ci_finish(struct dispatcher *ds, struct citem *ci, const char *lost)
     for (size_t i = 0; ci->parts && i < ci->nparts; i++)
         if (ci->parts[i])
             job_free(ds, ci->parts[i]);
-    ci_forget(ci);
-    if (lost && cq->started)
-        cq_list(cq, 0); /* the item may still be there: taken again from a new listing */
-    ci_put(ci);
+    curator_item_forget(ci);
+    if (lost && cq->started) /* the item may still be there: taken again from a new listing */
+        curator_listing_request(cq, 0);
+    curator_item_put(ci);
     dispatcher_kick_soon(ds, cq->q);
 }
 
@@ -105,8 +106,8 @@ static void on_retry_settle(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct citem *ci = arg;
-    ci_settle(ci->cq->ds, ci);
-    ci_put(ci); /* the timer's */
+    curator_settle_item(ci->cq->ds, ci);
+    curator_item_put(ci); /* the timer's */
 }
 
 /* A passing error or an unknown outcome: the same transaction again in a second; if the
@@ -123,9 +124,9 @@ static void retry_settle(struct dispatcher *ds, struct citem *ci, int rc)
         ci->refs++;
         return;
     }
-    ci_unlock(ds, ci);
-    ci_finish(ds, ci, rc == ZNOAUTH ? "settling failed: " ZK_DENIED_TEXT
-                                    : "settling failed");
+    curator_item_unlock(ds, ci);
+    curator_settle_finish(ds, ci,
+                          rc == ZNOAUTH ? "settling failed: " ZK_DENIED_TEXT : "settling failed");
 }
 
 /* Applied: the parts' verdicts count as native acks, nacks and dead letters do (a nack of
@@ -146,14 +147,14 @@ static void on_dead_dir(const struct zk_result *res, void *ctx)
     struct citem *ci = ctx;
     struct dispatcher *ds = ci->cq->ds;
     if (res->rc == ZOK) {
-        ci_settle(ds, ci);
+        curator_settle_item(ds, ci);
     } else {
         if (res->rc == ZNOAUTH)
             queue_denied(ci->cq->q, res->path);
         ci->made_parents = 1; /* the next try asks again: it may be allowed by then */
         retry_settle(ds, ci, res->rc);
     }
-    ci_put(ci);
+    curator_item_put(ci);
 }
 
 /* The znode of the settling operation ZooKeeper refused: the item, the requeue or dead
@@ -162,13 +163,13 @@ static const char *settle_refused(const struct citem *ci, const struct zk_result
                                   char *buf, size_t len)
 {
     int op = zk_failed_op(res);
-    if (op == res->nops - 1 && op > 0 && ci_lock_path(ci, buf, len) == 0)
+    if (op == res->nops - 1 && op > 0 && curator_item_lock_path(ci, buf, len) == 0)
         return buf;
     if (op > 0 && ci->dead_path && op == res->nops - 2)
         return ci->dead_path;
     if (op > 0)
         return ci->cq->q->cfg->curator_path; /* the requeue's directory */
-    return ci_item_path(ci, buf, len) == 0 ? buf : ci->name;
+    return curator_item_path(ci, buf, len) == 0 ? buf : ci->name;
 }
 
 static void on_settled(const struct zk_result *res, void *ctx)
@@ -187,32 +188,32 @@ static void on_settled(const struct zk_result *res, void *ctx)
                                           on_dead_dir, ci);
         if (how == ZK_PARENTS_RESEND || how == ZK_PARENTS_ASKED) {
             if (how == ZK_PARENTS_RESEND)
-                ci_settle(ds, ci);
+                curator_settle_item(ds, ci);
             else
                 ci->refs++; /* on_dead_dir's */
-            ci_put(ci);
+            curator_item_put(ci);
             return;
         }
     }
     if (rc == ZOK) {
         count_verdicts(ds, ci);
-        ci_finish(ds, ci, NULL);
+        curator_settle_finish(ds, ci, NULL);
     } else if (item_gone) {
         /* Deleted by someone else while we held it (or by our own earlier try whose answer
          * was lost): nothing is left to settle but our lock. */
-        ci_unlock(ds, ci);
-        ci_finish(ds, ci, NULL);
+        curator_item_unlock(ds, ci);
+        curator_settle_finish(ds, ci, NULL);
     } else if (lock_gone || zk_session_gone(rc)) {
         log_warn("queue %s: Curator item %s: our lock is gone (%s)", qc->name, ci->name,
                  zk_strerror(rc));
-        ci_finish(ds, ci, "the lock was lost");
+        curator_settle_finish(ds, ci, "the lock was lost");
     } else {
         char path[ITEM_PATH_MAX];
         if (rc == ZNOAUTH)
             queue_denied(ci->cq->q, settle_refused(ci, res, path, sizeof path));
         retry_settle(ds, ci, rc);
     }
-    ci_put(ci);
+    curator_item_put(ci);
 }
 
 /* Does any part have verdict V? */
@@ -228,12 +229,12 @@ static int any(const struct citem *ci, enum verdict v)
  * letter of dead ones, delete our lock. Curator consumers see the item go and, with it,
  * the lock; a Curator consumer that tries it meanwhile finds the lock taken. Sent only
  * while the session that took the lock lasts: the lock's name does not say whose it is. */
-void ci_settle(struct dispatcher *ds, struct citem *ci)
+void curator_settle_item(struct dispatcher *ds, struct citem *ci)
 {
     char item[ITEM_PATH_MAX], lock[ITEM_PATH_MAX], requeue[ITEM_PATH_MAX];
     size_t nack_len = 0, dead_len = 0;
     if (!ci->locked || ci->lock_session != ds->d->session_id) {
-        ci_finish(ds, ci, "the ZooKeeper session was lost");
+        curator_settle_finish(ds, ci, "the ZooKeeper session was lost");
         return;
     }
     unsigned char *nack = frame_of(ci, V_NACK, &nack_len), *dead = frame_of(ci, V_DEAD, &dead_len);
@@ -241,7 +242,8 @@ void ci_settle(struct dispatcher *ds, struct citem *ci)
     int n = 0, rc = ZK_ENOMEM;
     if ((any(ci, V_NACK) && !nack) || (any(ci, V_DEAD) && !dead)) /* out of memory */
         goto out;
-    if (ci_item_path(ci, item, sizeof item) != 0 || ci_lock_path(ci, lock, sizeof lock) != 0 ||
+    if (curator_item_path(ci, item, sizeof item) != 0 ||
+        curator_item_lock_path(ci, lock, sizeof lock) != 0 ||
         (nack && requeue_path(ds, ci, requeue, sizeof requeue) != 0) ||
         (dead && dead_path(ds, ci) != 0)) {
         rc = ZK_ETOOLONG;
@@ -282,7 +284,7 @@ static void part_done(struct dispatcher *ds, struct job *job, enum verdict v, st
         return;
     }
     ci->reply = r;
-    ci_settle(ds, ci);
+    curator_settle_item(ds, ci);
 }
 
 void curator_settle_part(struct dispatcher *ds, struct job *job, int ack, int has_delay,
@@ -320,11 +322,11 @@ void curator_settle_job_freed(struct job *job)
         ci->head = NULL;
     if (ci->cq->blocked && ci->cq->started) { /* a new item of the same name waits */
         ci->cq->blocked = 0;
-        cq_list(ci->cq, 0);
+        curator_listing_request(ci->cq, 0);
     }
     for (size_t i = 0; ci->parts && i < ci->nparts; i++)
         if (ci->parts[i] == job)
             ci->parts[i] = NULL;
-    ci_put(ci);
+    curator_item_put(ci);
 }
 

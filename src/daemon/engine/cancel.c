@@ -2,6 +2,8 @@
  * key, with a handful of ZooKeeper calls and never a listing. A held job is refused
  * (IN_FLIGHT): the consumer wins, unless CANCEL says force=1, which deletes the holder's
  * lock and owner node in the same transaction, so that the holder's ack fails (LEASE_LOST). */
+#include "cancel.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,14 +367,14 @@ static struct change *change_new(struct dispatcher *ds, struct proto_request *re
     return ch;
 }
 
-void dispatcher_cancel(struct dispatcher *ds, struct proto_request *req, struct reply *r)
+void cancel_job(struct dispatcher *ds, struct proto_request *req, struct reply *r)
 {
     struct change *ch = change_new(ds, req, r);
     if (ch)
         start(ch);
 }
 
-void dispatcher_reschedule(struct dispatcher *ds, struct proto_request *req, struct reply *r)
+void cancel_reschedule(struct dispatcher *ds, struct proto_request *req, struct reply *r)
 {
     uint64_t due = req->has_at ? req->at_ms : (uint64_t)units_wall_ms() + req->delay_ms;
     if (due > LAYOUT_DUE_MAX) {

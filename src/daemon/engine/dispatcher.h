@@ -31,24 +31,9 @@ struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name);
 int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc);
 struct consumer_ring *dispatcher_ring(struct dqueue *q);
 
-/* From the command table (socket/commands.c). The reply is always completed, now or
- * later. */
-void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct reply *r);
-void dispatcher_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r);
-/* PUT and BATCH requests taken on and not answered yet: the server holds further ones back
- * above [daemon] max_open_puts. */
-size_t dispatcher_puts_open(const struct dispatcher *ds);
-/* FN(ARG) is called when one of them has been answered (NULL: nobody is told). */
-void dispatcher_on_puts_done(struct dispatcher *ds, void (*fn)(void *arg), void *arg);
+/* From the command table (socket/commands.c); requests that change jobs have their own
+ * headers: put.h, settle.h, cancel.h. */
 int dispatcher_subscribe(struct dispatcher *ds, struct consumer *c, struct dqueue *q);
-/* ACK and NACK, with follow-up jobs when REQ has items (their payloads are taken). */
-void dispatcher_ack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
-                    struct reply *r);
-void dispatcher_nack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
-                     struct reply *r);
-/* CANCEL and RESCHEDULE (cancel.c). */
-void dispatcher_cancel(struct dispatcher *ds, struct proto_request *req, struct reply *r);
-void dispatcher_reschedule(struct dispatcher *ds, struct proto_request *req, struct reply *r);
 void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c);
 void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c); /* more room */
 /* UNSUB: C leaves Q (NULL: every queue); what it holds stays held. */

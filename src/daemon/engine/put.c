@@ -1,5 +1,7 @@
 /* PUT and BATCH: the request side of creating jobs (putset.c does the ZooKeeper side). A
  * batch larger than one ZooKeeper request goes in parts, one after the other. */
+#include "put.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,7 +163,7 @@ static void refuse_unavailable(struct dispatcher *ds, struct dqueue *q, struct r
         metrics_refused(ds->d->metrics, q->cfg, MR_UNAVAILABLE);
 }
 
-void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct reply *r)
+void put_single(struct dispatcher *ds, struct proto_request *req, struct reply *r)
 {
     struct dqueue *q = dispatcher_queue(ds, req->queue);
     struct proto_put pp = {.has_delay = req->has_delay, .has_at = req->has_at,
@@ -192,18 +194,18 @@ void dispatcher_put(struct dispatcher *ds, struct proto_request *req, struct rep
     proto_request_clear(req);
 }
 
-void dispatcher_on_puts_done(struct dispatcher *ds, void (*fn)(void *arg), void *arg)
+void put_on_done(struct dispatcher *ds, void (*fn)(void *arg), void *arg)
 {
     ds->puts_done = fn;
     ds->puts_done_arg = arg;
 }
 
-size_t dispatcher_puts_open(const struct dispatcher *ds)
+size_t put_open_count(const struct dispatcher *ds)
 {
     return ds->puts_open;
 }
 
-void dispatcher_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r)
+void put_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r)
 {
     if (!zkstore_connected(ds->d->zs))
         refuse_unavailable(ds, NULL, r);

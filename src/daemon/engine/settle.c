@@ -4,6 +4,8 @@
  * are verified before anyone is answered; settles asked for while ZooKeeper is away wait
  * for it (the same session) or fail (a new one). Lease expiry is lease.c's, the plain
  * release of a lock lock.c's. */
+#include "settle.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -510,8 +512,8 @@ static int foreign_job(struct job *job, struct proto_request *req, struct reply 
     return 1;
 }
 
-void dispatcher_ack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
-                    struct reply *r)
+void settle_ack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
+                struct reply *r)
 {
     struct job *job = settle_held_job(ds, c, req->id, 1, r);
     if (!job || foreign_job(job, req, r))
@@ -623,8 +625,8 @@ static void nack_unrun(struct dispatcher *ds, struct job *job, struct reply *r)
     settle_start(ds, st);
 }
 
-void dispatcher_nack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
-                     struct reply *r)
+void settle_nack(struct dispatcher *ds, struct consumer *c, struct proto_request *req,
+                 struct reply *r)
 {
     struct job *job = settle_held_job(ds, c, req->id, 1, r);
     int has_delay = req->has_delay;

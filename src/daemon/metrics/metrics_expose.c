@@ -11,6 +11,7 @@
 #include "dispatcher.h"
 #include "log.h"
 #include "metrics_int.h"
+#include "put.h"
 #include "server.h"
 #include "session.h"
 
@@ -140,7 +141,7 @@ static int gauges_out(struct metrics *m, struct evbuffer *out)
     evbuffer_add_printf(out, "deferd_draining %d\n", ds ? dispatcher_draining(ds) : 0);
     family(out, "deferd_puts_open", "gauge", "PUT and BATCH requests being stored in "
            "ZooKeeper (at most [daemon] max_open_puts).");
-    evbuffer_add_printf(out, "deferd_puts_open %zu\n", ds ? dispatcher_puts_open(ds) : 0);
+    evbuffer_add_printf(out, "deferd_puts_open %zu\n", ds ? put_open_count(ds) : 0);
     family(out, "deferd_puts_waiting", "gauge", "Connections whose PUT or BATCH waits for its "
            "turn because max_open_puts are being stored.");
     evbuffer_add_printf(out, "deferd_puts_waiting %zu\n", server_puts_waiting(m->d->server));
@@ -284,10 +285,12 @@ int metrics_expose_queue(struct metrics *m, const char *queue, char *buf, size_t
     if (n > 0 && (size_t)n < len)
         n += lateness_format(q, buf + n, len - (size_t)n);
     if (n > 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, " put_per_s=%.3f delivered_per_s=%.3f "
+        snprintf(buf + n, len - (size_t)n,
+                 " put_per_s=%.3f delivered_per_s=%.3f "
                  "acked_per_s=%.3f zk_state=%s zk_denied=%llu keys_expired=%llu",
                  metrics_rate_per_s(m, &q->rates[RK_PUT]),
-                 metrics_rate_per_s(m, &q->rates[RK_DELIVERED]), metrics_rate_per_s(m, &q->rates[RK_ACKED]),
+                 metrics_rate_per_s(m, &q->rates[RK_DELIVERED]),
+                 metrics_rate_per_s(m, &q->rates[RK_ACKED]),
                  m->d->session ? session_state_name(session_state(m->d->session)) : "CONNECTING",
                  (unsigned long long)q->denied, (unsigned long long)q->keys_expired);
     return 0;

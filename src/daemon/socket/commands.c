@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "access.h"
+#include "cancel.h"
 #include "config.h"
 #include "consumers.h"
 #include "daemon.h"
@@ -11,9 +12,11 @@
 #include "lease.h"
 #include "log.h"
 #include "metrics_expose.h"
+#include "put.h"
 #include "reply.h"
 #include "server.h"
 #include "session.h"
+#include "settle.h"
 
 #define DENIALS_LOGGED 10 /* per connection: a refused client cannot flood the log */
 
@@ -33,28 +36,28 @@ static void handle_put(struct deferd *d, struct conn *c, struct proto_request *r
                        struct reply *r)
 {
     (void)c;
-    dispatcher_put(d->dispatcher, req, r); /* takes the payload */
+    put_single(d->dispatcher, req, r); /* takes the payload */
 }
 
 static void handle_batch(struct deferd *d, struct conn *c, struct proto_request *req,
                          struct reply *r)
 {
     (void)c;
-    dispatcher_batch(d->dispatcher, req, r);
+    put_batch(d->dispatcher, req, r);
 }
 
 static void handle_cancel(struct deferd *d, struct conn *c, struct proto_request *req,
                           struct reply *r)
 {
     (void)c;
-    dispatcher_cancel(d->dispatcher, req, r);
+    cancel_job(d->dispatcher, req, r);
 }
 
 static void handle_reschedule(struct deferd *d, struct conn *c, struct proto_request *req,
                               struct reply *r)
 {
     (void)c;
-    dispatcher_reschedule(d->dispatcher, req, r);
+    cancel_reschedule(d->dispatcher, req, r);
 }
 
 /* ---- consumers ---- */
@@ -133,9 +136,9 @@ static void handle_held(struct deferd *d, struct conn *c, struct proto_request *
     if (!consumer)
         reply_err(r, PE_NOT_FOUND, "job %s is not held by this connection", req->id);
     else if (req->cmd == CMD_ACK)
-        dispatcher_ack(d->dispatcher, consumer, req, r);
+        settle_ack(d->dispatcher, consumer, req, r);
     else if (req->cmd == CMD_NACK)
-        dispatcher_nack(d->dispatcher, consumer, req, r);
+        settle_nack(d->dispatcher, consumer, req, r);
     else
         lease_touch(d->dispatcher, consumer, req->id, r);
     proto_request_clear(req); /* follow-ups not taken */
@@ -178,7 +181,7 @@ static void handle_stats(struct deferd *d, struct conn *c, struct proto_request 
     dispatcher_format(d->dispatcher, text + n, sizeof text - n);
     n = strlen(text);
     snprintf(text + n, sizeof text - n, " puts_open=%zu puts_waiting=%zu",
-             dispatcher_puts_open(d->dispatcher), server_puts_waiting(d->server));
+             put_open_count(d->dispatcher), server_puts_waiting(d->server));
     reply_ok(r, text);
 }
 

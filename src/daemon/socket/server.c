@@ -20,6 +20,7 @@
 #include "daemon.h"
 #include "dispatcher.h"
 #include "log.h"
+#include "put.h"
 #include "reply.h"
 #include "units.h"
 
@@ -291,7 +292,7 @@ static int must_wait(struct conn *c, const struct proto_request *req)
     struct server *s = c->srv;
     if (req->cmd != CMD_PUT && req->cmd != CMD_BATCH)
         return 0;
-    return s->park_head || dispatcher_puts_open(s->d->dispatcher) >= s->d->cfg->max_open_puts;
+    return s->park_head || put_open_count(s->d->dispatcher) >= s->d->cfg->max_open_puts;
 }
 
 static void park(struct conn *c, struct proto_request *req)
@@ -311,7 +312,7 @@ static void park(struct conn *c, struct proto_request *req)
     if (now - s->parked_logged >= 60000 || !s->parked_logged) {
         s->parked_logged = now;
         log_warn("puts wait their turn: %zu being stored (max_open_puts %llu)",
-                 dispatcher_puts_open(s->d->dispatcher),
+                 put_open_count(s->d->dispatcher),
                  (unsigned long long)s->d->cfg->max_open_puts);
     }
 }
@@ -324,7 +325,7 @@ static void on_unpark(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct server *s = arg;
     while (s->park_head &&
-           dispatcher_puts_open(s->d->dispatcher) < s->d->cfg->max_open_puts) {
+           put_open_count(s->d->dispatcher) < s->d->cfg->max_open_puts) {
         struct conn *c = s->park_head;
         unpark_unlink(c);
         handle_request(c, &c->parked);
@@ -624,7 +625,7 @@ struct server *server_new(struct deferd *d, server_handler_fn *handle)
         goto fail;
     }
     log_info("listening on %s", cfg->socket_path);
-    dispatcher_on_puts_done(d->dispatcher, on_puts_done, s);
+    put_on_done(d->dispatcher, on_puts_done, s);
     return s;
 fail:
     if (s->accept_again)
@@ -642,7 +643,7 @@ void server_free(struct server *s)
 {
     if (!s)
         return;
-    dispatcher_on_puts_done(s->d->dispatcher, NULL, NULL);
+    put_on_done(s->d->dispatcher, NULL, NULL);
     while (s->conns)
         conn_free(s->conns);
     evconnlistener_free(s->listener);
