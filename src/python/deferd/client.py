@@ -1,0 +1,758 @@
+"""A client for deferd's Unix socket protocol (docs/protocol.md), standard library only.
+
+One :class:`Client` is one connection. It is not thread-safe: use one per thread.
+Replies are matched to requests in the order they were sent; pushes (``JOB``, ``DEADLINE``,
+``EXPIRED``, ``CANCELLED``, ``STATE``) may arrive between any two replies and are queued.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime
+import os
+import select
+import socket
+import time
+from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mapping, Optional,
+                    Sequence, Tuple, Union)
+
+from .errors import (DeferdError, Disconnected, LeaseLost, NotFound, ProtocolError,
+                     from_reply)
+
+DEFAULT_SOCKET = "/run/deferd/deferd.sock"
+
+Seconds = Union[int, float, datetime.timedelta]
+When = Union[int, float, datetime.datetime]
+Payload = Union[bytes, bytearray, memoryview, str]
+
+
+def _ms(value: Seconds) -> int:
+    """Seconds (a number or a timedelta) as whole milliseconds for the wire."""
+    if isinstance(value, datetime.timedelta):
+        value = value.total_seconds()
+    if value < 0:
+        raise ValueError("durations must not be negative")
+    return int(round(value * 1000))
+
+
+def _epoch_ms(value: When) -> int:
+    """A datetime (naive = local time) or epoch seconds as epoch milliseconds."""
+    if isinstance(value, datetime.datetime):
+        value = value.timestamp()
+    return max(0, int(round(value * 1000)))
+
+
+def _token(name: str, value: str) -> str:
+    if not value or any(c in value for c in " \r\n\t\0"):
+        raise ValueError(f"{name} must be a non-empty word without spaces: {value!r}")
+    return value
+
+
+@dataclasses.dataclass
+class Put:
+    """One job to create: an item of :meth:`Client.put_batch` or of ``then=`` follow-ups.
+
+    ``delay`` and ``ttr`` are in seconds (or timedeltas), ``at`` a datetime or epoch seconds.
+    """
+
+    queue: str
+    payload: Payload
+    delay: Optional[Seconds] = None
+    at: Optional[When] = None
+    priority: Optional[int] = None
+    ttr: Optional[Seconds] = None
+    key: Optional[str] = None
+
+    def encode(self) -> bytes:
+        """The ``PUT`` request: header line, payload and its ``\\n``."""
+        data = self.payload.encode() if isinstance(self.payload, str) else bytes(self.payload)
+        words = ["PUT", _token("queue", self.queue), str(len(data))]
+        if self.delay is not None and self.at is not None:
+            raise ValueError("give delay or at, not both")
+        if self.delay is not None:
+            words.append(f"delay={_ms(self.delay)}")
+        if self.at is not None:
+            words.append(f"at={_epoch_ms(self.at)}")
+        if self.priority is not None:
+            words.append(f"prio={int(self.priority)}")
+        if self.ttr is not None:
+            words.append(f"ttr={_ms(self.ttr)}")
+        if self.key is not None:
+            words.append("key=" + _token("key", self.key))
+        return " ".join(words).encode() + b"\n" + data + b"\n"
+
+
+PutLike = Union[Put, Mapping[str, Any], Tuple[Any, ...]]
+
+
+def _as_put(item: PutLike) -> Put:
+    if isinstance(item, Put):
+        return item
+    if isinstance(item, Mapping):
+        return Put(**item)
+    return Put(*item)
+
+
+@dataclasses.dataclass(frozen=True)
+class PutResult:
+    """A stored job: its id, and whether its key was taken (``duplicate``: the id is the
+    existing job's and nothing was created)."""
+
+    id: str
+    duplicate: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchResult:
+    """The answer to a batch or to follow-ups: one :class:`PutResult` per item, in order.
+
+    ``moved_id`` is the nacked job's new id for ``nack(then=...)`` (None when it kept its id);
+    ``parts`` is how many ZooKeeper transactions a batch took.
+    """
+
+    results: List[PutResult]
+    parts: int = 1
+    moved_id: Optional[str] = None
+
+    @property
+    def ids(self) -> List[str]:
+        """The job ids in request order."""
+        return [r.id for r in self.results]
+
+
+# Events: pushes other than JOB, in the order they arrived.
+
+@dataclasses.dataclass(frozen=True)
+class Deadline:
+    """``DEADLINE``: the lease of ``job_id`` ends in ``ms_left`` ms; ``touch()`` to keep it."""
+
+    job_id: str
+    ms_left: int
+    job: Optional["Job"] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Expired:
+    """``EXPIRED``: the lease of ``job_id`` ran out or its lock was lost; it will come again.
+    Answer the job (ack or nack, which fail with LeaseLost) to free its inflight place."""
+
+    job_id: str
+    job: Optional["Job"] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Cancelled:
+    """``CANCELLED``: the held job ``job_id`` was cancelled (force) and is gone. Answer it
+    (ack or nack, which fail with LeaseLost) to free its inflight place."""
+
+    job_id: str
+    job: Optional["Job"] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class State:
+    """``STATE``: the daemon's ZooKeeper session changed (``CONNECTED``, ``SUSPENDED``,
+    ``RECONNECTED``, ``LOST``) or it is ``DRAINING`` for shutdown; other words may come."""
+
+    state: str
+
+
+@dataclasses.dataclass(frozen=True)
+class UnknownPush:
+    """A one-line push this client does not know (later daemons may add some)."""
+
+    line: str
+
+
+Event = Union[Deadline, Expired, Cancelled, State, UnknownPush]
+
+
+class Reply:
+    """The future answer to one request. :meth:`result` waits for it (reading and queueing
+    pushes meanwhile) and returns the parsed value or raises the :class:`DeferdError`."""
+
+    def __init__(self, client: "Client", parse: Callable[[str], Any],
+                 job: Optional["Job"] = None, background: bool = False,
+                 settles: bool = False) -> None:
+        self._client = client
+        self._parse = parse
+        self.job = job
+        self._settles = settles
+        self.background = background
+        self.done = False
+        self.value: Any = None
+        self.error: Optional[DeferdError] = None
+
+    def _resolve(self, line: str) -> None:
+        self.done = True
+        if line == "OK" or line.startswith("OK "):
+            try:
+                self.value = self._parse(line[3:])
+            except (ValueError, IndexError) as e:
+                self.error = ProtocolError(f"cannot parse reply {line!r}: {e}")
+        else:
+            self.error = from_reply(line)
+        if self.error is not None:
+            self.error.job = self.job
+        if self.job is not None and self._settles:
+            self.job._answered(self)
+
+    def _fail(self, error: DeferdError) -> None:
+        self.done = True
+        self.error = error
+        error.job = self.job
+
+    def result(self, timeout: Optional[float] = None) -> Any:
+        """Waits for the reply (at most ``timeout`` s, default the client's) and returns it."""
+        self._client._wait(self, timeout)
+        if self.error is not None:
+            if self.background:
+                self._client._forget_error(self)
+            raise self.error
+        return self.value
+
+
+class Job:
+    """A job delivered to this connection (``JOB`` push).
+
+    Attributes:
+        id: the job id (it changes when the job is nacked with a delay or rescheduled).
+        queue, attempt (1 on first delivery), priority (lower is more urgent).
+        due_ms: due time in epoch ms; ``due`` the same as an aware UTC datetime.
+        ttr_ms: this delivery's lease in ms; ``ttr`` in seconds.
+        payload: the job's bytes.
+        lost: set when the daemon took the job back (``EXPIRED`` or ``CANCELLED``);
+        lost_reason: ``"expired"`` or ``"cancelled"``.
+        deadline_ms_left: the last ``DEADLINE`` push's ``ms left`` (None before one came).
+        settled: True once an ack or nack was sent for it.
+        reply: the :class:`Reply` of that ack or nack.
+    """
+
+    def __init__(self, client: "Client", id: str, queue: str, attempt: int, due_ms: int,
+                 priority: int, ttr_ms: int, payload: bytes) -> None:
+        self._client = client
+        self.id = id
+        self.queue = queue
+        self.attempt = attempt
+        self.due_ms = due_ms
+        self.priority = priority
+        self.ttr_ms = ttr_ms
+        self.payload = payload
+        self.lost = False
+        self.lost_reason: Optional[str] = None
+        self.deadline_ms_left: Optional[int] = None
+        self.settled = False
+        self.reply: Optional[Reply] = None
+
+    @property
+    def due(self) -> datetime.datetime:
+        """The due time as an aware UTC datetime."""
+        return datetime.datetime.fromtimestamp(self.due_ms / 1000, datetime.timezone.utc)
+
+    @property
+    def ttr(self) -> float:
+        """The lease length in seconds."""
+        return self.ttr_ms / 1000
+
+    def __repr__(self) -> str:
+        return (f"Job(id={self.id!r}, queue={self.queue!r}, attempt={self.attempt}, "
+                f"payload={self.payload[:32]!r})")
+
+    def _answered(self, reply: Reply) -> None:
+        if reply.error is None or isinstance(reply.error, (LeaseLost, NotFound)):
+            self._client._held.pop(self.id, None)
+        else:  # nothing changed (UNAVAILABLE, a bad follow-up): still held, may be sent again
+            self.settled = False
+
+    def _settle(self, line: bytes, parse: Callable[[str], Any], wait: Optional[bool],
+                blocking_default: bool) -> Any:
+        if self.settled:
+            raise ValueError(f"job {self.id} was already acked or nacked")
+        if wait is None:
+            wait = blocking_default or not self._client.pipeline
+        self.settled = True
+        self.reply = self._client._send(line, parse, job=self, background=not wait,
+                                        settles=True)
+        return self.reply.result() if wait else self.reply
+
+    def ack(self, then: Optional[Iterable[PutLike]] = None,
+            wait: Optional[bool] = None) -> Any:
+        """Acknowledges the job: it is deleted.
+
+        With ``then``, the follow-up jobs are created in the same ZooKeeper transaction as the
+        ack (all or none, with it); the call waits and returns a :class:`BatchResult`.
+        Otherwise, by default (``Client(pipeline=True)``), the ack is sent without waiting:
+        the returned :class:`Reply` is checked as it arrives and a failure is raised by the
+        next :meth:`Client.next_job`, :meth:`Client.next_event` or :meth:`Client.flush`.
+        ``wait=True`` waits and raises here.
+        """
+        if then is not None:
+            items = [_as_put(i) for i in then]
+            line = f"ACK {self.id} then={len(items)}\n".encode() + b"".join(
+                i.encode() for i in items)
+            return self._settle(line, _parse_then, wait, True)
+        return self._settle(f"ACK {self.id}\n".encode(), _parse_empty, wait, False)
+
+    def nack(self, delay: Optional[Seconds] = None, unrun: bool = False,
+             then: Optional[Iterable[PutLike]] = None, wait: Optional[bool] = None) -> Any:
+        """Gives the job back to be delivered again.
+
+        ``delay`` (seconds): due again after that; without it, the queue's backoff decides.
+        ``unrun=True``: the job was never started; this delivery does not count as an attempt
+        (not with ``delay`` or ``then``). ``then``: follow-up jobs created in the same
+        transaction (waits, returns a :class:`BatchResult` whose ``moved_id`` is the job's new
+        id). Otherwise the call is pipelined like :meth:`ack`; waited for, it returns the
+        job's new id, or None when it kept its id (or was dead-lettered).
+        """
+        words = ["NACK", self.id]
+        if unrun:
+            if delay is not None or then is not None:
+                raise ValueError("unrun takes no delay or then")
+            words.append("unrun=1")
+        if delay is not None:
+            words.append(f"delay={_ms(delay)}")
+        if then is not None:
+            items = [_as_put(i) for i in then]
+            words.append(f"then={len(items)}")
+            line = " ".join(words).encode() + b"\n" + b"".join(i.encode() for i in items)
+            return self._settle(line, _parse_then, wait, True)
+        return self._settle(" ".join(words).encode() + b"\n", _parse_opt_id, wait, False)
+
+    def touch(self, wait: bool = True) -> Optional[Reply]:
+        """Renews the lease (another full ttr from now). Raises :class:`LeaseLost` if it had
+        already run out. ``wait=False`` sends it pipelined and returns the :class:`Reply`."""
+        reply = self._client._send(f"TOUCH {self.id}\n".encode(), _parse_empty, job=self,
+                                   background=not wait)
+        if wait:
+            reply.result()
+            return None
+        return reply
+
+
+def _parse_empty(rest: str) -> None:
+    return None
+
+
+def _parse_opt_id(rest: str) -> Optional[str]:
+    return rest.split()[0] if rest.strip() else None
+
+
+def _parse_put(rest: str) -> PutResult:
+    words = rest.split()
+    return PutResult(words[0], len(words) > 1 and words[1] == "duplicate")
+
+
+def _fields(rest: str) -> Dict[str, str]:
+    return dict(w.split("=", 1) for w in rest.split() if "=" in w)
+
+
+def _parse_batch(rest: str) -> BatchResult:
+    words = rest.split()
+    moved = words[0] if words and "=" not in words[0] else None
+    f = _fields(rest)
+    ids = f["ids"].split(",") if f.get("ids", "-") != "-" else []
+    dups = {int(p) for p in f.get("dup", "-").split(",") if p.isdigit()}
+    if "n" in f and int(f["n"]) != len(ids):
+        raise ValueError("n= and ids= disagree")
+    results = [PutResult(i, n + 1 in dups) for n, i in enumerate(ids)]
+    return BatchResult(results, int(f.get("parts", "1")), moved)
+
+
+_parse_then = _parse_batch
+
+
+def _parse_stats(rest: str) -> Dict[str, Union[int, float, str]]:
+    out: Dict[str, Union[int, float, str]] = {}
+    for key, value in _fields(rest).items():
+        if value.isdigit():
+            out[key] = int(value)
+        else:
+            try:
+                out[key] = float(value) if "." in value else value
+            except ValueError:
+                out[key] = value
+    return out
+
+
+def _parse_pong(rest: str) -> None:
+    if rest.strip() != "PONG":
+        raise ValueError("not PONG")
+
+
+class Client:
+    """One connection to a deferd daemon.
+
+    Args:
+        socket_path: the daemon's socket; default ``$DEFERD_SOCKET``, else
+            ``/run/deferd/deferd.sock``.
+        timeout: seconds to wait for a reply before raising :class:`TimeoutError` (the
+            connection stays usable: a late reply is still matched to its request).
+        pipeline: send ``ack()``/``nack()`` without waiting for their reply (default).
+        on_event: if given, called with each :class:`Event` instead of queueing it for
+            :meth:`next_event`.
+        on_ack_error: if given, called with each failed pipelined ack, nack or touch (a
+            :class:`DeferdError` whose ``job`` is set) instead of raising it later.
+
+    Producing: :meth:`put`, :meth:`put_batch`, :meth:`cancel`, :meth:`reschedule`.
+    Consuming: :meth:`subscribe`, then :meth:`next_job` or iterate :meth:`jobs`; answer each
+    :class:`Job` with ``ack()`` or ``nack()``; read pushes with :meth:`next_event`.
+    """
+
+    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = 30.0,
+                 pipeline: bool = True, on_event: Optional[Callable[[Event], None]] = None,
+                 on_ack_error: Optional[Callable[[DeferdError], None]] = None) -> None:
+        self.socket_path = socket_path or os.environ.get("DEFERD_SOCKET") or DEFAULT_SOCKET
+        self.timeout = timeout
+        self.pipeline = pipeline
+        self.on_event = on_event
+        self.on_ack_error = on_ack_error
+        self._sock: Optional[socket.socket] = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._sock.connect(self.socket_path)
+        except OSError:
+            self._sock.close()
+            self._sock = None
+            raise
+        self._sock.setblocking(False)
+        self._in = bytearray()
+        self._pending: Deque[Reply] = collections.deque()
+        self._jobs: Deque[Job] = collections.deque()
+        self._events: Deque[Event] = collections.deque()
+        self._held: Dict[str, Job] = {}
+        self._failed: List[Reply] = []
+        self._closed_error: Optional[Disconnected] = None
+
+    # -- context manager --------------------------------------------------------------------
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the connection. Jobs still held are released by the daemon (they come
+        again with a higher attempt); see :meth:`give_back` for a clean leave."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        self._disconnect("client closed")
+
+    # -- producing --------------------------------------------------------------------------
+
+    def put(self, queue: str, payload: Payload, delay: Optional[Seconds] = None,
+            at: Optional[When] = None, priority: Optional[int] = None,
+            ttr: Optional[Seconds] = None, key: Optional[str] = None) -> PutResult:
+        """Schedules a job and returns its id once ZooKeeper stored it.
+
+        ``delay`` (seconds or timedelta) or ``at`` (datetime or epoch seconds): when it is due
+        (neither: now). ``priority``: lower is more urgent. ``ttr`` (seconds, 1 s .. 7 days):
+        each delivery's lease. ``key``: idempotency key; if a job with it exists, nothing is
+        created and the result has ``duplicate=True`` and that job's id.
+        """
+        req = Put(queue, payload, delay, at, priority, ttr, key).encode()
+        return self._send(req, _parse_put).result()
+
+    def put_batch(self, items: Iterable[PutLike]) -> BatchResult:
+        """Stores several jobs, all or none (``BATCH``). Items are :class:`Put` objects,
+        dicts of its fields or ``(queue, payload, ...)`` tuples. Raises the error naming the
+        first invalid item (nothing stored), or :class:`Partial` for a batch split into parts
+        whose later part failed."""
+        puts = [_as_put(i) for i in items]
+        req = f"BATCH {len(puts)}\n".encode() + b"".join(p.encode() for p in puts)
+        return self._send(req, _parse_batch).result()
+
+    def cancel(self, job_id: Optional[str] = None, *, queue: Optional[str] = None,
+               key: Optional[str] = None, force: bool = False) -> str:
+        """Removes a pending job, by id or by ``queue`` and ``key``; returns its id.
+        ``force=True`` also cancels a job a consumer holds (it gets ``CANCELLED``)."""
+        words = ["CANCEL", *self._target(job_id, queue, key)]
+        if force:
+            words.append("force=1")
+        return self._send((" ".join(words) + "\n").encode(), _parse_opt_id).result()
+
+    def reschedule(self, job_id: Optional[str] = None, *, delay: Optional[Seconds] = None,
+                   at: Optional[When] = None, queue: Optional[str] = None,
+                   key: Optional[str] = None) -> str:
+        """Moves a pending job to a new due time (``delay`` or ``at``); returns its new id."""
+        if (delay is None) == (at is None):
+            raise ValueError("give exactly one of delay and at")
+        words = ["RESCHEDULE", *self._target(job_id, queue, key)]
+        words.append(f"delay={_ms(delay)}" if delay is not None else f"at={_epoch_ms(at)}")
+        return self._send((" ".join(words) + "\n").encode(), _parse_opt_id).result()
+
+    @staticmethod
+    def _target(job_id: Optional[str], queue: Optional[str], key: Optional[str]) -> List[str]:
+        if job_id is not None and queue is None and key is None:
+            return [_token("job id", job_id)]
+        if job_id is None and queue is not None and key is not None:
+            return [_token("queue", queue), "key=" + _token("key", key)]
+        raise ValueError("give a job id, or a queue and a key")
+
+    def stats(self, queue: Optional[str] = None) -> Dict[str, Union[int, float, str]]:
+        """The daemon's counters (``STATS``), or one queue's (``STATS <queue>``), by name.
+        Whole numbers are ints, decimals floats, anything else (``30/30``, ``-``) strings."""
+        line = f"STATS {_token('queue', queue)}\n" if queue is not None else "STATS\n"
+        return self._send(line.encode(), _parse_stats).result()
+
+    def ping(self) -> None:
+        """Round trip to the daemon (``PING``, answered ``OK PONG``)."""
+        self._send(b"PING\n", _parse_pong).result()
+
+    # -- consuming --------------------------------------------------------------------------
+
+    def subscribe(self, queues: Union[str, Sequence[str]], inflight: int = 1) -> None:
+        """Becomes a consumer of ``queues`` (a name, a comma-separated string or a list);
+        the daemon pushes up to ``inflight`` jobs not yet acked or nacked."""
+        names = queues if isinstance(queues, str) else ",".join(queues)
+        self._send(f"SUB {_token('queues', names)} inflight={int(inflight)}\n".encode(),
+                   _parse_empty).result()
+
+    def unsubscribe(self, queues: Union[None, str, Sequence[str]] = None) -> None:
+        """Takes no more jobs of ``queues`` (all when None). Jobs held stay held; after this
+        returns no more ``JOB`` of those queues comes (some may already be queued here)."""
+        if queues is None:
+            line = "UNSUB\n"
+        else:
+            names = queues if isinstance(queues, str) else ",".join(queues)
+            line = f"UNSUB {_token('queues', names)}\n"
+        self._send(line.encode(), _parse_empty).result()
+
+    def next_job(self, timeout: Optional[float] = None) -> Optional[Job]:
+        """The next job pushed to this connection, waiting at most ``timeout`` seconds (None:
+        for ever); None on timeout. Raises a failed pipelined ack/nack first, if any."""
+        self._raise_failed()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._jobs:
+            if not self._pump(deadline):
+                self._raise_failed()
+                return None
+        self._raise_failed()
+        return self._jobs.popleft()
+
+    def jobs(self, idle: Optional[float] = None) -> Iterator[Job]:
+        """Iterates over jobs as they come; stops once none came for ``idle`` seconds
+        (None: never)."""
+        while True:
+            job = self.next_job(idle)
+            if job is None:
+                return
+            yield job
+
+    def __iter__(self) -> Iterator[Job]:
+        return self.jobs()
+
+    def next_event(self, timeout: Optional[float] = 0) -> Optional[Event]:
+        """The next push other than ``JOB`` (:class:`Deadline`, :class:`Expired`,
+        :class:`Cancelled`, :class:`State`, :class:`UnknownPush`), waiting at most ``timeout``
+        seconds (default: only what has arrived; None: for ever); None if there is none."""
+        self._raise_failed()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._events:
+            if not self._pump(deadline):
+                break
+        self._raise_failed()
+        return self._events.popleft() if self._events else None
+
+    def poll(self, timeout: Optional[float] = 0) -> int:
+        """Reads what arrives within ``timeout`` seconds (default: only what is there;
+        None: until something comes), updating replies, held jobs and queued events, and
+        returns how many messages were handled. Raises nothing for failed acks."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        n = self._dispatch()
+        while not n and self._pump(deadline):
+            n += 1
+        return n
+
+    def flush(self, timeout: Optional[float] = None) -> None:
+        """Waits for the replies to every request sent so far (pipelined acks and nacks
+        included) and raises the first failure not yet reported (:meth:`failed_acks` has
+        the rest). ``timeout``: seconds, default the client's."""
+        if self._pending:
+            self._wait(self._pending[-1], timeout)
+        self._raise_failed()
+
+    wait_acks = flush
+
+    def failed_acks(self) -> List[DeferdError]:
+        """Takes the failures of pipelined acks, nacks and touches not yet reported."""
+        out = [r.error for r in self._failed if r.error is not None]
+        self._failed.clear()
+        return out
+
+    @property
+    def unanswered(self) -> int:
+        """Requests sent whose reply has not arrived yet."""
+        return len(self._pending)
+
+    @property
+    def held(self) -> List[Job]:
+        """Jobs pushed to this connection and not yet acked or nacked."""
+        return list(self._held.values())
+
+    def give_back(self) -> int:
+        """Leaves cleanly: unsubscribes from every queue, then answers ``NACK unrun=1`` for
+        each job received but not yet taken by :meth:`next_job` (their attempt is not
+        spent), and waits for the replies. Returns how many jobs were given back."""
+        self.unsubscribe()
+        n = 0
+        while self._jobs:
+            job = self._jobs.popleft()
+            if job.lost:  # answered only to free its slot; fails with LeaseLost, not reported
+                job.settled = True
+                job.reply = self._send(f"ACK {job.id}\n".encode(), _parse_empty, job=job,
+                                       settles=True)
+            else:
+                job.nack(unrun=True, wait=False)
+                n += 1
+        if self._pending:
+            self._wait(self._pending[-1], None)
+        return n
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _forget_error(self, reply: Reply) -> None:
+        if reply in self._failed:
+            self._failed.remove(reply)
+
+    def _raise_failed(self) -> None:
+        if self._failed:
+            raise self._failed.pop(0).error  # type: ignore[misc]
+
+    def _send(self, data: bytes, parse: Callable[[str], Any], job: Optional[Job] = None,
+              background: bool = False, settles: bool = False) -> Reply:
+        if self._sock is None:
+            raise self._closed_error or Disconnected("not connected")
+        reply = Reply(self, parse, job, background, settles)
+        self._pending.append(reply)
+        view = memoryview(data)
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        while view:
+            try:
+                sent = self._sock.send(view)
+                view = view[sent:]
+                continue
+            except BlockingIOError:
+                pass
+            except OSError as e:
+                self._disconnect(f"send failed: {e}")
+                raise self._closed_error  # type: ignore[misc]
+            # The daemon reads no more until we read its replies: read while we wait.
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            r, w, _ = select.select([self._sock], [self._sock], [], left)
+            if not r and not w:
+                raise TimeoutError("deferd did not read the request in time")
+            if r:
+                self._read_some()
+                self._dispatch()
+        return reply
+
+    def _wait(self, reply: Reply, timeout: Optional[float]) -> None:
+        if timeout is None:
+            timeout = self.timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not reply.done:
+            if not self._pump(deadline):
+                raise TimeoutError("no reply from deferd in time")
+
+    def _pump(self, deadline: Optional[float]) -> bool:
+        """Reads and dispatches what arrives until something was dispatched or ``deadline``
+        (monotonic) passed; False on timeout."""
+        if self._dispatch():
+            return True
+        while True:
+            if self._sock is None:
+                raise self._closed_error or Disconnected("not connected")
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            r, _, _ = select.select([self._sock], [], [], left)
+            if r:
+                self._read_some()
+                if self._dispatch():
+                    return True
+
+    def _read_some(self) -> None:
+        assert self._sock is not None
+        try:
+            chunk = self._sock.recv(1 << 16)
+        except BlockingIOError:
+            return
+        except OSError as e:
+            self._disconnect(f"receive failed: {e}")
+            raise self._closed_error  # type: ignore[misc]
+        if not chunk:
+            self._disconnect("the daemon closed the connection")
+            raise self._closed_error  # type: ignore[misc]
+        self._in += chunk
+
+    def _disconnect(self, why: str) -> None:
+        if self._closed_error is None:
+            self._closed_error = Disconnected(why)
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        while self._pending:
+            self._pending.popleft()._fail(Disconnected(why))
+
+    def _dispatch(self) -> int:
+        """Handles every complete message in the input buffer; returns how many."""
+        n = 0
+        while True:
+            nl = self._in.find(b"\n")
+            if nl < 0:
+                return n
+            line = self._in[:nl].decode("utf-8", "replace")
+            if line.startswith("JOB "):
+                words = line.split(" ")
+                if len(words) != 8:
+                    raise ProtocolError(f"bad JOB push {line!r}")
+                length = int(words[7])
+                if len(self._in) < nl + 1 + length + 1:
+                    return n
+                payload = bytes(self._in[nl + 1:nl + 1 + length])
+                del self._in[:nl + 1 + length + 1]
+                job = Job(self, words[1], words[2], int(words[3]), int(words[4]),
+                          int(words[5]), int(words[6]), payload)
+                self._held[job.id] = job
+                self._jobs.append(job)
+            else:
+                del self._in[:nl + 1]
+                self._line(line)
+            n += 1
+
+    def _line(self, line: str) -> None:
+        word, _, rest = line.partition(" ")
+        if word in ("OK", "ERR"):
+            if not self._pending:
+                raise ProtocolError(f"reply {line!r} to no request")
+            reply = self._pending.popleft()
+            reply._resolve(line)
+            if reply.error is not None and reply.background:
+                if self.on_ack_error is not None:
+                    self.on_ack_error(reply.error)
+                else:
+                    self._failed.append(reply)
+            return
+        args = rest.split()
+        event: Event
+        if word == "DEADLINE" and len(args) == 2:
+            job = self._held.get(args[0])
+            if job is not None:
+                job.deadline_ms_left = int(args[1])
+            event = Deadline(args[0], int(args[1]), job)
+        elif word in ("EXPIRED", "CANCELLED") and len(args) == 1:
+            job = self._held.get(args[0])
+            if job is not None:
+                job.lost = True
+                job.lost_reason = word.lower()
+            event = (Expired if word == "EXPIRED" else Cancelled)(args[0], job)
+        elif word == "STATE" and len(args) == 1:
+            event = State(args[0])
+        else:
+            event = UnknownPush(line)
+        if self.on_event is not None:
+            self.on_event(event)
+        else:
+            self._events.append(event)

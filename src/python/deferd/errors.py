@@ -1,0 +1,147 @@
+"""Exceptions of the deferd client, one per error code of the protocol (docs/protocol.md, Errors).
+
+Every ``ERR <CODE> <text>`` reply is raised as the subclass of :class:`DeferdError` named after
+its code (``QUEUE_FULL`` -> :class:`QueueFull`); a code this client does not know is raised as
+:class:`DeferdError` itself with ``code`` set. ``retryable`` says whether sending the same
+request again later may succeed, as the protocol's table does.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Type
+
+
+class DeferdError(Exception):
+    """An error answered by the daemon (``ERR <CODE> <text>``) or met by the client.
+
+    Attributes:
+        code: the protocol's error code, e.g. ``"LEASE_LOST"``.
+        text: the daemon's text after the code.
+        retryable: True when the same request may succeed if sent again later.
+        job: for an answer to ``ACK``/``NACK``/``TOUCH``, the :class:`deferd.Job` it was about.
+    """
+
+    code: str = "ERROR"
+    retryable: bool = False
+
+    def __init__(self, text: str = "", code: Optional[str] = None) -> None:
+        if code is not None:
+            self.code = code
+        self.text = text
+        self.job = None  # type: ignore[var-annotated]
+        super().__init__(f"{self.code} {text}".rstrip())
+
+
+class BadRequest(DeferdError):
+    """``BAD_REQUEST``: malformed header, unknown command or key, bad number."""
+
+    code = "BAD_REQUEST"
+
+
+class UnknownQueue(DeferdError):
+    """``UNKNOWN_QUEUE``: the queue is not configured on this daemon."""
+
+    code = "UNKNOWN_QUEUE"
+
+
+class TooLarge(DeferdError):
+    """``TOO_LARGE``: payload over ``[daemon] max_payload``, or a transaction over one packet."""
+
+    code = "TOO_LARGE"
+
+
+class NotFound(DeferdError):
+    """``NOT_FOUND``: no such job, or this connection does not hold it."""
+
+    code = "NOT_FOUND"
+
+
+class QueueFull(DeferdError):
+    """``QUEUE_FULL``: the queue holds its ``max_pending`` jobs; nothing was stored."""
+
+    code = "QUEUE_FULL"
+    retryable = True
+
+
+class LeaseLost(DeferdError):
+    """``LEASE_LOST``: the job's lease expired or its lock was lost (or it was cancelled)."""
+
+    code = "LEASE_LOST"
+
+
+class Unavailable(DeferdError):
+    """``UNAVAILABLE``: ZooKeeper not connected, the operation failed there, or draining."""
+
+    code = "UNAVAILABLE"
+    retryable = True
+
+
+class InFlight(DeferdError):
+    """``IN_FLIGHT``: cancel/reschedule of a job a consumer holds; nothing changed."""
+
+    code = "IN_FLIGHT"
+    retryable = True
+
+
+class PermissionDenied(DeferdError):
+    """``PERMISSION_DENIED``: the queue's producers/consumers rule does not name this user."""
+
+    code = "PERMISSION_DENIED"
+
+
+class Partial(DeferdError):
+    """``PARTIAL``: a batch split into parts failed after its first parts were stored.
+
+    Attributes:
+        stored_ids: the ids of the jobs that were stored, in request order.
+        duplicates: positions (from 0) among them that were duplicates.
+    """
+
+    code = "PARTIAL"
+    retryable = True
+
+    def __init__(self, text: str = "", code: Optional[str] = None) -> None:
+        super().__init__(text, code)
+        self.stored_ids: List[str] = []
+        self.duplicates: List[int] = []
+        for tok in text.split(";", 1)[0].split():
+            if tok.startswith("ids="):
+                self.stored_ids = [i for i in tok[4:].split(",") if i and i != "-"]
+            elif tok.startswith("dup="):
+                self.duplicates = [int(p) - 1 for p in tok[4:].split(",") if p.isdigit()]
+
+
+class Internal(DeferdError):
+    """``INTERNAL``: anything else; the daemon logged it. Retrying may help."""
+
+    code = "INTERNAL"
+    retryable = True
+
+
+class Disconnected(DeferdError, ConnectionError):
+    """The connection to the daemon was closed or broke; requests in flight have no answer."""
+
+    code = "DISCONNECTED"
+    retryable = True
+
+
+class ProtocolError(DeferdError):
+    """The daemon sent something this client cannot parse (a bug on one side)."""
+
+    code = "PROTOCOL"
+
+
+ERRORS: Dict[str, Type[DeferdError]] = {
+    cls.code: cls
+    for cls in (BadRequest, UnknownQueue, TooLarge, NotFound, QueueFull, LeaseLost,
+                Unavailable, InFlight, PermissionDenied, Partial, Internal)
+}
+
+
+def from_reply(line: str) -> DeferdError:
+    """The exception for an ``ERR <CODE> <text>`` reply line (without its ``\\n``)."""
+    parts = line.split(" ", 2)
+    code = parts[1] if len(parts) > 1 else "INTERNAL"
+    text = parts[2] if len(parts) > 2 else ""
+    cls = ERRORS.get(code)
+    return cls(text) if cls else DeferdError(text, code)

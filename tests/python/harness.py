@@ -1,0 +1,131 @@
+"""Starts a private deferd for a Python test, as tests/integration/harness.c does.
+
+The ctest fixture `zk` runs one ZooKeeper (packaging/zk-sandbox) whose port is in
+$DEFERD_TEST_ZKDIR/port; each Daemon gets a temp dir with its config, socket and log, and a
+ZooKeeper root of its own, so tests never see each other's jobs.
+What is in a queue is read from ZooKeeper itself with `$DEFERCTL_BIN list --json`
+(STATS' `pending` counts only what the daemon mirrors: jobs due within `lookahead` of
+queues it has consumers for).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from typing import Callable, Dict, Optional
+
+import deferd
+
+CONFIG = """[daemon]
+socket = {sock}
+log_level = debug
+max_payload = 4KiB
+lookahead = 2s
+drain_grace = 3s
+[zookeeper]
+hosts = {hosts}
+root = {root}
+session_timeout = 4s
+[metrics]
+listen = 127.0.0.1:0
+"""
+
+
+def wait_for(cond: Callable[[], object], what: str, timeout: float = 20.0) -> object:
+    """Polls ``cond`` until it returns something true; AssertionError after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.02)
+
+
+class Daemon:
+    """One deferd process. ``queues`` maps queue names to their config lines."""
+
+    def __init__(self, name: str, queues: Dict[str, str]) -> None:
+        zkdir = os.environ.get("DEFERD_TEST_ZKDIR")
+        self.bin = os.environ.get("DEFERD_BIN")
+        if not zkdir or not self.bin:
+            raise RuntimeError("DEFERD_TEST_ZKDIR and DEFERD_BIN not set (run through ctest)")
+        with open(os.path.join(zkdir, "port")) as f:
+            port = int(f.read().strip())
+        self.dir = tempfile.mkdtemp(prefix=f"deferd-py-{name}-")
+        self.sock = os.path.join(self.dir, "deferd.sock")
+        self.log = os.path.join(self.dir, "deferd.log")
+        self.root = f"/py-{name}-{os.getpid()}"
+        text = CONFIG.format(sock=self.sock, hosts=f"127.0.0.1:{port}", root=self.root)
+        for q, lines in queues.items():
+            text += f"[queue {q}]\n{lines.strip()}\n" if lines.strip() else f"[queue {q}]\n"
+        self.config = os.path.join(self.dir, "deferd.ini")
+        with open(self.config, "w") as f:
+            f.write(text)
+        self.proc: Optional[subprocess.Popen[bytes]] = None
+
+    def start(self) -> "Daemon":
+        """Spawns deferd, waits for its socket to answer PING and its ZooKeeper session."""
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen([self.bin, "-c", self.config], stdout=log, stderr=log)
+        wait_for(self._ready, f"deferd answers PING (log: {self.log})", 30)
+        wait_for(lambda: self.stat("zk_state") == "CONNECTED",
+                 "deferd's ZooKeeper session is up", 30)
+        return self
+
+    def _ready(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"deferd exited early ({self.proc.returncode}); see {self.log}")
+        try:
+            with deferd.Client(self.sock, timeout=5) as c:
+                c.ping()
+            return True
+        except OSError:
+            return False
+
+    def client(self, **kw: object) -> deferd.Client:
+        """A new connection (20 s reply timeout unless given)."""
+        kw.setdefault("timeout", 20.0)
+        return deferd.Client(self.sock, **kw)  # type: ignore[arg-type]
+
+    def stat(self, field: str) -> object:
+        with self.client() as c:
+            return c.stats()[field]
+
+    def jobs(self, queue: str) -> list:
+        """The ids of the queue's jobs in ZooKeeper (deferctl list), in due order."""
+        ctl = os.environ.get("DEFERCTL_BIN")
+        if not ctl:
+            raise RuntimeError("DEFERCTL_BIN not set (run through ctest)")
+        out = subprocess.run([ctl, "-c", self.config, "list", queue, "--json",
+                              "--limit", "10000"], check=True, capture_output=True, timeout=30)
+        return [j["id"] for j in json.loads(out.stdout)["jobs"]]
+
+    def queue_stat(self, queue: str, field: str) -> object:
+        with self.client() as c:
+            return c.stats(queue)[field]
+
+    def stop(self) -> None:
+        """SIGTERM by pid, waits; the temp dir goes unless the daemon failed."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        ok = self.proc.returncode == 0
+        self.proc = None
+        if ok:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        else:
+            raise AssertionError(f"deferd did not exit cleanly; see {self.log}")
