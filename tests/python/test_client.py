@@ -15,6 +15,7 @@ QUEUES = {
     "prod": "", "stats": "", "keys": "", "limited": "max_pending = 2", "batch": "", "batch2": "",
     "cons": "priority = 7\nttr = 30s", "pipe": "", "lease": "", "forced": "",
     "follow": "", "out": "", "nacks": "backoff_min = 0", "unrun": "",
+    "subq": "", "empty": "",
 }
 D: Daemon
 
@@ -74,6 +75,12 @@ class Producer(unittest.TestCase):
                 c.stats("nosuchqueue")
             with self.assertRaises(deferd.UnknownQueue):
                 c.subscribe("nosuchqueue")
+            with self.assertRaises(deferd.BadRequest):
+                c.subscribe("subq", inflight=0)
+            with self.assertRaises(deferd.UnknownQueue):  # then no queue is subscribed
+                c.subscribe(["subq", "nosuchqueue"])
+            c.put("subq", b"not for c")
+            self.assertIsNone(c.next_job(timeout=1))
             c.put("limited", b"1", delay=60)
             c.put("limited", b"2", delay=60)
             with self.assertRaises(deferd.QueueFull) as e:
@@ -176,6 +183,16 @@ class Consumer(unittest.TestCase):
             self.assertEqual(seen, {b"%d" % i for i in range(n)})
             self.assertEqual(pending("pipe"), 0)  # every ack answered OK: gone from ZooKeeper
             self.assertEqual(D.queue_stat("pipe", "acked"), n)
+
+    def test_empty_payload(self) -> None:
+        with D.client() as p, D.client() as c:
+            jid = p.put("empty", b"").id
+            c.subscribe("empty")
+            job = c.next_job(timeout=10)
+            assert job is not None
+            self.assertEqual((job.id, job.payload), (jid, b""))
+            job.ack(wait=True)
+            self.assertEqual(pending("empty"), 0)
 
     def test_nack(self) -> None:
         with D.client() as p, D.client() as c:
@@ -355,6 +372,19 @@ class Draining(unittest.TestCase):
                 with self.assertRaises(deferd.Unavailable):
                     c.put("q", b"refused while draining")
                 job.ack(wait=True)  # still allowed; then the daemon exits
+                self.assertEqual(d.proc.wait(20), 0)
+        finally:
+            d.stop()
+
+    def test_exit_without_draining_when_nothing_held(self) -> None:
+        d = Daemon("exit", {"q": ""}).start()
+        try:
+            with d.client() as c:
+                c.subscribe("q")
+                assert d.proc is not None
+                os.kill(d.proc.pid, signal.SIGTERM)
+                with self.assertRaises(deferd.Disconnected):
+                    c.next_event(timeout=10)  # end of file, no STATE DRAINING first
                 self.assertEqual(d.proc.wait(20), 0)
         finally:
             d.stop()

@@ -641,7 +641,8 @@ class Client:
             # The daemon reads no more until we read its replies: read while we wait.
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             r, w, _ = select.select([self._sock], [self._sock], [], left)
-            if not r and not w:
+            if not r and not w:  # part of a request sent: the connection is out of step
+                self._disconnect("deferd did not read the request in time")
                 raise TimeoutError("deferd did not read the request in time")
             if r:
                 self._read_some()
@@ -664,14 +665,14 @@ class Client:
         while True:
             if self._sock is None:
                 raise self._closed_error or Disconnected("not connected")
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return False
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
             r, _, _ = select.select([self._sock], [], [], left)
             if r:
                 self._read_some()
                 if self._dispatch():
                     return True
+            elif left == 0.0:  # also a timeout of 0 reads what the socket already has
+                return False
 
     def _read_some(self) -> None:
         assert self._sock is not None
