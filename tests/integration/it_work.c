@@ -234,6 +234,15 @@ static int dir_wait(const char *path, int n, int ms)
     return 0;
 }
 
+/* LOG: DIR/NAME.log for work's output; RUNS: DIR/NAME.runs, made empty, for its commands'
+ * marks. Both 300 bytes. */
+static void run_paths(const char *name, char *log, char *runs)
+{
+    snprintf(log, 300, "%s/%s.log", dir, name);
+    snprintf(runs, 300, "%s/%s.runs", dir, name);
+    CHECK(mkdir(runs, 0755) == 0);
+}
+
 /* The daemon's txn.settles=ITEMS/MULTIS (acks and nacks applied / ZooKeeper multis). */
 static void settles(unsigned long long *items, unsigned long long *multis)
 {
@@ -264,10 +273,8 @@ static void concurrent_acks_batch(zhandle_t *zh)
     deferd_client *prod = client(&d);
     char id[DEFERD_ID_SIZE], log[300], runs[300], lock[300], cmd[700], out[16384];
     unsigned long long items0, multis0, items1, multis1;
-    snprintf(log, sizeof log, "%s/conc.log", dir);
-    snprintf(runs, sizeof runs, "%s/conc.runs", dir);
+    run_paths("conc", log, runs);
     snprintf(lock, sizeof lock, "%s/conc.lock", dir);
-    CHECK(mkdir(runs, 0755) == 0);
     int lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644); /* not in deferctl */
     CHECK(lock_fd >= 0 && flock(lock_fd, LOCK_EX) == 0);
     snprintf(cmd, sizeof cmd, "touch %s/$$; exec flock -s %s true", runs, lock);
@@ -297,10 +304,8 @@ static void concurrency_bounded(void)
 {
     deferd_client *prod = client(&d);
     char id[DEFERD_ID_SIZE], log[300], runs[300], counts[300], cmd[1400], out[16384];
-    snprintf(log, sizeof log, "%s/bound.log", dir);
-    snprintf(runs, sizeof runs, "%s/bound.runs", dir);
+    run_paths("bound", log, runs);
     snprintf(counts, sizeof counts, "%s/bound.counts", dir);
-    CHECK(mkdir(runs, 0755) == 0);
     snprintf(cmd, sizeof cmd, "touch %s/$$; ls %s | wc -l >> %s; sleep 0.1; rm %s/$$", runs,
              runs, counts, runs);
     for (int i = 0; i < 9; i++)
@@ -333,6 +338,7 @@ static void failing_nacked_quiet(void)
     snprintf(log, sizeof log, "%s/fail.log", dir);
     CHECK(put_job(prod, "fail", "good", 0, -1, -1, id) == 0);
     CHECK(put_job(prod, "fail", "bad", 0, -1, -1, bad) == 0);
+    deferd_close(prod);
     const char *args[] = {"--queue", "fail", "-c", "2", "--quiet", "--max-jobs", "2", "--",
                           "sh", "-c", "read p; [ \"$p\" != bad ] || exit 3", NULL};
     CHECK(wait_exit(spawn_work(log, args), 20000) == 0);
@@ -341,7 +347,6 @@ static void failing_nacked_quiet(void)
     CHECK_CONTAINS(out, line);
     CHECK(strstr(out, "-> ack") == NULL);
     CHECK(count_of(out, "deferctl: ") == 1);
-    deferd_close(prod);
 }
 
 /* -c 2 --inflight 5 and 5 jobs: SIGTERM while two commands run lets them end and be acked,
@@ -351,10 +356,8 @@ static void concurrent_leaving_gives_back(void)
 {
     deferd_client *prod = client(&d);
     char id[DEFERD_ID_SIZE], log[300], runs[300], go[300], cmd[700], out[16384];
-    snprintf(log, sizeof log, "%s/leave.log", dir);
-    snprintf(runs, sizeof runs, "%s/leave.runs", dir);
+    run_paths("leave", log, runs);
     snprintf(go, sizeof go, "%s/leave.go", dir);
-    CHECK(mkdir(runs, 0755) == 0);
     snprintf(cmd, sizeof cmd, "touch %s/$$; while [ ! -e %s ]; do sleep 0.02; done", runs, go);
     for (int i = 0; i < 5; i++)
         CHECK(put_job(prod, "leave", "x", 0, -1, -1, id) == 0);
