@@ -5,7 +5,8 @@
  * cancelled, not as expired; -c CONFIG picks the daemon of that config. With --concurrency:
  * N commands really run at once and never more, their acks reach ZooKeeper in shared
  * multis, --quiet drops only the ack lines, a failing command is nacked, leaving gives back
- * what was not started, and --kill-on-expiry stops a command whose lease expired. */
+ * what was not started, --touch keeps several leases, and --kill-on-expiry stops a command
+ * whose lease expired. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -387,6 +388,26 @@ static void concurrent_leaving_gives_back(void)
     deferd_close(prod);
 }
 
+/* --touch -c 3, ttr 1 s: two commands of 2.5 s keep their jobs by renewing both leases while
+ * a quick one is acked beside them; all three acked as attempt 1, nothing expired. */
+static void concurrent_touch(void)
+{
+    deferd_client *prod = client(&d);
+    char id[DEFERD_ID_SIZE], log[300], out[16384];
+    deferd_put_opts o = {.has_ttr = 1, .ttr_ms = 1000};
+    const char *payloads[] = {"slow", "fast", "slow"};
+    snprintf(log, sizeof log, "%s/touch.log", dir);
+    for (int i = 0; i < 3; i++)
+        CHECK(deferd_put(prod, "touch", payloads[i], 4, &o, id, sizeof id) == DEFERD_OK);
+    deferd_close(prod);
+    const char *args[] = {"--queue", "touch", "-c", "3", "--touch", "--max-jobs", "3", "--",
+                          "sh", "-c", "read p; [ \"$p\" = fast ] || sleep 2.5", NULL};
+    CHECK(wait_exit(spawn_work(log, args), 20000) == 0);
+    slurp(log, out, sizeof out);
+    CHECK(count_of(out, "attempt 1 -> ack (exit 0)") == 3);
+    CHECK(strstr(out, "expired") == NULL && strstr(out, "failed") == NULL);
+}
+
 /* --kill-on-expiry, ttr 1 s: a command that ends on SIGTERM is reported with signal 15; one
  * that ignores SIGTERM gets SIGKILL after the grace. Each job is then cancelled. */
 static void kill_on_expiry(void)
@@ -436,7 +457,8 @@ int main(void)
     harness_init("work", root, sizeof root);
     static const char *const queues[] = {"queue conc.priority=1", "queue bound.priority=1",
                                          "queue fail.backoff_min=5m", "queue leave.priority=1",
-                                         "queue kill.priority=1", NULL};
+                                         "queue kill.priority=1", "queue touch.priority=1",
+                                         NULL};
     if (daemon_start(&d, root, "w1", queues) != 0)
         return 1;
     CHECK(daemon_wait_connected(&d, 15000) == 0); /* puts before it are refused */
@@ -451,6 +473,7 @@ int main(void)
     concurrency_bounded();
     failing_nacked_quiet();
     concurrent_leaving_gives_back();
+    concurrent_touch();
     kill_on_expiry();
     daemon_kill(&d, SIGTERM);
     zookeeper_close(zh);
