@@ -2,8 +2,15 @@
  * new job and gives jobs pushed ahead back uncounted (their next delivery is attempt 1);
  * a job whose lease expires while its command runs is not pushed back to the busy worker
  * (the attempts its runs see have no gap); a job cancelled while it runs is reported as
- * cancelled, not as expired; -c CONFIG picks the daemon of that config. */
+ * cancelled, not as expired; -c CONFIG picks the daemon of that config. With --concurrency:
+ * N commands really run at once and never more, their acks reach ZooKeeper in shared
+ * multis, --quiet drops only the ack lines, a failing command is nacked, leaving gives back
+ * what was not started, --touch keeps several leases, and --kill-on-expiry stops a command
+ * whose lease expired. */
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -206,6 +213,225 @@ static void cancelled_run_reported(zhandle_t *zh)
     deferd_close(prod);
 }
 
+/* Entries in DIR but . and ..; -1 if it cannot be read. */
+static int dir_count(const char *path)
+{
+    DIR *dp = opendir(path);
+    if (dp == NULL)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(dp)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(dp);
+    return n;
+}
+
+/* Waits up to MS until DIR holds at least N entries; 1 when it does. */
+static int dir_wait(const char *path, int n, int ms)
+{
+    for (int64_t until = now_ms() + ms; now_ms() < until; usleep(20000))
+        if (dir_count(path) >= n)
+            return 1;
+    return 0;
+}
+
+/* LOG: DIR/NAME.log for work's output; RUNS: DIR/NAME.runs, made empty, for its commands'
+ * marks. Both 300 bytes. */
+static void run_paths(const char *name, char *log, char *runs)
+{
+    snprintf(log, 300, "%s/%s.log", dir, name);
+    snprintf(runs, 300, "%s/%s.runs", dir, name);
+    CHECK(mkdir(runs, 0755) == 0);
+}
+
+/* The daemon's txn.settles=ITEMS/MULTIS (acks and nacks applied / ZooKeeper multis). */
+static void settles(unsigned long long *items, unsigned long long *multis)
+{
+    deferd_client *c = client(&d);
+    char text[4096];
+    const char *at = NULL;
+    *items = *multis = 0;
+    if (deferd_stats(c, text, sizeof text) == DEFERD_OK && (at = strstr(text, "txn.settles=")))
+        CHECK(sscanf(at, "txn.settles=%llu/%llu", items, multis) == 2);
+    CHECK(at != NULL);
+    deferd_close(c);
+}
+
+static int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* -c 8, 8 jobs whose commands each wait for a lock the test holds: all 8 start before any
+ * ends (they could not, one at a time), then end together when it is released, and their 8
+ * acks, sent as the commands end and pipelined, reach ZooKeeper in fewer than 8 multis.
+ * --quiet: no per-job line. */
+static void concurrent_acks_batch(zhandle_t *zh)
+{
+    deferd_client *prod = client(&d);
+    char id[DEFERD_ID_SIZE], log[300], runs[300], lock[300], cmd[700], out[16384];
+    unsigned long long items0, multis0, items1, multis1;
+    run_paths("conc", log, runs);
+    snprintf(lock, sizeof lock, "%s/conc.lock", dir);
+    int lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644); /* not in deferctl */
+    CHECK(lock_fd >= 0 && flock(lock_fd, LOCK_EX) == 0);
+    snprintf(cmd, sizeof cmd, "touch %s/$$; exec flock -s %s true", runs, lock);
+    for (int i = 0; i < 8; i++)
+        CHECK(put_job(prod, "conc", "x", 0, -1, -1, id) == 0);
+    const char *args[] = {"--queue", "conc", "-c", "8", "--max-jobs", "8", "--quiet", "--",
+                          "sh", "-c", cmd, NULL};
+    pid_t pid = spawn_work(log, args);
+    CHECK(dir_wait(runs, 8, 20000)); /* 8 commands running at once */
+    usleep(300000);                  /* not needed to pass: lets the last ones reach flock */
+    settles(&items0, &multis0);
+    close(lock_fd);
+    CHECK(wait_exit(pid, 20000) == 0);
+    settles(&items1, &multis1);
+    printf("8 acks: txn.settles +%llu/+%llu\n", items1 - items0, multis1 - multis0);
+    CHECK(items1 - items0 == 8);
+    CHECK(multis1 - multis0 < 8);
+    slurp(log, out, sizeof out);
+    CHECK(strstr(out, "-> ack") == NULL);
+    CHECK(zk_count_jobs(zh, root, "conc") == 0);
+    deferd_close(prod);
+}
+
+/* -c 3 and 9 jobs, each command counting the commands running as it starts: never more than
+ * 3, and all 9 acked with a line each. */
+static void concurrency_bounded(void)
+{
+    deferd_client *prod = client(&d);
+    char id[DEFERD_ID_SIZE], log[300], runs[300], counts[300], cmd[1400], out[16384];
+    run_paths("bound", log, runs);
+    snprintf(counts, sizeof counts, "%s/bound.counts", dir);
+    snprintf(cmd, sizeof cmd, "touch %s/$$; ls %s | wc -l >> %s; sleep 0.1; rm %s/$$", runs,
+             runs, counts, runs);
+    for (int i = 0; i < 9; i++)
+        CHECK(put_job(prod, "bound", "x", 0, -1, -1, id) == 0);
+    const char *args[] = {"--queue", "bound", "--concurrency", "3", "--max-jobs", "9", "--",
+                          "sh", "-c", cmd, NULL};
+    CHECK(wait_exit(spawn_work(log, args), 30000) == 0);
+    slurp(counts, out, sizeof out);
+    int n = 0, max = 0;
+    for (char *p = out, *end; *p; p = end) {
+        long v = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        n++;
+        max = v > max ? (int)v : max;
+    }
+    printf("-c 3: %d runs, at most %d at once\n", n, max);
+    CHECK(n == 9);
+    CHECK(max <= 3 && max >= 1);
+    slurp(log, out, sizeof out);
+    CHECK(count_of(out, "attempt 1 -> ack (exit 0)") == 9);
+    deferd_close(prod);
+}
+
+/* --quiet -c 2: the failing command's job is nacked and said so; the good one is silent. */
+static void failing_nacked_quiet(void)
+{
+    deferd_client *prod = client(&d);
+    char id[DEFERD_ID_SIZE], bad[DEFERD_ID_SIZE], log[300], out[16384], line[400];
+    snprintf(log, sizeof log, "%s/fail.log", dir);
+    CHECK(put_job(prod, "fail", "good", 0, -1, -1, id) == 0);
+    CHECK(put_job(prod, "fail", "bad", 0, -1, -1, bad) == 0);
+    deferd_close(prod);
+    const char *args[] = {"--queue", "fail", "-c", "2", "--quiet", "--max-jobs", "2", "--",
+                          "sh", "-c", "read p; [ \"$p\" != bad ] || exit 3", NULL};
+    CHECK(wait_exit(spawn_work(log, args), 20000) == 0);
+    slurp(log, out, sizeof out);
+    snprintf(line, sizeof line, "%s attempt 1 -> nack (exit 3)", bad);
+    CHECK_CONTAINS(out, line);
+    CHECK(strstr(out, "-> ack") == NULL);
+    CHECK(count_of(out, "deferctl: ") == 1);
+}
+
+/* -c 2 --inflight 5 and 5 jobs: SIGTERM while two commands run lets them end and be acked,
+ * and gives the 3 others back uncounted; then --max-jobs 3 of 6 with -c 2 runs 3 and the
+ * rest is still attempt 1. */
+static void concurrent_leaving_gives_back(void)
+{
+    deferd_client *prod = client(&d);
+    char id[DEFERD_ID_SIZE], log[300], runs[300], go[300], cmd[700], out[16384];
+    run_paths("leave", log, runs);
+    snprintf(go, sizeof go, "%s/leave.go", dir);
+    snprintf(cmd, sizeof cmd, "touch %s/$$; while [ ! -e %s ]; do sleep 0.02; done", runs, go);
+    for (int i = 0; i < 5; i++)
+        CHECK(put_job(prod, "leave", "x", 0, -1, -1, id) == 0);
+    const char *args[] = {"--queue", "leave", "-c", "2", "--inflight", "5", "--", "sh", "-c",
+                          cmd, NULL};
+    pid_t pid = spawn_work(log, args);
+    CHECK(dir_wait(runs, 2, 20000));
+    kill(pid, SIGTERM);
+    CHECK(file_wait(log, "stopping on signal", 10000));
+    open_gate(go);
+    CHECK(wait_exit(pid, 20000) == 0);
+    slurp(log, out, sizeof out);
+    CHECK(count_of(out, "attempt 1 -> ack") == 2);
+    CHECK_CONTAINS(out, "gave back 3 jobs");
+    CHECK(dir_count(runs) == 2); /* no third command started */
+    expect_fresh("leave", 3);
+
+    snprintf(log, sizeof log, "%s/leave-max.log", dir);
+    for (int i = 0; i < 6; i++)
+        CHECK(put_job(prod, "leave", "y", 0, -1, -1, id) == 0);
+    const char *max[] = {"--queue", "leave", "-c", "2", "--inflight", "4", "--max-jobs", "3",
+                         "--", "true", NULL};
+    CHECK(wait_exit(spawn_work(log, max), 20000) == 0);
+    slurp(log, out, sizeof out);
+    CHECK(count_of(out, "attempt 1 -> ack") == 3);
+    expect_fresh("leave", 3);
+    deferd_close(prod);
+}
+
+/* --touch -c 3, ttr 1 s: two commands of 2.5 s keep their jobs by renewing both leases while
+ * a quick one is acked beside them; all three acked as attempt 1, nothing expired. */
+static void concurrent_touch(void)
+{
+    deferd_client *prod = client(&d);
+    char id[DEFERD_ID_SIZE], log[300], out[16384];
+    deferd_put_opts o = {.has_ttr = 1, .ttr_ms = 1000};
+    const char *payloads[] = {"slow", "fast", "slow"};
+    snprintf(log, sizeof log, "%s/touch.log", dir);
+    for (int i = 0; i < 3; i++)
+        CHECK(deferd_put(prod, "touch", payloads[i], 4, &o, id, sizeof id) == DEFERD_OK);
+    deferd_close(prod);
+    const char *args[] = {"--queue", "touch", "-c", "3", "--touch", "--max-jobs", "3", "--",
+                          "sh", "-c", "read p; [ \"$p\" = fast ] || sleep 2.5", NULL};
+    CHECK(wait_exit(spawn_work(log, args), 20000) == 0);
+    slurp(log, out, sizeof out);
+    CHECK(count_of(out, "attempt 1 -> ack (exit 0)") == 3);
+    CHECK(strstr(out, "expired") == NULL && strstr(out, "failed") == NULL);
+}
+
+/* --kill-on-expiry, ttr 1 s: a command that ends on SIGTERM is reported with signal 15; one
+ * that ignores SIGTERM gets SIGKILL after the grace. Each job is then cancelled. */
+static void kill_on_expiry(void)
+{
+    deferd_client *prod = client(&d);
+    char id[DEFERD_ID_SIZE], got[DEFERD_ID_SIZE], log[300], out[16384];
+    deferd_put_opts o = {.has_ttr = 1, .ttr_ms = 1000};
+    const char *cmds[] = {"exec sleep 60", "trap '' TERM; while :; do sleep 0.1; done"};
+    const char *verdict[] = {"attempt 1 -> lease expired (signal 15)",
+                             "attempt 1 -> lease expired (signal 9)"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(log, sizeof log, "%s/kill%d.log", dir, i);
+        CHECK(deferd_put(prod, "kill", "k", 1, &o, id, sizeof id) == DEFERD_OK);
+        const char *args[] = {"--queue", "kill", "--kill-on-expiry", "--max-jobs", "1", "--",
+                              "sh", "-c", cmds[i], NULL};
+        CHECK(wait_exit(spawn_work(log, args), 20000) == 0);
+        slurp(log, out, sizeof out);
+        CHECK_CONTAINS(out, verdict[i]);
+        CHECK_CONTAINS(out, "sending SIGTERM");
+        CHECK(deferd_cancel(prod, id, NULL, NULL, 1, got, sizeof got) == DEFERD_OK);
+    }
+    deferd_close(prod);
+}
+
 /* -c CONFIG without -s: the socket commands use that config's [daemon] socket. */
 static void socket_from_config(void)
 {
@@ -229,7 +455,11 @@ static void socket_from_config(void)
 int main(void)
 {
     harness_init("work", root, sizeof root);
-    if (daemon_start(&d, root, "w1", NULL) != 0)
+    static const char *const queues[] = {"queue conc.priority=1", "queue bound.priority=1",
+                                         "queue fail.backoff_min=5m", "queue leave.priority=1",
+                                         "queue kill.priority=1", "queue touch.priority=1",
+                                         NULL};
+    if (daemon_start(&d, root, "w1", queues) != 0)
         return 1;
     CHECK(daemon_wait_connected(&d, 15000) == 0); /* puts before it are refused */
     snprintf(dir, sizeof dir, "%s", d.dir);
@@ -239,6 +469,12 @@ int main(void)
     signal_gives_back();
     expired_not_pushed_to_busy_worker();
     cancelled_run_reported(zh);
+    concurrent_acks_batch(zh);
+    concurrency_bounded();
+    failing_nacked_quiet();
+    concurrent_leaving_gives_back();
+    concurrent_touch();
+    kill_on_expiry();
     daemon_kill(&d, SIGTERM);
     zookeeper_close(zh);
     return check_report("it_work");
