@@ -46,6 +46,7 @@ const char *deferd_version(void);
 #define DEFERD_QUEUE_MAX 64      /* bytes in a queue name */
 #define DEFERD_ID_MAX 240        /* bytes in a job id */
 #define DEFERD_ID_SIZE 256       /* buffer big enough for any job id plus its NUL */
+#define DEFERD_UID_SIZE 33       /* buffer big enough for any job uid plus its NUL */
 #define DEFERD_INFLIGHT_MAX 10000
 #define DEFERD_TTR_MIN_MS 1000        /* time-to-run lease: 1 s .. */
 #define DEFERD_TTR_MAX_MS 604800000   /* .. 7 days */
@@ -301,6 +302,14 @@ int deferd_next_job(deferd_client *c, deferd_job *job, int timeout_ms);
 
 /* Frees the payload and resets the job; safe to call twice. */
 void deferd_job_clear(deferd_job *job);
+
+/* The job's stable uid (1-32 characters of [0-9a-z]) into uid (DEFERD_UID_SIZE will do):
+ * unlike its id, which names its due time and attempts, the uid stays the same across
+ * nacks, reschedules, redeliveries and a dead letter's kick, so logs and dedupe tables
+ * should use it (with the queue: uids are unique per queue). Works on any job id, e.g. one
+ * kept from an earlier delivery. DEFERD_EARG for an id without one (a Curator format
+ * queue's item) or a buffer too small. */
+int deferd_job_uid(const char *job_id, char *uid, size_t len);
 
 /* Job done: the daemon deletes it. Only for jobs pushed to this connection. Fails with
  * DEFERD_ESERVER and code "LEASE_LOST" when the job's lease expired (or its lock was lost):

@@ -582,6 +582,13 @@ void deferd_job_clear(deferd_job *job)
     memset(job, 0, sizeof *job);
 }
 
+int deferd_job_uid(const char *job_id, char *uid, size_t len)
+{
+    if (job_id == NULL || uid == NULL || names_job_uid(job_id, uid, len) != 0)
+        return DEFERD_EARG;
+    return DEFERD_OK;
+}
+
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -13,7 +13,7 @@
 #define LAYOUT_DEPTH 3
 extern const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1]; /* [1..3] used */
 
-#define LAYOUT_UID_MAX 32
+#define LAYOUT_UID_MAX NAMES_UID_MAX
 #define LAYOUT_SHARD_MAX 24
 #define LAYOUT_KEY_MAX NAMES_KEY_MAX
 #define LAYOUT_NAME_MAX 150

@@ -64,3 +64,32 @@ int names_valid_job_id(const char *id)
 {
     return names_valid_job_id_n(id, strnlen(id, NAMES_ID_MAX + 1));
 }
+
+static size_t digits(const char *s)
+{
+    size_t n = 0;
+    while (s[n] >= '0' && s[n] <= '9')
+        n++;
+    return n;
+}
+
+int names_job_uid(const char *id, char *uid, size_t len)
+{
+    if (!names_valid_job_id(id))
+        return -1;
+    const char *p = strrchr(id, '/') + 1; /* the name, after the queue and any shard */
+    for (int field = 0; field < 2; field++) { /* due time, priority */
+        size_t n = digits(p);
+        if (n == 0 || p[n] != '-')
+            return -1;
+        p += n + 1;
+    }
+    size_t n = 0;
+    while ((p[n] >= '0' && p[n] <= '9') || (p[n] >= 'a' && p[n] <= 'z'))
+        n++;
+    if (n == 0 || n > NAMES_UID_MAX || (p[n] != '\0' && p[n] != '-') || n >= len)
+        return -1;
+    memcpy(uid, p, n);
+    uid[n] = '\0';
+    return 0;
+}

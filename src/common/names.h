@@ -10,6 +10,7 @@
 #define QUEUE_NAME_MAX 64
 #define NAMES_KEY_MAX 64   /* layout.h's LAYOUT_KEY_MAX */
 #define NAMES_ID_MAX 240   /* layout.h's LAYOUT_ID_MAX */
+#define NAMES_UID_MAX 32   /* layout.h's LAYOUT_UID_MAX */
 
 /* Queue names: 1..QUEUE_NAME_MAX of [A-Za-z0-9_.-], not starting with '.'. The _n form
  * checks the n bytes at s (a name inside a longer string). */
@@ -26,5 +27,11 @@ int names_valid_key(const char *key);
  * name (layout_parse_id, curator_valid_id_name). The _n form checks n bytes at id. */
 int names_valid_job_id(const char *id);
 int names_valid_job_id_n(const char *id, size_t n);
+
+/* The stable uid of a job in deferd's own format: its name's third field
+ * ("<due>-<prio>-<uid>[-...]"), kept across nacks, reschedules and redeliveries. Copies it
+ * to uid (size len, NUL-terminated) and returns 0; -1 for an id without one (a Curator
+ * queue's item, a malformed id) or a buffer too small. */
+int names_job_uid(const char *id, char *uid, size_t len);
 
 #endif

@@ -117,6 +117,10 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
             return bad(err, PE_BAD_REQUEST, "ttr must be 1000..604800000 ms, got '%.20s'", v);
         return 0;
     }
+    if (strcmp(tok, "uid") == 0 && r->cmd == CMD_SUB && strcmp(v, "1") == 0 && !r->push_uid) {
+        r->push_uid = 1;
+        return 0;
+    }
     if (strcmp(tok, "inflight") == 0 && r->cmd == CMD_SUB) {
         if (parse_num(v, PROTO_INFLIGHT_MAX, &n, err) != 0 || n == 0)
             return bad(err, PE_BAD_REQUEST, "inflight must be 1..10000, got '%.20s'", v);
@@ -556,13 +560,13 @@ int proto_format_error(char *buf, size_t len, enum proto_errcode code, const cha
     return n;
 }
 
-int proto_append_job(struct evbuffer *out, const char *id, const char *queue, uint32_t attempt,
-                     uint64_t due_ms, uint32_t prio, uint32_t ttr_ms, const void *payload,
-                     size_t len)
+int proto_append_job(struct evbuffer *out, const struct proto_job *j, int with_uid)
 {
-    if (evbuffer_add_printf(out, "JOB %s %s %u %llu %u %u %zu\n", id, queue, attempt,
-                            (unsigned long long)due_ms, prio, ttr_ms, len) < 0 ||
-        evbuffer_add(out, payload, len) != 0 || evbuffer_add(out, "\n", 1) != 0)
+    const char *uid = with_uid && j->uid ? j->uid : NULL;
+    if (evbuffer_add_printf(out, "JOB %s %s %u %llu %u %u %zu%s%s\n", j->id, j->queue,
+                            j->attempt, (unsigned long long)j->due_ms, j->priority, j->ttr_ms,
+                            j->len, uid ? " uid=" : "", uid ? uid : "") < 0 ||
+        evbuffer_add(out, j->payload, j->len) != 0 || evbuffer_add(out, "\n", 1) != 0)
         return -1;
     return 0;
 }

@@ -46,6 +46,7 @@ struct proto_request {
     char subs[PROTO_SUB_MAX][QUEUE_NAME_MAX + 1];     /* SUB; UNSUB (none: all) */
     size_t nsubs;
     uint32_t inflight;                                /* SUB, default 1 */
+    int push_uid;                                     /* SUB uid=1: JOB pushes carry uid= */
     char id[LAYOUT_ID_MAX + 1];                       /* ACK, NACK, TOUCH; CANCEL,
                                                        * RESCHEDULE by id */
     char key[LAYOUT_KEY_MAX + 1];                     /* PUT; CANCEL, RESCHEDULE by key */
@@ -102,9 +103,19 @@ void proto_decoder_clear(struct proto_decoder *d);
 
 const char *proto_errcode_name(enum proto_errcode code);
 int proto_format_error(char *buf, size_t len, enum proto_errcode code, const char *text);
-int proto_append_job(struct evbuffer *out, const char *id, const char *queue, uint32_t attempt,
-                     uint64_t due_ms, uint32_t prio, uint32_t ttr_ms, const void *payload,
-                     size_t len);
+/* One JOB push (docs/protocol.md). uid: the job's stable uid, NULL when it has none (a
+ * Curator queue's item); written only for a consumer that asked for it (SUB uid=1), since a
+ * version-1 client counts the header's words. */
+struct proto_job {
+    const char *id, *queue, *uid;
+    uint32_t attempt;
+    uint64_t due_ms;
+    uint32_t priority;
+    uint32_t ttr_ms;
+    const void *payload;
+    size_t len;
+};
+int proto_append_job(struct evbuffer *out, const struct proto_job *job, int with_uid);
 int proto_append_deadline(struct evbuffer *out, const char *id, int64_t ms_left);
 int proto_append_expired(struct evbuffer *out, const char *id);
 int proto_append_cancelled(struct evbuffer *out, const char *id);

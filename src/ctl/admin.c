@@ -2,7 +2,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
@@ -393,13 +392,9 @@ int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen,
         free(dj.data);
         return rc;
     }
-    struct kicked k = {.jn = dj.jn};
-    uint64_t rnd = 0;
-    if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
-        rnd = (uint64_t)units_mono_ms();
+    struct kicked k = {.jn = dj.jn}; /* its uid kept: the same job, given another run */
     k.jn.due_ms = (uint64_t)units_wall_ms();
     k.jn.prior_attempts = 0;
-    snprintf(k.jn.uid, sizeof k.jn.uid, "%016llx", (unsigned long long)rnd);
     int key_taken = 0, moved = 1;
     for (int tries = 0; tries < 5 && (moved || key_taken); tries++) {
         if (key_taken) { /* the same name without "-k<key>" */

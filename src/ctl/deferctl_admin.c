@@ -48,6 +48,7 @@ static void job_json(struct jsonw *w, const struct admin_job *j, int64_t now)
     char when[40];
     units_format_time((int64_t)j->jn.due_ms, when, sizeof when);
     jsonw_str(w, "id", j->id);
+    jsonw_str(w, "uid", j->jn.uid[0] ? j->jn.uid : NULL);
     jsonw_uint(w, "due_ms", j->jn.due_ms);
     jsonw_str(w, "due", when);
     jsonw_int(w, "due_in_ms", (int64_t)j->jn.due_ms - now);
@@ -98,8 +99,8 @@ static void print_row(const struct admin_job *j, void *ctx)
     char when[40], left[24];
     units_format_time((int64_t)j->jn.due_ms, when, sizeof when);
     units_format_span((int64_t)j->jn.due_ms - lo->now, left, sizeof left);
-    printf("%-56s %-24s %8s %10u %8u %-9s %d\n", j->id, when, left, j->jn.priority,
-           j->attempts, job_state(j, lo->now), j->bytes);
+    printf("%-56s %-24s %8s %10u %8u %-9s %8d %s\n", j->id, when, left, j->jn.priority,
+           j->attempts, job_state(j, lo->now), j->bytes, j->jn.uid[0] ? j->jn.uid : "-");
 }
 
 static int parse_list(int argc, char **argv, struct admin_list_opts *o, int *json)
@@ -155,8 +156,8 @@ static void list_begin(struct list_out *lo, struct admin *a, const char *queue)
     }
     if (paused)
         fprintf(stderr, "queue %s is PAUSED (%s)\n", queue, info);
-    printf("%-56s %-24s %8s %10s %8s %-9s %s\n", "ID", "DUE", "IN", "PRIORITY", "ATTEMPTS",
-           "STATE", "BYTES");
+    printf("%-56s %-24s %8s %10s %8s %-9s %8s %s\n", "ID", "DUE", "IN", "PRIORITY", "ATTEMPTS",
+           "STATE", "BYTES", "UID");
 }
 
 /* A shell word: as it is when plain, else single-quoted. */
@@ -244,9 +245,10 @@ static void show_human(const struct admin_job *j, int64_t now)
     char when[40], rel[64];
     units_format_time((int64_t)j->jn.due_ms, when, sizeof when);
     units_format_relative((int64_t)j->jn.due_ms - now, rel, sizeof rel);
-    printf("id:       %s\nstate:    %s\ndue:      %s (%llu, %s)\npriority: %u\n"
-           "attempts: %u\n", j->id, job_state(j, now), when, (unsigned long long)j->jn.due_ms,
-           rel, j->jn.priority, j->attempts);
+    printf("id:       %s\nuid:      %s\nstate:    %s\ndue:      %s (%llu, %s)\n"
+           "priority: %u\nattempts: %u\n", j->id, j->jn.uid[0] ? j->jn.uid : "-",
+           job_state(j, now), when, (unsigned long long)j->jn.due_ms, rel, j->jn.priority,
+           j->attempts);
     if (j->jn.ttr_ms)
         printf("ttr:      %u ms\n", j->jn.ttr_ms);
     /* the lock holds the daemon's host:pid; its consumer is not recorded in ZooKeeper */

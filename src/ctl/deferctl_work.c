@@ -31,8 +31,9 @@ void ctl_work_usage(FILE *f)
           "                     [--max-jobs N] [--nack-delay DUR] [--touch] [--quiet]\n"
           "                     [--kill-on-expiry] -- CMD [ARGS...]\n"
           "Run CMD once per job, up to N at once, with the payload on its standard input\n"
-          "and DEFERD_JOB_ID, DEFERD_QUEUE, DEFERD_ATTEMPT, DEFERD_DUE_MS, DEFERD_PRIORITY,\n"
-          "DEFERD_TTR_MS in its environment. Exit status 0 acks the job; anything else\n"
+          "and DEFERD_JOB_ID, DEFERD_JOB_UID, DEFERD_QUEUE, DEFERD_ATTEMPT, DEFERD_DUE_MS,\n"
+          "DEFERD_PRIORITY, DEFERD_TTR_MS in its environment (DEFERD_JOB_UID: the job's\n"
+          "identity, the same on every delivery). Exit status 0 acks the job; anything else\n"
           "nacks it: it is delivered again after the queue's backoff (backoff_min doubled\n"
           "per attempt, up to backoff_max), under a new id, with attempt + 1; at once and\n"
           "under the same id if the queue's backoff_min is 0; after max_attempts it goes\n"
@@ -609,7 +610,11 @@ static void give_back(struct worker *w)
 
 static int set_job_env(const deferd_job *job)
 {
-    char attempt[16], due[24], prio[16], ttr[16];
+    char attempt[16], due[24], prio[16], ttr[16], uid[DEFERD_UID_SIZE];
+    /* a Curator queue's item has no stable uid: none, rather than one from the caller */
+    if (deferd_job_uid(job->id, uid, sizeof uid) == DEFERD_OK ? setenv("DEFERD_JOB_UID", uid, 1)
+                                                               : unsetenv("DEFERD_JOB_UID"))
+        return -1;
     snprintf(attempt, sizeof attempt, "%" PRIu32, job->attempt);
     snprintf(due, sizeof due, "%" PRId64, job->due_ms);
     snprintf(prio, sizeof prio, "%" PRIu32, job->priority);

@@ -288,6 +288,22 @@ int next_event(deferd_client *c, deferd_event *ev, int ms)
     return deferd_next_event(c, ev, ms);
 }
 
+int next_job_push(deferd_client *c, deferd_job *job, int ms)
+{
+    int64_t until = now_ms() + ms;
+    deferd_event ev;
+    while (now_ms() < until) {
+        if (next_event(c, &ev, (int)(until - now_ms())) != DEFERD_OK)
+            return -1;
+        if (ev.kind == DEFERD_EV_JOB) {
+            *job = ev.job;
+            return 0;
+        }
+        deferd_job_clear(&ev.job);
+    }
+    return -1;
+}
+
 int stats_has(const struct daemon_proc *d, const char *text)
 {
     deferd_client *c = client(d);

@@ -57,6 +57,8 @@ int log_count(const struct daemon_proc *d, long mark, const char *needle);
 deferd_client *client(const struct daemon_proc *d);
 /* deferd_next_event() into a cleared EV: the next push of any kind within MS. */
 int next_event(deferd_client *c, deferd_event *ev, int ms);
+/* The next JOB for C within MS, other pushes skipped (and freed); 0 when one came. */
+int next_job_push(deferd_client *c, deferd_job *job, int ms);
 /* Does D's STATS reply contain TEXT (0 also when D does not answer)? */
 int stats_has(const struct daemon_proc *d, const char *text);
 /* Waits up to 10 s until stats_has(D, TEXT) == WANT; 1 once it is, else 0. */

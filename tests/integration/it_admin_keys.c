@@ -266,6 +266,9 @@ static void kick(void)
     CHECK(ctl(args, out, sizeof out) == 0);
     CHECK(sscanf(out, "%255s", kicked) == 1 && job_exists(kicked));
     CHECK(strstr(kicked, "-kagain") != NULL);
+    char uid[DEFERD_UID_SIZE];
+    CHECK(deferd_job_uid(kicked, uid, sizeof uid) == DEFERD_OK);
+    CHECK_STR(uid, "d1"); /* the same job, given another run: its uid kept */
     key_data("again", data, sizeof data);
     CHECK_STR(data, strchr(kicked, '/') + 1);
     /* the key is taken (by the job just kicked): the second goes back without it */

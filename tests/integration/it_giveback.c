@@ -7,23 +7,6 @@
 static struct daemon_proc d;
 static char root[128];
 
-/* The next JOB for C within MS (other pushes skipped); 0 when one came. */
-static int next_job(deferd_client *c, deferd_job *job, int ms)
-{
-    int64_t until = now_ms() + ms;
-    deferd_event ev;
-    while (now_ms() < until) {
-        if (next_event(c, &ev, (int)(until - now_ms())) != DEFERD_OK)
-            return -1;
-        if (ev.kind == DEFERD_EV_JOB) {
-            *job = ev.job;
-            return 0;
-        }
-        deferd_job_clear(&ev.job);
-    }
-    return -1;
-}
-
 /* inflight 3 and 5 jobs: after UNSUB the consumer's acks bring nothing more; another
  * consumer gets the other two. */
 static void unsub_stops_pushes(void)
@@ -35,7 +18,7 @@ static void unsub_stops_pushes(void)
         CHECK(put_job(prod, "a", "five", 0, -1, -1, id) == 0);
     CHECK(deferd_subscribe(a, "a", 3) == DEFERD_OK);
     for (int i = 0; i < 3; i++)
-        CHECK(next_job(a, &held[i], 10000) == 0);
+        CHECK(next_job_push(a, &held[i], 10000) == 0);
     CHECK(deferd_unsubscribe(a, NULL) == DEFERD_OK);
     CHECK(deferd_unsubscribe(a, "nosuch") == DEFERD_ESERVER);
     CHECK_STR(deferd_last_error_code(a), "UNKNOWN_QUEUE");
@@ -43,10 +26,10 @@ static void unsub_stops_pushes(void)
         CHECK(deferd_ack(a, held[i].id) == DEFERD_OK); /* held jobs stay ackable */
         deferd_job_clear(&held[i]);
     }
-    CHECK(next_job(a, &job, 1000) != 0); /* the freed slots brought nothing */
+    CHECK(next_job_push(a, &job, 1000) != 0); /* the freed slots brought nothing */
     CHECK(deferd_subscribe(b, "a", 5) == DEFERD_OK);
     for (int i = 0; i < 2; i++) {
-        CHECK(next_job(b, &job, 10000) == 0 && job.attempt == 1);
+        CHECK(next_job_push(b, &job, 10000) == 0 && job.attempt == 1);
         CHECK(deferd_ack(b, job.id) == DEFERD_OK);
         deferd_job_clear(&job);
     }
@@ -70,22 +53,22 @@ static void unrun_keeps_attempt(zhandle_t *zh)
     deferd_job job;
     CHECK(put_job(prod, "b", "untouched", 0, -1, -1, id) == 0);
     CHECK(deferd_subscribe(a, "b", 1) == DEFERD_OK);
-    CHECK(next_job(a, &job, 10000) == 0 && job.attempt == 1);
+    CHECK(next_job_push(a, &job, 10000) == 0 && job.attempt == 1);
     CHECK(give_back(a, &job, next) == 0);
     CHECK_STR(next, id);
     deferd_job_clear(&job);
-    CHECK(next_job(a, &job, 10000) == 0);
+    CHECK(next_job_push(a, &job, 10000) == 0);
     CHECK_STR(job.id, id);
     CHECK(job.attempt == 1);
     deferd_job_clear(&job);
     deferd_close(a); /* a crash: the lock goes, that delivery counts */
     b = client(&d);
     CHECK(deferd_subscribe(b, "b", 1) == DEFERD_OK);
-    CHECK(next_job(b, &job, 10000) == 0 && job.attempt == 2);
+    CHECK(next_job_push(b, &job, 10000) == 0 && job.attempt == 2);
     CHECK(give_back(b, &job, next) == 0);
     CHECK(strcmp(next, id) != 0 && strstr(next, "-a1") != NULL); /* attempts in the name */
     deferd_job_clear(&job);
-    CHECK(next_job(b, &job, 10000) == 0);
+    CHECK(next_job_push(b, &job, 10000) == 0);
     CHECK_STR(job.id, next);
     CHECK(job.attempt == 2);
     CHECK(job.len == 9 && memcmp(job.payload, "untouched", 9) == 0);
@@ -109,12 +92,12 @@ static void unrun_keeps_key(zhandle_t *zh)
     keyed_item(&it, "emails", "keyed", "order-77", -1);
     CHECK(put_keyed(prod, &it) == 0 && !it.duplicate);
     CHECK(deferd_subscribe(a, "emails", 1) == DEFERD_OK);
-    CHECK(next_job(a, &job, 10000) == 0);
+    CHECK(next_job_push(a, &job, 10000) == 0);
     deferd_job_clear(&job);
     deferd_close(a);
     b = client(&d);
     CHECK(deferd_subscribe(b, "emails", 1) == DEFERD_OK);
-    CHECK(next_job(b, &job, 10000) == 0 && job.attempt == 2);
+    CHECK(next_job_push(b, &job, 10000) == 0 && job.attempt == 2);
     CHECK(give_back(b, &job, next) == 0);
     deferd_job_clear(&job);
     CHECK(zk_key_data(zh, root, "emails", "order-77", data, sizeof data) > 0);
@@ -122,7 +105,7 @@ static void unrun_keeps_key(zhandle_t *zh)
     keyed_item(&it, "emails", "again", "order-77", -1);
     CHECK(put_keyed(prod, &it) == 0 && it.duplicate);
     CHECK_STR(it.id, next);
-    CHECK(next_job(b, &job, 10000) == 0 && job.attempt == 2);
+    CHECK(next_job_push(b, &job, 10000) == 0 && job.attempt == 2);
     CHECK(deferd_ack(b, job.id) == DEFERD_OK);
     deferd_job_clear(&job);
     deferd_close(prod);

@@ -78,9 +78,9 @@ class Wire(unittest.TestCase):
     def test_pushes_between_replies_and_pipelined_acks(self) -> None:
         events: List[deferd.Event] = []
         f = FakeDaemon([
-            (b"SUB q,r inflight=2\n",
-             b"JOB q/1 q 1 1000 5 30000 3\nx\ny\nDEADLINE q/1 200\nFUTURE thing\n"
-             b"JOB r/2 r 3 2000 0 1000 0\n\nSTATE WEIRD\nOK\n"),
+            (b"SUB q,r inflight=2 uid=1\n",
+             b"JOB q/1 q 1 1000 5 30000 3 uid=u1\nx\ny\nDEADLINE q/1 200\nFUTURE thing\n"
+             b"JOB r/2 r 3 2000 0 1000 0 later=x\n\nSTATE WEIRD\nOK\n"),
             (b"ACK q/1\n", b""),
             (b"ACK r/2\n", b"OK\nEXPIRED q/9\nERR NOT_FOUND job r/2 is not held here\n"),
             (b"TOUCH q/1\n", b"ERR NEWCODE from a later daemon\n"),
@@ -91,7 +91,10 @@ class Wire(unittest.TestCase):
             assert j1 is not None and j2 is not None
             self.assertEqual((j1.id, j1.queue, j1.attempt, j1.due_ms, j1.priority, j1.ttr_ms,
                               j1.payload), ("q/1", "q", 1, 1000, 5, 30000, b"x\ny"))
-            self.assertEqual((j2.id, j2.attempt, j2.ttr, j2.payload), ("r/2", 3, 1.0, b""))
+            self.assertEqual(j1.uid, "u1")
+            # a key this client does not know is skipped; a job without uid= has None
+            self.assertEqual((j2.id, j2.uid, j2.attempt, j2.ttr, j2.payload),
+                             ("r/2", None, 3, 1.0, b""))
             self.assertEqual(events, [deferd.Deadline("q/1", 200, j1),
                                       deferd.UnknownPush("FUTURE thing"),
                                       deferd.State("WEIRD")])

@@ -262,8 +262,22 @@ static void run_events(deferd_client *c)
     CHECK(deferd_next_event(c, &ev, 0) == DEFERD_ETIMEDOUT); /* NEWPUSH was skipped */
 }
 
+/* The uid comes from the id alone (no request): the same on every delivery of a job. */
+static void job_uids(void)
+{
+    char uid[DEFERD_UID_SIZE];
+    CHECK(deferd_job_uid("q/1763769605123-10-5f1e0c2a9b3d4e01-a2", uid, sizeof uid) == 0);
+    CHECK(strcmp(uid, "5f1e0c2a9b3d4e01") == 0);
+    CHECK(deferd_job_uid("q/s1-0/1763769605999-10-5f1e0c2a9b3d4e01-kK", uid, sizeof uid) == 0);
+    CHECK(strcmp(uid, "5f1e0c2a9b3d4e01") == 0);
+    CHECK(deferd_job_uid("r/queue-|1A2016B292A|0000001999#2", uid, sizeof uid) == DEFERD_EARG);
+    CHECK(deferd_job_uid("q/1-2-abc", uid, 3) == DEFERD_EARG);
+    CHECK(deferd_job_uid(NULL, uid, sizeof uid) == DEFERD_EARG);
+}
+
 int main(void)
 {
+    job_uids();
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf(sa.sun_path, sizeof sa.sun_path, "/tmp/deferd-test-client-%d.sock", (int)getpid());
     unlink(sa.sun_path);

@@ -39,9 +39,33 @@ static void job_ids(void)
     CHECK(names_valid_job_id_n("q/x y", 3) && !names_valid_job_id_n("q/x y", 4));
 }
 
+/* The uid is the name's third field, wherever the job lives and whatever follows it. */
+static void job_uids(void)
+{
+    static const struct { const char *id, *uid; } good[] = {
+        {"q/1763769605123-10-5f1e0c2a9b3d4e01", "5f1e0c2a9b3d4e01"},
+        {"q/s1a2b3c4d-0/1-0-abc-a2-t30000-kK-1", "abc"},
+        {"q/1-2-z-a1", "z"},
+        {"q/1-2-0123456789abcdefghijklmnopqrstuv", "0123456789abcdefghijklmnopqrstuv"},
+    };
+    static const char *const bad[] = {"q/queue-|1A2016B292A|0000001999#2", "q/1-2-",
+        "q/1-2", "q/x-2-abc", "q/1-x-abc", "q/1-2-ABC", "q/1-2-a_b", "q/-1-2-abc", "q/1--abc",
+        "q/1-2-0123456789abcdefghijklmnopqrstuvw", "nothing", ""};
+    char uid[NAMES_UID_MAX + 1];
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        CHECK(names_job_uid(good[i].id, uid, sizeof uid) == 0);
+        CHECK_STR(uid, good[i].uid);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(names_job_uid(bad[i], uid, sizeof uid) == -1);
+    }
+    CHECK(names_job_uid("q/1-2-abc", uid, 4) == 0 && names_job_uid("q/1-2-abc", uid, 3) == -1);
+}
+
 int main(void)
 {
     queues();
     job_ids();
+    job_uids();
     return check_report("names");
 }

@@ -67,8 +67,10 @@ static void valid_requests(void)
     struct proto_request req;
     struct proto_error err;
     CHECK(proto_parse_line("SUB a,b.c inflight=5", 20, &req, &err) == 0);
-    CHECK(req.nsubs == 2 && req.inflight == 5);
+    CHECK(req.nsubs == 2 && req.inflight == 5 && !req.push_uid);
     CHECK_STR(req.subs[1], "b.c");
+    CHECK(proto_parse_line("SUB a uid=1 inflight=2", 22, &req, &err) == 0);
+    CHECK(req.push_uid && req.inflight == 2);
     /* Curator queue items: "<queue>/queue-...", "#<part>" for one item of several */
     static const char *curator_ids[] = {"ACK r/queue-|1A2003B816E|0000000001",
                                         "NACK r/queue-1000000000000000002#3 delay=5",
@@ -99,6 +101,7 @@ static void errors_resync(void)
         "NACK q/1-2-abc prio=1\n", "\n", "PUT  q 0\n", "PUT q 0 ttr=999\n\n",
         "PUT q 0 ttr=604800001\n\n", "TOUCH\n",
         "SUB q ttr=5000\n", "ACK q/job-0000000001\n", "ACK q/queue-x/y\n",
+        "SUB q uid=0\n", "SUB q uid=1 uid=1\n", "ACK q/1-2-abc uid=1\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char buf[128];
@@ -168,12 +171,18 @@ static void formatting(void)
     proto_format_error(line, sizeof line, PE_TOO_LARGE, "two\nlines");
     CHECK_STR(line, "ERR TOO_LARGE two lines");
     struct evbuffer *out = evbuffer_new();
-    CHECK(proto_append_job(out, "q/1-2-a", "q", 3, 1, 2, 5000, "x\ny", 3) == 0);
+    struct proto_job j = {.id = "q/1-2-a", .queue = "q", .uid = "a", .attempt = 3, .due_ms = 1,
+                          .priority = 2, .ttr_ms = 5000, .payload = "x\ny", .len = 3};
+    CHECK(proto_append_job(out, &j, 0) == 0);
     CHECK(proto_append_deadline(out, "q/1-2-a", 900) == 0);
     CHECK(proto_append_expired(out, "q/1-2-a") == 0);
-    char got[128] = "";
+    CHECK(proto_append_job(out, &j, 1) == 0);
+    j.uid = NULL; /* a Curator item: no uid even when asked */
+    CHECK(proto_append_job(out, &j, 1) == 0);
+    char got[256] = "";
     evbuffer_remove(out, got, sizeof got - 1);
-    CHECK_STR(got, "JOB q/1-2-a q 3 1 2 5000 3\nx\ny\nDEADLINE q/1-2-a 900\nEXPIRED q/1-2-a\n");
+    CHECK_STR(got, "JOB q/1-2-a q 3 1 2 5000 3\nx\ny\nDEADLINE q/1-2-a 900\nEXPIRED q/1-2-a\n"
+                   "JOB q/1-2-a q 3 1 2 5000 3 uid=a\nx\ny\nJOB q/1-2-a q 3 1 2 5000 3\nx\ny\n");
     evbuffer_free(out);
 }
 

@@ -277,15 +277,18 @@ static void on_job_read(const struct zk_result *res, void *ctx)
     }
     if (ch->len)
         memcpy(ch->payload, res->data, (size_t)ch->len);
+    /* the uid stays: the job keeps its identity (docs/protocol.md, job ids and uids) */
     jobedit_next_name(&ch->next, &ch->jn, ch->due_ms,
                       attempts_from_cversion(ch->jn.prior_attempts, res->stat.cversion));
-    dispatcher_new_uid(ch->ds, ch->next.uid);
     if (layout_job_path(ch->next_path, sizeof ch->next_path, dispatcher_root(ch->ds),
                         ch->q->cfg->name, &ch->next) != 0) {
         change_end(ch, PE_BAD_REQUEST, "the new name is too long");
         return;
     }
-    send_change(ch);
+    if (strcmp(ch->next_path, ch->path) == 0)
+        changed(ch); /* the same due time, never delivered: already where it should be */
+    else
+        send_change(ch);
 }
 
 static void act(struct change *ch)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "layout.h"
+#include "protocol.h"
 
 struct conn;
 struct dqueue;
@@ -29,21 +30,10 @@ enum lost_reason {
     LOST_CANCELLED,             /* cancelled while held (CANCEL force=1): gone for good */
 };
 
-/* One JOB push, as the socket layer writes it (docs/protocol.md). */
-struct consumer_push {
-    const char *id, *queue;
-    uint32_t attempt;
-    uint64_t due_ms;
-    uint32_t priority;
-    uint32_t ttr_ms;
-    const void *payload;
-    size_t len;
-};
-
 /* How the engine reaches a consumer's connection: the socket layer supplies these, so the
  * engine never calls up into it. A push returns 0, or -1 when it could not be queued. */
 struct consumer_ops {
-    int (*job)(struct conn *conn, const struct consumer_push *p);
+    int (*job)(struct conn *conn, const struct proto_job *p);
     int (*deadline)(struct conn *conn, const char *id, int64_t ms_left);
     int (*expired)(struct conn *conn, const char *id);
     int (*cancelled)(struct conn *conn, const char *id);
@@ -66,6 +56,7 @@ struct consumer {
     uint32_t revoked;           /* taken from it and not answered yet: each keeps its slot,
                                  * since the consumer may still be running the job */
     uint32_t inflight_max;
+    int push_uid;               /* SUB uid=1: its JOB pushes carry the stable uid */
     uint32_t inflight;          /* jobs being locked or held for this consumer */
     struct job *held;           /* list through job->owner_next/prev */
     struct sub *subs;

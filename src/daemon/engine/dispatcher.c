@@ -263,8 +263,9 @@ static void arm(struct dispatcher *ds, struct job *job)
 
 static int push_job(const struct job *job)
 {
-    const struct consumer_push p = {
-        .id = job->id, .queue = job->q->cfg->name, .attempt = job->attempt,
+    const struct proto_job p = {
+        .id = job->id, .queue = job->q->cfg->name, .uid = job->ci ? NULL : job->jn.uid,
+        .attempt = job->attempt,
         .due_ms = job->jn.due_ms, .priority = job_priority(job), .ttr_ms = job->ttr_ms,
         .payload = job->payload, .len = job->len,
     };
@@ -714,12 +715,15 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->timer = evtimer_new(d->base, on_timer, ds);
     ds->kick = event_new(d->base, -1, 0, on_kick, ds);
     ds->later = evtimer_new(d->base, on_kick, ds);
-    uint32_t rnd = 0;
-    if (!ds->timer || !ds->kick || !ds->later || getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) {
+    uint32_t rnd[2] = {0};
+    if (!ds->timer || !ds->kick || !ds->later || getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
         dispatcher_free(ds);
         return NULL;
     }
-    ds->uid_prefix = rnd;
+    /* uids are stable job identities: two runs repeat one only if they draw the same prefix
+     * and their counters' ranges overlap */
+    ds->uid_prefix = rnd[0];
+    ds->uid_counter = rnd[1];
     ds->listings = (struct mirror_report){.seen = on_job_listed, .vanished = on_job_unlisted,
                                           .listed = on_listing_entered,
                                           .rearm = on_bucket_earlier, .ctx = ds};

@@ -525,13 +525,13 @@ void settle_ack(struct dispatcher *ds, struct consumer *c, struct proto_request 
         settle_start(ds, st);
 }
 
-/* The job moves to a new name: new due time, new uid, attempts so far carried along. */
+/* The job moves to a new name: new due time, attempts so far carried along, its uid kept
+ * (the job's stable identity; the attempts make the name new even at the same due time). */
 static int plan_move(struct dispatcher *ds, struct settle *st, uint64_t delay_ms)
 {
     struct job *job = st->job;
     struct job_name next;
     jobedit_next_name(&next, &job->jn, (uint64_t)units_wall_ms() + delay_ms, job->attempt);
-    dispatcher_new_uid(ds, next.uid);
     st->has_delay = 1;
     if (delay_ms > LAYOUT_DUE_MAX || next.due_ms > LAYOUT_DUE_MAX ||
         layout_job_path(st->next_path, sizeof st->next_path, dispatcher_root(ds),

@@ -99,6 +99,7 @@ static void handle_sub(struct deferd *d, struct conn *c, struct proto_request *r
         return;
     }
     consumer->inflight_max = req->inflight;
+    consumer->push_uid |= req->push_uid; /* once asked, for good: a reader counts words */
     for (size_t i = 0; i < req->nsubs; i++) {
         if (dispatcher_subscribe(ds, consumer, dispatcher_queue(ds, req->subs[i])) != 0) {
             reply_err(r, PE_UNAVAILABLE, "cannot follow queue '%s' in ZooKeeper", req->subs[i]);

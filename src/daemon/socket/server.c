@@ -142,10 +142,10 @@ static struct out_reply *reply_new(struct conn *c)
     return r;
 }
 
-static int push_job(struct conn *conn, const struct consumer_push *p)
+static int push_job(struct conn *conn, const struct proto_job *p)
 {
-    return proto_append_job(bufferevent_get_output(conn->bev), p->id, p->queue, p->attempt,
-                            p->due_ms, p->priority, p->ttr_ms, p->payload, p->len);
+    return proto_append_job(bufferevent_get_output(conn->bev), p,
+                            conn->consumer && conn->consumer->push_uid);
 }
 
 static int push_deadline(struct conn *conn, const char *id, int64_t ms_left)

@@ -217,7 +217,11 @@ class Job:
     """A job delivered to this connection (``JOB`` push).
 
     Attributes:
-        id: the job id (it changes when the job is nacked with a delay or rescheduled).
+        id: the job id (it changes when the job is nacked with a delay or rescheduled):
+            the handle for ack, nack, touch, cancel and reschedule of this delivery.
+        uid: the job's stable identity, the same on every delivery, after nacks and
+            reschedules: for logs and dedupe tables, with the queue (None for a Curator
+            format queue's item, which has none).
         queue, attempt (1 on first delivery), priority (lower is more urgent).
         due_ms: due time in epoch ms; ``due`` the same as an aware UTC datetime.
         ttr_ms: this delivery's lease in ms; ``ttr`` in seconds.
@@ -230,9 +234,10 @@ class Job:
     """
 
     def __init__(self, client: "Client", id: str, queue: str, attempt: int, due_ms: int,
-                 priority: int, ttr_ms: int, payload: bytes) -> None:
+                 priority: int, ttr_ms: int, payload: bytes, uid: Optional[str] = None) -> None:
         self._client = client
         self.id = id
+        self.uid = uid
         self.queue = queue
         self.attempt = attempt
         self.due_ms = due_ms
@@ -256,8 +261,8 @@ class Job:
         return self.ttr_ms / 1000
 
     def __repr__(self) -> str:
-        return (f"Job(id={self.id!r}, queue={self.queue!r}, attempt={self.attempt}, "
-                f"payload={self.payload[:32]!r})")
+        return (f"Job(id={self.id!r}, uid={self.uid!r}, queue={self.queue!r}, "
+                f"attempt={self.attempt}, payload={self.payload[:32]!r})")
 
     def _answered(self, reply: Reply) -> None:
         if reply.error is None or isinstance(reply.error, (LeaseLost, NotFound)):
@@ -506,7 +511,7 @@ class Client:
         """Becomes a consumer of ``queues`` (a name, a comma-separated string or a list);
         the daemon pushes up to ``inflight`` jobs not yet acked or nacked."""
         names = queues if isinstance(queues, str) else ",".join(queues)
-        self._send(f"SUB {_token('queues', names)} inflight={int(inflight)}\n".encode(),
+        self._send(f"SUB {_token('queues', names)} inflight={int(inflight)} uid=1\n".encode(),
                    _parse_empty).result()
 
     def unsubscribe(self, queues: Union[None, str, Sequence[str]] = None) -> None:
@@ -707,7 +712,9 @@ class Client:
             line = self._in[:nl].decode("utf-8", "replace")
             if line.startswith("JOB "):
                 words = line.split(" ")
-                if len(words) != 8:
+                # key=value words after the length: the ones SUB asked for (uid=1)
+                extra = dict(w.split("=", 1) for w in words[8:] if "=" in w[1:])
+                if len(words) < 8 or len(extra) != len(words) - 8:
                     raise ProtocolError(f"bad JOB push {line!r}")
                 length = int(words[7])
                 if len(self._in) < nl + 1 + length + 1:
@@ -715,7 +722,7 @@ class Client:
                 payload = bytes(self._in[nl + 1:nl + 1 + length])
                 del self._in[:nl + 1 + length + 1]
                 job = Job(self, words[1], words[2], int(words[3]), int(words[4]),
-                          int(words[5]), int(words[6]), payload)
+                          int(words[5]), int(words[6]), payload, extra.get("uid"))
                 self._held[job.id] = job
                 self._jobs.append(job)
             else:
