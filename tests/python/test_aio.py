@@ -270,6 +270,8 @@ class Consumer(unittest.IsolatedAsyncioTestCase):
             third = await c.next_job(timeout=10)
             assert third is not None
             self.assertEqual((third.id, third.attempt, third.payload), (new_id, 3, b"n"))
+            # SUB asked for uids: the id moved with the due time, the uid did not
+            self.assertTrue(job.uid and third.uid == again.uid == job.uid, (job, third))
             with self.assertRaises(ValueError):
                 await third.nack(delay=1, unrun=True)
             self.assertFalse(third.settled)  # refused before anything was sent

@@ -76,8 +76,8 @@ class Reply(BaseReply):
 
 class Job(BaseJob):
     """A job delivered to this connection (``JOB`` push), with the attributes of
-    :class:`deferd.Job` (``id``, ``queue``, ``attempt``, ``due``, ``priority``, ``ttr``,
-    ``payload``, ``lost``, ...). Answer it with ``await job.ack()`` or ``await job.nack()``."""
+    :class:`deferd.Job` (``id``, ``uid``, ``queue``, ``attempt``, ``due``, ``priority``,
+    ``ttr``, ``payload``, ``lost``, ...). Answer it with ``await job.ack()`` or ``await job.nack()``."""
 
     _client: "Client"
 
