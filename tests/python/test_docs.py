@@ -2,7 +2,7 @@
 
 Each ```python block of the page is run in turn as its own program by /usr/bin/python3,
 with DEFERD_SOCKET pointing at a private daemon; the producer's jobs must reach the
-consumer and be acked."""
+consumer and be acked; the asyncio example's jobs must all be handled and acked."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def blocks() -> dict:
 class Examples(unittest.TestCase):
     def test_producer_then_consumer(self) -> None:
         code = blocks()
-        self.assertEqual(sorted(code), ["consumer", "producer"])
+        self.assertEqual(sorted(code), ["aio_thumbnails", "consumer", "producer"])
         d = Daemon("docs", {"emails": "backoff_min = 1s"}).start()
         try:
             env = dict(os.environ, DEFERD_SOCKET=d.sock)
@@ -53,6 +53,21 @@ class Examples(unittest.TestCase):
             self.assertEqual(len(re.findall(r"^sending ", out, re.M)), 3, out)
             self.assertEqual(d.jobs("emails"), [])  # every ack answered: gone from ZooKeeper
             self.assertEqual(d.queue_stat("emails", "acked"), 3)
+        finally:
+            d.stop()
+
+    def test_asyncio(self) -> None:
+        d = Daemon("docs-aio", {"thumbnails": ""}).start()
+        try:
+            p = subprocess.run([sys.executable, "-c", blocks()["aio_thumbnails"]], timeout=60,
+                               env=dict(os.environ, DEFERD_SOCKET=d.sock), capture_output=True,
+                               text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("stored 6 jobs", p.stdout)
+            made = re.findall(r"^made thumbnail of (photo-\d\.jpg)$", p.stdout, re.M)
+            self.assertEqual(sorted(made), [f"photo-{i}.jpg" for i in range(6)], p.stdout)
+            self.assertEqual(d.jobs("thumbnails"), [])  # every ack answered: gone
+            self.assertEqual(d.queue_stat("thumbnails", "acked"), 6)
         finally:
             d.stop()
 

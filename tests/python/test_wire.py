@@ -1,5 +1,6 @@
-"""The Python client against a scripted fake daemon: the bytes it sends, how it matches
-replies in order among pushes, unknown pushes and codes, PARTIAL (ctest: python.wire)."""
+"""The Python clients (sync and deferd.aio) against a scripted fake daemon: the bytes they
+send, how they match replies in order among pushes, unknown pushes and codes, PARTIAL
+(ctest: python.wire)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import os
 import socket
 import tempfile
 import threading
+import asyncio
 import unittest
 from typing import List, Optional, Tuple
 
 import deferd
+import deferd.aio
 
 
 class FakeDaemon:
@@ -50,6 +53,32 @@ class FakeDaemon:
         test.assertIsNone(self.mismatch)
 
 
+# The push tests' start: SUB answered with two jobs and pushes around and between them; two
+# pipelined ACKs answered only after the second, the second with an error.
+PUSH_SCRIPT = [
+    (b"SUB q,r inflight=2 uid=1\n",
+     b"JOB q/1 q 1 1000 5 30000 3 uid=u1\nx\ny\nDEADLINE q/1 200\nFUTURE thing\n"
+     b"JOB r/2 r 3 2000 0 1000 0 later=x\n\nSTATE WEIRD\nOK\n"),
+    (b"ACK q/1\n", b""),
+    (b"ACK r/2\n", b"OK\nEXPIRED q/9\nERR NOT_FOUND job r/2 is not held here\n"),
+]
+
+
+def check_sub_pushes(test: unittest.TestCase, j1: Optional[deferd.BaseJob],
+                     j2: Optional[deferd.BaseJob], events: List[deferd.Event]) -> None:
+    """The two jobs of PUSH_SCRIPT's SUB parsed, its other pushes surfaced in order."""
+    assert j1 is not None and j2 is not None
+    test.assertEqual((j1.id, j1.queue, j1.attempt, j1.due_ms, j1.priority, j1.ttr_ms,
+                      j1.payload), ("q/1", "q", 1, 1000, 5, 30000, b"x\ny"))
+    test.assertEqual(j1.uid, "u1")
+    # a key this client does not know is skipped; a job without uid= has None
+    test.assertEqual((j2.id, j2.uid, j2.attempt, j2.ttr, j2.payload),
+                     ("r/2", None, 3, 1.0, b""))
+    test.assertEqual(events, [deferd.Deadline("q/1", 200, j1), deferd.UnknownPush("FUTURE thing"),
+                              deferd.State("WEIRD")])
+    test.assertEqual(j1.deadline_ms_left, 200)
+
+
 class Wire(unittest.TestCase):
     def test_put_bytes_and_reply(self) -> None:
         f = FakeDaemon([
@@ -78,27 +107,14 @@ class Wire(unittest.TestCase):
     def test_pushes_between_replies_and_pipelined_acks(self) -> None:
         events: List[deferd.Event] = []
         f = FakeDaemon([
-            (b"SUB q,r inflight=2 uid=1\n",
-             b"JOB q/1 q 1 1000 5 30000 3 uid=u1\nx\ny\nDEADLINE q/1 200\nFUTURE thing\n"
-             b"JOB r/2 r 3 2000 0 1000 0 later=x\n\nSTATE WEIRD\nOK\n"),
-            (b"ACK q/1\n", b""),
-            (b"ACK r/2\n", b"OK\nEXPIRED q/9\nERR NOT_FOUND job r/2 is not held here\n"),
+            *PUSH_SCRIPT,
             (b"TOUCH q/1\n", b"ERR NEWCODE from a later daemon\n"),
         ])
         with deferd.Client(f.path, timeout=10, on_event=events.append) as c:
             c.subscribe(["q", "r"], inflight=2)
             j1, j2 = c.next_job(1), c.next_job(1)
+            check_sub_pushes(self, j1, j2, events)
             assert j1 is not None and j2 is not None
-            self.assertEqual((j1.id, j1.queue, j1.attempt, j1.due_ms, j1.priority, j1.ttr_ms,
-                              j1.payload), ("q/1", "q", 1, 1000, 5, 30000, b"x\ny"))
-            self.assertEqual(j1.uid, "u1")
-            # a key this client does not know is skipped; a job without uid= has None
-            self.assertEqual((j2.id, j2.uid, j2.attempt, j2.ttr, j2.payload),
-                             ("r/2", None, 3, 1.0, b""))
-            self.assertEqual(events, [deferd.Deadline("q/1", 200, j1),
-                                      deferd.UnknownPush("FUTURE thing"),
-                                      deferd.State("WEIRD")])
-            self.assertEqual(j1.deadline_ms_left, 200)
             j1.ack()
             j2.ack()
             self.assertEqual(c.unanswered, 2)
@@ -130,6 +146,102 @@ class Wire(unittest.TestCase):
                 c.ping()
             with self.assertRaises(ConnectionError):
                 c.ping()
+        f.done(self)
+
+
+class AioWire(unittest.IsolatedAsyncioTestCase):
+    """deferd.aio speaks the same bytes; concurrent tasks get their own replies."""
+
+    async def test_requests_from_concurrent_tasks(self) -> None:
+        f = FakeDaemon([
+            (b"PUT q 3 delay=1500 prio=3 ttr=2000 key=k1\na\nb\n", b""),
+            (b"BATCH 2\nPUT q 1\nx\nPUT r 1 delay=0\ny\n", b""),
+            (b"PING\n", b"OK q/1-3-ab duplicate\nOK n=2 parts=1 ids=q/3,r/4 dup=2\nOK PONG\n"),
+            (b"CANCEL q key=k1 force=1\n", b"OK q/1-3-ab\n"),
+            (b"RESCHEDULE q/2 at=1700000005000\n", b"OK q/5\n"),
+            (b"STATS q\n", b"OK queue=q put=3 lateness_p50_ms=2.5\n"),
+            (b"UNSUB q,r\n", b"OK\n"),
+        ])
+        async with deferd.aio.Client(f.path, timeout=10) as c:
+            # Sent in this order by three tasks; the daemon answers only after the third.
+            put, batch, pong = await asyncio.gather(
+                c.put("q", "a\nb", delay=1.5, priority=3, ttr=2, key="k1"),
+                c.put_batch([("q", b"x"), deferd.Put("r", b"y", delay=0)]),
+                c.ping())
+            self.assertEqual(put, deferd.PutResult("q/1-3-ab", True))
+            self.assertEqual(batch.results, [deferd.PutResult("q/3"),
+                                             deferd.PutResult("r/4", True)])
+            self.assertIsNone(pong)
+            self.assertEqual(await c.cancel(queue="q", key="k1", force=True), "q/1-3-ab")
+            self.assertEqual(await c.reschedule("q/2", at=1700000005), "q/5")
+            self.assertEqual(await c.stats("q"), {"queue": "q", "put": 3,
+                                                  "lateness_p50_ms": 2.5})
+            await c.unsubscribe(["q", "r"])
+        f.done(self)
+
+    async def test_pushes_between_replies_and_pipelined_acks(self) -> None:
+        events: List[deferd.Event] = []
+        f = FakeDaemon([
+            *PUSH_SCRIPT,
+            (b"TOUCH q/1\n", b"JOB q/3 q 1 1 1 1000 1\nz\nERR NEWCODE from a later daemon\n"),
+            (b"NACK q/3 unrun=1\n", b"OK\n"),
+        ])
+        async with deferd.aio.Client(f.path, timeout=10, on_event=events.append) as c:
+            await c.subscribe(["q", "r"], inflight=2)
+            j1, j2 = await c.next_job(1), await c.next_job(1)
+            check_sub_pushes(self, j1, j2, events)
+            assert j1 is not None and j2 is not None
+            self.assertIsInstance(j1, deferd.aio.Job)
+            r1 = await j1.ack()
+            await j2.ack()
+            self.assertIsInstance(r1, deferd.aio.Reply)
+            self.assertEqual(c.unanswered, 2)  # pipelined: nothing answered yet
+            with self.assertRaises(deferd.NotFound) as e:
+                await c.flush()
+            self.assertIs(e.exception.job, j2)
+            self.assertEqual(e.exception.text, "job r/2 is not held here")
+            self.assertTrue(r1.done)
+            self.assertIsNone(r1.error)
+            self.assertEqual(events[-1], deferd.Expired("q/9", None))
+            with self.assertRaises(deferd.DeferdError) as e2:
+                await j1.touch()
+            self.assertEqual((type(e2.exception), e2.exception.code),
+                             (deferd.DeferdError, "NEWCODE"))
+            j3 = await c.next_job(1)
+            assert j3 is not None
+            self.assertEqual((j3.id, j3.payload), ("q/3", b"z"))
+            self.assertIsNone(await j3.nack(unrun=True, wait=True))
+            self.assertEqual(c.held, [])
+        f.done(self)
+
+    async def test_partial_timeout_and_disconnect(self) -> None:
+        f = FakeDaemon([
+            (b"BATCH 1\nPUT q 1\nx\n",
+             b"ERR PARTIAL stored=2 ids=q/1,q/2 dup=2; the rest was not stored: boom\n"),
+            (b"PING\n", b""),
+            (b"PING\n", b"OK PONG\nOK PONG\n"),
+            (b"PING\n", b""),
+        ])
+        c = await deferd.aio.Client.connect(f.path, timeout=10)
+        try:
+            with self.assertRaises(deferd.Partial) as e:
+                await c.put_batch([("q", b"x")])
+            self.assertEqual((e.exception.stored_ids, e.exception.duplicates),
+                             (["q/1", "q/2"], [1]))
+            self.assertTrue(e.exception.retryable)
+            late = await c._send(b"PING\n", lambda rest: rest)
+            with self.assertRaises(TimeoutError):
+                await late.result(timeout=0.2)
+            await c.ping()  # the late reply is matched to the first PING, this one's after
+            self.assertEqual(await late.result(), "PONG")
+            with self.assertRaises(deferd.Disconnected):
+                await c.ping()  # the daemon closes after the script
+            with self.assertRaises(ConnectionError):
+                await c.ping()
+            with self.assertRaises(deferd.Disconnected):
+                await c.next_job(10)  # not 10 s: at once
+        finally:
+            await c.close()
         f.done(self)
 
 

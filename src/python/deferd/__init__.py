@@ -5,10 +5,15 @@ Pure standard library. The daemon's socket protocol is docs/protocol.md.
 >>> import deferd
 >>> with deferd.Client() as c:                      # $DEFERD_SOCKET or /run/deferd/deferd.sock
 ...     c.put("emails", b"hello", delay=5).id       # doctest: +SKIP
+
+The asyncio flavour is :mod:`deferd.aio` (``deferd.aio.Client``); it is imported on first use,
+so that ``import deferd`` does not load asyncio.
 """
 
-from .client import (DEFAULT_SOCKET, BatchResult, Cancelled, Client, Deadline, Event, Expired,
-                     Job, Put, PutResult, Reply, State, UnknownPush)
+from typing import Any
+
+from .client import (DEFAULT_SOCKET, BaseJob, BatchResult, Cancelled, Client, Deadline, Event,
+                     Expired, Job, Put, PutResult, Reply, State, UnknownPush)
 from .errors import (BadRequest, DeferdError, Disconnected, InFlight, Internal, LeaseLost,
                      NotFound, Partial, PermissionDenied, ProtocolError, QueueFull, TooLarge,
                      Unavailable, UnknownQueue)
@@ -16,9 +21,17 @@ from .errors import (BadRequest, DeferdError, Disconnected, InFlight, Internal, 
 __version__ = "0.1.0"
 
 __all__ = [
-    "DEFAULT_SOCKET", "BatchResult", "Cancelled", "Client", "Deadline", "Event", "Expired",
-    "Job", "Put", "PutResult", "Reply", "State", "UnknownPush",
+    "DEFAULT_SOCKET", "BaseJob", "BatchResult", "Cancelled", "Client", "Deadline", "Event",
+    "Expired", "Job", "Put", "PutResult", "Reply", "State", "UnknownPush",
     "BadRequest", "DeferdError", "Disconnected", "InFlight", "Internal", "LeaseLost",
     "NotFound", "Partial", "PermissionDenied", "ProtocolError", "QueueFull", "TooLarge",
     "Unavailable", "UnknownQueue",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``deferd.aio`` without importing it first (module attributes, PEP 562)."""
+    if name == "aio":
+        import importlib
+        return importlib.import_module(".aio", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

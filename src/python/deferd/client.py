@@ -3,6 +3,10 @@
 One :class:`Client` is one connection. It is not thread-safe: use one per thread.
 Replies are matched to requests in the order they were sent; pushes (``JOB``, ``DEADLINE``,
 ``EXPIRED``, ``CANCELLED``, ``STATE``) may arrive between any two replies and are queued.
+
+The wire encoding and parsing (``encode_*``, :func:`parse_job_header`, :func:`take_message`,
+:func:`push_event`, :func:`reply_outcome`) are pure functions shared with the asyncio client
+(:mod:`deferd.aio`), so that both speak the protocol the same way.
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ import os
 import select
 import socket
 import time
-from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mapping, Optional,
-                    Sequence, Tuple, Union)
+from typing import (Any, Callable, Deque, Dict, Generic, Iterable, Iterator, List, Mapping,
+                    NamedTuple, Optional, Self, Sequence, Tuple, Type, TypeVar, Union)
 
 from .errors import (DeferdError, Disconnected, LeaseLost, NotFound, ProtocolError,
                      from_reply)
@@ -129,7 +133,7 @@ class Deadline:
 
     job_id: str
     ms_left: int
-    job: Optional["Job"] = None
+    job: Optional["BaseJob"] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +142,7 @@ class Expired:
     Answer the job (ack or nack, which fail with LeaseLost) to free its inflight place."""
 
     job_id: str
-    job: Optional["Job"] = None
+    job: Optional["BaseJob"] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,7 +151,7 @@ class Cancelled:
     (ack or nack, which fail with LeaseLost) to free its inflight place."""
 
     job_id: str
-    job: Optional["Job"] = None
+    job: Optional["BaseJob"] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,12 +172,12 @@ class UnknownPush:
 Event = Union[Deadline, Expired, Cancelled, State, UnknownPush]
 
 
-class Reply:
-    """The future answer to one request. :meth:`result` waits for it (reading and queueing
-    pushes meanwhile) and returns the parsed value or raises the :class:`DeferdError`."""
+class BaseReply:
+    """The answer to one request as the sync and asyncio clients both keep it: ``done``, then
+    ``value`` or ``error``; a settling answer updates its job's state."""
 
-    def __init__(self, client: "Client", parse: Callable[[str], Any],
-                 job: Optional["Job"] = None, background: bool = False,
+    def __init__(self, client: Any, parse: Callable[[str], Any],
+                 job: Optional["BaseJob"] = None, background: bool = False,
                  settles: bool = False) -> None:
         self._client = client
         self._parse = parse
@@ -186,13 +190,7 @@ class Reply:
 
     def _resolve(self, line: str) -> None:
         self.done = True
-        if line == "OK" or line.startswith("OK "):
-            try:
-                self.value = self._parse(line[3:])
-            except (ValueError, IndexError) as e:
-                self.error = ProtocolError(f"cannot parse reply {line!r}: {e}")
-        else:
-            self.error = from_reply(line)
+        self.value, self.error = reply_outcome(line, self._parse)
         if self.error is not None:
             self.error.job = self.job
         if self.job is not None and self._settles:
@@ -202,6 +200,11 @@ class Reply:
         self.done = True
         self.error = error
         error.job = self.job
+
+
+class Reply(BaseReply):
+    """The future answer to one request. :meth:`result` waits for it (reading and queueing
+    pushes meanwhile) and returns the parsed value or raises the :class:`DeferdError`."""
 
     def result(self, timeout: Optional[float] = None) -> Any:
         """Waits for the reply (at most ``timeout`` s, default the client's) and returns it."""
@@ -213,8 +216,8 @@ class Reply:
         return self.value
 
 
-class Job:
-    """A job delivered to this connection (``JOB`` push).
+class BaseJob:
+    """A job delivered to a connection (``JOB`` push): what sync and asyncio jobs share.
 
     Attributes:
         id: the job id (it changes when the job is nacked with a delay or rescheduled):
@@ -233,7 +236,7 @@ class Job:
         reply: the :class:`Reply` of that ack or nack.
     """
 
-    def __init__(self, client: "Client", id: str, queue: str, attempt: int, due_ms: int,
+    def __init__(self, client: Any, id: str, queue: str, attempt: int, due_ms: int,
                  priority: int, ttr_ms: int, payload: bytes, uid: Optional[str] = None) -> None:
         self._client = client
         self.id = id
@@ -248,7 +251,13 @@ class Job:
         self.lost_reason: Optional[str] = None
         self.deadline_ms_left: Optional[int] = None
         self.settled = False
-        self.reply: Optional[Reply] = None
+        self.reply: Optional[BaseReply] = None
+
+    @classmethod
+    def from_header(cls, client: Any, header: JobHeader, payload: bytes) -> Self:
+        """The job of a parsed ``JOB`` header and its payload."""
+        return cls(client, header.id, header.queue, header.attempt, header.due_ms,
+                   header.priority, header.ttr_ms, payload, header.uid)
 
     @property
     def due(self) -> datetime.datetime:
@@ -264,19 +273,29 @@ class Job:
         return (f"Job(id={self.id!r}, uid={self.uid!r}, queue={self.queue!r}, "
                 f"attempt={self.attempt}, payload={self.payload[:32]!r})")
 
-    def _answered(self, reply: Reply) -> None:
+    def _answered(self, reply: BaseReply) -> None:
         if reply.error is None or isinstance(reply.error, (LeaseLost, NotFound)):
             self._client._held.pop(self.id, None)
         else:  # nothing changed (UNAVAILABLE, a bad follow-up): still held, may be sent again
             self.settled = False
 
-    def _settle(self, line: bytes, parse: Callable[[str], Any], wait: Optional[bool],
-                blocking_default: bool) -> Any:
+    def _start_settle(self, wait: Optional[bool], blocking_default: bool) -> bool:
+        """Marks the job answered (once only) and says whether to wait for the reply."""
         if self.settled:
             raise ValueError(f"job {self.id} was already acked or nacked")
-        if wait is None:
-            wait = blocking_default or not self._client.pipeline
         self.settled = True
+        return (blocking_default or not self._client.pipeline) if wait is None else wait
+
+
+class Job(BaseJob):
+    """A job delivered to this connection (``JOB`` push); see :class:`BaseJob` for its
+    attributes. Answer it with :meth:`ack` or :meth:`nack`."""
+
+    _client: "Client"
+
+    def _settle(self, line: bytes, parse: Callable[[str], Any], blocking_default: bool,
+                wait: Optional[bool]) -> Any:
+        wait = self._start_settle(wait, blocking_default)
         self.reply = self._client._send(line, parse, job=self, background=not wait,
                                         settles=True)
         return self.reply.result() if wait else self.reply
@@ -292,12 +311,7 @@ class Job:
         next :meth:`Client.next_job`, :meth:`Client.next_event` or :meth:`Client.flush`.
         ``wait=True`` waits and raises here.
         """
-        if then is not None:
-            items = [_as_put(i) for i in then]
-            line = f"ACK {self.id} then={len(items)}\n".encode() + b"".join(
-                i.encode() for i in items)
-            return self._settle(line, _parse_then, wait, True)
-        return self._settle(f"ACK {self.id}\n".encode(), _parse_empty, wait, False)
+        return self._settle(*encode_ack(self.id, then), wait)
 
     def nack(self, delay: Optional[Seconds] = None, unrun: bool = False,
              then: Optional[Iterable[PutLike]] = None, wait: Optional[bool] = None) -> Any:
@@ -310,19 +324,7 @@ class Job:
         id). Otherwise the call is pipelined like :meth:`ack`; waited for, it returns the
         job's new id, or None when it kept its id (or was dead-lettered).
         """
-        words = ["NACK", self.id]
-        if unrun:
-            if delay is not None or then is not None:
-                raise ValueError("unrun takes no delay or then")
-            words.append("unrun=1")
-        if delay is not None:
-            words.append(f"delay={_ms(delay)}")
-        if then is not None:
-            items = [_as_put(i) for i in then]
-            words.append(f"then={len(items)}")
-            line = " ".join(words).encode() + b"\n" + b"".join(i.encode() for i in items)
-            return self._settle(line, _parse_then, wait, True)
-        return self._settle(" ".join(words).encode() + b"\n", _parse_opt_id, wait, False)
+        return self._settle(*encode_nack(self.id, delay, unrun, then), wait)
 
     def touch(self, wait: bool = True) -> Optional[Reply]:
         """Renews the lease (another full ttr from now). Raises :class:`LeaseLost` if it had
@@ -385,7 +387,274 @@ def _parse_pong(rest: str) -> None:
         raise ValueError("not PONG")
 
 
-class Client:
+# -- wire helpers shared with deferd.aio: requests as bytes, messages from bytes ------------
+
+def reply_outcome(line: str, parse: Callable[[str], Any]) -> Tuple[Any, Optional[DeferdError]]:
+    """``(value, None)`` for an ``OK`` reply line that ``parse`` accepts, else ``(None, the
+    error)``: the ``ERR`` code's exception, or :class:`ProtocolError` for an unparsable OK."""
+    if line == "OK" or line.startswith("OK "):
+        try:
+            return parse(line[3:]), None
+        except (ValueError, IndexError) as e:
+            return None, ProtocolError(f"cannot parse reply {line!r}: {e}")
+    return None, from_reply(line)
+
+
+class JobHeader(NamedTuple):
+    """The header line of a ``JOB`` push; ``length`` payload bytes and a ``\n`` follow."""
+
+    id: str
+    queue: str
+    attempt: int
+    due_ms: int
+    priority: int
+    ttr_ms: int
+    length: int
+    uid: Optional[str] = None
+
+
+def parse_job_header(line: str) -> JobHeader:
+    """Parses ``JOB <id> <queue> <attempt> <due ms> <prio> <ttr ms> <length> [key=value
+    ...]`` (no ``\n``); of the keys, ``uid`` is kept and unknown ones skipped."""
+    words = line.split(" ")
+    # key=value words after the length: the ones SUB asked for (uid=1)
+    extra = dict(w.split("=", 1) for w in words[8:] if "=" in w[1:])
+    if len(words) < 8 or words[0] != "JOB" or len(extra) != len(words) - 8:
+        raise ProtocolError(f"bad JOB push {line!r}")
+    try:
+        return JobHeader(words[1], words[2], int(words[3]), int(words[4]), int(words[5]),
+                         int(words[6]), int(words[7]), extra.get("uid"))
+    except ValueError:
+        raise ProtocolError(f"bad number in JOB push {line!r}") from None
+
+
+def take_message(buf: bytearray) -> Optional[Tuple[str, Optional[JobHeader], bytes]]:
+    """Removes the first complete message from ``buf`` and returns ``(line, header,
+    payload)``: ``header`` is set for a ``JOB`` push (with its payload), None for a reply or
+    another push. None, leaving ``buf`` as it is, while the message is incomplete."""
+    nl = buf.find(b"\n")
+    if nl < 0:
+        return None
+    line = buf[:nl].decode("utf-8", "replace")
+    if not line.startswith("JOB "):
+        del buf[:nl + 1]
+        return line, None, b""
+    header = parse_job_header(line)
+    end = nl + 1 + header.length
+    if len(buf) < end + 1:  # the payload and its \n
+        return None
+    payload = bytes(buf[nl + 1:end])
+    del buf[:end + 1]
+    return line, header, payload
+
+
+def push_event(line: str, held: Mapping[str, BaseJob]) -> Event:
+    """The :class:`Event` of a one-line push; marks the held job it names (``held`` by id):
+    ``deadline_ms_left`` for ``DEADLINE``, ``lost`` for ``EXPIRED`` and ``CANCELLED``."""
+    word, _, rest = line.partition(" ")
+    args = rest.split()
+    if word == "DEADLINE" and len(args) == 2 and args[1].isdigit():
+        job = held.get(args[0])
+        if job is not None:
+            job.deadline_ms_left = int(args[1])
+        return Deadline(args[0], int(args[1]), job)
+    if word in ("EXPIRED", "CANCELLED") and len(args) == 1:
+        job = held.get(args[0])
+        if job is not None:
+            job.lost = True
+            job.lost_reason = word.lower()
+        return (Expired if word == "EXPIRED" else Cancelled)(args[0], job)
+    if word == "STATE" and len(args) == 1:
+        return State(args[0])
+    return UnknownPush(line)
+
+
+def _names(queues: Union[str, Sequence[str]]) -> str:
+    return _token("queues", queues if isinstance(queues, str) else ",".join(queues))
+
+
+def _target(job_id: Optional[str], queue: Optional[str], key: Optional[str]) -> List[str]:
+    if job_id is not None and queue is None and key is None:
+        return [_token("job id", job_id)]
+    if job_id is None and queue is not None and key is not None:
+        return [_token("queue", queue), "key=" + _token("key", key)]
+    raise ValueError("give a job id, or a queue and a key")
+
+
+def _puts(items: Iterable[PutLike]) -> Tuple[int, bytes]:
+    puts = [_as_put(i).encode() for i in items]
+    return len(puts), b"".join(puts)
+
+
+def encode_batch(items: Iterable[PutLike]) -> bytes:
+    """``BATCH <n>`` and its ``PUT`` requests."""
+    n, puts = _puts(items)
+    return f"BATCH {n}\n".encode() + puts
+
+
+def encode_cancel(job_id: Optional[str], queue: Optional[str], key: Optional[str],
+                  force: bool) -> bytes:
+    """``CANCEL`` by id, or by queue and key."""
+    words = ["CANCEL", *_target(job_id, queue, key)]
+    if force:
+        words.append("force=1")
+    return (" ".join(words) + "\n").encode()
+
+
+def encode_reschedule(job_id: Optional[str], delay: Optional[Seconds], at: Optional[When],
+                      queue: Optional[str], key: Optional[str]) -> bytes:
+    """``RESCHEDULE`` by id, or by queue and key, to ``delay`` or ``at`` (exactly one)."""
+    if (delay is None) == (at is None):
+        raise ValueError("give exactly one of delay and at")
+    words = ["RESCHEDULE", *_target(job_id, queue, key)]
+    words.append(f"delay={_ms(delay)}" if delay is not None else f"at={_epoch_ms(at)}")
+    return (" ".join(words) + "\n").encode()
+
+
+def encode_stats(queue: Optional[str]) -> bytes:
+    """``STATS`` or ``STATS <queue>``."""
+    return (f"STATS {_token('queue', queue)}\n" if queue is not None else "STATS\n").encode()
+
+
+def encode_subscribe(queues: Union[str, Sequence[str]], inflight: int) -> bytes:
+    """``SUB <queues> inflight=<n> uid=1`` (JOB pushes then carry the job's uid)."""
+    return f"SUB {_names(queues)} inflight={int(inflight)} uid=1\n".encode()
+
+
+def encode_unsubscribe(queues: Union[None, str, Sequence[str]]) -> bytes:
+    """``UNSUB`` (every queue) or ``UNSUB <queues>``."""
+    return b"UNSUB\n" if queues is None else f"UNSUB {_names(queues)}\n".encode()
+
+
+Settle = Tuple[bytes, Callable[[str], Any], bool]
+
+
+def encode_ack(job_id: str, then: Optional[Iterable[PutLike]]) -> Settle:
+    """``ACK``, with ``then=`` follow-ups if given: ``(request, reply parser, whether the
+    caller waits by default)`` (follow-ups are waited for: their ids are the answer)."""
+    if then is not None:
+        n, puts = _puts(then)
+        return f"ACK {job_id} then={n}\n".encode() + puts, _parse_then, True
+    return f"ACK {job_id}\n".encode(), _parse_empty, False
+
+
+def encode_nack(job_id: str, delay: Optional[Seconds], unrun: bool,
+                then: Optional[Iterable[PutLike]]) -> Settle:
+    """``NACK`` with ``delay=``, ``unrun=1`` or ``then=`` follow-ups; as :func:`encode_ack`."""
+    words = ["NACK", job_id]
+    if unrun:
+        if delay is not None or then is not None:
+            raise ValueError("unrun takes no delay or then")
+        words.append("unrun=1")
+    if delay is not None:
+        words.append(f"delay={_ms(delay)}")
+    if then is not None:
+        n, puts = _puts(then)
+        words.append(f"then={n}")
+        return " ".join(words).encode() + b"\n" + puts, _parse_then, True
+    return " ".join(words).encode() + b"\n", _parse_opt_id, False
+
+
+JobT = TypeVar("JobT", bound=BaseJob)
+ReplyT = TypeVar("ReplyT", bound=BaseReply)
+
+
+class BaseClient(Generic[JobT, ReplyT]):
+    """What :class:`Client` and :class:`deferd.aio.Client` share, free of I/O: the settings,
+    what the daemon sent (replies matched to the FIFO of pending requests, jobs, events) and
+    the failed pipelined answers not yet reported."""
+
+    _job_class: Type[JobT]
+
+    def __init__(self, socket_path: Optional[str], timeout: Optional[float], pipeline: bool,
+                 on_event: Optional[Callable[[Event], None]],
+                 on_ack_error: Optional[Callable[[DeferdError], None]]) -> None:
+        self.socket_path = socket_path or os.environ.get("DEFERD_SOCKET") or DEFAULT_SOCKET
+        self.timeout = timeout
+        self.pipeline = pipeline
+        self.on_event = on_event
+        self.on_ack_error = on_ack_error
+        self._in = bytearray()
+        self._pending: Deque[ReplyT] = collections.deque()
+        self._jobs: Deque[JobT] = collections.deque()
+        self._events: Deque[Event] = collections.deque()
+        self._held: Dict[str, JobT] = {}
+        self._failed: List[ReplyT] = []
+        self._closed_error: Optional[Disconnected] = None
+
+    def failed_acks(self) -> List[DeferdError]:
+        """Takes the failures of pipelined acks, nacks and touches not yet reported."""
+        out = [r.error for r in self._failed if r.error is not None]
+        self._failed.clear()
+        return out
+
+    @property
+    def unanswered(self) -> int:
+        """Requests sent whose reply has not arrived yet."""
+        return len(self._pending)
+
+    @property
+    def held(self) -> List[JobT]:
+        """Jobs pushed to this connection and not yet acked or nacked."""
+        return list(self._held.values())
+
+    def _unrun_jobs(self, send: Callable[..., ReplyT]) -> List[JobT]:
+        """For ``give_back``: takes the jobs received but not taken by ``next_job``, answers
+        those the daemon took back already (with ``send``, only to free their inflight place:
+        their LeaseLost is not reported) and returns the others, to be nacked unrun."""
+        unrun = []
+        while self._jobs:
+            job = self._jobs.popleft()
+            if job.lost:
+                job.settled = True
+                job.reply = send(f"ACK {job.id}\n".encode(), _parse_empty, job=job, settles=True)
+            else:
+                unrun.append(job)
+        return unrun
+
+    def _forget_error(self, reply: ReplyT) -> None:
+        if reply in self._failed:
+            self._failed.remove(reply)
+
+    def _raise_failed(self) -> None:
+        if self._failed:
+            raise self._failed.pop(0).error  # type: ignore[misc]
+
+    def _dispatch(self) -> int:
+        """Handles every complete message in the input buffer; returns how many."""
+        n = 0
+        while (msg := take_message(self._in)) is not None:
+            line, header, payload = msg
+            if header is not None:
+                job = self._job_class.from_header(self, header, payload)
+                self._held[job.id] = job
+                self._jobs.append(job)
+            else:
+                self._line(line)
+            n += 1
+        return n
+
+    def _line(self, line: str) -> None:
+        word = line.partition(" ")[0]
+        if word in ("OK", "ERR"):
+            if not self._pending:
+                raise ProtocolError(f"reply {line!r} to no request")
+            reply = self._pending.popleft()
+            reply._resolve(line)
+            if reply.error is not None and reply.background:
+                if self.on_ack_error is not None:
+                    self.on_ack_error(reply.error)
+                else:
+                    self._failed.append(reply)
+            return
+        event = push_event(line, self._held)
+        if self.on_event is not None:
+            self.on_event(event)
+        else:
+            self._events.append(event)
+
+
+class Client(BaseClient[Job, Reply]):
     """One connection to a deferd daemon.
 
     Args:
@@ -404,14 +673,12 @@ class Client:
     :class:`Job` with ``ack()`` or ``nack()``; read pushes with :meth:`next_event`.
     """
 
+    _job_class = Job
+
     def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = 30.0,
                  pipeline: bool = True, on_event: Optional[Callable[[Event], None]] = None,
                  on_ack_error: Optional[Callable[[DeferdError], None]] = None) -> None:
-        self.socket_path = socket_path or os.environ.get("DEFERD_SOCKET") or DEFAULT_SOCKET
-        self.timeout = timeout
-        self.pipeline = pipeline
-        self.on_event = on_event
-        self.on_ack_error = on_ack_error
+        super().__init__(socket_path, timeout, pipeline, on_event, on_ack_error)
         self._sock: Optional[socket.socket] = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._sock.connect(self.socket_path)
@@ -420,13 +687,6 @@ class Client:
             self._sock = None
             raise
         self._sock.setblocking(False)
-        self._in = bytearray()
-        self._pending: Deque[Reply] = collections.deque()
-        self._jobs: Deque[Job] = collections.deque()
-        self._events: Deque[Event] = collections.deque()
-        self._held: Dict[str, Job] = {}
-        self._failed: List[Reply] = []
-        self._closed_error: Optional[Disconnected] = None
 
     # -- context manager --------------------------------------------------------------------
 
@@ -464,42 +724,25 @@ class Client:
         dicts of its fields or ``(queue, payload, ...)`` tuples. Raises the error naming the
         first invalid item (nothing stored), or :class:`Partial` for a batch split into parts
         whose later part failed."""
-        puts = [_as_put(i) for i in items]
-        req = f"BATCH {len(puts)}\n".encode() + b"".join(p.encode() for p in puts)
-        return self._send(req, _parse_batch).result()
+        return self._send(encode_batch(items), _parse_batch).result()
 
     def cancel(self, job_id: Optional[str] = None, *, queue: Optional[str] = None,
                key: Optional[str] = None, force: bool = False) -> str:
         """Removes a pending job, by id or by ``queue`` and ``key``; returns its id.
         ``force=True`` also cancels a job a consumer holds (it gets ``CANCELLED``)."""
-        words = ["CANCEL", *self._target(job_id, queue, key)]
-        if force:
-            words.append("force=1")
-        return self._send((" ".join(words) + "\n").encode(), _parse_opt_id).result()
+        return self._send(encode_cancel(job_id, queue, key, force), _parse_opt_id).result()
 
     def reschedule(self, job_id: Optional[str] = None, *, delay: Optional[Seconds] = None,
                    at: Optional[When] = None, queue: Optional[str] = None,
                    key: Optional[str] = None) -> str:
         """Moves a pending job to a new due time (``delay`` or ``at``); returns its new id."""
-        if (delay is None) == (at is None):
-            raise ValueError("give exactly one of delay and at")
-        words = ["RESCHEDULE", *self._target(job_id, queue, key)]
-        words.append(f"delay={_ms(delay)}" if delay is not None else f"at={_epoch_ms(at)}")
-        return self._send((" ".join(words) + "\n").encode(), _parse_opt_id).result()
-
-    @staticmethod
-    def _target(job_id: Optional[str], queue: Optional[str], key: Optional[str]) -> List[str]:
-        if job_id is not None and queue is None and key is None:
-            return [_token("job id", job_id)]
-        if job_id is None and queue is not None and key is not None:
-            return [_token("queue", queue), "key=" + _token("key", key)]
-        raise ValueError("give a job id, or a queue and a key")
+        req = encode_reschedule(job_id, delay, at, queue, key)
+        return self._send(req, _parse_opt_id).result()
 
     def stats(self, queue: Optional[str] = None) -> Dict[str, Union[int, float, str]]:
         """The daemon's counters (``STATS``), or one queue's (``STATS <queue>``), by name.
         Whole numbers are ints, decimals floats, anything else (``30/30``, ``-``) strings."""
-        line = f"STATS {_token('queue', queue)}\n" if queue is not None else "STATS\n"
-        return self._send(line.encode(), _parse_stats).result()
+        return self._send(encode_stats(queue), _parse_stats).result()
 
     def ping(self) -> None:
         """Round trip to the daemon (``PING``, answered ``OK PONG``)."""
@@ -510,19 +753,12 @@ class Client:
     def subscribe(self, queues: Union[str, Sequence[str]], inflight: int = 1) -> None:
         """Becomes a consumer of ``queues`` (a name, a comma-separated string or a list);
         the daemon pushes up to ``inflight`` jobs not yet acked or nacked."""
-        names = queues if isinstance(queues, str) else ",".join(queues)
-        self._send(f"SUB {_token('queues', names)} inflight={int(inflight)} uid=1\n".encode(),
-                   _parse_empty).result()
+        self._send(encode_subscribe(queues, inflight), _parse_empty).result()
 
     def unsubscribe(self, queues: Union[None, str, Sequence[str]] = None) -> None:
         """Takes no more jobs of ``queues`` (all when None). Jobs held stay held; after this
         returns no more ``JOB`` of those queues comes (some may already be queued here)."""
-        if queues is None:
-            line = "UNSUB\n"
-        else:
-            names = queues if isinstance(queues, str) else ",".join(queues)
-            line = f"UNSUB {_token('queues', names)}\n"
-        self._send(line.encode(), _parse_empty).result()
+        self._send(encode_unsubscribe(queues), _parse_empty).result()
 
     def next_job(self, timeout: Optional[float] = None) -> Optional[Job]:
         """The next job pushed to this connection, waiting at most ``timeout`` seconds (None:
@@ -580,50 +816,19 @@ class Client:
 
     wait_acks = flush
 
-    def failed_acks(self) -> List[DeferdError]:
-        """Takes the failures of pipelined acks, nacks and touches not yet reported."""
-        out = [r.error for r in self._failed if r.error is not None]
-        self._failed.clear()
-        return out
-
-    @property
-    def unanswered(self) -> int:
-        """Requests sent whose reply has not arrived yet."""
-        return len(self._pending)
-
-    @property
-    def held(self) -> List[Job]:
-        """Jobs pushed to this connection and not yet acked or nacked."""
-        return list(self._held.values())
-
     def give_back(self) -> int:
         """Leaves cleanly: unsubscribes from every queue, then answers ``NACK unrun=1`` for
         each job received but not yet taken by :meth:`next_job` (their attempt is not
         spent), and waits for the replies. Returns how many jobs were given back."""
         self.unsubscribe()
-        n = 0
-        while self._jobs:
-            job = self._jobs.popleft()
-            if job.lost:  # answered only to free its slot; fails with LeaseLost, not reported
-                job.settled = True
-                job.reply = self._send(f"ACK {job.id}\n".encode(), _parse_empty, job=job,
-                                       settles=True)
-            else:
-                job.nack(unrun=True, wait=False)
-                n += 1
+        jobs = self._unrun_jobs(self._send)
+        for job in jobs:
+            job.nack(unrun=True, wait=False)
         if self._pending:
             self._wait(self._pending[-1], None)
-        return n
+        return len(jobs)
 
     # -- plumbing ---------------------------------------------------------------------------
-
-    def _forget_error(self, reply: Reply) -> None:
-        if reply in self._failed:
-            self._failed.remove(reply)
-
-    def _raise_failed(self) -> None:
-        if self._failed:
-            raise self._failed.pop(0).error  # type: ignore[misc]
 
     def _send(self, data: bytes, parse: Callable[[str], Any], job: Optional[Job] = None,
               background: bool = False, settles: bool = False) -> Reply:
@@ -701,66 +906,3 @@ class Client:
             self._sock = None
         while self._pending:
             self._pending.popleft()._fail(Disconnected(why))
-
-    def _dispatch(self) -> int:
-        """Handles every complete message in the input buffer; returns how many."""
-        n = 0
-        while True:
-            nl = self._in.find(b"\n")
-            if nl < 0:
-                return n
-            line = self._in[:nl].decode("utf-8", "replace")
-            if line.startswith("JOB "):
-                words = line.split(" ")
-                # key=value words after the length: the ones SUB asked for (uid=1)
-                extra = dict(w.split("=", 1) for w in words[8:] if "=" in w[1:])
-                if len(words) < 8 or len(extra) != len(words) - 8:
-                    raise ProtocolError(f"bad JOB push {line!r}")
-                length = int(words[7])
-                if len(self._in) < nl + 1 + length + 1:
-                    return n
-                payload = bytes(self._in[nl + 1:nl + 1 + length])
-                del self._in[:nl + 1 + length + 1]
-                job = Job(self, words[1], words[2], int(words[3]), int(words[4]),
-                          int(words[5]), int(words[6]), payload, extra.get("uid"))
-                self._held[job.id] = job
-                self._jobs.append(job)
-            else:
-                del self._in[:nl + 1]
-                self._line(line)
-            n += 1
-
-    def _line(self, line: str) -> None:
-        word, _, rest = line.partition(" ")
-        if word in ("OK", "ERR"):
-            if not self._pending:
-                raise ProtocolError(f"reply {line!r} to no request")
-            reply = self._pending.popleft()
-            reply._resolve(line)
-            if reply.error is not None and reply.background:
-                if self.on_ack_error is not None:
-                    self.on_ack_error(reply.error)
-                else:
-                    self._failed.append(reply)
-            return
-        args = rest.split()
-        event: Event
-        if word == "DEADLINE" and len(args) == 2:
-            job = self._held.get(args[0])
-            if job is not None:
-                job.deadline_ms_left = int(args[1])
-            event = Deadline(args[0], int(args[1]), job)
-        elif word in ("EXPIRED", "CANCELLED") and len(args) == 1:
-            job = self._held.get(args[0])
-            if job is not None:
-                job.lost = True
-                job.lost_reason = word.lower()
-            event = (Expired if word == "EXPIRED" else Cancelled)(args[0], job)
-        elif word == "STATE" and len(args) == 1:
-            event = State(args[0])
-        else:
-            event = UnknownPush(line)
-        if self.on_event is not None:
-            self.on_event(event)
-        else:
-            self._events.append(event)
