@@ -581,6 +581,13 @@ class Client:
         self._failed.clear()
         return out
 
+    def fileno(self) -> int:
+        """The socket's file descriptor, to wait for it with ``select`` beside other files;
+        then :meth:`poll` reads what came. Raises :class:`Disconnected` once closed."""
+        if self._sock is None:
+            raise self._closed_error or Disconnected("not connected")
+        return self._sock.fileno()
+
     @property
     def unanswered(self) -> int:
         """Requests sent whose reply has not arrived yet."""
