@@ -163,7 +163,11 @@ def _error_fields(err: BaseException) -> Dict[str, Any]:
     name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
     frames = traceback.extract_tb(err.__traceback__)
     where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else None
-    return {"error_type": name, "error": str(err), "at": where}
+    try:
+        text = str(err)
+    except Exception as e:  # a broken __str__ must not stop the worker
+        text = f"<str() failed: {type(e).__name__}>"
+    return {"error_type": name, "error": text, "at": where}
 
 
 class _Rec:
@@ -312,7 +316,7 @@ class Worker:
         self.log("info" if self._exit == EXIT_OK else "error", "stopped",
                  reason=self._stop_reason, started=self.started, acked=self.acked,
                  failed=self.failed, given_back=self.given_back, exit=self._exit,
-                 running=self._running or None)
+                 running=self._running or None, cpu_s=round(time.process_time(), 3))
         return self._exit
 
     def _socket_name(self) -> str:
@@ -578,7 +582,10 @@ class Worker:
                 continue
             if action == "ack":
                 self.acked -= 1
-            note = ("the job comes again" if isinstance(err, LeaseLost) else None)
+            note = None
+            if isinstance(err, LeaseLost):
+                note = ("the job was cancelled" if job.lost_reason == "cancelled"
+                        else "the job comes again")
             self.log("error", "settle_failed", **fields, action=action, code=err.code,
                      error=err.text, note=note)
 
