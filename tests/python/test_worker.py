@@ -261,6 +261,37 @@ class Leaving(WorkerTest):
         self.assertEqual((again.payload, again.attempt), (b"k", 2))
 
 
+class DaemonRestart(WorkerTest):
+    def test_draining_daemon_then_reconnect(self) -> None:
+        d = Daemon("worker-drain", {"dr": ""}).start()
+        try:
+            with d.client() as c:
+                c.put("dr", b"a")
+                c.put("dr", b"b")
+            w = self.worker("block", "-q", "dr", "--inflight", "2", socket=d.sock)
+            wait_for(lambda: w.events("start"), "the first job started")
+            wait_for(lambda: d.queue_stat("dr", "inflight") == 2, "the second pushed ahead")
+            assert d.proc is not None
+            os.kill(d.proc.pid, signal.SIGTERM)
+            wait_for(lambda: any(f.get("state") == "DRAINING" for f in w.log("state")),
+                     "the worker got STATE DRAINING")
+            w.release()
+            # deferd exits once nothing is held: the running job acked, the other given back.
+            self.assertEqual(d.proc.wait(20), 0)
+            wait_for(lambda: w.log("disconnected"), "the worker saw deferd go")
+            d.start()  # the same socket and ZooKeeper root
+            wait_for(lambda: len(w.events("done")) == 2, "the worker connected again")
+            w.proc.send_signal(signal.SIGTERM)
+            self.assertExit(w, 0)
+            self.assertEqual([(r["payload"], r["attempt"]) for r in w.events("done")],
+                             [("a", 1), ("b", 1)])  # b given back unrun: attempt unspent
+            self.assertEqual(w.log("disconnected")[0]["level"], "warning")
+            self.assertEqual(len(w.log("reconnected")), 1)
+            self.assertEqual(d.jobs("dr"), [])
+        finally:
+            d.stop()
+
+
 class Usage(WorkerTest):
     def run_usage(self, *args: str) -> subprocess.CompletedProcess:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, HERE]))

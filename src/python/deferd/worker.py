@@ -241,6 +241,7 @@ class Worker:
         self._stop_reason: Optional[str] = None
         self._leaving = False
         self._abort = False
+        self._draining = False  # deferd said DRAINING: its closing the connection is expected
         self._signals = 0
         self._exit = EXIT_OK
         self._reconnect_at: Optional[float] = None
@@ -555,6 +556,7 @@ class Worker:
         self.log("warning" if state in notes else "info", "state", state=state,
                  note=notes.get(state))
         if state == "DRAINING":
+            self._draining = True
             self._give_back_waiting()
 
     def _handle_ack_errors(self) -> None:
@@ -599,9 +601,10 @@ class Worker:
     # -- connection -------------------------------------------------------------------------
 
     def _lost_connection(self, err: BaseException) -> None:
-        self.log("error", "disconnected", error=str(err), running=self._running,
-                 prefetched=len(self._waiting),
+        self.log("warning" if self._draining else "error", "disconnected", error=str(err),
+                 running=self._running, prefetched=len(self._waiting),
                  note="held jobs are released by deferd and come again")
+        self._draining = False
         if self.client is not None:
             self.client.close()
         self.client = None
