@@ -1,7 +1,8 @@
 """`python3 -m deferd.worker` against a real deferd and ZooKeeper (ctest: python.worker): ack on
 return, nack on exception, Retry delays, concurrency, lease renewal, an expired lease, SIGTERM,
---max-jobs, a killed worker, usage errors. The handlers are tests/python/worker_handlers.py;
-they write what they saw to a file that the tests read."""
+--max-jobs, a killed worker, a draining daemon and connecting again, usage errors. The
+handlers are tests/python/worker_handlers.py; they write what they saw to a file that the
+tests read."""
 
 from __future__ import annotations
 
