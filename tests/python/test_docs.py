@@ -2,17 +2,24 @@
 
 Each ```python block of the page is run in turn as its own program by /usr/bin/python3,
 with DEFERD_SOCKET pointing at a private daemon; the producer's jobs must reach the
-consumer and be acked; the asyncio example's jobs must all be handled and acked."""
+consumer and be acked; the asyncio example's jobs must all be handled and acked. The
+worker example: tasks.py is written to a directory where the page's ```sh command
+`python3 -m deferd.worker ...` runs until the producer's jobs are gone, then gets
+SIGTERM and must exit 0."""
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import unittest
 
-from harness import Daemon
+from harness import Daemon, wait_for
 
 DOC = os.environ.get("DEFERD_DOCS") or os.path.join(
     os.path.dirname(__file__), "..", "..", "docs", "python.md")
@@ -31,25 +38,36 @@ def blocks() -> dict:
     return out
 
 
+def commands() -> list:
+    """The lines of the page's ```sh blocks."""
+    with open(DOC) as f:
+        text = f.read()
+    return [line for code in re.findall(r"^```sh\n(.*?)^```$", text, re.S | re.M)
+            for line in code.splitlines() if line.strip()]
+
+
 class Examples(unittest.TestCase):
+    def produce(self, d: Daemon) -> dict:
+        """Runs producer.py against ``d``; returns the environment the examples run in."""
+        env = dict(os.environ, DEFERD_SOCKET=d.sock)
+        out = self.run_block("producer", env)
+        self.assertEqual(len(re.findall(r"^stored emails/", out, re.M)), 3, out)
+        self.assertIn("duplicate", out)
+        self.assertEqual(len(d.jobs("emails")), 3)
+        return env
+
+    def run_block(self, name: str, env: dict) -> str:
+        p = subprocess.run([sys.executable, "-c", blocks()[name]], env=env, timeout=60,
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, f"{name}: {p.stderr}")
+        return p.stdout
+
     def test_producer_then_consumer(self) -> None:
-        code = blocks()
-        self.assertEqual(sorted(code), ["aio_thumbnails", "consumer", "producer"])
+        self.assertEqual(sorted(blocks()), ["aio_thumbnails", "consumer", "producer", "tasks"])
         d = Daemon("docs", {"emails": "backoff_min = 1s"}).start()
         try:
-            env = dict(os.environ, DEFERD_SOCKET=d.sock)
-
-            def run(name: str) -> str:
-                p = subprocess.run([sys.executable, "-c", code[name]], env=env, timeout=60,
-                                   capture_output=True, text=True)
-                self.assertEqual(p.returncode, 0, f"{name}: {p.stderr}")
-                return p.stdout
-
-            out = run("producer")
-            self.assertEqual(len(re.findall(r"^stored emails/", out, re.M)), 3, out)
-            self.assertIn("duplicate", out)
-            self.assertEqual(len(d.jobs("emails")), 3)
-            out = run("consumer")
+            env = self.produce(d)
+            out = self.run_block("consumer", env)
             self.assertEqual(len(re.findall(r"^sending ", out, re.M)), 3, out)
             self.assertEqual(d.jobs("emails"), [])  # every ack answered: gone from ZooKeeper
             self.assertEqual(d.queue_stat("emails", "acked"), 3)
@@ -68,6 +86,37 @@ class Examples(unittest.TestCase):
             self.assertEqual(sorted(made), [f"photo-{i}.jpg" for i in range(6)], p.stdout)
             self.assertEqual(d.jobs("thumbnails"), [])  # every ack answered: gone
             self.assertEqual(d.queue_stat("thumbnails", "acked"), 6)
+        finally:
+            d.stop()
+
+    def test_worker(self) -> None:
+        [cmd] = [c for c in commands() if c.startswith("python3 -m deferd.worker")]
+        argv = shlex.split(cmd)
+        argv[0] = sys.executable
+        tmp = tempfile.mkdtemp(prefix="deferd-docs-worker-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        with open(os.path.join(tmp, "tasks.py"), "w") as f:
+            f.write(blocks()["tasks"])
+        d = Daemon("docsw", {"emails": "backoff_min = 1s"}).start()
+        try:
+            env = self.produce(d)
+            out_path = os.path.join(tmp, "out")
+            with open(out_path, "w") as out, open(os.path.join(tmp, "err"), "w") as err:
+                p = subprocess.Popen(argv, cwd=tmp, env=env, stdout=out, stderr=err)
+            try:
+                def sent() -> int:
+                    with open(out_path) as f:
+                        return len(re.findall(r"^sending to \S+ \(attempt 1\)$", f.read(),
+                                              re.M))
+                wait_for(lambda: sent() == 3 and d.jobs("emails") == [],
+                         "the worker ran the 3 jobs and they are gone from ZooKeeper")
+                p.send_signal(signal.SIGTERM)
+                self.assertEqual(p.wait(30), 0)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            self.assertEqual(d.queue_stat("emails", "acked"), 3)
         finally:
             d.stop()
 

@@ -816,6 +816,13 @@ class Client(BaseClient[Job, Reply]):
 
     wait_acks = flush
 
+    def fileno(self) -> int:
+        """The socket's file descriptor, to wait for it with ``select`` beside other files;
+        then :meth:`poll` reads what came. Raises :class:`Disconnected` once closed."""
+        if self._sock is None:
+            raise self._closed_error or Disconnected("not connected")
+        return self._sock.fileno()
+
     def give_back(self) -> int:
         """Leaves cleanly: unsubscribes from every queue, then answers ``NACK unrun=1`` for
         each job received but not yet taken by :meth:`next_job` (their attempt is not

@@ -1,0 +1,78 @@
+"""Handlers for tests/python/test_worker.py, run by `python3 -m deferd.worker` in a child
+process. Each appends JSON lines to $WORKER_DIR/log (one per event); `block` waits for the
+file $WORKER_DIR/release and counts the handlers running at once in $WORKER_DIR/running."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import threading
+import time
+
+from deferd.worker import Retry, WorkerJob
+
+DIR = os.environ.get("WORKER_DIR", ".")
+_lock = threading.Lock()
+NOT_CALLABLE = 42
+
+
+def note(ev: str, job: WorkerJob, **extra: object) -> None:
+    """Appends one event about ``job`` to $WORKER_DIR/log."""
+    rec = {"ev": ev, "payload": job.payload.decode(), "id": job.id, "uid": job.uid,
+           "queue": job.queue, "attempt": job.attempt, "priority": job.priority,
+           "due_ms": job.due_ms, "t": time.time(), **extra}
+    with _lock, open(os.path.join(DIR, "log"), "a") as f:
+        f.write(json.dumps(rec) + "\n")
+
+
+def record(job: WorkerJob) -> None:
+    note("done", job)
+
+
+def fail_once(job: WorkerJob) -> None:
+    """Fails the first attempt with a ValueError."""
+    if job.attempt == 1:
+        note("fail", job)
+        raise ValueError(f"boom {job.payload.decode()}")
+    note("done", job)
+
+
+class Later(Exception):
+    """Any exception with a retry_delay is retried after it."""
+
+    retry_delay = datetime.timedelta(seconds=2)
+
+
+def retry_once(job: WorkerJob) -> None:
+    """Fails the first attempt asking for 2 s: Retry (payload `retry`) or Later."""
+    if job.attempt == 1:
+        note("fail", job)
+        if job.payload == b"retry":
+            raise Retry(delay=2)
+        raise Later("not yet")
+    note("done", job)
+
+
+def sleep(job: WorkerJob) -> None:
+    """Sleeps for the payload's seconds."""
+    time.sleep(float(job.payload))
+    note("done", job)
+
+
+def block(job: WorkerJob) -> None:
+    """Marks itself running, waits for $WORKER_DIR/release (at most 60 s), unmarks."""
+    running = os.path.join(DIR, "running")
+    os.makedirs(running, exist_ok=True)
+    mark = os.path.join(running, f"{threading.get_ident()}")
+    open(mark, "w").close()
+    note("start", job, running=len(os.listdir(running)))
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.path.join(DIR, "release")):
+            if time.monotonic() > deadline:
+                raise TimeoutError("never released")
+            time.sleep(0.01)
+    finally:
+        os.unlink(mark)
+    note("done", job)
