@@ -5,6 +5,7 @@ send, how they match replies in order among pushes, unknown pushes and codes, PA
 from __future__ import annotations
 
 import os
+import re
 import socket
 import tempfile
 import threading
@@ -14,6 +15,14 @@ from typing import List, Optional, Tuple
 
 import deferd
 import deferd.aio
+
+
+# Two jobs pushed, both acked pipelined; the daemon closes before answering either.
+ACKS_CUT_OFF = [
+    (b"SUB q inflight=2 uid=1\n",
+     b"OK\nJOB q/1 q 1 1 0 30000 1\na\nJOB q/2 q 1 1 0 30000 1\nb\n"),
+    (b"ACK q/1\nACK q/2\n", b""),
+]
 
 
 class FakeDaemon:
@@ -149,6 +158,35 @@ class Wire(unittest.TestCase):
         f.done(self)
 
 
+    def test_acks_cut_off_by_a_disconnect_are_reported(self) -> None:
+        # two pipelined acks, the daemon gone before answering them: flush() must not say
+        # they went through
+        f = FakeDaemon(ACKS_CUT_OFF)
+        with deferd.Client(f.path, timeout=10) as c:
+            c.subscribe("q", inflight=2)
+            for _ in range(2):
+                job = c.next_job(5)
+                assert job is not None
+                job.ack()
+            with self.assertRaises(deferd.Disconnected) as e:
+                c.flush()
+            errors = [e.exception] + c.failed_acks()
+            self.assertTrue(all(isinstance(x, deferd.Disconnected) for x in errors), errors)
+            self.assertEqual({x.job.id for x in errors if x.job is not None}, {"q/1", "q/2"})
+        f.done(self)
+
+
+    def test_version_is_the_projects(self) -> None:
+        # one version for the whole tree: the C header's (CMake and the .debs read it)
+        top = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        with open(os.path.join(top, "include", "deferd", "client.h")) as f:
+            parts = dict(re.findall(r"#define DEFERD_VERSION_(MAJOR|MINOR|PATCH) (\d+)", f.read()))
+        want = f"{parts['MAJOR']}.{parts['MINOR']}.{parts['PATCH']}"
+        self.assertEqual(deferd.__version__, want)
+        with open(os.path.join(top, "src", "python", "pyproject.toml")) as f:
+            self.assertIn(f'\nversion = "{want}"\n', f.read())
+
+
 class AioWire(unittest.IsolatedAsyncioTestCase):
     """deferd.aio speaks the same bytes; concurrent tasks get their own replies."""
 
@@ -240,6 +278,25 @@ class AioWire(unittest.IsolatedAsyncioTestCase):
                 await c.ping()
             with self.assertRaises(deferd.Disconnected):
                 await c.next_job(10)  # not 10 s: at once
+        finally:
+            await c.close()
+        f.done(self)
+
+
+    async def test_acks_cut_off_by_a_disconnect_are_reported(self) -> None:
+        f = FakeDaemon(ACKS_CUT_OFF)
+        seen: List[deferd.DeferdError] = []
+        c = await deferd.aio.Client.connect(f.path, timeout=10, on_ack_error=seen.append)
+        try:
+            await c.subscribe("q", inflight=2)
+            for _ in range(2):
+                job = await c.next_job(5)
+                assert job is not None
+                await job.ack()
+            with self.assertRaises(deferd.Disconnected):
+                await c.next_job(10)
+            self.assertEqual(sorted(x.job.id for x in seen if x.job), ["q/1", "q/2"])
+            self.assertTrue(all(isinstance(x, deferd.Disconnected) for x in seen), seen)
         finally:
             await c.close()
         f.done(self)

@@ -167,6 +167,9 @@ class Settle(WorkerTest):
             evs = [r for r in w.events() if r["payload"] == payload]
             self.assertEqual([(r["ev"], r["attempt"]) for r in evs], [("fail", 1), ("done", 2)])
             fail, done = evs
+            # moved to a later due time: a new id, the same uid (the job's identity)
+            self.assertNotEqual(done["id"], fail["id"])
+            self.assertTrue(fail["uid"] and done["uid"] == fail["uid"], evs)
             self.assertGreaterEqual(done["due_ms"] / 1000, fail["t"] + 2 - 0.05, evs)
             self.assertGreaterEqual(done["t"], fail["t"] + 2 - 0.05, evs)
         retry_in = sorted(f["retry_in"] for f in w.log("job_failed"))

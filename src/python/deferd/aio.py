@@ -390,6 +390,5 @@ class Client(BaseClient[Job, Reply]):
             self._closed_error = error
         if self._writer is not None and not self._writer.is_closing():
             self._writer.close()
-        while self._pending:
-            self._pending.popleft()._fail(Disconnected(self._closed_error.text))
+        self._fail_pending(self._closed_error.text)
         self._notify()

@@ -612,6 +612,26 @@ class BaseClient(Generic[JobT, ReplyT]):
                 unrun.append(job)
         return unrun
 
+    def _report(self, reply: ReplyT) -> None:
+        """A pipelined request failed: to ``on_ack_error``, or kept for the next call."""
+        if self.on_ack_error is not None:
+            self.on_ack_error(reply.error)  # type: ignore[arg-type]
+        else:
+            self._failed.append(reply)
+
+    def _fail_pending(self, why: str) -> None:
+        """The connection is gone: every unanswered request fails with Disconnected, and
+        pipelined acks and nacks among them are reported like refused ones, since nobody
+        knows whether the daemon applied them (a job it still held comes back)."""
+        while self._pending:
+            reply = self._pending.popleft()
+            reply._fail(Disconnected(why))
+            if reply.background:
+                try:
+                    self._report(reply)
+                except Exception:  # noqa: BLE001 - the connection is gone already: nowhere to go
+                    pass
+
     def _forget_error(self, reply: ReplyT) -> None:
         if reply in self._failed:
             self._failed.remove(reply)
@@ -642,10 +662,7 @@ class BaseClient(Generic[JobT, ReplyT]):
             reply = self._pending.popleft()
             reply._resolve(line)
             if reply.error is not None and reply.background:
-                if self.on_ack_error is not None:
-                    self.on_ack_error(reply.error)
-                else:
-                    self._failed.append(reply)
+                self._report(reply)
             return
         event = push_event(line, self._held)
         if self.on_event is not None:
@@ -911,5 +928,4 @@ class Client(BaseClient[Job, Reply]):
         if self._sock is not None:
             self._sock.close()
             self._sock = None
-        while self._pending:
-            self._pending.popleft()._fail(Disconnected(why))
+        self._fail_pending(why)
