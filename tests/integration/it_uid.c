@@ -56,10 +56,15 @@ static void reschedule_keeps_uid(zhandle_t *zh)
                             sizeof moved) == DEFERD_OK);
     CHECK(strcmp(moved, id) != 0 && same_uid(moved, id));
     CHECK(zk_job_exists(zh, root, moved) && !zk_job_exists(zh, root, id));
+    char path[512];
+    struct Stat before = {0}, after = {0};
+    CHECK(job_path(root, moved, path, sizeof path) == 0);
+    CHECK(zoo_exists(zh, path, 0, &before) == ZOK);
     CHECK(deferd_reschedule(prod, moved, NULL, NULL, 1, (uint64_t)at + 1000, 0, again,
                             sizeof again) == DEFERD_OK);
     CHECK_STR(again, moved);
-    CHECK(zk_job_exists(zh, root, moved));
+    /* the very znode: not deleted and made again under the same name */
+    CHECK(zoo_exists(zh, path, 0, &after) == ZOK && after.czxid == before.czxid);
     CHECK(deferd_cancel(prod, moved, NULL, NULL, 0, NULL, 0) == DEFERD_OK);
     deferd_close(prod);
 }

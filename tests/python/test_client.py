@@ -209,7 +209,7 @@ class Consumer(unittest.TestCase):
             third = c.next_job(timeout=10)
             assert third is not None
             self.assertEqual((third.id, third.attempt, third.payload), (new_id, 3, b"n"))
-            # the id moved with the due time; the uid (from SUB uid=1) did not, and it is
+            # the id moved with the due time; the uid did not (the daemon keeps it in the name),
             # the name's third field
             self.assertTrue(job.uid and third.uid == again.uid == job.uid, (job, third))
             self.assertEqual(third.id.split("/")[-1].split("-")[2], job.uid)

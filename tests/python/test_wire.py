@@ -19,7 +19,7 @@ import deferd.aio
 
 # Two jobs pushed, both acked pipelined; the daemon closes before answering either.
 ACKS_CUT_OFF = [
-    (b"SUB q inflight=2 uid=1\n",
+    (b"SUB q inflight=2\n",
      b"OK\nJOB q/1 q 1 1 0 30000 1\na\nJOB q/2 q 1 1 0 30000 1\nb\n"),
     (b"ACK q/1\nACK q/2\n", b""),
 ]
@@ -65,7 +65,7 @@ class FakeDaemon:
 # The push tests' start: SUB answered with two jobs and pushes around and between them; two
 # pipelined ACKs answered only after the second, the second with an error.
 PUSH_SCRIPT = [
-    (b"SUB q,r inflight=2 uid=1\n",
+    (b"SUB q,r inflight=2\n",
      b"JOB q/1 q 1 1000 5 30000 3 uid=u1\nx\ny\nDEADLINE q/1 200\nFUTURE thing\n"
      b"JOB r/2 r 3 2000 0 1000 0 later=x\n\nSTATE WEIRD\nOK\n"),
     (b"ACK q/1\n", b""),
@@ -185,6 +185,16 @@ class Wire(unittest.TestCase):
         self.assertEqual(deferd.__version__, want)
         with open(os.path.join(top, "src", "python", "pyproject.toml")) as f:
             self.assertIn(f'\nversion = "{want}"\n', f.read())
+
+
+    def test_job_uid_from_the_id(self) -> None:
+        # the name's third field, wherever the job lives; none for a Curator item
+        self.assertEqual(deferd.job_uid("q/1763769605123-10-5f1e0c2a9b3d4e01"),
+                         "5f1e0c2a9b3d4e01")
+        self.assertEqual(deferd.job_uid("q/s1a2b3c4d-0/1-0-abc-a2-t30000-kK-1"), "abc")
+        for bad in ("r/queue-|1A2016B292A|0000001999#2", "q/1-2-", "q/1-2-ABC", "q/x-2-abc",
+                    "q/1-2-0123456789abcdefghijklmnopqrstuvw"):
+            self.assertIsNone(deferd.job_uid(bad), bad)
 
 
 class AioWire(unittest.IsolatedAsyncioTestCase):

@@ -6,6 +6,8 @@ tests read."""
 
 from __future__ import annotations
 
+import gc
+import io
 import json
 import os
 import shutil
@@ -23,7 +25,7 @@ SRC = os.path.join(HERE, "..", "..", "src", "python")
 QUEUES = {
     "ack": "priority = 5", "fail": "backoff_min = 0", "retry": "backoff_min = 0",
     "conc": "", "lease": "ttr = 1s", "expire": "ttr = 1s\nbackoff_min = 0", "term": "",
-    "maxj": "", "kill": "", "usage": "",
+    "maxj": "", "kill": "", "usage": "", "free": "",
 }
 D: Daemon
 
@@ -158,6 +160,24 @@ class Settle(WorkerTest):
                          ("error", "fail", jid, 1, "ValueError", "boom x", "backoff"))
         self.assertTrue(f["at"].startswith("worker_handlers.py:"), f)
         self.assertEqual(D.jobs("fail"), [])
+
+    def test_settled_jobs_are_not_kept(self) -> None:
+        # a worker that runs for months must not keep the jobs it finished (nor payloads):
+        # at most the renewal entries not compacted yet (64 beyond twice what it holds)
+        import deferd
+        import deferd.worker
+        with D.client() as c:
+            c.put_batch([("free", f"f{i}".encode()) for i in range(300)])
+        log = io.StringIO()
+        w = deferd.worker.Worker(lambda job: None, ["free"], concurrency=4,
+                                 socket_path=D.sock, max_jobs=300,
+                                 log=deferd.worker.Log(stream=log))
+        self.assertEqual(w.run(), 0, log.getvalue())
+        self.assertEqual(w.acked, 300, log.getvalue())
+        gc.collect()
+        kept = [o for o in gc.get_objects() if isinstance(o, deferd.Job) and o.queue == "free"]
+        self.assertLessEqual(len(kept), 64 + 1, f"{len(kept)} finished jobs still referenced")
+        self.assertLessEqual(len(w._renew), 64 + 1)
 
     def test_retry_delay_honoured(self) -> None:
         self.put("retry", "retry", "attr")  # backoff_min = 0: without the delay, at once

@@ -15,6 +15,7 @@ import collections
 import dataclasses
 import datetime
 import os
+import re
 import select
 import socket
 import time
@@ -257,7 +258,8 @@ class BaseJob:
     def from_header(cls, client: Any, header: JobHeader, payload: bytes) -> Self:
         """The job of a parsed ``JOB`` header and its payload."""
         return cls(client, header.id, header.queue, header.attempt, header.due_ms,
-                   header.priority, header.ttr_ms, payload, header.uid)
+                   header.priority, header.ttr_ms, payload,
+                   header.uid if header.uid is not None else job_uid(header.id))
 
     @property
     def due(self) -> datetime.datetime:
@@ -517,8 +519,20 @@ def encode_stats(queue: Optional[str]) -> bytes:
 
 
 def encode_subscribe(queues: Union[str, Sequence[str]], inflight: int) -> bytes:
-    """``SUB <queues> inflight=<n> uid=1`` (JOB pushes then carry the job's uid)."""
-    return f"SUB {_names(queues)} inflight={int(inflight)} uid=1\n".encode()
+    """``SUB <queues> inflight=<n>``. Not ``uid=1``: a daemon older than uids refuses it,
+    and the uid follows from the id anyway (:func:`job_uid`)."""
+    return f"SUB {_names(queues)} inflight={int(inflight)}\n".encode()
+
+
+_UID_IN_NAME = re.compile(r"[0-9]+-[0-9]+-([0-9a-z]{1,32})(?:-|$)")
+
+
+def job_uid(job_id: str) -> Optional[str]:
+    """The stable uid in a job id of deferd's own format (its name's third field, kept
+    across nacks, reschedules and redeliveries: docs/protocol.md, job uid); None for a
+    Curator format queue's item, which has none."""
+    m = _UID_IN_NAME.match(job_id.rpartition("/")[2])
+    return m.group(1) if m else None
 
 
 def encode_unsubscribe(queues: Union[None, str, Sequence[str]]) -> bytes:
@@ -772,10 +786,17 @@ class Client(BaseClient[Job, Reply]):
         the daemon pushes up to ``inflight`` jobs not yet acked or nacked."""
         self._send(encode_subscribe(queues, inflight), _parse_empty).result()
 
-    def unsubscribe(self, queues: Union[None, str, Sequence[str]] = None) -> None:
+    def unsubscribe(self, queues: Union[None, str, Sequence[str]] = None,
+                    wait: bool = True) -> Optional[Reply]:
         """Takes no more jobs of ``queues`` (all when None). Jobs held stay held; after this
-        returns no more ``JOB`` of those queues comes (some may already be queued here)."""
-        self._send(encode_unsubscribe(queues), _parse_empty).result()
+        returns no more ``JOB`` of those queues comes (some may already be queued here).
+        ``wait=False`` returns the :class:`Reply` at once, for a program that must go on
+        (touching leases, say) while the daemon answers: no ``JOB`` comes after its reply."""
+        reply = self._send(encode_unsubscribe(queues), _parse_empty)
+        if not wait:
+            return reply
+        reply.result()
+        return None
 
     def next_job(self, timeout: Optional[float] = None) -> Optional[Job]:
         """The next job pushed to this connection, waiting at most ``timeout`` seconds (None:

@@ -29,11 +29,10 @@ import sys
 import threading
 import time
 import traceback
-import weakref
 from typing import (Any, Callable, Deque, Dict, List, Optional, Sequence, TextIO, Tuple,
                     Union)
 
-from .client import Cancelled, Client, Deadline, Event, Expired, Job, State
+from .client import Cancelled, Client, Deadline, Event, Expired, Job, Reply, State
 from .errors import (BadRequest, DeferdError, Disconnected, LeaseLost, NotFound,
                      ProtocolError, UnknownQueue)
 
@@ -174,7 +173,7 @@ class _Rec:
     """The worker's state of one delivery it holds."""
 
     __slots__ = ("job", "wjob", "client", "running", "renew_at", "quiet", "action",
-                 "tries", "__weakref__")
+                 "tries")
 
     def __init__(self, job: Job, client: Client) -> None:
         self.job = job
@@ -224,7 +223,6 @@ class Worker:
         self.client: Optional[Client] = None
         self._waiting: Deque[_Rec] = collections.deque()
         self._recs: Dict[Job, _Rec] = {}  # held and not settled yet
-        self._info: "weakref.WeakKeyDictionary[Job, _Rec]" = weakref.WeakKeyDictionary()
         self._events: Deque[Event] = collections.deque()
         self._ack_errors: Deque[DeferdError] = collections.deque()
         self._renew: List[Tuple[float, int, _Rec]] = []
@@ -240,6 +238,7 @@ class Worker:
         self.given_back = 0
         self._stop_reason: Optional[str] = None
         self._leaving = False
+        self._unsub: Optional[Reply] = None  # the leaving UNSUB, until answered
         self._abort = False
         self._draining = False  # deferd said DRAINING: its closing the connection is expected
         self._signals = 0
@@ -310,7 +309,9 @@ class Worker:
             if self.client is not None:
                 self.client.close()
             if not self._running:  # else a handler thread may still write to it
-                os.close(self._wake_r)
+                for t in self._threads:  # idle: each takes its None and ends at once; a
+                    t.join()             # thread between its result and its wake-up
+                os.close(self._wake_r)   # must not write to a reused descriptor
                 os.close(self._wake_w)
         if self._abort:
             self._exit = EXIT_CONNECTION
@@ -373,6 +374,7 @@ class Worker:
         self._handle_events()
         self._handle_ack_errors()
         self._handle_done()
+        self._unsubscribed()
         now = time.monotonic()
         self._renew_leases(now)
         self._retry_settles(now)
@@ -416,7 +418,9 @@ class Worker:
         now = time.monotonic()
         while (job := client.next_job(0)) is not None:
             rec = _Rec(job, client)
-            self._info[job] = rec
+            # found again from the job when its ack fails; the job<->record cycle goes with
+            # the job once the client lets go of it (a mapping here would keep every job)
+            job._worker_rec = rec  # type: ignore[attr-defined]
             if job.lost:  # expired before it was taken: answer it to free its place
                 self._answer_lost(rec)
             elif self._leaving:
@@ -498,14 +502,20 @@ class Worker:
         if self.client is None:
             self._exit = EXIT_CONNECTION
             return
-        try:
-            self.client.unsubscribe()
-        except (Disconnected, ProtocolError, TimeoutError):
-            raise
-        except DeferdError as e:
-            self.log("warning", "unsubscribe_failed", code=e.code, error=e.text)
-        self._take_jobs()
+        # not waited for: its reply may queue behind acks the daemon holds (ZooKeeper
+        # suspended), and leases must be renewed meanwhile; jobs pushed before it are given
+        # back as they come (_take_jobs), and leaving ends once it is answered (_finished)
+        self._unsub = self.client.unsubscribe(wait=False)
         self._give_back_waiting()
+
+    def _unsubscribed(self) -> None:
+        reply = self._unsub
+        if reply is None or not reply.done:
+            return
+        self._unsub = None
+        if reply.error is not None:
+            self.log("warning", "unsubscribe_failed", code=reply.error.code,
+                     error=reply.error.text)
 
     # -- leases, pushes, failed answers -----------------------------------------------------
 
@@ -522,6 +532,12 @@ class Worker:
             when, _, rec = heapq.heappop(self._renew)
             if self._recs.get(rec.job) is rec and rec.renew_at == when:
                 self._touch(rec, now)
+        # settled jobs' entries would stay until their time (ttr/2, maybe hours) with their
+        # payloads: keep the heap at the size of what is held
+        if len(self._renew) > 2 * len(self._recs) + 64:
+            self._renew = [e for e in self._renew
+                           if self._recs.get(e[2].job) is e[2] and e[2].renew_at == e[0]]
+            heapq.heapify(self._renew)
 
     def _handle_events(self) -> None:
         while self._events:
@@ -563,7 +579,7 @@ class Worker:
         while self._ack_errors:
             err = self._ack_errors.popleft()
             job = err.job
-            rec = self._info.get(job) if job is not None else None
+            rec = getattr(job, "_worker_rec", None)
             fields = _job_fields(job)
             if job is None or job.reply is None or job.reply.error is not err:
                 if not isinstance(err, NotFound):  # a touch that crossed its job's ack
