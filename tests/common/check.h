@@ -41,6 +41,18 @@ __attribute__((weak)) int check_count;
         }                                                                           \
     } while (0)
 
+/* Bytes from hex digits ("0a1b..."), for tests of byte formats; returns how many. */
+static inline size_t unhex(const char *hex, unsigned char *out)
+{
+    size_t n = 0;
+    for (; hex[0] && hex[1]; hex += 2) {
+        unsigned v;
+        sscanf(hex, "%2x", &v);
+        out[n++] = (unsigned char)v;
+    }
+    return n;
+}
+
 static inline int check_report(const char *name)
 {
     printf("%s: %d checks, %d failed\n", name, check_count, check_failures);

@@ -5,17 +5,6 @@
 #include "check.h"
 #include "curator.h"
 
-static size_t unhex(const char *hex, unsigned char *out)
-{
-    size_t n = 0;
-    for (; hex[0] && hex[1]; hex += 2) {
-        unsigned v;
-        sscanf(hex, "%2x", &v);
-        out[n++] = (unsigned char)v;
-    }
-    return n;
-}
-
 static void seen_frames(void)
 {
     unsigned char buf[64], want[64];

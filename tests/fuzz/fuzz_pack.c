@@ -1,0 +1,125 @@
+/* libFuzzer harness: the pack codec (src/common/pack.c) on hostile bytes, as read from a
+ * znode, once as they are and once with their checksum made right (so that the fuzzer gets
+ * past it to the fields). A pack that is accepted must lie within its bytes, be found by
+ * its uids, lose exactly one job to pack_without and encode again to the very same bytes;
+ * one that is refused says why. The input's first bytes also make a job for the writer:
+ * what it accepts reads back the same. Any difference is a bug: abort(). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "pack.h"
+
+static int same_name(const struct job_name *a, const struct job_name *b)
+{
+    return a->due_ms == b->due_ms && a->priority == b->priority &&
+           a->prior_attempts == b->prior_attempts && a->ttr_ms == b->ttr_ms &&
+           strcmp(a->uid, b->uid) == 0 && strcmp(a->key, b->key) == 0 &&
+           strcmp(a->shard, b->shard) == 0;
+}
+
+/* Every job again through a writer with a buffer of exactly the pack's size. */
+static void encode_again(struct pack_reader *r)
+{
+    unsigned char *buf = malloc(r->len);
+    struct pack_writer w;
+    struct pack_job job;
+    size_t size, end = PACK_HEADER_SIZE;
+    CHECK(buf && pack_writer_init(&w, buf, r->len, r->window_start, r->window_width) == 0);
+    while (pack_next(r, &job) == 1) {
+        CHECK(job.at == end && job.payload >= r->data + job.at);
+        CHECK(job.payload + job.payload_len == r->data + job.at + job.size);
+        CHECK(pack_job_size(&job.name, r->window_start, job.payload_len) == job.size);
+        CHECK(pack_add(&w, &job.name, job.payload, job.payload_len) == 0);
+        end += job.size;
+    }
+    CHECK(end == r->len - PACK_TRAILER_SIZE && w.count == r->count);
+    CHECK(pack_finish(&w, &size) == 0 && size == r->len && memcmp(buf, r->data, size) == 0);
+    free(buf);
+}
+
+/* The first, middle and last job: found (a job of the same uid may come first), removed. */
+static void find_and_remove(struct pack_reader *r)
+{
+    uint32_t picks[3] = {0, r->count / 2, r->count - 1};
+    unsigned char *out = malloc(r->len);
+    CHECK(out);
+    for (int i = 0; i < 3 && r->count; i++) {
+        struct pack_job job, found;
+        for (uint32_t k = 0; k <= picks[i]; k++)
+            CHECK(pack_next(r, &job) == 1);
+        while (pack_next(r, &found) == 1) /* back to the start */
+            ;
+        CHECK(pack_find(r, job.name.uid, &found) == 0 && found.index <= job.index);
+        CHECK(strcmp(found.name.uid, job.name.uid) == 0);
+        size_t size;
+        struct pack_reader rest;
+        CHECK(pack_without(r, job.name.uid, out, r->len, &size) == 0);
+        CHECK(size == r->len - found.size && pack_open(&rest, out, size) == 0);
+        CHECK(rest.count == r->count - 1);
+    }
+    CHECK(pack_find(r, "", &(struct pack_job){0}) == PACK_E_NOT_FOUND);
+    free(out);
+}
+
+static void decode(const uint8_t *data, size_t size)
+{
+    struct pack_reader r;
+    int rc = pack_open(&r, data, size);
+    if (rc != 0) {
+        CHECK(rc < 0 && strncmp(r.err, "pack: ", 6) == 0 && r.count == 0);
+        CHECK(strcmp(pack_strerror(rc), "unknown") != 0);
+        return;
+    }
+    CHECK(size >= PACK_EMPTY_SIZE && size <= PACK_BYTES_MAX && r.count <= PACK_JOBS_MAX);
+    encode_again(&r);
+    find_and_remove(&r);
+}
+
+/* A job made of the input's first 32 bytes (uid and key may be anything) and a payload of
+ * the rest: refused with a reason, or read back the same. */
+static void write_one(const uint8_t *data, size_t size)
+{
+    struct job_name jn = {0};
+    unsigned char buf[512];
+    if (size < 32)
+        return;
+    uint64_t start = (uint64_t)data[0] << 32 | (uint64_t)data[1] << 16, width = data[2] + 1u;
+    jn.due_ms = start + data[3];
+    memcpy(&jn.priority, data + 4, 4);
+    memcpy(&jn.ttr_ms, data + 8, 4);
+    memcpy(&jn.prior_attempts, data + 12, 4);
+    memcpy(jn.uid, data + 17, data[16] % 8);
+    memcpy(jn.key, data + 25, data[24] % 8);
+    struct pack_writer w;
+    struct pack_reader r;
+    struct pack_job job;
+    CHECK(pack_writer_init(&w, buf, sizeof buf, start, width) == 0);
+    int rc = pack_add(&w, &jn, data + 32, size - 32);
+    CHECK(rc == 0 || rc == PACK_E_DUE || rc == PACK_E_UID || rc == PACK_E_KEY ||
+          rc == PACK_E_SPACE);
+    size_t len;
+    CHECK(pack_finish(&w, &len) == 0 && pack_open(&r, buf, len) == 0);
+    CHECK(r.count == (rc == 0) && pack_next(&r, &job) == (rc == 0));
+    if (rc == 0)
+        CHECK(same_name(&jn, &job.name) && job.payload_len == size - 32 &&
+              memcmp(job.payload, data + 32, size - 32) == 0);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    decode(data, size);
+    if (size >= PACK_EMPTY_SIZE && size <= PACK_BYTES_MAX) {
+        unsigned char *copy = malloc(size);
+        CHECK(copy);
+        memcpy(copy, data, size);
+        uint32_t crc = pack_crc32c(copy, size - PACK_TRAILER_SIZE);
+        for (int i = 0; i < 4; i++)
+            copy[size - PACK_TRAILER_SIZE + (size_t)i] = (unsigned char)(crc >> (8 * i));
+        decode(copy, size);
+        free(copy);
+    }
+    write_one(data, size);
+    return 0;
+}
