@@ -2,7 +2,7 @@
 # reads well on GitHub; go-md2man takes the first heading as the .TH line, so it is
 # rewritten here to "NAME N date source manual". A page's references to docs/X.md become
 # DOCDIR/docs/X.md, where the package installs them (/usr/share/doc/deferd/docs).
-# cmake -DMD2MAN=go-md2man -DIN=docs/deferd.md -DOUT=deferd.8 -DVERSION=0.2.0 \
+# cmake -DMD2MAN=go-md2man -DIN=docs/deferd.md -DOUT=deferd.8 -DVERSION=0.3.0 \
 #   -DDOCDIR=/usr/share/doc/deferd -P md2man.cmake
 file(READ "${IN}" text)
 string(REGEX MATCH "^# ([A-Za-z0-9_.-]+)\\(([1-9])\\)\n" head "${text}")

@@ -32,13 +32,13 @@ extern "C" {
 
 /* This header's version; CMake reads the project's version from these three lines. */
 #define DEFERD_VERSION_MAJOR 0
-#define DEFERD_VERSION_MINOR 2
+#define DEFERD_VERSION_MINOR 3
 #define DEFERD_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH, for #if */
 #define DEFERD_VERSION_NUMBER \
     (DEFERD_VERSION_MAJOR * 10000 + DEFERD_VERSION_MINOR * 100 + DEFERD_VERSION_PATCH)
 
-/* The version of the libdeferd actually linked ("0.2.0"), which may be newer than the
+/* The version of the libdeferd actually linked ("0.3.0"), which may be newer than the
  * header a program was built with. */
 const char *deferd_version(void);
 

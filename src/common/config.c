@@ -97,7 +97,7 @@ static const struct {
     [SEC_QUEUE] = {"queue NAME", (const char *const[]){"priority", "ttr", "max_attempts",
         "max_pending", "format", "curator_path", "curator_lock_path", "curator_corrupt",
         "backoff_min", "backoff_max", "backoff_jitter", "producers", "consumers",
-        "key_retention", NULL}},
+        "key_retention", "pack_after", "pack_window", NULL}},
 };
 
 /* Levenshtein distance of two short strings (keys); longer ones count as far apart. */
@@ -576,6 +576,8 @@ static struct queue_config *add_queue(struct load *ld, const char *name)
     q->backoff_min_ms = 1000;
     q->backoff_max_ms = 600000;
     q->backoff_jitter = 20;
+    q->pack_after_ms = 3600000;
+    q->pack_window_ms = 10000000;
     return q;
 }
 
@@ -608,6 +610,12 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
     }
     if (strcmp(key, "key_retention") == 0)
         return set_duration(ld, &q->key_retention_ms, key, value, 0, 86400000ULL * 3650);
+    if (strcmp(key, "pack_after") == 0 || strcmp(key, "pack_window") == 0) {
+        int after = key[5] == 'a';
+        q->pack_line = ld->line; /* checked against lookahead: validate_packs() */
+        return set_duration(ld, after ? &q->pack_after_ms : &q->pack_window_ms, key, value,
+                            after ? 0 : 1000, after ? 86400000ULL * 365 : 10000000);
+    }
     if (strcmp(key, "format") == 0) {
         if (strcmp(value, "native") == 0)
             q->format = QF_NATIVE;
@@ -851,6 +859,28 @@ static int validate_backoff(struct load *ld, const struct queue_config *q)
                    "raise backoff_max or lower backoff_min)", q->name, lo, hi);
 }
 
+/* Unpacking starts at pack_after before a window: the jobs must be in their buckets well
+ * before the mirror reads them (lookahead), and a window must lie in one L1 bucket. */
+static int validate_packs(struct load *ld, struct queue_config *q)
+{
+    char after[32], look[32];
+    int line = q->pack_line ? q->pack_line : q->line;
+    if (10000000 % q->pack_window_ms != 0)
+        return fail_at(ld, line, "[queue %s]: pack_window must divide 10000s (e.g. 10s, "
+                       "100s, 1000s, 2000s, 5000s or 10000s)", q->name);
+    if (q->pack_after_ms == 0 || q->pack_after_ms >= 2 * ld->cfg->lookahead_ms + 2000)
+        return 0;
+    if (!q->pack_line) { /* the default, with a long lookahead: as far as it must be */
+        q->pack_after_ms = 2 * ld->cfg->lookahead_ms + 2000;
+        return 0;
+    }
+    format_ms(q->pack_after_ms, after, sizeof after);
+    format_ms(2 * ld->cfg->lookahead_ms + 2000, look, sizeof look);
+    return fail_at(ld, line, "[queue %s]: pack_after %s is too close: it must be at least %s "
+                   "(twice [daemon] lookahead plus 2s), or 0 to never pack", q->name, after,
+                   look);
+}
+
 /* auth_file: "scheme:credentials" on the first line of a regular file that only the
  * running user owns and can read or write. */
 static int read_auth_file(struct load *ld, int line)
@@ -915,7 +945,8 @@ static int validate(struct load *ld)
         return -1;
     for (size_t i = 0; i < c->nqueues; i++) {
         const struct queue_config *q = c->queues[i];
-        if (validate_curator(ld, q) != 0 || validate_backoff(ld, q) != 0)
+        if (validate_curator(ld, q) != 0 || validate_backoff(ld, q) != 0 ||
+            validate_packs(ld, c->queues[i]) != 0)
             return -1;
         for (size_t j = 0; j < i && q->curator_path[0]; j++) {
             if (strcmp(q->curator_path, c->queues[j]->curator_path) == 0)

@@ -34,6 +34,11 @@ struct queue_config {
     uint32_t backoff_jitter;  /* percent of the delay, spread both ways */
     uint64_t max_pending;     /* puts refused (QUEUE_FULL) at this many jobs; 0 = no limit */
     uint64_t key_retention_ms; /* an acked job's key stays taken this long; 0 = freed */
+    /* Layout version 2: jobs due beyond now + pack_after go into packs, one per window of
+     * pack_window (a divisor of the 10000 s L1 bucket); 0 = never pack. Line: for errors. */
+    uint64_t pack_after_ms;
+    uint64_t pack_window_ms;
+    int pack_line;
     struct access_list producers; /* who may PUT, BATCH, CANCEL, RESCHEDULE; empty: anyone */
     struct access_list consumers; /* who may SUB */
     enum queue_format format;

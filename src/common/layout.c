@@ -188,7 +188,8 @@ int layout_job_id(char *buf, size_t len, const char *queue, const struct job_nam
     char name[LAYOUT_NAME_MAX + 1];
     if (layout_format_name(jn, name, sizeof name) != 0)
         return -1;
-    int n = snprintf(buf, len, "%s/%s%s%s", queue, jn->shard, jn->shard[0] ? "/" : "", name);
+    const char *dir = jn->pack[0] ? jn->pack : jn->shard;
+    int n = snprintf(buf, len, "%s/%s%s%s", queue, dir, dir[0] ? "/" : "", name);
     return n > 0 && (size_t)n < len && (size_t)n <= LAYOUT_ID_MAX ? 0 : -1;
 }
 
@@ -202,20 +203,27 @@ int layout_parse_id(const char *id, char *queue, size_t qlen, struct job_name *j
     if (!names_valid_queue(queue))
         return -1;
     const char *name = slash + 1, *second = strchr(name, '/');
-    char shard[LAYOUT_SHARD_MAX + 1] = "";
+    char dir[LAYOUT_PACK_MAX + 1] = "";
+    struct pack_name pn;
     if (second) {
         size_t n = (size_t)(second - name);
-        if (n > LAYOUT_SHARD_MAX)
+        if (n > LAYOUT_PACK_MAX)
             return -1;
-        memcpy(shard, name, n);
-        shard[n] = '\0';
-        if (!layout_valid_shard(shard))
+        memcpy(dir, name, n);
+        dir[n] = '\0';
+        if (!layout_valid_shard(dir) && layout_parse_pack_name(dir, &pn) != 0)
             return -1;
         name = second + 1;
     }
     if (layout_parse_name(name, jn) != 0)
         return -1;
-    memcpy(jn->shard, shard, sizeof shard);
+    if (dir[0] == 'p') { /* the job's due time must fall in the pack's window */
+        if (jn->due_ms < pn.start_ms || jn->due_ms - pn.start_ms >= pn.width_ms)
+            return -1;
+        memcpy(jn->pack, dir, sizeof dir);
+    } else {
+        memcpy(jn->shard, dir, sizeof jn->shard);
+    }
     return 0;
 }
 
@@ -253,7 +261,8 @@ int layout_key_data(char *buf, size_t len, const struct job_name *jn)
     char name[LAYOUT_NAME_MAX + 1];
     if (layout_format_name(jn, name, sizeof name) != 0)
         return -1;
-    int n = snprintf(buf, len, "%s%s%s", jn->shard, jn->shard[0] ? "/" : "", name);
+    const char *dir = jn->pack[0] ? jn->pack : jn->shard;
+    int n = snprintf(buf, len, "%s%s%s", dir, dir[0] ? "/" : "", name);
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
@@ -294,4 +303,58 @@ int layout_parse_kept_key(const char *data, size_t len, int64_t *acked_ms, struc
         return -1;
     *acked_ms = (int64_t)acked;
     return 0;
+}
+
+/* ---- packs ---- */
+
+int layout_parse_pack_name(const char *name, struct pack_name *out)
+{
+    const char *d1 = strchr(name, '-'), *d2 = d1 ? strchr(d1 + 1, '-') : NULL;
+    uint64_t start, width, l1 = layout_bucket_width[1];
+    if (name[0] != 'p' || !d2 || strlen(name) > LAYOUT_PACK_MAX ||
+        parse_canonical(name + 1, (size_t)(d1 - name - 1), LAYOUT_DUE_MAX, &start) != 0 ||
+        parse_canonical(d1 + 1, (size_t)(d2 - d1 - 1), l1, &width) != 0 || width == 0 ||
+        strlen(d2 + 1) > LAYOUT_UID_MAX)
+        return -1;
+    /* the window lies in one L1 bucket, so that its directory follows from its start */
+    if (start / l1 != (start + width - 1) / l1)
+        return -1;
+    memset(out, 0, sizeof *out);
+    memcpy(out->uid, d2 + 1, strlen(d2 + 1) + 1);
+    out->start_ms = start;
+    out->width_ms = width;
+    return layout_valid_uid(out->uid) ? 0 : -1;
+}
+
+int layout_format_pack_name(const struct pack_name *pn, char *buf, size_t len)
+{
+    struct pack_name check;
+    int n = snprintf(buf, len, "p%llu-%llu-%s", (unsigned long long)pn->start_ms,
+                     (unsigned long long)pn->width_ms, pn->uid);
+    return n > 0 && (size_t)n < len && layout_parse_pack_name(buf, &check) == 0 ? 0 : -1;
+}
+
+int layout_packs_path(char *buf, size_t len, const char *root, const char *queue)
+{
+    int n = snprintf(buf, len, "%s/queues/%s/packs", root, queue);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+int layout_pack_path(char *buf, size_t len, const char *root, const char *queue,
+                     const char *pack)
+{
+    struct pack_name pn;
+    if (layout_parse_pack_name(pack, &pn) != 0)
+        return -1;
+    int n = snprintf(buf, len, "%s/queues/%s/packs/%llu/%s", root, queue,
+                     (unsigned long long)layout_bucket_of(pn.start_ms, 1), pack);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+int layout_parse_marker(const char *data, size_t len)
+{
+    uint64_t v;
+    while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == ' '))
+        len--;
+    return parse_canonical(data, len, 1000, &v) == 0 ? (int)v : -1;
 }

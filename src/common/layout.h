@@ -15,6 +15,8 @@ extern const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1]; /* [1..3] used */
 
 #define LAYOUT_UID_MAX NAMES_UID_MAX
 #define LAYOUT_SHARD_MAX 24
+/* A pack's name: "p<window start ms>-<window width ms>-<uid>" (layout version 2). */
+#define LAYOUT_PACK_MAX 48
 #define LAYOUT_KEY_MAX NAMES_KEY_MAX
 #define LAYOUT_NAME_MAX 150
 #define LAYOUT_PATH_MAX 512
@@ -36,6 +38,10 @@ struct job_name {
      * that has put many jobs into one bucket puts the rest into shards of its own, so
      * that no listing grows past a few hundred KiB. Not part of the name. */
     char shard[LAYOUT_SHARD_MAX + 1];
+    /* "" or the pack that holds the job (layout version 2): a far-future job stored with
+     * others in the data of one znode until its window comes near. Not part of the name;
+     * a job is in a shard or in a pack, never both. */
+    char pack[LAYOUT_PACK_MAX + 1];
 };
 
 /* Shard names: 's', then 1..23 of [0-9a-z-]. Job names start with a digit. */
@@ -62,7 +68,8 @@ int layout_queue_path(char *buf, size_t len, const char *root, const char *queue
 int layout_dead_path(char *buf, size_t len, const char *root, const char *queue,
                      const struct job_name *jn);
 
-/* Job ids are "<queue>/<job name>", or "<queue>/<shard>/<job name>" for a sharded job. */
+/* Job ids are "<queue>/<job name>", "<queue>/<shard>/<job name>" for a sharded job, or
+ * "<queue>/<pack>/<job name>" for a packed one. */
 int layout_format_id(char *buf, size_t len, const char *queue, const char *name);
 int layout_job_id(char *buf, size_t len, const char *queue, const struct job_name *jn);
 int layout_parse_id(const char *id, char *queue, size_t qlen, struct job_name *jn);
@@ -81,5 +88,23 @@ int layout_kept_key_data(char *buf, size_t len, int64_t acked_ms, const struct j
 /* 0 and the ack time (at most LAYOUT_DUE_MAX) and job if DATA is a kept key's, else -1 (a
  * live job's key, garbage). */
 int layout_parse_kept_key(const char *data, size_t len, int64_t *acked_ms, struct job_name *jn);
+
+/* ---- layout version 2: packs ----
+ * <root>/queues/<queue>/packs/<L1 of the window start>/<pack name>; a pack's window lies in
+ * one L1 bucket. */
+#define LAYOUT_MARKER "layout" /* <root>/layout: "2" once every daemon reads packs */
+#define LAYOUT_VERSION_PACKS 2
+struct pack_name {
+    uint64_t start_ms, width_ms;
+    char uid[LAYOUT_UID_MAX + 1];
+};
+int layout_parse_pack_name(const char *name, struct pack_name *out);
+int layout_format_pack_name(const struct pack_name *pn, char *buf, size_t len);
+/* <root>/queues/<queue>/packs, and with a pack name the pack's path. */
+int layout_packs_path(char *buf, size_t len, const char *root, const char *queue);
+int layout_pack_path(char *buf, size_t len, const char *root, const char *queue,
+                     const char *pack);
+/* The marker's data: the layout version it names, or -1 when it is not one. */
+int layout_parse_marker(const char *data, size_t len);
 
 #endif

@@ -13,6 +13,7 @@ struct mirror;
 struct session;
 struct pending;
 struct keysweep;
+struct unpacker;
 struct drain;
 struct notify;
 struct metrics;
@@ -28,11 +29,13 @@ struct deferd {
     struct session *session;
     struct pending *pending;
     struct keysweep *keysweep; /* deletes kept keys past key_retention */
+    struct unpacker *unpacker; /* turns ripe packs into job znodes */
     struct drain *drain;       /* set once SIGTERM/SIGINT started the drain */
     struct notify *notify;     /* sd_notify to the service manager */
     struct metrics *metrics;   /* metrics.h */
     struct metrics_http *metrics_http; /* NULL when [metrics] listen is off */
     int64_t session_id;        /* current ZooKeeper session, 0 when none */
+    int layout_version;        /* of the root's marker (layout_marker.h): 2 = pack */
     int exit_status;
 };
 

@@ -21,7 +21,9 @@
 #include "metrics_http.h"
 #include "mirror.h"
 #include "notify.h"
+#include "layout_marker.h"
 #include "pause.h"
+#include "unpacker.h"
 #include "pending.h"
 #include "reload.h"
 #include "server.h"
@@ -77,7 +79,8 @@ static void on_watch(int type, const char *path, void *ctx)
     struct deferd *d = ctx;
     (void)type;
     if (!mirror_on_watch(d->mirror, path) && !curator_listing_on_watch(d->dispatcher, path) &&
-        !pause_on_watch(d, path))
+        !pause_on_watch(d, path) && !layout_marker_on_watch(d, path) &&
+        !unpacker_on_watch(d->unpacker, path))
         lock_watch_fired(d->dispatcher, path);
 }
 
@@ -186,7 +189,9 @@ static int run(struct deferd *d)
     d->session = session_new(d);
     d->pending = pending_new(d);
     d->keysweep = keysweep_new(d);
-    if (!d->mirror || !d->dispatcher || !d->session || !d->pending || !d->keysweep)
+    d->unpacker = unpacker_new(d);
+    if (!d->mirror || !d->dispatcher || !d->session || !d->pending || !d->keysweep ||
+        !d->unpacker)
         goto out;
     d->server = server_new(d, commands_handle);
     if (!d->server || metrics_http_new(d, &d->metrics_http) != 0)
@@ -206,6 +211,7 @@ out:
     session_free(d->session);
     pending_free(d->pending);
     keysweep_free(d->keysweep);
+    unpacker_free(d->unpacker); /* after the store: no call of it is in flight */
     drain_free(d->drain);
     notify_free(d->notify);
     metrics_free(d->metrics);

@@ -11,7 +11,9 @@
 #include "lock.h"
 #include "log.h"
 #include "mirror.h"
+#include "layout_marker.h"
 #include "pause.h"
+#include "unpacker.h"
 #include "pending.h"
 #include "server.h"
 #include "units.h"
@@ -182,6 +184,8 @@ static void connected(struct session *s)
         enter(s, CS_CONNECTED, why);
     }
     pause_session_up(d); /* answered before the listings that follow: one session, in order */
+    layout_marker_session_up(d);
+    unpacker_session_up(d->unpacker);
     dispatcher_session_up(d->dispatcher);
     pending_session_up(d->pending);
     beat(s);

@@ -11,10 +11,12 @@
 #include "dispatcher_int.h"
 #include "log.h"
 #include "metrics.h"
+#include "packer.h"
 #include "protocol.h"
 #include "putset.h"
 #include "reply.h"
 #include "txnbatch.h"
+#include "units.h"
 #include "zkstore.h"
 
 struct put {
@@ -156,6 +158,21 @@ static void put_jobs(struct dispatcher *ds, struct proto_put *items, size_t n, i
     }
 }
 
+/* A far job without a key goes into a pack (packer.h); -1 when it is not one for a pack. */
+static int put_packed(struct dispatcher *ds, struct dqueue *q, struct proto_request *req,
+                      struct reply *r)
+{
+    uint64_t due = req->has_at ? req->at_ms : (uint64_t)units_wall_ms() + req->delay_ms;
+    if (!packer_wants(ds->packer, q, due))
+        return -1;
+    struct job_name jn = {.due_ms = due, .priority = req->has_prio ? req->prio : q->cfg->priority,
+                          .ttr_ms = req->has_ttr ? (uint32_t)req->ttr_ms : 0};
+    packer_put(ds->packer, q, &jn, req->payload, req->len, r);
+    req->payload = NULL;
+    proto_request_clear(req);
+    return 0;
+}
+
 static void refuse_unavailable(struct dispatcher *ds, struct dqueue *q, struct reply *r)
 {
     reply_err(r, PE_UNAVAILABLE, "not connected to ZooKeeper");
@@ -180,6 +197,8 @@ void put_single(struct dispatcher *ds, struct proto_request *req, struct reply *
         reply_err(r, PE_QUEUE_FULL, "queue '%s' holds %lld of at most %llu pending jobs",
                   req->queue, (long long)queue_pending_estimate(q),
                   (unsigned long long)q->cfg->max_pending);
+    } else if (!req->key[0] && put_packed(ds, q, req, r) == 0) {
+        return;
     } else if (q->cfg->format != QF_NATIVE && !req->key[0]) {
         ds->foreign->put(ds, q, req, r); /* takes the payload */
         return;
@@ -202,7 +221,7 @@ void put_on_done(struct dispatcher *ds, void (*fn)(void *arg), void *arg)
 
 size_t put_open_count(const struct dispatcher *ds)
 {
-    return ds->puts_open;
+    return ds->puts_open + packer_open(ds->packer) / PACKER_PUTS_PER_SLOT;
 }
 
 void put_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r)

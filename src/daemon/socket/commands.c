@@ -17,6 +17,7 @@
 #include "server.h"
 #include "session.h"
 #include "settle.h"
+#include "unpacker.h"
 
 #define DENIALS_LOGGED 10 /* per connection: a refused client cannot flood the log */
 
@@ -171,8 +172,9 @@ static void handle_stats(struct deferd *d, struct conn *c, struct proto_request 
                          struct reply *r)
 {
     (void)c;
-    char text[1024];
+    char text[2048];
     size_t n;
+    struct unpacker_counts uc;
     if (req->queue[0]) {
         handle_stats_queue(d, req->queue, r);
         return;
@@ -181,8 +183,11 @@ static void handle_stats(struct deferd *d, struct conn *c, struct proto_request 
     n = strlen(text);
     dispatcher_format(d->dispatcher, text + n, sizeof text - n);
     n = strlen(text);
-    snprintf(text + n, sizeof text - n, " puts_open=%zu puts_waiting=%zu",
-             put_open_count(d->dispatcher), server_puts_waiting(d->server));
+    unpacker_counts(d->unpacker, &uc);
+    snprintf(text + n, sizeof text - n, " puts_open=%zu puts_waiting=%zu packs_unpacked=%llu"
+             " jobs_unpacked=%llu unpack_races_lost=%llu packs_unreadable=%llu",
+             put_open_count(d->dispatcher), server_puts_waiting(d->server), uc.packs, uc.jobs,
+             uc.lost_races, uc.unreadable);
     reply_ok(r, text);
 }
 

@@ -18,7 +18,7 @@ from .errors import (BadRequest, DeferdError, Disconnected, InFlight, Internal, 
                      NotFound, Partial, PermissionDenied, ProtocolError, QueueFull, TooLarge,
                      Unavailable, UnknownQueue)
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "DEFAULT_SOCKET", "BaseJob", "BatchResult", "Cancelled", "Client", "Deadline", "Event",

@@ -1,0 +1,234 @@
+#include "unpack.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buckets.h"
+#include "config.h"
+#include "daemon.h"
+#include "log.h"
+#include "pack.h"
+#include "unpacker.h"
+#include "zkstore.h"
+
+#define ROUNDS_MAX 8 /* sends of one transaction, each after fixing one thing */
+
+struct unpack {
+    struct deferd *d;
+    struct buckets *made;
+    char queue[QUEUE_NAME_MAX + 1];
+    char path[LAYOUT_PATH_MAX];
+    struct pack_name pn;
+    unpack_done_fn done;
+    void *ctx;
+    char *data;                 /* the pack as read; the jobs point into it */
+    int version, rounds, tries;
+    struct pack_job *jobs;
+    uint32_t n;
+    unsigned char *skip;        /* per job: a znode of its name exists already */
+    char (*paths)[LAYOUT_PATH_MAX];
+};
+
+static void finish(struct unpack *up, enum unpack_outcome outcome, const char *why)
+{
+    unsigned created = 0;
+    for (uint32_t i = 0; outcome == UNPACK_DONE && i < up->n; i++)
+        created += !up->skip[i];
+    up->done(up->ctx, up->path, outcome, created, why);
+    free(up->data);
+    free(up->jobs);
+    free(up->skip);
+    free(up->paths);
+    free(up);
+}
+
+static void finish_rc(struct unpack *up, int rc)
+{
+    char why[160];
+    snprintf(why, sizeof why, "%s", zk_reason(rc));
+    finish(up, rc == ZNONODE ? UNPACK_GONE : UNPACK_FAILED, why);
+}
+
+/* Jobs of the pack due in the same 100 ms bucket as job I. */
+static unsigned same_bucket(const struct unpack *up, uint32_t i)
+{
+    uint64_t leaf = layout_bucket_of(up->jobs[i].name.due_ms, LAYOUT_DEPTH);
+    unsigned n = 0;
+    for (uint32_t j = 0; j < up->n; j++)
+        n += layout_bucket_of(up->jobs[j].name.due_ms, LAYOUT_DEPTH) == leaf;
+    return n;
+}
+
+/* Each job's znode path: its bucket, or the pack's shard in it when the pack holds many
+ * jobs of that bucket ("s" and the pack uid's first 22 characters). */
+static int place_jobs(struct unpack *up)
+{
+    for (uint32_t i = 0; i < up->n; i++) {
+        struct job_name jn = up->jobs[i].name;
+        if (same_bucket(up, i) >= UNPACK_SHARD_AT)
+            snprintf(jn.shard, sizeof jn.shard, "s%.22s", up->pn.uid);
+        if (layout_job_path(up->paths[i], sizeof up->paths[i], up->d->cfg->zk_root, up->queue,
+                            &jn) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The jobs' directories must exist before the transaction: created now, ahead of it on
+ * the same session (NodeExists is fine), once per directory per run. */
+static int make_dirs(struct unpack *up)
+{
+    char dir[LAYOUT_PATH_MAX];
+    for (uint32_t i = 0; i < up->n; i++) {
+        snprintf(dir, sizeof dir, "%s", up->paths[i]);
+        *strrchr(dir, '/') = '\0';
+        if (buckets_known(up->made, dir))
+            continue;
+        int rc = zkstore_create_parents(up->d->zs, up->paths[i], NULL, NULL);
+        if (rc != ZOK)
+            return rc;
+        buckets_add(up->made, dir);
+    }
+    return ZOK;
+}
+
+static void on_multi(const struct zk_result *res, void *ctx);
+
+static int send_multi(struct unpack *up)
+{
+    struct zk_txn_op *ops = calloc(up->n + 1, sizeof *ops);
+    int nops = 0, rc;
+    if (!ops)
+        return ZK_ENOMEM;
+    ops[nops++] = (struct zk_txn_op){.kind = ZT_DELETE, .path = up->path,
+                                     .version = up->version};
+    for (uint32_t i = 0; i < up->n; i++)
+        if (!up->skip[i])
+            ops[nops++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = up->paths[i],
+                                             .data = up->jobs[i].payload,
+                                             .len = up->jobs[i].payload_len};
+    rc = zkstore_multi(up->d->zs, ops, nops, on_multi, up);
+    free(ops);
+    return rc;
+}
+
+/* The job behind operation OP of the last send (the pack's delete is operation 0). */
+static uint32_t job_of_op(const struct unpack *up, int op)
+{
+    uint32_t i = 0;
+    for (int seen = 0; i < up->n; i++)
+        if (!up->skip[i] && ++seen == op)
+            break;
+    return i;
+}
+
+static void on_read(const struct zk_result *res, void *ctx);
+
+static void on_multi(const struct zk_result *res, void *ctx)
+{
+    struct unpack *up = ctx;
+    int bad = res->rc == ZOK ? -1 : zk_failed_op(res), rc = res->rc;
+    if (rc == ZOK) {
+        finish(up, UNPACK_DONE, NULL);
+        return;
+    }
+    if (bad < 0 || ++up->rounds > ROUNDS_MAX) {
+        finish_rc(up, rc);
+        return;
+    }
+    rc = res->op_err[bad];
+    if (bad == 0) { /* rewritten (a cancel) or unpacked by another: read it again */
+        rc = rc == ZBADVERSION ? zkstore_get(up->d->zs, up->path, on_read, up) : rc;
+    } else if (rc == ZNODEEXISTS) { /* the job is a znode already: not twice */
+        uint32_t i = job_of_op(up, bad);
+        log_warn("unpacking %s: %s exists already; that job is not created again", up->path,
+                 up->paths[i]);
+        up->skip[i] = 1;
+        rc = send_multi(up);
+    } else if (rc == ZNONODE) { /* its directory went meanwhile */
+        rc = zkstore_parents_missing(up->d->zs, up->paths[job_of_op(up, bad)], &up->tries,
+                                     NULL, NULL);
+        rc = rc == ZK_PARENTS_RESEND || rc == ZK_PARENTS_ASKED ? send_multi(up) : rc;
+    }
+    if (rc != ZOK)
+        finish_rc(up, rc);
+}
+
+/* Checks the pack whole; the reason when it is not one of this name. */
+static const char *check(struct unpack *up, struct pack_reader *rd, const struct zk_result *res)
+{
+    static char why[PACK_ERR_MAX + 32];
+    if (res->datalen <= 0)
+        return "no data: not a pack";
+    if (pack_open(rd, res->data, (size_t)res->datalen) != PACK_OK) {
+        snprintf(why, sizeof why, "unreadable: %s", rd->err);
+        return why;
+    }
+    if (rd->window_start != up->pn.start_ms || rd->window_width != up->pn.width_ms)
+        return "its window is not the one its name says";
+    return NULL;
+}
+
+static int take_jobs(struct unpack *up, struct pack_reader *rd)
+{
+    free(up->jobs);
+    free(up->skip);
+    free(up->paths);
+    up->n = rd->count;
+    up->jobs = calloc(up->n ? up->n : 1, sizeof *up->jobs);
+    up->skip = calloc(up->n ? up->n : 1, 1);
+    up->paths = calloc(up->n ? up->n : 1, sizeof *up->paths);
+    if (!up->jobs || !up->skip || !up->paths)
+        return ZK_ENOMEM;
+    for (uint32_t i = 0; i < up->n && pack_next(rd, &up->jobs[i]) == 1; i++)
+        ;
+    return place_jobs(up) == 0 ? make_dirs(up) : ZK_ETOOLONG;
+}
+
+static void on_read(const struct zk_result *res, void *ctx)
+{
+    struct unpack *up = ctx;
+    struct pack_reader rd;
+    const char *why;
+    if (res->rc != ZOK) {
+        finish_rc(up, res->rc);
+        return;
+    }
+    if ((why = check(up, &rd, res))) {
+        finish(up, UNPACK_UNREADABLE, why);
+        return;
+    }
+    free(up->data); /* the jobs point into the data: a copy kept until the end */
+    if (!(up->data = malloc((size_t)res->datalen))) {
+        finish_rc(up, ZK_ENOMEM);
+        return;
+    }
+    memcpy(up->data, res->data, (size_t)res->datalen);
+    pack_open(&rd, up->data, (size_t)res->datalen); /* checked above: the same bytes */
+    up->version = res->stat.version;
+    int rc = take_jobs(up, &rd);
+    if (rc == ZOK)
+        rc = send_multi(up);
+    if (rc != ZOK)
+        finish_rc(up, rc);
+}
+
+int unpack_start(struct deferd *d, struct buckets *made, const char *queue, const char *path,
+                 const struct pack_name *pn, unpack_done_fn done, void *ctx)
+{
+    struct unpack *up = calloc(1, sizeof *up);
+    if (!up)
+        return ZK_ENOMEM;
+    up->d = d;
+    up->made = made;
+    snprintf(up->queue, sizeof up->queue, "%s", queue);
+    snprintf(up->path, sizeof up->path, "%s", path);
+    up->pn = *pn;
+    up->done = done;
+    up->ctx = ctx;
+    int rc = zkstore_get(d->zs, path, on_read, up);
+    if (rc != ZOK)
+        free(up);
+    return rc;
+}

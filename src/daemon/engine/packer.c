@@ -1,0 +1,475 @@
+#include "packer.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "buckets.h"
+#include "config.h"
+#include "daemon.h"
+#include "dispatcher_int.h"
+#include "layout.h"
+#include "log.h"
+#include "metrics.h"
+#include "pack.h"
+#include "queue.h"
+#include "reply.h"
+#include "txnbatch.h"
+#include "units.h"
+#include "zkstore.h"
+
+/* A job is packed only when its window starts this much beyond pack_after: the unpacking
+ * of a window must not have begun already. */
+#define PACK_MARGIN_MS 2000
+#define PARENT_TRIES_MAX 3
+
+struct far_put {
+    struct far_put *next;
+    struct job_name jn;
+    unsigned char *payload;
+    size_t len, size;           /* payload; its record in a pack */
+    struct reply *r;
+};
+
+struct wkey {
+    size_t queue;               /* dqueue index */
+    uint64_t start;
+};
+
+/* One window of one queue that this daemon packs puts into. */
+struct window {
+    UT_hash_handle hh;
+    struct wkey key;
+    struct dqueue *q;
+    uint64_t width;
+    struct far_put *waiting, **tail;
+    int busy;                   /* a write of it is on its way */
+    int ready;                  /* in the packer's ready list */
+    struct window *next_ready;
+    /* the open pack: ours, still small enough to rewrite; version -1 when none */
+    char name[LAYOUT_PACK_MAX + 1];
+    char path[LAYOUT_PATH_MAX];
+    int version;
+    unsigned char *data;
+    size_t len;
+};
+
+struct write {
+    struct packer *pk;
+    struct window *w;
+    struct far_put *jobs;
+    int create;                 /* a new pack; else a rewrite of the open one */
+    int tries;                  /* its directories made after a NoNode */
+    char name[LAYOUT_PACK_MAX + 1];
+    char path[LAYOUT_PATH_MAX];
+    unsigned char *data;
+    size_t len;
+};
+
+struct packer {
+    struct dispatcher *ds;
+    struct window *windows;
+    struct window *ready_head, *ready_tail;
+    int writes;
+    size_t open;
+    struct event *flush;
+    struct packer_counts counts;
+};
+
+static void on_flush(evutil_socket_t fd, short what, void *arg);
+
+struct packer *packer_new(struct dispatcher *ds)
+{
+    struct packer *pk = calloc(1, sizeof *pk);
+    if (!pk)
+        return NULL;
+    pk->ds = ds;
+    if (!(pk->flush = event_new(ds->d->base, -1, 0, on_flush, pk))) {
+        free(pk);
+        return NULL;
+    }
+    return pk;
+}
+
+static void free_puts(struct far_put *fp)
+{
+    for (struct far_put *next; fp; fp = next) {
+        next = fp->next;
+        free(fp->payload);
+        free(fp);
+    }
+}
+
+static void window_free(struct packer *pk, struct window *w)
+{
+    HASH_DEL(pk->windows, w);
+    free_puts(w->waiting);
+    free(w->data);
+    free(w);
+}
+
+void packer_free(struct packer *pk)
+{
+    if (!pk)
+        return;
+    struct window *w, *tmp;
+    HASH_ITER(hh, pk->windows, w, tmp)
+        window_free(pk, w);
+    event_free(pk->flush);
+    free(pk);
+}
+
+static uint64_t window_start(const struct dqueue *q, uint64_t due_ms)
+{
+    return due_ms - due_ms % q->cfg->pack_window_ms;
+}
+
+int packer_wants(const struct packer *pk, const struct dqueue *q, uint64_t due_ms)
+{
+    const struct queue_config *qc = q->cfg;
+    if (pk->ds->d->layout_version < LAYOUT_VERSION_PACKS || qc->format != QF_NATIVE ||
+        qc->pack_after_ms == 0 || due_ms > LAYOUT_DUE_MAX)
+        return 0;
+    return window_start(q, due_ms) >= (uint64_t)units_wall_ms() + qc->pack_after_ms +
+                                           PACK_MARGIN_MS;
+}
+
+size_t packer_open(const struct packer *pk) { return pk->open; }
+
+void packer_counts(const struct packer *pk, struct packer_counts *out) { *out = pk->counts; }
+
+static void make_ready(struct packer *pk, struct window *w)
+{
+    if (w->ready || w->busy || !w->waiting)
+        return;
+    w->ready = 1;
+    w->next_ready = NULL;
+    if (pk->ready_tail)
+        pk->ready_tail->next_ready = w;
+    else
+        pk->ready_head = w;
+    pk->ready_tail = w;
+    if (pk->writes < PACKER_WRITES_MAX)
+        event_active(pk->flush, 0, 0); /* after this loop turn's other requests */
+}
+
+static struct window *window_for(struct packer *pk, struct dqueue *q, uint64_t start)
+{
+    struct wkey key = {.queue = q->cfg->index, .start = start};
+    struct window *w;
+    HASH_FIND(hh, pk->windows, &key, sizeof key, w);
+    if (w || !(w = calloc(1, sizeof *w)))
+        return w;
+    w->key = key;
+    w->q = q;
+    w->width = q->cfg->pack_window_ms;
+    w->tail = &w->waiting;
+    w->version = -1;
+    HASH_ADD(hh, pk->windows, key, sizeof key, w);
+    return w;
+}
+
+void packer_put(struct packer *pk, struct dqueue *q, const struct job_name *jn,
+                unsigned char *payload, size_t len, struct reply *r)
+{
+    uint64_t start = window_start(q, jn->due_ms);
+    struct window *w = window_for(pk, q, start);
+    struct far_put *fp = w ? calloc(1, sizeof *fp) : NULL;
+    if (!fp) {
+        free(payload);
+        reply_err(r, PE_INTERNAL, "out of memory");
+        return;
+    }
+    fp->jn = *jn;
+    dispatcher_new_uid(pk->ds, fp->jn.uid);
+    fp->payload = payload;
+    fp->len = len;
+    fp->size = pack_job_size(&fp->jn, start, len);
+    fp->r = r;
+    *w->tail = fp;
+    w->tail = &fp->next;
+    pk->open++;
+    make_ready(pk, w);
+}
+
+/* ---- writing ---- */
+
+/* Appends JOBS' records to the writer; the first that does not fit stays in *REST. */
+static int add_puts(struct pack_writer *pw, struct far_put **jobs, struct far_put **rest)
+{
+    struct far_put *fp, **pp = jobs;
+    int n = 0;
+    while ((fp = *pp) && pack_add(pw, &fp->jn, fp->payload, fp->len) == PACK_OK) {
+        pp = &fp->next;
+        n++;
+    }
+    *rest = *pp;
+    *pp = NULL;
+    return n;
+}
+
+/* The open pack's jobs as they are, then the new ones. */
+static int copy_open(struct pack_writer *pw, const struct window *w)
+{
+    struct pack_reader rd;
+    struct pack_job pj;
+    if (pack_open(&rd, w->data, w->len) != PACK_OK)
+        return -1;
+    while (pack_next(&rd, &pj) == 1)
+        if (pack_add(pw, &pj.name, pj.payload, pj.payload_len) != PACK_OK)
+            return -1;
+    return 0;
+}
+
+static size_t waiting_bytes(const struct window *w, size_t limit)
+{
+    size_t sum = 0;
+    for (const struct far_put *fp = w->waiting; fp && sum <= limit; fp = fp->next)
+        sum += fp->size;
+    return sum;
+}
+
+static int name_pack(struct packer *pk, struct write *wr)
+{
+    struct pack_name pn = {.start_ms = wr->w->key.start, .width_ms = wr->w->width};
+    dispatcher_new_uid(pk->ds, pn.uid);
+    if (layout_format_pack_name(&pn, wr->name, sizeof wr->name) != 0 ||
+        layout_pack_path(wr->path, sizeof wr->path, dispatcher_root(pk->ds),
+                         wr->w->q->cfg->name, wr->name) != 0)
+        return -1;
+    return 0;
+}
+
+/* Encodes the write: the waiting jobs into the open pack when they keep it small, else as
+ * many as one pack holds into a new one. The rest waits for the next write. */
+static int build(struct packer *pk, struct write *wr)
+{
+    struct window *w = wr->w;
+    size_t cap = w->len + waiting_bytes(w, PACK_BYTES_MAX) + PACK_EMPTY_SIZE;
+    struct pack_writer pw;
+    struct far_put *rest;
+    wr->create = w->version < 0 || cap > PACKER_JOIN_BYTES;
+    if (cap > PACK_BYTES_MAX)
+        cap = PACK_BYTES_MAX;
+    if (!(wr->data = malloc(cap)) ||
+        pack_writer_init(&pw, wr->data, cap, w->key.start, w->width) != PACK_OK)
+        return -1;
+    if (!wr->create && copy_open(&pw, w) != 0)
+        return -1;
+    wr->jobs = w->waiting;
+    if (add_puts(&pw, &wr->jobs, &rest) == 0)
+        return -1;
+    w->waiting = rest;
+    if (!rest)
+        w->tail = &w->waiting;
+    if (wr->create) {
+        if (name_pack(pk, wr) != 0)
+            return -1;
+    } else {
+        memcpy(wr->name, w->name, sizeof wr->name);
+        memcpy(wr->path, w->path, sizeof wr->path);
+    }
+    return pack_finish(&pw, &wr->len) == PACK_OK ? 0 : -1;
+}
+
+static void on_written(const struct zk_result *res, void *ctx);
+
+/* The pack's directory must exist before its create reaches ZooKeeper: a create of it now
+ * goes first on the same session (once per directory per run, NodeExists is fine). */
+static int prepare_dir(struct packer *pk, const char *path)
+{
+    char dir[LAYOUT_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    *strrchr(dir, '/') = '\0';
+    if (buckets_known(pk->ds->parents, dir))
+        return ZOK;
+    int rc = zkstore_create_parents(pk->ds->d->zs, path, NULL, NULL);
+    if (rc == ZOK)
+        buckets_add(pk->ds->parents, dir);
+    return rc;
+}
+
+static int send_write(struct write *wr)
+{
+    struct zk_txn_op op = {.kind = wr->create ? ZT_CREATE : ZT_SET, .path = wr->path,
+                           .data = wr->data, .len = wr->len, .version = wr->w->version};
+    int rc = wr->create ? prepare_dir(wr->pk, wr->path) : ZOK;
+    return rc == ZOK ? txnbatch_add(wr->pk->ds->puts, &op, 1, on_written, wr) : rc;
+}
+
+static void write_done(struct write *wr, int rc);
+
+static void start_write(struct packer *pk, struct window *w)
+{
+    struct write *wr = calloc(1, sizeof *wr);
+    if (!wr) {
+        make_ready(pk, w);
+        return;
+    }
+    wr->pk = pk;
+    wr->w = w;
+    w->busy = 1;
+    pk->writes++;
+    if (build(pk, wr) != 0) { /* the jobs were checked when they came: out of memory */
+        write_done(wr, ZK_ENOMEM);
+        return;
+    }
+    int rc = send_write(wr);
+    if (rc != ZOK)
+        write_done(wr, rc);
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    struct packer *pk = arg;
+    (void)fd;
+    (void)what;
+    while (pk->ready_head && pk->writes < PACKER_WRITES_MAX) {
+        struct window *w = pk->ready_head;
+        if (!(pk->ready_head = w->next_ready))
+            pk->ready_tail = NULL;
+        w->ready = 0;
+        start_write(pk, w);
+    }
+}
+
+/* ---- the outcome ---- */
+
+static void answer(struct packer *pk, struct write *wr, int rc)
+{
+    struct dqueue *q = wr->w->q;
+    for (struct far_put *fp = wr->jobs; fp; fp = fp->next) {
+        char id[LAYOUT_ID_MAX + 1];
+        pk->open--;
+        if (rc == ZOK) {
+            memcpy(fp->jn.pack, wr->name, sizeof fp->jn.pack);
+            if (layout_job_id(id, sizeof id, q->cfg->name, &fp->jn) != 0)
+                snprintf(id, sizeof id, "%s/-", q->cfg->name);
+            metrics_event(pk->ds->d->metrics, q->cfg, ME_PUT);
+            queue_pending_changed(q, +1);
+            pk->counts.packed++;
+            reply_ok(fp->r, id);
+        } else {
+            metrics_refused(pk->ds->d->metrics, q->cfg, MR_FAILED);
+            reply_err(fp->r, PE_UNAVAILABLE, "ZooKeeper did not store the job: %s",
+                      zk_reason(rc));
+        }
+    }
+    free_puts(wr->jobs);
+    wr->jobs = NULL;
+}
+
+/* Written: a new pack small enough to join becomes the window's open pack. */
+static void keep_open(struct write *wr)
+{
+    struct window *w = wr->w;
+    if (wr->create && wr->len >= PACKER_JOIN_BYTES)
+        return;
+    free(w->data);
+    w->data = wr->data;
+    w->len = wr->len;
+    wr->data = NULL;
+    if (wr->create) {
+        memcpy(w->name, wr->name, sizeof w->name);
+        memcpy(w->path, wr->path, sizeof w->path);
+        w->version = 0;
+    } else {
+        w->version++;
+    }
+}
+
+static void drop_open(struct window *w)
+{
+    free(w->data);
+    w->data = NULL;
+    w->len = 0;
+    w->version = -1;
+}
+
+/* The window ended for puts (its unpacking is near) and nothing is left: forget it. */
+static int window_over(const struct window *w)
+{
+    return !w->busy && !w->waiting &&
+           w->key.start < (uint64_t)units_wall_ms() + w->q->cfg->pack_after_ms +
+                              PACK_MARGIN_MS;
+}
+
+static void write_done(struct write *wr, int rc)
+{
+    struct packer *pk = wr->pk;
+    struct window *w = wr->w;
+    if (rc == ZOK) {
+        pk->counts.bytes += wr->len;
+        if (wr->create)
+            pk->counts.created++;
+        else
+            pk->counts.rewritten++;
+        keep_open(wr);
+    } else if (!wr->create) {
+        drop_open(w); /* changed by another (a cancel), or unknown after a connection loss */
+    }
+    if (rc != ZOK && rc != ZNOAUTH)
+        log_warn("queue %s: %s pack %s failed: %s", w->q->cfg->name,
+                 wr->create ? "creating" : "rewriting", wr->path, zk_strerror(rc));
+    else if (rc == ZNOAUTH)
+        queue_denied(w->q, wr->path);
+    answer(pk, wr, rc);
+    free(wr->data);
+    free(wr);
+    w->busy = 0;
+    pk->writes--;
+    if (window_over(w))
+        window_free(pk, w);
+    else
+        make_ready(pk, w);
+    if (pk->ready_head)
+        event_active(pk->flush, 0, 0);
+}
+
+/* The jobs of a write that failed without effect go back in front of the waiting ones, to
+ * be written again. */
+static void retry(struct write *wr)
+{
+    struct packer *pk = wr->pk;
+    struct window *w = wr->w;
+    struct far_put *last = wr->jobs;
+    while (last->next)
+        last = last->next;
+    last->next = w->waiting;
+    if (!w->waiting)
+        w->tail = &last->next;
+    w->waiting = wr->jobs;
+    free(wr->data);
+    free(wr);
+    w->busy = 0;
+    pk->writes--;
+    make_ready(pk, w);
+}
+
+static void on_parents(const struct zk_result *res, void *ctx)
+{
+    struct write *wr = ctx;
+    int rc = res->rc == ZOK ? send_write(wr) : res->rc;
+    if (rc != ZOK)
+        write_done(wr, rc);
+}
+
+static void on_written(const struct zk_result *res, void *ctx)
+{
+    struct write *wr = ctx;
+    int rc = res->rc;
+    if (!wr->create && (rc == ZBADVERSION || rc == ZNONODE)) {
+        drop_open(wr->w); /* rewritten or unpacked by another: a new pack, then */
+        retry(wr);
+        return;
+    }
+    if (wr->create && rc == ZNODEEXISTS && name_pack(wr->pk, wr) == 0) {
+        rc = send_write(wr); /* the uid is taken: a new name */
+    } else if (wr->create && rc == ZNONODE && wr->tries < PARENT_TRIES_MAX) {
+        rc = zkstore_parents_missing(wr->pk->ds->d->zs, wr->path, &wr->tries, on_parents, wr);
+        rc = rc == ZK_PARENTS_RESEND ? send_write(wr) : rc == ZK_PARENTS_ASKED ? ZOK : rc;
+    }
+    if (rc != ZOK || res->rc == ZOK)
+        write_done(wr, rc);
+}

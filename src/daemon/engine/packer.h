@@ -1,0 +1,51 @@
+/* The put side of packs (layout version 2, docs/zookeeper-layout.md "Packs"): a PUT of a
+ * job due beyond its queue's pack_after is stored with others of the same window in one
+ * znode, not as a znode of its own.
+ *
+ * Group commit per window: while a window has a write on its way, its new puts wait, and
+ * go together in the next write; at most PACKER_WRITES_MAX writes are on their way in all.
+ * So a lone put costs one round trip, and under load the packs grow by themselves. A
+ * window's last pack stays open while it is small (PACKER_JOIN_BYTES): later puts rewrite
+ * it at its version instead of starting a pack each, which bounds both the znodes per job
+ * of a sparse producer and the bytes each rewrite costs. Loop thread only. */
+#ifndef DEFERD_PACKER_H
+#define DEFERD_PACKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct dispatcher;
+struct dqueue;
+struct job_name;
+struct reply;
+
+/* A pack still joined by rewriting stays below this many bytes: a rewrite costs ZooKeeper
+ * its whole data, about half of this on average. */
+#define PACKER_JOIN_BYTES 6144
+#define PACKER_WRITES_MAX 16
+/* A waiting packed put weighs this fraction of a put against [daemon] max_open_puts: a
+ * pack write stores many. */
+#define PACKER_PUTS_PER_SLOT 64
+
+struct packer;
+
+struct packer *packer_new(struct dispatcher *ds);
+void packer_free(struct packer *pk);
+/* 1 if a job of Q due at DUE_MS goes into a pack now: the root's layout allows packs, the
+ * queue packs, and the job's window starts beyond pack_after (plus a margin). */
+int packer_wants(const struct packer *pk, const struct dqueue *q, uint64_t due_ms);
+/* Stores the job in a pack (JN: its due time, priority, ttr; no key) and answers R with
+ * its id, "<queue>/<pack>/<job name>", or the error. Takes PAYLOAD (malloc'd). */
+void packer_put(struct packer *pk, struct dqueue *q, const struct job_name *jn,
+                unsigned char *payload, size_t len, struct reply *r);
+/* Puts waiting for or in a pack write. */
+size_t packer_open(const struct packer *pk);
+/* Counters for STATS and /metrics. */
+struct packer_counts {
+    unsigned long long packed;  /* jobs stored in packs */
+    unsigned long long created, rewritten; /* pack znodes created, joined by a rewrite */
+    unsigned long long bytes;   /* pack data written */
+};
+void packer_counts(const struct packer *pk, struct packer_counts *out);
+
+#endif

@@ -1,0 +1,231 @@
+/* Packs (layout version 2): far-future puts go many to a znode once the root's marker says
+ * 2, pipelined puts of a window share one pack, lone ones join the window's open pack; as
+ * a window comes within pack_after one daemon turns its packs into job znodes; three
+ * daemons racing for the same packs deliver every job once, none early; an unreadable pack
+ * or a foreign name is logged once and left alone. Queue "a": pack_after 6 s, windows of
+ * 5 s (the harness' lookahead is 2 s). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "layout.h"
+#include "pack.h"
+
+#define NDAEMONS 3
+
+static struct daemon_proc d[NDAEMONS];
+static char root[128];
+static const char *const packing[] = {"queue.a.pack_after=6s", "queue.a.pack_window=5s", NULL};
+
+static void put_marker(zhandle_t *zh)
+{
+    char path[300];
+    zoo_create(zh, root, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    snprintf(path, sizeof path, "%s/" LAYOUT_MARKER, root);
+    CHECK(zoo_create(zh, path, "2", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) == ZOK);
+}
+
+/* The pack named by a packed id ("a/p.../name"), or "" for any other id. */
+static void pack_of(const char *id, char *pack, size_t len)
+{
+    char queue[80];
+    struct job_name jn;
+    pack[0] = '\0';
+    if (layout_parse_id(id, queue, sizeof queue, &jn) == 0)
+        snprintf(pack, len, "%s", jn.pack);
+}
+
+static int pack_exists(zhandle_t *zh, const char *pack)
+{
+    char path[LAYOUT_PATH_MAX];
+    return layout_pack_path(path, sizeof path, root, "a", pack) == 0 && zk_exists(zh, path);
+}
+
+/* An "at" whose 5 s window starts at least 8 s from now plus OFFSET_MS. */
+static int64_t far_window(int64_t offset_ms)
+{
+    int64_t t = now_ms() + 9000 + offset_ms;
+    return t - t % 5000 + 5000;
+}
+
+struct sent {
+    char id[DEFERD_ID_SIZE];
+    int64_t at;
+    int seen;
+};
+
+/* N puts pipelined into the window starting at START, one per 4 ms of it. */
+static void put_pipelined(deferd_client *c, struct sent *s, int n, int64_t start)
+{
+    for (int i = 0; i < n; i++) {
+        deferd_put_opts o = {.has_at = 1, .at_ms = (uint64_t)(s[i].at = start + (i % 1000) * 4)};
+        CHECK(deferd_put_send(c, "a", "p", 1, &o) == DEFERD_OK);
+    }
+    for (int i = 0; i < n; i++)
+        CHECK(deferd_put_recv(c, s[i].id, sizeof s[i].id, 10000) == DEFERD_OK);
+}
+
+/* Takes every job from the consumers until N were seen or MS passed: each must be one of
+ * S, on time or late but never early, delivered once (attempt 1). */
+static int collect(deferd_client **cons, int ncons, struct sent *s, int n, int ms)
+{
+    int got = 0;
+    int64_t until = now_ms() + ms;
+    while (got < n && now_ms() < until) {
+        for (int k = 0; k < ncons; k++) {
+            deferd_job job;
+            if (next_job_push(cons[k], &job, 50) != 0)
+                continue;
+            int64_t at = now_ms();
+            char uid[DEFERD_UID_SIZE], want[DEFERD_UID_SIZE];
+            int found = 0;
+            CHECK(deferd_job_uid(job.id, uid, sizeof uid) == DEFERD_OK);
+            for (int i = 0; i < n && !found; i++) {
+                if (deferd_job_uid(s[i].id, want, sizeof want) != DEFERD_OK ||
+                    strcmp(uid, want) != 0)
+                    continue;
+                found = 1;
+                CHECK(s[i].seen++ == 0 && job.attempt == 1);
+                CHECK(at >= s[i].at && (int64_t)job.due_ms == s[i].at);
+            }
+            CHECK(found);
+            got++;
+            CHECK(deferd_ack(cons[k], job.id) == DEFERD_OK);
+            deferd_job_clear(&job);
+        }
+    }
+    return got;
+}
+
+/* Without the marker nothing is packed; once it says 2, the daemon packs from then on.
+ * Queue "b" packs with the defaults (after 1 h, windows of 10000 s): due in 5 h. */
+static void marker_switches_packing(zhandle_t *zh)
+{
+    deferd_client *c = client(&d[0]);
+    char id[DEFERD_ID_SIZE], pack[LAYOUT_PACK_MAX + 1];
+    long mark = log_mark(&d[0]);
+    int64_t at = now_ms() + 5 * 3600 * 1000;
+    CHECK(put_job(c, "b", "plain", -1, at, -1, id) == 0);
+    pack_of(id, pack, sizeof pack);
+    CHECK_STR(pack, "");
+    CHECK(zk_job_exists(zh, root, id));
+    put_marker(zh);
+    CHECK(log_wait(&d[0], mark, "layout version 2", 10000));
+    CHECK(put_job(c, "b", "packed", -1, at, -1, id) == 0);
+    pack_of(id, pack, sizeof pack);
+    CHECK(pack[0] == 'p' && !zk_job_exists(zh, root, id));
+    char path[LAYOUT_PATH_MAX];
+    CHECK(layout_pack_path(path, sizeof path, root, "b", pack) == 0 && zk_exists(zh, path));
+    deferd_close(c);
+}
+
+/* 50 pipelined puts of one window: one pack; 5 lone puts of another: one pack, rewritten;
+ * all delivered once their time comes, from job znodes the packs were turned into. */
+static void pack_and_unpack(zhandle_t *zh)
+{
+    deferd_client *prod = client(&d[0]), *cons = client(&d[0]);
+    static struct sent s[55];
+    char first[LAYOUT_PACK_MAX + 1], pack[LAYOUT_PACK_MAX + 1];
+    int64_t w1 = far_window(0), w2 = w1 + 5000;
+    put_pipelined(prod, s, 50, w1);
+    pack_of(s[0].id, first, sizeof first);
+    CHECK(first[0] == 'p');
+    for (int i = 1; i < 50; i++) {
+        pack_of(s[i].id, pack, sizeof pack);
+        CHECK_STR(pack, first);
+    }
+    for (int i = 50; i < 55; i++) { /* each waits for its reply: joins the open pack */
+        CHECK(put_job(prod, "a", "lone", -1, s[i].at = w2 + i, -1, s[i].id) == 0);
+        pack_of(s[i].id, pack, sizeof pack);
+        if (i == 50)
+            snprintf(first, sizeof first, "%s", pack);
+        CHECK(pack[0] == 'p');
+        CHECK_STR(pack, first);
+    }
+    CHECK(pack_exists(zh, first));
+    CHECK(zk_count_jobs(zh, root, "a") == 0);
+    CHECK(deferd_subscribe(cons, "a", 64) == DEFERD_OK);
+    CHECK(collect(&cons, 1, s, 55, 40000) == 55);
+    CHECK(!pack_exists(zh, first));
+    CHECK(wait_stats(&d[0], "packs_unpacked=", 1));
+    deferd_close(prod);
+    deferd_close(cons);
+}
+
+/* Three daemons follow the same packs: every job delivered once, none early. */
+static void three_daemons_race(void)
+{
+    enum { N = 600 };
+    static struct sent s[N];
+    deferd_client *prod = client(&d[0]), *cons[NDAEMONS];
+    int64_t w = far_window(0);
+    memset(s, 0, sizeof s);
+    for (int k = 0; k < NDAEMONS; k++) {
+        cons[k] = client(&d[k]);
+        CHECK(deferd_subscribe(cons[k], "a", 64) == DEFERD_OK);
+    }
+    put_pipelined(prod, s, N / 3, w); /* three windows, several packs */
+    put_pipelined(prod, s + N / 3, N / 3, w + 5000);
+    put_pipelined(prod, s + 2 * N / 3, N / 3, w + 10000);
+    CHECK(collect(cons, NDAEMONS, s, N, 60000) == N);
+    for (int i = 0; i < N; i++)
+        CHECK(s[i].seen == 1);
+    for (int k = 0; k < NDAEMONS; k++)
+        deferd_close(cons[k]);
+    deferd_close(prod);
+}
+
+/* A pack with damaged bytes and a name that is no pack's, both in a ripe window: logged
+ * once by each daemon, never deleted, and the daemons go on unpacking others. */
+static void unreadable_left_alone(zhandle_t *zh)
+{
+    char dir[LAYOUT_PATH_MAX], bad[LAYOUT_PATH_MAX + 64], odd[LAYOUT_PATH_MAX + 64];
+    int64_t start = now_ms() - now_ms() % 5000;
+    long mark = log_mark(&d[1]);
+    snprintf(dir, sizeof dir, "%s/queues/a/packs/%lld", root, (long long)(start / 10000000));
+    snprintf(bad, sizeof bad, "%s/p%lld-5000-damaged", dir, (long long)start);
+    snprintf(odd, sizeof odd, "%s/notapack", dir);
+    zoo_create(zh, dir, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    CHECK(zoo_create(zh, bad, "DFPK\001 not really", 17, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) ==
+          ZOK);
+    CHECK(zoo_create(zh, odd, "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) == ZOK);
+    CHECK(log_wait(&d[1], mark, "damaged: unreadable", 15000));
+    CHECK(log_wait(&d[1], mark, "notapack: not a pack name", 15000));
+    /* a later pack in the same directory is unpacked; the two are still there, once logged */
+    deferd_client *prod = client(&d[0]), *cons = client(&d[1]);
+    static struct sent s[1];
+    put_pipelined(prod, s, 1, far_window(0));
+    CHECK(deferd_subscribe(cons, "a", 4) == DEFERD_OK);
+    CHECK(collect(&cons, 1, s, 1, 30000) == 1);
+    CHECK(zk_exists(zh, bad) && zk_exists(zh, odd));
+    CHECK(log_count(&d[1], mark, "damaged: unreadable") == 1);
+    CHECK(log_count(&d[1], mark, "notapack: not a pack name") == 1);
+    deferd_close(prod);
+    deferd_close(cons);
+}
+
+int main(void)
+{
+    harness_init("pack", root, sizeof root);
+    char tag[8];
+    for (int k = 0; k < NDAEMONS; k++) {
+        snprintf(tag, sizeof tag, "d%d", k);
+        if (daemon_start(&d[k], root, tag, packing) != 0 ||
+            daemon_wait_connected(&d[k], 20000) != 0) {
+            fprintf(stderr, "deferd %s did not start\n", tag);
+            return 1;
+        }
+    }
+    zhandle_t *zh = zk_connect();
+    marker_switches_packing(zh);
+    for (int k = 1; k < NDAEMONS; k++) /* they read the marker too */
+        CHECK(log_wait(&d[k], 0, "layout version 2", 10000));
+    pack_and_unpack(zh);
+    three_daemons_race();
+    unreadable_left_alone(zh);
+    zookeeper_close(zh);
+    for (int k = 0; k < NDAEMONS; k++)
+        daemon_kill(&d[k], SIGTERM);
+    return check_report("pack");
+}
