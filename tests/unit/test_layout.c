@@ -216,6 +216,51 @@ static void kept_keys(void)
     CHECK(layout_parse_kept_key("done 9999999999999 1-2-abc", 26, &acked, &back) == 0);
 }
 
+/* Layout version 2: pack names and paths, packed ids and key data, the root's marker. */
+static void packs(void)
+{
+    struct pack_name pn = {.start_ms = 1763760000000ULL, .width_ms = 10000000, .uid = "5f1e"},
+                     back;
+    char name[LAYOUT_PACK_MAX + 1], buf[LAYOUT_PATH_MAX], id[LAYOUT_ID_MAX + 1], q[65];
+    CHECK(layout_format_pack_name(&pn, name, sizeof name) == 0);
+    CHECK_STR(name, "p1763760000000-10000000-5f1e");
+    CHECK(layout_parse_pack_name(name, &back) == 0 && back.start_ms == pn.start_ms &&
+          back.width_ms == pn.width_ms);
+    CHECK_STR(back.uid, "5f1e");
+    CHECK(layout_pack_path(buf, sizeof buf, "/deferd", "emails", name) == 0);
+    CHECK_STR(buf, "/deferd/queues/emails/packs/176376/p1763760000000-10000000-5f1e");
+    CHECK(layout_packs_path(buf, sizeof buf, "/deferd", "emails") == 0);
+    CHECK_STR(buf, "/deferd/queues/emails/packs");
+    static const char *const bad[] = {
+        "1763769600000-10000000-5f1e", "p1763769600000-10000000", "p1763769600000-0-u",
+        "p01763769600000-5000-u", "p1763769600000-05000-u", "p1763769600000-10000001-u",
+        "p1763769600000-5000-", "p1763769600000-5000-UID", "p1763769600000-5000-a-b",
+        "p1763779999000-2000-u", /* crosses into the next L1 bucket */
+        "p-1-5000-u", "p99999999999999-5000-u",
+        "p1-1-012345678901234567890123456789012"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(layout_parse_pack_name(bad[i], &back) != 0);
+    struct job_name jn = {.due_ms = 1763761234567ULL, .priority = 10, .uid = "ab"}, job;
+    snprintf(jn.pack, sizeof jn.pack, "%s", name);
+    CHECK(layout_job_id(id, sizeof id, "emails", &jn) == 0);
+    CHECK_STR(id, "emails/p1763760000000-10000000-5f1e/1763761234567-10-ab");
+    CHECK(layout_parse_id(id, q, sizeof q, &job) == 0 && job.due_ms == jn.due_ms);
+    CHECK_STR(job.pack, name);
+    CHECK_STR(job.shard, "");
+    CHECK(layout_key_data(buf, sizeof buf, &jn) == 0);
+    CHECK_STR(buf, "p1763760000000-10000000-5f1e/1763761234567-10-ab");
+    CHECK(layout_parse_key_data(buf, strlen(buf), &job) == 0);
+    CHECK_STR(job.pack, name);
+    /* a job outside its pack's window is no packed job */
+    CHECK(layout_parse_id("emails/p1763769600000-5000-5f1e/1763769605000-10-ab", q, sizeof q,
+                          &job) != 0);
+    CHECK(layout_parse_id("emails/p1763769600000-5000-5f1e/1763769604999-10-ab", q, sizeof q,
+                          &job) == 0);
+    CHECK(layout_parse_marker("2", 1) == 2 && layout_parse_marker("2\n", 2) == 2);
+    CHECK(layout_parse_marker("1", 1) == 1 && layout_parse_marker("", 0) == -1);
+    CHECK(layout_parse_marker("02", 2) == -1 && layout_parse_marker("two", 3) == -1);
+}
+
 int main(void)
 {
     round_trips();
@@ -225,5 +270,6 @@ int main(void)
     keys();
     key_nodes();
     kept_keys();
+    packs();
     return check_report("layout");
 }

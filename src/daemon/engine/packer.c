@@ -104,6 +104,8 @@ static void free_puts(struct far_put *fp)
 static void window_free(struct packer *pk, struct window *w)
 {
     HASH_DEL(pk->windows, w);
+    for (struct far_put *fp = w->waiting; fp; fp = fp->next) /* at exit only */
+        reply_err(fp->r, PE_UNAVAILABLE, "deferd is stopping; the job was not stored");
     free_puts(w->waiting);
     free(w->data);
     free(w);

@@ -221,7 +221,8 @@ void put_on_done(struct dispatcher *ds, void (*fn)(void *arg), void *arg)
 
 size_t put_open_count(const struct dispatcher *ds)
 {
-    return ds->puts_open + packer_open(ds->packer) / PACKER_PUTS_PER_SLOT;
+    size_t packed = packer_open(ds->packer);
+    return ds->puts_open + (packed + PACKER_PUTS_PER_SLOT - 1) / PACKER_PUTS_PER_SLOT;
 }
 
 void put_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r)
