@@ -13,8 +13,9 @@
       polls 127.0.0.1:PORT every 20 ms until ZooKeeper serves again, for at most TIMEOUT_S,
       and prints one JSON line of epoch ms: ruok_ms (first "imok"), srvr_ms (first srvr with
       a Mode: line: the server is serving), read_ms (first getChildren(PATH) answered by a
-      session of its own: a real read), read_children (how many children PATH has), read_err
-      (the last error code if PATH could not be read; -101 = NoNode), ok (true once read_ms).
+      session of its own: a real read; an error answer such as NoNode counts, it was served),
+      read_children (how many children PATH has, null on an error), read_err (the answer's
+      error code: 0, or e.g. -101 = NoNode), ok (true once read_ms).
 
 A transaction log (FileTxnLog) is a 16-byte header (magic "ZKLG", int version, long dbid)
 and then records: a long CRC (Adler-32 of the record), an int length, that many bytes
@@ -177,12 +178,11 @@ def wait(port, path, timeout_s):
         if out["ruok_ms"] is not None:
             try:
                 err, count = get_children(port, path)
-                out["read_err"] = err
-                if err == 0:
-                    out["read_ms"], out["read_children"], out["ok"] = now_ms(), count, True
-                    if out["srvr_ms"] is None:
-                        out["srvr_ms"] = out["read_ms"]
-                    break
+                # any answer is ZooKeeper serving a request (NoNode too: a layout without PATH)
+                out["read_ms"], out["read_err"], out["read_children"], out["ok"] = now_ms(), err, count, True
+                if out["srvr_ms"] is None:
+                    out["srvr_ms"] = out["read_ms"]
+                break
             except (OSError, struct.error):
                 pass
         time.sleep(0.02)
