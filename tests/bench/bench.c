@@ -330,13 +330,13 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
     double e2e = span > 0 ? 1000.0 * n / (double)span : 0;
     int puts = b->producers > 0 ? b->n : 0;
     printf("{\"n\":%d,\"window_ms\":%d,\"consumers\":%d,\"inflight\":%d,\"payload\":%d,"
-           "\"producers\":%d,\"depth\":%d,\"preload\":%d,\"preload_rate\":%.0f,"
+           "\"producers\":%d,\"depth\":%d,\"preload\":%d,\"preload_rate\":%.0f,\"preload_fail\":%d,"
            "\"put_rate\":%.0f,\"put_fail\":%d,\"delivered\":%d,\"duplicates\":%d,\"missing\":%d,"
            "\"lateness_ms_p50\":%lld,\"lateness_ms_p99\":%lld,\"lateness_ms_max\":%lld,"
            "\"e2e_rate\":%.0f,\"drain_ms\":%lld,\"put_us_p50\":%lld,\"put_us_p99\":%lld,"
            "\"t0_ms\":%lld,\"first_delivery_ms\":%lld,\"ack_pipelined\":%d,\"ack_fail\":%d,\"keyed\":%d}\n",
            b->n, b->window_ms, b->consumers, b->inflight, b->payload, b->producers, b->depth,
-           b->preload, preload_rate,
+           b->preload, preload_rate, atomic_load(&b->preload_fail),
            puts && put_ms > 0 ? 1000.0 * puts / (double)put_ms : 0, atomic_load(&b->put_fail),
            n, atomic_load(&b->dups), b->n - n, n ? (long long)b->late[n / 2] : -1,
            n ? (long long)b->late[(n * 99) / 100] : -1, n ? (long long)b->late[n - 1] : -1, e2e,
