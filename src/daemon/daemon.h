@@ -14,6 +14,7 @@ struct session;
 struct pending;
 struct keysweep;
 struct unpacker;
+struct packer;
 struct drain;
 struct notify;
 struct metrics;
@@ -30,6 +31,7 @@ struct deferd {
     struct pending *pending;
     struct keysweep *keysweep; /* deletes kept keys past key_retention */
     struct unpacker *unpacker; /* turns ripe packs into job znodes */
+    struct packer *packer;     /* far-future puts into packs */
     struct drain *drain;       /* set once SIGTERM/SIGINT started the drain */
     struct notify *notify;     /* sd_notify to the service manager */
     struct metrics *metrics;   /* metrics.h */

@@ -22,6 +22,7 @@
 #include "mirror.h"
 #include "notify.h"
 #include "layout_marker.h"
+#include "packer.h"
 #include "pause.h"
 #include "unpacker.h"
 #include "pending.h"
@@ -190,8 +191,9 @@ static int run(struct deferd *d)
     d->pending = pending_new(d);
     d->keysweep = keysweep_new(d);
     d->unpacker = unpacker_new(d);
+    d->packer = d->dispatcher ? packer_new(d->dispatcher) : NULL;
     if (!d->mirror || !d->dispatcher || !d->session || !d->pending || !d->keysweep ||
-        !d->unpacker)
+        !d->unpacker || !d->packer)
         goto out;
     d->server = server_new(d, commands_handle);
     if (!d->server || metrics_http_new(d, &d->metrics_http) != 0)
@@ -206,6 +208,7 @@ out:
     d->server = NULL;         /* puts failed by the closing session have no one to tell */
     dispatcher_close(d->dispatcher);
     zkstore_free(d->zs);      /* ends the session: remaining locks vanish at once */
+    packer_free(d->packer);   /* its writes answered by the store's close */
     dispatcher_free(d->dispatcher);
     mirror_free(d->mirror);
     session_free(d->session);

@@ -9,7 +9,6 @@
 #include "daemon.h"
 #include "log.h"
 #include "pack.h"
-#include "unpacker.h"
 #include "zkstore.h"
 
 #define ROUNDS_MAX 8 /* sends of one transaction, each after fixing one thing */
@@ -50,28 +49,51 @@ static void finish_rc(struct unpack *up, int rc)
     finish(up, rc == ZNONODE ? UNPACK_GONE : UNPACK_FAILED, why);
 }
 
-/* Jobs of the pack due in the same 100 ms bucket as job I. */
-static unsigned same_bucket(const struct unpack *up, uint32_t i)
+static int cmp_u64(const void *a, const void *b)
 {
-    uint64_t leaf = layout_bucket_of(up->jobs[i].name.due_ms, LAYOUT_DEPTH);
-    unsigned n = 0;
-    for (uint32_t j = 0; j < up->n; j++)
-        n += layout_bucket_of(up->jobs[j].name.due_ms, LAYOUT_DEPTH) == leaf;
-    return n;
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* How many of the N sorted LEAVES equal LEAF. */
+static size_t count_of(const uint64_t *leaves, size_t n, uint64_t leaf)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* the first at or above LEAF */
+        size_t mid = lo + (hi - lo) / 2;
+        if (leaves[mid] < leaf)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t end = lo;
+    while (end < n && leaves[end] == leaf)
+        end++;
+    return end - lo;
 }
 
 /* Each job's znode path: its bucket, or the pack's shard in it when the pack holds many
  * jobs of that bucket ("s" and the pack uid's first 22 characters). */
 static int place_jobs(struct unpack *up)
 {
+    uint64_t *leaves = malloc((up->n ? up->n : 1) * sizeof *leaves);
+    if (!leaves)
+        return -1;
+    for (uint32_t i = 0; i < up->n; i++)
+        leaves[i] = layout_bucket_of(up->jobs[i].name.due_ms, LAYOUT_DEPTH);
+    qsort(leaves, up->n, sizeof *leaves, cmp_u64);
     for (uint32_t i = 0; i < up->n; i++) {
         struct job_name jn = up->jobs[i].name;
-        if (same_bucket(up, i) >= UNPACK_SHARD_AT)
+        uint64_t leaf = layout_bucket_of(jn.due_ms, LAYOUT_DEPTH);
+        if (count_of(leaves, up->n, leaf) >= UNPACK_SHARD_AT)
             snprintf(jn.shard, sizeof jn.shard, "s%.22s", up->pn.uid);
         if (layout_job_path(up->paths[i], sizeof up->paths[i], up->d->cfg->zk_root, up->queue,
-                            &jn) != 0)
+                            &jn) != 0) {
+            free(leaves);
             return -1;
+        }
     }
+    free(leaves);
     return 0;
 }
 

@@ -6,6 +6,11 @@
 
 #include "layout.h"
 
+/* Jobs of one pack due in one 100 ms bucket go into a shard of their own (named for the
+ * pack) from this many on, so that no bucket's listing grows with the packs unpacked into
+ * it. */
+#define UNPACK_SHARD_AT 16
+
 struct buckets;
 struct deferd;
 

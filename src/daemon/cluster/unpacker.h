@@ -13,11 +13,6 @@
 struct deferd;
 struct unpacker;
 
-/* Jobs of one pack due in one 100 ms bucket go into a shard of their own (named for the
- * pack) from this many on, so that no bucket's listing grows with the packs unpacked into
- * it. */
-#define UNPACK_SHARD_AT 16
-
 struct unpacker *unpacker_new(struct deferd *d);
 void unpacker_free(struct unpacker *u);
 /* A (new) session: every listing is made again, with watches. */

@@ -14,7 +14,6 @@
 #include "log.h"
 #include "metrics.h"
 #include "mirror.h"
-#include "packer.h"
 #include "protocol.h"
 #include "reply.h"
 #include "stash.h"
@@ -539,12 +538,6 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
                      HASH_COUNT(ds->jobs), delayed, ready, inflight,
                      mirror_listing_max(ds->d->mirror), lists, names, ds->reads, ds->payload_bytes, items[0], multis[0], items[1],
                      multis[1], items[2], multis[2]);
-    struct packer_counts pc;
-    packer_counts(ds->packer, &pc);
-    if (n > 0 && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, " packed_puts=%llu packs_created=%llu"
-                      " packs_rewritten=%llu pack_bytes=%llu packed_open=%zu", pc.packed,
-                      pc.created, pc.rewritten, pc.bytes, packer_open(ds->packer));
     if (ds->draining && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, " draining=1");
     for (size_t i = 0; i < ds->nqueues && n > 0 && (size_t)n < len; i++)
@@ -753,9 +746,8 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->locks = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
     ds->settles = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
     ds->puts = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 0);
-    ds->packer = packer_new(ds);
     if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets || !ds->parents || !ds->keydirs ||
-        !ds->stash || !ds->packer) {
+        !ds->stash) {
         dispatcher_free(ds);
         return NULL;
     }
@@ -796,7 +788,6 @@ void dispatcher_free(struct dispatcher *ds)
     buckets_free(ds->parents);
     buckets_free(ds->keydirs);
     stash_free(ds->stash);
-    packer_free(ds->packer);
     for (size_t i = 0; i < ds->nqueues; i++)
         free(ds->queues[i]);
     free(ds->queues);

@@ -43,7 +43,6 @@ struct dispatcher {
     struct buckets *keydirs;    /* key hash directories (and keys/ itself) known to exist */
     struct mirror_report listings; /* what the mirror tells us (mirror.h) */
     struct stash *stash;        /* payloads of our puts not in the mirror yet */
-    struct packer *packer;      /* far-future puts into packs (packer.h) */
     size_t payload_bytes;       /* held in jobs */
     size_t puts_open;           /* PUT and BATCH requests being stored (put.c) */
     void (*puts_done)(void *arg); /* one of them was answered (the socket side's) */

@@ -137,7 +137,7 @@ int packer_wants(const struct packer *pk, const struct dqueue *q, uint64_t due_m
                                            PACK_MARGIN_MS;
 }
 
-size_t packer_open(const struct packer *pk) { return pk->open; }
+size_t packer_open(const struct packer *pk) { return pk ? pk->open : 0; }
 
 void packer_counts(const struct packer *pk, struct packer_counts *out) { *out = pk->counts; }
 

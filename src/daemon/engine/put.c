@@ -163,11 +163,11 @@ static int put_packed(struct dispatcher *ds, struct dqueue *q, struct proto_requ
                       struct reply *r)
 {
     uint64_t due = req->has_at ? req->at_ms : (uint64_t)units_wall_ms() + req->delay_ms;
-    if (!packer_wants(ds->packer, q, due))
+    if (!packer_wants(ds->d->packer, q, due))
         return -1;
     struct job_name jn = {.due_ms = due, .priority = req->has_prio ? req->prio : q->cfg->priority,
                           .ttr_ms = req->has_ttr ? (uint32_t)req->ttr_ms : 0};
-    packer_put(ds->packer, q, &jn, req->payload, req->len, r);
+    packer_put(ds->d->packer, q, &jn, req->payload, req->len, r);
     req->payload = NULL;
     proto_request_clear(req);
     return 0;
@@ -221,7 +221,7 @@ void put_on_done(struct dispatcher *ds, void (*fn)(void *arg), void *arg)
 
 size_t put_open_count(const struct dispatcher *ds)
 {
-    size_t packed = packer_open(ds->packer);
+    size_t packed = packer_open(ds->d->packer);
     return ds->puts_open + (packed + PACKER_PUTS_PER_SLOT - 1) / PACKER_PUTS_PER_SLOT;
 }
 

@@ -11,6 +11,7 @@
 #include "dispatcher.h"
 #include "lease.h"
 #include "log.h"
+#include "packer.h"
 #include "metrics_expose.h"
 #include "put.h"
 #include "reply.h"
@@ -175,6 +176,7 @@ static void handle_stats(struct deferd *d, struct conn *c, struct proto_request 
     char text[2048];
     size_t n;
     struct unpacker_counts uc;
+    struct packer_counts pc;
     if (req->queue[0]) {
         handle_stats_queue(d, req->queue, r);
         return;
@@ -184,10 +186,13 @@ static void handle_stats(struct deferd *d, struct conn *c, struct proto_request 
     dispatcher_format(d->dispatcher, text + n, sizeof text - n);
     n = strlen(text);
     unpacker_counts(d->unpacker, &uc);
-    snprintf(text + n, sizeof text - n, " puts_open=%zu puts_waiting=%zu packs_unpacked=%llu"
-             " jobs_unpacked=%llu unpack_races_lost=%llu packs_unreadable=%llu",
-             put_open_count(d->dispatcher), server_puts_waiting(d->server), uc.packs, uc.jobs,
-             uc.lost_races, uc.unreadable);
+    packer_counts(d->packer, &pc);
+    snprintf(text + n, sizeof text - n, " puts_open=%zu puts_waiting=%zu packed_puts=%llu"
+             " packs_created=%llu packs_rewritten=%llu pack_bytes=%llu packed_open=%zu"
+             " packs_unpacked=%llu jobs_unpacked=%llu unpack_races_lost=%llu"
+             " packs_unreadable=%llu", put_open_count(d->dispatcher),
+             server_puts_waiting(d->server), pc.packed, pc.created, pc.rewritten, pc.bytes,
+             packer_open(d->packer), uc.packs, uc.jobs, uc.lost_races, uc.unreadable);
     reply_ok(r, text);
 }
 
