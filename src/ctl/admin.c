@@ -14,6 +14,8 @@
 #include "zkacl.h"
 #include "zklog.h"
 
+const struct config *admin_config(const struct admin *a) { return &a->cfg; }
+
 int admin_failed(char *err, size_t errlen, const char *what, const char *path, int rc)
 {
     if (rc == ZNOAUTH)
@@ -436,29 +438,37 @@ const struct queue_config *admin_queue(struct admin *a, const char *queue, char 
     return qc;
 }
 
-int admin_dead_count(struct admin *a, const char *queue, long long *count, char *err,
-                     size_t errlen)
+int admin_sum_children(struct admin *a, const char *dir, long long *count, char *err,
+                       size_t errlen)
 {
-    char dir[LAYOUT_PATH_MAX], bucket[LAYOUT_PATH_MAX + 32];
-    struct String_vector buckets;
+    char sub[LAYOUT_PATH_MAX + 32];
+    struct String_vector kids;
     *count = 0;
-    if (!names_valid_queue(queue))
-        return snprintf(err, errlen, "bad queue name '%s'", queue), -1;
-    snprintf(dir, sizeof dir, "%s/queues/%s/dead", a->cfg.zk_root, queue);
-    int rc = zoo_get_children(a->zh, dir, 0, &buckets);
+    int rc = zoo_get_children(a->zh, dir, 0, &kids);
     if (rc == ZNONODE)
-        return 0; /* nothing was ever dead-lettered */
+        return 0; /* never made */
     if (rc != ZOK)
         return admin_failed(err, errlen, "listing", dir, rc);
-    for (int i = 0; i < buckets.count && rc == ZOK; i++) {
+    for (int i = 0; i < kids.count && rc == ZOK; i++) {
         struct Stat st;
-        snprintf(bucket, sizeof bucket, "%s/%s", dir, buckets.data[i]);
-        rc = zoo_exists(a->zh, bucket, 0, &st);
+        snprintf(sub, sizeof sub, "%s/%s", dir, kids.data[i]);
+        rc = zoo_exists(a->zh, sub, 0, &st);
         if (rc == ZOK)
             *count += st.numChildren;
         else if (rc == ZNONODE) /* emptied and removed meanwhile */
             rc = ZOK;
     }
-    deallocate_String_vector(&buckets);
-    return rc == ZOK ? 0 : admin_failed(err, errlen, "reading", bucket, rc);
+    deallocate_String_vector(&kids);
+    return rc == ZOK ? 0 : admin_failed(err, errlen, "reading", sub, rc);
+}
+
+int admin_dead_count(struct admin *a, const char *queue, long long *count, char *err,
+                     size_t errlen)
+{
+    char dir[LAYOUT_PATH_MAX];
+    *count = 0;
+    if (!names_valid_queue(queue))
+        return snprintf(err, errlen, "bad queue name '%s'", queue), -1;
+    snprintf(dir, sizeof dir, "%s/queues/%s/dead", a->cfg.zk_root, queue);
+    return admin_sum_children(a, dir, count, err, errlen);
 }

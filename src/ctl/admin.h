@@ -36,6 +36,9 @@ int admin_dead_delete(struct admin *a, const char *id, char *err, size_t errlen)
 int admin_dead_count(struct admin *a, const char *queue, long long *count, char *err,
                      size_t errlen);
 
+/* The deferd.ini admin_open read. */
+struct config;
+const struct config *admin_config(const struct admin *a);
 /* QUEUE's configuration, or NULL with a message in err when it is not configured. */
 struct queue_config;
 const struct queue_config *admin_queue(struct admin *a, const char *queue, char *err,
@@ -102,5 +105,20 @@ int admin_resume(struct admin *a, const char *queue, int *changed, char *err, si
 /* *paused, and the flag's text (who, when, why) in info when paused. */
 int admin_paused(struct admin *a, const char *queue, int *paused, char *info, size_t ilen,
                  char *err, size_t errlen);
+
+/* The root's layout marker (admin_layout.c): version 1 when absent, -1 when it holds
+ * something else (marker then has its text). */
+struct admin_layout {
+    int present;
+    int version;
+    char marker[64];
+};
+int admin_layout(struct admin *a, struct admin_layout *out, char *err, size_t errlen);
+/* VERSION 2 writes the marker (every daemon starts packing), 1 deletes it (new packs stop;
+ * those written are still unpacked). *changed is 0 when the root already was so. */
+int admin_layout_set(struct admin *a, int version, int *changed, char *err, size_t errlen);
+/* Packs waiting in QUEUE, counted from each window directory's numChildren. */
+int admin_pack_count(struct admin *a, const char *queue, long long *packs, char *err,
+                     size_t errlen);
 
 #endif

@@ -23,6 +23,10 @@ struct admin {
 int admin_failed(char *err, size_t errlen, const char *what, const char *path, int rc);
 /* Creates every missing ancestor of PATH (not PATH itself). Returns a ZooKeeper code. */
 int admin_create_parents(struct admin *a, const char *path);
+/* The children of DIR's children, counted from their numChildren (no child read); 0 when
+ * DIR does not exist. */
+int admin_sum_children(struct admin *a, const char *dir, long long *count, char *err,
+                       size_t errlen);
 /* Children of PATH sorted by strcmp (free with deallocate_String_vector). */
 int admin_sorted_children(struct admin *a, const char *path, struct String_vector *kids);
 /* For queues with max_pending: the "admin" counter's path, its value plus DELTA and its

@@ -42,7 +42,8 @@ static void main_usage(FILE *f)
           "  reschedule  move a pending job to a new due time (by id or by key)\n"
           "  pause       stop deliveries of a queue on every daemon (puts still work)\n"
           "  resume      let a paused queue deliver again\n"
-          "  dead        list, show, kick or delete dead-lettered jobs\n\n"
+          "  dead        list, show, kick or delete dead-lettered jobs\n"
+          "  layout      show the root's ZooKeeper layout version, or --upgrade it to packs\n\n"
           "Options:\n"
           "  -s, --socket PATH  deferd socket (default: $DEFERD_SOCKET, else "
           DEFERD_DEFAULT_SOCKET ")\n"
@@ -386,6 +387,7 @@ static const struct command commands[] = {
     { "reschedule", ctl_cmd_reschedule, ctl_reschedule_usage, "deferctl: reschedule", 0 },
     { "pause", ctl_cmd_pause, ctl_pause_usage, "deferctl: pause", 0 },
     { "resume", ctl_cmd_resume, ctl_pause_usage, "deferctl: resume", 0 },
+    { "layout", ctl_cmd_layout, ctl_layout_usage, "deferctl: layout", 0 },
     { NULL, NULL, NULL, NULL, 0 },
 };
 

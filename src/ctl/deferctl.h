@@ -26,6 +26,9 @@ void ctl_cancel_usage(FILE *f);
 void ctl_reschedule_usage(FILE *f);
 void ctl_pause_usage(FILE *f);
 
+int ctl_cmd_layout(const char *sock, int argc, char **argv); /* deferctl_layout.c */
+void ctl_layout_usage(FILE *f);
+
 int ctl_cmd_resume(const char *sock, int argc, char **argv);
 
 /* An admin_* result as an exit status, its message printed (deferctl_admin.c). */

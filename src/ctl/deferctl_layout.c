@@ -1,0 +1,134 @@
+/* deferctl layout [--upgrade | --downgrade]: shows or sets the root's layout version (the
+ * marker every daemon watches, docs/zookeeper-layout.md "Rolling upgrade") and counts the
+ * packs each queue still holds. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "admin.h"
+#include "config.h"
+#include "deferctl.h"
+#include "jsonw.h"
+
+void ctl_layout_usage(FILE *f)
+{
+    fputs("Usage: deferctl [-c CONFIG] layout [--upgrade | --downgrade] [--json]\n"
+          "Show the ZooKeeper layout version of the config's root and the packs each queue\n"
+          "holds, or change it. Version 2 lets daemons store far-future jobs many to a znode\n"
+          "(packs); version 1 (no marker) is the layout of deferd 0.2 and earlier.\n\n"
+          "  --upgrade    write the marker <root>/layout = 2: every daemon starts packing.\n"
+          "               Only once every daemon on the root runs deferd 0.3 or later:\n"
+          "               older daemons do not read packs\n"
+          "  --downgrade  delete the marker: new packs stop; packs already written are still\n"
+          "               unpacked by daemons of 0.3 or later. Go back to older daemons only\n"
+          "               when this command counts no pack left\n"
+          "  -j, --json   print {\"root\", \"version\", \"changed\", \"queues\": {Q: packs}}\n", f);
+}
+
+struct layout_out {
+    struct jsonw w;
+    int json;
+};
+
+static void print_head(struct layout_out *o, const char *root, const struct admin_layout *l,
+                       int changed, int set)
+{
+    if (o->json) {
+        jsonw_obj_begin(&o->w, NULL);
+        jsonw_str(&o->w, "root", root);
+        if (l->version > 0)
+            jsonw_int(&o->w, "version", l->version);
+        else
+            jsonw_str(&o->w, "marker", l->marker);
+        jsonw_bool(&o->w, "changed", changed);
+        jsonw_obj_begin(&o->w, "queues");
+        return;
+    }
+    if (l->version < 0)
+        printf("root %s: layout marker holds '%s', not a version: daemons do not pack\n", root,
+               l->marker);
+    else
+        printf("root %s: layout version %d%s%s\n", root, l->version,
+               set ? (changed ? " (changed)" : " (already)") : "",
+               l->version == LAYOUT_VERSION_PACKS ? ": far-future jobs are packed"
+                                                  : ": no packing (no marker)");
+}
+
+/* Each native queue's packs; 0, or -1 with err. */
+static int print_packs(struct layout_out *o, struct admin *a, const struct config *cfg,
+                       char *err, size_t errlen)
+{
+    for (size_t i = 0; i < cfg->nqueues; i++) {
+        const struct queue_config *q = cfg->queues[i];
+        long long packs;
+        if (q->format != QF_NATIVE)
+            continue;
+        if (admin_pack_count(a, q->name, &packs, err, errlen) != 0)
+            return -1;
+        if (o->json)
+            jsonw_int(&o->w, q->name, packs);
+        else
+            printf("queue %s: %lld pack%s\n", q->name, packs, packs == 1 ? "" : "s");
+    }
+    return 0;
+}
+
+/* -1 after --help; else 0 with *set (0 show, 1 or 2) and *json, or EXIT_USAGE. */
+static int parse_layout(int argc, char **argv, int *set, int *json)
+{
+    static const struct option longopts[] = {
+        {"upgrade", no_argument, NULL, 'u'}, {"downgrade", no_argument, NULL, 'd'},
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    while ((opt = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+        if (opt == 'h')
+            return ctl_layout_usage(stdout), -1;
+        if (opt == 'j')
+            *json = 1;
+        else if ((opt == 'u' || opt == 'd') && !*set)
+            *set = opt == 'u' ? LAYOUT_VERSION_PACKS : 1;
+        else
+            return ctl_usage_error("layout ", opt == 'u' || opt == 'd'
+                                                  ? "give --upgrade or --downgrade, not both"
+                                                  : NULL);
+    }
+    if (optind < argc)
+        return ctl_usage_error("layout ", "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+int ctl_cmd_layout(const char *sock, int argc, char **argv)
+{
+    (void)sock;
+    int set = 0, json = 0, changed = 0;
+    int rc = parse_layout(argc, argv, &set, &json);
+    if (rc != 0)
+        return rc < 0 ? EXIT_OK : rc;
+    char err[512];
+    struct admin *a;
+    struct admin_layout l;
+    if (ctl_admin_open(&a, err, sizeof err) != 0)
+        return ctl_admin_exit(-1, err);
+    const struct config *cfg = admin_config(a);
+    rc = set ? admin_layout_set(a, set, &changed, err, sizeof err) : 0;
+    if (rc == 0)
+        rc = admin_layout(a, &l, err, sizeof err);
+    if (rc == 0) {
+        struct layout_out o = {.json = json};
+        jsonw_init(&o.w, stdout);
+        print_head(&o, cfg->zk_root, &l, changed, set);
+        rc = print_packs(&o, a, cfg, err, sizeof err);
+        if (json && rc == 0) {
+            jsonw_obj_end(&o.w);
+            jsonw_obj_end(&o.w);
+            jsonw_finish(&o.w);
+        }
+    }
+    if (rc == 0 && set == LAYOUT_VERSION_PACKS && changed)
+        ctl_errmsg("every daemon on %s must run deferd 0.3 or later: older ones do not read "
+                   "packs", cfg->zk_root);
+    admin_close(a);
+    return ctl_admin_exit(rc, err);
+}
