@@ -9,6 +9,7 @@ void jobedit_next_name(struct job_name *next, const struct job_name *cur, uint64
     next->due_ms = due_ms;
     next->prior_attempts = attempts;
     next->shard[0] = '\0';
+    next->pack[0] = '\0';
 }
 
 static int add(struct jobedit_multi *m, int kind, const char *path, const char *data,
@@ -38,7 +39,13 @@ int jobedit_multi(const struct jobedit *e, struct jobedit_multi *m)
         add(m, JOBEDIT_DELETE, e->holders[i], NULL, 0, -1);
     /* deleted whatever its version, but never while held: ZooKeeper refuses a delete of a
      * node with children (the holders above go first when forced) */
-    m->job = add(m, JOBEDIT_DELETE, e->job_path, NULL, 0, -1);
+    if (e->pack_path && e->pack_data)
+        m->job = add(m, JOBEDIT_SET, e->pack_path, (const char *)e->pack_data, e->pack_len,
+                     e->pack_version);
+    else if (e->pack_path)
+        m->job = add(m, JOBEDIT_DELETE, e->pack_path, NULL, 0, e->pack_version);
+    else
+        m->job = add(m, JOBEDIT_DELETE, e->job_path, NULL, 0, -1);
     if (e->next)
         m->create = add(m, JOBEDIT_CREATE, e->next_path, e->payload, e->len, -1);
     if (e->key_path && (m->key = add_key(e, m)) < 0)

@@ -27,6 +27,14 @@ struct jobedit {
      * version guards it (-1: any), so that a concurrent change of the key fails the multi. */
     const char *key_path;
     int key_version;
+    /* A packed job (layout version 2): instead of job_path being deleted, the pack is
+     * rewritten without the job (pack_data) or, when it held only this job, deleted
+     * (pack_data NULL); both at pack_version, so that a pack changed since it was read
+     * (a put joined it, another change, an unpacking) fails the multi. */
+    const char *pack_path;
+    const unsigned char *pack_data;
+    size_t pack_len;
+    int pack_version;
     /* A pending counter to set in the same multi (deferctl's, for max_pending). */
     const char *counter_path, *counter_value;
     int counter_version;
@@ -40,7 +48,7 @@ struct jobedit_op {
     int version;                /* delete, set; -1 = any */
 };
 
-/* The multi, in this order: holders, job, new name, key, counter. The indexes say which
+/* The multi, in this order: holders, job (or its pack), new name, key, counter. The indexes say which
  * operation a failure came from (-1 where there is none). Points into itself (key data)
  * and at the caller's strings: keep both until it is sent. */
 struct jobedit_multi {
@@ -50,7 +58,7 @@ struct jobedit_multi {
 };
 
 /* RESCHEDULE's new name: CUR's, due at DUE_MS, with the ATTEMPTS made so far carried in it
- * (attempts.h) and out of any shard; the uid is CUR's until the caller gives a new one. */
+ * (attempts.h) and out of any shard or pack; the uid is CUR's until the caller gives a new one. */
 void jobedit_next_name(struct job_name *next, const struct job_name *cur, uint64_t due_ms,
                        uint32_t attempts);
 

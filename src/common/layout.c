@@ -334,6 +334,11 @@ int layout_format_pack_name(const struct pack_name *pn, char *buf, size_t len)
     return n > 0 && (size_t)n < len && layout_parse_pack_name(buf, &check) == 0 ? 0 : -1;
 }
 
+void layout_pack_shard(char *buf, size_t len, const char *pack_uid)
+{
+    snprintf(buf, len, "s%.22s", pack_uid);
+}
+
 int layout_packs_path(char *buf, size_t len, const char *root, const char *queue)
 {
     int n = snprintf(buf, len, "%s/queues/%s/packs", root, queue);

@@ -104,6 +104,9 @@ int layout_format_pack_name(const struct pack_name *pn, char *buf, size_t len);
 int layout_packs_path(char *buf, size_t len, const char *root, const char *queue);
 int layout_pack_path(char *buf, size_t len, const char *root, const char *queue,
                      const char *pack);
+/* The shard in a job's 100 ms bucket that unpacking gives the many jobs of one pack due in
+ * that bucket: "s" and the first 22 characters of the pack's uid. */
+void layout_pack_shard(char *buf, size_t len, const char *pack_uid);
 /* The marker's data: the layout version it names, or -1 when it is not one. */
 int layout_parse_marker(const char *data, size_t len);
 

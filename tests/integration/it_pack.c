@@ -1,8 +1,10 @@
 /* Packs (layout version 2): far-future puts go many to a znode once the root's marker says
  * 2, pipelined puts of a window share one pack, lone ones join the window's open pack; as
  * a window comes within pack_after one daemon turns its packs into job znodes; three
- * daemons racing for the same packs deliver every job once, none early; an unreadable pack
- * or a foreign name is logged once and left alone. Queue "a": pack_after 6 s, windows of
+ * daemons racing for the same packs deliver every job once, none early; a packed job is
+ * cancelled and rescheduled inside its pack, and by its packed id after it was unpacked
+ * (from its bucket or its pack's shard); an unreadable pack or a foreign name is logged
+ * once and left alone. Queue "a": pack_after 6 s, windows of
  * 5 s (the harness' lookahead is 2 s). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +71,44 @@ static long stat_sum(const char *field)
     for (int k = 0; k < NDAEMONS; k++)
         sum += stat_of(&d[k], field);
     return sum;
+}
+
+/* The jobs in PACK as ZooKeeper holds it; -1 when it is absent or unreadable. */
+static int pack_count(zhandle_t *zh, const char *pack)
+{
+    static unsigned char buf[PACK_BYTES_MAX];
+    char path[LAYOUT_PATH_MAX];
+    int len = (int)sizeof buf;
+    struct pack_reader rd;
+    if (layout_pack_path(path, sizeof path, root, "a", pack) != 0 ||
+        zoo_get(zh, path, 0, (char *)buf, &len, NULL) != ZOK || len < 0 ||
+        pack_open(&rd, buf, (size_t)len) != 0)
+        return -1;
+    return (int)rd.count;
+}
+
+/* Waits until PACK is gone (unpacked by some daemon); 1 when it is. */
+static int pack_unpacked(zhandle_t *zh, const char *pack, int ms)
+{
+    int64_t until = now_ms() + ms;
+    while (pack_exists(zh, pack) && now_ms() < until)
+        usleep(50000);
+    return !pack_exists(zh, pack);
+}
+
+static int same_uid(const char *a, const char *b)
+{
+    char ua[DEFERD_UID_SIZE], ub[DEFERD_UID_SIZE];
+    return deferd_job_uid(a, ua, sizeof ua) == DEFERD_OK &&
+           deferd_job_uid(b, ub, sizeof ub) == DEFERD_OK && strcmp(ua, ub) == 0;
+}
+
+static int cancel_answer(deferd_client *c, const char *id)
+{
+    int rc = deferd_cancel(c, id, NULL, NULL, 0, NULL, 0);
+    if (rc == DEFERD_ESERVER && strcmp(deferd_last_error_code(c), "NOT_FOUND") == 0)
+        return 3;
+    return rc == DEFERD_OK ? 0 : 1;
 }
 
 struct sent {
@@ -177,6 +217,61 @@ static void pack_and_unpack(zhandle_t *zh)
     deferd_close(cons);
 }
 
+/* Inside its pack: a cancel rewrites the pack without the job; a reschedule takes it out
+ * into a job znode (same uid) at its new time, near or far; the last job's cancel deletes
+ * the pack. The near one is delivered at its new time, attempt 1. */
+static void edit_in_pack(zhandle_t *zh)
+{
+    deferd_client *prod = client(&d[0]), *cons = client(&d[0]);
+    static struct sent s[4], lone;
+    char pack[LAYOUT_PACK_MAX + 1], other[LAYOUT_PACK_MAX + 1], id[DEFERD_ID_SIZE];
+    int64_t w = far_window(0), near = now_ms() + 3000, far = w + 3600 * 1000;
+    put_pipelined(prod, s, 4, w);
+    pack_of(s[0].id, pack, sizeof pack);
+    CHECK(pack[0] == 'p' && pack_count(zh, pack) == 4);
+    CHECK(deferd_cancel(prod, s[0].id, NULL, NULL, 0, id, sizeof id) == DEFERD_OK);
+    CHECK_STR(id, s[0].id);
+    CHECK(pack_count(zh, pack) == 3 && cancel_answer(prod, s[0].id) == 3);
+    CHECK(deferd_reschedule(prod, s[1].id, NULL, NULL, 1, (uint64_t)near, 0, id, sizeof id) ==
+          DEFERD_OK);
+    pack_of(id, other, sizeof other);
+    CHECK(other[0] == '\0' && same_uid(id, s[1].id) && zk_job_exists(zh, root, id));
+    CHECK(pack_count(zh, pack) == 2);
+    CHECK(deferd_reschedule(prod, s[2].id, NULL, NULL, 1, (uint64_t)far, 0, s[2].id,
+                            sizeof s[2].id) == DEFERD_OK);
+    pack_of(s[2].id, other, sizeof other);
+    CHECK(other[0] == '\0' && zk_job_exists(zh, root, s[2].id) && pack_count(zh, pack) == 1);
+    s[1].at = near;
+    CHECK(deferd_subscribe(cons, "a", 1) == DEFERD_OK);
+    CHECK(collect(&cons, 1, s + 1, 1, 10000) == 1);
+    deferd_close(cons); /* s[3] waits for its unpacking, undelivered (no consumer) */
+    CHECK(pack_unpacked(zh, pack, 20000));
+    CHECK(cancel_answer(prod, s[3].id) == 0); /* its packed id finds it in its bucket */
+    CHECK(cancel_answer(prod, s[2].id) == 0 && zk_count_jobs(zh, root, "a") == 0);
+    CHECK(put_job(prod, "a", "lone", -1, w + 7777, -1, lone.id) == 0);
+    pack_of(lone.id, pack, sizeof pack);
+    CHECK(pack_count(zh, pack) == 1 && cancel_answer(prod, lone.id) == 0);
+    CHECK(!pack_exists(zh, pack));
+    deferd_close(prod);
+}
+
+/* A pack's 20 jobs due in one 100 ms bucket are unpacked into the pack's shard: their
+ * packed ids still cancel them, each found there. */
+static void cancel_from_shard(zhandle_t *zh)
+{
+    deferd_client *prod = client(&d[0]);
+    static struct sent s[20];
+    char pack[LAYOUT_PACK_MAX + 1];
+    put_pipelined(prod, s, 20, far_window(0)); /* 4 ms apart: one bucket */
+    pack_of(s[0].id, pack, sizeof pack);
+    CHECK(pack_count(zh, pack) == 20 && pack_unpacked(zh, pack, 20000));
+    CHECK(zk_count_jobs(zh, root, "a") == 20 && !zk_job_exists(zh, root, s[0].id)); /* shard */
+    for (int i = 0; i < 20; i++)
+        CHECK(cancel_answer(prod, s[i].id) == 0);
+    CHECK(zk_count_jobs(zh, root, "a") == 0 && cancel_answer(prod, s[0].id) == 3);
+    deferd_close(prod);
+}
+
 /* Three daemons follow the same packs: every job delivered once, none early. */
 static void three_daemons_race(void)
 {
@@ -246,6 +341,8 @@ int main(void)
     for (int k = 1; k < NDAEMONS; k++) /* they read the marker too */
         CHECK(log_wait(&d[k], 0, "layout version 2", 10000));
     pack_and_unpack(zh);
+    edit_in_pack(zh);
+    cancel_from_shard(zh);
     three_daemons_race();
     unreadable_left_alone(zh);
     zookeeper_close(zh);

@@ -14,6 +14,7 @@
 #include "dispatcher_int.h"
 #include "jobedit.h"
 #include "log.h"
+#include "pack.h"
 #include "protocol.h"
 #include "reply.h"
 #include "units.h"
@@ -37,11 +38,18 @@ struct change {
     char *payload;
     int len;
     uint32_t attempts;
+    /* a packed job: its pack as read, and the pack without it (NULL: it was the last) */
+    char pack_path[LAYOUT_PATH_MAX];
+    char pack_uid[LAYOUT_UID_MAX + 1];   /* when the pack was gone: for its shard */
+    int pack_version, pack_read, pack_gone;
+    unsigned char *pack_rest;
+    size_t pack_rest_len;
 };
 
 static void change_free(struct change *ch)
 {
     free(ch->payload);
+    free(ch->pack_rest);
     free(ch);
 }
 
@@ -75,9 +83,17 @@ static const char *change_id(struct change *ch, char *buf, size_t len)
     return buf;
 }
 
+static void act(struct change *ch);
+
 static void not_found(struct change *ch)
 {
     char text[400], id[LAYOUT_ID_MAX + 1];
+    if (ch->pack_gone == 1) { /* not in its bucket: then in the shard of its pack */
+        ch->pack_gone = 2;
+        layout_pack_shard(ch->jn.shard, sizeof ch->jn.shard, ch->pack_uid);
+        act(ch);
+        return;
+    }
     if (ch->by_key)
         snprintf(text, sizeof text, "no job with key '%s' in queue '%s'", ch->key,
                  ch->q->cfg->name);
@@ -95,6 +111,9 @@ static int again(struct change *ch)
     ch->nchildren = 0;
     free(ch->payload);
     ch->payload = NULL;
+    free(ch->pack_rest);
+    ch->pack_rest = NULL;
+    ch->pack_read = 0;
     start(ch);
     return 1;
 }
@@ -131,6 +150,12 @@ static void edit_of(struct change *ch, struct jobedit *e)
 {
     *e = (struct jobedit){.job_path = ch->path, .nholders = ch->nchildren,
                           .key_version = ch->key_version};
+    if (ch->pack_read) {
+        e->pack_path = ch->pack_path;
+        e->pack_data = ch->pack_rest;
+        e->pack_len = ch->pack_rest_len;
+        e->pack_version = ch->pack_version;
+    }
     for (int i = 0; i < ch->nchildren; i++)
         e->holders[i] = ch->children[i];
     if (ch->reschedule) {
@@ -225,6 +250,8 @@ static void on_changed(const struct zk_result *res, void *ctx)
     } else if ((res->rc == ZBADVERSION || res->rc == ZNOTEMPTY ||
                 (res->rc == ZNONODE && (bad < job_op || bad == last))) && again(ch)) {
         return; /* the key moved on, or a holder came or went: read again */
+    } else if (res->rc == ZNONODE && bad == job_op && ch->pack_read && again(ch)) {
+        return; /* the pack was unpacked meanwhile: find the job where it went */
     } else if (res->rc == ZNONODE && bad == job_op) {
         not_found(ch);
     } else {
@@ -291,9 +318,100 @@ static void on_job_read(const struct zk_result *res, void *ctx)
         send_change(ch);
 }
 
+/* ---- a packed job ---- */
+
+/* The pack is gone: unpacked since the id was given (or emptied by a change). */
+static void pack_gone(struct change *ch)
+{
+    struct pack_name pn;
+    if (layout_parse_pack_name(ch->jn.pack, &pn) == 0)
+        memcpy(ch->pack_uid, pn.uid, sizeof ch->pack_uid);
+    ch->jn.pack[0] = '\0';
+    ch->pack_gone = 1;
+    act(ch);
+}
+
+/* What the change writes: the pack without the job and, to reschedule, the job's payload
+ * and new name (its attempts so far are in its name: a packed job was never delivered).
+ * 0, -1 out of memory, -2 a name too long. */
+static int pack_change(struct change *ch, struct pack_reader *rd, const struct pack_job *pj,
+                       size_t len)
+{
+    if (rd->count > 1 && (!(ch->pack_rest = malloc(len)) ||
+                          pack_without(rd, pj->name.uid, ch->pack_rest, len,
+                                       &ch->pack_rest_len) != 0))
+        return -1;
+    if (!ch->reschedule)
+        return 0;
+    ch->len = (int)pj->payload_len;
+    if (ch->len && !(ch->payload = malloc(pj->payload_len)))
+        return -1;
+    if (ch->len)
+        memcpy(ch->payload, pj->payload, pj->payload_len);
+    jobedit_next_name(&ch->next, &ch->jn, ch->due_ms, ch->jn.prior_attempts);
+    return layout_job_path(ch->next_path, sizeof ch->next_path, dispatcher_root(ch->ds),
+                           ch->q->cfg->name, &ch->next) ? -2 : 0;
+}
+
+static void on_pack(const struct zk_result *res, void *ctx)
+{
+    struct change *ch = ctx;
+    struct pack_reader rd;
+    struct pack_job pj;
+    char text[400];
+    int prc;
+    if (res->rc == ZNONODE) {
+        pack_gone(ch);
+        return;
+    }
+    if (res->rc != ZOK) {
+        change_zerr(ch, "reading the pack", ch->pack_path, res->rc);
+        return;
+    }
+    if ((prc = pack_open(&rd, res->data, res->datalen > 0 ? (size_t)res->datalen : 0))) {
+        log_warn("queue %s: pack %s: %s", ch->q->cfg->name, ch->pack_path, rd.err);
+        snprintf(text, sizeof text, "pack %s cannot be read (%s); nothing was changed",
+                 ch->jn.pack, pack_strerror(prc));
+        change_end(ch, PE_INTERNAL, text);
+        return;
+    }
+    if (pack_find(&rd, ch->jn.uid, &pj) != 0) {
+        not_found(ch); /* cancelled or moved already */
+        return;
+    }
+    memcpy(pj.name.pack, ch->jn.pack, sizeof pj.name.pack);
+    ch->jn = pj.name; /* the record is the truth (a by-key id names the same job) */
+    ch->pack_version = res->stat.version;
+    ch->pack_read = 1;
+    if ((prc = pack_change(ch, &rd, &pj, (size_t)res->datalen)) == -1)
+        change_zerr(ch, ch->reschedule ? "reschedule" : "cancel", ch->pack_path, ZK_ENOMEM);
+    else if (prc != 0)
+        change_end(ch, PE_BAD_REQUEST, "the new name is too long");
+    else
+        send_change(ch);
+}
+
+static void read_pack(struct change *ch)
+{
+    if (layout_pack_path(ch->pack_path, sizeof ch->pack_path, dispatcher_root(ch->ds),
+                         ch->q->cfg->name, ch->jn.pack) != 0) {
+        not_found(ch);
+        return;
+    }
+    layout_job_path(ch->path, sizeof ch->path, dispatcher_root(ch->ds), ch->q->cfg->name,
+                    &ch->jn); /* for messages: where the job will be */
+    int rc = zkstore_get(ch->ds->d->zs, ch->pack_path, on_pack, ch);
+    if (rc != ZOK)
+        change_zerr(ch, "reading the pack", ch->pack_path, rc);
+}
+
 static void act(struct change *ch)
 {
     int rc;
+    if (ch->jn.pack[0]) {
+        read_pack(ch);
+        return;
+    }
     if (layout_job_path(ch->path, sizeof ch->path, dispatcher_root(ch->ds), ch->q->cfg->name,
                         &ch->jn)) {
         not_found(ch);
