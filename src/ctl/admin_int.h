@@ -7,6 +7,7 @@
 
 #include "admin.h"
 #include "config.h"
+#include "pack.h"
 #include "zkerr.h"
 
 #define AUTH_WAITING 1 /* no ZooKeeper code is positive */
@@ -34,5 +35,36 @@ int admin_sorted_children(struct admin *a, const char *path, struct String_vecto
  * Returns 1 when the queue is counted, 0 when not, -1 on error. */
 int admin_counter(struct admin *a, const char *queue, int delta, char *path, size_t len,
                   char *value, size_t vlen, int *version);
+
+/* A packed job as its pack holds it (admin_packs.c). */
+struct admin_packed {
+    int in;                         /* the job is in the pack as read */
+    char path[LAYOUT_PATH_MAX];     /* the pack's znode */
+    int version;
+    unsigned char *data;            /* the pack as read */
+    size_t len;
+    unsigned char *rest;            /* the pack without the job; NULL when it was the last */
+    size_t rest_len;
+    struct pack_job job;            /* payload points into data */
+};
+void admin_packed_clear(struct admin_packed *p);
+
+#define ADMIN_PACK_FAILED 1 /* no ZooKeeper code is positive; err says why */
+/* For a job JN of QUEUE whose id names a pack: ZOK with p->in when the pack holds it (JN
+ * then from its record); ZOK without p->in when the pack is gone (unpacked): JN and PATH
+ * name the job znode where unpacking put it (its bucket, or the pack's shard); ZNONODE
+ * when the pack is there without the job; ADMIN_PACK_FAILED with err. */
+int admin_packed_read(struct admin *a, const char *queue, struct job_name *jn, char *path,
+                      size_t plen, struct admin_packed *p, char *err, size_t errlen);
+
+/* list: every job of the packs of QUEUE whose window meets [FROM, UNTIL], pack by pack in
+ * window order, until ENOUGH says the rest (windows from START on) is not needed. */
+struct admin_pack_visit {
+    int (*each)(const struct pack_job *job, const char *pack, void *ctx); /* a ZooKeeper code */
+    int (*enough)(uint64_t start, void *ctx);
+    void *ctx;
+};
+int admin_packs_visit(struct admin *a, const char *queue, uint64_t from, uint64_t until,
+                      const struct admin_pack_visit *v);
 
 #endif

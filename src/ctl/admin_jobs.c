@@ -205,6 +205,8 @@ static int stat_rows(struct admin *a, const char *queue, struct admin_job *rows,
     pthread_mutex_lock(&w.mu);
     for (size_t i = 0; i < n; i++) {
         char path[LAYOUT_PATH_MAX];
+        if (rows[i].jn.pack[0])
+            continue; /* filled from its pack */
         asks[i] = (struct stat_ask){&w, &rows[i]};
         layout_job_path(path, sizeof path, a->cfg.zk_root, queue, &rows[i].jn);
         int arc = zoo_aexists(a->zh, path, 0, on_stat, &asks[i]);
@@ -219,6 +221,52 @@ static int stat_rows(struct admin *a, const char *queue, struct admin_job *rows,
     pthread_mutex_unlock(&w.mu);
     free(asks);
     return rc != ZOK ? rc : w.rc;
+}
+
+/* ---- packed jobs in the page ---- */
+
+/* Only the first pg->want rows in order can be shown: the rest is dropped. */
+static void keep_first(struct page *pg)
+{
+    if (pg->n)
+        qsort(pg->rows, pg->n, sizeof *pg->rows, row_cmp);
+    if (pg->n > pg->want)
+        pg->n = pg->want;
+}
+
+static int add_packed(const struct pack_job *job, const char *pack, void *ctx)
+{
+    struct page *pg = ctx;
+    struct job_name jn = job->name;
+    snprintf(jn.pack, sizeof jn.pack, "%s", pack);
+    if (!wanted(pg, &jn))
+        return ZOK;
+    if (add_row(pg, &jn) != 0)
+        return ZSYSTEMERROR;
+    struct admin_job *r = &pg->rows[pg->n - 1];
+    r->attempts = jn.prior_attempts; /* never delivered while packed */
+    r->bytes = (int32_t)job->payload_len;
+    return ZOK;
+}
+
+/* Packs are visited in window order: none from START on can come before the page's last
+ * row once the page is full. */
+static int page_full_before(uint64_t start, void *ctx)
+{
+    struct page *pg = ctx;
+    keep_first(pg);
+    return pg->n >= pg->want && pg->rows[pg->want - 1].jn.due_ms < start;
+}
+
+static int add_packs(struct admin *a, struct page *pg, const char *queue)
+{
+    uint64_t from = pg->o->from_ms;
+    if (pg->o->after && pg->after.due_ms > from)
+        from = pg->after.due_ms;
+    struct admin_pack_visit v = {add_packed, page_full_before, pg};
+    int rc = admin_packs_visit(a, queue, from, pg->o->until_ms, &v);
+    keep_first(pg);
+    return rc;
 }
 
 int admin_list(struct admin *a, const char *queue, const struct admin_list_opts *o,
@@ -240,6 +288,8 @@ int admin_list(struct admin *a, const char *queue, const struct admin_list_opts 
     snprintf(pg.queue, sizeof pg.queue, "%s", queue);
     layout_bucket_path(dir, sizeof dir, a->cfg.zk_root, queue, 0, 0);
     int rc = walk(a, &pg, dir, 1, 0);
+    if (rc == ZOK && (rc = add_packs(a, &pg, queue)) != ZOK)
+        layout_packs_path(dir, sizeof dir, a->cfg.zk_root, queue);
     size_t shown = pg.n < o->limit ? pg.n : o->limit;
     if (rc == ZOK)
         rc = stat_rows(a, queue, pg.rows, shown);
@@ -260,6 +310,7 @@ struct located {
     char queue[QUEUE_NAME_MAX + 1];
     char path[LAYOUT_PATH_MAX];
     struct job_name jn;
+    struct admin_packed pk;     /* a packed job: its pack (pk.in), else unpacked since */
 };
 
 /* show, cancel and reschedule: only queues in deferd's own layout have job ids and keys. */
@@ -274,6 +325,19 @@ static int native_queue(struct admin *a, const char *queue, char *err, size_t er
     return 0;
 }
 
+static int not_found(char *err, size_t errlen, const char *id);
+
+/* A job named in a pack: in it still, or where unpacking put it. */
+static int locate_packed(struct admin *a, struct located *at, const char *id, char *err,
+                         size_t errlen)
+{
+    int rc = admin_packed_read(a, at->queue, &at->jn, at->path, sizeof at->path, &at->pk,
+                               err, errlen);
+    if (rc == ZNONODE)
+        return not_found(err, errlen, id);
+    return rc == ZOK ? 0 : -1;
+}
+
 static int locate(struct admin *a, const char *id, struct located *at, char *err,
                   size_t errlen)
 {
@@ -283,7 +347,7 @@ static int locate(struct admin *a, const char *id, struct located *at, char *err
     if (native_queue(a, at->queue, err, errlen) != 0)
         return -1;
     layout_job_path(at->path, sizeof at->path, a->cfg.zk_root, at->queue, &at->jn);
-    return 0;
+    return at->jn.pack[0] ? locate_packed(a, at, id, err, errlen) : 0;
 }
 
 static int not_found(char *err, size_t errlen, const char *id)
@@ -336,16 +400,34 @@ static int read_job(struct admin *a, const char *path, struct admin_job *out)
     return ZOK;
 }
 
+/* A job in its pack: its record has it all; it was never delivered. */
+static int show_packed(const struct admin_packed *pk, struct admin_job *out)
+{
+    out->len = (int)pk->job.payload_len;
+    out->bytes = out->len;
+    out->attempts = out->jn.prior_attempts;
+    if (!(out->payload = malloc(pk->job.payload_len + 1)))
+        return -1;
+    memcpy(out->payload, pk->job.payload, pk->job.payload_len);
+    return 0;
+}
+
 int admin_show(struct admin *a, const char *id, struct admin_job *out, char *err,
                size_t errlen)
 {
-    struct located at;
+    struct located at = {0};
     memset(out, 0, sizeof *out);
-    if (locate(a, id, &at, err, errlen) != 0)
-        return -1;
+    int rc = locate(a, id, &at, err, errlen);
+    if (rc != 0)
+        return rc;
     snprintf(out->id, sizeof out->id, "%s", id);
     out->jn = at.jn;
-    int rc = read_job(a, at.path, out);
+    if (at.pk.in) {
+        rc = show_packed(&at.pk, out);
+        admin_packed_clear(&at.pk);
+        return rc == 0 ? 0 : (snprintf(err, errlen, "out of memory"), -1);
+    }
+    rc = read_job(a, at.path, out);
     if (rc == ZNONODE) { /* dead letters keep the name: one more O(1) look */
         layout_dead_path(at.path, sizeof at.path, a->cfg.zk_root, at.queue, &at.jn);
         out->dead = 1;
@@ -407,8 +489,9 @@ static int target_by_id(struct admin *a, const char *id, struct target *t, char 
                         size_t errlen)
 {
     memset(t, 0, sizeof *t);
-    if (locate(a, id, &t->at, err, errlen) != 0)
-        return -1;
+    int found = locate(a, id, &t->at, err, errlen);
+    if (found != 0)
+        return found;
     snprintf(t->id, sizeof t->id, "%s", id);
     if (!t->at.jn.key[0])
         return 0;
@@ -444,7 +527,7 @@ static int target_by_key(struct admin *a, const char *queue, const char *key,
     layout_job_path(t->at.path, sizeof t->at.path, a->cfg.zk_root, queue, &t->at.jn);
     layout_job_id(t->id, sizeof t->id, queue, &t->at.jn);
     t->keyed = 1;
-    return 0;
+    return t->at.jn.pack[0] ? locate_packed(a, &t->at, t->id, err, errlen) : 0;
 }
 
 static int find_target(struct admin *a, const struct admin_which *w, struct target *t,
@@ -517,13 +600,25 @@ static int add_holders(struct admin *a, const struct target *t, struct cancel_op
     return rc;
 }
 
+/* A packed job: its pack is rewritten without it (or deleted) in its place, at the version
+ * read. */
+static void edit_pack(struct jobedit *e, const struct admin_packed *pk)
+{
+    if (!pk->in)
+        return;
+    e->pack_path = pk->path;
+    e->pack_data = pk->rest;
+    e->pack_len = pk->rest_len;
+    e->pack_version = pk->version;
+}
+
 static int cancel_once(struct admin *a, const struct target *t, int force, int *failed)
 {
     struct cancel_ops c = {.e = {.job_path = t->at.path, .counter_version = -1,
                                  .key_path = t->keyed ? t->key_path : NULL,
                                  .key_version = t->key_version}};
     struct jobedit_multi m;
-    int f, rc = force ? add_holders(a, t, &c, failed) : ZOK;
+    int f, rc = force && !t->at.pk.in ? add_holders(a, t, &c, failed) : ZOK;
     if (rc != ZOK)
         return rc;
     *failed = FAILED_NONE;
@@ -535,9 +630,12 @@ static int cancel_once(struct admin *a, const struct target *t, int force, int *
         c.e.counter_path = c.cpath;
         c.e.counter_value = c.cvalue;
     }
+    edit_pack(&c.e, &t->at.pk);
     if (jobedit_multi(&c.e, &m) != 0)
         return ZSYSTEMERROR;
     rc = run_multi(a, &m, &f);
+    if (rc == ZNONODE && f == m.job && t->at.pk.in)
+        rc = ZBADVERSION; /* the pack was unpacked meanwhile: look again */
     *failed = f < 0 ? FAILED_NONE : f == m.job ? FAILED_JOB : f < m.job ? FAILED_HOLDER
                                                                           : FAILED_OTHER;
     return rc;
@@ -552,6 +650,7 @@ int admin_cancel(struct admin *a, struct admin_which *w, int force, char *err, s
         if (found != 0)
             return found;
         rc = cancel_once(a, &t, force, &failed);
+        admin_packed_clear(&t.at.pk);
         /* The job itself gone or locked is the answer; anything else moved under us. */
         if (rc == ZOK || failed == FAILED_FOREIGN_KIDS ||
             (failed == FAILED_JOB && (rc == ZNONODE || (rc == ZNOTEMPTY && !force))) ||
@@ -585,6 +684,7 @@ static int move_job(struct admin *a, const struct target *t, const struct job_na
     struct jobedit_multi m;
     int rc = ZNONODE, f;
     *job_gone = 0;
+    edit_pack(&e, &t->at.pk);
     if (jobedit_multi(&e, &m) != 0)
         return ZK_ETOOLONG;
     for (int tries = 0; tries < 3 && rc == ZNONODE; tries++) {
@@ -593,7 +693,7 @@ static int move_job(struct admin *a, const struct target *t, const struct job_na
             return rc;
         rc = run_multi(a, &m, &f);
         if (rc == ZNONODE && f != m.create) {
-            *job_gone = f == m.job;
+            *job_gone = f == m.job && !t->at.pk.in; /* a pack gone was unpacked: again */
             return ZNONODE; /* the job, or its key node, is gone: not a bucket race */
         }
     }
@@ -606,17 +706,24 @@ static int reschedule_once(struct admin *a, const struct target *t, uint64_t due
 {
     struct admin_job cur = {0};
     char next[LAYOUT_PATH_MAX];
-    int rc = read_job(a, t->at.path, &cur);
+    const struct admin_packed *pk = &t->at.pk;
+    int rc = pk->in ? ZOK : read_job(a, t->at.path, &cur);
     *job_gone = rc == ZNONODE;
     if (rc != ZOK)
         return rc;
+    if (pk->in) { /* never delivered: its attempts are in its name */
+        cur = (struct admin_job){.payload = (char *)pk->job.payload,
+                                 .len = (int)pk->job.payload_len,
+                                 .attempts = t->at.jn.prior_attempts};
+    }
     jobedit_next_name(jn, &t->at.jn, due_ms, cur.attempts);
     layout_job_path(next, sizeof next, a->cfg.zk_root, t->at.queue, jn);
     if (cur.locked)
         rc = ZNOTEMPTY;
-    else if (strcmp(next, t->at.path) != 0)
+    else if (strcmp(next, t->at.path) != 0 || pk->in) /* out of its pack in any case */
         rc = move_job(a, t, jn, next, &cur, job_gone);
-    admin_job_clear(&cur);
+    if (!pk->in)
+        admin_job_clear(&cur);
     return rc;
 }
 
@@ -635,6 +742,7 @@ int admin_reschedule(struct admin *a, struct admin_which *w, uint64_t due_ms,
         if (found != 0)
             return found;
         rc = reschedule_once(a, &t, due_ms, &jn, &gone);
+        admin_packed_clear(&t.at.pk);
     }
     snprintf(w->found, sizeof w->found, "%s", t.id);
     if (rc == ZNONODE)

@@ -40,6 +40,8 @@ static const char *job_state(const struct admin_job *j, int64_t now)
         return "dead";
     if (j->locked)
         return "in-flight";
+    if (j->jn.pack[0])
+        return "packed"; /* waiting in a pack until its window comes near */
     return (int64_t)j->jn.due_ms <= now ? "due" : "waiting";
 }
 

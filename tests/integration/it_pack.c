@@ -20,14 +20,6 @@ static struct daemon_proc d[NDAEMONS];
 static char root[128];
 static const char *const packing[] = {"queue.a.pack_after=6s", "queue.a.pack_window=5s", NULL};
 
-static void put_marker(zhandle_t *zh)
-{
-    char path[300];
-    zoo_create(zh, root, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-    snprintf(path, sizeof path, "%s/" LAYOUT_MARKER, root);
-    CHECK(zoo_create(zh, path, "2", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) == ZOK);
-}
-
 /* The pack named by a packed id ("a/p.../name"), or "" for any other id. */
 static void pack_of(const char *id, char *pack, size_t len)
 {
@@ -172,13 +164,19 @@ static void marker_switches_packing(zhandle_t *zh)
     pack_of(id, pack, sizeof pack);
     CHECK_STR(pack, "");
     CHECK(zk_job_exists(zh, root, id));
-    put_marker(zh);
+    char out[2048];
+    CHECK(run_deferctl(&d[0], "layout", out, sizeof out) == 0 &&
+          strstr(out, "layout version 1: no packing") && strstr(out, "queue b: 0 packs"));
+    CHECK(run_deferctl(&d[0], "layout --upgrade", out, sizeof out) == 0 &&
+          strstr(out, "layout version 2 (changed)"));
     CHECK(log_wait(&d[0], mark, "layout version 2", 10000));
     CHECK(put_job(c, "b", "packed", -1, at, -1, id) == 0);
     pack_of(id, pack, sizeof pack);
     CHECK(pack[0] == 'p' && !zk_job_exists(zh, root, id));
     char path[LAYOUT_PATH_MAX];
     CHECK(layout_pack_path(path, sizeof path, root, "b", pack) == 0 && zk_exists(zh, path));
+    CHECK(run_deferctl(&d[0], "layout --json", out, sizeof out) == 0 &&
+          strstr(out, "\"version\":2,\"changed\":false") && strstr(out, "\"b\":1"));
     deferd_close(c);
 }
 
@@ -272,6 +270,60 @@ static void cancel_from_shard(zhandle_t *zh)
     deferd_close(prod);
 }
 
+/* One page of `deferctl list a` from FROM: the ids of IDS in this order, and no other;
+ * the page's last id into LAST. */
+static int page_is(int64_t from, const char *after, const char *const *ids, int n, char *last,
+                   size_t llen)
+{
+    static char out[16384];
+    char args[600];
+    const char *at = out;
+    snprintf(args, sizeof args, "list a --from %lld --until %lld --limit 2 --json%s%s",
+             (long long)from, (long long)from + 60000, after ? " --after " : "",
+             after ? after : "");
+    if (run_deferctl(&d[0], args, out, sizeof out) != 0)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (!(at = strstr(at, ids[i])))
+            return 0;
+    int rows = 0;
+    for (at = out; (at = strstr(at, "\"id\":")); at++)
+        rows++;
+    snprintf(last, llen, "%s", n ? ids[n - 1] : "");
+    return rows == n;
+}
+
+/* deferctl finds packed jobs too: show reads one in its pack, reschedule takes one out,
+ * cancel rewrites the pack, list pages through packed and unpacked jobs in due order. */
+static void deferctl_on_packs(zhandle_t *zh)
+{
+    deferd_client *prod = client(&d[0]);
+    static struct sent s[6];
+    char out[4096], args[600], moved[DEFERD_ID_SIZE] = "", pack[LAYOUT_PACK_MAX + 1], last[200];
+    int64_t w = far_window(0);
+    put_pipelined(prod, s, 6, w); /* due w, w+4, ... w+20: one pack */
+    snprintf(args, sizeof args, "show %s", s[0].id);
+    CHECK(run_deferctl(&d[0], args, out, sizeof out) == 0 && strstr(out, "packed") &&
+          strstr(out, "\n\np"));
+    snprintf(args, sizeof args, "reschedule %s --at %lld", s[2].id, (long long)w + 10);
+    CHECK(run_deferctl(&d[0], args, out, sizeof out) == 0 && sscanf(out, "%199s", moved) == 1);
+    pack_of(moved, pack, sizeof pack);
+    CHECK(pack[0] == '\0' && same_uid(moved, s[2].id) && zk_job_exists(zh, root, moved));
+    snprintf(args, sizeof args, "cancel %s", s[4].id);
+    CHECK(run_deferctl(&d[0], args, out, sizeof out) == 0);
+    CHECK(run_deferctl(&d[0], args, out, sizeof out) == 3);
+    pack_of(s[0].id, pack, sizeof pack);
+    CHECK(pack_count(zh, pack) == 4);
+    const char *p1[] = {s[0].id, s[1].id}, *p2[] = {moved, s[3].id}, *p3[] = {s[5].id};
+    CHECK(page_is(w, NULL, p1, 2, last, sizeof last));
+    CHECK(page_is(w, last, p2, 2, last, sizeof last));
+    CHECK(page_is(w, last, p3, 1, last, sizeof last));
+    const char *left[] = {s[0].id, s[1].id, moved, s[3].id, s[5].id};
+    for (int i = 0; i < 5; i++)
+        CHECK(cancel_answer(prod, left[i]) == 0);
+    deferd_close(prod);
+}
+
 /* Three daemons follow the same packs: every job delivered once, none early. */
 static void three_daemons_race(void)
 {
@@ -343,6 +395,7 @@ int main(void)
     pack_and_unpack(zh);
     edit_in_pack(zh);
     cancel_from_shard(zh);
+    deferctl_on_packs(zh);
     three_daemons_race();
     unreadable_left_alone(zh);
     zookeeper_close(zh);
