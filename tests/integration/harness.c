@@ -211,18 +211,32 @@ void daemon_kill(struct daemon_proc *d, int sig)
     d->pid = 0;
 }
 
-int daemon_wait_exit(struct daemon_proc *d, int ms)
+/* Reaps D once it ends within MS: 1 with its wait status in STATUS, else 0. */
+static int reap(struct daemon_proc *d, int ms, int *status)
 {
     int64_t deadline = now_ms() + ms;
-    int status;
     while (now_ms() < deadline) {
-        if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+        if (waitpid(d->pid, status, WNOHANG) == d->pid) {
             d->pid = 0;
-            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+            return 1;
         }
         usleep(20000);
     }
-    return -1;
+    return 0;
+}
+
+int daemon_wait_exit(struct daemon_proc *d, int ms)
+{
+    int status;
+    return reap(d, ms, &status) && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int daemon_wait_signal(struct daemon_proc *d, int ms)
+{
+    int status;
+    if (!reap(d, ms, &status))
+        return -1;
+    return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
 long log_mark(const struct daemon_proc *d)

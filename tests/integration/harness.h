@@ -45,6 +45,9 @@ int daemon_wait_ready(struct daemon_proc *d);
 void daemon_kill(struct daemon_proc *d, int sig); /* and reaps it */
 /* Waits up to MS for deferd to exit by itself; its exit status, or -1. */
 int daemon_wait_exit(struct daemon_proc *d, int ms);
+/* Waits up to MS for deferd to end (reaped); the signal that ended it, 0 when it exited,
+ * -1 when it still runs. */
+int daemon_wait_signal(struct daemon_proc *d, int ms);
 int daemon_restart(struct daemon_proc *d, const char *const *overrides);
 
 /* The end of deferd's log now, as a mark for log_wait() and log_count(). */
