@@ -168,6 +168,21 @@ int daemon_start(struct daemon_proc *d, const char *root, const char *tag,
     return daemon_spawn(d, root, tag, overrides) == 0 ? daemon_wait_ready(d) : -1;
 }
 
+int daemons_start(struct daemon_proc *d, int n, const char *root,
+                  const char *const *overrides)
+{
+    char tag[16];
+    for (int k = 0; k < n; k++) {
+        snprintf(tag, sizeof tag, "d%d", k);
+        if (daemon_start(&d[k], root, tag, overrides) != 0 ||
+            daemon_wait_connected(&d[k], 20000) != 0) {
+            fprintf(stderr, "harness: deferd %s did not start; see %s\n", tag, d[k].log);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int daemon_restart(struct daemon_proc *d, const char *const *overrides)
 {
     d->pid = spawn(d, overrides ? overrides : saved_overrides);

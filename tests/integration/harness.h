@@ -34,6 +34,10 @@ int daemon_start(struct daemon_proc *d, const char *root, const char *tag,
 /* Waits up to MS for STATS to say zk_state=CONNECTED (daemon_start waits for PING only, and
  * puts before the session is up are refused as UNAVAILABLE); 0 once it does, else -1. */
 int daemon_wait_connected(const struct daemon_proc *d, int ms);
+/* Starts N daemons tagged d0, d1, ... as daemon_start() and waits until each is connected
+ * to ZooKeeper; 0, or -1 (said) when one is not. */
+int daemons_start(struct daemon_proc *d, int n, const char *root,
+                  const char *const *overrides);
 /* Only starts it: no wait for its socket. */
 int daemon_spawn(struct daemon_proc *d, const char *root, const char *tag,
                  const char *const *overrides);

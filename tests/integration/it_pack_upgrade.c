@@ -135,16 +135,10 @@ int main(void)
 {
     deferd_client *cons[ND];
     harness_init("pack_upgrade", root, sizeof root);
-    char tag[8];
-    for (int k = 0; k < ND; k++) {
-        snprintf(tag, sizeof tag, "d%d", k);
-        if (daemon_start(&d[k], root, tag, packing) != 0 ||
-            daemon_wait_connected(&d[k], 20000) != 0) {
-            fprintf(stderr, "deferd %s did not start\n", tag);
-            return 1;
-        }
+    if (daemons_start(d, ND, root, packing) != 0)
+        return 1;
+    for (int k = 0; k < ND; k++)
         CHECK(log_wait(&d[k], 0, "layout version 1 (no layout marker)", 10000));
-    }
     zh = zk_connect();
     old_backlog();
     upgrade();
