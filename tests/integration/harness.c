@@ -168,6 +168,21 @@ int daemon_start(struct daemon_proc *d, const char *root, const char *tag,
     return daemon_spawn(d, root, tag, overrides) == 0 ? daemon_wait_ready(d) : -1;
 }
 
+int daemons_start(struct daemon_proc *d, int n, const char *root,
+                  const char *const *overrides)
+{
+    char tag[16];
+    for (int k = 0; k < n; k++) {
+        snprintf(tag, sizeof tag, "d%d", k);
+        if (daemon_start(&d[k], root, tag, overrides) != 0 ||
+            daemon_wait_connected(&d[k], 20000) != 0) {
+            fprintf(stderr, "harness: deferd %s did not start; see %s\n", tag, d[k].log);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int daemon_restart(struct daemon_proc *d, const char *const *overrides)
 {
     d->pid = spawn(d, overrides ? overrides : saved_overrides);
@@ -211,18 +226,32 @@ void daemon_kill(struct daemon_proc *d, int sig)
     d->pid = 0;
 }
 
-int daemon_wait_exit(struct daemon_proc *d, int ms)
+/* Reaps D once it ends within MS: 1 with its wait status in STATUS, else 0. */
+static int reap(struct daemon_proc *d, int ms, int *status)
 {
     int64_t deadline = now_ms() + ms;
-    int status;
     while (now_ms() < deadline) {
-        if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+        if (waitpid(d->pid, status, WNOHANG) == d->pid) {
             d->pid = 0;
-            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+            return 1;
         }
         usleep(20000);
     }
-    return -1;
+    return 0;
+}
+
+int daemon_wait_exit(struct daemon_proc *d, int ms)
+{
+    int status;
+    return reap(d, ms, &status) && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int daemon_wait_signal(struct daemon_proc *d, int ms)
+{
+    int status;
+    if (!reap(d, ms, &status))
+        return -1;
+    return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
 long log_mark(const struct daemon_proc *d)

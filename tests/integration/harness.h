@@ -34,6 +34,10 @@ int daemon_start(struct daemon_proc *d, const char *root, const char *tag,
 /* Waits up to MS for STATS to say zk_state=CONNECTED (daemon_start waits for PING only, and
  * puts before the session is up are refused as UNAVAILABLE); 0 once it does, else -1. */
 int daemon_wait_connected(const struct daemon_proc *d, int ms);
+/* Starts N daemons tagged d0, d1, ... as daemon_start() and waits until each is connected
+ * to ZooKeeper; 0, or -1 (said) when one is not. */
+int daemons_start(struct daemon_proc *d, int n, const char *root,
+                  const char *const *overrides);
 /* Only starts it: no wait for its socket. */
 int daemon_spawn(struct daemon_proc *d, const char *root, const char *tag,
                  const char *const *overrides);
@@ -45,6 +49,9 @@ int daemon_wait_ready(struct daemon_proc *d);
 void daemon_kill(struct daemon_proc *d, int sig); /* and reaps it */
 /* Waits up to MS for deferd to exit by itself; its exit status, or -1. */
 int daemon_wait_exit(struct daemon_proc *d, int ms);
+/* Waits up to MS for deferd to end (reaped); the signal that ended it, 0 when it exited,
+ * -1 when it still runs. */
+int daemon_wait_signal(struct daemon_proc *d, int ms);
 int daemon_restart(struct daemon_proc *d, const char *const *overrides);
 
 /* The end of deferd's log now, as a mark for log_wait() and log_count(). */

@@ -1,5 +1,6 @@
 #include "unpack.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "buckets.h"
 #include "config.h"
 #include "daemon.h"
+#include "failpoint.h"
 #include "log.h"
 #include "pack.h"
 #include "zkstore.h"
@@ -230,6 +232,8 @@ static void on_read(const struct zk_result *res, void *ctx)
     pack_open(&rd, up->data, (size_t)res->datalen); /* checked above: the same bytes */
     up->version = res->stat.version;
     int rc = take_jobs(up, &rd);
+    if (rc == ZOK && failpoint_hit("unpack-before-multi"))
+        raise(SIGKILL); /* tests only: a crash between the reads and the multi */
     if (rc == ZOK)
         rc = send_multi(up);
     if (rc != ZOK)
