@@ -4,13 +4,14 @@
  * daemons racing for the same packs deliver every job once, none early; a packed job is
  * cancelled and rescheduled inside its pack, and by its packed id after it was unpacked
  * (from its bucket or its pack's shard); an unreadable pack or a foreign name is logged
- * once and left alone. Queue "a": pack_after 6 s, windows of
- * 5 s (the harness' lookahead is 2 s). */
+ * once and left alone; deferctl shows, changes and lists packed jobs. Queue "a": pack_after
+ * 6 s, windows of 5 s (the harness' lookahead is 2 s). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "harness_pack.h"
 #include "layout.h"
 #include "pack.h"
 
@@ -18,17 +19,7 @@
 
 static struct daemon_proc d[NDAEMONS];
 static char root[128];
-static const char *const packing[] = {"queue.a.pack_after=6s", "queue.a.pack_window=5s", NULL};
-
-/* The pack named by a packed id ("a/p.../name"), or "" for any other id. */
-static void pack_of(const char *id, char *pack, size_t len)
-{
-    char queue[80];
-    struct job_name jn;
-    pack[0] = '\0';
-    if (layout_parse_id(id, queue, sizeof queue, &jn) == 0)
-        snprintf(pack, len, "%s", jn.pack);
-}
+static const char *const packing[] = {PACK_TEST_OVERRIDES("a"), NULL};
 
 static int pack_exists(zhandle_t *zh, const char *pack)
 {
@@ -36,34 +27,8 @@ static int pack_exists(zhandle_t *zh, const char *pack)
     return layout_pack_path(path, sizeof path, root, "a", pack) == 0 && zk_exists(zh, path);
 }
 
-/* An "at" whose 5 s window starts at least 8 s from now plus OFFSET_MS. */
-static int64_t far_window(int64_t offset_ms)
-{
-    int64_t t = now_ms() + 9000 + offset_ms;
-    return t - t % 5000 + 5000;
-}
 
-/* A number in D's STATS line, e.g. "packs_unpacked"; -1 when absent. */
-static long stat_of(const struct daemon_proc *dp, const char *field)
-{
-    deferd_client *c = client(dp);
-    char buf[4096] = "", want[64];
-    long v = -1;
-    snprintf(want, sizeof want, " %s=", field);
-    if (c && deferd_stats(c, buf, sizeof buf) == DEFERD_OK && strstr(buf, want))
-        v = strtol(strstr(buf, want) + strlen(want), NULL, 10);
-    deferd_close(c);
-    return v;
-}
 
-/* Over all daemons. */
-static long stat_sum(const char *field)
-{
-    long sum = 0;
-    for (int k = 0; k < NDAEMONS; k++)
-        sum += stat_of(&d[k], field);
-    return sum;
-}
 
 /* The jobs in PACK as ZooKeeper holds it; -1 when it is absent or unreadable. */
 static int pack_count(zhandle_t *zh, const char *pack)
@@ -103,54 +68,8 @@ static int cancel_answer(deferd_client *c, const char *id)
     return rc == DEFERD_OK ? 0 : 1;
 }
 
-struct sent {
-    char id[DEFERD_ID_SIZE];
-    int64_t at;
-    int seen;
-};
 
-/* N puts pipelined into the window starting at START, one per 4 ms of it. */
-static void put_pipelined(deferd_client *c, struct sent *s, int n, int64_t start)
-{
-    for (int i = 0; i < n; i++) {
-        deferd_put_opts o = {.has_at = 1, .at_ms = (uint64_t)(s[i].at = start + (i % 1000) * 4)};
-        CHECK(deferd_put_send(c, "a", "p", 1, &o) == DEFERD_OK);
-    }
-    for (int i = 0; i < n; i++)
-        CHECK(deferd_put_recv(c, s[i].id, sizeof s[i].id, 10000) == DEFERD_OK);
-}
 
-/* Takes every job from the consumers until N were seen or MS passed: each must be one of
- * S, on time or late but never early, delivered once (attempt 1). */
-static int collect(deferd_client **cons, int ncons, struct sent *s, int n, int ms)
-{
-    int got = 0;
-    int64_t until = now_ms() + ms;
-    while (got < n && now_ms() < until) {
-        for (int k = 0; k < ncons; k++) {
-            deferd_job job;
-            if (next_job_push(cons[k], &job, 50) != 0)
-                continue;
-            int64_t at = now_ms();
-            char uid[DEFERD_UID_SIZE], want[DEFERD_UID_SIZE];
-            int found = 0;
-            CHECK(deferd_job_uid(job.id, uid, sizeof uid) == DEFERD_OK);
-            for (int i = 0; i < n && !found; i++) {
-                if (deferd_job_uid(s[i].id, want, sizeof want) != DEFERD_OK ||
-                    strcmp(uid, want) != 0)
-                    continue;
-                found = 1;
-                CHECK(s[i].seen++ == 0 && job.attempt == 1);
-                CHECK(at >= s[i].at && (int64_t)job.due_ms == s[i].at);
-            }
-            CHECK(found);
-            got++;
-            CHECK(deferd_ack(cons[k], job.id) == DEFERD_OK);
-            deferd_job_clear(&job);
-        }
-    }
-    return got;
-}
 
 /* Without the marker nothing is packed; once it says 2, the daemon packs from then on.
  * Queue "b" packs with the defaults (after 1 h, windows of 10000 s): due in 5 h. */
@@ -161,7 +80,7 @@ static void marker_switches_packing(zhandle_t *zh)
     long mark = log_mark(&d[0]);
     int64_t at = now_ms() + 5 * 3600 * 1000;
     CHECK(put_job(c, "b", "plain", -1, at, -1, id) == 0);
-    pack_of(id, pack, sizeof pack);
+    pack_of_id(id, pack, sizeof pack);
     CHECK_STR(pack, "");
     CHECK(zk_job_exists(zh, root, id));
     char out[2048];
@@ -171,7 +90,7 @@ static void marker_switches_packing(zhandle_t *zh)
           strstr(out, "layout version 2 (changed)"));
     CHECK(log_wait(&d[0], mark, "layout version 2", 10000));
     CHECK(put_job(c, "b", "packed", -1, at, -1, id) == 0);
-    pack_of(id, pack, sizeof pack);
+    pack_of_id(id, pack, sizeof pack);
     CHECK(pack[0] == 'p' && !zk_job_exists(zh, root, id));
     char path[LAYOUT_PATH_MAX];
     CHECK(layout_pack_path(path, sizeof path, root, "b", pack) == 0 && zk_exists(zh, path));
@@ -185,19 +104,19 @@ static void marker_switches_packing(zhandle_t *zh)
 static void pack_and_unpack(zhandle_t *zh)
 {
     deferd_client *prod = client(&d[0]), *cons = client(&d[0]);
-    static struct sent s[55];
+    static struct sent_job s[55];
     char first[LAYOUT_PACK_MAX + 1], pack[LAYOUT_PACK_MAX + 1];
-    int64_t w1 = far_window(0), w2 = w1 + 5000;
-    put_pipelined(prod, s, 50, w1);
-    pack_of(s[0].id, first, sizeof first);
+    int64_t w1 = pack_window_ahead(9000), w2 = w1 + 5000;
+    CHECK(put_sent_pipelined(prod, "a", s, 50, w1, 4) == 0);
+    pack_of_id(s[0].id, first, sizeof first);
     CHECK(first[0] == 'p');
     for (int i = 1; i < 50; i++) {
-        pack_of(s[i].id, pack, sizeof pack);
+        pack_of_id(s[i].id, pack, sizeof pack);
         CHECK_STR(pack, first);
     }
     for (int i = 50; i < 55; i++) { /* each waits for its reply: joins the open pack */
         CHECK(put_job(prod, "a", "lone", -1, s[i].at = w2 + i, -1, s[i].id) == 0);
-        pack_of(s[i].id, pack, sizeof pack);
+        pack_of_id(s[i].id, pack, sizeof pack);
         if (i == 50)
             snprintf(first, sizeof first, "%s", pack);
         CHECK(pack[0] == 'p');
@@ -206,11 +125,11 @@ static void pack_and_unpack(zhandle_t *zh)
     CHECK(pack_exists(zh, first));
     CHECK(zk_count_jobs(zh, root, "a") == 0);
     CHECK(deferd_subscribe(cons, "a", 64) == DEFERD_OK);
-    CHECK(collect(&cons, 1, s, 55, 40000) == 55);
+    CHECK(collect_jobs(&cons, 1, s, 55, 40000) == 55);
     CHECK(!pack_exists(zh, first));
     /* two packs turned into 55 jobs, each by one daemon; the writer counted its pack writes */
-    CHECK(stat_sum("packs_unpacked") == 2 && stat_sum("jobs_unpacked") == 55);
-    CHECK(stat_of(&d[0], "packs_created") == 3 && stat_of(&d[0], "packs_rewritten") == 4);
+    CHECK(daemon_stat_sum(d, NDAEMONS, "packs_unpacked") == 2 && daemon_stat_sum(d, NDAEMONS, "jobs_unpacked") == 55);
+    CHECK(daemon_stat(&d[0], "packs_created") == 3 && daemon_stat(&d[0], "packs_rewritten") == 4);
     deferd_close(prod);
     deferd_close(cons);
 }
@@ -221,33 +140,33 @@ static void pack_and_unpack(zhandle_t *zh)
 static void edit_in_pack(zhandle_t *zh)
 {
     deferd_client *prod = client(&d[0]), *cons = client(&d[0]);
-    static struct sent s[4], lone;
+    static struct sent_job s[4], lone;
     char pack[LAYOUT_PACK_MAX + 1], other[LAYOUT_PACK_MAX + 1], id[DEFERD_ID_SIZE];
-    int64_t w = far_window(0), near = now_ms() + 3000, far = w + 3600 * 1000;
-    put_pipelined(prod, s, 4, w);
-    pack_of(s[0].id, pack, sizeof pack);
+    int64_t w = pack_window_ahead(9000), near = now_ms() + 3000, far = w + 3600 * 1000;
+    CHECK(put_sent_pipelined(prod, "a", s, 4, w, 4) == 0);
+    pack_of_id(s[0].id, pack, sizeof pack);
     CHECK(pack[0] == 'p' && pack_count(zh, pack) == 4);
     CHECK(deferd_cancel(prod, s[0].id, NULL, NULL, 0, id, sizeof id) == DEFERD_OK);
     CHECK_STR(id, s[0].id);
     CHECK(pack_count(zh, pack) == 3 && cancel_answer(prod, s[0].id) == 3);
     CHECK(deferd_reschedule(prod, s[1].id, NULL, NULL, 1, (uint64_t)near, 0, id, sizeof id) ==
           DEFERD_OK);
-    pack_of(id, other, sizeof other);
+    pack_of_id(id, other, sizeof other);
     CHECK(other[0] == '\0' && same_uid(id, s[1].id) && zk_job_exists(zh, root, id));
     CHECK(pack_count(zh, pack) == 2);
     CHECK(deferd_reschedule(prod, s[2].id, NULL, NULL, 1, (uint64_t)far, 0, s[2].id,
                             sizeof s[2].id) == DEFERD_OK);
-    pack_of(s[2].id, other, sizeof other);
+    pack_of_id(s[2].id, other, sizeof other);
     CHECK(other[0] == '\0' && zk_job_exists(zh, root, s[2].id) && pack_count(zh, pack) == 1);
     s[1].at = near;
     CHECK(deferd_subscribe(cons, "a", 1) == DEFERD_OK);
-    CHECK(collect(&cons, 1, s + 1, 1, 10000) == 1);
+    CHECK(collect_jobs(&cons, 1, s + 1, 1, 10000) == 1);
     deferd_close(cons); /* s[3] waits for its unpacking, undelivered (no consumer) */
     CHECK(pack_unpacked(zh, pack, 20000));
     CHECK(cancel_answer(prod, s[3].id) == 0); /* its packed id finds it in its bucket */
     CHECK(cancel_answer(prod, s[2].id) == 0 && zk_count_jobs(zh, root, "a") == 0);
     CHECK(put_job(prod, "a", "lone", -1, w + 7777, -1, lone.id) == 0);
-    pack_of(lone.id, pack, sizeof pack);
+    pack_of_id(lone.id, pack, sizeof pack);
     CHECK(pack_count(zh, pack) == 1 && cancel_answer(prod, lone.id) == 0);
     CHECK(!pack_exists(zh, pack));
     deferd_close(prod);
@@ -258,10 +177,10 @@ static void edit_in_pack(zhandle_t *zh)
 static void cancel_from_shard(zhandle_t *zh)
 {
     deferd_client *prod = client(&d[0]);
-    static struct sent s[20];
+    static struct sent_job s[20];
     char pack[LAYOUT_PACK_MAX + 1];
-    put_pipelined(prod, s, 20, far_window(0)); /* 4 ms apart: one bucket */
-    pack_of(s[0].id, pack, sizeof pack);
+    CHECK(put_sent_pipelined(prod, "a", s, 20, pack_window_ahead(9000), 4) == 0); /* 4 ms apart: one bucket */
+    pack_of_id(s[0].id, pack, sizeof pack);
     CHECK(pack_count(zh, pack) == 20 && pack_unpacked(zh, pack, 20000));
     CHECK(zk_count_jobs(zh, root, "a") == 20 && !zk_job_exists(zh, root, s[0].id)); /* shard */
     for (int i = 0; i < 20; i++)
@@ -298,21 +217,21 @@ static int page_is(int64_t from, const char *after, const char *const *ids, int 
 static void deferctl_on_packs(zhandle_t *zh)
 {
     deferd_client *prod = client(&d[0]);
-    static struct sent s[6];
+    static struct sent_job s[6];
     char out[4096], args[600], moved[DEFERD_ID_SIZE] = "", pack[LAYOUT_PACK_MAX + 1], last[200];
-    int64_t w = far_window(0);
-    put_pipelined(prod, s, 6, w); /* due w, w+4, ... w+20: one pack */
+    int64_t w = pack_window_ahead(9000);
+    CHECK(put_sent_pipelined(prod, "a", s, 6, w, 4) == 0); /* due w, w+4, ... w+20: one pack */
     snprintf(args, sizeof args, "show %s", s[0].id);
     CHECK(run_deferctl(&d[0], args, out, sizeof out) == 0 && strstr(out, "packed") &&
           strstr(out, "\n\np"));
     snprintf(args, sizeof args, "reschedule %s --at %lld", s[2].id, (long long)w + 10);
     CHECK(run_deferctl(&d[0], args, out, sizeof out) == 0 && sscanf(out, "%199s", moved) == 1);
-    pack_of(moved, pack, sizeof pack);
+    pack_of_id(moved, pack, sizeof pack);
     CHECK(pack[0] == '\0' && same_uid(moved, s[2].id) && zk_job_exists(zh, root, moved));
     snprintf(args, sizeof args, "cancel %s", s[4].id);
     CHECK(run_deferctl(&d[0], args, out, sizeof out) == 0);
     CHECK(run_deferctl(&d[0], args, out, sizeof out) == 3);
-    pack_of(s[0].id, pack, sizeof pack);
+    pack_of_id(s[0].id, pack, sizeof pack);
     CHECK(pack_count(zh, pack) == 4);
     const char *p1[] = {s[0].id, s[1].id}, *p2[] = {moved, s[3].id}, *p3[] = {s[5].id};
     CHECK(page_is(w, NULL, p1, 2, last, sizeof last));
@@ -328,18 +247,18 @@ static void deferctl_on_packs(zhandle_t *zh)
 static void three_daemons_race(void)
 {
     enum { N = 600 };
-    static struct sent s[N];
+    static struct sent_job s[N];
     deferd_client *prod = client(&d[0]), *cons[NDAEMONS];
-    int64_t w = far_window(0);
+    int64_t w = pack_window_ahead(9000);
     memset(s, 0, sizeof s);
     for (int k = 0; k < NDAEMONS; k++) {
         cons[k] = client(&d[k]);
         CHECK(deferd_subscribe(cons[k], "a", 64) == DEFERD_OK);
     }
-    put_pipelined(prod, s, N / 3, w); /* three windows, several packs */
-    put_pipelined(prod, s + N / 3, N / 3, w + 5000);
-    put_pipelined(prod, s + 2 * N / 3, N / 3, w + 10000);
-    CHECK(collect(cons, NDAEMONS, s, N, 60000) == N);
+    CHECK(put_sent_pipelined(prod, "a", s, N / 3, w, 4) == 0); /* three windows, several packs */
+    CHECK(put_sent_pipelined(prod, "a", s + N / 3, N / 3, w + 5000, 4) == 0);
+    CHECK(put_sent_pipelined(prod, "a", s + 2 * N / 3, N / 3, w + 10000, 4) == 0);
+    CHECK(collect_jobs(cons, NDAEMONS, s, N, 60000) == N);
     for (int i = 0; i < N; i++)
         CHECK(s[i].seen == 1);
     for (int k = 0; k < NDAEMONS; k++)
@@ -365,10 +284,10 @@ static void unreadable_left_alone(zhandle_t *zh)
     CHECK(log_wait(&d[1], mark, "notapack: not a pack name", 15000));
     /* a later pack in the same directory is unpacked; the two are still there, once logged */
     deferd_client *prod = client(&d[0]), *cons = client(&d[1]);
-    static struct sent s[1];
-    put_pipelined(prod, s, 1, far_window(0));
+    static struct sent_job s[1];
+    CHECK(put_sent_pipelined(prod, "a", s, 1, pack_window_ahead(9000), 4) == 0);
     CHECK(deferd_subscribe(cons, "a", 4) == DEFERD_OK);
-    CHECK(collect(&cons, 1, s, 1, 30000) == 1);
+    CHECK(collect_jobs(&cons, 1, s, 1, 30000) == 1);
     CHECK(zk_exists(zh, bad) && zk_exists(zh, odd));
     CHECK(log_count(&d[1], mark, "damaged: unreadable") == 1);
     CHECK(log_count(&d[1], mark, "notapack: not a pack name") == 1);
