@@ -88,7 +88,7 @@ static int place_jobs(struct unpack *up)
         struct job_name jn = up->jobs[i].name;
         uint64_t leaf = layout_bucket_of(jn.due_ms, LAYOUT_DEPTH);
         if (count_of(leaves, up->n, leaf) >= UNPACK_SHARD_AT)
-            snprintf(jn.shard, sizeof jn.shard, "s%.22s", up->pn.uid);
+            layout_pack_shard(jn.shard, sizeof jn.shard, up->pn.uid);
         if (layout_job_path(up->paths[i], sizeof up->paths[i], up->d->cfg->zk_root, up->queue,
                             &jn) != 0) {
             free(leaves);
