@@ -141,6 +141,13 @@ size_t packer_open(const struct packer *pk) { return pk ? pk->open : 0; }
 
 void packer_counts(const struct packer *pk, struct packer_counts *out) { *out = pk->counts; }
 
+void packer_count_written(struct packer *pk, size_t jobs, size_t bytes)
+{
+    pk->counts.packed += jobs;
+    pk->counts.created++;
+    pk->counts.bytes += bytes;
+}
+
 static void make_ready(struct packer *pk, struct window *w)
 {
     if (w->ready || w->busy || !w->waiting)
@@ -277,9 +284,7 @@ static int build(struct packer *pk, struct write *wr)
 
 static void on_written(const struct zk_result *res, void *ctx);
 
-/* The pack's directory must exist before its create reaches ZooKeeper: a create of it now
- * goes first on the same session (once per directory per run, NodeExists is fine). */
-static int prepare_dir(struct packer *pk, const char *path)
+int packer_prepare_dir(struct packer *pk, const char *path)
 {
     char dir[LAYOUT_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
@@ -296,7 +301,7 @@ static int send_write(struct write *wr)
 {
     struct zk_txn_op op = {.kind = wr->create ? ZT_CREATE : ZT_SET, .path = wr->path,
                            .data = wr->data, .len = wr->len, .version = wr->w->version};
-    int rc = wr->create ? prepare_dir(wr->pk, wr->path) : ZOK;
+    int rc = wr->create ? packer_prepare_dir(wr->pk, wr->path) : ZOK;
     return rc == ZOK ? txnbatch_add(wr->pk->ds->puts, &op, 1, on_written, wr) : rc;
 }
 

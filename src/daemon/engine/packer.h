@@ -47,5 +47,11 @@ struct packer_counts {
     unsigned long long bytes;   /* pack data written */
 };
 void packer_counts(const struct packer *pk, struct packer_counts *out);
+/* For packs written by others of the engine (a BATCH, a keyed put, then=: putset.c): makes
+ * sure PACK_PATH's directory exists before the pack's create reaches ZooKeeper (a plain
+ * create sent now goes first on the same session; once per directory per run), and counts
+ * what they wrote. */
+int packer_prepare_dir(struct packer *pk, const char *pack_path);
+void packer_count_written(struct packer *pk, size_t jobs, size_t bytes);
 
 #endif
