@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "pack.h"
+
 int pack_marker_set(zhandle_t *zh, const char *root, const char *value)
 {
     char path[LAYOUT_PATH_MAX];
@@ -23,6 +25,31 @@ void pack_of_id(const char *id, char *pack, size_t len)
     pack[0] = '\0';
     if (layout_parse_id(id, queue, sizeof queue, &jn) == 0)
         snprintf(pack, len, "%s", jn.pack);
+}
+
+int pack_jobs(zhandle_t *zh, const char *root, const char *queue, const char *pack)
+{
+    static unsigned char buf[PACK_BYTES_MAX];
+    char path[LAYOUT_PATH_MAX];
+    int len = (int)sizeof buf;
+    struct pack_reader rd;
+    if (layout_pack_path(path, sizeof path, root, queue, pack) != 0 ||
+        zoo_get(zh, path, 0, (char *)buf, &len, NULL) != ZOK || len < 0 ||
+        pack_open(&rd, buf, (size_t)len) != 0)
+        return -1;
+    return (int)rd.count;
+}
+
+int pack_gone_within(zhandle_t *zh, const char *root, const char *queue, const char *pack,
+                     int ms)
+{
+    char path[LAYOUT_PATH_MAX];
+    int64_t until = now_ms() + ms;
+    if (layout_pack_path(path, sizeof path, root, queue, pack) != 0)
+        return 0;
+    while (zk_exists(zh, path) && now_ms() < until)
+        usleep(50000);
+    return !zk_exists(zh, path);
 }
 
 int zk_count_packs(zhandle_t *zh, const char *root, const char *queue)

@@ -20,6 +20,11 @@ int pack_marker_set(zhandle_t *zh, const char *root, const char *value);
 void pack_of_id(const char *id, char *pack, size_t len);
 /* Packs under ROOT/queues/QUEUE/packs (all windows); -1 when packs/ is absent. */
 int zk_count_packs(zhandle_t *zh, const char *root, const char *queue);
+/* The jobs in PACK of QUEUE as ZooKeeper holds it; -1 when it is absent or unreadable. */
+int pack_jobs(zhandle_t *zh, const char *root, const char *queue, const char *pack);
+/* Waits up to MS until PACK of QUEUE is gone (unpacked by some daemon); 1 once it is. */
+int pack_gone_within(zhandle_t *zh, const char *root, const char *queue, const char *pack,
+                     int ms);
 /* The start of a window that begins at least AHEAD_MS from now, as an "at". */
 int64_t pack_window_ahead(int64_t ahead_ms);
 /* A number in D's STATS line, e.g. "packs_unpacked"; -1 when D does not answer or the

@@ -23,34 +23,14 @@ static const char *const packing[] = {PACK_TEST_OVERRIDES("a"), NULL};
 
 static int pack_exists(zhandle_t *zh, const char *pack)
 {
-    char path[LAYOUT_PATH_MAX];
-    return layout_pack_path(path, sizeof path, root, "a", pack) == 0 && zk_exists(zh, path);
+    return pack_jobs(zh, root, "a", pack) >= 0;
 }
 
+static int pack_count(zhandle_t *zh, const char *pack) { return pack_jobs(zh, root, "a", pack); }
 
-
-
-/* The jobs in PACK as ZooKeeper holds it; -1 when it is absent or unreadable. */
-static int pack_count(zhandle_t *zh, const char *pack)
-{
-    static unsigned char buf[PACK_BYTES_MAX];
-    char path[LAYOUT_PATH_MAX];
-    int len = (int)sizeof buf;
-    struct pack_reader rd;
-    if (layout_pack_path(path, sizeof path, root, "a", pack) != 0 ||
-        zoo_get(zh, path, 0, (char *)buf, &len, NULL) != ZOK || len < 0 ||
-        pack_open(&rd, buf, (size_t)len) != 0)
-        return -1;
-    return (int)rd.count;
-}
-
-/* Waits until PACK is gone (unpacked by some daemon); 1 when it is. */
 static int pack_unpacked(zhandle_t *zh, const char *pack, int ms)
 {
-    int64_t until = now_ms() + ms;
-    while (pack_exists(zh, pack) && now_ms() < until)
-        usleep(50000);
-    return !pack_exists(zh, pack);
+    return pack_gone_within(zh, root, "a", pack, ms);
 }
 
 static int same_uid(const char *a, const char *b)

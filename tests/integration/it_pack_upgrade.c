@@ -7,13 +7,14 @@
  * after 6 s in windows of 5 s. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness_pack.h"
 
 #define ND 2
 #define OLD 6           /* near, near keyed, far x3, far keyed */
 #define PACKED 5
-#define NEW (PACKED + 2) /* and a far keyed put, and a far put without the marker */
+#define NEW (PACKED + 2) /* and a far keyed put (its own pack), a far put without the marker */
 #define LATE_MAX_MS 3000 /* "on time": the daemons prefetch 2 s ahead */
 
 static struct daemon_proc d[ND];
@@ -90,13 +91,14 @@ static void new_puts(void)
         CHECK_STR(other, pack);
     }
     CHECK(put_sent(c, "a", "new-far", w + 2500, &s[OLD + PACKED]) == 0);
-    CHECK(plain_znode(OLD + PACKED));
-    CHECK(daemon_stat(&d[1], "packed_puts") == PACKED);
-    CHECK(daemon_stat(&d[1], "packs_created") == 1);
+    pack_of_id(s[OLD + PACKED].id, other, sizeof other); /* a keyed put: a pack of its own */
+    CHECK(other[0] == 'p' && strcmp(other, pack) != 0);
+    CHECK(daemon_stat(&d[1], "packed_puts") == PACKED + 1);
+    CHECK(daemon_stat(&d[1], "packs_created") == 2);
     CHECK(daemon_stat(&d[0], "packed_puts") == 0);
     for (int i = 0; i < OLD; i++)
         CHECK(plain_znode(i));
-    CHECK(zk_count_packs(zh, root, "a") == 1);
+    CHECK(zk_count_packs(zh, root, "a") == 2);
     deferd_close(c);
 }
 
@@ -110,12 +112,12 @@ static void downgrade(void)
     deferd_client *c = client(&d[1]);
     CHECK(put_sent(c, "a", NULL, pack_window_ahead(9000) + 3000, &s[OLD + NEW - 1]) == 0);
     CHECK(plain_znode(OLD + NEW - 1));
-    CHECK(daemon_stat(&d[1], "packed_puts") == PACKED);
-    CHECK(zk_count_packs(zh, root, "a") == 1);
+    CHECK(daemon_stat(&d[1], "packed_puts") == PACKED + 1);
+    CHECK(zk_count_packs(zh, root, "a") == 2);
     deferd_close(c);
 }
 
-/* Every job, old and new, delivered once, on time; the pack unpacked by one daemon. */
+/* Every job, old and new, delivered once, on time; each pack unpacked by one daemon. */
 static void all_delivered(deferd_client **cons)
 {
     CHECK(collect_jobs(cons, ND, s, OLD + NEW, 40000) == OLD + NEW);
@@ -126,8 +128,8 @@ static void all_delivered(deferd_client **cons)
             (long long)late);
     CHECK(late <= LATE_MAX_MS);
     CHECK(zk_count_packs(zh, root, "a") == 0);
-    CHECK(daemon_stat_sum(d, ND, "packs_unpacked") == 1);
-    CHECK(daemon_stat_sum(d, ND, "jobs_unpacked") == PACKED);
+    CHECK(daemon_stat_sum(d, ND, "packs_unpacked") == 2);
+    CHECK(daemon_stat_sum(d, ND, "jobs_unpacked") == PACKED + 1);
     CHECK(zk_count_jobs(zh, root, "a") == 0);
 }
 

@@ -28,8 +28,23 @@ struct unpack {
     struct pack_job *jobs;
     uint32_t n;
     unsigned char *skip;        /* per job: a znode of its name exists already */
+    unsigned char *keyless;     /* per job: no key, or its key node is missing */
     char (*paths)[LAYOUT_PATH_MAX];
+    char (*key_paths)[LAYOUT_PATH_MAX];
+    char (*key_data)[LAYOUT_ID_MAX + 1]; /* the job's new "[shard/]name" */
+    int *op_job;                /* per operation of the last send: its job */
 };
+
+static void free_jobs(struct unpack *up)
+{
+    free(up->jobs);
+    free(up->skip);
+    free(up->keyless);
+    free(up->paths);
+    free(up->key_paths);
+    free(up->key_data);
+    free(up->op_job);
+}
 
 static void finish(struct unpack *up, enum unpack_outcome outcome, const char *why)
 {
@@ -38,9 +53,7 @@ static void finish(struct unpack *up, enum unpack_outcome outcome, const char *w
         created += !up->skip[i];
     up->done(up->ctx, up->path, outcome, created, why);
     free(up->data);
-    free(up->jobs);
-    free(up->skip);
-    free(up->paths);
+    free_jobs(up);
     free(up);
 }
 
@@ -74,6 +87,18 @@ static size_t count_of(const uint64_t *leaves, size_t n, uint64_t leaf)
     return end - lo;
 }
 
+/* A keyed job's key node names the job where it will be, in the same transaction. */
+static int place_key(struct unpack *up, uint32_t i, const struct job_name *jn)
+{
+    up->keyless[i] = !jn->key[0];
+    if (!jn->key[0])
+        return 0;
+    return layout_key_path(up->key_paths[i], sizeof up->key_paths[i], up->d->cfg->zk_root,
+                           up->queue, jn->key) != 0 ||
+                   layout_key_data(up->key_data[i], sizeof up->key_data[i], jn) != 0
+               ? -1 : 0;
+}
+
 /* Each job's znode path: its bucket, or the pack's shard in it when the pack holds many
  * jobs of that bucket ("s" and the pack uid's first 22 characters). */
 static int place_jobs(struct unpack *up)
@@ -90,7 +115,7 @@ static int place_jobs(struct unpack *up)
         if (count_of(leaves, up->n, leaf) >= UNPACK_SHARD_AT)
             layout_pack_shard(jn.shard, sizeof jn.shard, up->pn.uid);
         if (layout_job_path(up->paths[i], sizeof up->paths[i], up->d->cfg->zk_root, up->queue,
-                            &jn) != 0) {
+                            &jn) != 0 || place_key(up, i, &jn) != 0) {
             free(leaves);
             return -1;
         }
@@ -121,30 +146,55 @@ static void on_multi(const struct zk_result *res, void *ctx);
 
 static int send_multi(struct unpack *up)
 {
-    struct zk_txn_op *ops = calloc(up->n + 1, sizeof *ops);
+    struct zk_txn_op *ops = calloc(2 * up->n + 1, sizeof *ops);
     int nops = 0, rc;
     if (!ops)
         return ZK_ENOMEM;
+    up->op_job[nops] = -1;
     ops[nops++] = (struct zk_txn_op){.kind = ZT_DELETE, .path = up->path,
                                      .version = up->version};
-    for (uint32_t i = 0; i < up->n; i++)
-        if (!up->skip[i])
-            ops[nops++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = up->paths[i],
-                                             .data = up->jobs[i].payload,
-                                             .len = up->jobs[i].payload_len};
+    for (uint32_t i = 0; i < up->n; i++) {
+        if (up->skip[i])
+            continue;
+        up->op_job[nops] = (int)i;
+        ops[nops++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = up->paths[i],
+                                         .data = up->jobs[i].payload,
+                                         .len = up->jobs[i].payload_len};
+        if (up->keyless[i])
+            continue;
+        up->op_job[nops] = (int)i;
+        ops[nops++] = (struct zk_txn_op){.kind = ZT_SET, .path = up->key_paths[i],
+                                         .data = up->key_data[i],
+                                         .len = strlen(up->key_data[i]), .version = -1};
+    }
     rc = zkstore_multi(up->d->zs, ops, nops, on_multi, up);
     free(ops);
     return rc;
 }
 
-/* The job behind operation OP of the last send (the pack's delete is operation 0). */
-static uint32_t job_of_op(const struct unpack *up, int op)
+/* Operation BAD of job I failed with RC: what can be fixed is, and the multi goes again. */
+static int repair(struct unpack *up, int bad, uint32_t i, int rc)
 {
-    uint32_t i = 0;
-    for (int seen = 0; i < up->n; i++)
-        if (!up->skip[i] && ++seen == op)
-            break;
-    return i;
+    int key_op = bad > 0 && up->op_job[bad - 1] == (int)i;
+    if (key_op && rc == ZNONODE) { /* deleted by hand: the job goes on without it */
+        log_warn("unpacking %s: key node %s is missing; job %s is created without it",
+                 up->path, up->key_paths[i], up->paths[i]);
+        up->keyless[i] = 1;
+        return send_multi(up);
+    }
+    if (key_op)
+        return rc;
+    if (rc == ZNODEEXISTS) { /* the job is a znode already: not twice */
+        log_warn("unpacking %s: %s exists already; that job is not created again", up->path,
+                 up->paths[i]);
+        up->skip[i] = 1;
+        return send_multi(up);
+    }
+    if (rc == ZNONODE) { /* its directory went meanwhile */
+        rc = zkstore_parents_missing(up->d->zs, up->paths[i], &up->tries, NULL, NULL);
+        return rc == ZK_PARENTS_RESEND || rc == ZK_PARENTS_ASKED ? send_multi(up) : rc;
+    }
+    return rc;
 }
 
 static void on_read(const struct zk_result *res, void *ctx);
@@ -162,19 +212,10 @@ static void on_multi(const struct zk_result *res, void *ctx)
         return;
     }
     rc = res->op_err[bad];
-    if (bad == 0) { /* rewritten (a cancel) or unpacked by another: read it again */
+    if (bad == 0) /* rewritten (a cancel) or unpacked by another: read it again */
         rc = rc == ZBADVERSION ? zkstore_get(up->d->zs, up->path, on_read, up) : rc;
-    } else if (rc == ZNODEEXISTS) { /* the job is a znode already: not twice */
-        uint32_t i = job_of_op(up, bad);
-        log_warn("unpacking %s: %s exists already; that job is not created again", up->path,
-                 up->paths[i]);
-        up->skip[i] = 1;
-        rc = send_multi(up);
-    } else if (rc == ZNONODE) { /* its directory went meanwhile */
-        rc = zkstore_parents_missing(up->d->zs, up->paths[job_of_op(up, bad)], &up->tries,
-                                     NULL, NULL);
-        rc = rc == ZK_PARENTS_RESEND || rc == ZK_PARENTS_ASKED ? send_multi(up) : rc;
-    }
+    else
+        rc = repair(up, bad, (uint32_t)up->op_job[bad], rc);
     if (rc != ZOK)
         finish_rc(up, rc);
 }
@@ -196,14 +237,18 @@ static const char *check(struct unpack *up, struct pack_reader *rd, const struct
 
 static int take_jobs(struct unpack *up, struct pack_reader *rd)
 {
-    free(up->jobs);
-    free(up->skip);
-    free(up->paths);
+    free_jobs(up);
     up->n = rd->count;
-    up->jobs = calloc(up->n ? up->n : 1, sizeof *up->jobs);
-    up->skip = calloc(up->n ? up->n : 1, 1);
-    up->paths = calloc(up->n ? up->n : 1, sizeof *up->paths);
-    if (!up->jobs || !up->skip || !up->paths)
+    size_t n = up->n ? up->n : 1;
+    up->jobs = calloc(n, sizeof *up->jobs);
+    up->skip = calloc(n, 1);
+    up->keyless = calloc(n, 1);
+    up->paths = calloc(n, sizeof *up->paths);
+    up->key_paths = calloc(n, sizeof *up->key_paths);
+    up->key_data = calloc(n, sizeof *up->key_data);
+    up->op_job = calloc(2 * n + 1, sizeof *up->op_job);
+    if (!up->jobs || !up->skip || !up->keyless || !up->paths || !up->key_paths ||
+        !up->key_data || !up->op_job)
         return ZK_ENOMEM;
     for (uint32_t i = 0; i < up->n && pack_next(rd, &up->jobs[i]) == 1; i++)
         ;

@@ -1,6 +1,7 @@
 /* One pack turned into job znodes (unpacker.h decides which and when): read it, check it
  * whole, make its jobs' directories, then one transaction: delete(pack, the version read)
- * and create(job) for each job. Loop thread only. */
+ * and create(job) for each job, with setData(key node, the job's new name) for a keyed
+ * job. Loop thread only. */
 #ifndef DEFERD_UNPACK_H
 #define DEFERD_UNPACK_H
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "attempts.h"
+#include "buckets.h"
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
@@ -27,6 +28,7 @@ struct change {
     struct dqueue *q;
     struct reply *r;
     int reschedule, force, by_key, tries, skip_key, made_parents;
+    unsigned round_trips;       /* ZooKeeper calls sent for it, for STATS */
     uint64_t due_ms;            /* RESCHEDULE: the new due time */
     struct job_name jn, next;
     int key_version;            /* by key: the key node's version we read; else -1 */
@@ -48,6 +50,11 @@ struct change {
 
 static void change_free(struct change *ch)
 {
+    struct dispatcher *ds = ch->ds;
+    ds->changes++;
+    ds->change_round_trips += ch->round_trips;
+    if (ch->round_trips > ds->change_round_trips_max)
+        ds->change_round_trips_max = ch->round_trips;
     free(ch->payload);
     free(ch->pack_rest);
     free(ch);
@@ -137,6 +144,7 @@ static void in_flight(struct change *ch)
 {
     char lock[LAYOUT_PATH_MAX + 8];
     snprintf(lock, sizeof lock, "%s/" LAYOUT_LOCK, ch->path);
+    ch->round_trips++;
     if (zkstore_get(ch->ds->d->zs, lock, on_holder, ch) != ZOK)
         on_holder(&(struct zk_result){.rc = ZCONNECTIONLOSS}, ch);
 }
@@ -170,6 +178,22 @@ static void edit_of(struct change *ch, struct jobedit *e)
         e->key_path = ch->key_path;
 }
 
+/* The new name's bucket, when not known to exist: its creates go ahead of the multi on the
+ * same session, unanswered (NodeExists is fine), so that a reschedule into a new bucket
+ * costs no round trip more; a create that failed shows as the multi's NoNode. */
+static void prepare_bucket(struct change *ch)
+{
+    char dir[LAYOUT_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", ch->next_path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || ch->made_parents)
+        return;
+    *slash = '\0';
+    if (!buckets_known(ch->ds->buckets, dir) &&
+        zkstore_create_parents(ch->ds->d->zs, ch->next_path, NULL, NULL) == ZOK)
+        buckets_add(ch->ds->buckets, dir);
+}
+
 static void send_change(struct change *ch)
 {
     static const int kinds[] = {[JOBEDIT_DELETE] = ZT_DELETE, [JOBEDIT_CREATE] = ZT_CREATE,
@@ -186,6 +210,9 @@ static void send_change(struct change *ch)
         ops[i] = (struct zk_txn_op){.kind = kinds[o->kind], .path = o->path, .data = o->data,
                                     .len = o->len, .version = o->version};
     }
+    if (ch->reschedule)
+        prepare_bucket(ch);
+    ch->round_trips++;
     int rc = zkstore_multi(ch->ds->d->zs, ops, ch->m.n, on_changed, ch);
     if (rc != ZOK)
         change_zerr(ch, ch->reschedule ? "reschedule" : "cancel", ch->path, rc);
@@ -224,6 +251,7 @@ static void on_parents_checked(const struct zk_result *res, void *ctx)
 /* The new name's bucket is missing (zkstore_parents_missing's rule, twice at most). */
 static void make_parents(struct change *ch)
 {
+    ch->round_trips++; /* its creates go together */
     int rc = zkstore_parents_missing(ch->ds->d->zs, ch->next_path, &ch->made_parents,
                                      on_parents_checked, ch);
     if (rc == ZK_PARENTS_RESEND)
@@ -400,6 +428,7 @@ static void read_pack(struct change *ch)
     }
     layout_job_path(ch->path, sizeof ch->path, dispatcher_root(ch->ds), ch->q->cfg->name,
                     &ch->jn); /* for messages: where the job will be */
+    ch->round_trips++;
     int rc = zkstore_get(ch->ds->d->zs, ch->pack_path, on_pack, ch);
     if (rc != ZOK)
         change_zerr(ch, "reading the pack", ch->pack_path, rc);
@@ -417,14 +446,15 @@ static void act(struct change *ch)
         not_found(ch);
         return;
     }
-    if (ch->reschedule)
-        rc = zkstore_get(ch->ds->d->zs, ch->path, on_job_read, ch);
-    else if (ch->force)
-        rc = zkstore_children(ch->ds->d->zs, ch->path, 0, on_children, ch);
-    else {
+    if (!ch->reschedule && !ch->force) {
         send_change(ch);
         return;
     }
+    ch->round_trips++;
+    if (ch->reschedule)
+        rc = zkstore_get(ch->ds->d->zs, ch->path, on_job_read, ch);
+    else
+        rc = zkstore_children(ch->ds->d->zs, ch->path, 0, on_children, ch);
     if (rc != ZOK)
         change_zerr(ch, "reading", ch->path, rc);
 }
@@ -451,6 +481,7 @@ static void start(struct change *ch)
         act(ch);
         return;
     }
+    ch->round_trips++;
     int rc = zkstore_get(ch->ds->d->zs, ch->key_path, on_key, ch);
     if (rc != ZOK)
         change_zerr(ch, "reading the key node of", ch->key_path, rc);

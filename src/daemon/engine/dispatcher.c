@@ -534,10 +534,13 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
     int n = snprintf(buf, len,
                      " jobs_known=%u delayed=%zu ready=%zu inflight=%zu listing_max_bytes=%zu"
                      " listings=%llu listed_names=%llu payload_reads=%llu payload_bytes=%zu"
-                     " txn.puts=%llu/%llu txn.locks=%llu/%llu txn.settles=%llu/%llu",
+                     " txn.puts=%llu/%llu txn.locks=%llu/%llu txn.settles=%llu/%llu"
+                     " changes=%llu change_round_trips=%llu change_round_trips_max=%u",
                      HASH_COUNT(ds->jobs), delayed, ready, inflight,
-                     mirror_listing_max(ds->d->mirror), lists, names, ds->reads, ds->payload_bytes, items[0], multis[0], items[1],
-                     multis[1], items[2], multis[2]);
+                     mirror_listing_max(ds->d->mirror), lists, names, ds->reads,
+                     ds->payload_bytes, items[0], multis[0], items[1], multis[1], items[2],
+                     multis[2], ds->changes, ds->change_round_trips,
+                     ds->change_round_trips_max);
     if (ds->draining && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, " draining=1");
     for (size_t i = 0; i < ds->nqueues && n > 0 && (size_t)n < len; i++)

@@ -48,6 +48,9 @@ struct dispatcher {
     void (*puts_done)(void *arg); /* one of them was answered (the socket side's) */
     void *puts_done_arg;
     unsigned long long reads;   /* payloads read from ZooKeeper at delivery */
+    /* CANCEL and RESCHEDULE answered, and the ZooKeeper calls they sent (cancel.c) */
+    unsigned long long changes, change_round_trips;
+    unsigned change_round_trips_max;
     int draining;               /* SIGTERM: no new locks or pushes on any queue */
 };
 

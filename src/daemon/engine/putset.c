@@ -12,6 +12,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "mirror.h"
+#include "putpacks.h"
 #include "stash.h"
 #include "txnbatch.h"
 #include "units.h"
@@ -31,6 +32,8 @@
 #define PREFIX_MAX 8
 #define JOB_OVERHEAD (2 * (LAYOUT_PATH_MAX + TXN_OP_OVERHEAD))
 
+enum { OP_PREFIX, OP_KEY, OP_JOB, OP_PACK };
+
 struct putset {
     struct dispatcher *ds;
     struct putjob *jobs;
@@ -38,7 +41,9 @@ struct putset {
     struct txnbatch *b;
     struct zk_txn_op prefix[PREFIX_MAX];
     int nprefix;
-    int *op_job;                /* per operation of the last send: its job, or -1 */
+    int *op_job;                /* per operation of the last send: its job or pack, or -1 */
+    unsigned char *op_what;     /* per operation: OP_KEY, OP_JOB, OP_PACK */
+    struct putpacks packs;
     int rounds, lookups, lookup_rc;
     struct putjob *checking;    /* its directories' creates are being asked why */
     int counted;                /* putset_created() done */
@@ -76,6 +81,8 @@ void putset_free(struct putset *ps)
     free_prefix(ps);
     free(ps->jobs);
     free(ps->op_job);
+    free(ps->op_what);
+    putpacks_free(&ps->packs);
     free(ps);
 }
 
@@ -135,7 +142,8 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
         return refuse(code, text, tlen, PE_BAD_REQUEST, "due time %llu is too far",
                       (unsigned long long)due);
     struct putjob *pj = &ps->jobs[ps->n];
-    *pj = (struct putjob){.q = q, .payload = pp->payload, .len = pp->len, .key_version = -1};
+    *pj = (struct putjob){.q = q, .payload = pp->payload, .len = pp->len, .key_version = -1,
+                          .pack = -1};
     pj->jn.due_ms = due;
     pj->jn.priority = pp->has_prio ? pp->prio : q->cfg->priority;
     pj->jn.ttr_ms = pp->has_ttr ? (uint32_t)pp->ttr_ms : 0; /* 0: queue default */
@@ -237,16 +245,24 @@ static int prepare_key_dir(struct dispatcher *ds, const char *key_path)
     return rc;
 }
 
+/* Its znode in a bucket (or shard), or a place in one of the set's packs. */
+static int place_job(struct putset *ps, struct putjob *pj)
+{
+    int rc = putpacks_join(&ps->packs, ps->ds, pj);
+    if (rc != 1)
+        return rc;
+    if (layout_job_path(pj->path, sizeof pj->path, dispatcher_root(ps->ds), pj->q->cfg->name,
+                        &pj->jn))
+        return ZK_ETOOLONG;
+    rc = prepare_bucket(ps->ds, ps->b, pj->path);
+    return rc == ZOK ? choose_shard(ps->ds, ps->b, pj) : rc;
+}
+
 static int name_job(struct putset *ps, struct putjob *pj)
 {
     dispatcher_new_uid(ps->ds, pj->jn.uid);
     pj->jn.shard[0] = '\0';
-    if (layout_job_path(pj->path, sizeof pj->path, dispatcher_root(ps->ds), pj->q->cfg->name,
-                        &pj->jn))
-        return ZK_ETOOLONG;
-    int rc = prepare_bucket(ps->ds, ps->b, pj->path);
-    if (rc == ZOK)
-        rc = choose_shard(ps->ds, ps->b, pj);
+    int rc = place_job(ps, pj);
     if (rc == ZOK && pj->jn.key[0])
         rc = prepare_key_dir(ps->ds, pj->key_path);
     if (rc == ZOK && (layout_key_data(pj->key_data, sizeof pj->key_data, &pj->jn) != 0 ||
@@ -260,39 +276,77 @@ static int name_job(struct putset *ps, struct putjob *pj)
 
 static void on_sent(const struct zk_result *res, void *ctx);
 
-static int job_ops(struct putjob *pj, struct zk_txn_op *ops)
+/* The job's operations: its key node's, then its create (none for a packed job: its
+ * pack's create comes after every job's). */
+static int job_ops(struct putjob *pj, struct zk_txn_op *ops, unsigned char *what)
 {
     int n = 0;
-    if (pj->jn.key[0])
+    if (pj->jn.key[0]) {
+        what[n] = OP_KEY;
         ops[n++] = (struct zk_txn_op){.kind = pj->key_version < 0 ? ZT_CREATE : ZT_SET,
                                       .path = pj->key_path, .data = pj->key_data,
                                       .len = strlen(pj->key_data), .version = pj->key_version};
+    }
+    if (pj->pack >= 0)
+        return n;
+    what[n] = OP_JOB;
     ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->path, .data = pj->payload,
                                   .len = pj->len};
     return n;
 }
 
-static int send_again(struct putset *ps)
+static int pack_ops(struct putset *ps, struct zk_txn_op *ops, int nops)
 {
-    size_t max = (size_t)ps->nprefix + 2 * ps->n;
-    struct zk_txn_op *ops = calloc(max ? max : 1, sizeof *ops);
-    int *op_job = realloc(ps->op_job, (max ? max : 1) * sizeof *op_job);
-    int rc = ops && op_job ? ZOK : ZK_ENOMEM, nops = 0;
+    for (size_t i = 0; i < ps->packs.n; i++) {
+        struct putpack *p = &ps->packs.v[i];
+        unsigned count = 0;
+        if (!p->name[0])
+            continue;
+        int rc = putpacks_encode(&ps->packs, i, ps->jobs, ps->n, &count);
+        if (rc != ZOK)
+            return rc;
+        if (count == 0)
+            continue; /* every job of it a duplicate */
+        ps->op_job[nops] = (int)i;
+        ps->op_what[nops] = OP_PACK;
+        ops[nops++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = p->path, .data = p->data,
+                                         .len = p->len};
+    }
+    return nops;
+}
+
+static int grow_ops(struct putset *ps, size_t max)
+{
+    int *op_job = realloc(ps->op_job, max * sizeof *op_job);
     if (op_job)
         ps->op_job = op_job;
+    unsigned char *what = realloc(ps->op_what, max);
+    if (what)
+        ps->op_what = what;
+    return op_job && what ? ZOK : ZK_ENOMEM;
+}
+
+static int send_again(struct putset *ps)
+{
+    size_t max = (size_t)ps->nprefix + 3 * ps->n + 1; /* key, job or pack per job */
+    struct zk_txn_op *ops = calloc(max, sizeof *ops);
+    int rc = ops ? grow_ops(ps, max) : ZK_ENOMEM, nops = 0;
     for (int i = 0; rc == ZOK && i < ps->nprefix; i++) {
-        op_job[nops] = -1;
+        ps->op_job[nops] = -1;
+        ps->op_what[nops] = OP_PREFIX;
         ops[nops++] = ps->prefix[i];
     }
     for (size_t i = 0; rc == ZOK && i < ps->n; i++) {
         struct putjob *pj = &ps->jobs[i];
         if (pj->dup || pj->dup_of >= 0 || (!pj->named && (rc = name_job(ps, pj)) != ZOK))
             continue;
-        int k = job_ops(pj, ops + nops);
+        int k = job_ops(pj, ops + nops, ps->op_what + nops);
         for (int j = 0; j < k; j++)
-            op_job[nops + j] = (int)i;
+            ps->op_job[nops + j] = (int)i;
         nops += k;
     }
+    if (rc == ZOK && (nops = pack_ops(ps, ops, nops)) < 0)
+        rc = nops;
     if (rc == ZOK && nops == 0)
         rc = ZK_ENOTHING; /* every job a duplicate: nothing to send */
     if (rc == ZOK)
@@ -362,9 +416,12 @@ void putset_created(struct putset *ps)
             continue;
         metrics_event(ds->d->metrics, pj->q->cfg, ME_PUT);
         queue_pending_changed(pj->q, +1);
+        if (pj->pack >= 0) /* far: the mirror sees it once it is unpacked */
+            continue;
         mirror_job_created(ds->d->mirror, pj->q, pj->path);
         keep_payload(ds, pj);
     }
+    putpacks_count(&ps->packs, ds);
 }
 
 static void finish(struct putset *ps, int rc, const struct zk_result *res)
@@ -421,6 +478,30 @@ static int repair(struct putset *ps, struct putjob *pj, int key_op, int rc)
     return rc;
 }
 
+/* A pack's create failed: a name taken (its jobs go into a new pack) or a directory
+ * missing; anything else ends the set. */
+static void repair_pack(struct putset *ps, size_t i, int rc)
+{
+    struct putpack *p = &ps->packs.v[i];
+    struct putjob *member = NULL;
+    for (size_t j = 0; j < ps->n && !member; j++)
+        if (ps->jobs[j].pack == (int)i)
+            member = &ps->jobs[j];
+    if (rc == ZNODEEXISTS) {
+        putpacks_rename(&ps->packs, i, ps->jobs, ps->n);
+        rc = send_again(ps);
+    } else if (rc == ZNONODE && member) {
+        ps->checking = member;
+        rc = zkstore_parents_missing(ps->ds->d->zs, p->path, &p->made_parents,
+                                     on_parents_checked, ps);
+        rc = rc == ZK_PARENTS_RESEND ? send_again(ps) : rc == ZK_PARENTS_ASKED ? ZOK : rc;
+    }
+    if (rc != ZOK && member)
+        failed(ps, member, p->path, rc);
+    else if (rc != ZOK)
+        finish(ps, rc, NULL);
+}
+
 static void on_sent(const struct zk_result *res, void *ctx)
 {
     struct putset *ps = ctx;
@@ -429,14 +510,18 @@ static void on_sent(const struct zk_result *res, void *ctx)
         finish(ps, ZOK, res);
         return;
     }
-    if (bad < ps->nprefix || ps->op_job[bad] < 0) { /* the caller's part, or the connection */
+    if (bad < ps->nprefix || ps->op_what[bad] == OP_PREFIX) { /* the caller's, or the connection */
         finish(ps, res->rc, res);
         return;
     }
+    int over = ++ps->rounds > ROUNDS_MAX;
+    if (ps->op_what[bad] == OP_PACK) {
+        repair_pack(ps, (size_t)ps->op_job[bad], over ? ZSYSTEMERROR : res->op_err[bad]);
+        return;
+    }
     struct putjob *pj = &ps->jobs[ps->op_job[bad]];
-    int key_op = pj->jn.key[0] && (bad == 0 || ps->op_job[bad - 1] != ps->op_job[bad]);
-    int rc = ++ps->rounds > ROUNDS_MAX ? res->op_err[bad]
-                                       : repair(ps, pj, key_op, res->op_err[bad]);
+    int key_op = ps->op_what[bad] == OP_KEY;
+    int rc = over ? res->op_err[bad] : repair(ps, pj, key_op, res->op_err[bad]);
     if (rc != ZOK)
         failed(ps, pj, key_op ? pj->key_path : pj->path, rc);
 }
@@ -502,6 +587,18 @@ static int kept_key(struct lookup *lk, const char *data, int len, int version)
     return 1;
 }
 
+/* The znode that holds the key's job: the job's own, or its pack (packed while the key
+ * node names "p.../name": an unpacking rewrites the key node in its own transaction, so a
+ * pack that is gone means a key node changed since it was read, or a job deleted by hand;
+ * a take-over at the version read settles which). */
+static int holder_path(const struct lookup *lk, char *path, size_t len)
+{
+    const char *root = dispatcher_root(lk->ps->ds), *queue = lk->pj->q->cfg->name;
+    if (lk->holder.pack[0])
+        return layout_pack_path(path, len, root, queue, lk->holder.pack);
+    return layout_job_path(path, len, root, queue, &lk->holder);
+}
+
 static void on_key_read(const struct zk_result *res, void *ctx)
 {
     struct lookup *lk = ctx;
@@ -525,8 +622,7 @@ static void on_key_read(const struct zk_result *res, void *ctx)
     lk->version = res->stat.version;
     if (res->datalen <= 0 ||
         layout_parse_key_data(res->data, (size_t)res->datalen, &lk->holder) != 0 ||
-        layout_job_path(path, sizeof path, dispatcher_root(lk->ps->ds), pj->q->cfg->name,
-                        &lk->holder)) {
+        holder_path(lk, path, sizeof path) != 0) {
         take_over(lk, lk->version); /* not a job name at all */
         lookup_done(lk, ZOK);
         return;

@@ -3,36 +3,22 @@
  * part of a BATCH). What ZooKeeper answers on the way is handled here: a bucket or key
  * directory that does not exist yet (made, then sent again), a key that is taken (that job
  * becomes a duplicate and is left out), a stale key (taken over, fenced by its version), a
- * uid that exists (renamed). The transaction is all or nothing every time it is sent. */
+ * uid that exists (renamed). Jobs due beyond their queue's pack_after go into packs the
+ * same transaction creates (putpacks.h). The transaction is all or nothing every time it
+ * is sent. */
 #ifndef DEFERD_PUTSET_H
 #define DEFERD_PUTSET_H
 
 #include <stddef.h>
 
-#include "layout.h"
 #include "protocol.h"
+#include "putjob.h"
 
 struct dispatcher;
 struct dqueue;
 struct txnbatch;
 struct zk_result;
 struct zk_txn_op;
-
-struct putjob {
-    struct dqueue *q;
-    struct job_name jn;
-    unsigned char *payload;
-    size_t len;
-    int dup_of;                 /* an earlier job of the set with the same queue and key, or -1 */
-    int dup;                    /* its key is taken: not created; id names the key's job */
-    int named;                  /* uid, shard and buckets chosen */
-    int key_version;            /* -1: create the key node; else take a stale one over */
-    int made_parents;           /* its directories were created after a NoNode */
-    char path[LAYOUT_PATH_MAX];
-    char key_path[LAYOUT_PATH_MAX];
-    char key_data[LAYOUT_ID_MAX + 1];
-    char id[LAYOUT_ID_MAX + 1];
-};
 
 struct putset;
 

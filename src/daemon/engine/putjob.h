@@ -1,0 +1,30 @@
+/* One job of a put set (putset.h): what the request gave, where it goes, how its key
+ * stands. Shared by putset.c, which sends the set, and putpacks.c, which packs its far
+ * jobs. */
+#ifndef DEFERD_PUTJOB_H
+#define DEFERD_PUTJOB_H
+
+#include <stddef.h>
+
+#include "layout.h"
+
+struct dqueue;
+
+struct putjob {
+    struct dqueue *q;
+    struct job_name jn;
+    unsigned char *payload;
+    size_t len;
+    int dup_of;                 /* an earlier job of the set with the same queue and key, or -1 */
+    int dup;                    /* its key is taken: not created; id names the key's job */
+    int named;                  /* uid, shard and buckets chosen */
+    int key_version;            /* -1: create the key node; else take a stale one over */
+    int made_parents;           /* its directories were created after a NoNode */
+    int pack;                   /* far: its pack in the set (putpacks.h); else -1 */
+    char path[LAYOUT_PATH_MAX]; /* its znode, or its pack's */
+    char key_path[LAYOUT_PATH_MAX];
+    char key_data[LAYOUT_ID_MAX + 1];
+    char id[LAYOUT_ID_MAX + 1];
+};
+
+#endif
