@@ -3,7 +3,7 @@
  * far jobs share one pack created in the batch's own transaction (duplicates left out of
  * it); the far follow-up of ACK then= is packed too. Cancel and reschedule by key of a
  * packed job cost 3 ZooKeeper round trips each (key, pack, one multi), counted by the
- * daemon's STATS. Unpacking rewrites each key node to the job's new name in the same
+ * daemon's STATS; deferctl changes them by key too. Unpacking rewrites each key node to the job's new name in the same
  * transaction, and a key node deleted by hand does not stop the unpacking. Every job is
  * delivered once, never early. Queue "a": pack_after 6 s, windows of 5 s. */
 #include <stdio.h>
@@ -177,6 +177,26 @@ static void follow_up_packed(zhandle_t *zh)
     deferd_close(prod);
 }
 
+/* deferctl follows a key node into a pack as the daemon does: it reschedules the packed
+ * job by key (the key node then names the job's znode), then cancels it by key. */
+static void deferctl_by_key(zhandle_t *zh)
+{
+    deferd_client *prod = client(&d);
+    deferd_put_item it;
+    char pack[LAYOUT_PACK_MAX + 1], out[2048], data[DEFERD_ID_SIZE];
+    far_item(&it, "ctl", "k6", pack_window_ahead(9000) + 30);
+    CHECK(put_keyed(prod, &it) == 0);
+    pack_of_id(it.id, pack, sizeof pack);
+    CHECK(pack_count(zh, pack) == 1);
+    CHECK(run_deferctl(&d, "reschedule --key k6 a --delay 2h", out, sizeof out) == 0);
+    CHECK(pack_count(zh, pack) < 0);
+    CHECK(zk_key_data(zh, root, "a", "k6", data, sizeof data) > 0 && data[0] != 'p' &&
+          strstr(out, data) != NULL);
+    CHECK(run_deferctl(&d, "cancel --key k6 a", out, sizeof out) == 0);
+    CHECK(key_gone(zh, "k6") && zk_count_jobs(zh, root, "a") == 0);
+    deferd_close(prod);
+}
+
 /* A key node deleted by hand: the unpacking says so and creates the job without it. */
 static void missing_key_node(zhandle_t *zh)
 {
@@ -215,6 +235,7 @@ int main(void)
     keyed_puts_and_batch(zh, pack1, pack2);
     unpacked_keys_delivered(zh, pack1, pack2);
     follow_up_packed(zh);
+    deferctl_by_key(zh);
     missing_key_node(zh);
     zookeeper_close(zh);
     daemon_kill(&d, SIGTERM);
