@@ -47,6 +47,9 @@ const char *pack_strerror(int code);
 
 /* CRC-32C (Castagnoli, reflected, init and final xor 0xffffffff): "123456789" -> e3069283. */
 uint32_t pack_crc32c(const void *data, size_t len);
+/* The same without the CPU's crc32 instruction (pack_crc32c uses it where there is one): for
+ * the tests, which compare the two on any CPU. */
+uint32_t pack_crc32c_portable(const void *data, size_t len);
 
 /* Bytes a job's record takes in a pack whose window starts at WINDOW_START (the job's due
  * time must not be before it). */

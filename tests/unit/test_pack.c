@@ -73,6 +73,54 @@ static void documented_bytes(void)
     CHECK(pack_next(&r, &j) == 0 && pack_next(&r, &j) == 1 && j.index == 0); /* again */
 }
 
+/* The checksum as it was first written, a nibble at a time: what every pack written so far
+ * carries, so the faster ones must give the very same. */
+static uint32_t crc_nibbles(const unsigned char *p, size_t len)
+{
+    static const uint32_t t[16] = {
+        0x00000000, 0x105ec76f, 0x20bd8ede, 0x30e349b1, 0x417b1dbc, 0x5125dad3,
+        0x61c69362, 0x7198540d, 0x82f63b78, 0x92a8fc17, 0xa24bb5a6, 0xb21572c9,
+        0xc38d26c4, 0xd3d3e1ab, 0xe330a81a, 0xf36e6f75};
+    uint32_t crc = 0xffffffffu;
+    for (size_t i = 0; i < len; i++) {
+        crc = (crc >> 4) ^ t[(crc ^ p[i]) & 0xf];
+        crc = (crc >> 4) ^ t[(crc ^ (p[i] >> 4)) & 0xf];
+    }
+    return crc ^ 0xffffffffu;
+}
+
+/* Known vectors (RFC 3720 B.4, iSCSI), then random bytes at every alignment and length
+ * around the 8-byte steps, and a whole pack's worth: both ways against the nibbles. */
+static void checksum(void)
+{
+    unsigned char b[32];
+    static const struct { int fill; uint32_t crc; } rfc[] = {
+        {0x00, 0x8a9136aau}, {0xff, 0x62a8ab43u}, {-1, 0x46dd794eu}, {-2, 0x113fdb5cu}};
+    for (size_t v = 0; v < sizeof rfc / sizeof rfc[0]; v++) {
+        for (int i = 0; i < 32; i++)
+            b[i] = (unsigned char)(rfc[v].fill == -1 ? i : rfc[v].fill == -2 ? 31 - i
+                                                                              : rfc[v].fill);
+        CHECK(pack_crc32c(b, 32) == rfc[v].crc && pack_crc32c_portable(b, 32) == rfc[v].crc);
+    }
+    CHECK(pack_crc32c_portable("123456789", 9) == 0xe3069283u);
+    CHECK(pack_crc32c_portable("", 0) == 0 && pack_crc32c(NULL, 0) == 0);
+    srand(20);
+    for (size_t i = 0; i < sizeof other; i++)
+        other[i] = (unsigned char)rand();
+    for (size_t align = 0; align < 16; align++)
+        for (size_t len = 0; len < 80; len++) {
+            uint32_t want = crc_nibbles(other + align, len);
+            CHECK(pack_crc32c(other + align, len) == want);
+            CHECK(pack_crc32c_portable(other + align, len) == want);
+        }
+    for (int k = 0; k < 50; k++) {
+        size_t at = (size_t)rand() % 64, len = (size_t)rand() % PACK_BYTES_MAX;
+        uint32_t want = crc_nibbles(other + at, len);
+        CHECK(pack_crc32c(other + at, len) == want);
+        CHECK(pack_crc32c_portable(other + at, len) == want);
+    }
+}
+
 /* N jobs with every kind of field: binary and empty payloads, longest uid and key, the
  * window's first and last ms, 32-bit maxima. */
 static size_t build(unsigned char *buf, int n, struct job_name *jobs, int skip)
@@ -416,6 +464,7 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "--write-corpus") == 0)
         return write_corpus(argv[2]);
     documented_bytes();
+    checksum();
     round_trips();
     limits();
     writer_refusals();
