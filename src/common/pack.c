@@ -215,6 +215,26 @@ int pack_writer_init(struct pack_writer *w, void *buf, size_t cap, uint64_t star
     return 0;
 }
 
+int pack_writer_resume(struct pack_writer *w, void *buf, size_t cap, const void *data,
+                       size_t len)
+{
+    struct pack_reader r;
+    memset(w, 0, sizeof *w);
+    w->finished = 1; /* until it holds the pack: pack_add and pack_finish refuse */
+    int rc = pack_open(&r, data, len);
+    if (rc)
+        return fail(w->err, rc, "%s", r.err);
+    if (cap < len)
+        return fail(w->err, PACK_E_SPACE, "pack: %zu bytes do not fit the buffer of %zu", len,
+                    cap);
+    if ((rc = pack_writer_init(w, buf, cap, r.window_start, r.window_width)))
+        return rc;
+    w->len = len - PACK_TRAILER_SIZE;
+    w->count = r.count;
+    memcpy(w->buf, data, w->len);
+    return 0;
+}
+
 /* The rules of a job name (layout.h), the window's, and no shard. */
 static int check_job(struct pack_writer *w, const struct job_name *jn)
 {
