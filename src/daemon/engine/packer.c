@@ -218,19 +218,6 @@ static int add_puts(struct pack_writer *pw, struct far_put **jobs, struct far_pu
     return n;
 }
 
-/* The open pack's jobs as they are, then the new ones. */
-static int copy_open(struct pack_writer *pw, const struct window *w)
-{
-    struct pack_reader rd;
-    struct pack_job pj;
-    if (pack_open(&rd, w->data, w->len) != PACK_OK)
-        return -1;
-    while (pack_next(&rd, &pj) == 1)
-        if (pack_add(pw, &pj.name, pj.payload, pj.payload_len) != PACK_OK)
-            return -1;
-    return 0;
-}
-
 static size_t waiting_bytes(const struct window *w, size_t limit)
 {
     size_t sum = 0;
@@ -261,10 +248,11 @@ static int build(struct packer *pk, struct write *wr)
     wr->create = w->version < 0 || cap > PACKER_JOIN_BYTES;
     if (cap > PACK_BYTES_MAX)
         cap = PACK_BYTES_MAX;
-    if (!(wr->data = malloc(cap)) ||
-        pack_writer_init(&pw, wr->data, cap, w->key.start, w->width) != PACK_OK)
+    if (!(wr->data = malloc(cap)))
         return -1;
-    if (!wr->create && copy_open(&pw, w) != 0)
+    /* a join appends to the open pack's bytes as they are */
+    if ((wr->create ? pack_writer_init(&pw, wr->data, cap, w->key.start, w->width)
+                    : pack_writer_resume(&pw, wr->data, cap, w->data, w->len)) != PACK_OK)
         return -1;
     wr->jobs = w->waiting;
     if (add_puts(&pw, &wr->jobs, &rest) == 0)
