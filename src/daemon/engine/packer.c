@@ -272,17 +272,39 @@ static int build(struct packer *pk, struct write *wr)
 
 static void on_written(const struct zk_result *res, void *ctx);
 
+/* The length of the deepest directory above PATH known to exist (0: none is). */
+static size_t known_above(const struct buckets *known, const char *path)
+{
+    char dir[LAYOUT_PATH_MAX], *slash;
+    snprintf(dir, sizeof dir, "%s", path);
+    while ((slash = strrchr(dir, '/')) && slash != dir) {
+        *slash = '\0';
+        if (buckets_known(known, dir))
+            return (size_t)(slash - dir);
+    }
+    return 0;
+}
+
+/* Only the levels below the deepest known one, top down: a new window directory costs one
+ * create, not one for each of its ancestors. NodeExists (another's) is fine. */
 int packer_prepare_dir(struct packer *pk, const char *path)
 {
     char dir[LAYOUT_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    *strrchr(dir, '/') = '\0';
-    if (buckets_known(pk->ds->parents, dir))
-        return ZOK;
-    int rc = zkstore_create_parents(pk->ds->d->zs, path, NULL, NULL);
-    if (rc == ZOK)
+    const char *last = strrchr(path, '/');
+    size_t len = strlen(path);
+    if (!last || len >= sizeof dir)
+        return ZBADARGUMENTS;
+    memcpy(dir, path, len + 1);
+    for (size_t at = known_above(pk->ds->parents, path); at < (size_t)(last - path);) {
+        at += strcspn(dir + at + 1, "/") + 1;
+        dir[at] = '\0';
+        int rc = zkstore_create(pk->ds->d->zs, dir, NULL, 0, 0, NULL, NULL);
+        if (rc != ZOK)
+            return rc;
         buckets_add(pk->ds->parents, dir);
-    return rc;
+        dir[at] = '/';
+    }
+    return ZOK;
 }
 
 static int send_write(struct write *wr)
