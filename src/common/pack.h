@@ -47,6 +47,9 @@ const char *pack_strerror(int code);
 
 /* CRC-32C (Castagnoli, reflected, init and final xor 0xffffffff): "123456789" -> e3069283. */
 uint32_t pack_crc32c(const void *data, size_t len);
+/* The same without the CPU's crc32 instruction (pack_crc32c uses it where there is one): for
+ * the tests, which compare the two on any CPU. */
+uint32_t pack_crc32c_portable(const void *data, size_t len);
 
 /* Bytes a job's record takes in a pack whose window starts at WINDOW_START (the job's due
  * time must not be before it). */
@@ -65,6 +68,13 @@ struct pack_writer {
  * PACK_EMPTY_SIZE). PACK_E_WINDOW or PACK_E_SPACE. */
 int pack_writer_init(struct pack_writer *w, void *buf, size_t cap, uint64_t start,
                      uint64_t width);
+/* A writer that goes on from a finished pack (DATA, LEN bytes, as read or written): checked
+ * as pack_open checks it, copied into BUF (CAP bytes, at least LEN) without its trailer, so
+ * that pack_add appends to its jobs without decoding them again. pack_finish then gives the
+ * bytes a writer makes of all the jobs at once. DATA and BUF must not overlap. A pack
+ * refused returns its pack_open code; PACK_E_SPACE. */
+int pack_writer_resume(struct pack_writer *w, void *buf, size_t cap, const void *data,
+                       size_t len);
 /* Appends one job (JN's shard must be ""). On any error the pack is as it was: the caller
  * may finish it and put the job into the next. */
 int pack_add(struct pack_writer *w, const struct job_name *jn, const void *payload,

@@ -2,8 +2,10 @@
  * znode, once as they are and once with their checksum made right (so that the fuzzer gets
  * past it to the fields). A pack that is accepted must lie within its bytes, be found by
  * its uids, lose exactly one job to pack_without and encode again to the very same bytes;
- * one that is refused says why. The input's first bytes also make a job for the writer:
- * what it accepts reads back the same. Any difference is a bug: abort(). */
+ * one that is refused says why. A writer resumed from the bytes and given one more job makes
+ * what a writer given all the jobs makes, and refuses what pack_open refuses. The input's
+ * first bytes also make a job for the writer: what it accepts reads back the same. Any
+ * difference is a bug: abort(). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,10 +65,39 @@ static void find_and_remove(struct pack_reader *r)
     free(out);
 }
 
+/* The pack resumed by a writer and given one more job: the bytes of a writer given all its
+ * jobs and that one (or the same refusal of it, a full pack). A pack that pack_open
+ * refuses (RC) is refused alike, and the writer then writes nothing. */
+static void resume_and_add(const uint8_t *data, size_t size, int rc, struct pack_reader *r)
+{
+    size_t cap = size + 64, len, want;
+    unsigned char *buf = malloc(cap), *fresh = malloc(cap);
+    struct pack_writer w, f;
+    struct pack_job job;
+    struct job_name jn = {.due_ms = r->window_start + r->window_width - 1, .priority = 7,
+                          .uid = "fz1"};
+    CHECK(buf && fresh && pack_writer_resume(&w, buf, cap, data, size) == rc);
+    if (rc != 0) {
+        CHECK(strncmp(w.err, "pack: ", 6) == 0 && pack_add(&w, &jn, "x", 1) == PACK_E_FINISHED);
+        CHECK(pack_finish(&w, &len) == PACK_E_FINISHED);
+    } else {
+        CHECK(w.count == r->count && w.len == size - PACK_TRAILER_SIZE);
+        CHECK(pack_writer_init(&f, fresh, cap, r->window_start, r->window_width) == 0);
+        while (pack_next(r, &job) == 1)
+            CHECK(pack_add(&f, &job.name, job.payload, job.payload_len) == 0);
+        CHECK(pack_add(&w, &jn, "x", 1) == pack_add(&f, &jn, "x", 1));
+        CHECK(pack_finish(&w, &len) == 0 && pack_finish(&f, &want) == 0 && len == want);
+        CHECK(memcmp(buf, fresh, len) == 0);
+    }
+    free(buf);
+    free(fresh);
+}
+
 static void decode(const uint8_t *data, size_t size)
 {
     struct pack_reader r;
     int rc = pack_open(&r, data, size);
+    resume_and_add(data, size, rc, &r);
     if (rc != 0) {
         CHECK(rc < 0 && strncmp(r.err, "pack: ", 6) == 0 && r.count == 0);
         CHECK(strcmp(pack_strerror(rc), "unknown") != 0);

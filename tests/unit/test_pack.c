@@ -73,32 +73,94 @@ static void documented_bytes(void)
     CHECK(pack_next(&r, &j) == 0 && pack_next(&r, &j) == 1 && j.index == 0); /* again */
 }
 
+/* The checksum as it was first written, a nibble at a time: what every pack written so far
+ * carries, so the faster ones must give the very same. */
+static uint32_t crc_nibbles(const unsigned char *p, size_t len)
+{
+    static const uint32_t t[16] = {
+        0x00000000, 0x105ec76f, 0x20bd8ede, 0x30e349b1, 0x417b1dbc, 0x5125dad3,
+        0x61c69362, 0x7198540d, 0x82f63b78, 0x92a8fc17, 0xa24bb5a6, 0xb21572c9,
+        0xc38d26c4, 0xd3d3e1ab, 0xe330a81a, 0xf36e6f75};
+    uint32_t crc = 0xffffffffu;
+    for (size_t i = 0; i < len; i++) {
+        crc = (crc >> 4) ^ t[(crc ^ p[i]) & 0xf];
+        crc = (crc >> 4) ^ t[(crc ^ (p[i] >> 4)) & 0xf];
+    }
+    return crc ^ 0xffffffffu;
+}
+
+/* Known vectors (RFC 3720 B.4, iSCSI), then random bytes at every alignment and length
+ * around the 8-byte steps, and a whole pack's worth: both ways against the nibbles. */
+static void checksum(void)
+{
+    unsigned char b[32];
+    static const struct { int fill; uint32_t crc; } rfc[] = {
+        {0x00, 0x8a9136aau}, {0xff, 0x62a8ab43u}, {-1, 0x46dd794eu}, {-2, 0x113fdb5cu}};
+    for (size_t v = 0; v < sizeof rfc / sizeof rfc[0]; v++) {
+        for (int i = 0; i < 32; i++)
+            b[i] = (unsigned char)(rfc[v].fill == -1 ? i : rfc[v].fill == -2 ? 31 - i
+                                                                              : rfc[v].fill);
+        CHECK(pack_crc32c(b, 32) == rfc[v].crc && pack_crc32c_portable(b, 32) == rfc[v].crc);
+    }
+    CHECK(pack_crc32c_portable("123456789", 9) == 0xe3069283u);
+    CHECK(pack_crc32c_portable("", 0) == 0 && pack_crc32c(NULL, 0) == 0);
+    srand(20);
+    for (size_t i = 0; i < sizeof other; i++)
+        other[i] = (unsigned char)rand();
+    for (size_t align = 0; align < 16; align++)
+        for (size_t len = 0; len < 80; len++) {
+            uint32_t want = crc_nibbles(other + align, len);
+            CHECK(pack_crc32c(other + align, len) == want);
+            CHECK(pack_crc32c_portable(other + align, len) == want);
+        }
+    for (int k = 0; k < 50; k++) {
+        size_t at = (size_t)rand() % 64, len = (size_t)rand() % PACK_BYTES_MAX;
+        uint32_t want = crc_nibbles(other + at, len);
+        CHECK(pack_crc32c(other + at, len) == want);
+        CHECK(pack_crc32c_portable(other + at, len) == want);
+    }
+}
+
 /* N jobs with every kind of field: binary and empty payloads, longest uid and key, the
  * window's first and last ms, 32-bit maxima. */
-static size_t build(unsigned char *buf, int n, struct job_name *jobs, int skip)
+static struct job_name nth_job(int i, unsigned char payload[300], size_t *len)
 {
-    struct pack_writer w;
+    char uid[40];
+    snprintf(uid, sizeof uid, i == 3 ? "%032d" : "u%x", i);
+    struct job_name jn = job(START + (uint64_t)i * 7919 % HOUR, (uint32_t)i * 1000, uid,
+                             i % 3 ? "" : max_key);
+    jn.due_ms = i == 1 ? START + HOUR - 1 : jn.due_ms;
+    jn.prior_attempts = i == 2 ? UINT32_MAX : (uint32_t)i;
+    jn.ttr_ms = i == 2 ? UINT32_MAX : 0;
+    jn.priority = i == 2 ? UINT32_MAX : jn.priority;
+    for (size_t b = 0; b < 300; b++)
+        payload[b] = (unsigned char)(b * 31 + (size_t)i);
+    *len = (size_t)(i * 37) % 300;
+    return jn;
+}
+
+/* Jobs FROM .. N - 1 (but SKIP) of nth_job, and the pack finished. */
+static size_t add_jobs(struct pack_writer *w, int from, int n, struct job_name *jobs, int skip)
+{
     size_t size;
-    CHECK(pack_writer_init(&w, buf, PACK_BYTES_MAX, START, HOUR) == 0);
-    for (int i = 0; i < n; i++) {
-        char uid[40];
-        snprintf(uid, sizeof uid, i == 3 ? "%032d" : "u%x", i);
-        struct job_name jn = job(START + (uint64_t)i * 7919 % HOUR, (uint32_t)i * 1000, uid,
-                                 i % 3 ? "" : max_key);
-        jn.due_ms = i == 1 ? START + HOUR - 1 : jn.due_ms;
-        jn.prior_attempts = i == 2 ? UINT32_MAX : (uint32_t)i;
-        jn.ttr_ms = i == 2 ? UINT32_MAX : 0;
-        jn.priority = i == 2 ? UINT32_MAX : jn.priority;
+    for (int i = from; i < n; i++) {
         unsigned char payload[300];
-        for (size_t b = 0; b < sizeof payload; b++)
-            payload[b] = (unsigned char)(b * 31 + (size_t)i);
+        size_t len;
+        struct job_name jn = nth_job(i, payload, &len);
         if (jobs)
             jobs[i] = jn;
         if (i != skip)
-            CHECK(pack_add(&w, &jn, payload, (size_t)(i * 37) % 300) == 0);
+            CHECK(pack_add(w, &jn, payload, len) == 0);
     }
-    CHECK(pack_finish(&w, &size) == 0 && size == w.len);
+    CHECK(pack_finish(w, &size) == 0 && size == w->len);
     return size;
+}
+
+static size_t build(unsigned char *buf, int n, struct job_name *jobs, int skip)
+{
+    struct pack_writer w;
+    CHECK(pack_writer_init(&w, buf, PACK_BYTES_MAX, START, HOUR) == 0);
+    return add_jobs(&w, 0, n, jobs, skip);
 }
 
 static void round_trips(void)
@@ -159,6 +221,44 @@ static void limits(void)
     CHECK(pack_add(&w, &jn, other, 64) == PACK_E_SPACE && w.len == 25);
     CHECK(pack_add(&w, &jn, other, 63) == 0 && w.len == 96 && pack_finish(&w, &size) == 0);
     CHECK(size == 100 && open_rc(big, size) == 0);
+}
+
+/* A pack of the first K jobs, resumed and given the rest: the bytes of all N at once. Again
+ * from that, and from packs that are refused or do not fit. */
+static void resume(void)
+{
+    unsigned char *fresh = malloc(PACK_BYTES_MAX), *first = malloc(PACK_BYTES_MAX);
+    struct pack_writer w;
+    size_t size, want, n1;
+    CHECK(fresh && first);
+    for (int k = 0; fresh && first && k <= 20; k += k < 3 ? 1 : 6) {
+        want = build(fresh, 20, NULL, -1);
+        n1 = build(first, k, NULL, -1);
+        memset(big, 0xee, sizeof big);
+        CHECK(pack_writer_resume(&w, big, n1, first, n1) == 0 && w.count == (uint32_t)k);
+        CHECK(pack_finish(&w, &size) == 0 && size == n1 && memcmp(big, first, n1) == 0);
+        CHECK(pack_writer_resume(&w, big, sizeof big, first, n1) == 0);
+        CHECK(add_jobs(&w, k, 20, NULL, -1) == want && memcmp(big, fresh, want) == 0);
+        CHECK(pack_writer_resume(&w, other, sizeof other, big, want) == 0); /* and on */
+        CHECK(add_jobs(&w, 20, 23, NULL, -1) == build(fresh, 23, NULL, -1));
+        CHECK(memcmp(other, fresh, w.len) == 0);
+    }
+    n1 = build(first, 5, NULL, -1);
+    CHECK(pack_writer_resume(&w, big, n1 - 1, first, n1) == PACK_E_SPACE);
+    CHECK_STR(w.err, "pack: 626 bytes do not fit the buffer of 625");
+    CHECK(pack_add(&w, &(struct job_name){0}, "", 0) == PACK_E_FINISHED);
+    CHECK(pack_writer_resume(&w, big, sizeof big, first, n1 - 1) == PACK_E_CHECKSUM);
+    first[40] ^= 1;
+    CHECK(pack_writer_resume(&w, big, sizeof big, first, n1) == PACK_E_CHECKSUM);
+    CHECK_CONTAINS(w.err, "pack: checksum ");
+    CHECK(pack_finish(&w, &size) == PACK_E_FINISHED);
+    first[29] = 0; /* the first uid's length: a good checksum around a record that is not */
+    refix(first, n1);
+    CHECK(pack_writer_resume(&w, big, sizeof big, first, n1) == PACK_E_UID);
+    CHECK_STR(w.err, "pack: job 1 of 5: uid length 0 not 1-32");
+    CHECK(pack_writer_resume(&w, big, sizeof big, "DFPK", 4) == PACK_E_TRUNCATED);
+    free(fresh);
+    free(first);
 }
 
 static void writer_refusals(void)
@@ -416,8 +516,10 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "--write-corpus") == 0)
         return write_corpus(argv[2]);
     documented_bytes();
+    checksum();
     round_trips();
     limits();
+    resume();
     writer_refusals();
     truncated();
     flipped();

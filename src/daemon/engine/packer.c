@@ -218,19 +218,6 @@ static int add_puts(struct pack_writer *pw, struct far_put **jobs, struct far_pu
     return n;
 }
 
-/* The open pack's jobs as they are, then the new ones. */
-static int copy_open(struct pack_writer *pw, const struct window *w)
-{
-    struct pack_reader rd;
-    struct pack_job pj;
-    if (pack_open(&rd, w->data, w->len) != PACK_OK)
-        return -1;
-    while (pack_next(&rd, &pj) == 1)
-        if (pack_add(pw, &pj.name, pj.payload, pj.payload_len) != PACK_OK)
-            return -1;
-    return 0;
-}
-
 static size_t waiting_bytes(const struct window *w, size_t limit)
 {
     size_t sum = 0;
@@ -261,10 +248,11 @@ static int build(struct packer *pk, struct write *wr)
     wr->create = w->version < 0 || cap > PACKER_JOIN_BYTES;
     if (cap > PACK_BYTES_MAX)
         cap = PACK_BYTES_MAX;
-    if (!(wr->data = malloc(cap)) ||
-        pack_writer_init(&pw, wr->data, cap, w->key.start, w->width) != PACK_OK)
+    if (!(wr->data = malloc(cap)))
         return -1;
-    if (!wr->create && copy_open(&pw, w) != 0)
+    /* a join appends to the open pack's bytes as they are */
+    if ((wr->create ? pack_writer_init(&pw, wr->data, cap, w->key.start, w->width)
+                    : pack_writer_resume(&pw, wr->data, cap, w->data, w->len)) != PACK_OK)
         return -1;
     wr->jobs = w->waiting;
     if (add_puts(&pw, &wr->jobs, &rest) == 0)
@@ -284,17 +272,39 @@ static int build(struct packer *pk, struct write *wr)
 
 static void on_written(const struct zk_result *res, void *ctx);
 
+/* The length of the deepest directory above PATH known to exist (0: none is). */
+static size_t known_above(const struct buckets *known, const char *path)
+{
+    char dir[LAYOUT_PATH_MAX], *slash;
+    snprintf(dir, sizeof dir, "%s", path);
+    while ((slash = strrchr(dir, '/')) && slash != dir) {
+        *slash = '\0';
+        if (buckets_known(known, dir))
+            return (size_t)(slash - dir);
+    }
+    return 0;
+}
+
+/* Only the levels below the deepest known one, top down: a new window directory costs one
+ * create, not one for each of its ancestors. NodeExists (another's) is fine. */
 int packer_prepare_dir(struct packer *pk, const char *path)
 {
     char dir[LAYOUT_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    *strrchr(dir, '/') = '\0';
-    if (buckets_known(pk->ds->parents, dir))
-        return ZOK;
-    int rc = zkstore_create_parents(pk->ds->d->zs, path, NULL, NULL);
-    if (rc == ZOK)
+    const char *last = strrchr(path, '/');
+    size_t len = strlen(path);
+    if (!last || len >= sizeof dir)
+        return ZBADARGUMENTS;
+    memcpy(dir, path, len + 1);
+    for (size_t at = known_above(pk->ds->parents, path); at < (size_t)(last - path);) {
+        at += strcspn(dir + at + 1, "/") + 1;
+        dir[at] = '\0';
+        int rc = zkstore_create(pk->ds->d->zs, dir, NULL, 0, 0, NULL, NULL);
+        if (rc != ZOK)
+            return rc;
         buckets_add(pk->ds->parents, dir);
-    return rc;
+        dir[at] = '/';
+    }
+    return ZOK;
 }
 
 static int send_write(struct write *wr)

@@ -20,9 +20,12 @@ struct job_name;
 struct reply;
 
 /* A pack still joined by rewriting stays below this many bytes: a rewrite costs ZooKeeper
- * its whole data, about half of this on average. */
-#define PACKER_JOIN_BYTES 6144
-#define PACKER_WRITES_MAX 16
+ * its whole data (transaction log, and the old data's garbage), about half of this on
+ * average. Small, since a sparse producer's puts only need to share a few znodes. */
+#define PACKER_JOIN_BYTES 1024
+/* Pack writes on their way at once. Puts in flight spread over many windows, so a write
+ * carries few (1.6 with 512 puts in flight): the writes must overlap, not wait. */
+#define PACKER_WRITES_MAX 128
 /* A waiting packed put weighs this fraction of a put against [daemon] max_open_puts: a
  * pack write stores many. */
 #define PACKER_PUTS_PER_SLOT 64
