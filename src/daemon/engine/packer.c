@@ -122,7 +122,7 @@ void packer_free(struct packer *pk)
     free(pk);
 }
 
-static uint64_t window_start(const struct dqueue *q, uint64_t due_ms)
+uint64_t packer_window_start(const struct dqueue *q, uint64_t due_ms)
 {
     return due_ms - due_ms % q->cfg->pack_window_ms;
 }
@@ -133,7 +133,7 @@ int packer_wants(const struct packer *pk, const struct dqueue *q, uint64_t due_m
     if (pk->ds->d->layout_version < LAYOUT_VERSION_PACKS || qc->format != QF_NATIVE ||
         qc->pack_after_ms == 0 || due_ms > LAYOUT_DUE_MAX)
         return 0;
-    return window_start(q, due_ms) >= (uint64_t)units_wall_ms() + qc->pack_after_ms +
+    return packer_window_start(q, due_ms) >= (uint64_t)units_wall_ms() + qc->pack_after_ms +
                                            PACK_MARGIN_MS;
 }
 
@@ -182,7 +182,7 @@ static struct window *window_for(struct packer *pk, struct dqueue *q, uint64_t s
 void packer_put(struct packer *pk, struct dqueue *q, const struct job_name *jn,
                 unsigned char *payload, size_t len, struct reply *r)
 {
-    uint64_t start = window_start(q, jn->due_ms);
+    uint64_t start = packer_window_start(q, jn->due_ms);
     struct window *w = window_for(pk, q, start);
     struct far_put *fp = w ? calloc(1, sizeof *fp) : NULL;
     if (!fp) {
@@ -226,15 +226,21 @@ static size_t waiting_bytes(const struct window *w, size_t limit)
     return sum;
 }
 
-static int name_pack(struct packer *pk, struct write *wr)
+int packer_name_pack(struct packer *pk, const struct dqueue *q, uint64_t start, uint64_t width,
+                     char *name, size_t nlen, char *path, size_t plen)
 {
-    struct pack_name pn = {.start_ms = wr->w->key.start, .width_ms = wr->w->width};
+    struct pack_name pn = {.start_ms = start, .width_ms = width};
     dispatcher_new_uid(pk->ds, pn.uid);
-    if (layout_format_pack_name(&pn, wr->name, sizeof wr->name) != 0 ||
-        layout_pack_path(wr->path, sizeof wr->path, dispatcher_root(pk->ds),
-                         wr->w->q->cfg->name, wr->name) != 0)
+    if (layout_format_pack_name(&pn, name, nlen) != 0 ||
+        layout_pack_path(path, plen, dispatcher_root(pk->ds), q->cfg->name, name) != 0)
         return -1;
     return 0;
+}
+
+static int name_pack(struct packer *pk, struct write *wr)
+{
+    return packer_name_pack(pk, wr->w->q, wr->w->key.start, wr->w->width, wr->name,
+                            sizeof wr->name, wr->path, sizeof wr->path);
 }
 
 /* Encodes the write: the waiting jobs into the open pack when they keep it small, else as

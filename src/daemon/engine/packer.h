@@ -55,6 +55,11 @@ void packer_counts(const struct packer *pk, struct packer_counts *out);
  * create sent now goes first on the same session; once per directory per run), and counts
  * what they wrote. */
 int packer_prepare_dir(struct packer *pk, const char *pack_path);
+/* The start of the window of Q that a job due at DUE_MS is packed in. */
+uint64_t packer_window_start(const struct dqueue *q, uint64_t due_ms);
+/* A new pack's name (a fresh uid) for Q's window [START, START + WIDTH) and its path. */
+int packer_name_pack(struct packer *pk, const struct dqueue *q, uint64_t start, uint64_t width,
+                     char *name, size_t nlen, char *path, size_t plen);
 void packer_count_written(struct packer *pk, size_t jobs, size_t bytes);
 
 #endif

@@ -14,11 +14,8 @@
 
 static int name_pack(struct dispatcher *ds, struct putpack *p)
 {
-    struct pack_name pn = {.start_ms = p->start, .width_ms = p->width};
-    dispatcher_new_uid(ds, pn.uid);
-    if (layout_format_pack_name(&pn, p->name, sizeof p->name) != 0 ||
-        layout_pack_path(p->path, sizeof p->path, dispatcher_root(ds), p->q->cfg->name,
-                         p->name) != 0)
+    if (packer_name_pack(ds->d->packer, p->q, p->start, p->width, p->name, sizeof p->name,
+                         p->path, sizeof p->path) != 0)
         return ZK_ETOOLONG;
     return packer_prepare_dir(ds->d->packer, p->path);
 }
@@ -56,7 +53,7 @@ int putpacks_join(struct putpacks *pp, struct dispatcher *ds, struct putjob *pj)
     struct dqueue *q = pj->q;
     if (!packer_wants(ds->d->packer, q, pj->jn.due_ms))
         return 1;
-    uint64_t start = pj->jn.due_ms - pj->jn.due_ms % q->cfg->pack_window_ms;
+    uint64_t start = packer_window_start(q, pj->jn.due_ms);
     size_t size = pack_job_size(&pj->jn, start, pj->len), i;
     int rc = pack_for(pp, ds, q, start, size, &i);
     if (rc != ZOK)
