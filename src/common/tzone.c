@@ -653,7 +653,7 @@ static int read_file(const char *dir, const char *path, unsigned char **data, si
                      char *why, size_t wl)
 {
     char ebuf[128];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block us */
     if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
         return fail(why, wl, "not found in %s", dir);
     struct stat st;
@@ -696,12 +696,13 @@ int tzone_load(const char *name, struct tzone **out, char *err, size_t errlen)
         dir = TZONE_DEFAULT_DIR;
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
         return fail(err, errlen, "time zone '%s': the path under %s is too long", show, dir);
-    unsigned char *data;
-    size_t len;
+    unsigned char *data = NULL;
+    size_t len = 0;
     if (read_file(dir, path, &data, &len, why, sizeof why) < 0)
         return fail(err, errlen, "time zone '%s': %s", show, why);
     struct tzone *tz = tzone_new(name);
-    int rc = tz ? parse_tzif(data, len, tz, why, sizeof why) : fail(why, sizeof why, "out of memory");
+    int rc = tz ? parse_tzif(data, len, tz, why, sizeof why)
+                : fail(why, sizeof why, "out of memory");
     free(data);
     if (rc < 0) {
         tzone_free(tz);
