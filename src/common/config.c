@@ -14,24 +14,9 @@
 #include <unistd.h>
 
 #include "deferd/client.h" /* DEFERD_DEFAULT_SOCKET: where deferctl and libdeferd look */
+#include "config_int.h"
 #include "names.h"
 #include "units.h"
-
-/* Parser state: inih reports no line numbers, so the line reader counts them. */
-struct load {
-    struct config *cfg;
-    FILE *fp;
-    const char *file;
-    int line;
-    int zk_line;
-    char section[128]; /* the current section's whole name: inih cuts names at 49 bytes */
-    char **seen;
-    size_t nseen;
-    int overriding; /* -o may replace a key the file set */
-    char *err;
-    size_t errlen;
-    int failed;
-};
 
 static void vfail(struct load *ld, int line, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
@@ -49,12 +34,7 @@ static void vfail(struct load *ld, int line, const char *fmt, va_list ap)
     ld->failed = 1;
 }
 
-static int fail(struct load *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail_at(struct load *ld, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* An error at the line being read; 0, inih's "stop". */
-static int fail(struct load *ld, const char *fmt, ...)
+int cfg_fail(struct load *ld, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -63,8 +43,7 @@ static int fail(struct load *ld, const char *fmt, ...)
     return 0;
 }
 
-/* An error found after reading, at LINE (0: none means anything); -1. */
-static int fail_at(struct load *ld, int line, const char *fmt, ...)
+int cfg_fail_at(struct load *ld, int line, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -82,7 +61,6 @@ static int valid_root(const char *p)
 }
 
 /* Every key of each section, for the hint at an unknown one. */
-enum section_kind { SEC_DAEMON, SEC_ZOOKEEPER, SEC_METRICS, SEC_QUEUE, SEC_COUNT };
 static const struct {
     const char *name;
     const char *const *keys;
@@ -98,6 +76,9 @@ static const struct {
         "max_pending", "format", "curator_path", "curator_lock_path", "curator_corrupt",
         "backoff_min", "backoff_max", "backoff_jitter", "producers", "consumers",
         "key_retention", "pack_after", "pack_window", NULL}},
+    [SEC_SCHEDULE] = {"schedule NAME", (const char *const[]){"queue", "payload",
+        "payload_file", "priority", "ttr", "cron", "every", "anchor", "timezone", "jitter",
+        "misfire", "misfire_grace", "overlap", "ahead", NULL}},
 };
 
 /* Levenshtein distance of two short strings (keys); longer ones count as far apart. */
@@ -143,31 +124,31 @@ static const char *nearest_key(const char *key, const char *const *keys)
 }
 
 /* An unknown key in section [SHOWN] (of kind KIND): what it may have been meant to be. */
-static int unknown_key(struct load *ld, enum section_kind kind, const char *shown,
+int cfg_unknown_key(struct load *ld, enum section_kind kind, const char *shown,
                        const char *key)
 {
     const char *near = nearest_key(key, known_keys[kind].keys);
     if (near)
-        return fail(ld, "unknown key '%s' in section [%s]; did you mean '%s'?", key, shown, near);
+        return cfg_fail(ld, "unknown key '%s' in section [%s]; did you mean '%s'?", key, shown, near);
     for (int k = 0; k < SEC_COUNT; k++)
         for (const char *const *p = known_keys[k].keys; k != (int)kind && *p; p++)
             if (strcmp(*p, key) == 0)
-                return fail(ld, "unknown key '%s' in section [%s]; it belongs in [%s]", key,
+                return cfg_fail(ld, "unknown key '%s' in section [%s]; it belongs in [%s]", key,
                             shown, known_keys[k].name);
-    return fail(ld, "unknown key '%s' in section [%s]", key, shown);
+    return cfg_fail(ld, "unknown key '%s' in section [%s]", key, shown);
 }
 
-static int set_string(struct load *ld, char **dst, const char *key, const char *value)
+static int cfg_set_string(struct load *ld, char **dst, const char *key, const char *value)
 {
     if (*value == '\0')
-        return fail(ld, "'%s' must not be empty", key);
+        return cfg_fail(ld, "'%s' must not be empty", key);
     free(*dst);
     *dst = strdup(value);
     return *dst != NULL;
 }
 
 /* A limit in the largest unit it is a whole number of, as durations are written: "7d". */
-static void format_ms(uint64_t ms, char *buf, size_t len)
+void cfg_format_ms(uint64_t ms, char *buf, size_t len)
 {
     static const struct { const char *unit; uint64_t ms; } units[] = {
         {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000},
@@ -181,38 +162,38 @@ static void format_ms(uint64_t ms, char *buf, size_t len)
     snprintf(buf, len, ms ? "%llums" : "%llu", (unsigned long long)ms);
 }
 
-static int set_duration(struct load *ld, uint64_t *dst, const char *key, const char *value,
+int cfg_set_duration(struct load *ld, uint64_t *dst, const char *key, const char *value,
                         uint64_t min, uint64_t max)
 {
     uint64_t v;
     char lo[32], hi[32];
     if (units_parse_duration_ms(value, &v) != 0)
-        return fail(ld, "'%s': malformed duration '%s' (use e.g. 250ms, 5s, 2m, 1h)", key, value);
-    format_ms(min, lo, sizeof lo);
-    format_ms(max, hi, sizeof hi);
+        return cfg_fail(ld, "'%s': malformed duration '%s' (use e.g. 250ms, 5s, 2m, 1h)", key, value);
+    cfg_format_ms(min, lo, sizeof lo);
+    cfg_format_ms(max, hi, sizeof hi);
     if (v < min || v > max)
-        return fail(ld, "'%s': duration '%s' is out of range (%s .. %s)", key, value, lo, hi);
+        return cfg_fail(ld, "'%s': duration '%s' is out of range (%s .. %s)", key, value, lo, hi);
     *dst = v;
     return 1;
 }
 
 /* A whole number MIN .. MAX into *OUT; 0 (inih's stop) with the range when it is not. */
-static int get_number(struct load *ld, const char *key, const char *value, uint64_t min,
+static int cfg_get_number(struct load *ld, const char *key, const char *value, uint64_t min,
                       uint64_t max, uint64_t *out)
 {
     uint64_t v;
     if (units_parse_u64(value, max, &v) != 0 || v < min)
-        return fail(ld, "'%s': '%s' is not a number from %llu to %llu", key, value,
+        return cfg_fail(ld, "'%s': '%s' is not a number from %llu to %llu", key, value,
                     (unsigned long long)min, (unsigned long long)max);
     *out = v;
     return 1;
 }
 
-static int set_u32(struct load *ld, uint32_t *dst, const char *key, const char *value,
+int cfg_set_u32(struct load *ld, uint32_t *dst, const char *key, const char *value,
                    uint64_t min, uint64_t max)
 {
     uint64_t v = 0;
-    if (!get_number(ld, key, value, min, max, &v))
+    if (!cfg_get_number(ld, key, value, min, max, &v))
         return 0;
     *dst = (uint32_t)v;
     return 1;
@@ -223,16 +204,16 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
     struct config *c = ld->cfg;
     if (strcmp(key, "socket") == 0) {
         if (strlen(value) >= 108) /* sizeof sun_path, with its terminating NUL */
-            return fail(ld, "'socket': path of %zu bytes is longer than the 107 a Unix socket "
+            return cfg_fail(ld, "'socket': path of %zu bytes is longer than the 107 a Unix socket "
                         "address holds", strlen(value));
-        return set_string(ld, &c->socket_path, key, value);
+        return cfg_set_string(ld, &c->socket_path, key, value);
     }
     if (strcmp(key, "socket_mode") == 0) {
         char *end;
         errno = 0;
         unsigned long m = strtoul(value, &end, 8);
         if (*value == '\0' || *end != '\0' || errno || m > 0777)
-            return fail(ld, "'socket_mode': '%s' is not an octal mode like 0660", value);
+            return cfg_fail(ld, "'socket_mode': '%s' is not an octal mode like 0660", value);
         c->socket_mode = (unsigned)m;
         return 1;
     }
@@ -240,28 +221,28 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
     if (owner || strcmp(key, "socket_group") == 0) {
         long id = owner ? access_user_id(value) : access_group_id(value);
         if (id < 0)
-            return fail(ld, "'%s': no such %s '%s'", key, owner ? "user" : "group", value);
+            return cfg_fail(ld, "'%s': no such %s '%s'", key, owner ? "user" : "group", value);
         *(owner ? &c->socket_uid : &c->socket_gid) = id;
         return 1;
     }
     if (strcmp(key, "log_level") == 0) {
         if (log_level_parse(value, &c->log_level) != 0)
-            return fail(ld, "'log_level': '%s' is not one of error, warn, info, debug", value);
+            return cfg_fail(ld, "'log_level': '%s' is not one of error, warn, info, debug", value);
         return 1;
     }
     if (strcmp(key, "log_target") == 0) {
         if (log_target_parse(value, &c->log_target) != 0)
-            return fail(ld, "'log_target': '%s' is not stderr or syslog", value);
+            return cfg_fail(ld, "'log_target': '%s' is not stderr or syslog", value);
         return 1;
     }
     if (strcmp(key, "log_facility") == 0) {
         if (log_facility_parse(value, &c->log_facility) != 0)
-            return fail(ld, "'log_facility': '%s' is not daemon or local0 .. local7", value);
+            return cfg_fail(ld, "'log_facility': '%s' is not daemon or local0 .. local7", value);
         return 1;
     }
     if (strcmp(key, "log_timestamps") == 0) {
         if (log_stamps_parse(value, &c->log_timestamps) != 0)
-            return fail(ld, "'log_timestamps': '%s' is not auto, yes or no", value);
+            return cfg_fail(ld, "'log_timestamps': '%s' is not auto, yes or no", value);
         return 1;
     }
     static const struct { const char *key; size_t off; uint64_t min, max; } limits[] = {
@@ -273,21 +254,21 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
     };
     for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
         if (strcmp(key, limits[i].key) == 0)
-            return get_number(ld, key, value, limits[i].min, limits[i].max,
+            return cfg_get_number(ld, key, value, limits[i].min, limits[i].max,
                               (uint64_t *)((char *)c + limits[i].off));
     }
     if (strcmp(key, "max_payload") == 0) {
         if (units_parse_size(value, &c->max_payload) != 0 || c->max_payload == 0 ||
             c->max_payload > CONFIG_MAX_PAYLOAD_LIMIT)
-            return fail(ld, "'max_payload': '%s' is not a size between 1 and 1000000 bytes",
+            return cfg_fail(ld, "'max_payload': '%s' is not a size between 1 and 1000000 bytes",
                         value);
         return 1;
     }
     if (strcmp(key, "lookahead") == 0)
-        return set_duration(ld, &c->lookahead_ms, key, value, 100, 3600000);
+        return cfg_set_duration(ld, &c->lookahead_ms, key, value, 100, 3600000);
     if (strcmp(key, "drain_grace") == 0)
-        return set_duration(ld, &c->drain_grace_ms, key, value, 0, 3600000);
-    return unknown_key(ld, SEC_DAEMON, "daemon", key);
+        return cfg_set_duration(ld, &c->drain_grace_ms, key, value, 0, 3600000);
+    return cfg_unknown_key(ld, SEC_DAEMON, "daemon", key);
 }
 
 static int valid_auth(const char *value)
@@ -397,12 +378,12 @@ static int set_acl(struct load *ld, const char *value)
     size_t n;
     enum zk_acl_mode mode;
     if (config_parse_acl(value, &mode, &e, &n, msg, sizeof msg) != 0)
-        return fail(ld, "'acl': %s (expected open, creator or SCHEME:ID:PERMS,...)", msg);
+        return cfg_fail(ld, "'acl': %s (expected open, creator or SCHEME:ID:PERMS,...)", msg);
     free(c->zk_acl);
     c->zk_acl = e;
     c->nzk_acl = n;
     c->zk_acl_mode = mode;
-    return set_string(ld, &c->zk_acl_text, "acl", value);
+    return cfg_set_string(ld, &c->zk_acl_text, "acl", value);
 }
 
 /* Decimal 1 .. 65535 without a leading 0: the client reads ports with strtol(s, NULL, 0),
@@ -486,11 +467,11 @@ static int set_hosts(struct load *ld, const char *value)
 {
     char why[300];
     if (*value == '\0')
-        return fail(ld, "'hosts' must not be empty (expected HOST:PORT[,HOST:PORT...])");
+        return cfg_fail(ld, "'hosts' must not be empty (expected HOST:PORT[,HOST:PORT...])");
     if (check_connect_string(value, why, sizeof why) != 0)
-        return fail(ld, "'hosts': %s (expected HOST:PORT[,HOST:PORT...][/CHROOT], e.g. "
+        return cfg_fail(ld, "'hosts': %s (expected HOST:PORT[,HOST:PORT...][/CHROOT], e.g. "
                     "zk1:2181,zk2:2181)", why);
-    return set_string(ld, &ld->cfg->zk_hosts, "hosts", value);
+    return cfg_set_string(ld, &ld->cfg->zk_hosts, "hosts", value);
 }
 
 static int zookeeper_key(struct load *ld, const char *key, const char *value)
@@ -500,21 +481,21 @@ static int zookeeper_key(struct load *ld, const char *key, const char *value)
         return set_hosts(ld, value);
     if (strcmp(key, "root") == 0) {
         if (!valid_root(value))
-            return fail(ld, "'root': '%s' is not an absolute znode path like /deferd", value);
-        return set_string(ld, &c->zk_root, key, value);
+            return cfg_fail(ld, "'root': '%s' is not an absolute znode path like /deferd", value);
+        return cfg_set_string(ld, &c->zk_root, key, value);
     }
     if (strcmp(key, "session_timeout") == 0)
-        return set_duration(ld, &c->session_timeout_ms, key, value, 2000, 600000);
+        return cfg_set_duration(ld, &c->session_timeout_ms, key, value, 2000, 600000);
     if (strcmp(key, "auth") == 0) {
         if (!valid_auth(value))
-            return fail(ld, "'auth': expected SCHEME:CREDENTIALS, e.g. digest:user:secret");
-        return set_string(ld, &c->zk_auth, key, value);
+            return cfg_fail(ld, "'auth': expected SCHEME:CREDENTIALS, e.g. digest:user:secret");
+        return cfg_set_string(ld, &c->zk_auth, key, value);
     }
     if (strcmp(key, "auth_file") == 0)
-        return set_string(ld, &c->zk_auth_file, key, value);
+        return cfg_set_string(ld, &c->zk_auth_file, key, value);
     if (strcmp(key, "acl") == 0)
         return set_acl(ld, value);
-    return unknown_key(ld, SEC_ZOOKEEPER, "zookeeper", key);
+    return cfg_unknown_key(ld, SEC_ZOOKEEPER, "zookeeper", key);
 }
 
 /* "HOST:PORT" or "[IPV6]:PORT"; "" or "off" disables. The host is resolved at bind time. */
@@ -522,7 +503,7 @@ static int metrics_key(struct load *ld, const char *key, const char *value)
 {
     struct config *c = ld->cfg;
     if (strcmp(key, "listen") != 0)
-        return unknown_key(ld, SEC_METRICS, "metrics", key);
+        return cfg_unknown_key(ld, SEC_METRICS, "metrics", key);
     free(c->metrics_host);
     c->metrics_host = NULL;
     if (*value == '\0' || strcmp(value, "off") == 0)
@@ -536,15 +517,15 @@ static int metrics_key(struct load *ld, const char *key, const char *value)
     uint64_t port;
     char buf[128];
     if (!colon || n == 0 || n >= sizeof buf || units_parse_u64(colon + 1, 65535, &port) != 0)
-        return fail(ld, "'listen': '%s' is not HOST:PORT, e.g. 127.0.0.1:9464 (or off)", value);
+        return cfg_fail(ld, "'listen': '%s' is not HOST:PORT, e.g. 127.0.0.1:9464 (or off)", value);
     memcpy(buf, host, n);
     buf[n] = '\0';
     int v6 = host != value;
     if (strspn(buf, v6 ? "0123456789abcdefABCDEF:." : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
                          "qrstuvwxyz0123456789.-") != n)
-        return fail(ld, "'listen': bad host '%s' (IPv6 goes in brackets: [::1]:9464)", buf);
+        return cfg_fail(ld, "'listen': bad host '%s' (IPv6 goes in brackets: [::1]:9464)", buf);
     c->metrics_port = (unsigned)port;
-    return set_string(ld, &c->metrics_host, key, buf);
+    return cfg_set_string(ld, &c->metrics_host, key, buf);
 }
 
 static struct queue_config *find_queue(struct config *c, const char *name)
@@ -556,7 +537,7 @@ static struct queue_config *add_queue(struct load *ld, const char *name)
 {
     struct config *c = ld->cfg;
     if (!names_valid_queue(name)) {
-        fail(ld, "bad queue name '%s' (1-64 of A-Z a-z 0-9 _ . -, not starting with .)", name);
+        cfg_fail(ld, "bad queue name '%s' (1-64 of A-Z a-z 0-9 _ . -, not starting with .)", name);
         return NULL;
     }
     struct queue_config **grown = realloc(c->queues, (c->nqueues + 1) * sizeof *grown);
@@ -587,17 +568,17 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
     if (!q && !(q = add_queue(ld, qname)))
         return 0;
     if (strcmp(key, "priority") == 0)
-        return set_u32(ld, &q->priority, key, value, 0, UINT32_MAX);
+        return cfg_set_u32(ld, &q->priority, key, value, 0, UINT32_MAX);
     if (strcmp(key, "ttr") == 0)
-        return set_duration(ld, &q->ttr_ms, key, value, 1000, 86400000ULL * 7);
+        return cfg_set_duration(ld, &q->ttr_ms, key, value, 1000, 86400000ULL * 7);
     if (strcmp(key, "max_attempts") == 0)
-        return set_u32(ld, &q->max_attempts, key, value, 1, UINT32_MAX);
+        return cfg_set_u32(ld, &q->max_attempts, key, value, 1, UINT32_MAX);
     if (strcmp(key, "max_pending") == 0)
-        return get_number(ld, key, value, 0, 1000000000000ULL, &q->max_pending);
+        return cfg_get_number(ld, key, value, 0, 1000000000000ULL, &q->max_pending);
     if (strcmp(key, "backoff_min") == 0 || strcmp(key, "backoff_max") == 0) {
         int min = strcmp(key, "backoff_min") == 0;
         q->backoff_line = ld->line; /* compared once both are known: validate_backoff() */
-        return set_duration(ld, min ? &q->backoff_min_ms : &q->backoff_max_ms, key, value, 0,
+        return cfg_set_duration(ld, min ? &q->backoff_min_ms : &q->backoff_max_ms, key, value, 0,
                             min ? 86400000 : 86400000ULL * 30);
     }
     int producers = strcmp(key, "producers") == 0;
@@ -605,15 +586,15 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         char err[200];
         if (access_parse(value, producers ? &q->producers : &q->consumers, err,
                          sizeof err) != 0)
-            return fail(ld, "'%s': %s", key, err);
+            return cfg_fail(ld, "'%s': %s", key, err);
         return 1;
     }
     if (strcmp(key, "key_retention") == 0)
-        return set_duration(ld, &q->key_retention_ms, key, value, 0, 86400000ULL * 3650);
+        return cfg_set_duration(ld, &q->key_retention_ms, key, value, 0, 86400000ULL * 3650);
     if (strcmp(key, "pack_after") == 0 || strcmp(key, "pack_window") == 0) {
         int after = key[5] == 'a';
         q->pack_line = ld->line; /* checked against lookahead: validate_packs() */
-        return set_duration(ld, after ? &q->pack_after_ms : &q->pack_window_ms, key, value,
+        return cfg_set_duration(ld, after ? &q->pack_after_ms : &q->pack_window_ms, key, value,
                             after ? 0 : 1000, after ? 86400000ULL * 365 : 10000000);
     }
     if (strcmp(key, "format") == 0) {
@@ -624,7 +605,7 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         else if (strcmp(value, "curator-priority") == 0)
             q->format = QF_CURATOR_PRIORITY;
         else
-            return fail(ld, "'format': '%s' is not native, curator-delay or curator-priority",
+            return cfg_fail(ld, "'format': '%s' is not native, curator-delay or curator-priority",
                         value);
         return 1;
     }
@@ -632,7 +613,7 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
     if (queue_path || strcmp(key, "curator_lock_path") == 0) {
         char *dst = queue_path ? q->curator_path : q->curator_lock_path;
         if (!valid_root(value) || strlen(value) >= CURATOR_PATH_MAX)
-            return fail(ld, "'%s': '%s' is not an absolute znode path like /jobs/delay", key,
+            return cfg_fail(ld, "'%s': '%s' is not an absolute znode path like /jobs/delay", key,
                         value);
         snprintf(dst, CURATOR_PATH_MAX, "%s", value);
         return 1;
@@ -643,13 +624,13 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
             q->curator_delete_corrupt = del;
             return 1;
         }
-        return fail(ld, "'curator_corrupt': '%s' is not skip or delete", value);
+        return cfg_fail(ld, "'curator_corrupt': '%s' is not skip or delete", value);
     }
     if (strcmp(key, "backoff_jitter") == 0) /* percent */
-        return set_u32(ld, &q->backoff_jitter, key, value, 0, 100);
+        return cfg_set_u32(ld, &q->backoff_jitter, key, value, 0, 100);
     char shown[QUEUE_NAME_MAX + 8];
     snprintf(shown, sizeof shown, "queue %s", qname);
-    return unknown_key(ld, SEC_QUEUE, shown, key);
+    return cfg_unknown_key(ld, SEC_QUEUE, shown, key);
 }
 
 /* inih does not report empty sections, so the line reader sees headers itself. */
@@ -659,11 +640,13 @@ static void on_section(struct load *ld, const char *section)
         ld->zk_line = ld->line;
     else if (strncmp(section, "queue ", 6) == 0) {
         if (find_queue(ld->cfg, section + 6))
-            fail(ld, "duplicate section [%s]", section);
+            cfg_fail(ld, "duplicate section [%s]", section);
         else
             add_queue(ld, section + 6);
+    } else if (strncmp(section, "schedule ", 9) == 0) {
+        cfg_schedule_section(ld, section + 9);
     } else if (strcmp(section, "daemon") != 0 && strcmp(section, "metrics") != 0)
-        fail(ld, "unknown section [%s]", section);
+        cfg_fail(ld, "unknown section [%s]", section);
 }
 
 /* Keys already seen, as "section\nkey", to reject duplicates. */
@@ -691,9 +674,9 @@ static int on_entry(void *user, const char *section, const char *key, const char
     if (!ld->overriding && *section && strncmp(section, ld->section, strlen(section)) == 0)
         section = ld->section; /* "[queue <a long name>]": not the name inih cut short */
     if (*section == '\0')
-        return fail(ld, "key '%s' outside of any section", key);
+        return cfg_fail(ld, "key '%s' outside of any section", key);
     if (!ld->overriding && seen_before(ld, section, key))
-        return fail(ld, "duplicate key '%s' in section [%s]", key, section);
+        return cfg_fail(ld, "duplicate key '%s' in section [%s]", key, section);
     if (strcmp(section, "daemon") == 0)
         return daemon_key(ld, key, value);
     if (strcmp(section, "zookeeper") == 0)
@@ -702,6 +685,8 @@ static int on_entry(void *user, const char *section, const char *key, const char
         return metrics_key(ld, key, value);
     if (strncmp(section, "queue ", 6) == 0)
         return queue_key(ld, section + 6, key, value);
+    if (strncmp(section, "schedule ", 9) == 0)
+        return cfg_schedule_key(ld, section + 9, key, value);
     return 0; /* unknown section: reported at its header */
 }
 
@@ -713,13 +698,13 @@ static void check_header(struct load *ld, const char *line)
         return;
     const char *end = strchr(line, ']');
     if (!end) {
-        fail(ld, "section header without ']'");
+        cfg_fail(ld, "section header without ']'");
         return;
     }
     char name[128];
     size_t n = (size_t)(end - line - 1);
     if (n >= sizeof name) {
-        fail(ld, "section name too long");
+        cfg_fail(ld, "section name too long");
         return;
     }
     memcpy(name, line + 1, n);
@@ -748,12 +733,12 @@ static char *read_line(char *buf, int size, void *stream)
     char *s = fgets(buf, size, ld->fp);
     /* NULL is also a read error: a directory (EISDIR) or EIO is not an empty file. */
     if (!s && ferror(ld->fp))
-        fail(ld, "cannot read: %s", strerror(errno));
+        cfg_fail(ld, "cannot read: %s", strerror(errno));
     if (s) {
         ld->line++;
         size_t n = strlen(s);
         if (n > 0 && s[n - 1] != '\n' && !feof(ld->fp)) {
-            fail(ld, "line too long (at most 199 bytes)");
+            cfg_fail(ld, "line too long (at most 199 bytes)");
             return NULL;
         }
         cut_hash_comment(s);
@@ -790,7 +775,7 @@ static int defaults(struct config *c, const char *path)
 }
 
 #define OVERRIDE_FORMS "daemon.KEY=VALUE, zookeeper.KEY=VALUE, metrics.KEY=VALUE, " \
-                       "queue.NAME.KEY=VALUE or \"queue NAME.KEY=VALUE\""
+                       "queue.NAME.KEY=VALUE or \"queue NAME.KEY=VALUE\", schedule.NAME.KEY=VALUE"
 
 /* "section.key=value", the key after the last dot. A queue's section is "queue.NAME" or,
  * as in the file, "queue NAME"; its name may hold dots itself (queue.a.b.ttr=5s). */
@@ -808,15 +793,19 @@ static int apply_override(struct load *ld, const char *o)
         dot = strrchr(buf, '.');
     }
     if (!dot || dot == buf || dot[1] == '\0')
-        return fail(ld, "expected SECTION.KEY=VALUE: " OVERRIDE_FORMS), -1;
+        return cfg_fail(ld, "expected SECTION.KEY=VALUE: " OVERRIDE_FORMS), -1;
     *dot = '\0';
     if (strncmp(buf, "queue.", 6) == 0)
         buf[5] = ' ';
-    int queue = strncmp(buf, "queue ", 6) == 0;
-    if (!queue && strcmp(buf, "daemon") && strcmp(buf, "zookeeper") && strcmp(buf, "metrics"))
-        return fail(ld, "unknown section [%s]; -o takes " OVERRIDE_FORMS, buf), -1;
-    if (queue && !find_queue(ld->cfg, buf + 6))
-        on_section(ld, buf); /* -o may define a queue the file lacks */
+    if (strncmp(buf, "schedule.", 9) == 0)
+        buf[8] = ' ';
+    int queue = strncmp(buf, "queue ", 6) == 0, sched = strncmp(buf, "schedule ", 9) == 0;
+    if (!queue && !sched && strcmp(buf, "daemon") && strcmp(buf, "zookeeper") &&
+        strcmp(buf, "metrics"))
+        return cfg_fail(ld, "unknown section [%s]; -o takes " OVERRIDE_FORMS, buf), -1;
+    if ((queue && !find_queue(ld->cfg, buf + 6)) ||
+        (sched && !config_schedule(ld->cfg, buf + 9)))
+        on_section(ld, buf); /* -o may define a queue or schedule the file lacks */
     ld->overriding = 1;
     if (!ld->failed)
         on_entry(ld, buf, dot + 1, eq + 1);
@@ -834,13 +823,13 @@ static int validate_curator(struct load *ld, const struct queue_config *q)
     if (q->format == QF_NATIVE) {
         if (!*p && !*l)
             return 0;
-        return fail_at(ld, q->line, "[queue %s]: curator_path and curator_lock_path need "
+        return cfg_fail_at(ld, q->line, "[queue %s]: curator_path and curator_lock_path need "
                        "format = curator-delay or curator-priority", q->name);
     }
     if (!*p)
-        return fail_at(ld, q->line, "missing required key 'curator_path' for a Curator queue");
+        return cfg_fail_at(ld, q->line, "missing required key 'curator_path' for a Curator queue");
     if (*l && (strcmp(l, p) == 0 || (strncmp(l, p, n) == 0 && l[n] == '/'))) {
-        return fail_at(ld, q->line, "[queue %s]: curator_lock_path must not be curator_path "
+        return cfg_fail_at(ld, q->line, "[queue %s]: curator_lock_path must not be curator_path "
                        "or inside it", q->name);
     }
     return 0;
@@ -852,9 +841,9 @@ static int validate_backoff(struct load *ld, const struct queue_config *q)
     char lo[32], hi[32];
     if (q->backoff_min_ms <= q->backoff_max_ms)
         return 0;
-    format_ms(q->backoff_min_ms, lo, sizeof lo);
-    format_ms(q->backoff_max_ms, hi, sizeof hi);
-    return fail_at(ld, q->backoff_line ? q->backoff_line : q->line, "[queue %s]: backoff_min "
+    cfg_format_ms(q->backoff_min_ms, lo, sizeof lo);
+    cfg_format_ms(q->backoff_max_ms, hi, sizeof hi);
+    return cfg_fail_at(ld, q->backoff_line ? q->backoff_line : q->line, "[queue %s]: backoff_min "
                    "%s is above backoff_max %s (the first retry delay cannot exceed its cap: "
                    "raise backoff_max or lower backoff_min)", q->name, lo, hi);
 }
@@ -866,7 +855,7 @@ static int validate_packs(struct load *ld, struct queue_config *q)
     char after[32], look[32];
     int line = q->pack_line ? q->pack_line : q->line;
     if (10000000 % q->pack_window_ms != 0)
-        return fail_at(ld, line, "[queue %s]: pack_window must divide 10000s (e.g. 10s, "
+        return cfg_fail_at(ld, line, "[queue %s]: pack_window must divide 10000s (e.g. 10s, "
                        "100s, 1000s, 2000s, 5000s or 10000s)", q->name);
     if (q->pack_after_ms == 0 || q->pack_after_ms >= 2 * ld->cfg->lookahead_ms + 2000)
         return 0;
@@ -874,9 +863,9 @@ static int validate_packs(struct load *ld, struct queue_config *q)
         q->pack_after_ms = 2 * ld->cfg->lookahead_ms + 2000;
         return 0;
     }
-    format_ms(q->pack_after_ms, after, sizeof after);
-    format_ms(2 * ld->cfg->lookahead_ms + 2000, look, sizeof look);
-    return fail_at(ld, line, "[queue %s]: pack_after %s is too close: it must be at least %s "
+    cfg_format_ms(q->pack_after_ms, after, sizeof after);
+    cfg_format_ms(2 * ld->cfg->lookahead_ms + 2000, look, sizeof look);
+    return cfg_fail_at(ld, line, "[queue %s]: pack_after %s is too close: it must be at least %s "
                    "(twice [daemon] lookahead plus 2s), or 0 to never pack", q->name, after,
                    look);
 }
@@ -894,7 +883,7 @@ static int read_auth_file(struct load *ld, int line)
         int e = errno;
         if (fd >= 0)
             close(fd);
-        return fail_at(ld, line, "auth_file %s: cannot open: %s", f, strerror(e));
+        return cfg_fail_at(ld, line, "auth_file %s: cannot open: %s", f, strerror(e));
     }
     const char *why = !S_ISREG(st.st_mode)         ? "is not a regular file"
                       : st.st_uid != geteuid()     ? "is not owned by the user deferd runs as"
@@ -910,10 +899,10 @@ static int read_auth_file(struct load *ld, int line)
     if (!why && !valid_auth(buf))
         why = "does not start with a line SCHEME:CREDENTIALS, e.g. digest:user:secret";
     if (why)
-        return fail_at(ld, line, "auth_file %s %s", f, why);
+        return cfg_fail_at(ld, line, "auth_file %s %s", f, why);
     c->zk_auth = strdup(buf);
     memset(buf, 0, sizeof buf);
-    return c->zk_auth ? 0 : fail_at(ld, 0, "out of memory");
+    return c->zk_auth ? 0 : cfg_fail_at(ld, 0, "out of memory");
 }
 
 static int validate_zookeeper(struct load *ld)
@@ -921,11 +910,11 @@ static int validate_zookeeper(struct load *ld)
     struct config *c = ld->cfg;
     int line = ld->zk_line;
     if (c->zk_auth && c->zk_auth_file)
-        return fail_at(ld, line, "[zookeeper]: auth and auth_file are mutually exclusive");
+        return cfg_fail_at(ld, line, "[zookeeper]: auth and auth_file are mutually exclusive");
     if (c->zk_auth_file && read_auth_file(ld, line) != 0)
         return -1;
     if (c->zk_acl_mode == ZK_ACL_CREATOR && !c->zk_auth)
-        return fail_at(ld, line, "[zookeeper]: acl = creator needs auth or auth_file (the "
+        return cfg_fail_at(ld, line, "[zookeeper]: acl = creator needs auth or auth_file (the "
                        "creator is the authenticated identity)");
     return 0;
 }
@@ -934,12 +923,12 @@ static int validate(struct load *ld)
 {
     struct config *c = ld->cfg;
     if (!c->zk_hosts && !ld->zk_line)
-        return fail_at(ld, 0, "missing section [zookeeper] (it needs hosts = HOST:PORT,...)");
+        return cfg_fail_at(ld, 0, "missing section [zookeeper] (it needs hosts = HOST:PORT,...)");
     if (!c->zk_hosts)
-        return fail_at(ld, ld->zk_line, "missing required key 'hosts' in [zookeeper] "
+        return cfg_fail_at(ld, ld->zk_line, "missing required key 'hosts' in [zookeeper] "
                        "(hosts = HOST:PORT,...)");
     if (c->nqueues == 0)
-        return fail_at(ld, 0, "missing section [queue NAME]: at least one queue is needed, "
+        return cfg_fail_at(ld, 0, "missing section [queue NAME]: at least one queue is needed, "
                        "e.g. [queue emails]");
     if (validate_zookeeper(ld) != 0)
         return -1;
@@ -950,11 +939,11 @@ static int validate(struct load *ld)
             return -1;
         for (size_t j = 0; j < i && q->curator_path[0]; j++) {
             if (strcmp(q->curator_path, c->queues[j]->curator_path) == 0)
-                return fail_at(ld, q->line, "[queue %s]: curator_path %s is already the path of "
+                return cfg_fail_at(ld, q->line, "[queue %s]: curator_path %s is already the path of "
                                "queue %s", q->name, q->curator_path, c->queues[j]->name);
         }
     }
-    return 0;
+    return cfg_validate_schedules(ld);
 }
 
 int config_load(const char *path, const char *const *overrides, size_t noverrides,
@@ -1012,6 +1001,7 @@ void config_free(struct config *cfg)
         free(cfg->queues[i]);
     }
     free(cfg->queues);
+    cfg_free_schedules(cfg);
     memset(cfg, 0, sizeof *cfg);
 }
 

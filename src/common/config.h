@@ -4,8 +4,10 @@
 
 #include <stddef.h>
 
-#include "access.h"
 #include <stdint.h>
+
+#include "access.h"
+#include "cron.h"
 
 #include "log.h"
 #include "names.h" /* QUEUE_NAME_MAX */
@@ -45,6 +47,35 @@ struct queue_config {
     char curator_path[CURATOR_PATH_MAX];      /* Curator's queuePath ("" when native) */
     char curator_lock_path[CURATOR_PATH_MAX]; /* Curator's lockPath ("" when none) */
     int curator_delete_corrupt; /* delete undecodable items (as Curator does); else skip */
+};
+
+/* [schedule NAME]: a recurring job (docs/schedules.md). Its occurrences are the instants
+ * of a cron expression in a time zone, or of a fixed interval from an anchor. */
+#define SCHEDULE_NAME_MAX 40 /* its keys "<name>:<ms>[:m<count>]" stay within 64 bytes */
+enum schedule_misfire { MISFIRE_SKIP, MISFIRE_ONCE, MISFIRE_ALL };
+enum schedule_overlap { OVERLAP_ALLOW, OVERLAP_SKIP };
+struct schedule_config {
+    char name[SCHEDULE_NAME_MAX + 1];
+    int line;                   /* where its section starts */
+    char queue[QUEUE_NAME_MAX + 1];
+    unsigned char *payload;     /* malloc'd (payload or payload_file's contents) */
+    size_t len;
+    char *payload_file;         /* NULL: inline */
+    int has_prio, has_ttr;      /* else the queue's */
+    uint32_t priority;
+    uint64_t ttr_ms;
+    char cron[128];             /* "" when every */
+    struct cron_expr cron_expr;
+    uint64_t every_ms;          /* 0 when cron */
+    uint64_t anchor_ms;         /* every: occurrences are anchor + k * every */
+    char timezone[64];
+    struct tzone *tz;           /* cron only: loaded from the tz database */
+    uint64_t jitter_ms;         /* each occurrence's delay, 0 .. jitter, the same everywhere */
+    enum schedule_misfire misfire;
+    uint64_t misfire_grace_ms;  /* missed occurrences older than this are skipped */
+    enum schedule_overlap overlap;
+    uint64_t ahead_ms;          /* how long before its instant an occurrence is put */
+    int has_ahead;
 };
 
 /* [zookeeper] acl: the ACL on every znode deferd and deferctl create (zkacl.h builds it).
@@ -93,6 +124,9 @@ struct config {
      * moving those the daemon's parts point to */
     struct queue_config **queues;
     size_t nqueues;
+    /* [schedule NAME], in file order; each allocated on its own */
+    struct schedule_config **schedules;
+    size_t nschedules;
 };
 
 /* Loads PATH, then applies overrides "section.key=value" (e.g. "zookeeper.hosts=h:2181";
@@ -102,6 +136,7 @@ int config_load(const char *path, const char *const *overrides, size_t noverride
                 struct config *cfg, char *err, size_t errlen);
 void config_free(struct config *cfg);
 const struct queue_config *config_queue(const struct config *cfg, const char *name);
+const struct schedule_config *config_schedule(const struct config *cfg, const char *name);
 /* [zookeeper] auth "scheme:credentials" split for zoo_add_auth: the scheme into SCHEME, a
  * pointer to the credentials returned (NULL when no auth is configured). */
 const char *config_auth(const struct config *cfg, char *scheme, size_t len);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "layout.h"
+#include "schedule.h"
 
 struct admin;
 
@@ -120,5 +121,19 @@ int admin_layout_set(struct admin *a, int version, int *changed, char *err, size
 /* Packs waiting in QUEUE, counted from each window directory's numChildren. */
 int admin_pack_count(struct admin *a, const char *queue, long long *packs, char *err,
                      size_t errlen);
+
+/* A schedule's state in ZooKeeper (admin_schedules.c, docs/schedules.md). */
+struct schedule_config;
+struct admin_schedule {
+    int present;            /* <root>/schedules/<name> exists */
+    int parsed;             /* and holds a schedule's state (else: a foreign node) */
+    struct schedule_state st;
+    int64_t mtime;          /* when a daemon last wrote it (ZooKeeper's clock, ms) */
+    enum { ADMIN_KEY_NONE, ADMIN_KEY_LIVE, ADMIN_KEY_KEPT, ADMIN_KEY_GONE } key;
+    char job[LAYOUT_ID_MAX + 1]; /* LIVE: the id of the latest job put, pending or held */
+    int64_t acked_ms;       /* KEPT: when it was acked */
+};
+int admin_schedule(struct admin *a, const struct schedule_config *sc, struct admin_schedule *o,
+                   char *err, size_t errlen);
 
 #endif

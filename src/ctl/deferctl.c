@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <sys/un.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -43,7 +42,9 @@ static void main_usage(FILE *f)
           "  pause       stop deliveries of a queue on every daemon (puts still work)\n"
           "  resume      let a paused queue deliver again\n"
           "  dead        list, show, kick or delete dead-lettered jobs\n"
-          "  layout      show the root's ZooKeeper layout version, or --upgrade it to packs\n\n"
+          "  layout      show the root's ZooKeeper layout version, or --upgrade it to packs\n"
+          "  schedules   list the config's schedules, their next occurrences and last put\n"
+          "  schedule run NAME  put one extra occurrence of a schedule now\n\n"
           "Options:\n"
           "  -s, --socket PATH  deferd socket (default: $DEFERD_SOCKET, else "
           DEFERD_DEFAULT_SOCKET ")\n"
@@ -228,13 +229,7 @@ static int cmd_put(const char *sock, int argc, char **argv)
     rc = EXIT_FAIL;
     if (c) {
         deferd_put_item it = { .queue = a.queue, .payload = data, .len = len, .opts = a.opts };
-        int err;
-        for (int tries = 0;; tries++) {
-            err = deferd_put_one(c, &it);
-            if (!ctl_zk_starting(c, err, tries))
-                break;
-            poll(NULL, 0, 100);
-        }
+        int err = ctl_put_one(c, &it);
         rc = err == DEFERD_OK ? EXIT_OK : ctl_lib_fail(c, "put", err);
         if (err == DEFERD_OK)
             put_done(&it, a.json);
@@ -388,6 +383,8 @@ static const struct command commands[] = {
     { "pause", ctl_cmd_pause, ctl_pause_usage, "deferctl: pause", 0 },
     { "resume", ctl_cmd_resume, ctl_pause_usage, "deferctl: resume", 0 },
     { "layout", ctl_cmd_layout, ctl_layout_usage, "deferctl: layout", 0 },
+    { "schedules", ctl_cmd_schedules, ctl_schedules_usage, "deferctl: schedules", 0 },
+    { "schedule", ctl_cmd_schedule, ctl_schedules_usage, "deferctl: schedule", 1 },
     { NULL, NULL, NULL, NULL, 0 },
 };
 

@@ -29,6 +29,10 @@ void ctl_pause_usage(FILE *f);
 int ctl_cmd_layout(const char *sock, int argc, char **argv); /* deferctl_layout.c */
 void ctl_layout_usage(FILE *f);
 
+int ctl_cmd_schedules(const char *sock, int argc, char **argv); /* deferctl_schedules.c */
+int ctl_cmd_schedule(const char *sock, int argc, char **argv);
+void ctl_schedules_usage(FILE *f);
+
 int ctl_cmd_resume(const char *sock, int argc, char **argv);
 
 /* An admin_* result as an exit status, its message printed (deferctl_admin.c). */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,17 @@ int ctl_zk_starting(deferd_client *c, int err, int tries)
     return err == DEFERD_ESERVER && tries < 50 &&
            strcmp(deferd_last_error_code(c), "UNAVAILABLE") == 0 &&
            strstr(deferd_last_error(c), "not connected to ZooKeeper") != NULL;
+}
+
+int ctl_put_one(deferd_client *c, deferd_put_item *it)
+{
+    int err;
+    for (int tries = 0;; tries++) {
+        err = deferd_put_one(c, it);
+        if (!ctl_zk_starting(c, err, tries))
+            return err;
+        poll(NULL, 0, 100);
+    }
 }
 
 /* ---- ZooKeeper sessions of the operator commands (admin.c) ---- */

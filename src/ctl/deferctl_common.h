@@ -38,6 +38,8 @@ int ctl_read_path(const char *path, char **out, size_t *len);
 /* Worth trying again: the daemon is still opening its ZooKeeper session (nothing was
  * stored). Other UNAVAILABLE answers may mean the job was stored: never retried. */
 int ctl_zk_starting(deferd_client *c, int err, int tries);
+/* deferd_put_one(), tried again while ctl_zk_starting() says so. */
+int ctl_put_one(deferd_client *c, deferd_put_item *it);
 
 /* The one time syntax of --at, --from, --until and put --batch's at= (units_parse_time_ms). */
 #define TIME_FORMS "epoch ms, 2026-11-23T10:00:05Z, now, now+5m, now-1h"

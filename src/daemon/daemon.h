@@ -15,6 +15,7 @@ struct pending;
 struct keysweep;
 struct unpacker;
 struct packer;
+struct scheduler;
 struct drain;
 struct notify;
 struct metrics;
@@ -32,6 +33,7 @@ struct deferd {
     struct keysweep *keysweep; /* deletes kept keys past key_retention */
     struct unpacker *unpacker; /* turns ripe packs into job znodes */
     struct packer *packer;     /* far-future puts into packs */
+    struct scheduler *scheduler; /* [schedule NAME]: recurring occurrences */
     struct drain *drain;       /* set once SIGTERM/SIGINT started the drain */
     struct notify *notify;     /* sd_notify to the service manager */
     struct metrics *metrics;   /* metrics.h */

@@ -27,6 +27,10 @@
 #include "unpacker.h"
 #include "pending.h"
 #include "reload.h"
+#include "schedule.h"
+#include "tzone.h"
+#include "units.h"
+#include "scheduler.h"
 #include "server.h"
 #include "session.h"
 #include "zkstore.h"
@@ -55,7 +59,9 @@ static void usage(FILE *out)
             "  -o, --set S.K=V     override one config value: daemon.KEY=V, zookeeper.KEY=V,\n"
             "                      metrics.KEY=V, queue.NAME.KEY=V (or \"queue NAME.KEY=V\"),\n"
             "                      e.g. -o zookeeper.hosts=h:2181 -o queue.emails.ttr=5m\n"
+            "                      schedule.NAME.KEY=V\n"
             "      --check-config  validate the configuration and exit (0 valid, 2 invalid)\n"
+            "      --next NAME     with --check-config: the next 10 occurrences of schedule NAME\n"
             "  -h, --help          this text\n"
             "  -V, --version       print the version and exit\n"
             "See deferd(8) in docs/deferd.md.\n");
@@ -98,6 +104,7 @@ struct options {
     const char *overrides[MAX_OVERRIDES];
     size_t noverrides;
     int check_only;
+    const char *next;           /* --next NAME */
 };
 
 /* SIGHUP reloads the file: what reload_config() needs beyond the daemon. */
@@ -115,13 +122,40 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     reload_config(h->d, h->cfg, h->o->overrides, h->o->noverrides);
 }
 
+/* --check-config --next NAME: the schedule's next occurrences, for a human to check. */
+static int print_next(const struct config *cfg, const char *name)
+{
+    const struct schedule_config *sc = config_schedule(cfg, name);
+    if (!sc) {
+        fprintf(stderr, "deferd: %s: no [schedule %s]\n", cfg->path, name);
+        return 2;
+    }
+    if (sc->cron[0])
+        printf("schedule %s (queue %s): cron %s, time zone %s\n", name, sc->queue, sc->cron,
+               sc->timezone);
+    else
+        printf("schedule %s (queue %s): every %llu ms from %llu\n", name, sc->queue,
+               (unsigned long long)sc->every_ms, (unsigned long long)sc->anchor_ms);
+    int64_t t = units_wall_ms();
+    for (int i = 0; i < 10 && schedule_next(sc, t, &t) == 0; i++) {
+        char local[96], utc[40];
+        tzone_format(sc->tz, t / 1000, local, sizeof local);
+        units_format_time(t, utc, sizeof utc);
+        printf("  %s  %s", local, utc);
+        if (sc->jitter_ms)
+            printf("  (due +%llu ms of jitter)", (unsigned long long)schedule_jitter(sc, t));
+        printf("\n");
+    }
+    return 0;
+}
+
 /* Returns -1 to continue, or an exit status. */
 static int parse_args(int argc, char **argv, struct options *o)
 {
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 'o'},
         {"check-config", no_argument, NULL, 'C'}, {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
+        {"version", no_argument, NULL, 'V'}, {"next", required_argument, NULL, 'N'},
         {NULL, 0, NULL, 0},
     };
     static char name[] = "deferd";
@@ -141,10 +175,15 @@ static int parse_args(int argc, char **argv, struct options *o)
             o->overrides[o->noverrides++] = optarg;
             break;
         case 'C': o->check_only = 1; break;
+        case 'N': o->next = optarg; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("deferd %s\n", DEFERD_VERSION); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    if (o->next && !o->check_only) {
+        fprintf(stderr, "deferd: --next goes with --check-config\n");
+        return 2;
     }
     if (optind != argc) {
         fprintf(stderr, "deferd: unexpected argument '%s'\n", argv[optind]);
@@ -192,8 +231,9 @@ static int run(struct deferd *d)
     d->keysweep = keysweep_new(d);
     d->unpacker = unpacker_new(d);
     d->packer = d->dispatcher ? packer_new(d->dispatcher) : NULL;
+    d->scheduler = d->packer ? scheduler_new(d) : NULL;
     if (!d->mirror || !d->dispatcher || !d->session || !d->pending || !d->keysweep ||
-        !d->unpacker || !d->packer)
+        !d->unpacker || !d->packer || !d->scheduler)
         goto out;
     d->server = server_new(d, commands_handle);
     if (!d->server || metrics_http_new(d, &d->metrics_http) != 0)
@@ -209,6 +249,7 @@ out:
     dispatcher_close(d->dispatcher);
     zkstore_free(d->zs);      /* ends the session: remaining locks vanish at once */
     packer_free(d->packer);   /* its writes answered by the store's close */
+    scheduler_free(d->scheduler);
     dispatcher_free(d->dispatcher);
     mirror_free(d->mirror);
     session_free(d->session);
@@ -240,9 +281,11 @@ int main(int argc, char **argv)
         return 2;
     }
     if (o.check_only) {
-        printf("%s: ok (%zu queue(s))\n", o.config, cfg.nqueues);
+        rc = o.next ? print_next(&cfg, o.next)
+                    : (printf("%s: ok (%zu queue(s), %zu schedule(s))\n", o.config, cfg.nqueues,
+                              cfg.nschedules), 0);
         config_free(&cfg);
-        return 0;
+        return rc;
     }
     log_set_level(cfg.log_level);
     log_configure("deferd", cfg.log_target, cfg.log_facility, cfg.log_timestamps);

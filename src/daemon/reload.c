@@ -11,6 +11,7 @@
 #include "log.h"
 #include "pause.h"
 #include "pending.h"
+#include "scheduler.h"
 #include "zklog.h"
 
 static int same(const char *a, const char *b)
@@ -209,6 +210,19 @@ static void apply_queues(struct deferd *d, struct config *live, struct config *n
     }
 }
 
+/* The schedules are the file's as they are now: the scheduler takes the new sections on
+ * (by name) before the old ones are freed with NEXT. */
+static void apply_schedules(struct deferd *d, struct config *live, struct config *next)
+{
+    struct schedule_config **v = live->schedules;
+    size_t n = live->nschedules;
+    live->schedules = next->schedules;
+    live->nschedules = next->nschedules;
+    next->schedules = v;
+    next->nschedules = n;
+    scheduler_reload(d->scheduler);
+}
+
 int reload_config(struct deferd *d, struct config *live, const char *const *overrides,
                   size_t noverrides)
 {
@@ -221,6 +235,7 @@ int reload_config(struct deferd *d, struct config *live, const char *const *over
     apply_logging(live, &next);
     check_restart_keys(live, &next);
     apply_queues(d, live, &next);
+    apply_schedules(d, live, &next);
     pending_reloaded(d->pending);
     log_info("reload: %s applied; %zu queue(s)", live->path, live->nqueues);
     config_free(&next);

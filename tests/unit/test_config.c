@@ -453,12 +453,51 @@ static void auth_file(void)
     CHECK_CONTAINS(err, "cannot open");
 }
 
+/* [schedule NAME]: what a daemon runs, and every mistake named at its line. */
+static void schedules(void)
+{
+    struct config cfg;
+    char err[512];
+    CHECK(load_text(BASE "[queue r]\n[schedule nightly]\nqueue = r\ncron = 30 2 * * *\n"
+                    "timezone = Europe/Berlin\npayload = go\n[schedule feeds]\nqueue = r\n"
+                    "every = 5m\nanchor = 2026-01-01T00:00Z\noverlap = skip\n", NULL, 0, &cfg,
+                    err, sizeof err) == 0);
+    CHECK(cfg.nschedules == 2);
+    const struct schedule_config *n = config_schedule(&cfg, "nightly");
+    const struct schedule_config *f = config_schedule(&cfg, "feeds");
+    CHECK(n && f && n->len == 2 && n->misfire == MISFIRE_ONCE && n->ahead_ms == 10000);
+    CHECK(f && f->every_ms == 300000 && f->anchor_ms == 1767225600000ULL && f->ahead_ms == 250);
+    config_free(&cfg);
+    static const char *const ov[] = {"schedule.x.queue=r", "schedule.x.every=1s"};
+    CHECK(load_text(BASE "[queue r]\n", ov, 2, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.nschedules == 1 && config_schedule(&cfg, "x")->every_ms == 1000);
+    config_free(&cfg);
+    expect_error(BASE "[queue r]\n[schedule s]\nqueue = r\n", 6, "exactly one of cron");
+    expect_error(BASE "[queue r]\n[schedule s]\nqueue = r\ncron = * * *\n", 8, "'cron':");
+    expect_error(BASE "[queue r]\n[schedule s]\nqueue = q\nevery = 1s\n", 6,
+                 "no [queue q] is configured");
+    expect_error(BASE "[queue r]\n[schedule s]\nqueue = r\ncron = 0 3 * * *\n"
+                 "timezone = Mars/Base\n", 9, "'timezone':");
+    expect_error(BASE "[queue r]\n[schedule s]\nqueue = r\nevery = 1s\ntimezone = UTC\n", 6,
+                 "timezone applies to cron only");
+    expect_error(BASE "[queue r]\n[schedule s]\nqueue = r\nevery = 1s\noverlap = skip\n"
+                 "ahead = 800ms\n", 6, "at most half the interval");
+    expect_error(BASE "[queue r]\n[schedule _s]\n", 6, "bad schedule name");
+    expect_error(BASE "[queue r]\n[schedule s]\nqueue = r\nmisfire = twice\n", 8,
+                 "not skip, once or all");
+    expect_error(BASE "[queue r]\n[schedule s]\nqueue = r\nmisfir = once\n", 8,
+                 "did you mean 'misfire'?");
+    expect_error(BASE "[queue r]\n[schedule s]\nqueue = r\npayload_file = /nonexistent\n", 8,
+                 "'payload_file': /nonexistent");
+}
+
 int main(void)
 {
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     close(fd);
     sample();
+    schedules();
     curator_queue();
     overrides();
     queue_overrides();

@@ -669,6 +669,8 @@ struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name)
 
 struct consumer_ring *dispatcher_ring(struct dqueue *q) { return &q->ring; }
 
+struct txnbatch *dispatcher_puts(struct dispatcher *ds) { return ds->puts; }
+
 int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc)
 {
     struct dqueue **grown = realloc(ds->queues, (ds->nqueues + 1) * sizeof *grown);

@@ -19,6 +19,7 @@ struct queue_config;
 struct foreign_format;
 
 struct dispatcher;
+struct txnbatch;
 
 struct dispatcher *dispatcher_new(struct deferd *d);
 /* At exit, before the store closes: transactions not sent yet fail (ZCLOSING). */
@@ -30,6 +31,8 @@ struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name);
 /* A queue added by a reload; QC must stay where it is for the dispatcher's lifetime. */
 int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc);
 struct consumer_ring *dispatcher_ring(struct dqueue *q);
+/* Where puts go (putset_send), for those that put jobs of their own (schedules). */
+struct txnbatch *dispatcher_puts(struct dispatcher *ds);
 
 /* From the command table (socket/commands.c); requests that change jobs have their own
  * headers: put.h, settle.h, cancel.h. */
