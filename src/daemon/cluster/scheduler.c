@@ -267,7 +267,8 @@ static int write_plan(struct sched *s, struct plan *p)
         p->items[i].payload = malloc(s->sc->len ? s->sc->len : 1);
         if (!p->items[i].payload)
             return ZSYSTEMERROR;
-        memcpy(p->items[i].payload, s->sc->payload, s->sc->len);
+        if (s->sc->len) /* no payload: NULL */
+            memcpy(p->items[i].payload, s->sc->payload, s->sc->len);
         if (putset_add(s->ps, &p->items[i], &code, text, sizeof text) != 0) {
             log_error("schedule %s: occurrence %s refused: %s", s->sc->name, p->items[i].key,
                       text);

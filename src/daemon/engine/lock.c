@@ -86,12 +86,13 @@ static void on_fetched(const struct zk_result *res, void *ctx)
         return;
     }
     if (!job->payload) {
-        job->len = (size_t)res->datalen;
+        job->len = res->datalen > 0 ? (size_t)res->datalen : 0; /* empty: -1 and NULL */
         if (!(job->payload = malloc(job->len ? job->len : 1))) {
             lock_release(ds, job);
             return;
         }
-        memcpy(job->payload, res->data, job->len);
+        if (job->len)
+            memcpy(job->payload, res->data, job->len);
         ds->payload_bytes += job->len;
     }
     if (oversized(ds, job))
