@@ -64,19 +64,18 @@ static int read_payload_file(struct load *ld, struct schedule_config *s, const c
                              uint64_t max)
 {
     struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        int e = errno;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
+    int e = fd < 0 || fstat(fd, &st) != 0 ? errno : 0;
+    if (e || !S_ISREG(st.st_mode)) {
         if (fd >= 0)
             close(fd);
-        return cfg_fail(ld, "'payload_file': %s: %s", path,
-                        fd >= 0 && e == 0 ? "not a regular file" : strerror(e));
+        return cfg_fail(ld, "'payload_file': %s: %s", path, e ? strerror(e)
+                                                             : "not a regular file");
     }
     if ((uint64_t)st.st_size > max) {
         close(fd);
-        return cfg_fail(ld, "'payload_file': %s holds %lld bytes, more than [daemon] "
-                        "max_payload %llu", path, (long long)st.st_size,
-                        (unsigned long long)max);
+        return cfg_fail(ld, "'payload_file': %s holds %lld bytes, more than %llu", path,
+                        (long long)st.st_size, (unsigned long long)max);
     }
     unsigned char *buf = malloc((size_t)st.st_size + 1);
     ssize_t n = buf ? read(fd, buf, (size_t)st.st_size) : -1;
@@ -160,7 +159,7 @@ int cfg_schedule_key(struct load *ld, const char *name, const char *key, const c
     if (strcmp(key, "payload") == 0)
         return set_payload(ld, s, value);
     if (strcmp(key, "payload_file") == 0)
-        return read_payload_file(ld, s, value, ld->cfg->max_payload);
+        return read_payload_file(ld, s, value, CONFIG_MAX_PAYLOAD_LIMIT);
     if (strcmp(key, "priority") == 0)
         return (s->has_prio = 1), cfg_set_u32(ld, &s->priority, key, value, 0, UINT32_MAX);
     if (strcmp(key, "ttr") == 0)
@@ -224,9 +223,10 @@ static int validate_schedule(struct load *ld, struct schedule_config *s)
         return cfg_fail_at(ld, s->line, "[schedule %s]: queue %s is in a Curator format; "
                            "schedules need deferd's own (their occurrences are keyed)",
                            s->name, s->queue);
-    if (s->len > ld->cfg->max_payload && !s->payload_file)
-        return cfg_fail_at(ld, s->line, "[schedule %s]: payload longer than max_payload",
-                           s->name);
+    if (s->len > ld->cfg->max_payload) /* checked here: [daemon] may come later */
+        return cfg_fail_at(ld, s->line, "[schedule %s]: payload of %zu bytes is longer than "
+                           "[daemon] max_payload %llu", s->name, s->len,
+                           (unsigned long long)ld->cfg->max_payload);
     return validate_when(ld, s);
 }
 

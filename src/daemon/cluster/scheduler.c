@@ -150,9 +150,9 @@ static int64_t plan_missed(struct plan *p, const struct schedule_config *sc, int
     unsigned long long in_grace = 0;
     char key[NAMES_KEY_MAX + 1];
     for (int64_t n; (n = next_after(sc, t)) <= cutoff && p->n < PASS_JOBS_MAX; t = n) {
-        if (++p->missed > MISSED_SCAN_MAX) { /* jump: too many to count */
-            t = cutoff;
-            break;
+        if (++p->missed > MISSED_SCAN_MAX && n < grace - 1) { /* too many to count: */
+            n = grace - 1;                                    /* on to those in grace */
+            continue;
         }
         if (n < grace || sc->misfire == MISFIRE_SKIP) {
             p->skipped++;
@@ -212,7 +212,8 @@ static void on_written(struct sched *s, int rc)
     if (rc == ZOK) {
         s->st = s->next;
         s->version++;
-        s->claim = 0;
+        if (strcmp(s->next.fp, s->fp) == 0) /* a reload meanwhile: its section still claims */
+            s->claim = 0;
         s->failing = 0;
         arm_next(s);
     } else if (rc == ZBADVERSION) { /* another daemon's pass came first: read it */
@@ -225,9 +226,10 @@ static void on_written(struct sched *s, int rc)
 static void on_put(struct putset *ps, int rc, const struct zk_result *res, void *ctx)
 {
     struct sched *s = ctx;
-    (void)ps;
     if (res && res->nops > 0 && res->op_err[0] == ZBADVERSION)
         rc = ZBADVERSION;
+    if (rc == ZOK) /* a set sent with a prefix is counted by its sender (putset.h) */
+        putset_created(ps);
     putset_free(s->ps);
     s->ps = NULL;
     if (!gone(s))
@@ -270,8 +272,10 @@ static int write_plan(struct sched *s, struct plan *p)
         if (s->sc->len) /* no payload: NULL */
             memcpy(p->items[i].payload, s->sc->payload, s->sc->len);
         if (putset_add(s->ps, &p->items[i], &code, text, sizeof text) != 0) {
-            log_error("schedule %s: occurrence %s refused: %s", s->sc->name, p->items[i].key,
-                      text);
+            if (s->failing == 0)
+                log_error("schedule %s: occurrence %s refused: %s; trying again every %d s "
+                          "(what falls meanwhile follows the misfire rule)", s->sc->name,
+                          p->items[i].key, text, RETRY_MS / 1000);
             free(p->items[i].payload);
             return ZBADARGUMENTS;
         }
@@ -303,7 +307,12 @@ static void put_plan(struct sched *s, int prev_busy)
         putset_free(s->ps);
         s->ps = NULL;
         s->busy = 0;
-        failed(s, "cannot put its occurrences at", rc);
+        if (rc == ZBADARGUMENTS) { /* a job refused (a full queue): logged with its reason */
+            s->failing++;
+            arm(s, RETRY_MS);
+        } else {
+            failed(s, "cannot put its occurrences at", rc);
+        }
     }
 }
 
@@ -415,6 +424,8 @@ static void on_state(const struct zk_result *res, void *ctx)
         return;
     }
     s->version = res->stat.version;
+    if (strcmp(s->st.fp, s->fp) == 0)
+        s->claim = 0; /* in force already: a later section of another daemon wins */
     if (strcmp(s->st.fp, s->fp) != 0 && !s->claim)
         yield(s);
     else if (s->sc->overlap == OVERLAP_SKIP && s->st.key[0])
