@@ -6,6 +6,8 @@
 
 #include "cron.h"
 #include "names.h"
+#include "tzone.h"
+#include "units.h"
 
 int schedule_next(const struct schedule_config *s, int64_t after_ms, int64_t *next_ms)
 {
@@ -54,6 +56,23 @@ void schedule_fingerprint(const struct schedule_config *s, char out[SCHEDULE_FP_
                      s->every_ms ? "" : s->timezone, s->jitter_ms);
     snprintf(out, SCHEDULE_FP_LEN + 1, "%016" PRIx64,
              fnv1a(FNV_BASIS, buf, n < (int)sizeof buf ? (size_t)n : sizeof buf - 1));
+}
+
+void schedule_describe(const struct schedule_config *s, char *buf, size_t len)
+{
+    if (s->cron[0])
+        snprintf(buf, len, "cron \"%s\" in %s", s->cron, s->timezone);
+    else
+        snprintf(buf, len, "every %" PRIu64 " ms from %" PRIu64, s->every_ms, s->anchor_ms);
+}
+
+void schedule_format_instant(const struct schedule_config *s, int64_t ms, char *buf,
+                             size_t len)
+{
+    char local[96], utc[40];
+    tzone_format(s->tz, ms / 1000, local, sizeof local);
+    units_format_time(ms, utc, sizeof utc);
+    snprintf(buf, len, "%s  %s", local, utc);
 }
 
 void schedule_key(const struct schedule_config *s, int64_t occ_ms, char *buf, size_t len)

@@ -41,10 +41,9 @@ static void text_next(const struct schedule_config *sc)
 {
     int64_t t = units_wall_ms();
     for (int i = 0; i < NEXT_SHOWN && schedule_next(sc, t, &t) == 0; i++) {
-        char local[96], utc[40];
-        tzone_format(sc->tz, t / 1000, local, sizeof local);
-        units_format_time(t, utc, sizeof utc);
-        printf("  %s %s  %s\n", i ? "    " : "next", local, utc);
+        char text[160];
+        schedule_format_instant(sc, t, text, sizeof text);
+        printf("  %s %s\n", i ? "    " : "next", text);
     }
 }
 
@@ -52,13 +51,10 @@ static void text_one(const struct schedule_config *sc, const struct admin_schedu
                      const char *fp)
 {
     static const char *const misfire[] = {"skip", "once", "all"};
-    if (sc->cron[0])
-        printf("schedule %s: queue %s, cron \"%s\" in %s", sc->name, sc->queue, sc->cron,
-               sc->timezone);
-    else
-        printf("schedule %s: queue %s, every %" PRIu64 " ms from %" PRIu64, sc->name,
-               sc->queue, sc->every_ms, sc->anchor_ms);
-    printf(", misfire %s, overlap %s\n", misfire[sc->misfire],
+    char when[200];
+    schedule_describe(sc, when, sizeof when);
+    printf("schedule %s: queue %s, %s, misfire %s, overlap %s\n", sc->name, sc->queue, when,
+           misfire[sc->misfire],
            sc->overlap == OVERLAP_SKIP ? "skip" : "allow");
     text_next(sc);
     if (!as->present) {

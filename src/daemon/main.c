@@ -28,7 +28,6 @@
 #include "pending.h"
 #include "reload.h"
 #include "schedule.h"
-#include "tzone.h"
 #include "units.h"
 #include "scheduler.h"
 #include "server.h"
@@ -130,18 +129,13 @@ static int print_next(const struct config *cfg, const char *name)
         fprintf(stderr, "deferd: %s: no [schedule %s]\n", cfg->path, name);
         return 2;
     }
-    if (sc->cron[0])
-        printf("schedule %s (queue %s): cron %s, time zone %s\n", name, sc->queue, sc->cron,
-               sc->timezone);
-    else
-        printf("schedule %s (queue %s): every %llu ms from %llu\n", name, sc->queue,
-               (unsigned long long)sc->every_ms, (unsigned long long)sc->anchor_ms);
+    char text[200];
+    schedule_describe(sc, text, sizeof text);
+    printf("schedule %s (queue %s): %s\n", name, sc->queue, text);
     int64_t t = units_wall_ms();
     for (int i = 0; i < 10 && schedule_next(sc, t, &t) == 0; i++) {
-        char local[96], utc[40];
-        tzone_format(sc->tz, t / 1000, local, sizeof local);
-        units_format_time(t, utc, sizeof utc);
-        printf("  %s  %s", local, utc);
+        schedule_format_instant(sc, t, text, sizeof text);
+        printf("  %s", text);
         if (sc->jitter_ms)
             printf("  (due +%llu ms of jitter)", (unsigned long long)schedule_jitter(sc, t));
         printf("\n");
