@@ -51,6 +51,7 @@ def backlog(by, meta):
     bs, fs = by.get(("s1", "bench")), by.get(("s1", "deferd"))
     zr, fr, fz = by.get(("zkrestart", "zkrestart")), by.get(("zkrestart", "deferd")), by.get(("files2", "zkfiles"))
     bd = by.get(("deliver", "bench"))
+    sy = by.get(("sync", "sync"))
     out = []
     if not (fw and fp and bp):
         why = "the preload did not run" if not bp else "no figures before or after the preload"
@@ -88,7 +89,8 @@ def backlog(by, meta):
         out.append(dict(meta, kind="s1", rc=bs.get("rc"), jobs=bs.get("n"), **{k: bs.get(k) for k in (
             "delivered", "duplicates", "missing", "lateness_ms_p50", "lateness_ms_p99",
             "lateness_ms_max", "e2e_rate", "put_rate", "ack_fail")},
-            deferd_rss_kb=num(fs, "deferd_rss_kb"), listing_max_bytes=num(fs, "listing_max_bytes")))
+            deferd_rss_kb=num(fs, "deferd_rss_kb"), listing_max_bytes=num(fs, "listing_max_bytes"),
+            dirty_kb_before=num(sy, "dirty_kb"), sync_ms=num(sy, "ms")))
     if not zr:
         out.append(dict(meta, kind="zkrestart", error="ZooKeeper was not restarted"))
     else:

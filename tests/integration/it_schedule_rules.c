@@ -4,12 +4,14 @@
  * - SIGHUP: a section added to the file starts, a changed interval takes effect, a removed
  *   section stops;
  * - overlap = skip: with a consumer slower than the interval, no occurrence is put while
- *   the previous one is held, and those that fell meanwhile are skipped. */
+ *   the previous one is held, and those that fell meanwhile are skipped;
+ * - each of these counted in GET /metrics (deferd_schedule_occurrences_*_total). */
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "harness.h"
 #include "harness_sched.h"
+#include "httpget.h"
 
 #define DOWN_MS 10000
 
@@ -21,7 +23,26 @@ static const char *const misfire_ov[] = {
     "schedule.ms.misfire=skip", "schedule.mo.queue=a", "schedule.mo.every=1s",
     "schedule.mo.ahead=200ms", "schedule.mo.misfire=once", "schedule.ma.queue=a",
     "schedule.ma.every=1s", "schedule.ma.ahead=200ms", "schedule.ma.misfire=all",
-    "schedule.sk.queue=b", "schedule.sk.every=1s", "schedule.sk.overlap=skip", NULL};
+    "schedule.sk.queue=b", "schedule.sk.every=1s", "schedule.sk.overlap=skip",
+    "metrics.listen=127.0.0.1:0", NULL};
+
+/* deferd_schedule_occurrences_WHAT_total of schedule NAME now, or -1 when absent. */
+static double sched_metric(const char *what, const char *name)
+{
+    char *body = NULL, ctype[128], series[160];
+    int port = metrics_port_in_log(d.log);
+    if (port <= 0 || http_request(port, "GET", "/metrics", 10000, &body, ctype, sizeof ctype)
+                         != 200 || !body) {
+        free(body);
+        return -1;
+    }
+    snprintf(series, sizeof series, "deferd_schedule_occurrences_%s_total{schedule=\"%s\"} ",
+             what, name);
+    const char *at = strstr(body, series);
+    double v = at ? strtod(at + strlen(series), NULL) : -1;
+    free(body);
+    return v;
+}
 
 static void append(const char *text);
 
@@ -68,6 +89,17 @@ static void misfires(void)
     occ_collect(c, got, now_ms() + 4000, 0, NULL);
     check_misfires(got, killed, up);
     CHECK(log_count(&d, mark, "occurrence(s) missed") >= 3);
+    /* the new daemon's counters: what its first passes found missed and put */
+    double lo = (DOWN_MS - 3000) / 1000, hi = (DOWN_MS + 3000) / 1000;
+    const char *const names[] = {"ms", "mo", "ma"};
+    for (int i = 0; i < 3; i++) {
+        double m = sched_metric("misfired", names[i]);
+        printf("%s: misfired %g, put %g\n", names[i], m, sched_metric("put", names[i]));
+        CHECK(m >= lo && m <= hi);
+    }
+    CHECK(sched_metric("put", "ma") >= lo + 1); /* each missed one, then the next ones */
+    CHECK(sched_metric("put", "mo") >= 2);      /* the catch-up job, then the next ones */
+    CHECK(sched_metric("put", "mo") <= sched_metric("put", "ma") - lo + 2);
     deferd_close(c);
     free(got);
 }
@@ -86,6 +118,10 @@ static void overlap_skip(void)
     for (size_t i = 1; i < got->n; i++)
         CHECK(got->v[i].instant - got->v[i - 1].instant >= 2000);
     CHECK(log_count(&d, mark, "still pending or held (overlap = skip)") >= 2);
+    double skipped = sched_metric("overlap_skipped", "sk"), put = sched_metric("put", "sk");
+    printf("sk: overlap_skipped %g, put %g\n", skipped, put);
+    CHECK(skipped >= 2);
+    CHECK(put >= (double)got->n && put <= (double)got->n + 1);
     deferd_close(c);
     free(got);
 }
@@ -179,6 +215,8 @@ static void write_sections(void)
 {
     char ini[4096] = "", last[32] = "";
     for (const char *const *o = misfire_ov; *o; o++) {
+        if (strncmp(*o, "schedule.", 9) != 0)
+            continue;
         const char *name = *o + 9, *dot = strchr(name, '.'), *eq = strchr(dot, '=');
         char line[128];
         if (strncmp(last, name, (size_t)(dot - name)) != 0 || last[dot - name]) {

@@ -11,6 +11,7 @@
 #include "dispatcher.h"
 #include "layout.h"
 #include "log.h"
+#include "metrics.h"
 #include "putset.h"
 #include "schedule.h"
 #include "units.h"
@@ -39,7 +40,7 @@ struct sched {
     /* the pass being written */
     struct schedule_state next;
     struct putset *ps;
-    unsigned long long missed, skipped;
+    unsigned long long nput, missed, overlap_skipped; /* its plan's, counted once applied */
 };
 
 struct scheduler {
@@ -55,6 +56,8 @@ struct plan {
     int64_t last;               /* latest occurrence handled */
     unsigned long long missed;  /* occurrences that were due and not put in time */
     unsigned long long skipped; /* of them, or by overlap = skip, not put at all */
+    unsigned long long overlap_skipped; /* by overlap = skip */
+    size_t missed_jobs;         /* of the items, those put for missed occurrences */
 };
 
 static void pass(struct sched *s);
@@ -140,18 +143,39 @@ static void add_item(struct plan *p, const struct schedule_config *sc, const cha
     pp->len = sc->len;
 }
 
+/* Under overlap = skip what is missed is put as one job at most (the latest, under all),
+ * and none while the previous job is pending or held (PREV_BUSY). */
+static void plan_missed_one(struct plan *p, const struct schedule_config *sc,
+                            unsigned long long in_grace, int64_t latest, int64_t now,
+                            int prev_busy)
+{
+    char key[NAMES_KEY_MAX + 1];
+    unsigned long long put = prev_busy ? 0 : 1;
+    p->skipped += in_grace - put;
+    p->overlap_skipped += in_grace - put;
+    if (!put)
+        return;
+    if (sc->misfire == MISFIRE_ALL)
+        schedule_key(sc, latest, key, sizeof key);
+    else
+        schedule_catchup_key(sc, latest, in_grace, key, sizeof key);
+    add_item(p, sc, key, sc->misfire == MISFIRE_ALL ? latest : now);
+}
+
 /* Occurrences after FROM that were due by NOW - MISFIRE_AFTER: the misfire rule says what
  * of them is put. Returns the latest (FROM when none). */
 static int64_t plan_missed(struct plan *p, const struct schedule_config *sc, int64_t from,
-                           int64_t now)
+                           int64_t now, int prev_busy)
 {
     int64_t t = from, latest_in_grace = 0, cutoff = now - MISFIRE_AFTER_MS;
     int64_t grace = now - (int64_t)sc->misfire_grace_ms;
     unsigned long long in_grace = 0;
+    int one = sc->overlap == OVERLAP_SKIP;
     char key[NAMES_KEY_MAX + 1];
     for (int64_t n; (n = next_after(sc, t)) <= cutoff && p->n < PASS_JOBS_MAX; t = n) {
         if (++p->missed > MISSED_SCAN_MAX && n < grace - 1) { /* too many to count: */
-            n = grace - 1;                                    /* on to those in grace */
+            p->skipped++;                                     /* on to those in grace */
+            n = grace - 1;
             continue;
         }
         if (n < grace || sc->misfire == MISFIRE_SKIP) {
@@ -160,12 +184,14 @@ static int64_t plan_missed(struct plan *p, const struct schedule_config *sc, int
         }
         in_grace++;
         latest_in_grace = n;
-        if (sc->misfire == MISFIRE_ALL) {
+        if (sc->misfire == MISFIRE_ALL && !one) {
             schedule_key(sc, n, key, sizeof key);
             add_item(p, sc, key, n);
         }
     }
-    if (sc->misfire == MISFIRE_ONCE && in_grace) {
+    if (in_grace && one)
+        plan_missed_one(p, sc, in_grace, latest_in_grace, now, prev_busy);
+    else if (in_grace && sc->misfire == MISFIRE_ONCE) {
         schedule_catchup_key(sc, latest_in_grace, in_grace, key, sizeof key);
         add_item(p, sc, key, now);
     }
@@ -186,6 +212,7 @@ static void plan_ahead(struct plan *p, const struct schedule_config *sc, int64_t
         p->last = t;
         if (sc->overlap == OVERLAP_SKIP && prev_busy) {
             p->skipped++;
+            p->overlap_skipped++;
             break;
         }
         schedule_key(sc, t, key, sizeof key);
@@ -202,14 +229,24 @@ static void make_plan(struct sched *s, struct plan *p, int prev_busy)
     if (strcmp(s->st.fp, s->fp) != 0 && from < now)
         from = now; /* a new section owes nothing missed under the old one */
     memset(p, 0, sizeof *p);
-    p->last = plan_missed(p, sc, from, now);
+    p->last = plan_missed(p, sc, from, now, prev_busy);
+    p->missed_jobs = p->n;
     if (p->n < PASS_JOBS_MAX && (sc->overlap == OVERLAP_ALLOW || p->n == 0))
         plan_ahead(p, sc, p->last, now, prev_busy);
+}
+
+static void count(struct sched *s)
+{
+    struct metrics *m = s->owner->d->metrics;
+    metrics_schedule(m, s->sc->name, MS_PUT, s->nput);
+    metrics_schedule(m, s->sc->name, MS_MISFIRED, s->missed);
+    metrics_schedule(m, s->sc->name, MS_OVERLAP_SKIPPED, s->overlap_skipped);
 }
 
 static void on_written(struct sched *s, int rc)
 {
     if (rc == ZOK) {
+        count(s);
         s->st = s->next;
         s->version++;
         if (strcmp(s->next.fp, s->fp) == 0) /* a reload meanwhile: its section still claims */
@@ -283,6 +320,18 @@ static int write_plan(struct sched *s, struct plan *p)
     return putset_send(s->ps, dispatcher_puts(d->dispatcher), &set, 1, on_put, s);
 }
 
+static void log_missed(const struct sched *s, const struct plan *p)
+{
+    if (p->missed_jobs)
+        log_warn("schedule %s: %llu occurrence(s) missed: put as %zu job(s) (misfire = %s, "
+                 "misfire_grace, overlap)", s->sc->name, p->missed,
+                 p->missed_jobs, (const char *[]){"skip", "once", "all"}[s->sc->misfire]);
+    else
+        log_warn("schedule %s: %llu occurrence(s) missed: none put (misfire = %s, older than "
+                 "misfire_grace, or overlap = skip and the previous one still pending)",
+                 s->sc->name, p->missed, (const char *[]){"skip", "once", "all"}[s->sc->misfire]);
+}
+
 static void put_plan(struct sched *s, int prev_busy)
 {
     struct plan p;
@@ -291,16 +340,14 @@ static void put_plan(struct sched *s, int prev_busy)
         arm_next(s);
         return;
     }
+    s->nput = p.n;
     s->missed = p.missed;
-    s->skipped = p.skipped;
-    if (prev_busy && p.skipped && !p.missed)
+    s->overlap_skipped = p.overlap_skipped;
+    if (p.overlap_skipped)
         log_info("schedule %s: occurrence %" PRId64 " skipped: the previous one (key %s) is "
                  "still pending or held (overlap = skip)", s->sc->name, p.last, s->st.key);
     if (p.missed)
-        log_warn("schedule %s: %llu occurrence(s) missed (misfire = %s, misfire_grace): %llu "
-                 "skipped, the rest put %s", s->sc->name, p.missed,
-                 (const char *[]){"skip", "once", "all"}[s->sc->misfire], p.skipped,
-                 s->sc->misfire == MISFIRE_ONCE ? "as one catch-up job" : "each");
+        log_missed(s, &p);
     s->busy = 1;
     int rc = write_plan(s, &p);
     if (rc != ZOK) {

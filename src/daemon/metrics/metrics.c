@@ -17,6 +17,8 @@ const double metrics_zk_le[METRICS_ZK_NLE] = {0.0005, 0.001, 0.0025, 0.005, 0.01
 const char *const metrics_event_names[ME_COUNT] = {"put", "acked", "nacked", "expired",
                                                    "dead_lettered"};
 const char *const metrics_refusal_names[MR_COUNT] = {"queue_full", "unavailable", "failed"};
+const char *const metrics_sched_event_names[MS_COUNT] = {"put", "misfired",
+                                                         "overlap_skipped"};
 const char *const metrics_zk_op_names[ZOP_COUNT] = {"multi",  "create", "get",   "children",
                                                     "exists", "set",    "delete"};
 
@@ -39,8 +41,12 @@ struct metrics *metrics_new(struct deferd *d)
 
 void metrics_free(struct metrics *m)
 {
-    if (m)
+    if (m) {
         free(m->q);
+        for (size_t i = 0; i < m->nsched; i++)
+            free(m->sched[i].name);
+        free(m->sched);
+    }
     free(m);
 }
 
@@ -150,6 +156,29 @@ void metrics_delivered(struct metrics *m, const struct queue_config *qc, uint32_
     q->recent_next = (q->recent_next + 1) % RECENT_MAX;
     if (q->nrecent < RECENT_MAX)
         q->nrecent++;
+}
+
+static struct smetrics *schedule_of(struct metrics *m, const char *name)
+{
+    for (size_t i = 0; i < m->nsched; i++)
+        if (strcmp(m->sched[i].name, name) == 0)
+            return &m->sched[i];
+    struct smetrics *v = realloc(m->sched, (m->nsched + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    m->sched = v;
+    if (!(v[m->nsched].name = strdup(name)))
+        return NULL;
+    memset(v[m->nsched].n, 0, sizeof v[m->nsched].n);
+    return &v[m->nsched++];
+}
+
+void metrics_schedule(struct metrics *m, const char *name, enum metrics_sched_event ev,
+                      uint64_t n)
+{
+    struct smetrics *s = m && n && ev < MS_COUNT ? schedule_of(m, name) : NULL;
+    if (s)
+        s->n[ev] += n;
 }
 
 void metrics_zk_request(struct metrics *m, enum metrics_zk_op op, int64_t ns)

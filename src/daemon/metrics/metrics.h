@@ -16,6 +16,8 @@ struct queue_config;
 enum metrics_event { ME_PUT, ME_ACKED, ME_NACKED, ME_EXPIRED, ME_DEAD_LETTERED, ME_COUNT };
 /* Why a put to a configured queue was refused. */
 enum metrics_refusal { MR_QUEUE_FULL, MR_UNAVAILABLE, MR_FAILED, MR_COUNT };
+/* What a schedule's pass did (scheduler.c), counted once its transaction is applied. */
+enum metrics_sched_event { MS_PUT, MS_MISFIRED, MS_OVERLAP_SKIPPED, MS_COUNT };
 enum metrics_zk_op { ZOP_MULTI, ZOP_CREATE, ZOP_GET, ZOP_CHILDREN, ZOP_EXISTS, ZOP_SET,
                      ZOP_DELETE, ZOP_COUNT };
 
@@ -33,6 +35,10 @@ void metrics_key_expired(struct metrics *m, const struct queue_config *qc);
  * delivered again keeps its old due time, which would count the earlier holder's time. */
 void metrics_delivered(struct metrics *m, const struct queue_config *qc, uint32_t attempt,
                        uint32_t prior_attempts, uint64_t due_ms);
+/* N occurrences of schedule NAME were put, missed, or passed over by overlap = skip. A
+ * schedule removed from the config keeps its counters (counters never go back). */
+void metrics_schedule(struct metrics *m, const char *name, enum metrics_sched_event ev,
+                      uint64_t n);
 /* A ZooKeeper request took NS nanoseconds from the call to its completion. */
 void metrics_zk_request(struct metrics *m, enum metrics_zk_op op, int64_t ns);
 

@@ -24,8 +24,8 @@ static void family(struct evbuffer *out, const char *name, const char *type, con
     evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* LABELS is "k=\"v\"" without braces. Queue names, op names and the version need no
- * escaping: none can hold a backslash, a quote or a newline. */
+/* LABELS is "k=\"v\"" without braces. Queue and schedule names, op names and the version
+ * need no escaping: none can hold a backslash, a quote or a newline. */
 static void histogram_out(struct evbuffer *out, const char *name, const char *labels,
                           const struct histogram *h, const double *le, size_t nle)
 {
@@ -99,6 +99,27 @@ static void counters_out(struct metrics *m, struct evbuffer *out)
             evbuffer_add_printf(out, "deferd_jobs_delivered_total{queue=\"%s\",redelivery=\"%s\"} "
                                 "%llu\n", qname(m, i), re ? "true" : "false",
                                 (unsigned long long)m->q[i].delivered[re]);
+}
+
+static void schedules_out(struct metrics *m, struct evbuffer *out)
+{
+    static const char *const help[MS_COUNT] = {
+        "Jobs a schedule's passes put through this daemon: its occurrences, a catch-up job "
+        "(misfire = once) counted once. Summed over the daemons: one per occurrence.",
+        "Occurrences found missed by this daemon (due more than 1 s before any daemon put "
+        "them): put late or skipped, as misfire and misfire_grace say.",
+        "Occurrences not put because the previous one was still pending or held "
+        "(overlap = skip).",
+    };
+    char name[64];
+    for (int ev = 0; ev < MS_COUNT; ev++) {
+        snprintf(name, sizeof name, "deferd_schedule_occurrences_%s_total",
+                 metrics_sched_event_names[ev]);
+        family(out, name, "counter", help[ev]);
+        for (size_t i = 0; i < m->nsched; i++)
+            evbuffer_add_printf(out, "%s{schedule=\"%s\"} %llu\n", name, m->sched[i].name,
+                                (unsigned long long)m->sched[i].n[ev]);
+    }
 }
 
 /* Read from their owners at scrape time. */
@@ -214,6 +235,7 @@ int metrics_expose(struct metrics *m, struct evbuffer *out)
     family(out, "deferd_start_time_seconds", "gauge", "When the daemon started, Unix time.");
     evbuffer_add_printf(out, "deferd_start_time_seconds %.3f\n", (double)m->start_wall_ms / 1e3);
     counters_out(m, out);
+    schedules_out(m, out);
     if (gauges_out(m, out) != 0)
         return -1;
     histograms_out(m, out);

@@ -43,8 +43,15 @@ struct qmetrics {
     size_t nrecent, recent_next;
 };
 
+struct smetrics {
+    char *name;
+    uint64_t n[MS_COUNT];
+};
+
 struct metrics {
     struct deferd *d;
+    struct smetrics *sched;    /* in the order first counted */
+    size_t nsched;
     size_t nqueues;
     struct qmetrics *q;        /* in the order of cfg->queues */
     struct histogram zk[ZOP_COUNT];
@@ -55,6 +62,7 @@ struct metrics {
 extern const char *const metrics_event_names[ME_COUNT];
 extern const char *const metrics_refusal_names[MR_COUNT];
 extern const char *const metrics_zk_op_names[ZOP_COUNT];
+extern const char *const metrics_sched_event_names[MS_COUNT];
 
 /* Queues added by a reload get their counters here, zeroed. Returns -1 when out of memory
  * (those queues then go uncounted until the next try). */
