@@ -5,6 +5,7 @@
 # tree. Sets: build, work (BENCH_WORK, default BUILD_DIR/bench-NAME; deferd.log is there),
 # sock, port, pid (deferd's) and cfg (a deferd.ini pointing at them, for deferctl -c, e.g.
 # `deferctl -c "$cfg" list bench`). Also `field JSON NAME`: a number of a JSON line.
+# FRESH_DEFERD_OPTS: more deferd -o settings, one a line (e.g. a [schedule NAME]'s keys).
 
 fresh_deferd() {
   local name=$1 deadline
@@ -25,9 +26,11 @@ fresh_deferd() {
   trap 'exit 130' INT
 
   rm -f "$sock"
+  local extra=() o
+  while IFS= read -r o; do [ -z "$o" ] || extra+=(-o "$o"); done <<<"${FRESH_DEFERD_OPTS:-}"
   "$build/deferd" -c etc/deferd.ini -o "zookeeper.hosts=127.0.0.1:$port" -o "daemon.socket=$sock" \
     -o daemon.log_level=warn -o "queue bench.priority=1024" -o metrics.listen=127.0.0.1:0 \
-    2>"$work/deferd.log" &
+    ${extra[@]+"${extra[@]}"} 2>"$work/deferd.log" &
   pid=$!
   deadline=$((SECONDS + 30))
   until "$build/deferctl" -s "$sock" stats 2>/dev/null | grep 'zk_state.*CONNECTED' >/dev/null; do
