@@ -55,7 +55,6 @@ struct plan {
     size_t n;
     int64_t last;               /* latest occurrence handled */
     unsigned long long missed;  /* occurrences that were due and not put in time */
-    unsigned long long skipped; /* of them, or by overlap = skip, not put at all */
     unsigned long long overlap_skipped; /* by overlap = skip */
     size_t missed_jobs;         /* of the items, those put for missed occurrences */
 };
@@ -150,11 +149,10 @@ static void plan_missed_one(struct plan *p, const struct schedule_config *sc,
                             int prev_busy)
 {
     char key[NAMES_KEY_MAX + 1];
-    unsigned long long put = prev_busy ? 0 : 1;
-    p->skipped += in_grace - put;
-    p->overlap_skipped += in_grace - put;
-    if (!put)
+    if (prev_busy) { /* the previous job is still pending: none of them is put */
+        p->overlap_skipped += in_grace;
         return;
+    }
     if (sc->misfire == MISFIRE_ALL)
         schedule_key(sc, latest, key, sizeof key);
     else
@@ -174,14 +172,11 @@ static int64_t plan_missed(struct plan *p, const struct schedule_config *sc, int
     char key[NAMES_KEY_MAX + 1];
     for (int64_t n; (n = next_after(sc, t)) <= cutoff && p->n < PASS_JOBS_MAX; t = n) {
         if (++p->missed > MISSED_SCAN_MAX && n < grace - 1) { /* too many to count: */
-            p->skipped++;                                     /* on to those in grace */
-            n = grace - 1;
+            n = grace - 1;                                    /* on to those in grace */
             continue;
         }
-        if (n < grace || sc->misfire == MISFIRE_SKIP) {
-            p->skipped++;
+        if (n < grace || sc->misfire == MISFIRE_SKIP)
             continue;
-        }
         in_grace++;
         latest_in_grace = n;
         if (sc->misfire == MISFIRE_ALL && !one) {
@@ -211,7 +206,6 @@ static void plan_ahead(struct plan *p, const struct schedule_config *sc, int64_t
     for (int64_t t; (t = next_after(sc, from)) <= horizon && p->n < PASS_JOBS_MAX; from = t) {
         p->last = t;
         if (sc->overlap == OVERLAP_SKIP && prev_busy) {
-            p->skipped++;
             p->overlap_skipped++;
             break;
         }

@@ -105,7 +105,7 @@ static void schedules_out(struct metrics *m, struct evbuffer *out)
 {
     static const char *const help[MS_COUNT] = {
         "Jobs a schedule's passes put through this daemon: its occurrences, a catch-up job "
-        "(misfire = once) counted once. Summed over the daemons: one per occurrence.",
+        "(misfire = once) counted once. Summed over the daemons: every job put once.",
         "Occurrences found missed by this daemon (due more than 1 s before any daemon put "
         "them): put late or skipped, as misfire and misfire_grace say.",
         "Occurrences not put because the previous one was still pending or held "
