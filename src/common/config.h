@@ -54,6 +54,9 @@ struct queue_config {
 #define SCHEDULE_NAME_MAX 40 /* its keys "<name>:<ms>[:m<count>]" stay within 64 bytes */
 enum schedule_misfire { MISFIRE_SKIP, MISFIRE_ONCE, MISFIRE_ALL };
 enum schedule_overlap { OVERLAP_ALLOW, OVERLAP_SKIP };
+/* Their names in deferd.ini, indexed by the enums; NULL-terminated. */
+extern const char *const schedule_misfire_names[];
+extern const char *const schedule_overlap_names[];
 struct schedule_config {
     char name[SCHEDULE_NAME_MAX + 1];
     int line;                   /* where its section starts */

@@ -143,10 +143,11 @@ static int when_key(struct load *ld, struct schedule_config *s, const char *key,
     return 1;
 }
 
+const char *const schedule_misfire_names[] = {"skip", "once", "all", NULL};
+const char *const schedule_overlap_names[] = {"allow", "skip", NULL};
+
 int cfg_schedule_key(struct load *ld, const char *name, const char *key, const char *value)
 {
-    static const char *const misfires[] = {"skip", "once", "all", NULL};
-    static const char *const overlaps[] = {"allow", "skip", NULL};
     struct schedule_config *s = find(ld->cfg, name);
     if (!s)
         return 0; /* its header was refused */
@@ -171,11 +172,11 @@ int cfg_schedule_key(struct load *ld, const char *name, const char *key, const c
     if (strcmp(key, "jitter") == 0)
         return cfg_set_duration(ld, &s->jitter_ms, key, value, 0, 3600000);
     if (strcmp(key, "misfire") == 0)
-        return set_choice(ld, (int *)&s->misfire, key, value, misfires, "skip, once or all");
+        return set_choice(ld, (int *)&s->misfire, key, value, schedule_misfire_names, "skip, once or all");
     if (strcmp(key, "misfire_grace") == 0)
         return cfg_set_duration(ld, &s->misfire_grace_ms, key, value, 1000, 86400000ULL * 366);
     if (strcmp(key, "overlap") == 0)
-        return set_choice(ld, (int *)&s->overlap, key, value, overlaps, "allow or skip");
+        return set_choice(ld, (int *)&s->overlap, key, value, schedule_overlap_names, "allow or skip");
     if (strcmp(key, "ahead") == 0)
         return (s->has_ahead = 1), cfg_set_duration(ld, &s->ahead_ms, key, value, 100,
                                                     86400000);

@@ -50,12 +50,10 @@ static void text_next(const struct schedule_config *sc)
 static void text_one(const struct schedule_config *sc, const struct admin_schedule *as,
                      const char *fp)
 {
-    static const char *const misfire[] = {"skip", "once", "all"};
     char when[200];
     schedule_describe(sc, when, sizeof when);
     printf("schedule %s: queue %s, %s, misfire %s, overlap %s\n", sc->name, sc->queue, when,
-           misfire[sc->misfire],
-           sc->overlap == OVERLAP_SKIP ? "skip" : "allow");
+           schedule_misfire_names[sc->misfire], schedule_overlap_names[sc->overlap]);
     text_next(sc);
     if (!as->present) {
         printf("  no state in ZooKeeper yet: no daemon has run it\n");

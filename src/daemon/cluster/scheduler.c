@@ -316,14 +316,13 @@ static int write_plan(struct sched *s, struct plan *p)
 
 static void log_missed(const struct sched *s, const struct plan *p)
 {
+    char put[48];
     if (p->missed_jobs)
-        log_warn("schedule %s: %llu occurrence(s) missed: put as %zu job(s) (misfire = %s, "
-                 "misfire_grace, overlap)", s->sc->name, p->missed,
-                 p->missed_jobs, (const char *[]){"skip", "once", "all"}[s->sc->misfire]);
-    else
-        log_warn("schedule %s: %llu occurrence(s) missed: none put (misfire = %s, older than "
-                 "misfire_grace, or overlap = skip and the previous one still pending)",
-                 s->sc->name, p->missed, (const char *[]){"skip", "once", "all"}[s->sc->misfire]);
+        snprintf(put, sizeof put, "put as %zu job(s)", p->missed_jobs);
+    log_warn("schedule %s: %llu occurrence(s) missed: %s (misfire = %s, misfire_grace%s)",
+             s->sc->name, p->missed, p->missed_jobs ? put : "none put",
+             schedule_misfire_names[s->sc->misfire],
+             s->sc->overlap == OVERLAP_SKIP ? ", overlap = skip" : "");
 }
 
 static void put_plan(struct sched *s, int prev_busy)
