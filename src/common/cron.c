@@ -1,6 +1,7 @@
 #include "cron.h"
 
-#include <stdarg.h>
+#include "errtext.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -40,17 +41,6 @@ static const struct {
     {"@weekly", "0 0 * * 0"}, {"@daily", "0 0 * * *"},    {"@midnight", "0 0 * * *"},
     {"@hourly", "0 * * * *"},
 };
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t len, const char *fmt, ...)
-{
-    if (err && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* A token for a message: printable ASCII, at most 32 bytes of it. */
 struct tok {
@@ -92,8 +82,8 @@ static int parse_value(const struct field *f, const char *s, size_t n, unsigned 
     }
     if (n && digits == n) {
         if (x < f->min || x > f->max)
-            return fail(err, errlen, "%s: %s is out of %u-%u", f->name, tok(s, n).s, f->min,
-                        f->max);
+            return errtext_fail(err, errlen, "%s: %s is out of %u-%u", f->name, tok(s, n).s, f->min,
+                                f->max);
         *v = x;
         return 0;
     }
@@ -104,11 +94,11 @@ static int parse_value(const struct field *f, const char *s, size_t n, unsigned 
             return 0;
         }
     if (n == 0)
-        return fail(err, errlen, "%s: a value is missing", f->name);
+        return errtext_fail(err, errlen, "%s: a value is missing", f->name);
     if (f->names)
-        return fail(err, errlen, "%s: '%s' is not a number or %s", f->name, tok(s, n).s,
-                     f->names_hint);
-    return fail(err, errlen, "%s: '%s' is not a number", f->name, tok(s, n).s);
+        return errtext_fail(err, errlen, "%s: '%s' is not a number or %s", f->name, tok(s, n).s,
+                            f->names_hint);
+    return errtext_fail(err, errlen, "%s: '%s' is not a number", f->name, tok(s, n).s);
 }
 
 /* One item of a list: *, a, a-b, each with an optional /step; a/step is a-max/step. */
@@ -130,7 +120,8 @@ static int parse_item(const struct field *f, const char *s, size_t n, uint64_t *
         if (dash && parse_value(f, dash + 1, base - first - 1, &hi, err, errlen) < 0)
             return -1;
         if (dash && hi < lo)
-            return fail(err, errlen, "%s: range %s goes backwards", f->name, tok(s, base).s);
+            return errtext_fail(err, errlen, "%s: range %s goes backwards", f->name,
+                                tok(s, base).s);
     }
     if (slash) {
         const char *st = slash + 1;
@@ -138,10 +129,11 @@ static int parse_item(const struct field *f, const char *s, size_t n, uint64_t *
         for (step = 0; k < sn && st[k] >= '0' && st[k] <= '9'; k++)
             step = step < 100000 ? step * 10 + (unsigned)(st[k] - '0') : step;
         if (sn == 0 || k != sn)
-            return fail(err, errlen, "%s: step '%s' is not a number", f->name, tok(st, sn).s);
+            return errtext_fail(err, errlen, "%s: step '%s' is not a number", f->name,
+                                tok(st, sn).s);
         if (step < 1 || step > f->max_step)
-            return fail(err, errlen, "%s: step %s is out of 1-%u", f->name, tok(st, sn).s,
-                        f->max_step);
+            return errtext_fail(err, errlen, "%s: step %s is out of 1-%u", f->name, tok(st, sn).s,
+                                f->max_step);
     }
     for (unsigned v = lo; v <= hi; v += step)
         *mask |= UINT64_C(1) << v;
@@ -156,7 +148,7 @@ static int parse_field(const struct field *f, const char *s, size_t n, uint64_t 
         const char *comma = memchr(s + at, ',', n - at);
         size_t end = comma ? (size_t)(comma - s) : n;
         if (end == at)
-            return fail(err, errlen, "%s: empty list item in '%s'", f->name, tok(s, n).s);
+            return errtext_fail(err, errlen, "%s: empty list item in '%s'", f->name, tok(s, n).s);
         if (parse_item(f, s + at, end - at, mask, err, errlen) < 0)
             return -1;
         if (!comma)
@@ -178,16 +170,20 @@ static int parse_shorthand(const char *text, struct cron_expr *out, char *err, s
     while (text[n] && !is_blank(text[n]))
         n++;
     if (n == 7 && strncasecmp(text, "@reboot", 7) == 0)
-        return fail(err, errlen, "@reboot is not supported: a schedule needs times to run at");
+        return errtext_fail(err, errlen,
+                            "@reboot is not supported: a schedule needs times to run at");
     for (size_t i = 0; i < sizeof shorthands / sizeof shorthands[0]; i++) {
         if (strlen(shorthands[i].name) != n || strncasecmp(text, shorthands[i].name, n) != 0)
             continue;
         if (*skip_blanks(text + n))
-            return fail(err, errlen, "%s: nothing may follow a shorthand", shorthands[i].name);
+            return errtext_fail(err, errlen, "%s: nothing may follow a shorthand",
+                                shorthands[i].name);
         return cron_parse(shorthands[i].fields, out, err, errlen);
     }
-    return fail(err, errlen, "unknown shorthand '%s' (known: @yearly, @annually, @monthly, "
-                "@weekly, @daily, @midnight, @hourly)", tok(text, n).s);
+    return errtext_fail(err, errlen,
+                        "unknown shorthand '%s' (known: @yearly, @annually, @monthly, "
+                        "@weekly, @daily, @midnight, @hourly)",
+                        tok(text, n).s);
 }
 
 /* Under the AND rule a restricted day-of-month must exist in a chosen month (the 29th of
@@ -201,8 +197,8 @@ static int check_fires(const struct cron_expr *e, const char *dom, size_t domn,
     for (unsigned m = 1; m <= 12; m++)
         if (e->months >> m & 1 && e->doms & ((UINT64_C(2) << longest[m]) - 2))
             return 0;
-    return fail(err, errlen, "never runs: day-of-month '%s' does not occur in month '%s'",
-                tok(dom, domn).s, tok(mon, monn).s);
+    return errtext_fail(err, errlen, "never runs: day-of-month '%s' does not occur in month '%s'",
+                        tok(dom, domn).s, tok(mon, monn).s);
 }
 
 int cron_parse(const char *text, struct cron_expr *out, char *err, size_t errlen)
@@ -223,10 +219,12 @@ int cron_parse(const char *text, struct cron_expr *out, char *err, size_t errlen
         s = skip_blanks(s);
     }
     if (nf == 0)
-        return fail(err, errlen, "empty expression");
+        return errtext_fail(err, errlen, "empty expression");
     if (nf != F_COUNT)
-        return fail(err, errlen, "%zu fields, expected 5: minute hour day-of-month month "
-                    "day-of-week (or a shorthand such as @daily)", nf);
+        return errtext_fail(err, errlen,
+                            "%zu fields, expected 5: minute hour day-of-month month "
+                            "day-of-week (or a shorthand such as @daily)",
+                            nf);
     uint64_t m[F_COUNT];
     for (int i = 0; i < F_COUNT; i++)
         if (parse_field(&fields[i], at[i], len[i], &m[i], err, errlen) < 0)

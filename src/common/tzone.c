@@ -1,8 +1,9 @@
 #include "tzone.h"
 
+#include "errtext.h"
+
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,17 +379,6 @@ void tzone_format(const struct tzone *tz, int64_t t, char *buf, size_t len)
 
 /* ---- TZif ---- */
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t len, const char *fmt, ...)
-{
-    if (err && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* Bytes of a name or footer for a message: printable ASCII, at most 64 of them. */
 static void shown(const char *s, size_t n, char *out, size_t cap)
 {
@@ -439,12 +429,12 @@ static int read_header(struct reader *r, int *version, struct counts *c, char *w
 {
     const unsigned char *h = take(r, 44);
     if (!h)
-        return fail(why, wl, "truncated: %zu bytes, shorter than a TZif header",
-                    r->len - r->at);
+        return errtext_fail(why, wl, "truncated: %zu bytes, shorter than a TZif header",
+                            r->len - r->at);
     if (memcmp(h, "TZif", 4) != 0)
-        return fail(why, wl, "not a TZif file (no TZif magic)");
+        return errtext_fail(why, wl, "not a TZif file (no TZif magic)");
     if (h[4] != 0 && (h[4] < '2' || h[4] > '9'))
-        return fail(why, wl, "unknown TZif version byte 0x%02x", h[4]);
+        return errtext_fail(why, wl, "unknown TZif version byte 0x%02x", h[4]);
     *version = h[4] ? h[4] - '0' : 1;
     uint32_t *v[6] = {&c->isut, &c->isstd, &c->leap, &c->time, &c->type, &c->chars};
     for (int i = 0; i < 6; i++)
@@ -463,16 +453,18 @@ static int check_counts(const struct reader *r, const struct counts *c, int tsiz
 {
     uint64_t need = block_size(c, tsize);
     if (need > r->len - r->at)
-        return fail(why, wl, "truncated: the header announces %llu bytes of data, %zu remain",
-                    (unsigned long long)need, r->len - r->at);
+        return errtext_fail(why, wl,
+                            "truncated: the header announces %llu bytes of data, %zu remain",
+                            (unsigned long long)need, r->len - r->at);
     if (c->type == 0 || c->type > 256)
-        return fail(why, wl, "%u local time types (1 to 256 expected)", c->type);
+        return errtext_fail(why, wl, "%u local time types (1 to 256 expected)", c->type);
     if (c->chars == 0)
-        return fail(why, wl, "no time zone abbreviations");
+        return errtext_fail(why, wl, "no time zone abbreviations");
     if ((c->isut && c->isut != c->type) || (c->isstd && c->isstd != c->type))
-        return fail(why, wl, "inconsistent counts of UT/local and standard/wall indicators");
+        return errtext_fail(why, wl,
+                            "inconsistent counts of UT/local and standard/wall indicators");
     if (c->leap)
-        return fail(why, wl, "leap-second tables (the right/ zones) are not supported");
+        return errtext_fail(why, wl, "leap-second tables (the right/ zones) are not supported");
     return 0;
 }
 
@@ -484,9 +476,9 @@ static int read_transitions(struct reader *r, const struct counts *c, int tsize,
     for (uint32_t i = 0; i < c->time; i++) {
         tz->trans[i] = be_time(t + (size_t)i * (size_t)tsize, tsize);
         if (i && tz->trans[i] <= tz->trans[i - 1])
-            return fail(why, wl, "transition %u is not after the one before it", i);
+            return errtext_fail(why, wl, "transition %u is not after the one before it", i);
         if (ix[i] >= c->type)
-            return fail(why, wl, "transition %u has type %u of %u", i, ix[i], c->type);
+            return errtext_fail(why, wl, "transition %u has type %u of %u", i, ix[i], c->type);
         tz->idx[i] = ix[i];
     }
     tz->ntrans = c->time;
@@ -500,12 +492,12 @@ static int read_types(struct reader *r, const struct counts *c, struct tzone *tz
     for (uint32_t i = 0; i < c->type; i++, p += 6) {
         int32_t off = (int32_t)be32(p);
         if (off < OFF_MIN || off > OFF_MAX)
-            return fail(why, wl, "type %u has offset %d s, beyond +-25 h", i, (int)off);
+            return errtext_fail(why, wl, "type %u has offset %d s, beyond +-25 h", i, (int)off);
         if (p[4] > 1)
-            return fail(why, wl, "type %u has a daylight flag of %u", i, p[4]);
+            return errtext_fail(why, wl, "type %u has a daylight flag of %u", i, p[4]);
         if (p[5] >= c->chars)
-            return fail(why, wl, "type %u's abbreviation is past the %u bytes of them", i,
-                        c->chars);
+            return errtext_fail(why, wl, "type %u's abbreviation is past the %u bytes of them", i,
+                                c->chars);
         tz->types[i] = (struct tz_type){.off = off, .abbr = p[5]};
     }
     memcpy(tz->chars, chars, c->chars);
@@ -524,7 +516,7 @@ static int read_block(struct reader *r, const struct counts *c, int tsize, struc
     tz->types = malloc(c->type * sizeof *tz->types);
     tz->chars = malloc((size_t)c->chars + 1);
     if (!tz->trans || !tz->idx || !tz->types || !tz->chars)
-        return fail(why, wl, "out of memory");
+        return errtext_fail(why, wl, "out of memory");
     if (read_transitions(r, c, tsize, tz, why, wl) < 0 || read_types(r, c, tz, why, wl) < 0)
         return -1;
     return 0;
@@ -535,24 +527,24 @@ static int read_footer(struct reader *r, struct tzone *tz, char *why, size_t wl)
 {
     const unsigned char *nl = take(r, 1), *start = r->p + r->at, *end;
     if (!nl || *nl != '\n')
-        return fail(why, wl, "truncated: no footer after the data");
+        return errtext_fail(why, wl, "truncated: no footer after the data");
     end = memchr(start, '\n', r->len - r->at);
     if (!end)
-        return fail(why, wl, "truncated: the footer has no final newline");
+        return errtext_fail(why, wl, "truncated: the footer has no final newline");
     size_t n = (size_t)(end - start);
     if ((size_t)(end + 1 - r->p) != r->len)
-        return fail(why, wl, "%zu unexpected bytes after the footer",
-                    r->len - (size_t)(end + 1 - r->p));
+        return errtext_fail(why, wl, "%zu unexpected bytes after the footer",
+                            r->len - (size_t)(end + 1 - r->p));
     if (n == 0)
         return 0;
     char text[FOOTER_MAX + 1], show[80];
     shown((const char *)start, n, show, sizeof show);
     if (n > FOOTER_MAX || memchr(start, '\0', n))
-        return fail(why, wl, "bad TZ rule in the footer: '%s'", show);
+        return errtext_fail(why, wl, "bad TZ rule in the footer: '%s'", show);
     memcpy(text, start, n);
     text[n] = '\0';
     if (rule_parse(text, &tz->rule) < 0)
-        return fail(why, wl, "bad TZ rule in the footer: '%s'", show);
+        return errtext_fail(why, wl, "bad TZ rule in the footer: '%s'", show);
     tz->has_rule = 1;
     return 0;
 }
@@ -570,7 +562,7 @@ static int parse_tzif(const unsigned char *data, size_t len, struct tzone *tz, c
     /* Version 2+: the 32-bit block is skipped, the 64-bit one after it is the one to read. */
     uint64_t v1 = block_size(&c, 4);
     if (v1 > r.len - r.at)
-        return fail(why, wl, "truncated: the version 1 data runs past the end");
+        return errtext_fail(why, wl, "truncated: the version 1 data runs past the end");
     take(&r, v1);
     if (read_header(&r, &version, &c, why, wl) < 0 || check_counts(&r, &c, 8, why, wl) < 0 ||
         read_block(&r, &c, 8, tz, why, wl) < 0)
@@ -596,10 +588,10 @@ int tzone_parse(const char *name, const void *data, size_t len, struct tzone **o
     *out = NULL;
     shown(name, TZONE_NAME_MAX, show, sizeof show);
     if (!tz)
-        return fail(err, errlen, "time zone '%s': out of memory", show);
+        return errtext_fail(err, errlen, "time zone '%s': out of memory", show);
     if (parse_tzif(data, len, tz, why, sizeof why) < 0) {
         tzone_free(tz);
-        return fail(err, errlen, "time zone '%s': %s", show, why);
+        return errtext_fail(err, errlen, "time zone '%s': %s", show, why);
     }
     *out = tz;
     return 0;
@@ -627,17 +619,17 @@ static int check_name(const char *name, char *why, size_t wl)
 {
     size_t len = strnlen(name, TZONE_NAME_MAX + 1);
     if (len == 0)
-        return fail(why, wl, "empty name");
+        return errtext_fail(why, wl, "empty name");
     if (len > TZONE_NAME_MAX)
-        return fail(why, wl, "name longer than %d bytes", TZONE_NAME_MAX);
+        return errtext_fail(why, wl, "name longer than %d bytes", TZONE_NAME_MAX);
     if (name[0] == '/')
-        return fail(why, wl, "an absolute path, not a name such as Europe/Berlin");
+        return errtext_fail(why, wl, "an absolute path, not a name such as Europe/Berlin");
     for (const char *c = name;; c++) {
         const char *e = strchrnul(c, '/');
         if (e == c)
-            return fail(why, wl, "empty path component");
+            return errtext_fail(why, wl, "empty path component");
         if ((e - c == 1 && c[0] == '.') || (e - c == 2 && c[0] == '.' && c[1] == '.'))
-            return fail(why, wl, "'.' and '..' are not allowed in a name");
+            return errtext_fail(why, wl, "'.' and '..' are not allowed in a name");
         if (!*e)
             break;
         c = e;
@@ -645,7 +637,8 @@ static int check_name(const char *name, char *why, size_t wl)
     for (const unsigned char *c = (const unsigned char *)name; *c; c++)
         if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
               *c == '_' || *c == '+' || *c == '-' || *c == '/'))
-            return fail(why, wl, "character 0x%02x not allowed (only A-Z a-z 0-9 _ + - /)", *c);
+            return errtext_fail(why, wl, "character 0x%02x not allowed (only A-Z a-z 0-9 _ + - /)",
+                                *c);
     return 0;
 }
 
@@ -655,18 +648,18 @@ static int read_file(const char *dir, const char *path, unsigned char **data, si
     char ebuf[128];
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block us */
     if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
-        return fail(why, wl, "not found in %s", dir);
+        return errtext_fail(why, wl, "not found in %s", dir);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0) {
         int e = errno;
         if (fd >= 0)
             close(fd);
-        return fail(why, wl, "cannot read %s: %s", path, strerror_r(e, ebuf, sizeof ebuf));
+        return errtext_fail(why, wl, "cannot read %s: %s", path, strerror_r(e, ebuf, sizeof ebuf));
     }
     if (!S_ISREG(st.st_mode) || st.st_size > TZONE_FILE_MAX) {
         close(fd);
-        return fail(why, wl, "%s is not a time zone file (%s)", path,
-                    S_ISREG(st.st_mode) ? "over 1 MiB" : "not a regular file");
+        return errtext_fail(why, wl, "%s is not a time zone file (%s)", path,
+                            S_ISREG(st.st_mode) ? "over 1 MiB" : "not a regular file");
     }
     *data = malloc((size_t)st.st_size + 1);
     ssize_t n = *data ? read(fd, *data, (size_t)st.st_size + 1) : -1;
@@ -674,8 +667,8 @@ static int read_file(const char *dir, const char *path, unsigned char **data, si
     close(fd);
     if (n < 0 || n > st.st_size) { /* a file that grew while read is refused too */
         free(*data);
-        return fail(why, wl, "cannot read %s: %s", path,
-                    n < 0 ? strerror_r(e, ebuf, sizeof ebuf) : "it changed while read");
+        return errtext_fail(why, wl, "cannot read %s: %s", path,
+                            n < 0 ? strerror_r(e, ebuf, sizeof ebuf) : "it changed while read");
     }
     *len = (size_t)n;
     return 0;
@@ -687,26 +680,28 @@ int tzone_load(const char *name, struct tzone **out, char *err, size_t errlen)
     *out = NULL;
     shown(name, TZONE_NAME_MAX + 1, show, sizeof show);
     if (check_name(name, why, sizeof why) < 0)
-        return fail(err, errlen, "time zone '%s': %s", show, why);
+        return errtext_fail(err, errlen, "time zone '%s': %s", show, why);
     if (strcmp(name, "UTC") == 0 || strcmp(name, "Etc/UTC") == 0)
-        return utc_zone(name, out) < 0 ? fail(err, errlen, "time zone '%s': out of memory", show)
-                                       : 0;
+        return utc_zone(name, out) < 0
+                   ? errtext_fail(err, errlen, "time zone '%s': out of memory", show)
+                   : 0;
     const char *dir = getenv("TZDIR");
     if (!dir || !*dir)
         dir = TZONE_DEFAULT_DIR;
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
-        return fail(err, errlen, "time zone '%s': the path under %s is too long", show, dir);
+        return errtext_fail(err, errlen, "time zone '%s': the path under %s is too long", show,
+                            dir);
     unsigned char *data = NULL;
     size_t len = 0;
     if (read_file(dir, path, &data, &len, why, sizeof why) < 0)
-        return fail(err, errlen, "time zone '%s': %s", show, why);
+        return errtext_fail(err, errlen, "time zone '%s': %s", show, why);
     struct tzone *tz = tzone_new(name);
     int rc = tz ? parse_tzif(data, len, tz, why, sizeof why)
-                : fail(why, sizeof why, "out of memory");
+                : errtext_fail(why, sizeof why, "out of memory");
     free(data);
     if (rc < 0) {
         tzone_free(tz);
-        return fail(err, errlen, "time zone '%s': %s: %s", show, path, why);
+        return errtext_fail(err, errlen, "time zone '%s': %s: %s", show, path, why);
     }
     *out = tz;
     return 0;

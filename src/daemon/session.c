@@ -15,6 +15,7 @@
 #include "pause.h"
 #include "unpacker.h"
 #include "pending.h"
+#include "scheduler.h"
 #include "server.h"
 #include "units.h"
 #include "zkstore.h"
@@ -188,6 +189,7 @@ static void connected(struct session *s)
     unpacker_session_up(d->unpacker);
     dispatcher_session_up(d->dispatcher);
     pending_session_up(d->pending);
+    scheduler_session_up(d->scheduler);
     beat(s);
 }
 

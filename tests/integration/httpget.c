@@ -102,6 +102,22 @@ int http_request(int port, const char *method, const char *path, int timeout_ms,
     return status;
 }
 
+double metric_in_log(const char *log, const char *series)
+{
+    char *body = NULL, ctype[128], line[512];
+    int port = metrics_port_in_log(log);
+    if (port <= 0 || http_request(port, "GET", "/metrics", 10000, &body, ctype, sizeof ctype)
+                         != 200 || !body) {
+        free(body);
+        return -1;
+    }
+    snprintf(line, sizeof line, "\n%s ", series);
+    const char *at = strstr(body, line);
+    double v = at ? strtod(at + strlen(line), NULL) : -1;
+    free(body);
+    return v;
+}
+
 int free_tcp_port(void)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET};

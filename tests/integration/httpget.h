@@ -14,6 +14,11 @@ int http_request(int port, const char *method, const char *path, int timeout_ms,
  * (listen = 127.0.0.1:0), waiting up to 10 s for it; -1 if it does not come. */
 int metrics_port_in_log(const char *log);
 
+/* The value of one series (its name and labels as deferd writes them, e.g.
+ * `deferd_schedule_occurrences_put_total{schedule="tick"}`) in GET /metrics of the daemon
+ * whose log is LOG; -1 when the series or the answer is absent. */
+double metric_in_log(const char *log, const char *series);
+
 /* A TCP port on 127.0.0.1 that was free a moment ago (for servers that cannot report one). */
 int free_tcp_port(void);
 

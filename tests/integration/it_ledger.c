@@ -80,27 +80,39 @@ static void start_consumer(int k)
     cons_pid[k] = pid;
 }
 
-/* Waits (up to 5 s) until consumer K holds a job: its ledger ends with a D line. */
-static void wait_holding(int k)
+/* Whether consumer K's ledger ends with a D line: it holds a job it has not begun to ack. */
+static int ledger_holding(int k)
 {
     char path[300], buf[512];
     snprintf(path, sizeof path, "%s/c%d-%d.log", ledger_dir, k, incarnation[k]);
+    int fd = open(path, O_RDONLY);
+    off_t end = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
+    ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, end > 500 ? end - 500 : 0) : 0;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    if (buf[n - 1] == '\n')
+        buf[n - 1] = '\0'; /* whole lines only: each is one write(2) */
+    char *line = strrchr(buf, '\n');
+    return (line ? line + 1 : buf)[0] == 'D';
+}
+
+/* Stops consumer K (SIGSTOP) at a moment it holds a job, so that the kill that follows
+ * surely hits a held job however slowly this machine runs: stopped, its ledger is still.
+ * Up to 5 s; the consumer is left stopped (SIGCONT or SIGKILL it). */
+static void freeze_holding(int k)
+{
     int64_t deadline = now_ms() + 5000;
     while (now_ms() < deadline) {
-        int fd = open(path, O_RDONLY);
-        off_t end = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
-        ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, end > 500 ? end - 500 : 0) : 0;
-        if (fd >= 0)
-            close(fd);
-        if (n > 0) {
-            buf[n] = '\0';
-            if (buf[n - 1] == '\n')
-                buf[n - 1] = '\0'; /* whole lines only: each is one write(2) */
-            char *line = strrchr(buf, '\n');
-            if ((line ? line + 1 : buf)[0] == 'D')
-                return;
-        }
-        usleep(500);
+        int st;
+        kill(cons_pid[k], SIGSTOP);
+        if (waitpid(cons_pid[k], &st, WUNTRACED) == cons_pid[k] && WIFSTOPPED(st) &&
+            ledger_holding(k))
+            return;
+        kill(cons_pid[k], SIGCONT);
+        usleep(2000);
     }
     printf("consumer %d never seen holding a job\n", k);
 }
@@ -237,7 +249,7 @@ static void check_ledger(char ids[][DEFERD_ID_SIZE])
     CHECK(unexplained == 0);
     CHECK(bad_attempts == 0);
     CHECK(HASH_COUNT(ledger) == NJOBS);
-    CHECK(dups + unconfirmed >= 3); /* each of the three kills hit a held job */
+    CHECK(dups + unconfirmed >= 3); /* each of the three kills hit a held job (frozen) */
 }
 
 static void chaos(int64_t base)
@@ -247,14 +259,15 @@ static void chaos(int64_t base)
         while (now_ms() < base + plan[i].at)
             usleep(10000);
         if (plan[i].what >= 0) {
-            wait_holding(plan[i].what);
+            freeze_holding(plan[i].what);
             kill_consumer(plan[i].what);
             start_consumer(plan[i].what);
             printf("t+%llds: SIGKILL consumer %d, restarted\n", (long long)plan[i].at / 1000,
                    plan[i].what);
         } else if (plan[i].what == -1) {
-            wait_holding(2); /* consumer 2 uses daemon 2 */
+            freeze_holding(2); /* consumer 2 uses daemon 2 */
             daemon_kill(&dm[2], SIGKILL);
+            kill(cons_pid[2], SIGCONT); /* its ack fails: the job went back with the session */
             printf("t+%llds: SIGKILL daemon 2\n", (long long)plan[i].at / 1000);
         } else {
             CHECK(daemon_restart(&dm[2], NULL) == 0);

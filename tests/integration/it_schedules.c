@@ -1,18 +1,22 @@
 /* A recurring schedule shared by three daemons (issue 21): the same [schedule tick]
  * (every = 1s) on each, one killed with -9 and started again in the middle. Every
  * occurrence is put exactly once (counted by key: each instant's job comes once, as
- * attempt 1), none is missing, and each is delivered not before its instant. */
+ * attempt 1), none is missing, and each is delivered not before its instant; the daemons'
+ * put counters add up to the occurrences put (each counted by the one whose write won). */
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "harness.h"
 #include "harness_sched.h"
+#include "httpget.h"
 #include "schedule.h"
 
 #define RUN_MS 30000
 
 static const char *const ov[] = {"schedule.tick.queue=a", "schedule.tick.every=1s",
-                                 "schedule.tick.payload=tick", NULL};
+                                 "schedule.tick.payload=tick", "metrics.listen=127.0.0.1:0",
+                                 NULL};
+#define PUT_SERIES "deferd_schedule_occurrences_put_total{schedule=\"tick\"}"
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -44,6 +48,32 @@ static void check_exactly_once(const struct occs *got, int64_t first, int64_t la
                (long long)late[n / 2], (long long)late[(n * 99) / 100]);
 }
 
+/* The occurrences [FIRST, the state node's latest] against the sum of the daemons' put
+ * counters, read between two equal reads of the state node (no pass landed meanwhile). */
+static void check_put_counters(zhandle_t *zh, const char *path, int64_t first,
+                               double put_before_kill, struct daemon_proc *d)
+{
+    struct schedule_state before = {0}, after;
+    char data[200];
+    double sum = 0;
+    for (int tries = 0; tries < 5; tries++) {
+        int len = zk_get(zh, path, data, sizeof data);
+        if (len <= 0 || schedule_state_parse(data, (size_t)len, &before) != 0)
+            break;
+        sum = put_before_kill;
+        for (int i = 0; i < 3; i++)
+            sum += metric_in_log(d[i].log, PUT_SERIES);
+        len = zk_get(zh, path, data, sizeof data);
+        if (len > 0 && schedule_state_parse(data, (size_t)len, &after) == 0 &&
+            after.last_ms == before.last_ms)
+            break;
+    }
+    double put = (double)((before.last_ms - first) / 1000 + 1);
+    printf("occurrences put %g, the daemons' put counters add up to %g\n", put, sum);
+    /* d[1] may have put once more between its scrape and its death */
+    CHECK(sum <= put && sum >= put - 1);
+}
+
 int main(void)
 {
     char root[128];
@@ -55,6 +85,9 @@ int main(void)
     CHECK(deferd_subscribe(c, "a", 16) == DEFERD_OK);
     int64_t start = now_ms();
     occ_collect(c, got, start + 10000, 0, NULL);
+    /* what d[1] put before it dies: its counter dies with it (at most one more pass between) */
+    double put_before_kill = metric_in_log(d[1].log, PUT_SERIES);
+    CHECK(put_before_kill >= 0);
     daemon_kill(&d[1], SIGKILL);
     occ_collect(c, got, start + 15000, 0, NULL);
     CHECK(daemon_restart(&d[1], ov) == 0 && daemon_wait_connected(&d[1], 15000) == 0);
@@ -77,6 +110,7 @@ int main(void)
     CHECK(st.last_ms >= last);
     for (int i = 0; i < 3; i++)
         CHECK(log_count(&d[i], 0, "another daemon loaded a different") == 0);
+    check_put_counters(zh, path, first, put_before_kill, d);
     zookeeper_close(zh);
     deferd_close(c);
     for (int i = 0; i < 3; i++)

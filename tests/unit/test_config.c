@@ -1,5 +1,7 @@
 /* Config loading: the sample loads; every error names file and line. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,6 +67,36 @@ static void sample(void)
     CHECK(cfg.max_payload == 512 * 1024 && cfg.socket_mode == 0660);
     CHECK(cfg.metrics_host && strcmp(cfg.metrics_host, "127.0.0.1") == 0);
     CHECK(cfg.metrics_port == 9464);
+    config_free(&cfg);
+}
+
+/* The sample's commented [schedule] section loads once its ';' are removed: the example an
+ * operator copies is a valid one. */
+static void sample_schedule(void)
+{
+    FILE *in = fopen(SAMPLE_CONFIG, "r");
+    CHECK(in != NULL);
+    if (!in)
+        return;
+    char text[16384] = "", line[512];
+    int in_section = 0;
+    while (fgets(line, sizeof line, in) && strlen(text) + sizeof line < sizeof text) {
+        if (strncmp(line, ";[schedule ", 11) == 0)
+            in_section = 1;
+        strcat(text, in_section && line[0] == ';' ? line + 1 : line);
+    }
+    fclose(in);
+    struct config cfg;
+    char err[512] = "";
+    int rc = load_text(text, NULL, 0, &cfg, err, sizeof err);
+    CHECK(rc == 0);
+    if (rc != 0) {
+        fprintf(stderr, "  %s\n", err);
+        return;
+    }
+    const struct schedule_config *sc = config_schedule(&cfg, "nightly-report");
+    CHECK(cfg.nschedules == 1 && sc != NULL);
+    CHECK(sc && strcmp(sc->queue, "reports") == 0 && strcmp(sc->cron, "0 3 * * *") == 0);
     config_free(&cfg);
 }
 
@@ -497,6 +529,7 @@ int main(void)
     CHECK(fd >= 0);
     close(fd);
     sample();
+    sample_schedule();
     schedules();
     curator_queue();
     overrides();

@@ -184,6 +184,12 @@ static int64_t plan_missed(struct plan *p, const struct schedule_config *sc, int
             add_item(p, sc, key, n);
         }
     }
+    /* Under overlap = skip the one job also stands for what fell due since the cutoff:
+     * put separately, each would only be skipped as overlapping it. */
+    for (int64_t n; in_grace && one && (n = next_after(sc, t)) <= now; t = n) {
+        in_grace++;
+        latest_in_grace = n;
+    }
     if (in_grace && one)
         plan_missed_one(p, sc, in_grace, latest_in_grace, now, prev_busy);
     else if (in_grace && sc->misfire == MISFIRE_ONCE) {
@@ -572,6 +578,13 @@ void scheduler_reload(struct scheduler *sr)
         take(s, sc);
         log_info("schedule %s: puts its occurrences into queue %s", sc->name, sc->queue);
     }
+}
+
+void scheduler_session_up(struct scheduler *sr)
+{
+    for (size_t i = 0; sr && i < sr->n; i++)
+        if (sr->v[i]->sc && !sr->v[i]->busy)
+            arm(sr->v[i], 0);
 }
 
 struct scheduler *scheduler_new(struct deferd *d)

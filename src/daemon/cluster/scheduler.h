@@ -16,5 +16,8 @@ void scheduler_free(struct scheduler *s);
  * next occurrences by the new rules, removed ones stop. Call after the config's schedule
  * objects were replaced and before the old ones are freed. */
 void scheduler_reload(struct scheduler *s);
+/* ZooKeeper is connected (again): every schedule passes now rather than at its next retry,
+ * so that what fell due while it was away is put at once. */
+void scheduler_session_up(struct scheduler *s);
 
 #endif
