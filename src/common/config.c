@@ -71,7 +71,8 @@ static const struct {
         "requests_per_turn", "lookahead", "drain_grace", NULL}},
     [SEC_ZOOKEEPER] = {"zookeeper", (const char *const[]){"hosts", "root", "session_timeout",
         "auth", "auth_file", "acl", NULL}},
-    [SEC_METRICS] = {"metrics", (const char *const[]){"listen", NULL}},
+    [SEC_METRICS] = {"metrics", (const char *const[]){"listen", "depth_interval",
+        "depth_max_reads", NULL}},
     [SEC_QUEUE] = {"queue NAME", (const char *const[]){"priority", "ttr", "max_attempts",
         "max_pending", "format", "curator_path", "curator_lock_path", "curator_corrupt",
         "backoff_min", "backoff_max", "backoff_jitter", "producers", "consumers",
@@ -498,10 +499,15 @@ static int zookeeper_key(struct load *ld, const char *key, const char *value)
     return cfg_unknown_key(ld, SEC_ZOOKEEPER, "zookeeper", key);
 }
 
-/* "HOST:PORT" or "[IPV6]:PORT"; "" or "off" disables. The host is resolved at bind time. */
+/* [metrics]: the depth refresh's limits, and listen: "HOST:PORT" or "[IPV6]:PORT"; "" or
+ * "off" disables. The host is resolved at bind time. */
 static int metrics_key(struct load *ld, const char *key, const char *value)
 {
     struct config *c = ld->cfg;
+    if (strcmp(key, "depth_interval") == 0)
+        return cfg_set_duration(ld, &c->depth_interval_ms, key, value, 0, 3600000);
+    if (strcmp(key, "depth_max_reads") == 0)
+        return cfg_set_u32(ld, &c->depth_max_reads, key, value, 1, 1000000);
     if (strcmp(key, "listen") != 0)
         return cfg_unknown_key(ld, SEC_METRICS, "metrics", key);
     free(c->metrics_host);
@@ -771,6 +777,8 @@ static int defaults(struct config *c, const char *path)
     c->session_timeout_ms = 10000;
     c->metrics_host = strdup("127.0.0.1");
     c->metrics_port = 9464;
+    c->depth_interval_ms = 10000;
+    c->depth_max_reads = 5000;
     return c->path && c->socket_path && c->zk_root && c->metrics_host ? 0 : -1;
 }
 

@@ -123,6 +123,8 @@ struct config {
     /* [metrics] */
     char *metrics_host;       /* HTTP listen address for /metrics; NULL = disabled */
     unsigned metrics_port;    /* 0 = any free port (logged) */
+    uint64_t depth_interval_ms; /* queue depth from ZooKeeper this often; 0 = never */
+    uint32_t depth_max_reads; /* ZooKeeper reads one queue's depth refresh may make */
     /* [queue NAME]: each allocated on its own, so that a reload can add queues without
      * moving those the daemon's parts point to */
     struct queue_config **queues;

@@ -35,9 +35,11 @@ void deferctl_stats_usage(FILE *f)
           "session, jobs known, batching counters (txn.*: jobs/ZooKeeper multi calls that\n"
           "carried them). With QUEUE: that queue's counters (put, delivered, acked, nacked,\n"
           "expired, dead-lettered, refused), its jobs and consumers, delivery lateness\n"
-          "percentiles, rates over the last minute, and its dead letters counted in\n"
-          "ZooKeeper (which needs CONFIG). A paused queue's paused_info says who paused it,\n"
-          "when and why (read from ZooKeeper too).\n\n"
+          "percentiles, rates over the last minute, its depth across all daemons as the\n"
+          "daemon last read it from ZooKeeper (depth_*: jobs overdue, due within a minute,\n"
+          "in the rest of the hour, dead letters, the oldest overdue job's age), and its\n"
+          "dead letters counted in ZooKeeper now (which needs CONFIG). A paused queue's\n"
+          "paused_info says who paused it, when and why (read from ZooKeeper too).\n\n"
           "  -j, --json   one JSON object instead of a table\n"
           "  -h, --help   show this help\n", f);
 }

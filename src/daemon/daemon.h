@@ -13,6 +13,7 @@ struct mirror;
 struct session;
 struct pending;
 struct keysweep;
+struct depth;
 struct unpacker;
 struct packer;
 struct scheduler;
@@ -31,6 +32,7 @@ struct deferd {
     struct session *session;
     struct pending *pending;
     struct keysweep *keysweep; /* deletes kept keys past key_retention */
+    struct depth *depth;       /* queue depth read from ZooKeeper */
     struct unpacker *unpacker; /* turns ripe packs into job znodes */
     struct packer *packer;     /* far-future puts into packs */
     struct scheduler *scheduler; /* [schedule NAME]: recurring occurrences */

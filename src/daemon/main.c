@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "dispatcher.h"
 #include "drain.h"
+#include "depth.h"
 #include "keysweep.h"
 #include "lock.h"
 #include "log.h"
@@ -223,10 +224,11 @@ static int run(struct deferd *d)
     d->session = session_new(d);
     d->pending = pending_new(d);
     d->keysweep = keysweep_new(d);
+    d->depth = depth_new(d);
     d->unpacker = unpacker_new(d);
     d->packer = d->dispatcher ? packer_new(d->dispatcher) : NULL;
     d->scheduler = d->packer ? scheduler_new(d) : NULL;
-    if (!d->mirror || !d->dispatcher || !d->session || !d->pending || !d->keysweep ||
+    if (!d->mirror || !d->dispatcher || !d->session || !d->pending || !d->keysweep || !d->depth ||
         !d->unpacker || !d->packer || !d->scheduler)
         goto out;
     d->server = server_new(d, commands_handle);
@@ -249,6 +251,7 @@ out:
     session_free(d->session);
     pending_free(d->pending);
     keysweep_free(d->keysweep);
+    depth_free(d->depth);
     unpacker_free(d->unpacker); /* after the store: no call of it is in flight */
     drain_free(d->drain);
     notify_free(d->notify);

@@ -75,6 +75,16 @@ static void apply_logging(struct config *live, const struct config *next)
     live->log_timestamps = next->log_timestamps;
 }
 
+/* Read at each depth refresh (depth.c): the next one follows the new values. */
+static void apply_depth(struct config *live, const struct config *next)
+{
+    if (live->depth_interval_ms != next->depth_interval_ms ||
+        live->depth_max_reads != next->depth_max_reads)
+        log_info("reload: metrics.depth_interval or depth_max_reads changed");
+    live->depth_interval_ms = next->depth_interval_ms;
+    live->depth_max_reads = next->depth_max_reads;
+}
+
 /* A queue's settings that are read at each use (put, delivery, nack, settle): a new value
  * holds from the next use on. */
 enum kind { K_U32, K_U64, K_MS, K_FLAG };
@@ -233,6 +243,7 @@ int reload_config(struct deferd *d, struct config *live, const char *const *over
         return -1;
     }
     apply_logging(live, &next);
+    apply_depth(live, &next);
     check_restart_keys(live, &next);
     apply_queues(d, live, &next);
     apply_schedules(d, live, &next);

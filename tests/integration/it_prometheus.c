@@ -1,6 +1,7 @@
 /* A real Prometheus server scrapes deferd: started on a free loopback port with its own
  * storage and a generated scrape config (every second), it must come to report the acks
- * the test made through its query API. Skipped (77) only when no prometheus binary exists. */
+ * the test made, a known backlog's depth (deferd_queue_jobs) and the process_* families
+ * through its query API. Skipped (77) only when no prometheus binary exists. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -117,6 +118,16 @@ static void run(const char *bin, const char *dir)
     }
     CHECK(wait_for(web, "/api/v1/query?query=up%7Bjob%3D%22deferd%22%7D", ",\"1\"]", 10000,
                    pid) == 0);
+    /* Queue a: 3 jobs due in half an hour, nothing else; depth refreshed every second. */
+    char id[DEFERD_ID_SIZE];
+    deferd_client *prod = client(&d);
+    for (int i = 0; i < 3; i++)
+        CHECK(put_job(prod, "a", "later", 30 * 60000, -1, -1, id) == 0);
+    deferd_close(prod);
+    CHECK(wait_for(web, "/api/v1/query?query=deferd_queue_jobs%7Bqueue%3D%22a%22%2C"
+                   "window%3D%22hour%22%7D", ",\"3\"]", 30000, pid) == 0);
+    CHECK(wait_for(web, "/api/v1/query?query=process_open_fds%3E0", "\"process_open_fds\"",
+                   10000, pid) == 0);
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
 }
@@ -131,7 +142,7 @@ int main(void)
         return 77;
     }
     harness_init("prometheus", root, sizeof root);
-    const char *ov[] = {"metrics.listen=127.0.0.1:0", NULL};
+    const char *ov[] = {"metrics.listen=127.0.0.1:0", "metrics.depth_interval=1s", NULL};
     CHECK(mkdtemp(dir) != NULL);
     CHECK(daemon_start(&d, root, "prometheus", ov) == 0);
     if (d.pid > 0)

@@ -19,7 +19,7 @@
 #define DEFERD_VERSION "unknown"
 #endif
 
-static void family(struct evbuffer *out, const char *name, const char *type, const char *help)
+void metrics_family(struct evbuffer *out, const char *name, const char *type, const char *help)
 {
     evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -68,31 +68,31 @@ static void counters_out(struct metrics *m, struct evbuffer *out)
     char name[64];
     for (int ev = 0; ev < ME_COUNT; ev++) {
         snprintf(name, sizeof name, "deferd_jobs_%s_total", metrics_event_names[ev]);
-        family(out, name, "counter", help[ev]);
+        metrics_family(out, name, "counter", help[ev]);
         for (size_t i = 0; i < m->nqueues; i++)
             evbuffer_add_printf(out, "%s{queue=\"%s\"} %llu\n", name, qname(m, i),
                                 (unsigned long long)m->q[i].events[ev]);
     }
-    family(out, "deferd_puts_refused_total", "counter",
+    metrics_family(out, "deferd_puts_refused_total", "counter",
            "Puts to a configured queue refused, by reason.");
     for (size_t i = 0; i < m->nqueues; i++)
         for (int r = 0; r < MR_COUNT; r++)
             evbuffer_add_printf(out, "deferd_puts_refused_total{queue=\"%s\",reason=\"%s\"} %llu\n",
                                 qname(m, i), metrics_refusal_names[r],
                                 (unsigned long long)m->q[i].refused[r]);
-    family(out, "deferd_zookeeper_denied_total", "counter",
+    metrics_family(out, "deferd_zookeeper_denied_total", "counter",
            "Requests for the queue's znodes that ZooKeeper refused with NoAuth (their ACL "
            "denies deferd's identity): puts, listings, locks, acks, nacks, counters...");
     for (size_t i = 0; i < m->nqueues; i++)
         queue_row(out, "deferd_zookeeper_denied_total", qname(m, i),
                   (unsigned long long)m->q[i].denied);
-    family(out, "deferd_keys_expired_total", "counter",
+    metrics_family(out, "deferd_keys_expired_total", "counter",
            "Kept idempotency keys (key_retention) this daemon deleted once older than the "
            "queue's retention.");
     for (size_t i = 0; i < m->nqueues; i++)
         queue_row(out, "deferd_keys_expired_total", qname(m, i),
                   (unsigned long long)m->q[i].keys_expired);
-    family(out, "deferd_jobs_delivered_total", "counter",
+    metrics_family(out, "deferd_jobs_delivered_total", "counter",
            "Jobs pushed to consumers; redelivery=\"true\" when attempt > 1.");
     for (size_t i = 0; i < m->nqueues; i++)
         for (int re = 0; re < 2; re++)
@@ -115,7 +115,7 @@ static void schedules_out(struct metrics *m, struct evbuffer *out)
     for (int ev = 0; ev < MS_COUNT; ev++) {
         snprintf(name, sizeof name, "deferd_schedule_occurrences_%s_total",
                  metrics_sched_event_names[ev]);
-        family(out, name, "counter", help[ev]);
+        metrics_family(out, name, "counter", help[ev]);
         for (size_t i = 0; i < m->nsched; i++)
             evbuffer_add_printf(out, "%s{schedule=\"%s\"} %llu\n", name, m->sched[i].name,
                                 (unsigned long long)m->sched[i].n[ev]);
@@ -139,7 +139,7 @@ static int gauges_out(struct metrics *m, struct evbuffer *out)
                                 "within lookahead; see docs/metrics.md)."},
     };
     for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
-        family(out, g[k].name, "gauge", g[k].help);
+        metrics_family(out, g[k].name, "gauge", g[k].help);
         for (size_t i = 0; i < m->nqueues; i++) {
             size_t v = k == 0 ? c[i].delayed : k == 1 ? c[i].ready
                      : k == 2 ? c[i].inflight : c[i].known;
@@ -147,26 +147,29 @@ static int gauges_out(struct metrics *m, struct evbuffer *out)
         }
     }
     free(c);
-    family(out, "deferd_consumers", "gauge", "Consumer connections subscribed to the queue.");
+    metrics_family(out, "deferd_consumers", "gauge",
+                   "Consumer connections subscribed to the queue.");
     for (size_t i = 0; i < m->nqueues; i++) {
         struct dqueue *q = ds ? dispatcher_queue(ds, qname(m, i)) : NULL;
         queue_row(out, "deferd_consumers", qname(m, i), q ? consumer_ring_size(&q->ring) : 0);
     }
-    family(out, "deferd_queue_paused", "gauge", "1 while the queue is paused (deferctl "
+    metrics_family(out, "deferd_queue_paused", "gauge", "1 while the queue is paused (deferctl "
            "pause): no deliveries, puts still accepted.");
     for (size_t i = 0; i < m->nqueues; i++) {
         struct dqueue *q = ds ? dispatcher_queue(ds, qname(m, i)) : NULL;
         queue_row(out, "deferd_queue_paused", qname(m, i), q ? (unsigned long long)q->paused : 0);
     }
-    family(out, "deferd_draining", "gauge", "1 while the daemon drains for shutdown (SIGTERM).");
+    metrics_family(out, "deferd_draining", "gauge",
+                   "1 while the daemon drains for shutdown (SIGTERM).");
     evbuffer_add_printf(out, "deferd_draining %d\n", ds ? dispatcher_draining(ds) : 0);
-    family(out, "deferd_puts_open", "gauge", "PUT and BATCH requests being stored in "
+    metrics_family(out, "deferd_puts_open", "gauge", "PUT and BATCH requests being stored in "
            "ZooKeeper (at most [daemon] max_open_puts).");
     evbuffer_add_printf(out, "deferd_puts_open %zu\n", ds ? put_open_count(ds) : 0);
-    family(out, "deferd_puts_waiting", "gauge", "Connections whose PUT or BATCH waits for its "
+    metrics_family(out, "deferd_puts_waiting", "gauge",
+                   "Connections whose PUT or BATCH waits for its "
            "turn because max_open_puts are being stored.");
     evbuffer_add_printf(out, "deferd_puts_waiting %zu\n", server_puts_waiting(m->d->server));
-    family(out, "deferd_jobs_pending_cluster", "gauge", "Queues with max_pending: jobs in "
+    metrics_family(out, "deferd_jobs_pending_cluster", "gauge", "Queues with max_pending: jobs in "
            "the queue across all daemons, as last summed (once a second).");
     for (size_t i = 0; i < m->nqueues; i++) {
         struct dqueue *q = ds ? dispatcher_queue(ds, qname(m, i)) : NULL;
@@ -180,14 +183,14 @@ static int gauges_out(struct metrics *m, struct evbuffer *out)
 static void histograms_out(struct metrics *m, struct evbuffer *out)
 {
     char labels[128];
-    family(out, "deferd_delivery_lateness_seconds", "histogram",
+    metrics_family(out, "deferd_delivery_lateness_seconds", "histogram",
            "Push time minus due time, first delivery at each due time.");
     for (size_t i = 0; i < m->nqueues; i++) {
         snprintf(labels, sizeof labels, "queue=\"%s\"", qname(m, i));
         histogram_out(out, "deferd_delivery_lateness_seconds", labels, &m->q[i].lateness,
                       metrics_lateness_le, METRICS_LATENESS_NLE);
     }
-    family(out, "deferd_zookeeper_request_seconds", "histogram",
+    metrics_family(out, "deferd_zookeeper_request_seconds", "histogram",
            "ZooKeeper requests from the call to the completion, by operation.");
     for (int op = 0; op < ZOP_COUNT; op++) {
         snprintf(labels, sizeof labels, "op=\"%s\"", metrics_zk_op_names[op]);
@@ -210,14 +213,14 @@ static void session_out(struct metrics *m, struct evbuffer *out)
     static const enum conn_state states[] = {CS_CONNECTING, CS_CONNECTED, CS_SUSPENDED, CS_LOST};
     const struct session *s = m->d->session;
     char name[16];
-    family(out, "deferd_zookeeper_state", "gauge",
+    metrics_family(out, "deferd_zookeeper_state", "gauge",
            "1 for the daemon's current view of its ZooKeeper session, else 0.");
     for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
         lower(name, session_state_name(states[i]), sizeof name);
         evbuffer_add_printf(out, "deferd_zookeeper_state{state=\"%s\"} %d\n", name,
                             s && session_state(s) == states[i]);
     }
-    family(out, "deferd_zookeeper_transitions_total", "counter",
+    metrics_family(out, "deferd_zookeeper_transitions_total", "counter",
            "Session state changes, by the state entered.");
     for (int st = CS_CONNECTED; st < CS_COUNT; st++) {
         lower(name, session_state_name(st), sizeof name);
@@ -230,17 +233,20 @@ int metrics_expose(struct metrics *m, struct evbuffer *out)
 {
     if (!m || metrics_sync_queues(m) != 0)
         return -1;
-    family(out, "deferd_build_info", "gauge", "Always 1; the version in a label.");
+    metrics_family(out, "deferd_build_info", "gauge", "Always 1; the version in a label.");
     evbuffer_add_printf(out, "deferd_build_info{version=\"%s\"} 1\n", DEFERD_VERSION);
-    family(out, "deferd_start_time_seconds", "gauge", "When the daemon started, Unix time.");
+    metrics_family(out, "deferd_start_time_seconds", "gauge",
+                   "When the daemon started, Unix time.");
     evbuffer_add_printf(out, "deferd_start_time_seconds %.3f\n", (double)m->start_wall_ms / 1e3);
     counters_out(m, out);
     schedules_out(m, out);
     if (gauges_out(m, out) != 0)
         return -1;
+    metrics_depth_out(m, out);
     histograms_out(m, out);
     session_out(m, out);
-    family(out, "deferd_log_dropped_total", "counter",
+    metrics_process_out(out);
+    metrics_family(out, "deferd_log_dropped_total", "counter",
            "Log lines that could not be written to stderr (a full disk, a closed pipe).");
     evbuffer_add_printf(out, "deferd_log_dropped_total %llu\n", log_dropped());
     return 0;
@@ -307,7 +313,7 @@ int metrics_expose_queue(struct metrics *m, const char *queue, char *buf, size_t
     if (n > 0 && (size_t)n < len)
         n += lateness_format(q, buf + n, len - (size_t)n);
     if (n > 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n,
+        n += snprintf(buf + n, len - (size_t)n,
                  " put_per_s=%.3f delivered_per_s=%.3f "
                  "acked_per_s=%.3f zk_state=%s zk_denied=%llu keys_expired=%llu",
                  metrics_rate_per_s(m, &q->rates[RK_PUT]),
@@ -315,5 +321,7 @@ int metrics_expose_queue(struct metrics *m, const char *queue, char *buf, size_t
                  metrics_rate_per_s(m, &q->rates[RK_ACKED]),
                  m->d->session ? session_state_name(session_state(m->d->session)) : "CONNECTING",
                  (unsigned long long)q->denied, (unsigned long long)q->keys_expired);
+    if (n > 0 && (size_t)n < len)
+        metrics_depth_fields(m, queue, buf + n, len - (size_t)n);
     return 0;
 }

@@ -64,6 +64,17 @@ extern const char *const metrics_refusal_names[MR_COUNT];
 extern const char *const metrics_zk_op_names[ZOP_COUNT];
 extern const char *const metrics_sched_event_names[MS_COUNT];
 
+struct evbuffer;
+
+/* "# HELP" and "# TYPE" lines of a family. */
+void metrics_family(struct evbuffer *out, const char *name, const char *type, const char *help);
+/* The queue depth read from ZooKeeper (depth.h), for the queues counted so far. */
+void metrics_depth_out(struct metrics *m, struct evbuffer *out);
+/* " depth_overdue=... depth_truncated=..." for STATS QUEUE; returns the length written. */
+int metrics_depth_fields(struct metrics *m, const char *queue, char *buf, size_t len);
+/* The standard process_* families of Prometheus' client libraries, from /proc/self. */
+void metrics_process_out(struct evbuffer *out);
+
 /* Queues added by a reload get their counters here, zeroed. Returns -1 when out of memory
  * (those queues then go uncounted until the next try). */
 int metrics_sync_queues(struct metrics *m);

@@ -160,7 +160,7 @@ static void handle_ping(struct deferd *d, struct conn *c, struct proto_request *
 
 static void handle_stats_queue(struct deferd *d, const char *queue, struct reply *r)
 {
-    char text[1024];
+    char text[2048];
     if (!dispatcher_queue(d->dispatcher, queue))
         reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", queue);
     else if (metrics_expose_queue(d->metrics, queue, text, sizeof text) != 0)

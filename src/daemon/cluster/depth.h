@@ -1,0 +1,42 @@
+/* Queue depth, cluster-wide, read from ZooKeeper (docs/metrics.md, "Queue depth"): every
+ * [metrics] depth_interval each daemon walks, for every native queue, the buckets whose
+ * window starts within the next hour (jobs/, then L1, L2 and L3 buckets and their shards:
+ * names only, never a job's data) and counts the jobs due by now (overdue), in the next
+ * minute and in the rest of the hour, with the oldest overdue due time; and the dead
+ * letters, from the numChildren of each dead/<L1> directory. At most depth_max_reads
+ * ZooKeeper reads a queue and refresh, at most a few in flight at once, so that a big
+ * backlog costs a bounded walk and the delivery path's requests never queue behind a burst
+ * of reads. Jobs due later than the hour are not counted here. Loop thread only. */
+#ifndef DEFERD_DEPTH_H
+#define DEFERD_DEPTH_H
+
+#include <stdint.h>
+
+struct deferd;
+struct depth;
+
+/* Disjoint windows of due time, relative to the refresh's start. */
+enum depth_window { DW_OVERDUE, DW_MINUTE, DW_HOUR, DW_COUNT };
+extern const char *const depth_window_names[DW_COUNT];
+#define DEPTH_MINUTE_MS 60000
+#define DEPTH_HOUR_MS 3600000
+
+struct depth_counts {
+    int64_t refreshed_ms;      /* wall ms the last complete refresh began; 0 = none yet */
+    uint64_t jobs[DW_COUNT];   /* overdue: due <= then; minute: within 60 s; hour: the rest */
+    uint64_t dead;             /* dead letters */
+    int64_t oldest_due_ms;     /* of the overdue jobs; 0 when none is overdue */
+    uint32_t reads;            /* ZooKeeper reads the refresh made */
+    int truncated;             /* it stopped at depth_max_reads: the windows count less */
+};
+
+struct depth *depth_new(struct deferd *d);
+/* After zkstore_free(): the calls in flight have been completed by then. */
+void depth_free(struct depth *dp);
+/* The last complete refresh of QUEUE (refreshed_ms 0 when there is none), or NULL for a
+ * queue this daemon does not count (not configured here, or not in deferd's format). */
+const struct depth_counts *depth_of(const struct depth *dp, const char *queue);
+/* Reads made by every refresh since the daemon started. */
+uint64_t depth_reads_total(const struct depth *dp);
+
+#endif

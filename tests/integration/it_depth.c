@@ -1,0 +1,161 @@
+/* Queue depth read from ZooKeeper (docs/metrics.md, "Queue depth") against a known backlog:
+ * queue a holds 3 overdue jobs, 2100 due at one instant within the minute (a bucket a
+ * writer shards: its first 2048 jobs in the bucket, the rest in a shard of its own), 7
+ * within the hour and 4 later; queue b 2 dead letters. After a refresh that began once
+ * every put was answered, GET /metrics, STATS QUEUE and deferctl stats --json say exactly
+ * that, with the oldest overdue job's age; a second daemon held to depth_max_reads = 3
+ * says its figures are truncated; the process_* families are there. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "httpget.h"
+
+#define SHARDED 2100
+
+static struct daemon_proc d, small;
+static char root[128];
+
+static const char *const ov[] = {"metrics.listen=127.0.0.1:0", "metrics.depth_interval=1s",
+                                 "queue b.max_attempts=1", NULL};
+static const char *const small_ov[] = {"metrics.listen=127.0.0.1:0",
+                                       "metrics.depth_interval=1s",
+                                       "metrics.depth_max_reads=3", NULL};
+
+static double metric(const struct daemon_proc *p, const char *name, const char *labels)
+{
+    char series[200];
+    snprintf(series, sizeof series, "%s{%s}", name, labels);
+    return metric_in_log(p->log, series);
+}
+
+/* Waits up to 20 s for a refresh of queue a that began at AFTER_MS or later. */
+static int wait_refresh(const struct daemon_proc *p, int64_t after_ms)
+{
+    int64_t deadline = now_ms() + 20000;
+    while (now_ms() < deadline) {
+        double t = metric(p, "deferd_queue_depth_refreshed_timestamp_seconds", "queue=\"a\"");
+        if (t * 1000 >= (double)after_ms)
+            return 0;
+        usleep(100000);
+    }
+    return -1;
+}
+
+static void put_n(deferd_client *c, const char *queue, int n, int64_t at_ms)
+{
+    char id[DEFERD_ID_SIZE];
+    for (int i = 0; i < n; i++)
+        CHECK(put_job(c, queue, "depth", -1, at_ms, -1, id) == 0);
+}
+
+/* Queue b's two jobs nacked once each: with max_attempts 1 both become dead letters. */
+static void make_dead(deferd_client *prod)
+{
+    deferd_client *cons = client(&d);
+    put_n(prod, "b", 2, now_ms());
+    CHECK(deferd_subscribe(cons, "b", 2) == DEFERD_OK);
+    for (int i = 0; i < 2; i++) {
+        deferd_job job;
+        memset(&job, 0, sizeof job);
+        CHECK(next_job_push(cons, &job, 10000) == 0);
+        CHECK(deferd_nack(cons, job.id, 0) == DEFERD_OK);
+        deferd_job_clear(&job);
+    }
+    deferd_close(cons);
+}
+
+/* The 2100 jobs' bucket has a shard: else this test would not test counting one. */
+static void check_sharded(int64_t at_ms)
+{
+    zhandle_t *zh = zk_connect();
+    char path[512];
+    struct String_vector kids = {0};
+    int shards = 0;
+    snprintf(path, sizeof path, "%s/queues/a/jobs/%lld/%lld/%lld", root,
+             (long long)(at_ms / 10000000), (long long)(at_ms / 100000), (long long)(at_ms / 100));
+    CHECK(zoo_get_children(zh, path, 0, &kids) == ZOK);
+    for (int i = 0; i < kids.count; i++)
+        shards += kids.data[i][0] == 's';
+    printf("the bucket of the %d jobs: %d names, %d of them shards\n", SHARDED, kids.count,
+           shards);
+    CHECK(shards >= 1);
+    deallocate_String_vector(&kids);
+    zookeeper_close(zh);
+}
+
+static void check_metrics(int64_t oldest_ms, int64_t refreshed_by)
+{
+    CHECK(metric(&d, "deferd_queue_jobs", "queue=\"a\",window=\"overdue\"") == 3);
+    CHECK(metric(&d, "deferd_queue_jobs", "queue=\"a\",window=\"minute\"") == SHARDED);
+    CHECK(metric(&d, "deferd_queue_jobs", "queue=\"a\",window=\"hour\"") == 7);
+    CHECK(metric(&d, "deferd_queue_dead_jobs", "queue=\"a\"") == 0);
+    CHECK(metric(&d, "deferd_queue_dead_jobs", "queue=\"b\"") == 2);
+    CHECK(metric(&d, "deferd_queue_jobs", "queue=\"b\",window=\"overdue\"") == 0);
+    CHECK(metric(&d, "deferd_queue_depth_truncated", "queue=\"a\"") == 0);
+    double age = metric(&d, "deferd_queue_oldest_overdue_seconds", "queue=\"a\"");
+    printf("oldest overdue: %.3f s (due %lld ms before the test looked)\n", age,
+           (long long)(refreshed_by - oldest_ms));
+    CHECK(age * 1000 >= 180000 && age * 1000 <= (double)(refreshed_by - oldest_ms) + 1);
+    CHECK(metric_in_log(d.log, "deferd_queue_depth_reads_total") > 0);
+}
+
+static void check_stats(void)
+{
+    deferd_client *c = client(&d);
+    CHECK(queue_stat(c, "a", "depth_overdue") == 3);
+    CHECK(queue_stat(c, "a", "depth_minute") == SHARDED);
+    CHECK(queue_stat(c, "a", "depth_hour") == 7);
+    CHECK(queue_stat(c, "b", "depth_dead") == 2);
+    CHECK(queue_stat(c, "a", "depth_truncated") == 0);
+    deferd_close(c);
+    char out[8192];
+    CHECK(run_deferctl(&d, "stats a --json", out, sizeof out) == 0);
+    CHECK_CONTAINS(out, "\"depth_overdue\":3,");
+    CHECK_CONTAINS(out, "\"depth_minute\":2100,");
+    CHECK_CONTAINS(out, "\"depth_hour\":7,");
+}
+
+static void check_process(void)
+{
+    double start = metric_in_log(d.log, "process_start_time_seconds");
+    CHECK(start > 0 && start <= (double)now_ms() / 1e3 + 1 && start > (double)now_ms() / 1e3 - 600);
+    CHECK(metric_in_log(d.log, "process_open_fds") >= 3);
+    CHECK(metric_in_log(d.log, "process_max_fds") >= metric_in_log(d.log, "process_open_fds"));
+    CHECK(metric_in_log(d.log, "process_resident_memory_bytes") > 1e6);
+    CHECK(metric_in_log(d.log, "process_virtual_memory_bytes") >=
+          metric_in_log(d.log, "process_resident_memory_bytes"));
+    CHECK(metric_in_log(d.log, "process_cpu_seconds_total") >= 0);
+}
+
+int main(void)
+{
+    harness_init("depth", root, sizeof root);
+    CHECK(daemon_start(&d, root, "d", ov) == 0 && daemon_wait_connected(&d, 15000) == 0);
+    deferd_client *prod = client(&d);
+    int64_t t0 = now_ms(), oldest = t0 - 180000, soon = t0 + 45000;
+    put_n(prod, "a", 1, oldest);
+    put_n(prod, "a", 2, t0 - 120000);
+    put_n(prod, "a", SHARDED, soon);
+    put_n(prod, "a", 7, t0 + 30 * 60000);
+    put_n(prod, "a", 4, t0 + 2 * 3600000);
+    make_dead(prod);
+    deferd_close(prod);
+    int64_t put_done = now_ms();
+    printf("backlog put in %lld ms\n", (long long)(put_done - t0));
+    CHECK(put_done < soon - 5000); /* the minute's jobs are still ahead when counted */
+    check_sharded(soon);
+    CHECK(wait_refresh(&d, put_done) == 0);
+    check_metrics(oldest, now_ms());
+    check_stats();
+    check_process();
+
+    CHECK(daemon_start(&small, root, "small", small_ov) == 0 &&
+          daemon_wait_connected(&small, 15000) == 0);
+    CHECK(wait_refresh(&small, put_done) == 0);
+    CHECK(metric(&small, "deferd_queue_depth_truncated", "queue=\"a\"") == 1);
+    CHECK(metric(&small, "deferd_queue_jobs", "queue=\"a\",window=\"minute\"") < SHARDED);
+    daemon_kill(&small, SIGTERM);
+    daemon_kill(&d, SIGTERM);
+    return check_report("it_depth");
+}
