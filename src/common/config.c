@@ -73,6 +73,7 @@ static const struct {
         "auth", "auth_file", "acl", NULL}},
     [SEC_METRICS] = {"metrics", (const char *const[]){"listen", "depth_interval",
         "depth_max_reads", NULL}},
+    [SEC_WEB] = {"web", (const char *const[]){"dashboard", NULL}},
     [SEC_QUEUE] = {"queue NAME", (const char *const[]){"priority", "ttr", "max_attempts",
         "max_pending", "format", "curator_path", "curator_lock_path", "curator_corrupt",
         "backoff_min", "backoff_max", "backoff_jitter", "producers", "consumers",
@@ -499,6 +500,20 @@ static int zookeeper_key(struct load *ld, const char *key, const char *value)
     return cfg_unknown_key(ld, SEC_ZOOKEEPER, "zookeeper", key);
 }
 
+/* [web]: the dashboard on [metrics] listen (docs/web.md); off unless asked for. */
+static int web_key(struct load *ld, const char *key, const char *value)
+{
+    if (strcmp(key, "dashboard") != 0)
+        return cfg_unknown_key(ld, SEC_WEB, "web", key);
+    if (strcmp(value, "on") == 0 || strcmp(value, "yes") == 0)
+        ld->cfg->web_dashboard = 1;
+    else if (strcmp(value, "off") == 0 || strcmp(value, "no") == 0)
+        ld->cfg->web_dashboard = 0;
+    else
+        return cfg_fail(ld, "'dashboard': '%s' is not on or off", value);
+    return 1;
+}
+
 /* [metrics]: the depth refresh's limits, and listen: "HOST:PORT" or "[IPV6]:PORT"; "" or
  * "off" disables. The host is resolved at bind time. */
 static int metrics_key(struct load *ld, const char *key, const char *value)
@@ -651,7 +666,8 @@ static void on_section(struct load *ld, const char *section)
             add_queue(ld, section + 6);
     } else if (strncmp(section, "schedule ", 9) == 0) {
         cfg_schedule_section(ld, section + 9);
-    } else if (strcmp(section, "daemon") != 0 && strcmp(section, "metrics") != 0)
+    } else if (strcmp(section, "daemon") != 0 && strcmp(section, "metrics") != 0 &&
+               strcmp(section, "web") != 0)
         cfg_fail(ld, "unknown section [%s]", section);
 }
 
@@ -689,6 +705,8 @@ static int on_entry(void *user, const char *section, const char *key, const char
         return zookeeper_key(ld, key, value);
     if (strcmp(section, "metrics") == 0)
         return metrics_key(ld, key, value);
+    if (strcmp(section, "web") == 0)
+        return web_key(ld, key, value);
     if (strncmp(section, "queue ", 6) == 0)
         return queue_key(ld, section + 6, key, value);
     if (strncmp(section, "schedule ", 9) == 0)
@@ -782,7 +800,7 @@ static int defaults(struct config *c, const char *path)
     return c->path && c->socket_path && c->zk_root && c->metrics_host ? 0 : -1;
 }
 
-#define OVERRIDE_FORMS "daemon.KEY=VALUE, zookeeper.KEY=VALUE, metrics.KEY=VALUE, " \
+#define OVERRIDE_FORMS "daemon.KEY=VALUE, zookeeper.KEY=VALUE, metrics.KEY=VALUE, web.KEY=VALUE, " \
                        "queue.NAME.KEY=VALUE or \"queue NAME.KEY=VALUE\", schedule.NAME.KEY=VALUE"
 
 /* "section.key=value", the key after the last dot. A queue's section is "queue.NAME" or,
@@ -809,7 +827,7 @@ static int apply_override(struct load *ld, const char *o)
         buf[8] = ' ';
     int queue = strncmp(buf, "queue ", 6) == 0, sched = strncmp(buf, "schedule ", 9) == 0;
     if (!queue && !sched && strcmp(buf, "daemon") && strcmp(buf, "zookeeper") &&
-        strcmp(buf, "metrics"))
+        strcmp(buf, "metrics") && strcmp(buf, "web"))
         return cfg_fail(ld, "unknown section [%s]; -o takes " OVERRIDE_FORMS, buf), -1;
     if ((queue && !find_queue(ld->cfg, buf + 6)) ||
         (sched && !config_schedule(ld->cfg, buf + 9)))

@@ -26,7 +26,8 @@ struct load {
 };
 
 /* Section kinds, for the hint at an unknown key. */
-enum section_kind { SEC_DAEMON, SEC_ZOOKEEPER, SEC_METRICS, SEC_QUEUE, SEC_SCHEDULE, SEC_COUNT };
+enum section_kind { SEC_DAEMON, SEC_ZOOKEEPER, SEC_METRICS, SEC_WEB, SEC_QUEUE, SEC_SCHEDULE,
+                    SEC_COUNT };
 
 /* An error at the line being read; 0, inih's "stop". */
 int cfg_fail(struct load *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,5 +1,6 @@
 #include "deferctl_stats.h"
 #include "jsonw.h"
+#include "kvline.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -11,10 +12,6 @@
 
 #define FIELDS_MAX 128
 #define INFO_MAX 512
-
-struct field {
-    const char *key, *value;
-};
 
 /* What stats reads from ZooKeeper besides the daemon's line: the queue's dead letters, and
  * why a paused queue was paused (the flag's data, admin_pause.c). */
@@ -44,22 +41,8 @@ void deferctl_stats_usage(FILE *f)
           "  -h, --help   show this help\n", f);
 }
 
-/* Splits "k=v k=v ..." in place. */
-static size_t split_fields(char *text, struct field *f, size_t max)
-{
-    size_t n = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(text, " ", &save); t && n < max; t = strtok_r(NULL, " ", &save)) {
-        char *eq = strchr(t, '=');
-        if (eq)
-            *eq = '\0';
-        f[n++] = (struct field){t, eq ? eq + 1 : ""};
-    }
-    return n;
-}
-
 /* "paused=1" of STATS QUEUE or "paused.<queue>=1" of STATS: the queue, else NULL. */
-static const char *pause_flag(const struct field *f, const char *queue)
+static const char *pause_flag(const struct kv *f, const char *queue)
 {
     if (strcmp(f->value, "1") != 0)
         return NULL;
@@ -68,52 +51,7 @@ static const char *pause_flag(const struct field *f, const char *queue)
     return strncmp(f->key, "paused.", 7) == 0 ? f->key + 7 : NULL;
 }
 
-/* The "txn.*" counters are "items/multis": two numbers. */
-static int txn_pair(const struct field *f, unsigned long long *items,
-                    unsigned long long *multis)
-{
-    int end = 0;
-    return strncmp(f->key, "txn.", 4) == 0 &&
-           sscanf(f->value, "%llu/%llu%n", items, multis, &end) == 2 && f->value[end] == '\0';
-}
-
-/* A JSON number as the daemon writes them: -?(0|[1-9][0-9]*)(.[0-9]+)? */
-static int json_number(const char *s)
-{
-    s += *s == '-';
-    if (*s == '0')
-        s++;
-    else if (*s >= '1' && *s <= '9')
-        s += strspn(s, "0123456789");
-    else
-        return 0;
-    if (*s == '.') {
-        size_t d = strspn(s + 1, "0123456789");
-        if (d == 0)
-            return 0;
-        s += 1 + d;
-    }
-    return *s == '\0';
-}
-
-static void json_field(struct jsonw *w, const struct field *f)
-{
-    unsigned long long items, multis;
-    if (strcmp(f->value, "-") == 0) {
-        jsonw_null(w, f->key); /* no samples yet */
-    } else if (txn_pair(f, &items, &multis)) {
-        jsonw_obj_begin(w, f->key);
-        jsonw_uint(w, "items", items);
-        jsonw_uint(w, "multis", multis);
-        jsonw_obj_end(w);
-    } else if (json_number(f->value)) {
-        jsonw_raw(w, f->key, f->value);
-    } else {
-        jsonw_str(w, f->key, f->value);
-    }
-}
-
-static void print_json(FILE *out, const struct field *f, size_t n, const char *queue,
+static void print_json(FILE *out, const struct kv *f, size_t n, const char *queue,
                        const struct zkpart *zk)
 {
     struct jsonw w;
@@ -122,7 +60,7 @@ static void print_json(FILE *out, const struct field *f, size_t n, const char *q
     jsonw_init(&w, out);
     jsonw_obj_begin(&w, NULL);
     for (size_t i = 0; i < n; i++) {
-        json_field(&w, &f[i]);
+        kvline_json(&w, &f[i]);
         const char *paused = pause_flag(&f[i], queue);
         if (paused && info < zk->ninfo) {
             snprintf(key, sizeof key, queue ? "paused_info" : "paused_info.%s", paused);
@@ -139,14 +77,14 @@ static void print_json(FILE *out, const struct field *f, size_t n, const char *q
     jsonw_finish(&w);
 }
 
-static void print_table(FILE *out, const struct field *f, size_t n, const char *queue,
+static void print_table(FILE *out, const struct kv *f, size_t n, const char *queue,
                         const struct zkpart *zk)
 {
     size_t info = 0;
     char key[160];
     unsigned long long items, multis;
     for (size_t i = 0; i < n; i++) {
-        if (txn_pair(&f[i], &items, &multis))
+        if (kvline_txn_pair(&f[i], &items, &multis))
             fprintf(out, "%-22s %s (items/multis)\n", f[i].key, f[i].value); /* --help */
         else
             fprintf(out, "%-22s %s\n", f[i].key, f[i].value);
@@ -163,7 +101,7 @@ static void print_table(FILE *out, const struct field *f, size_t n, const char *
 }
 
 /* Reads what the fields need from ZooKeeper: one session for all of it. */
-static void read_zk(const struct field *f, size_t n, const char *queue, struct zkpart *zk)
+static void read_zk(const struct kv *f, size_t n, const char *queue, struct zkpart *zk)
 {
     char err[INFO_MAX - 112];
     int paused = 0;
@@ -238,8 +176,8 @@ int deferctl_stats(const char *sock, int argc, char **argv)
         return rc;
     }
     deferd_close(c);
-    struct field f[FIELDS_MAX];
-    size_t n = split_fields(text, f, FIELDS_MAX);
+    struct kv f[FIELDS_MAX];
+    size_t n = kvline_split(text, f, FIELDS_MAX);
     struct zkpart *zk = calloc(1, sizeof *zk);
     if (!zk) {
         ctl_errmsg("out of memory");

@@ -21,6 +21,7 @@ struct drain;
 struct notify;
 struct metrics;
 struct metrics_http;
+struct web;
 
 struct deferd {
     struct event_base *base;
@@ -40,6 +41,7 @@ struct deferd {
     struct notify *notify;     /* sd_notify to the service manager */
     struct metrics *metrics;   /* metrics.h */
     struct metrics_http *metrics_http; /* NULL when [metrics] listen is off */
+    struct web *web;           /* the dashboard, on metrics_http when [web] dashboard = on */
     int64_t session_id;        /* current ZooKeeper session, 0 when none */
     int layout_version;        /* of the root's marker (layout_marker.h): 2 = pack */
     int exit_status;

@@ -15,6 +15,7 @@
 #include "dispatcher.h"
 #include "drain.h"
 #include "depth.h"
+#include "web.h"
 #include "keysweep.h"
 #include "lock.h"
 #include "log.h"
@@ -57,7 +58,8 @@ static void usage(FILE *out)
             "       deferd --version\n"
             "  -c, --config PATH   configuration file (default " DEFAULT_CONFIG ")\n"
             "  -o, --set S.K=V     override one config value: daemon.KEY=V, zookeeper.KEY=V,\n"
-            "                      metrics.KEY=V, queue.NAME.KEY=V (or \"queue NAME.KEY=V\"),\n"
+            "                      metrics.KEY=V, web.KEY=V, queue.NAME.KEY=V (or\n"
+            "                      \"queue NAME.KEY=V\"),\n"
             "                      e.g. -o zookeeper.hosts=h:2181 -o queue.emails.ttr=5m\n"
             "                      schedule.NAME.KEY=V\n"
             "      --check-config  validate the configuration and exit (0 valid, 2 invalid)\n"
@@ -232,14 +234,17 @@ static int run(struct deferd *d)
         !d->unpacker || !d->packer || !d->scheduler)
         goto out;
     d->server = server_new(d, commands_handle);
-    if (!d->server || metrics_http_new(d, &d->metrics_http) != 0)
+    d->web = web_new(d);
+    if (!d->server || !d->web || metrics_http_new(d, &d->metrics_http) != 0)
         goto out;
+    metrics_http_set_other(d->metrics_http, web_handle, d->web);
     log_info("deferd started: %zu queue(s), zookeeper %s, root %s", d->cfg->nqueues,
              d->cfg->zk_hosts, d->cfg->zk_root);
     event_base_dispatch(d->base);
     rc = d->exit_status;
 out:
     metrics_http_free(d->metrics_http);
+    web_free(d->web);
     server_free(d->server);   /* closes clients: their jobs are released first */
     d->server = NULL;         /* puts failed by the closing session have no one to tell */
     dispatcher_close(d->dispatcher);

@@ -41,6 +41,7 @@ static void check_restart_keys(const struct config *live, const struct config *n
     restart_only("zookeeper.acl", same(live->zk_acl_text, next->zk_acl_text));
     restart_only("metrics.listen", same(live->metrics_host, next->metrics_host) &&
                                    live->metrics_port == next->metrics_port);
+    restart_only("web.dashboard", live->web_dashboard == next->web_dashboard);
 }
 
 static void check_restart_queue_keys(const struct queue_config *live,

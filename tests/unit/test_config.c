@@ -117,7 +117,8 @@ static void overrides(void)
     const char *junk[] = {"nodot"};
     CHECK(load_text(BASE "[queue a]\n", junk, 1, &cfg, err, sizeof err) != 0);
     CHECK_CONTAINS(err, "SECTION.KEY=VALUE: daemon.KEY=VALUE, zookeeper.KEY=VALUE, "
-                        "metrics.KEY=VALUE, queue.NAME.KEY=VALUE or \"queue NAME.KEY=VALUE\"");
+                        "metrics.KEY=VALUE, web.KEY=VALUE, queue.NAME.KEY=VALUE or "
+                        "\"queue NAME.KEY=VALUE\"");
 }
 
 /* -o queue.NAME.KEY=VALUE as well as "queue NAME.KEY=VALUE"; names may hold dots. */

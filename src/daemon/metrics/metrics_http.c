@@ -19,6 +19,8 @@
 struct metrics_http {
     struct deferd *d;
     struct evhttp *http;
+    metrics_http_other_fn other;
+    void *other_ctx;
 };
 
 static void on_request(struct evhttp_request *req, void *arg)
@@ -26,6 +28,8 @@ static void on_request(struct evhttp_request *req, void *arg)
     struct metrics_http *h = arg;
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if ((!path || strcmp(path, "/metrics") != 0) && h->other && h->other(req, h->other_ctx))
+        return;
     if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
         struct evbuffer *text = evbuffer_new();
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
@@ -102,6 +106,14 @@ int metrics_http_new(struct deferd *d, struct metrics_http **out)
     log_bound(cfg, bs);
     *out = h;
     return 0;
+}
+
+void metrics_http_set_other(struct metrics_http *h, metrics_http_other_fn fn, void *ctx)
+{
+    if (!h)
+        return;
+    h->other = fn;
+    h->other_ctx = ctx;
 }
 
 void metrics_http_free(struct metrics_http *h)

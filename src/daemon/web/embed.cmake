@@ -1,0 +1,21 @@
+# Writes OUT, a C file holding each of ASSETS (a ;-list of files) as bytes, and the table
+# web_assets[] of web_assets.h: the dashboard's static files go inside the binary (no
+# files to install, nothing fetched from elsewhere). Run by CMakeLists.txt at build time.
+set(body "/* Generated from src/daemon/web/assets by embed.cmake: do not edit. */\n")
+string(APPEND body "#include \"web_assets.h\"\n\n")
+set(table "")
+set(i 0)
+foreach(f ${ASSETS})
+  get_filename_component(name ${f} NAME)
+  file(READ ${f} hex HEX)
+  string(LENGTH "${hex}" hexlen)
+  math(EXPR len "${hexlen} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,)" "\\1\n" bytes "${bytes}")
+  string(APPEND body "static const unsigned char asset${i}[] = {\n${bytes}0};\n")
+  string(APPEND table "    {\"${name}\", asset${i}, ${len}},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "\nconst struct web_asset web_assets[] = {\n${table}    {0, 0, 0},\n};\n")
+file(WRITE ${OUT}.tmp "${body}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUT}.tmp ${OUT})

@@ -1,0 +1,170 @@
+/* The overview page and /api/v1/overview: one row a queue, from the same STATS QUEUE line
+ * that deferctl stats prints (metrics_expose_queue), so that the dashboard, the socket and
+ * deferctl never disagree about a number. */
+#include <event2/buffer.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "jsonw.h"
+#include "kvline.h"
+#include "metrics.h"
+#include "metrics_expose.h"
+#include "session.h"
+#include "units.h"
+#include "web_int.h"
+
+#ifndef DEFERD_VERSION
+#define DEFERD_VERSION "unknown"
+#endif
+
+#define FIELDS_MAX 96
+#define LINE_MAX_ 2048
+
+/* How a column shows its STATS QUEUE field; app.js shows each the same way. */
+enum kind { K_TEXT, K_PAUSED, K_SPAN };
+
+/* The columns: a STATS QUEUE field each, under two groups (all daemons', this daemon's). */
+static const struct {
+    const char *field, *title, *hint;
+    enum kind kind;
+    int group;
+} columns[] = {
+    {"paused", "State", "paused: no deliveries (deferctl pause)", K_PAUSED, 0},
+    {"depth_overdue", "Overdue", "due by the last depth refresh, held ones too", K_TEXT, 0},
+    {"depth_minute", "\u2264 1 min", "due within the next 60 s", K_TEXT, 0},
+    {"depth_hour", "1 min\u20131 h", "due later within the next hour", K_TEXT, 0},
+    {"depth_dead", "Dead", "dead letters", K_TEXT, 0},
+    {"depth_oldest_overdue_ms", "Oldest overdue", "how long the most overdue job was due",
+     K_SPAN, 0},
+    {"consumers", "Consumers", "connections subscribed on this daemon", K_TEXT, 1},
+    {"inflight", "In flight", "pushed by this daemon, not yet settled", K_TEXT, 1},
+    {"put_per_s", "Put/s", "puts through this daemon, last minute", K_TEXT, 1},
+    {"delivered_per_s", "Delivered/s", "pushes by this daemon, last minute", K_TEXT, 1},
+    {"acked_per_s", "Acked/s", "acks on this daemon, last minute", K_TEXT, 1},
+    {"lateness_p50_ms", "p50 ms", "lateness (push minus due), last 1024 deliveries here",
+     K_TEXT, 1},
+    {"lateness_p99_ms", "p99 ms", "lateness (push minus due), last 1024 deliveries here",
+     K_TEXT, 1},
+};
+#define NCOLUMNS (sizeof columns / sizeof columns[0])
+
+/* QUEUE's STATS QUEUE line, split into F (pointing into LINE); how many fields. */
+static size_t queue_fields(struct deferd *d, const char *queue, char *line, struct kv *f)
+{
+    if (metrics_expose_queue(d->metrics, queue, line, LINE_MAX_) != 0)
+        return 0;
+    return kvline_split(line, f, FIELDS_MAX);
+}
+
+static void row_html(struct evbuffer *out, const char *queue, const struct kv *f, size_t n)
+{
+    evbuffer_add_printf(out, "<tr data-queue=\"");
+    web_escape(out, queue);
+    evbuffer_add_printf(out, "\"><th scope=\"row\">");
+    web_escape(out, queue);
+    evbuffer_add_printf(out, "</th>");
+    for (size_t c = 0; c < NCOLUMNS; c++) {
+        const char *v = kvline_get(f, n, columns[c].field);
+        char span[48];
+        if (columns[c].kind == K_PAUSED)
+            v = v && strcmp(v, "1") == 0 ? "paused" : "";
+        if (columns[c].kind == K_SPAN && v && kvline_number(v) && atoll(v) > 0) {
+            units_format_span(atoll(v), span, sizeof span);
+            v = span;
+        } else if (columns[c].kind == K_SPAN) {
+            v = "-"; /* none overdue */
+        }
+        evbuffer_add_printf(out, "<td data-field=\"%s\" data-kind=\"%s\">", columns[c].field,
+                            columns[c].kind == K_SPAN ? "span" : columns[c].kind == K_PAUSED
+                                                                     ? "paused" : "text");
+        web_escape(out, v ? v : "-");
+        evbuffer_add_printf(out, "</td>");
+    }
+    evbuffer_add_printf(out, "</tr>\n");
+}
+
+int web_overview_html(struct deferd *d, struct evbuffer *out)
+{
+    const struct config *cfg = d->cfg;
+    char *line = malloc(LINE_MAX_);
+    struct kv *f = calloc(FIELDS_MAX, sizeof *f);
+    if (!line || !f) {
+        free(line);
+        free(f);
+        return -1;
+    }
+    web_page_begin(out, d, "Queues");
+    evbuffer_add_printf(out, "<h1>Queues</h1>\n<table id=\"queues\"><thead><tr><td></td>"
+                             "<th scope=\"colgroup\" colspan=\"6\" class=\"group\">In "
+                             "ZooKeeper: every daemon's jobs</th><th scope=\"colgroup\" "
+                             "colspan=\"7\" class=\"group\">This daemon</th></tr>\n<tr>"
+                             "<th scope=\"col\">Queue</th>");
+    for (size_t c = 0; c < NCOLUMNS; c++)
+        evbuffer_add_printf(out, "<th scope=\"col\" title=\"%s\">%s</th>", columns[c].hint,
+                            columns[c].title);
+    evbuffer_add_printf(out, "</tr></thead>\n<tbody>\n");
+    for (size_t i = 0; i < cfg->nqueues; i++) {
+        size_t n = queue_fields(d, cfg->queues[i]->name, line, f);
+        row_html(out, cfg->queues[i]->name, f, n);
+    }
+    evbuffer_add_printf(out, "</tbody></table>\n<p class=\"note\">The queues' depth is read "
+                             "from ZooKeeper every %llu ms ([metrics] depth_interval): jobs "
+                             "due later than the hour are not counted yet. The figures "
+                             "refresh every 2 s with JavaScript; without it, reload the "
+                             "page.</p>\n",
+                        (unsigned long long)cfg->depth_interval_ms);
+    web_page_end(out);
+    free(line);
+    free(f);
+    return 0;
+}
+
+static void daemon_json(struct jsonw *w, struct deferd *d)
+{
+    jsonw_obj_begin(w, "daemon");
+    jsonw_str(w, "version", DEFERD_VERSION);
+    jsonw_str(w, "zk_state",
+              d->session ? session_state_name(session_state(d->session)) : "CONNECTING");
+    jsonw_int(w, "now_ms", units_wall_ms());
+    jsonw_uint(w, "depth_interval_ms", d->cfg->depth_interval_ms);
+    jsonw_obj_end(w);
+}
+
+int web_overview_json(struct deferd *d, struct evbuffer *out)
+{
+    const struct config *cfg = d->cfg;
+    char *line = malloc(LINE_MAX_), *text = NULL;
+    struct kv *f = calloc(FIELDS_MAX, sizeof *f);
+    size_t len = 0;
+    FILE *mem = line && f ? open_memstream(&text, &len) : NULL;
+    if (!mem) {
+        free(line);
+        free(f);
+        return -1;
+    }
+    struct jsonw w;
+    jsonw_init(&w, mem);
+    jsonw_obj_begin(&w, NULL);
+    daemon_json(&w, d);
+    jsonw_arr_begin(&w, "queues");
+    for (size_t i = 0; i < cfg->nqueues; i++) {
+        size_t n = queue_fields(d, cfg->queues[i]->name, line, f);
+        jsonw_obj_begin(&w, NULL);
+        if (n == 0) /* out of memory for its line: the row stays, its figures unknown */
+            jsonw_str(&w, "queue", cfg->queues[i]->name);
+        for (size_t k = 0; k < n; k++)
+            kvline_json(&w, &f[k]);
+        jsonw_obj_end(&w);
+    }
+    jsonw_arr_end(&w);
+    jsonw_obj_end(&w);
+    jsonw_finish(&w);
+    int rc = fclose(mem) == 0 ? evbuffer_add(out, text, len) : -1;
+    free(text);
+    free(line);
+    free(f);
+    return rc;
+}
