@@ -182,6 +182,39 @@ int admin_dead_list(struct admin *a, const char *queue, FILE *out, char *err, si
     return 0;
 }
 
+int admin_dead_each(struct admin *a, const char *queue, int (*fn)(const char *id, void *ctx),
+                    void *ctx, char *err, size_t errlen)
+{
+    char dir[LAYOUT_PATH_MAX], bucket[LAYOUT_PATH_MAX + 32], id[LAYOUT_ID_MAX + 1];
+    struct job_name jn;
+    if (!admin_queue(a, queue, err, errlen))
+        return -1;
+    snprintf(dir, sizeof dir, "%s/queues/%s/dead", a->cfg.zk_root, queue);
+    struct String_vector buckets;
+    int rc = admin_sorted_children(a, dir, &buckets), stop = 0;
+    if (rc == ZNONODE)
+        return 0;
+    if (rc != ZOK)
+        return admin_failed(err, errlen, "listing", dir, rc);
+    for (int i = 0; i < buckets.count && !stop; i++) {
+        struct String_vector jobs;
+        snprintf(bucket, sizeof bucket, "%s/%s", dir, buckets.data[i]);
+        if ((rc = admin_sorted_children(a, bucket, &jobs)) == ZNONODE)
+            continue;
+        if (rc != ZOK) {
+            deallocate_String_vector(&buckets);
+            return admin_failed(err, errlen, "listing", bucket, rc);
+        }
+        for (int k = 0; k < jobs.count && !stop; k++)
+            if (layout_parse_name(jobs.data[k], &jn) == 0 &&
+                snprintf(id, sizeof id, "%s/%s", queue, jobs.data[k]) < (int)sizeof id)
+                stop = fn(id, ctx);
+        deallocate_String_vector(&jobs);
+    }
+    deallocate_String_vector(&buckets);
+    return 0;
+}
+
 /* Resolves a dead job's id to its znode. */
 static int dead_path(struct admin *a, const char *id, char *queue, struct job_name *jn,
                      char *path, char *err, size_t errlen)

@@ -33,6 +33,10 @@ int admin_dead_show(struct admin *a, const char *id, FILE *out, char *err, size_
 int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen,
                     int *unkeyed, char *err, size_t errlen);
 int admin_dead_delete(struct admin *a, const char *id, char *err, size_t errlen);
+/* FN(id, CTX) for each dead letter of QUEUE (names only, in due order within a bucket); it
+ * returns 0 to go on. */
+int admin_dead_each(struct admin *a, const char *queue, int (*fn)(const char *id, void *ctx),
+                    void *ctx, char *err, size_t errlen);
 /* Dead letters of QUEUE, counted from each bucket's numChildren (no job is read). */
 int admin_dead_count(struct admin *a, const char *queue, long long *count, char *err,
                      size_t errlen);

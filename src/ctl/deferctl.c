@@ -41,7 +41,8 @@ static void main_usage(FILE *f)
           "  reschedule  move a pending job to a new due time (by id or by key)\n"
           "  pause       stop deliveries of a queue on every daemon (puts still work)\n"
           "  resume      let a paused queue deliver again\n"
-          "  dead        list, show, kick or delete dead-lettered jobs\n"
+          "  dead        list, show, kick or delete dead-lettered jobs (one, or --all)\n"
+          "  purge       cancel every pending job of a queue due by a time (--dry-run, --yes)\n"
           "  layout      show the root's ZooKeeper layout version, or --upgrade it to packs\n"
           "  schedules   list the config's schedules, their next occurrences and last put\n"
           "  schedule run NAME  put one extra occurrence of a schedule now\n\n"
@@ -269,6 +270,7 @@ static void dead_usage(FILE *f)
 {
     fputs("Usage: deferctl [-c CONFIG] dead list QUEUE\n"
           "       deferctl [-c CONFIG] dead show|kick|delete JOB_ID\n"
+          "       deferctl [-c CONFIG] dead kick|delete --all QUEUE [--dry-run | --yes]\n"
           "Jobs whose attempts reached their queue's max_attempts wait in its dead letters.\n\n"
           "  list QUEUE    a header, then one line per dead job: id, attempts, priority, due\n"
           "                time, bytes\n"
@@ -277,6 +279,9 @@ static void dead_usage(FILE *f)
           "                new job id (a keyed job takes its key back, or goes without it if\n"
           "                another job took the key meanwhile)\n"
           "  delete ID     remove it for good\n"
+          "  kick|delete --all QUEUE\n"
+          "                every dead letter of QUEUE, one at a time; nothing without --yes\n"
+          "                (deferctl purge --help says more)\n"
           "Exit status 3 when there is no such dead job.\n", f);
 }
 
@@ -341,6 +346,10 @@ static int cmd_dead(const char *sock, int argc, char **argv)
 {
     (void)sock;
     const char *sub = NULL, *arg = NULL;
+    for (int i = 2; argc > 1 && (!strcmp(argv[1], "kick") || !strcmp(argv[1], "delete")) &&
+                    i < argc; i++)
+        if (!strcmp(argv[i], "--all")) /* every dead letter of a queue: deferctl_bulk.c */
+            return ctl_dead_all(argc - 1, argv + 1);
     int rc = parse_dead(argc, argv, &sub, &arg);
     if (rc != 0)
         return rc < 0 ? EXIT_OK : rc;
@@ -375,6 +384,7 @@ static const struct command commands[] = {
     { "work", ctl_cmd_work, ctl_work_usage, "deferctl: work", 1 },
     { "ping", cmd_ping, ping_usage, "deferctl: ping", 1 },
     { "dead", cmd_dead, dead_usage, "deferctl: dead", 0 },
+    { "purge", ctl_cmd_purge, ctl_bulk_usage, "deferctl: purge", 0 },
     { "stats", cmd_stats, deferctl_stats_usage, "deferctl: stats", 1 },
     { "list", ctl_cmd_list, ctl_list_usage, "deferctl: list", 0 },
     { "show", ctl_cmd_show, ctl_show_usage, "deferctl: show", 0 },

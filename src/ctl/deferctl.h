@@ -35,6 +35,11 @@ void ctl_schedules_usage(FILE *f);
 
 int ctl_cmd_resume(const char *sock, int argc, char **argv);
 
+/* deferctl_bulk.c: dead kick|delete --all (ARGV[0] "kick" or "delete") and purge. */
+int ctl_dead_all(int argc, char **argv);
+int ctl_cmd_purge(const char *sock, int argc, char **argv);
+void ctl_bulk_usage(FILE *f);
+
 /* An admin_* result as an exit status, its message printed (deferctl_admin.c). */
 int ctl_admin_exit(int rc, const char *err);
 
