@@ -530,3 +530,23 @@ long queue_stat(deferd_client *c, const char *queue, const char *field)
         return -1;
     return strtol(at + strlen(key), NULL, 10);
 }
+
+int make_dead_letters(const struct daemon_proc *d, const char *queue, int n)
+{
+    deferd_client *c = client(d);
+    char id[DEFERD_ID_SIZE];
+    int failed = !c;
+    for (int i = 0; i < n && !failed; i++)
+        failed = put_job(c, queue, "to-die", 0, -1, -1, id) != 0;
+    if (!failed)
+        failed = deferd_subscribe(c, queue, (unsigned)n) != DEFERD_OK;
+    for (int i = 0; i < n && !failed; i++) {
+        deferd_job job;
+        memset(&job, 0, sizeof job);
+        failed = next_job_push(c, &job, 10000) != 0 || deferd_nack(c, job.id, 0) != DEFERD_OK;
+        deferd_job_clear(&job);
+    }
+    if (c)
+        deferd_close(c);
+    return failed ? -1 : 0;
+}

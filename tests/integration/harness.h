@@ -76,6 +76,10 @@ int raw_connect(const struct daemon_proc *d);
 int put_job(deferd_client *c, const char *queue, const char *payload, int64_t delay_ms,
             int64_t at_ms, int prio, char *id);
 
+/* N jobs put into QUEUE of D and nacked once each, so that a queue with max_attempts 1 has
+ * N more dead letters; 0 when every step worked. */
+int make_dead_letters(const struct daemon_proc *d, const char *queue, int n);
+
 /* A ZooKeeper of the test's own (packaging/zk-sandbox), to stop and restart at will;
  * harness_zk_hosts then points at it. Returns 0 when it answers. */
 int zk_private_start(const char *dir);

@@ -32,28 +32,10 @@ static long dead_count(const char *queue)
     return at ? atol(at + strlen("\"dead_letters\":")) : -1;
 }
 
-/* N jobs of queue b put and nacked once: with max_attempts 1 each becomes a dead letter. */
-static void make_dead(int n)
-{
-    deferd_client *c = client(&d);
-    char id[DEFERD_ID_SIZE];
-    for (int i = 0; i < n; i++)
-        CHECK(put_job(c, "b", "to-die", 0, -1, -1, id) == 0);
-    CHECK(deferd_subscribe(c, "b", (unsigned)n) == DEFERD_OK);
-    for (int i = 0; i < n; i++) {
-        deferd_job job;
-        memset(&job, 0, sizeof job);
-        CHECK(next_job_push(c, &job, 10000) == 0);
-        CHECK(deferd_nack(c, job.id, 0) == DEFERD_OK);
-        deferd_job_clear(&job);
-    }
-    deferd_close(c);
-}
-
 static void dead_letters(void)
 {
     char out[8192];
-    make_dead(3);
+    CHECK(make_dead_letters(&d, "b", 3) == 0);
     CHECK(dead_count("b") == 3);
     CHECK(run_deferctl(&d, "dead delete --all b", out, sizeof out) == 2); /* no --yes */
     CHECK(dead_count("b") == 3);

@@ -49,22 +49,6 @@ static void put_n(deferd_client *c, const char *queue, int n, int64_t at_ms)
         CHECK(put_job(c, queue, "depth", -1, at_ms, -1, id) == 0);
 }
 
-/* Queue b's two jobs nacked once each: with max_attempts 1 both become dead letters. */
-static void make_dead(deferd_client *prod)
-{
-    deferd_client *cons = client(&d);
-    put_n(prod, "b", 2, now_ms());
-    CHECK(deferd_subscribe(cons, "b", 2) == DEFERD_OK);
-    for (int i = 0; i < 2; i++) {
-        deferd_job job;
-        memset(&job, 0, sizeof job);
-        CHECK(next_job_push(cons, &job, 10000) == 0);
-        CHECK(deferd_nack(cons, job.id, 0) == DEFERD_OK);
-        deferd_job_clear(&job);
-    }
-    deferd_close(cons);
-}
-
 /* The 2100 jobs' bucket has a shard: else this test would not test counting one. */
 static void check_sharded(int64_t at_ms)
 {
@@ -139,7 +123,7 @@ int main(void)
     put_n(prod, "a", SHARDED, soon);
     put_n(prod, "a", 7, t0 + 30 * 60000);
     put_n(prod, "a", 4, t0 + 2 * 3600000);
-    make_dead(prod);
+    CHECK(make_dead_letters(&d, "b", 2) == 0); /* max_attempts 1: two dead letters */
     deferd_close(prod);
     int64_t put_done = now_ms();
     printf("backlog put in %lld ms\n", (long long)(put_done - t0));
