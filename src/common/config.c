@@ -72,7 +72,7 @@ static const struct {
     [SEC_ZOOKEEPER] = {"zookeeper", (const char *const[]){"hosts", "root", "session_timeout",
         "auth", "auth_file", "acl", NULL}},
     [SEC_METRICS] = {"metrics", (const char *const[]){"listen", "depth_interval",
-        "depth_max_reads", NULL}},
+        "depth_max_reads", "census_rate", NULL}},
     [SEC_WEB] = {"web", (const char *const[]){"dashboard", NULL}},
     [SEC_QUEUE] = {"queue NAME", (const char *const[]){"priority", "ttr", "max_attempts",
         "max_pending", "format", "curator_path", "curator_lock_path", "curator_corrupt",
@@ -523,6 +523,8 @@ static int metrics_key(struct load *ld, const char *key, const char *value)
         return cfg_set_duration(ld, &c->depth_interval_ms, key, value, 0, 3600000);
     if (strcmp(key, "depth_max_reads") == 0)
         return cfg_set_u32(ld, &c->depth_max_reads, key, value, 1, 1000000);
+    if (strcmp(key, "census_rate") == 0)
+        return cfg_set_u32(ld, &c->census_rate, key, value, 0, 100000);
     if (strcmp(key, "listen") != 0)
         return cfg_unknown_key(ld, SEC_METRICS, "metrics", key);
     free(c->metrics_host);
@@ -797,6 +799,7 @@ static int defaults(struct config *c, const char *path)
     c->metrics_port = 9464;
     c->depth_interval_ms = 10000;
     c->depth_max_reads = 5000;
+    c->census_rate = 200;
     return c->path && c->socket_path && c->zk_root && c->metrics_host ? 0 : -1;
 }
 

@@ -125,6 +125,7 @@ struct config {
     unsigned metrics_port;    /* 0 = any free port (logged) */
     uint64_t depth_interval_ms; /* queue depth from ZooKeeper this often; 0 = never */
     uint32_t depth_max_reads; /* ZooKeeper reads one queue's depth refresh may make */
+    uint32_t census_rate;     /* reads a second of the census of every job; 0 = none */
     /* [web] */
     int web_dashboard;        /* the dashboard and its JSON API on [metrics] listen */
     /* [queue NAME]: each allocated on its own, so that a reload can add queues without

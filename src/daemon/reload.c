@@ -80,10 +80,11 @@ static void apply_logging(struct config *live, const struct config *next)
 static void apply_depth(struct config *live, const struct config *next)
 {
     if (live->depth_interval_ms != next->depth_interval_ms ||
-        live->depth_max_reads != next->depth_max_reads)
-        log_info("reload: metrics.depth_interval or depth_max_reads changed");
+        live->depth_max_reads != next->depth_max_reads || live->census_rate != next->census_rate)
+        log_info("reload: metrics.depth_interval, depth_max_reads or census_rate changed");
     live->depth_interval_ms = next->depth_interval_ms;
     live->depth_max_reads = next->depth_max_reads;
+    live->census_rate = next->census_rate;
 }
 
 /* A queue's settings that are read at each use (put, delivery, nack, settle): a new value

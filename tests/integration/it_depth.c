@@ -4,7 +4,9 @@
  * within the hour and 4 later; queue b 2 dead letters. After a refresh that began once
  * every put was answered, GET /metrics, STATS QUEUE and deferctl stats --json say exactly
  * that, with the oldest overdue job's age; a second daemon held to depth_max_reads = 3
- * says its figures are truncated; the process_* families are there. */
+ * says its figures are truncated; the process_* families are there. The census counts
+ * every job: the 4 due in two hours (day), 2 in three days (week), 1 in thirty (later), and,
+ * once the root is upgraded to packs, 5 jobs put into a pack 5 hours ahead. */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -84,6 +86,49 @@ static void check_metrics(int64_t oldest_ms, int64_t refreshed_by)
     CHECK(metric_in_log(d.log, "deferd_queue_depth_reads_total") > 0);
 }
 
+/* Waits up to 20 s for a census pass of queue a that began at AFTER_MS or later. */
+static int wait_census(int64_t after_ms)
+{
+    int64_t deadline = now_ms() + 20000;
+    while (now_ms() < deadline) {
+        double t = metric(&d, "deferd_queue_census_timestamp_seconds", "queue=\"a\"");
+        if (t * 1000 >= (double)after_ms)
+            return 0;
+        usleep(100000);
+    }
+    return -1;
+}
+
+static void check_census(double total, double day, double week, double later)
+{
+    double t = metric(&d, "deferd_queue_census_jobs", "queue=\"a\"");
+    double dy = metric(&d, "deferd_queue_jobs", "queue=\"a\",window=\"day\"");
+    double wk = metric(&d, "deferd_queue_jobs", "queue=\"a\",window=\"week\"");
+    double lt = metric(&d, "deferd_queue_jobs", "queue=\"a\",window=\"later\"");
+    printf("census: %g jobs, %g within a day, %g within a week, %g later\n", t, dy, wk, lt);
+    CHECK(t == total && dy == day && wk == week && lt == later);
+    CHECK(metric_in_log(d.log, "deferd_queue_census_reads_total") > 0);
+}
+
+/* The census of queue a: the unpacked jobs, then 5 more in a pack. */
+static void census(int64_t put_done)
+{
+    char out[4096];
+    CHECK(wait_census(put_done) == 0);
+    check_census(3 + SHARDED + 7 + 4 + 2 + 1, 4, 2, 1);
+    deferd_client *c = client(&d);
+    CHECK(queue_stat(c, "a", "census_total") == 3 + SHARDED + 7 + 4 + 2 + 1);
+    CHECK(queue_stat(c, "a", "depth_week") == 2);
+    long mark = log_mark(&d);
+    CHECK(run_deferctl(&d, "layout --upgrade", out, sizeof out) == 0);
+    CHECK(log_wait(&d, mark, "layout version 2", 15000));
+    put_n(c, "a", 5, now_ms() + 5 * 3600000);
+    CHECK(stats_has(&d, "packed_puts=5"));
+    deferd_close(c);
+    CHECK(wait_census(now_ms()) == 0);
+    check_census(3 + SHARDED + 7 + 4 + 2 + 1 + 5, 4 + 5, 2, 1);
+}
+
 static void check_stats(void)
 {
     deferd_client *c = client(&d);
@@ -123,6 +168,8 @@ int main(void)
     put_n(prod, "a", SHARDED, soon);
     put_n(prod, "a", 7, t0 + 30 * 60000);
     put_n(prod, "a", 4, t0 + 2 * 3600000);
+    put_n(prod, "a", 2, t0 + 3 * 86400000LL);
+    put_n(prod, "a", 1, t0 + 30 * 86400000LL);
     CHECK(make_dead_letters(&d, "b", 2) == 0); /* max_attempts 1: two dead letters */
     deferd_close(prod);
     int64_t put_done = now_ms();
@@ -133,6 +180,8 @@ int main(void)
     check_metrics(oldest, now_ms());
     check_stats();
     check_process();
+
+    census(put_done);
 
     CHECK(daemon_start(&small, root, "small", small_ov) == 0 &&
           daemon_wait_connected(&small, 15000) == 0);

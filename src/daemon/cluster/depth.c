@@ -9,8 +9,10 @@
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher.h"
+#include "census.h"
 #include "layout.h"
 #include "log.h"
+#include "pack.h"
 #include "queue.h"
 #include "units.h"
 #include "zkstore.h"
@@ -24,7 +26,11 @@
 
 const char *const depth_window_names[DW_COUNT] = {"overdue", "minute", "hour"};
 
-enum call_kind { CK_BUCKETS, CK_JOBS, CK_DEAD_DIRS, CK_DEAD_COUNT };
+enum call_kind { CK_BUCKETS, CK_JOBS, CK_DEAD_DIRS, CK_DEAD_COUNT, CK_PACK_DIRS, CK_PACKS,
+                 CK_PACK };
+/* A census pass starts depth_interval after the last began (and once it ended), or this
+ * long after with depth_interval 0. */
+#define CENSUS_EVERY_MS 10000
 
 struct call {
     struct call *next;          /* in the walk's list of calls not sent yet */
@@ -35,24 +41,32 @@ struct call {
     char path[LAYOUT_PATH_MAX];
 };
 
-/* One queue's refreshes; allocated on its own, since calls in flight point at it. */
+/* One queue's refreshes, or its census passes; allocated on its own, since calls in
+ * flight point at it. The refresh walks breadth first within the hour; the census depth
+ * first through everything, so that what waits to be sent stays a few listings long. */
 struct walk {
     struct depth *dp;
     const struct queue_config *qc;
+    int census;
     int64_t started_mono;       /* when the last refresh began (0: never) */
     int64_t first_at;           /* monotonic ms of the first one, spread across daemons */
     int active, busy, errors, failing;
+    double tokens;              /* census: reads it may send now ([metrics] census_rate) */
     struct call *head, *tail;   /* to send, oldest buckets first */
-    struct depth_counts run;    /* being counted */
-    struct depth_counts pub;    /* the last complete refresh */
+    struct depth_counts run;    /* refresh: being counted */
+    struct depth_counts pub;    /* refresh: the last complete one */
+    struct census *tally;       /* census: being counted */
+    struct census *done;        /* census: the last complete pass */
+    int64_t run_began_ms, done_began_ms, done_ended_ms; /* census passes, wall ms */
 };
 
 struct depth {
     struct deferd *d;
     struct event *tick;
     struct walk **walks;        /* by queue index (cfg->queues) */
+    struct walk **censuses;     /* the same */
     size_t n;
-    uint64_t reads;
+    uint64_t reads, census_reads;
 };
 
 static void pump(struct walk *w);
@@ -70,11 +84,18 @@ static void enqueue(struct walk *w, enum call_kind kind, int level, uint64_t val
     c->kind = kind;
     c->level = level;
     c->value = value;
-    if (w->tail)
-        w->tail->next = c;
-    else
+    if (w->census) { /* depth first: what a listing finds goes before what waits */
+        c->next = w->head;
         w->head = c;
-    w->tail = c;
+        if (!w->tail)
+            w->tail = c;
+    } else {
+        if (w->tail)
+            w->tail->next = c;
+        else
+            w->head = c;
+        w->tail = c;
+    }
 }
 
 static void drop_queued(struct walk *w)
@@ -87,8 +108,31 @@ static void drop_queued(struct walk *w)
     w->tail = NULL;
 }
 
+static void finish_census(struct walk *w)
+{
+    w->active = 0;
+    if (w->errors) { /* counts with holes: the last complete pass stays */
+        w->failing = 1;
+        census_free(w->tally);
+        w->tally = NULL;
+        return;
+    }
+    census_free(w->done);
+    w->done = w->tally;
+    w->tally = NULL;
+    w->done_began_ms = w->run_began_ms;
+    w->done_ended_ms = units_wall_ms();
+    log_debug("queue %s: census: %llu jobs in %lld ms", w->qc->name,
+              (unsigned long long)census_total(w->done),
+              (long long)(w->done_ended_ms - w->done_began_ms));
+}
+
 static void finish(struct walk *w)
 {
+    if (w->census) {
+        finish_census(w);
+        return;
+    }
     w->active = 0;
     if (w->errors) { /* counts with holes: the last complete refresh stays */
         w->failing = 1;
@@ -128,6 +172,11 @@ static void call_done(struct walk *w, struct call *c)
 static void count_job(struct walk *w, uint64_t due)
 {
     struct depth_counts *r = &w->run;
+    if (w->census) {
+        if (census_add(w->tally, due, 1) != 0)
+            w->errors++;
+        return;
+    }
     int64_t d = (int64_t)due, now = r->refreshed_ms;
     if (d <= now) {
         r->jobs[DW_OVERDUE]++;
@@ -175,16 +224,18 @@ static void on_buckets(struct walk *w, const struct call *c, const struct zk_res
         w->errors++;
         return;
     }
-    int64_t horizon = w->run.refreshed_ms + DEPTH_HOUR_MS;
+    int64_t horizon = w->census ? INT64_MAX : w->run.refreshed_ms + DEPTH_HOUR_MS;
     for (int i = 0; i < res->nchildren; i++)
         if (layout_parse_bucket(res->children[i], level, c->value, &v[n]) == 0 &&
             (int64_t)(v[n] * layout_bucket_width[level]) <= horizon)
             n++;
     qsort(v, n, sizeof *v, cmp_u64);
-    for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < n; k++) {
+        size_t i = w->census ? n - 1 - k : k; /* pushed in front: the last goes first */
         if (snprintf(path, sizeof path, "%s/%llu", c->path, (unsigned long long)v[i]) <
             (int)sizeof path)
             enqueue(w, level == LEAF_LEVEL ? CK_JOBS : CK_BUCKETS, level, v[i], path);
+    }
     free(v);
 }
 
@@ -198,6 +249,34 @@ static void on_dead_dirs(struct walk *w, const struct call *c, const struct zk_r
             enqueue(w, CK_DEAD_COUNT, 1, v, path);
 }
 
+/* packs/: the window directories; a window directory: its packs. Names that are not
+ * deferd's are left to the unpacker to report. */
+static void on_pack_names(struct walk *w, const struct call *c, const struct zk_result *res)
+{
+    char path[LAYOUT_PATH_MAX];
+    struct pack_name pn;
+    uint64_t v;
+    for (int i = 0; i < res->nchildren; i++) {
+        const char *name = res->children[i];
+        int ok = c->kind == CK_PACK_DIRS ? layout_parse_bucket(name, 1, 0, &v) == 0
+                                         : layout_parse_pack_name(name, &pn) == 0;
+        if (ok && snprintf(path, sizeof path, "%s/%s", c->path, name) < (int)sizeof path)
+            enqueue(w, c->kind == CK_PACK_DIRS ? CK_PACKS : CK_PACK, 0, 0, path);
+    }
+}
+
+/* A pack's jobs, each counted at its due time; an unreadable pack is not counted (the
+ * unpacker logs it and counts it in packs_unreadable). */
+static void on_pack(struct walk *w, const struct zk_result *res)
+{
+    struct pack_reader r;
+    struct pack_job job;
+    if (res->datalen <= 0 || pack_open(&r, res->data, (size_t)res->datalen) != PACK_OK)
+        return;
+    while (pack_next(&r, &job) == 1)
+        count_job(w, job.name.due_ms);
+}
+
 static void on_result(const struct zk_result *res, void *ctx)
 {
     struct call *c = ctx;
@@ -209,6 +288,10 @@ static void on_result(const struct zk_result *res, void *ctx)
             on_jobs(w, c, res);
         else if (c->kind == CK_DEAD_DIRS)
             on_dead_dirs(w, c, res);
+        else if (c->kind == CK_PACK_DIRS || c->kind == CK_PACKS)
+            on_pack_names(w, c, res);
+        else if (c->kind == CK_PACK)
+            on_pack(w, res);
         else if (res->has_stat) /* dead/<L1> holds dead jobs only */
             w->run.dead += (uint64_t)res->stat.numChildren;
     } else if (res->rc != ZNONODE) {
@@ -223,9 +306,10 @@ static void send_call(struct walk *w, struct call *c)
     int rc = ZCONNECTIONLOSS;
     w->busy++;
     w->run.reads++;
-    w->dp->reads++;
+    *(w->census ? &w->dp->census_reads : &w->dp->reads) += 1;
     if (zkstore_connected(zs))
         rc = c->kind == CK_DEAD_COUNT ? zkstore_exists(zs, c->path, 0, on_result, c)
+             : c->kind == CK_PACK     ? zkstore_get(zs, c->path, on_result, c)
                                       : zkstore_children(zs, c->path, 0, on_result, c);
     if (rc != ZOK) {
         failed(w, c->path, rc);
@@ -238,8 +322,9 @@ static void send_call(struct walk *w, struct call *c)
  * refresh ends when nothing is left. */
 static void pump(struct walk *w)
 {
-    uint32_t max_reads = w->dp->d->cfg->depth_max_reads;
-    while (w->head && w->busy < INFLIGHT_MAX) {
+    uint32_t max_reads = w->census ? UINT32_MAX : w->dp->d->cfg->depth_max_reads;
+    while (w->head && w->busy < INFLIGHT_MAX && (!w->census || w->tokens >= 1)) {
+        w->tokens -= w->census;
         if (w->run.reads >= max_reads) {
             w->run.truncated = 1;
             drop_queued(w);
@@ -260,14 +345,19 @@ static void start(struct walk *w)
     const struct config *cfg = w->dp->d->cfg;
     char path[LAYOUT_PATH_MAX];
     memset(&w->run, 0, sizeof w->run);
-    w->run.refreshed_ms = units_wall_ms();
+    w->run.refreshed_ms = w->run_began_ms = units_wall_ms();
     w->started_mono = units_mono_ms();
-    w->active = 1;
     w->errors = 0;
+    if (w->census && !(w->tally = census_new()))
+        return;
+    w->active = 1;
+    if (w->census && layout_packs_path(path, sizeof path, cfg->zk_root, w->qc->name) == 0)
+        enqueue(w, CK_PACK_DIRS, 0, 0, path);
     if (layout_bucket_path(path, sizeof path, cfg->zk_root, w->qc->name, 0, 0) == 0)
         enqueue(w, CK_BUCKETS, 0, 0, path);
     snprintf(path, sizeof path, "%s/queues/%s/dead", cfg->zk_root, w->qc->name);
-    enqueue(w, CK_DEAD_DIRS, 0, 0, path);
+    if (!w->census)
+        enqueue(w, CK_DEAD_DIRS, 0, 0, path);
     pump(w);
 }
 
@@ -279,22 +369,47 @@ static int track_queues(struct depth *dp)
     if (cfg->nqueues <= dp->n)
         return 0;
     struct walk **grown = realloc(dp->walks, cfg->nqueues * sizeof *grown);
-    if (!grown)
+    if (grown)
+        dp->walks = grown;
+    struct walk **cgrown = grown ? realloc(dp->censuses, cfg->nqueues * sizeof *grown) : NULL;
+    if (!cgrown)
         return -1;
-    dp->walks = grown;
+    dp->censuses = cgrown;
     for (; dp->n < cfg->nqueues; dp->n++) {
-        struct walk *w = calloc(1, sizeof *w);
-        if (!w)
+        struct walk *w = calloc(1, sizeof *w), *c = calloc(1, sizeof *c);
+        if (!w || !c) {
+            free(w);
+            free(c);
             return -1;
+        }
         uint32_t rnd = 0;
         if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
             rnd = 0;
         uint64_t spread = cfg->depth_interval_ms ? cfg->depth_interval_ms : 1;
         *w = (struct walk){.dp = dp, .qc = cfg->queues[dp->n],
                            .first_at = units_mono_ms() + (int64_t)(rnd % spread)};
+        *c = (struct walk){.dp = dp, .qc = cfg->queues[dp->n], .census = 1,
+                           .first_at = w->first_at};
         dp->walks[dp->n] = w;
+        dp->censuses[dp->n] = c;
     }
     return 0;
+}
+
+/* A second's reads for a census ([metrics] census_rate); a new pass when its time came. */
+static void census_tick(struct walk *c, int64_t now)
+{
+    double rate = (double)c->dp->d->cfg->census_rate;
+    int64_t every = (int64_t)c->dp->d->cfg->depth_interval_ms;
+    c->tokens = c->tokens + rate > rate ? rate : c->tokens + rate;
+    if (c->active) {
+        pump(c);
+        return;
+    }
+    int64_t due = c->started_mono ? c->started_mono + (every ? every : CENSUS_EVERY_MS)
+                                  : c->first_at;
+    if (rate > 0 && c->qc->format == QF_NATIVE && now >= due)
+        start(c);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -303,13 +418,14 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct depth *dp = arg;
     int64_t interval = (int64_t)dp->d->cfg->depth_interval_ms, now = units_mono_ms();
-    if (!interval || !zkstore_connected(dp->d->zs) || dp->d->drain || track_queues(dp) != 0)
+    if (!zkstore_connected(dp->d->zs) || dp->d->drain || track_queues(dp) != 0)
         return;
     for (size_t i = 0; i < dp->n; i++) {
         struct walk *w = dp->walks[i];
         int64_t due = w->started_mono ? w->started_mono + interval : w->first_at;
-        if (!w->active && w->qc->format == QF_NATIVE && now >= due)
+        if (interval && !w->active && w->qc->format == QF_NATIVE && now >= due)
             start(w);
+        census_tick(dp->censuses[i], now);
     }
 }
 
@@ -333,10 +449,16 @@ void depth_free(struct depth *dp)
     if (!dp)
         return;
     for (size_t i = 0; i < dp->n; i++) {
+        struct walk *c = dp->censuses[i];
         drop_queued(dp->walks[i]); /* a refresh cut off at exit */
         free(dp->walks[i]);
+        drop_queued(c);
+        census_free(c->tally);
+        census_free(c->done);
+        free(c);
     }
     free(dp->walks);
+    free(dp->censuses);
     if (dp->tick)
         event_free(dp->tick);
     free(dp);
@@ -351,3 +473,23 @@ const struct depth_counts *depth_of(const struct depth *dp, const char *queue)
 }
 
 uint64_t depth_reads_total(const struct depth *dp) { return dp ? dp->reads : 0; }
+
+uint64_t depth_census_reads_total(const struct depth *dp) { return dp ? dp->census_reads : 0; }
+
+int depth_census_of(const struct depth *dp, const char *queue, int64_t now,
+                    struct depth_census *out)
+{
+    for (size_t i = 0; dp && i < dp->n; i++) {
+        const struct walk *c = dp->censuses[i];
+        if (strcmp(c->qc->name, queue) != 0 || !c->done)
+            continue;
+        out->began_ms = c->done_began_ms;
+        out->ended_ms = c->done_ended_ms;
+        out->total = census_total(c->done);
+        out->day = census_between(c->done, now + DEPTH_HOUR_MS, now + DEPTH_DAY_MS);
+        out->week = census_between(c->done, now + DEPTH_DAY_MS, now + DEPTH_WEEK_MS);
+        out->later = census_between(c->done, now + DEPTH_WEEK_MS, INT64_MAX);
+        return 0;
+    }
+    return -1;
+}

@@ -20,6 +20,8 @@ enum depth_window { DW_OVERDUE, DW_MINUTE, DW_HOUR, DW_COUNT };
 extern const char *const depth_window_names[DW_COUNT];
 #define DEPTH_MINUTE_MS 60000
 #define DEPTH_HOUR_MS 3600000
+#define DEPTH_DAY_MS 86400000LL
+#define DEPTH_WEEK_MS (7 * 86400000LL)
 
 struct depth_counts {
     int64_t refreshed_ms;      /* wall ms the last complete refresh began; 0 = none yet */
@@ -38,5 +40,19 @@ void depth_free(struct depth *dp);
 const struct depth_counts *depth_of(const struct depth *dp, const char *queue);
 /* Reads made by every refresh since the daemon started. */
 uint64_t depth_reads_total(const struct depth *dp);
+
+/* The census (every job, at [metrics] census_rate reads a second): the last complete pass
+ * of a queue, its windows beyond the hour summed relative to NOW by the 100-second bucket
+ * each job is due in (a bucket belongs to the window its start falls in). */
+struct depth_census {
+    int64_t began_ms, ended_ms; /* the pass, wall ms */
+    uint64_t total;             /* every job it counted, due at any time */
+    uint64_t day, week, later;  /* buckets starting after the hour and within a day; after
+                                 * a day and within a week; later */
+};
+/* 0, or -1 when the queue has no complete pass (yet, or not counted here). */
+int depth_census_of(const struct depth *dp, const char *queue, int64_t now,
+                    struct depth_census *out);
+uint64_t depth_census_reads_total(const struct depth *dp);
 
 #endif

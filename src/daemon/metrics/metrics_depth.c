@@ -13,16 +13,49 @@
 static void windows_out(const struct config *cfg, const struct depth *dp, struct evbuffer *out)
 {
     metrics_family(out, "deferd_queue_jobs", "gauge",
-                   "Jobs of the queue in ZooKeeper, all daemons', by due time at the last "
-                   "depth refresh: overdue (due by then, held ones too), minute (within 60 s), "
-                   "hour (the rest of the hour). Later jobs are not counted.");
+                   "Jobs of the queue in ZooKeeper, all daemons', by due time: overdue (due "
+                   "by the last depth refresh, held ones too), minute (within 60 s), hour "
+                   "(the rest of the hour), from the depth refresh; day, week, later (by "
+                   "100-second bucket) from the last census pass.");
+    int64_t now = units_wall_ms();
     for (size_t i = 0; i < cfg->nqueues; i++) {
-        const struct depth_counts *c = depth_of(dp, cfg->queues[i]->name);
+        const char *q = cfg->queues[i]->name;
+        const struct depth_counts *c = depth_of(dp, q);
+        struct depth_census cs;
         for (int w = 0; c && c->refreshed_ms && w < DW_COUNT; w++)
             evbuffer_add_printf(out, "deferd_queue_jobs{queue=\"%s\",window=\"%s\"} %llu\n",
-                                cfg->queues[i]->name, depth_window_names[w],
-                                (unsigned long long)c->jobs[w]);
+                                q, depth_window_names[w], (unsigned long long)c->jobs[w]);
+        if (depth_census_of(dp, q, now, &cs) == 0)
+            evbuffer_add_printf(out, "deferd_queue_jobs{queue=\"%s\",window=\"day\"} %llu\n"
+                                     "deferd_queue_jobs{queue=\"%s\",window=\"week\"} %llu\n"
+                                     "deferd_queue_jobs{queue=\"%s\",window=\"later\"} %llu\n",
+                                q, (unsigned long long)cs.day, q, (unsigned long long)cs.week, q,
+                                (unsigned long long)cs.later);
     }
+}
+
+static void census_out(const struct config *cfg, const struct depth *dp, struct evbuffer *out)
+{
+    struct depth_census cs;
+    int64_t now = units_wall_ms();
+    metrics_family(out, "deferd_queue_census_jobs", "gauge",
+                   "Every job of the queue in ZooKeeper, due at any time, as the last complete "
+                   "census pass counted them.");
+    for (size_t i = 0; i < cfg->nqueues; i++)
+        if (depth_census_of(dp, cfg->queues[i]->name, now, &cs) == 0)
+            evbuffer_add_printf(out, "deferd_queue_census_jobs{queue=\"%s\"} %llu\n",
+                                cfg->queues[i]->name, (unsigned long long)cs.total);
+    metrics_family(out, "deferd_queue_census_timestamp_seconds", "gauge",
+                   "When the last complete census pass of the queue began, Unix time.");
+    for (size_t i = 0; i < cfg->nqueues; i++)
+        if (depth_census_of(dp, cfg->queues[i]->name, now, &cs) == 0)
+            evbuffer_add_printf(out, "deferd_queue_census_timestamp_seconds{queue=\"%s\"} "
+                                "%.3f\n", cfg->queues[i]->name, (double)cs.began_ms / 1e3);
+    metrics_family(out, "deferd_queue_census_reads_total", "counter",
+                   "ZooKeeper reads made by this daemon's census passes ([metrics] "
+                   "census_rate a second at most).");
+    evbuffer_add_printf(out, "deferd_queue_census_reads_total %llu\n",
+                        (unsigned long long)depth_census_reads_total(dp));
 }
 
 /* One gauge a queue; WHICH picks the value from a refresh. */
@@ -70,13 +103,30 @@ void metrics_depth_out(struct metrics *m, struct evbuffer *out)
         metrics_family(out, g[k].name, "gauge", g[k].help);
         gauge_out(cfg, dp, out, g[k].name, g[k].which);
     }
+    census_out(cfg, dp, out);
     metrics_family(out, "deferd_queue_depth_reads_total", "counter",
                    "ZooKeeper reads made by this daemon's depth refreshes.");
     evbuffer_add_printf(out, "deferd_queue_depth_reads_total %llu\n",
                         (unsigned long long)depth_reads_total(dp));
 }
 
-int metrics_depth_fields(struct metrics *m, const char *queue, char *buf, size_t len)
+/* " depth_day=... census_age_ms=...", "-" before the first census pass. */
+static int census_fields(struct metrics *m, const char *queue, char *buf, size_t len)
+{
+    struct depth_census cs;
+    int64_t now = units_wall_ms();
+    if (depth_census_of(m->d->depth, queue, now, &cs) != 0)
+        return snprintf(buf, len, " depth_day=- depth_week=- depth_later=- census_total=- "
+                                  "census_age_ms=-");
+    return snprintf(buf, len, " depth_day=%llu depth_week=%llu depth_later=%llu "
+                              "census_total=%llu census_age_ms=%lld",
+                    (unsigned long long)cs.day, (unsigned long long)cs.week,
+                    (unsigned long long)cs.later, (unsigned long long)cs.total,
+                    (long long)(now - cs.began_ms));
+}
+
+/* " depth_overdue=... depth_truncated=...", "-" before the first refresh. */
+static int refresh_fields(struct metrics *m, const char *queue, char *buf, size_t len)
 {
     const struct depth_counts *c = depth_of(m->d->depth, queue);
     if (!c || !c->refreshed_ms)
@@ -90,4 +140,13 @@ int metrics_depth_fields(struct metrics *m, const char *queue, char *buf, size_t
                     (unsigned long long)c->dead,
                     (long long)(c->oldest_due_ms ? c->refreshed_ms - c->oldest_due_ms : 0),
                     (long long)(units_wall_ms() - c->refreshed_ms), c->truncated);
+}
+
+int metrics_depth_fields(struct metrics *m, const char *queue, char *buf, size_t len)
+{
+    int n = refresh_fields(m, queue, buf, len);
+    if (n < 0 || (size_t)n >= len)
+        return n;
+    int k = census_fields(m, queue, buf + n, len - (size_t)n);
+    return k < 0 ? k : n + k;
 }

@@ -36,6 +36,10 @@ static const struct {
     {"depth_overdue", "Overdue", "due by the last depth refresh, held ones too", K_TEXT, 0},
     {"depth_minute", "\u2264 1 min", "due within the next 60 s", K_TEXT, 0},
     {"depth_hour", "1 min\u20131 h", "due later within the next hour", K_TEXT, 0},
+    {"depth_day", "1 h\u20131 d", "due later within a day (census, by 100 s bucket)", K_TEXT, 0},
+    {"depth_week", "1\u20137 d", "due later within a week (census)", K_TEXT, 0},
+    {"depth_later", "Later", "due in more than a week (census)", K_TEXT, 0},
+    {"census_total", "All", "every job, due at any time, at the last census pass", K_TEXT, 0},
     {"depth_dead", "Dead", "dead letters", K_TEXT, 0},
     {"depth_oldest_overdue_ms", "Oldest overdue", "how long the most overdue job was due",
      K_SPAN, 0},
@@ -98,7 +102,7 @@ int web_overview_html(struct deferd *d, struct evbuffer *out)
     }
     web_page_begin(out, d, "Queues");
     evbuffer_add_printf(out, "<h1>Queues</h1>\n<table id=\"queues\"><thead><tr><td></td>"
-                             "<th scope=\"colgroup\" colspan=\"6\" class=\"group\">In "
+                             "<th scope=\"colgroup\" colspan=\"10\" class=\"group\">In "
                              "ZooKeeper: every daemon's jobs</th><th scope=\"colgroup\" "
                              "colspan=\"7\" class=\"group\">This daemon</th></tr>\n<tr>"
                              "<th scope=\"col\">Queue</th>");
@@ -110,12 +114,14 @@ int web_overview_html(struct deferd *d, struct evbuffer *out)
         size_t n = queue_fields(d, cfg->queues[i]->name, line, f);
         row_html(out, cfg->queues[i]->name, f, n);
     }
-    evbuffer_add_printf(out, "</tbody></table>\n<p class=\"note\">The queues' depth is read "
-                             "from ZooKeeper every %llu ms ([metrics] depth_interval): jobs "
-                             "due later than the hour are not counted yet. The figures "
-                             "refresh every 2 s with JavaScript; without it, reload the "
-                             "page.</p>\n",
-                        (unsigned long long)cfg->depth_interval_ms);
+    evbuffer_add_printf(out, "</tbody></table>\n<p class=\"note\">Jobs due within the hour and "
+                             "dead letters are read from ZooKeeper every %llu ms ([metrics] "
+                             "depth_interval); those due later, and All, by the census, which "
+                             "counts every job at %u reads a second ([metrics] census_rate): "
+                             "a big backlog's figures are as old as its last pass "
+                             "(census_age_ms in deferctl stats). The figures refresh every "
+                             "2 s with JavaScript; without it, reload the page.</p>\n",
+                        (unsigned long long)cfg->depth_interval_ms, cfg->census_rate);
     web_page_end(out);
     free(line);
     free(f);
