@@ -92,6 +92,9 @@ static void act_one(struct admin *a, const struct bulk_opts *o, const char *id,
     if (rc == 0) {
         t->done++;
         ids_add(id, done);
+        if (unkeyed)
+            ctl_errmsg("%s: its key was taken by another job meanwhile: %s went back without "
+                       "its key", id, new_id);
         if (!o->json && o->act == BA_KICK)
             printf("%s %s\n", id, new_id);
         else if (!o->json)
@@ -223,7 +226,8 @@ static int parse(int argc, char **argv, struct bulk_opts *o)
             return ctl_usage_error(cmd, NULL);
     }
     if (o->act != BA_PURGE && !all)
-        return ctl_usage_error(cmd, "dead %s of one job takes its JOB_ID", argv[0]);
+        return ctl_usage_error(cmd, "dead %s of one job takes its JOB_ID",
+                               o->act == BA_KICK ? "kick" : "delete");
     if (o->act == BA_PURGE && !until)
         return ctl_usage_error(cmd, "purge needs --until TIME: the jobs due by then go");
     if (o->dry_run && o->yes)
@@ -241,6 +245,9 @@ int ctl_dead_all(int argc, char **argv)
     struct bulk_opts o = {.act = strcmp(argv[0], "kick") == 0 ? BA_KICK : BA_DELETE,
                           .until_ms = LAYOUT_DUE_MAX};
     o.cmd = o.act == BA_KICK ? "dead kick --all" : "dead delete --all";
+    char prog[32];
+    snprintf(prog, sizeof prog, "deferctl: dead %s", argv[0]);
+    argv[0] = prog; /* getopt's messages name it */
     int rc = parse(argc, argv, &o);
     return rc >= 0 ? rc : open_and_run(&o);
 }

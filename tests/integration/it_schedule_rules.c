@@ -40,6 +40,28 @@ static double sched_metric(const char *what, const char *name)
 
 static void append(const char *text);
 
+/* Overlap skips logged after MARK for schedule NAME whose previous job was an ordinary
+ * occurrence ("(key NAME:<ms>)"), not its catch-up ("(key NAME:<ms>:m<count>)"). */
+static int skips_for_plain_key(long mark, const char *name)
+{
+    char needle[64], line[1024];
+    int n = 0;
+    snprintf(needle, sizeof needle, "still pending or held (overlap = skip)");
+    FILE *f = fopen(d.log, "r");
+    if (f)
+        fseek(f, mark, SEEK_SET);
+    while (f && fgets(line, sizeof line, f)) {
+        char key[64];
+        snprintf(key, sizeof key, "(key %s:", name);
+        const char *k = strstr(line, key);
+        if (k && strstr(line, needle) && !strstr(k, ":m"))
+            n++;
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
 /* Down from KILLED to UP: what each rule did with the occurrences in between. */
 static void check_misfires(const struct occs *got, int64_t killed, int64_t up)
 {
@@ -96,11 +118,14 @@ static void misfires(void)
     CHECK(sched_metric("put", "ma") >= lo + 1); /* each missed one, then the next ones */
     CHECK(sched_metric("put", "mo") >= 2);      /* the catch-up job, then the next ones */
     CHECK(sched_metric("put", "mo") <= sched_metric("put", "ma") - lo + 2);
-    /* overlap = skip: a catch-up is no overlap when the previous job was acked */
+    /* overlap = skip: the catch-up is no overlap when the previous job was acked, and it
+     * stands for what fell due before the pass; an occurrence due while the catch-up itself
+     * was still pending (the consumer subscribes after the restart) may be skipped for it */
     CHECK(occ_find(got, "mos", "m") != NULL);
     double mos_skipped = sched_metric("overlap_skipped", "mos");
     printf("mos: misfired %g, overlap_skipped %g\n", sched_metric("misfired", "mos"), mos_skipped);
-    CHECK(mos_skipped == 0);
+    CHECK(mos_skipped >= 0 && mos_skipped <= 1);
+    CHECK(skips_for_plain_key(mark, "mos") == 0);
     deferd_close(c);
     free(got);
 }

@@ -104,12 +104,14 @@ static void backlog(void)
            metric_in_log(d.log, "deferd_queue_depth_refreshed_timestamp_seconds{queue=\"a\"}") *
                    1000 < (double)done)
         usleep(100000);
+    CHECK(now_ms() < deadline); /* a refresh came */
     CHECK(wait_stats(&d, "paused.b=1", 1));
     deadline = now_ms() + 20000; /* and a census pass, for the windows beyond the hour */
     while (now_ms() < deadline &&
            metric_in_log(d.log, "deferd_queue_census_timestamp_seconds{queue=\"a\"}") * 1000 <
                (double)done)
         usleep(100000);
+    CHECK(now_ms() < deadline); /* and a census pass */
 }
 
 static void check_page(const char *bin)

@@ -51,6 +51,7 @@ struct walk {
     int64_t started_mono;       /* when the last refresh began (0: never) */
     int64_t first_at;           /* monotonic ms of the first one, spread across daemons */
     int active, busy, errors, failing;
+    uint32_t queued;            /* calls waiting in head..tail */
     double tokens;              /* census: reads it may send now ([metrics] census_rate) */
     struct call *head, *tail;   /* to send, oldest buckets first */
     struct depth_counts run;    /* refresh: being counted */
@@ -74,12 +75,19 @@ static void pump(struct walk *w);
 static void enqueue(struct walk *w, enum call_kind kind, int level, uint64_t value,
                     const char *path)
 {
-    struct call *c = calloc(1, sizeof *c);
+    /* A refresh holds no more calls than it may still send: a long overdue past (every
+     * consumer down for a day) costs depth_max_reads calls, not one a bucket. */
+    if (!w->census && w->run.reads + w->queued >= w->dp->d->cfg->depth_max_reads) {
+        w->run.truncated = 1;
+        return;
+    }
+    struct call *c = w->errors ? NULL : calloc(1, sizeof *c);
     if (!c || snprintf(c->path, sizeof c->path, "%s", path) >= (int)sizeof c->path) {
         free(c);
         w->errors++;
         return;
     }
+    w->queued++;
     c->w = w;
     c->kind = kind;
     c->level = level;
@@ -106,6 +114,7 @@ static void drop_queued(struct walk *w)
         free(c);
     }
     w->tail = NULL;
+    w->queued = 0;
 }
 
 static void finish_census(struct walk *w)
@@ -117,6 +126,9 @@ static void finish_census(struct walk *w)
         w->tally = NULL;
         return;
     }
+    if (w->failing)
+        log_info("queue %s: census complete again", w->qc->name);
+    w->failing = 0;
     census_free(w->done);
     w->done = w->tally;
     w->tally = NULL;
@@ -155,6 +167,7 @@ static void failed(struct walk *w, const char *path, int rc)
 {
     struct dqueue *q = dispatcher_queue(w->dp->d->dispatcher, w->qc->name);
     w->errors++;
+    drop_queued(w); /* the pass publishes nothing now: read no more of it */
     if (rc == ZNOAUTH && q)
         queue_denied(q, path);
     else if (!w->failing && w->errors == 1 && !zk_session_gone(rc) && rc != ZCONNECTIONLOSS)
@@ -334,6 +347,7 @@ static void pump(struct walk *w)
         w->head = c->next;
         if (!w->head)
             w->tail = NULL;
+        w->queued--;
         send_call(w, c);
     }
     if (w->active && w->busy == 0 && !w->head)
@@ -401,6 +415,12 @@ static void census_tick(struct walk *c, int64_t now)
 {
     double rate = (double)c->dp->d->cfg->census_rate;
     int64_t every = (int64_t)c->dp->d->cfg->depth_interval_ms;
+    if (rate <= 0 && c->active) { /* turned off by a reload: the pass is given up */
+        c->errors++;
+        drop_queued(c);
+        pump(c);
+        return;
+    }
     c->tokens = c->tokens + rate > rate ? rate : c->tokens + rate;
     if (c->active) {
         pump(c);

@@ -52,8 +52,8 @@ static void census_out(const struct config *cfg, const struct depth *dp, struct 
             evbuffer_add_printf(out, "deferd_queue_census_timestamp_seconds{queue=\"%s\"} "
                                 "%.3f\n", cfg->queues[i]->name, (double)cs.began_ms / 1e3);
     metrics_family(out, "deferd_queue_census_reads_total", "counter",
-                   "ZooKeeper reads made by this daemon's census passes ([metrics] "
-                   "census_rate a second at most).");
+                   "ZooKeeper reads made by this daemon's census passes, all queues "
+                   "([metrics] census_rate a second at most for each).");
     evbuffer_add_printf(out, "deferd_queue_census_reads_total %llu\n",
                         (unsigned long long)depth_census_reads_total(dp));
 }

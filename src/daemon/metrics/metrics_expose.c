@@ -286,15 +286,26 @@ static int lateness_format(const struct qmetrics *q, char *buf, size_t len)
 int metrics_expose_queue(struct metrics *m, const char *queue, char *buf, size_t len)
 {
     struct dispatcher *ds = m ? m->d->dispatcher : NULL;
+    struct queue_counts *c = ds ? calloc(m->d->cfg->nqueues + 1, sizeof *c) : NULL;
+    if (!c)
+        return -1;
+    dispatcher_queue_counts(ds, c);
+    int rc = metrics_expose_queue_counted(m, queue, c, buf, len);
+    free(c);
+    return rc;
+}
+
+int metrics_expose_queue_counted(struct metrics *m, const char *queue,
+                                 const struct queue_counts *all, char *buf, size_t len)
+{
+    struct dispatcher *ds = m ? m->d->dispatcher : NULL;
     if (!m || metrics_sync_queues(m) != 0)
         return -1;
     struct dqueue *dq = ds ? dispatcher_queue(ds, queue) : NULL;
     struct qmetrics *q = dq ? metrics_queue_of(m, dq->cfg) : NULL;
-    struct queue_counts *c = q ? calloc(m->nqueues, sizeof *c) : NULL;
-    if (!c)
+    if (!q)
         return -1;
-    dispatcher_queue_counts(ds, c);
-    const struct queue_counts *qc = &c[q - m->q];
+    const struct queue_counts *qc = &all[q - m->q];
     int n = snprintf(buf, len, "queue=%s put=%llu delivered=%llu redelivered=%llu acked=%llu "
                      "nacked=%llu expired=%llu dead_lettered=%llu refused_queue_full=%llu "
                      "refused_unavailable=%llu refused_failed=%llu delayed=%zu ready=%zu "
@@ -309,7 +320,6 @@ int metrics_expose_queue(struct metrics *m, const char *queue, char *buf, size_t
                      (unsigned long long)q->refused[MR_UNAVAILABLE],
                      (unsigned long long)q->refused[MR_FAILED], qc->delayed, qc->ready,
                      qc->inflight, qc->known, consumer_ring_size(&dq->ring), dq->paused);
-    free(c);
     if (n > 0 && (size_t)n < len)
         n += lateness_format(q, buf + n, len - (size_t)n);
     if (n > 0 && (size_t)n < len)

@@ -168,6 +168,9 @@ struct web *web_new(struct deferd *d)
     struct web *w = calloc(1, sizeof *w);
     if (w)
         w->d = d;
+    if (d->cfg->web_dashboard && !d->cfg->metrics_host)
+        log_warn("web: [web] dashboard = on, but [metrics] listen is off: no dashboard is "
+                 "served (set listen to serve it)");
     return w;
 }
 

@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "daemon.h"
+#include "dispatcher.h"
 #include "jsonw.h"
 #include "kvline.h"
 #include "metrics.h"
@@ -55,12 +56,23 @@ static const struct {
 };
 #define NCOLUMNS (sizeof columns / sizeof columns[0])
 
-/* QUEUE's STATS QUEUE line, split into F (pointing into LINE); how many fields. */
-static size_t queue_fields(struct deferd *d, const char *queue, char *line, struct kv *f)
+/* QUEUE's STATS QUEUE line, split into F (pointing into LINE); how many fields. ALL: every
+ * queue's job counts, read once for the page. */
+static size_t queue_fields(struct deferd *d, const char *queue, const struct queue_counts *all,
+                           char *line, struct kv *f)
 {
-    if (metrics_expose_queue(d->metrics, queue, line, LINE_MAX_) != 0)
+    if (!all || metrics_expose_queue_counted(d->metrics, queue, all, line, LINE_MAX_) != 0)
         return 0;
     return kvline_split(line, f, FIELDS_MAX);
+}
+
+/* Every queue's job counts (one walk of the mirrored jobs), or NULL when out of memory. */
+static struct queue_counts *counts_of(struct deferd *d)
+{
+    struct queue_counts *all = calloc(d->cfg->nqueues + 1, sizeof *all);
+    if (all && d->dispatcher)
+        dispatcher_queue_counts(d->dispatcher, all);
+    return all;
 }
 
 static void row_html(struct evbuffer *out, const char *queue, const struct kv *f, size_t n)
@@ -100,6 +112,7 @@ int web_overview_html(struct deferd *d, struct evbuffer *out)
         free(f);
         return -1;
     }
+    struct queue_counts *all = counts_of(d);
     web_page_begin(out, d, "Queues");
     evbuffer_add_printf(out, "<h1>Queues</h1>\n<table id=\"queues\"><thead><tr><td></td>"
                              "<th scope=\"colgroup\" colspan=\"10\" class=\"group\">In "
@@ -111,7 +124,7 @@ int web_overview_html(struct deferd *d, struct evbuffer *out)
                             columns[c].title);
     evbuffer_add_printf(out, "</tr></thead>\n<tbody>\n");
     for (size_t i = 0; i < cfg->nqueues; i++) {
-        size_t n = queue_fields(d, cfg->queues[i]->name, line, f);
+        size_t n = queue_fields(d, cfg->queues[i]->name, all, line, f);
         row_html(out, cfg->queues[i]->name, f, n);
     }
     evbuffer_add_printf(out, "</tbody></table>\n<p class=\"note\">Jobs due within the hour and "
@@ -123,6 +136,7 @@ int web_overview_html(struct deferd *d, struct evbuffer *out)
                              "2 s with JavaScript; without it, reload the page.</p>\n",
                         (unsigned long long)cfg->depth_interval_ms, cfg->census_rate);
     web_page_end(out);
+    free(all);
     free(line);
     free(f);
     return 0;
@@ -156,8 +170,9 @@ int web_overview_json(struct deferd *d, struct evbuffer *out)
     jsonw_obj_begin(&w, NULL);
     daemon_json(&w, d);
     jsonw_arr_begin(&w, "queues");
+    struct queue_counts *all = counts_of(d);
     for (size_t i = 0; i < cfg->nqueues; i++) {
-        size_t n = queue_fields(d, cfg->queues[i]->name, line, f);
+        size_t n = queue_fields(d, cfg->queues[i]->name, all, line, f);
         jsonw_obj_begin(&w, NULL);
         if (n == 0) /* out of memory for its line: the row stays, its figures unknown */
             jsonw_str(&w, "queue", cfg->queues[i]->name);
@@ -168,6 +183,7 @@ int web_overview_json(struct deferd *d, struct evbuffer *out)
     jsonw_arr_end(&w);
     jsonw_obj_end(&w);
     jsonw_finish(&w);
+    free(all);
     int rc = fclose(mem) == 0 ? evbuffer_add(out, text, len) : -1;
     free(text);
     free(line);
