@@ -40,22 +40,28 @@ static double sched_metric(const char *what, const char *name)
 
 static void append(const char *text);
 
-/* Overlap skips logged after MARK for schedule NAME whose previous job was an ordinary
- * occurrence ("(key NAME:<ms>)"), not its catch-up ("(key NAME:<ms>:m<count>)"). */
-static int skips_for_plain_key(long mark, const char *name)
+/* Overlap skips logged after MARK for schedule NAME that the catch-up does not explain:
+ * those whose previous job was an ordinary occurrence ("(key NAME:<ms>)"), acked before
+ * the outage, and those for an occurrence due by CATCHUP_DUE, which the catch-up stands
+ * for (it is put when it falls due; only a later occurrence may overlap it). */
+static int unexplained_skips(long mark, const char *name, int64_t catchup_due)
 {
-    char needle[64], line[1024];
+    char line[1024], key[64], head[64];
     int n = 0;
-    snprintf(needle, sizeof needle, "still pending or held (overlap = skip)");
+    snprintf(key, sizeof key, "(key %s:", name);
+    snprintf(head, sizeof head, "schedule %s: occurrence ", name);
     FILE *f = fopen(d.log, "r");
     if (f)
         fseek(f, mark, SEEK_SET);
     while (f && fgets(line, sizeof line, f)) {
-        char key[64];
-        snprintf(key, sizeof key, "(key %s:", name);
-        const char *k = strstr(line, key);
-        if (k && strstr(line, needle) && !strstr(k, ":m"))
+        const char *k = strstr(line, key), *h = strstr(line, head);
+        if (!k || !h || !strstr(line, "still pending or held (overlap = skip)"))
+            continue;
+        long long instant = atoll(h + strlen(head));
+        if (!strstr(k, ":m") || instant <= catchup_due) {
+            printf("unexplained skip: %s", line);
             n++;
+        }
     }
     if (f)
         fclose(f);
@@ -121,11 +127,12 @@ static void misfires(void)
     /* overlap = skip: the catch-up is no overlap when the previous job was acked, and it
      * stands for what fell due before the pass; an occurrence due while the catch-up itself
      * was still pending (the consumer subscribes after the restart) may be skipped for it */
-    CHECK(occ_find(got, "mos", "m") != NULL);
+    const struct occ *mos_catchup = occ_find(got, "mos", "m");
+    CHECK(mos_catchup != NULL);
     double mos_skipped = sched_metric("overlap_skipped", "mos");
     printf("mos: misfired %g, overlap_skipped %g\n", sched_metric("misfired", "mos"), mos_skipped);
     CHECK(mos_skipped >= 0 && mos_skipped <= 1);
-    CHECK(skips_for_plain_key(mark, "mos") == 0);
+    CHECK(mos_catchup && unexplained_skips(mark, "mos", mos_catchup->due) == 0);
     deferd_close(c);
     free(got);
 }

@@ -58,7 +58,7 @@ struct walk {
     struct depth_counts pub;    /* refresh: the last complete one */
     struct census *tally;       /* census: being counted */
     struct census *done;        /* census: the last complete pass */
-    int64_t run_began_ms, done_began_ms, done_ended_ms; /* census passes, wall ms */
+    int64_t done_began_ms;      /* census: when the last complete pass began, wall ms */
 };
 
 struct depth {
@@ -132,11 +132,10 @@ static void finish_census(struct walk *w)
     census_free(w->done);
     w->done = w->tally;
     w->tally = NULL;
-    w->done_began_ms = w->run_began_ms;
-    w->done_ended_ms = units_wall_ms();
+    w->done_began_ms = w->run.refreshed_ms; /* a pass begins as a refresh does */
     log_debug("queue %s: census: %llu jobs in %lld ms", w->qc->name,
               (unsigned long long)census_total(w->done),
-              (long long)(w->done_ended_ms - w->done_began_ms));
+              (long long)(units_wall_ms() - w->done_began_ms));
 }
 
 static void finish(struct walk *w)
@@ -359,7 +358,7 @@ static void start(struct walk *w)
     const struct config *cfg = w->dp->d->cfg;
     char path[LAYOUT_PATH_MAX];
     memset(&w->run, 0, sizeof w->run);
-    w->run.refreshed_ms = w->run_began_ms = units_wall_ms();
+    w->run.refreshed_ms = units_wall_ms();
     w->started_mono = units_mono_ms();
     w->errors = 0;
     if (w->census && !(w->tally = census_new()))
@@ -504,7 +503,6 @@ int depth_census_of(const struct depth *dp, const char *queue, int64_t now,
         if (strcmp(c->qc->name, queue) != 0 || !c->done)
             continue;
         out->began_ms = c->done_began_ms;
-        out->ended_ms = c->done_ended_ms;
         out->total = census_total(c->done);
         out->day = census_between(c->done, now + DEPTH_HOUR_MS, now + DEPTH_DAY_MS);
         out->week = census_between(c->done, now + DEPTH_DAY_MS, now + DEPTH_WEEK_MS);

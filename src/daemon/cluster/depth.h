@@ -45,7 +45,7 @@ uint64_t depth_reads_total(const struct depth *dp);
  * of a queue, its windows beyond the hour summed relative to NOW by the 100-second bucket
  * each job is due in (a bucket belongs to the window its start falls in). */
 struct depth_census {
-    int64_t began_ms, ended_ms; /* the pass, wall ms */
+    int64_t began_ms;           /* when the pass began, wall ms */
     uint64_t total;             /* every job it counted, due at any time */
     uint64_t day, week, later;  /* buckets starting after the hour and within a day; after
                                  * a day and within a week; later */
