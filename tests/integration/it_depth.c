@@ -31,17 +31,25 @@ static double metric(const struct daemon_proc *p, const char *name, const char *
     return metric_in_log(p->log, series);
 }
 
-/* Waits up to 20 s for a refresh of queue a that began at AFTER_MS or later. */
-static int wait_refresh(const struct daemon_proc *p, int64_t after_ms)
+/* Waits up to 20 s for a refresh of QUEUE that began at AFTER_MS or later (each queue is
+ * refreshed on its own schedule). */
+static int wait_refresh_of(const struct daemon_proc *p, const char *queue, int64_t after_ms)
 {
+    char labels[64];
+    snprintf(labels, sizeof labels, "queue=\"%s\"", queue);
     int64_t deadline = now_ms() + 20000;
     while (now_ms() < deadline) {
-        double t = metric(p, "deferd_queue_depth_refreshed_timestamp_seconds", "queue=\"a\"");
+        double t = metric(p, "deferd_queue_depth_refreshed_timestamp_seconds", labels);
         if (t * 1000 >= (double)after_ms)
             return 0;
         usleep(100000);
     }
     return -1;
+}
+
+static int wait_refresh(const struct daemon_proc *p, int64_t after_ms)
+{
+    return wait_refresh_of(p, "a", after_ms);
 }
 
 static void put_n(deferd_client *c, const char *queue, int n, int64_t at_ms)
@@ -177,6 +185,7 @@ int main(void)
     CHECK(put_done < soon - 5000); /* the minute's jobs are still ahead when counted */
     check_sharded(soon);
     CHECK(wait_refresh(&d, put_done) == 0);
+    CHECK(wait_refresh_of(&d, "b", put_done) == 0); /* the dead letters' queue */
     check_metrics(oldest, now_ms());
     check_stats();
     check_process();
