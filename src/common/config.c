@@ -73,7 +73,8 @@ static const struct {
         "auth", "auth_file", "acl", NULL}},
     [SEC_METRICS] = {"metrics", (const char *const[]){"listen", "depth_interval",
         "depth_max_reads", "census_rate", NULL}},
-    [SEC_WEB] = {"web", (const char *const[]){"dashboard", NULL}},
+    [SEC_WEB] = {"web", (const char *const[]){"dashboard", "actions", "token_file",
+        "read_token", NULL}},
     [SEC_QUEUE] = {"queue NAME", (const char *const[]){"priority", "ttr", "max_attempts",
         "max_pending", "format", "curator_path", "curator_lock_path", "curator_corrupt",
         "backoff_min", "backoff_max", "backoff_jitter", "producers", "consumers",
@@ -500,20 +501,6 @@ static int zookeeper_key(struct load *ld, const char *key, const char *value)
     return cfg_unknown_key(ld, SEC_ZOOKEEPER, "zookeeper", key);
 }
 
-/* [web]: the dashboard on [metrics] listen (docs/web.md); off unless asked for. */
-static int web_key(struct load *ld, const char *key, const char *value)
-{
-    if (strcmp(key, "dashboard") != 0)
-        return cfg_unknown_key(ld, SEC_WEB, "web", key);
-    if (strcmp(value, "on") == 0 || strcmp(value, "yes") == 0)
-        ld->cfg->web_dashboard = 1;
-    else if (strcmp(value, "off") == 0 || strcmp(value, "no") == 0)
-        ld->cfg->web_dashboard = 0;
-    else
-        return cfg_fail(ld, "'dashboard': '%s' is not on or off", value);
-    return 1;
-}
-
 /* [metrics]: the depth refresh's limits, and listen: "HOST:PORT" or "[IPV6]:PORT"; "" or
  * "off" disables. The host is resolved at bind time. */
 static int metrics_key(struct load *ld, const char *key, const char *value)
@@ -708,7 +695,7 @@ static int on_entry(void *user, const char *section, const char *key, const char
     if (strcmp(section, "metrics") == 0)
         return metrics_key(ld, key, value);
     if (strcmp(section, "web") == 0)
-        return web_key(ld, key, value);
+        return cfg_web_key(ld, key, value);
     if (strncmp(section, "queue ", 6) == 0)
         return queue_key(ld, section + 6, key, value);
     if (strncmp(section, "schedule ", 9) == 0)
@@ -901,34 +888,41 @@ static int validate_packs(struct load *ld, struct queue_config *q)
 
 /* auth_file: "scheme:credentials" on the first line of a regular file that only the
  * running user owns and can read or write. */
-static int read_auth_file(struct load *ld, int line)
+int cfg_read_secret_file(struct load *ld, int line, const char *what, const char *f,
+                         char *buf, size_t size)
 {
-    struct config *c = ld->cfg;
-    const char *f = c->zk_auth_file;
-    char buf[1024];
     struct stat st;
     int fd = open(f, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) != 0) {
         int e = errno;
         if (fd >= 0)
             close(fd);
-        return cfg_fail_at(ld, line, "auth_file %s: cannot open: %s", f, strerror(e));
+        return cfg_fail_at(ld, line, "%s %s: cannot open: %s", what, f, strerror(e));
     }
     const char *why = !S_ISREG(st.st_mode)         ? "is not a regular file"
                       : st.st_uid != geteuid()     ? "is not owned by the user deferd runs as"
                       : (st.st_mode & 077) != 0    ? "is accessible by group or others "
                                                      "(chmod 600 it)"
+                      : (size_t)st.st_size >= size ? "is too long"
                                                    : NULL;
-    ssize_t n = why ? 0 : read(fd, buf, sizeof buf - 1);
+    ssize_t n = why ? 0 : read(fd, buf, size - 1);
     close(fd);
     if (!why && n < 0)
         why = "cannot be read";
     buf[n > 0 ? n : 0] = '\0';
+    return why ? cfg_fail_at(ld, line, "%s %s %s", what, f, why) : 0;
+}
+
+static int read_auth_file(struct load *ld, int line)
+{
+    struct config *c = ld->cfg;
+    char buf[1024];
+    if (cfg_read_secret_file(ld, line, "auth_file", c->zk_auth_file, buf, sizeof buf) != 0)
+        return -1;
     buf[strcspn(buf, "\r\n")] = '\0';
-    if (!why && !valid_auth(buf))
-        why = "does not start with a line SCHEME:CREDENTIALS, e.g. digest:user:secret";
-    if (why)
-        return cfg_fail_at(ld, line, "auth_file %s %s", f, why);
+    if (!valid_auth(buf))
+        return cfg_fail_at(ld, line, "auth_file %s does not start with a line "
+                           "SCHEME:CREDENTIALS, e.g. digest:user:secret", c->zk_auth_file);
     c->zk_auth = strdup(buf);
     memset(buf, 0, sizeof buf);
     return c->zk_auth ? 0 : cfg_fail_at(ld, 0, "out of memory");
@@ -972,7 +966,7 @@ static int validate(struct load *ld)
                                "queue %s", q->name, q->curator_path, c->queues[j]->name);
         }
     }
-    return cfg_validate_schedules(ld);
+    return cfg_validate_web(ld) != 0 ? -1 : cfg_validate_schedules(ld);
 }
 
 int config_load(const char *path, const char *const *overrides, size_t noverrides,
@@ -1022,6 +1016,7 @@ void config_free(struct config *cfg)
     free(cfg->zk_acl_text);
     free(cfg->zk_acl);
     free(cfg->metrics_host);
+    cfg_free_web(cfg);
     for (size_t i = 0; i < cfg->nqueues; i++) {
         if (!cfg->queues[i])
             continue; /* moved into the running config by a reload */

@@ -92,6 +92,15 @@ struct config_acl_entry {
     unsigned perms;           /* ZooKeeper's bits: read 1, write 2, create 4, delete 8, admin 16 */
 };
 
+/* A dashboard token (token_file, docs/web.md): NAME is who acts, in logs. */
+#define WEB_TOKEN_NAME_MAX 63
+#define WEB_TOKEN_MIN 16
+#define WEB_TOKEN_MAX 128
+struct web_token {
+    char name[WEB_TOKEN_NAME_MAX + 1];
+    char secret[WEB_TOKEN_MAX + 1];
+};
+
 struct config {
     char *path;
     /* [daemon] */
@@ -128,6 +137,11 @@ struct config {
     uint32_t census_rate;     /* reads a second of the census of every job; 0 = none */
     /* [web] */
     int web_dashboard;        /* the dashboard and its JSON API on [metrics] listen */
+    int web_actions;          /* its actions (pause, cancel, kick...), each with a token */
+    int web_read_token;       /* its pages and API need a token too */
+    char *web_token_file;
+    struct web_token *web_tokens; /* read from web_token_file at load */
+    size_t web_ntokens;
     /* [queue NAME]: each allocated on its own, so that a reload can add queues without
      * moving those the daemon's parts point to */
     struct queue_config **queues;

@@ -16,6 +16,7 @@ struct load {
     const char *file;
     int line;
     int zk_line;
+    int web_line;      /* [web] token_file's, for errors found once the file is read */
     char section[128]; /* the current section's whole name: inih cuts names at 49 bytes */
     char **seen;
     size_t nseen;
@@ -43,6 +44,16 @@ int cfg_set_duration(struct load *ld, uint64_t *dst, const char *key, const char
                      uint64_t min, uint64_t max);
 int cfg_set_u32(struct load *ld, uint32_t *dst, const char *key, const char *value,
                 uint64_t min, uint64_t max);
+
+/* Reads a file of secrets (auth_file, token_file) into BUF after checking that only its
+ * owner, deferd's user, can read it; 0, or -1 with the error at LINE. */
+int cfg_read_secret_file(struct load *ld, int line, const char *what, const char *path,
+                         char *buf, size_t size);
+
+/* config_web.c: [web]. */
+int cfg_web_key(struct load *ld, const char *key, const char *value);
+int cfg_validate_web(struct load *ld);
+void cfg_free_web(struct config *cfg);
 
 /* config_schedule.c: [schedule NAME] sections. */
 void cfg_schedule_section(struct load *ld, const char *name);

@@ -11,8 +11,7 @@ void jsonw_init(struct jsonw *w, FILE *f)
     w->first[0] = 1;
 }
 
-/* Length of the UTF-8 sequence starting at S (at most N bytes), or 0 if it is not one. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+size_t jsonw_utf8_len(const unsigned char *s, size_t n)
 {
     size_t len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
     if (len == 0 || s[0] > 0xf4 || len > n)
@@ -29,7 +28,7 @@ static void put_string(FILE *f, const char *v, size_t n)
     fputc('"', f);
     for (size_t i = 0; i < n;) {
         unsigned char c = s[i];
-        size_t u = c >= 0x80 ? utf8_len(s + i, n - i) : 0;
+        size_t u = c >= 0x80 ? jsonw_utf8_len(s + i, n - i) : 0;
         if (u) {
             fwrite(s + i, 1, u, f);
             i += u;

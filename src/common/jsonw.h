@@ -16,6 +16,8 @@ struct jsonw {
 };
 
 void jsonw_init(struct jsonw *w, FILE *f);
+/* Length of the UTF-8 sequence starting at S (at most N bytes), or 0 if it is not one. */
+size_t jsonw_utf8_len(const unsigned char *s, size_t n);
 /* KEY names the value inside an object; pass NULL inside arrays and at the top. */
 void jsonw_obj_begin(struct jsonw *w, const char *key);
 void jsonw_obj_end(struct jsonw *w);

@@ -201,7 +201,7 @@ static struct event_base *new_base(void)
     return base;
 }
 
-static int run(struct deferd *d)
+static int run(struct deferd *d, const struct options *o)
 {
     struct event *sigs[2] = {
         evsignal_new(d->base, SIGINT, on_signal, d),
@@ -234,7 +234,7 @@ static int run(struct deferd *d)
         !d->unpacker || !d->packer || !d->scheduler)
         goto out;
     d->server = server_new(d, commands_handle);
-    d->web = web_new(d);
+    d->web = web_new(d, o->overrides, o->noverrides);
     if (!d->server || !d->web || metrics_http_new(d, &d->metrics_http) != 0)
         goto out;
     metrics_http_set_other(d->metrics_http, web_handle, d->web);
@@ -243,8 +243,8 @@ static int run(struct deferd *d)
     event_base_dispatch(d->base);
     rc = d->exit_status;
 out:
+    web_free(d->web);         /* answers its waiting pages while the listener lives */
     metrics_http_free(d->metrics_http);
-    web_free(d->web);
     server_free(d->server);   /* closes clients: their jobs are released first */
     d->server = NULL;         /* puts failed by the closing session have no one to tell */
     dispatcher_close(d->dispatcher);
@@ -303,7 +303,7 @@ int main(int argc, char **argv)
         config_free(&cfg);
         return 1;
     }
-    rc = run(&d);
+    rc = run(&d, &o);
     event_free(hup_ev);
     event_base_free(d.base);
     config_free(&cfg);

@@ -12,6 +12,7 @@
 #include "pause.h"
 #include "pending.h"
 #include "scheduler.h"
+#include "web.h"
 #include "zklog.h"
 
 static int same(const char *a, const char *b)
@@ -85,6 +86,24 @@ static void apply_depth(struct config *live, const struct config *next)
     live->depth_interval_ms = next->depth_interval_ms;
     live->depth_max_reads = next->depth_max_reads;
     live->census_rate = next->census_rate;
+}
+
+/* [web]: tokens are rotated, actions and read_token turned on or off, by a reload; the
+ * dashboard's own session reads the new file from its next page on. */
+static void apply_web(struct deferd *d, struct config *live, struct config *next)
+{
+    struct web_token *tokens = live->web_tokens;
+    size_t ntokens = live->web_ntokens;
+    char *file = live->web_token_file;
+    live->web_tokens = next->web_tokens;
+    live->web_ntokens = next->web_ntokens;
+    live->web_token_file = next->web_token_file;
+    next->web_tokens = tokens;
+    next->web_ntokens = ntokens;
+    next->web_token_file = file;
+    live->web_actions = next->web_actions;
+    live->web_read_token = next->web_read_token;
+    web_reloaded(d->web);
 }
 
 /* A queue's settings that are read at each use (put, delivery, nack, settle): a new value
@@ -246,6 +265,7 @@ int reload_config(struct deferd *d, struct config *live, const char *const *over
     }
     apply_logging(live, &next);
     apply_depth(live, &next);
+    apply_web(d, live, &next);
     check_restart_keys(live, &next);
     apply_queues(d, live, &next);
     apply_schedules(d, live, &next);

@@ -74,17 +74,23 @@ static void header_value(const char *head, const char *name, char *out, size_t l
     }
 }
 
-int http_request(int port, const char *method, const char *path, int timeout_ms, char **body,
-                 char *ctype, size_t ctlen)
+int http_send(int port, const char *method, const char *path, const char *headers,
+              const char *form, int timeout_ms, char **body, char *hdrs, size_t hlen)
 {
     long long deadline = mono_ms() + timeout_ms;
-    char req[1024];
+    char *req = NULL;
     size_t len = 0;
     int status = -1, fd = connect_local(port);
-    int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n\r\n", method,
-                     path, port);
-    char *all = fd >= 0 && write(fd, req, (size_t)n) == n ? read_all(fd, deadline, &len) : NULL;
+    int n = form ? asprintf(&req, "%s %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n%sContent-Type: "
+                            "application/x-www-form-urlencoded\r\nContent-Length: %zu\r\n"
+                            "\r\n%s", method, path, port, headers ? headers : "",
+                            strlen(form), form)
+                 : asprintf(&req, "%s %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n%s\r\n", method,
+                            path, port, headers ? headers : "");
+    char *all = fd >= 0 && n > 0 && write(fd, req, (size_t)n) == n
+                    ? read_all(fd, deadline, &len) : NULL;
     char *sep = all ? strstr(all, "\r\n\r\n") : NULL;
+    free(req);
     if (fd >= 0)
         close(fd);
     *body = NULL;
@@ -93,12 +99,22 @@ int http_request(int port, const char *method, const char *path, int timeout_ms,
         return -1;
     }
     *sep = '\0';
-    if (ctype) {
-        *ctype = '\0';
-        header_value(all, "Content-Type", ctype, ctlen);
-    }
+    if (hdrs)
+        snprintf(hdrs, hlen, "%s", all);
     *body = strdup(sep + 4);
     free(all);
+    return status;
+}
+
+int http_request(int port, const char *method, const char *path, int timeout_ms, char **body,
+                 char *ctype, size_t ctlen)
+{
+    char hdrs[4096];
+    int status = http_send(port, method, path, NULL, NULL, timeout_ms, body, hdrs, sizeof hdrs);
+    if (status >= 0 && ctype) {
+        *ctype = '\0';
+        header_value(hdrs, "Content-Type", ctype, ctlen);
+    }
     return status;
 }
 
@@ -150,4 +166,16 @@ int metrics_port_in_log(const char *log)
         usleep(20000);
     }
     return -1;
+}
+
+const char *chromium_path(void)
+{
+    static const char *const bins[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser"};
+    const char *env = getenv("DEFERD_CHROMIUM");
+    if (env && *env)
+        return access(env, X_OK) == 0 ? env : NULL;
+    for (size_t i = 0; i < sizeof bins / sizeof bins[0]; i++)
+        if (access(bins[i], X_OK) == 0)
+            return bins[i];
+    return NULL;
 }

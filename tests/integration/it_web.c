@@ -23,18 +23,6 @@ static int port;
 static const char *const ov[] = {"metrics.listen=127.0.0.1:0", "metrics.depth_interval=1s",
                                  "web.dashboard=on", NULL};
 
-static const char *find_chromium(void)
-{
-    static const char *const bins[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser"};
-    const char *env = getenv("DEFERD_CHROMIUM");
-    if (env && *env)
-        return access(env, X_OK) == 0 ? env : NULL;
-    for (size_t i = 0; i < sizeof bins / sizeof bins[0]; i++)
-        if (access(bins[i], X_OK) == 0)
-            return bins[i];
-    return NULL;
-}
-
 /* Runs chromium headless on URL with ARGS (--dump-dom, --screenshot=...), its stdout into
  * OUT; 0 when it exited 0 within a minute. */
 static int chromium(const char *bin, const char *args, const char *url, const char *out)
@@ -249,7 +237,7 @@ static void idle_connections(void)
 
 int main(void)
 {
-    const char *bin = find_chromium();
+    const char *bin = chromium_path();
     if (!bin) {
         printf("it_web: SKIP: no chromium binary (Debian package chromium; packaging/deps "
                "--test installs it)\n");

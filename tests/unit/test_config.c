@@ -486,6 +486,45 @@ static void auth_file(void)
     CHECK_CONTAINS(err, "cannot open");
 }
 
+/* [web] token_file: NAME:TOKEN lines, read at load like auth_file, every mistake named. */
+static void web_tokens(void)
+{
+    char file[] = "/tmp/deferd-test-tokens-XXXXXX", ov[128], err[512] = "";
+    struct config cfg;
+    int fd = mkstemp(file);
+    CHECK(fd >= 0);
+    close(fd);
+    snprintf(ov, sizeof ov, "web.token_file=%s", file);
+    const char *const ovs[] = {ov, "web.actions=on"};
+    write_file(file, "# who:token\nops:0123456789abcdef\n\nci:ABCDEFGHIJKLMNOP+/=~._-\n", 0600);
+    CHECK(load_text(BASE "[queue a]\n", ovs, 2, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.web_actions == 1 && cfg.web_ntokens == 2);
+    CHECK_STR(cfg.web_tokens[0].name, "ops");
+    CHECK_STR(cfg.web_tokens[1].secret, "ABCDEFGHIJKLMNOP+/=~._-");
+    config_free(&cfg);
+    static const struct { const char *text, *why; } bad[] = {
+        {"ops 0123456789abcdef\n", "line 1 is not NAME:TOKEN"},
+        {"ops:short\n", "line 1 has a token shorter than 16"},
+        {"op s:0123456789abcdef\n", "line 1 has a name with other characters"},
+        {"ops:0123456789abcdef;x\n", "line 1 has a token with other characters"},
+        {"a:0123456789abcdef\na:fedcba9876543210\n", "line 2 repeats a name"},
+        {"# nothing\n", "holds no token"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_file(file, bad[i].text, 0600);
+        CHECK(load_text(BASE "[queue a]\n", ovs, 2, &cfg, err, sizeof err) != 0);
+        CHECK_CONTAINS(err, bad[i].why);
+        CHECK_CONTAINS(err, file);
+    }
+    write_file(file, "ops:0123456789abcdef\n", 0640);
+    CHECK(load_text(BASE "[queue a]\n", ovs, 2, &cfg, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "accessible by group or others");
+    unlink(file);
+    expect_error(BASE "[queue a]\n[web]\nactions = on\n", 0, "actions = on needs token_file");
+    expect_error(BASE "[queue a]\n[web]\nread_token = on\n", 0, "read_token = on needs");
+    expect_error(BASE "[queue a]\n[web]\nactions = maybe\n", 7, "not on or off");
+}
+
 /* [schedule NAME]: what a daemon runs, and every mistake named at its line. */
 static void schedules(void)
 {
@@ -547,6 +586,7 @@ int main(void)
     access_rules();
     acl();
     auth_file();
+    web_tokens();
     expect_error(BASE "[queue a]\n[daemon]\nlog_target = file\n", 7, "not stderr or syslog");
     expect_error(BASE "[queue a]\n[daemon]\nlog_facility = local8\n", 7,
                  "not daemon or local0 .. local7");

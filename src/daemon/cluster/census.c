@@ -1,6 +1,7 @@
 #include "census.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <uthash.h>
 
 #include "layout.h"
@@ -58,4 +59,19 @@ uint64_t census_between(const struct census *c, int64_t from_ms, int64_t to_ms)
             sum += w->n;
     }
     return sum;
+}
+
+void census_bars(const struct census *c, int64_t from_ms, int64_t width_ms, size_t n,
+                 uint64_t *bars)
+{
+    const struct window *w;
+    memset(bars, 0, n * sizeof *bars);
+    for (w = c ? c->map : NULL; w && width_ms > 0; w = w->hh.next) {
+        int64_t start = (int64_t)(w->l2 * layout_bucket_width[2]);
+        if (start <= from_ms)
+            continue;
+        uint64_t b = (uint64_t)(start - from_ms - 1) / (uint64_t)width_ms;
+        if (b < n)
+            bars[b] += w->n;
+    }
 }

@@ -5,6 +5,7 @@
 #ifndef DEFERD_CENSUS_H
 #define DEFERD_CENSUS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct census;
@@ -16,5 +17,9 @@ int census_add(struct census *c, uint64_t due_ms, uint64_t n);
 uint64_t census_total(const struct census *c);
 /* Jobs in the windows that begin in (FROM_MS, TO_MS]. */
 uint64_t census_between(const struct census *c, int64_t from_ms, int64_t to_ms);
+/* The same for N adjacent spans of WIDTH_MS from FROM_MS, in one pass over the windows:
+ * BARS[i] gets the jobs of the windows that begin in (FROM + i*WIDTH, FROM + (i+1)*WIDTH]. */
+void census_bars(const struct census *c, int64_t from_ms, int64_t width_ms, size_t n,
+                 uint64_t *bars);
 
 #endif

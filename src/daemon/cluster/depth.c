@@ -511,3 +511,17 @@ int depth_census_of(const struct depth *dp, const char *queue, int64_t now,
     }
     return -1;
 }
+
+int depth_census_bars(const struct depth *dp, const char *queue, int64_t now,
+                      int64_t width_ms, size_t n, uint64_t *bars, int64_t *began_ms)
+{
+    for (size_t i = 0; dp && i < dp->n; i++) {
+        const struct walk *c = dp->censuses[i];
+        if (strcmp(c->qc->name, queue) != 0 || !c->done)
+            continue;
+        census_bars(c->done, now, width_ms, n, bars);
+        *began_ms = c->done_began_ms;
+        return 0;
+    }
+    return -1;
+}

@@ -10,6 +10,7 @@
 #ifndef DEFERD_DEPTH_H
 #define DEFERD_DEPTH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct deferd;
@@ -54,5 +55,10 @@ struct depth_census {
 int depth_census_of(const struct depth *dp, const char *queue, int64_t now,
                     struct depth_census *out);
 uint64_t depth_census_reads_total(const struct depth *dp);
+/* The dashboard's timeline: the last complete pass's jobs in N bars of WIDTH_MS, the
+ * first bar's windows starting in (NOW, NOW + WIDTH_MS]; *BEGAN_MS when the pass began. 0,
+ * or -1 when the queue has no complete pass. */
+int depth_census_bars(const struct depth *dp, const char *queue, int64_t now,
+                      int64_t width_ms, size_t n, uint64_t *bars, int64_t *began_ms);
 
 #endif

@@ -181,6 +181,18 @@ void metrics_schedule(struct metrics *m, const char *name, enum metrics_sched_ev
         s->n[ev] += n;
 }
 
+const char *const metrics_web_action_names[WA_COUNT] = {
+    "pause", "resume", "cancel", "reschedule", "kick", "delete", "kick_all", "delete_all",
+    "login"};
+const char *const metrics_web_result_names[WR_COUNT] = {"ok", "refused", "failed"};
+
+void metrics_web_action(struct metrics *m, enum metrics_web_action a,
+                        enum metrics_web_result r)
+{
+    if (m && a < WA_COUNT && r < WR_COUNT)
+        m->web[a][r]++;
+}
+
 void metrics_zk_request(struct metrics *m, enum metrics_zk_op op, int64_t ns)
 {
     if (m && op < ZOP_COUNT)

@@ -18,6 +18,13 @@ enum metrics_event { ME_PUT, ME_ACKED, ME_NACKED, ME_EXPIRED, ME_DEAD_LETTERED, 
 enum metrics_refusal { MR_QUEUE_FULL, MR_UNAVAILABLE, MR_FAILED, MR_COUNT };
 /* What a schedule's pass did (scheduler.c), counted once its transaction is applied. */
 enum metrics_sched_event { MS_PUT, MS_MISFIRED, MS_OVERLAP_SKIPPED, MS_COUNT };
+/* The dashboard's actions (docs/web.md), by what was asked and how it ended: done, refused
+ * (no token, a wrong one, a bad CSRF value or input), or failed (ZooKeeper said no). */
+enum metrics_web_action { WA_PAUSE, WA_RESUME, WA_CANCEL, WA_RESCHEDULE, WA_KICK, WA_DELETE,
+                          WA_KICK_ALL, WA_DELETE_ALL, WA_LOGIN, WA_COUNT };
+enum metrics_web_result { WR_OK, WR_REFUSED, WR_FAILED, WR_COUNT };
+extern const char *const metrics_web_action_names[WA_COUNT];
+extern const char *const metrics_web_result_names[WR_COUNT];
 enum metrics_zk_op { ZOP_MULTI, ZOP_CREATE, ZOP_GET, ZOP_CHILDREN, ZOP_EXISTS, ZOP_SET,
                      ZOP_DELETE, ZOP_COUNT };
 
@@ -39,6 +46,8 @@ void metrics_delivered(struct metrics *m, const struct queue_config *qc, uint32_
  * schedule removed from the config keeps its counters (counters never go back). */
 void metrics_schedule(struct metrics *m, const char *name, enum metrics_sched_event ev,
                       uint64_t n);
+void metrics_web_action(struct metrics *m, enum metrics_web_action a,
+                        enum metrics_web_result r);
 /* A ZooKeeper request took NS nanoseconds from the call to its completion. */
 void metrics_zk_request(struct metrics *m, enum metrics_zk_op op, int64_t ns);
 

@@ -122,6 +122,18 @@ static void schedules_out(struct metrics *m, struct evbuffer *out)
     }
 }
 
+static void web_out(struct metrics *m, struct evbuffer *out)
+{
+    metrics_family(out, "deferd_web_actions_total", "counter",
+                   "Dashboard actions asked of this daemon, by result: ok, refused (no or a "
+                   "wrong token, CSRF value or input), failed (ZooKeeper).");
+    for (int a = 0; a < WA_COUNT; a++)
+        for (int r = 0; r < WR_COUNT; r++)
+            evbuffer_add_printf(out, "deferd_web_actions_total{action=\"%s\",result=\"%s\"} "
+                                "%llu\n", metrics_web_action_names[a],
+                                metrics_web_result_names[r], (unsigned long long)m->web[a][r]);
+}
+
 /* Read from their owners at scrape time. */
 static int gauges_out(struct metrics *m, struct evbuffer *out)
 {
@@ -240,6 +252,7 @@ int metrics_expose(struct metrics *m, struct evbuffer *out)
     evbuffer_add_printf(out, "deferd_start_time_seconds %.3f\n", (double)m->start_wall_ms / 1e3);
     counters_out(m, out);
     schedules_out(m, out);
+    web_out(m, out);
     if (gauges_out(m, out) != 0)
         return -1;
     metrics_depth_out(m, out);

@@ -55,6 +55,7 @@ struct metrics {
     size_t nqueues;
     struct qmetrics *q;        /* in the order of cfg->queues */
     struct histogram zk[ZOP_COUNT];
+    uint64_t web[WA_COUNT][WR_COUNT];
     int64_t start_mono_s;
     int64_t start_wall_ms;
 };

@@ -1,23 +1,119 @@
-/* What the dashboard's pages share: replies with the security headers, HTML escaping,
- * the page frame. Private to src/daemon/web. */
+/* What the dashboard's pages share: replies with the security headers, HTML escaping, the
+ * page frame, answers that wait for the reader thread, who is asking. Private to
+ * src/daemon/web. */
 #ifndef DEFERD_WEB_INT_H
 #define DEFERD_WEB_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+#include "web_worker.h"
 
 struct deferd;
 struct evbuffer;
 struct evhttp_request;
+struct evkeyvalq;
+struct jsonw;
+
+struct web {
+    struct deferd *d;
+    struct web_worker *worker;
+    char csrf[33];              /* forms' anti-forgery value: random, this daemon's run */
+};
 
 /* Sends BODY (may be NULL) with CTYPE and the dashboard's headers: no framing by other
  * sites, no sniffing, scripts and styles from this origin only; a HEAD gets no body. */
 void web_reply(struct evhttp_request *req, int code, const char *reason, const char *ctype,
                struct evbuffer *body);
+/* An error: a small page, or {"error": TEXT} for the API (JSON). */
+void web_fail(struct evhttp_request *req, int json, int code, const char *reason,
+              const char *text);
+/* 200 with the JSON object FILL writes (its braces included). */
+void web_send_json(struct evhttp_request *req, void (*fill)(struct jsonw *jw, void *ctx),
+                   void *ctx);
 /* S with & < > " ' as entities: safe in text and in quoted attributes. */
 void web_escape(struct evbuffer *out, const char *s);
+/* N bytes of S the same way, bytes that are not printable ASCII as \xNN. */
+void web_escape_bytes(struct evbuffer *out, const char *s, size_t n);
+/* S %-encoded for a query value. */
+void web_urlencode(struct evbuffer *out, const char *s);
 void web_page_begin(struct evbuffer *out, struct deferd *d, const char *title);
 void web_page_end(struct evbuffer *out);
+void web_send_page(struct evhttp_request *req, struct evbuffer *page);
+/* A wall time in ms as 2026-11-27T17:03:00.123Z. */
+void web_time(struct evbuffer *out, uint64_t ms);
+
+/* The request's query (GET) or form body (POST) into Q; 0, or -1 when malformed. */
+int web_params(struct evhttp_request *req, struct evkeyvalq *q);
 
 /* The overview: every queue's depth (all daemons') and this daemon's view of it. */
 int web_overview_html(struct deferd *d, struct evbuffer *out);
 int web_overview_json(struct deferd *d, struct evbuffer *out);
+
+/* ---- answers that need ZooKeeper reads or writes: made on the reader thread ---- */
+
+/* A page's or action's call: the first member of the page's own struct. Its answer is
+ * made on the loop once WORK ran on the reader thread; then CLEAR (may be NULL), and the
+ * call is freed. */
+struct web_call {
+    struct web *w;
+    struct evhttp_request *req;
+    int json;
+    int rc;                     /* WORK's: 0, -1, ADMIN_NOT_FOUND, ADMIN_IN_FLIGHT */
+    int unreachable;            /* no ZooKeeper session could be opened */
+    char err[512];
+    /* the answer once WORK succeeded: JSON written by FILL, or the page HTML sends; or
+     * ANSWER, which does it all (failures too) */
+    void (*fill)(struct web_call *c, struct jsonw *jw);
+    void (*html)(struct web_call *c);
+    void (*answer)(struct web_call *c);
+    void (*clear)(struct web_call *c);
+};
+/* A call of SIZE bytes (the page's struct, a web_call first) for REQ, with KIND's
+ * callbacks; NULL (REQ answered 500) when out of memory. */
+void *web_call_new(size_t size, struct web *w, struct evhttp_request *req, int json,
+                   const struct web_call *kind);
+/* Answers CODE and TEXT instead of starting C; clears and frees it. */
+void web_call_refuse(struct web_call *c, int code, const char *reason, const char *text);
+/* ?limit=N of a page, 1..MAX (DEF when absent): 0, or -1 when it is not one. */
+int web_limit(struct evkeyvalq *q, size_t def, size_t max, size_t *out);
+/* Sends C to the reader thread; answers 503 itself (and frees C) when too many wait. */
+void web_call_start(struct web_call *c, web_work_fn work);
+/* In WORK: 1 (with C's error set) when A is NULL. */
+int web_call_no_session(struct web_call *c, const void *a, const char *err);
+/* The answer to a failed call: 404, 409, 503 with C's error. */
+void web_call_fail(struct web_call *c);
+
+/* ---- pages ---- */
+/* GET /ui/queues/Q[/dead], /api/v1/queues/Q/jobs|dead (web_queue.c, web_dead.c). */
+void web_queue_page(struct web *w, struct evhttp_request *req, const char *queue, int json);
+void web_dead_page(struct web *w, struct evhttp_request *req, const char *queue, int json);
+/* GET /ui/job?id=, /api/v1/job?id= (web_job.c). */
+void web_job_page(struct web *w, struct evhttp_request *req, int json);
+
+/* ---- who asks (web_auth.c) ---- */
+struct web_who {
+    const char *name;           /* the token's name; NULL: none, or a wrong one */
+    int by_header;              /* Authorization: Bearer (no form: no CSRF check) */
+    char peer[64];              /* address:port */
+};
+void web_who(struct web *w, struct evhttp_request *req, struct web_who *who);
+/* POST /ui/login, /ui/logout: the token as a cookie, or the cookie removed. */
+void web_login(struct web *w, struct evhttp_request *req);
+void web_logout(struct web *w, struct evhttp_request *req);
+void web_login_form(struct web *w, struct evhttp_request *req, const char *note);
+/* A hidden input with the CSRF value, for a form of a page shown to a token holder. */
+void web_csrf_input(struct web *w, struct evbuffer *out);
+/* The form's csrf field equals this run's value. */
+int web_csrf_ok(struct web *w, struct evkeyvalq *form);
+/* Constant time: a secret's length leaks, its bytes do not. */
+int web_secret_eq(const char *a, const char *b);
+
+/* ---- actions (web_actions.c): POST ---- */
+/* 1 when PATH named an action (answered), else 0. */
+int web_action(struct web *w, struct evhttp_request *req, const char *path);
+/* The action forms a page offers a token holder (none without actions, or a token). */
+int web_can_act(struct web *w, struct evhttp_request *req);
 
 #endif

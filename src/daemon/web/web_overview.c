@@ -79,9 +79,11 @@ static void row_html(struct evbuffer *out, const char *queue, const struct kv *f
 {
     evbuffer_add_printf(out, "<tr data-queue=\"");
     web_escape(out, queue);
-    evbuffer_add_printf(out, "\"><th scope=\"row\">");
+    evbuffer_add_printf(out, "\"><th scope=\"row\"><a href=\"/ui/queues/");
+    web_escape(out, queue); /* a queue's name is letters, digits and . _ - */
+    evbuffer_add_printf(out, "\">");
     web_escape(out, queue);
-    evbuffer_add_printf(out, "</th>");
+    evbuffer_add_printf(out, "</a></th>");
     for (size_t c = 0; c < NCOLUMNS; c++) {
         const char *v = kvline_get(f, n, columns[c].field);
         char span[48];

@@ -1,5 +1,6 @@
-// deferd's dashboard: refreshes the figures of the page it is on from the JSON API every
-// 2 s. Values are set with textContent only, never as HTML.
+// deferd's dashboard: refreshes the overview's figures (on other pages, the ZooKeeper
+// state in the header) from the JSON API every 2 s. Values are set with textContent only,
+// never as HTML.
 'use strict';
 (function () {
   const fixed3 = new Set(['put_per_s', 'delivered_per_s', 'acked_per_s', 'lateness_p50_ms',
@@ -48,14 +49,27 @@
       for (const cell of row.querySelectorAll('[data-field]'))
         cell.textContent = show(cell, q[cell.dataset.field]);
     }
+    showZk(o);
+  }
+
+  function showZk(o) {
     const zk = document.getElementById('zk');
     zk.textContent = 'ZooKeeper: ' + o.daemon.zk_state;
     zk.className = 'zk-' + o.daemon.zk_state;
   }
 
+  // Other pages: the header's ZooKeeper state only; their lists are read from ZooKeeper
+  // when the page is loaded (reload for a fresh one).
+  async function refreshHeader() {
+    const r = await fetch('/api/v1/overview', { cache: 'no-store' });
+    if (!r.ok) throw new Error('HTTP ' + r.status);
+    showZk(await r.json());
+  }
+
   async function refresh() {
     try {
       if (document.getElementById('queues')) await refreshOverview();
+      else if (document.getElementById('zk').textContent) await refreshHeader();
       document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
       setStatus('updated ' + new Date().toLocaleTimeString());
     } catch (e) {

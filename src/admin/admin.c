@@ -73,8 +73,31 @@ static void span_text(int64_t ms, char *buf, size_t len)
 int admin_open(const char *config_path, const struct admin_wait *w, struct admin **out,
                char *err, size_t errlen)
 {
+    struct admin_source src = {config_path, NULL, 0, 0};
+    return admin_open_from(&src, w, out, err, errlen);
+}
+
+/* The client's errors only, as deferctl's own lines: a terminal is no place for its
+ * chatter. Its error per failed connection attempt is left out too: one line says that it
+ * could not connect. deferd keeps its own log setup. */
+static void quiet_logs(const struct admin *a, const struct admin_source *src, int quiet)
+{
+    if (src->keep_logs)
+        return;
+    if (quiet) {
+        log_configure("deferctl", LOG_TO_STDERR, a->cfg.log_facility, LOG_STAMPS_NO);
+        log_set_level(LOG_ERROR);
+        zklog_set_level(LOG_ERROR);
+    }
+    zklog_set_quiet(quiet);
+}
+
+int admin_open_from(const struct admin_source *src, const struct admin_wait *w,
+                    struct admin **out, char *err, size_t errlen)
+{
     struct admin *a = calloc(1, sizeof *a);
-    if (!a || config_load(config_path, NULL, 0, &a->cfg, err, errlen) != 0) {
+    if (!a || config_load(src->config_path, src->overrides, src->noverrides, &a->cfg, err,
+                          errlen) != 0) {
         free(a);
         return -1;
     }
@@ -83,19 +106,13 @@ int admin_open(const char *config_path, const struct admin_wait *w, struct admin
         admin_close(a);
         return -1;
     }
-    /* The client's errors only, as deferctl's own lines: a terminal is no place for its
-     * chatter. Its error per failed connection attempt is left out too: one line below
-     * says that it could not connect. */
-    log_configure("deferctl", LOG_TO_STDERR, a->cfg.log_facility, LOG_STAMPS_NO);
-    log_set_level(LOG_ERROR);
-    zklog_set_level(LOG_ERROR);
-    zklog_set_quiet(1);
+    quiet_logs(a, src, 1);
     a->zh = zookeeper_init2(a->cfg.zk_hosts, NULL, (int)a->cfg.session_timeout_ms, NULL, NULL,
                             0, zklog_line);
     int rc = a->zh ? add_auth(a) : ZSYSTEMERROR;
     if (rc == ZOK)
         wait_session(a, w);
-    zklog_set_quiet(0);
+    quiet_logs(a, src, 0);
     if (rc == ZOK && (zoo_state(a->zh) == ZOO_AUTH_FAILED_STATE ||
                       (a->auth_rc != ZOK && a->auth_rc != AUTH_WAITING))) {
         snprintf(err, errlen, "ZooKeeper at %s refused the credentials of [zookeeper] auth",
@@ -108,12 +125,18 @@ int admin_open(const char *config_path, const struct admin_wait *w, struct admin
         span_text(w->timeout_ms, span, sizeof span);
         snprintf(err, errlen, "cannot connect to ZooKeeper at %s within %s: is it running, "
                  "and are [zookeeper] hosts in %s right? (--timeout DUR waits longer)",
-                 a->cfg.zk_hosts, span, config_path);
+                 a->cfg.zk_hosts, span, src->config_path);
         admin_close(a);
         return -1;
     }
     *out = a;
     return 0;
+}
+
+int admin_expired(const struct admin *a)
+{
+    int state = zoo_state(a->zh);
+    return state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE;
 }
 
 void admin_close(struct admin *a)

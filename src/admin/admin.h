@@ -1,5 +1,7 @@
-/* Operator commands that work on ZooKeeper directly, for deferctl: the dead letters.
- * Synchronous ZooKeeper calls are fine here: this is a command-line tool, not the loop. */
+/* Operator commands that work on ZooKeeper directly, for deferctl and for the dashboard's
+ * reader thread in deferd (never the daemon's loop): the dead letters here, pending jobs,
+ * pause flags, layout and schedules below. Synchronous ZooKeeper calls on a session of
+ * their own. */
 #ifndef DEFERD_ADMIN_H
 #define DEFERD_ADMIN_H
 
@@ -24,6 +26,19 @@ struct admin_wait {
 int admin_open(const char *config_path, const struct admin_wait *w, struct admin **out,
                char *err, size_t errlen);
 void admin_close(struct admin *a);
+/* The same from deferd.ini with -o overrides; KEEP_LOGS: the caller (deferd) has its
+ * own log setup, which admin_open's quiet terminal setup must not replace. */
+struct admin_source {
+    const char *config_path;
+    const char *const *overrides;
+    size_t noverrides;
+    int keep_logs;
+};
+int admin_open_from(const struct admin_source *src, const struct admin_wait *w,
+                    struct admin **out, char *err, size_t errlen);
+/* The session expired (or its credentials were refused): a long-lived user (deferd's
+ * dashboard) opens a new one; deferctl's commands end long before. */
+int admin_expired(const struct admin *a);
 
 /* Each returns 0, or -1 with a message in err (ADMIN_NOT_FOUND: no such dead job). The
  * queue must be configured. Ids are "<queue>/<job name>". */
@@ -70,6 +85,8 @@ struct admin_list_opts {
     uint64_t from_ms, until_ms; /* due time window, both inclusive */
     size_t limit;               /* jobs per page, 1..10000 */
     const char *after;          /* id of the previous page's last job, or NULL */
+    size_t preview;             /* > 0: each row's payload cut to this many bytes (payload,
+                                 * len; bytes is the whole), and a held job's holder */
 };
 
 typedef void (*admin_job_fn)(const struct admin_job *job, void *ctx);

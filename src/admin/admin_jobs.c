@@ -40,6 +40,13 @@ static int wanted(const struct page *pg, const struct job_name *jn)
            (!pg->o->after || job_cmp(jn, &pg->after) > 0);
 }
 
+/* Rows past the page's end are dropped, with a packed row's preview. */
+static void cut_rows(struct page *pg, size_t keep)
+{
+    for (; pg->n > keep; pg->n--)
+        admin_job_clear(&pg->rows[pg->n - 1]);
+}
+
 static int add_row(struct page *pg, const struct job_name *jn)
 {
     if (pg->n == pg->cap) {
@@ -99,8 +106,7 @@ static int read_leaf(struct admin *a, struct page *pg, const char *path, uint64_
     deallocate_String_vector(&kids);
     if (pg->n > first) /* rows may still be NULL */
         qsort(pg->rows + first, pg->n - first, sizeof *pg->rows, row_cmp);
-    if (pg->n > pg->want)
-        pg->n = pg->want;
+    cut_rows(pg, pg->want);
     return rc;
 }
 
@@ -171,6 +177,7 @@ struct stat_wait {
 struct stat_ask {
     struct stat_wait *w;
     struct admin_job *job;
+    size_t preview;
 };
 
 static void fill_from_stat(struct admin_job *job, const struct Stat *st)
@@ -180,13 +187,8 @@ static void fill_from_stat(struct admin_job *job, const struct Stat *st)
     job->bytes = st->dataLength;
 }
 
-static void on_stat(int rc, const struct Stat *st, const void *data)
+static void asked(const struct stat_ask *ask, int rc)
 {
-    const struct stat_ask *ask = data;
-    if (rc == ZOK)
-        fill_from_stat(ask->job, st);
-    else
-        ask->job->bytes = -1; /* ZNONODE: gone since it was listed (acked, cancelled, moved) */
     pthread_mutex_lock(&ask->w->mu);
     if (rc != ZOK && rc != ZNONODE && ask->w->rc == ZOK)
         ask->w->rc = rc;
@@ -195,7 +197,33 @@ static void on_stat(int rc, const struct Stat *st, const void *data)
     pthread_mutex_unlock(&ask->w->mu);
 }
 
-static int stat_rows(struct admin *a, const char *queue, struct admin_job *rows, size_t n)
+static void on_stat(int rc, const struct Stat *st, const void *data)
+{
+    const struct stat_ask *ask = data;
+    if (rc == ZOK)
+        fill_from_stat(ask->job, st);
+    else
+        ask->job->bytes = -1; /* ZNONODE: gone since it was listed (acked, cancelled, moved) */
+    asked(ask, rc);
+}
+
+/* The same with the payload's first bytes (list's preview). */
+static void on_data(int rc, const char *value, int len, const struct Stat *st,
+                    const void *data)
+{
+    const struct stat_ask *ask = data;
+    size_t n = len > 0 ? (size_t)len : 0;
+    if (n > ask->preview)
+        n = ask->preview;
+    if (rc == ZOK && (ask->job->payload = malloc(n + 1)) != NULL) {
+        memcpy(ask->job->payload, value, n);
+        ask->job->len = (int)n;
+    }
+    on_stat(rc, st, data);
+}
+
+static int stat_rows(struct admin *a, const char *queue, struct admin_job *rows, size_t n,
+                     size_t preview)
 {
     struct stat_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, ZOK};
     struct stat_ask *asks = calloc(n ? n : 1, sizeof *asks);
@@ -207,9 +235,10 @@ static int stat_rows(struct admin *a, const char *queue, struct admin_job *rows,
         char path[LAYOUT_PATH_MAX];
         if (rows[i].jn.pack[0])
             continue; /* filled from its pack */
-        asks[i] = (struct stat_ask){&w, &rows[i]};
+        asks[i] = (struct stat_ask){&w, &rows[i], preview};
         layout_job_path(path, sizeof path, a->cfg.zk_root, queue, &rows[i].jn);
-        int arc = zoo_aexists(a->zh, path, 0, on_stat, &asks[i]);
+        int arc = preview ? zoo_aget(a->zh, path, 0, on_data, &asks[i])
+                          : zoo_aexists(a->zh, path, 0, on_stat, &asks[i]);
         if (arc != ZOK) {
             rc = arc;
             break;
@@ -223,6 +252,20 @@ static int stat_rows(struct admin *a, const char *queue, struct admin_job *rows,
     return rc != ZOK ? rc : w.rc;
 }
 
+static void read_holder(struct admin *a, const char *path, char *holder, size_t len);
+
+/* list's preview: who holds each held job (few are held at once: one read each). */
+static void holder_rows(struct admin *a, const char *queue, struct admin_job *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char path[LAYOUT_PATH_MAX];
+        if (!rows[i].locked || rows[i].jn.pack[0] || rows[i].bytes < 0)
+            continue;
+        layout_job_path(path, sizeof path, a->cfg.zk_root, queue, &rows[i].jn);
+        read_holder(a, path, rows[i].holder, sizeof rows[i].holder);
+    }
+}
+
 /* ---- packed jobs in the page ---- */
 
 /* Only the first pg->want rows in order can be shown: the rest is dropped. */
@@ -230,8 +273,7 @@ static void keep_first(struct page *pg)
 {
     if (pg->n)
         qsort(pg->rows, pg->n, sizeof *pg->rows, row_cmp);
-    if (pg->n > pg->want)
-        pg->n = pg->want;
+    cut_rows(pg, pg->want);
 }
 
 static int add_packed(const struct pack_job *job, const char *pack, void *ctx)
@@ -246,6 +288,11 @@ static int add_packed(const struct pack_job *job, const char *pack, void *ctx)
     struct admin_job *r = &pg->rows[pg->n - 1];
     r->attempts = jn.prior_attempts; /* never delivered while packed */
     r->bytes = (int32_t)job->payload_len;
+    size_t keep = job->payload_len < pg->o->preview ? job->payload_len : pg->o->preview;
+    if (keep && (r->payload = malloc(keep + 1)) != NULL) {
+        memcpy(r->payload, job->payload, keep);
+        r->len = (int)keep;
+    }
     return ZOK;
 }
 
@@ -292,7 +339,9 @@ int admin_list(struct admin *a, const char *queue, const struct admin_list_opts 
         layout_packs_path(dir, sizeof dir, a->cfg.zk_root, queue);
     size_t shown = pg.n < o->limit ? pg.n : o->limit;
     if (rc == ZOK)
-        rc = stat_rows(a, queue, pg.rows, shown);
+        rc = stat_rows(a, queue, pg.rows, shown, o->preview);
+    if (rc == ZOK && o->preview)
+        holder_rows(a, queue, pg.rows, shown);
     if (rc == ZOK)
         for (size_t i = 0; i < shown; i++)
             if (pg.rows[i].bytes >= 0)
@@ -300,6 +349,7 @@ int admin_list(struct admin *a, const char *queue, const struct admin_list_opts 
     *more = pg.n > o->limit;
     if (cursor && clen)
         snprintf(cursor, clen, "%s", rc == ZOK && *more ? pg.rows[shown - 1].id : "");
+    cut_rows(&pg, 0);
     free(pg.rows);
     return rc == ZOK ? 0 : admin_failed(err, errlen, "listing the jobs under", dir, rc);
 }

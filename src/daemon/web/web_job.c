@@ -1,0 +1,151 @@
+/* A job's page (/ui/job?id=) and /api/v1/job?id=: the job pending, packed or dead, with its
+ * payload, read on the reader thread by the code deferctl show runs (admin_show); the
+ * actions it allows a token holder. */
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin.h"
+#include "config.h"
+#include "daemon.h"
+#include "jsonw.h"
+#include "web_int.h"
+
+struct job_call {
+    struct web_call c;          /* first */
+    char id[LAYOUT_ID_MAX + 1];
+    struct admin_job job;
+    int can_act;
+};
+
+static void show_job(struct admin *a, const char *err, void *ctx)
+{
+    struct job_call *jc = ctx;
+    if (!web_call_no_session(&jc->c, a, err))
+        jc->c.rc = admin_show(a, jc->id, &jc->job, jc->c.err, sizeof jc->c.err);
+}
+
+static void fill(struct web_call *c, struct jsonw *jw)
+{
+    const struct admin_job *j = &((struct job_call *)c)->job;
+    jsonw_obj_begin(jw, NULL);
+    jsonw_str(jw, "id", j->id);
+    jsonw_str(jw, "uid", j->jn.uid);
+    jsonw_str(jw, "state", j->dead ? "dead" : j->locked ? "held" : "pending");
+    jsonw_uint(jw, "due_ms", j->jn.due_ms);
+    jsonw_uint(jw, "priority", j->jn.priority);
+    jsonw_uint(jw, "attempts", j->attempts);
+    jsonw_uint(jw, "ttr_ms", j->jn.ttr_ms);
+    jsonw_str(jw, "key", j->jn.key[0] ? j->jn.key : NULL);
+    jsonw_str(jw, "holder", j->holder[0] ? j->holder : NULL);
+    jsonw_bool(jw, "packed", j->jn.pack[0] != '\0');
+    jsonw_int(jw, "bytes", j->len);
+    jsonw_strn(jw, "payload", j->payload ? j->payload : "", (size_t)j->len);
+    jsonw_base64(jw, "payload_base64", j->payload ? j->payload : "", (size_t)j->len);
+    jsonw_obj_end(jw);
+}
+
+static void field(struct evbuffer *out, const char *name, const char *value)
+{
+    evbuffer_add_printf(out, "<tr><th>%s</th><td data-field=\"%s\">", name, name);
+    web_escape(out, value);
+    evbuffer_add_printf(out, "</td></tr>\n");
+}
+
+static void action_form(struct job_call *jc, struct evbuffer *out, const char *action,
+                        const char *label, const char *extra)
+{
+    evbuffer_add_printf(out, "<form method=\"post\" class=\"act\" action=\"/ui/job/%s\">"
+                             "<input type=\"hidden\" name=\"id\" value=\"", action);
+    web_escape(out, jc->id);
+    evbuffer_add_printf(out, "\">");
+    web_csrf_input(jc->c.w, out);
+    evbuffer_add_printf(out, "%s<button type=\"submit\" id=\"%s\">%s</button></form>\n",
+                        extra, action, label);
+}
+
+static void actions(struct job_call *jc, struct evbuffer *out)
+{
+    if (jc->job.dead) {
+        action_form(jc, out, "kick", "Kick back to the queue", "");
+        action_form(jc, out, "delete", "Delete", "");
+    } else {
+        action_form(jc, out, "cancel", "Cancel", "");
+        action_form(jc, out, "reschedule", "Reschedule",
+                    "<label>to <input name=\"due\" placeholder=\"now+10m or "
+                    "2026-12-01T09:00Z\" required></label> ");
+    }
+}
+
+static void html(struct web_call *c)
+{
+    struct job_call *jc = (struct job_call *)c;
+    const struct admin_job *j = &jc->job;
+    char num[64], queue[QUEUE_NAME_MAX + 1];
+    struct evbuffer *out = evbuffer_new();
+    if (!out) {
+        web_fail(jc->c.req, 0, 500, "Internal Server Error", "out of memory");
+        return;
+    }
+    snprintf(queue, sizeof queue, "%.*s", (int)strcspn(j->id, "/"), j->id);
+    web_page_begin(out, jc->c.w->d, j->jn.uid);
+    evbuffer_add_printf(out, "<p class=\"crumbs\"><a href=\"/ui/\">Queues</a> / <a href=\""
+                             "/ui/queues/%s\">%s</a> /</p>\n<h1>Job ", queue, queue);
+    web_escape(out, j->jn.uid);
+    evbuffer_add_printf(out, "</h1>\n<table class=\"fields\" id=\"job\">\n");
+    field(out, "id", j->id);
+    field(out, "state", j->dead ? "dead" : j->locked ? "held" : "pending");
+    evbuffer_add_printf(out, "<tr><th>due</th><td data-field=\"due\">");
+    web_time(out, j->jn.due_ms);
+    evbuffer_add_printf(out, "</td></tr>\n");
+    snprintf(num, sizeof num, "%u", j->jn.priority);
+    field(out, "priority", num);
+    snprintf(num, sizeof num, "%u", j->attempts);
+    field(out, "attempts", num);
+    field(out, "key", j->jn.key);
+    field(out, "holder", j->holder);
+    field(out, "packed", j->jn.pack[0] ? "yes" : "no");
+    snprintf(num, sizeof num, "%d", j->len);
+    field(out, "bytes", num);
+    evbuffer_add_printf(out, "</table>\n<h2>Payload</h2>\n<pre id=\"payload\">");
+    web_escape_bytes(out, j->payload ? j->payload : "", (size_t)j->len);
+    evbuffer_add_printf(out, "</pre>\n");
+    if (jc->can_act)
+        actions(jc, out);
+    web_page_end(out);
+    web_send_page(jc->c.req, out);
+    evbuffer_free(out);
+}
+
+static void clear(struct web_call *c) { admin_job_clear(&((struct job_call *)c)->job); }
+
+static const struct web_call kind = {.fill = fill, .html = html, .clear = clear};
+
+void web_job_page(struct web *w, struct evhttp_request *req, int json)
+{
+    struct evkeyvalq q;
+    struct job_name jn;
+    char queue[QUEUE_NAME_MAX + 1];
+    struct job_call *jc = web_call_new(sizeof *jc, w, req, json, &kind);
+    if (!jc)
+        return;
+    const char *id = web_params(req, &q) == 0 ? evhttp_find_header(&q, "id") : NULL;
+    int bad = !id || snprintf(jc->id, sizeof jc->id, "%s", id) >= (int)sizeof jc->id ||
+              layout_parse_id(jc->id, queue, sizeof queue, &jn) != 0;
+    evhttp_clear_headers(&q);
+    if (bad) {
+        web_call_refuse(&jc->c, 400, "Bad Request", "id= is a job id: QUEUE/NAME, as "
+                        "deferctl list and the queue's page show it");
+        return;
+    }
+    if (!config_queue(w->d->cfg, queue)) {
+        web_call_refuse(&jc->c, 404, "Not Found", "the id names a queue that is not in "
+                        "deferd.ini");
+        return;
+    }
+    jc->can_act = web_can_act(w, req);
+    web_call_start(&jc->c, show_job);
+}

@@ -1,0 +1,244 @@
+/* The dashboard's queue, job and dead-letter pages and its actions (docs/web.md), in a
+ * real browser and over the API. Chromium, driven over the DevTools protocol by
+ * browser.py, opens queue b's page and finds a job by its id with the page's form; the
+ * job's payload is a <script> (and an <img onerror>) that must show as text and never run;
+ * a pause without a token, and with the cookie but a wrong or missing CSRF value, changes
+ * nothing; signed in, the page's buttons pause and resume the queue and kick a dead letter
+ * back. What the clicks did is then checked in ZooKeeper through deferctl, the log and the
+ * counters. The API: a Bearer token acts, a wrong one is refused; read_token = on keeps
+ * the pages from anyone without one. Skipped (77) only when no chromium binary exists. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "httpget.h"
+
+#define TOKEN "s3cret-token-0123456789abcdef"
+#define SCRIPT_PAYLOAD "<script>window.__pwned=1;document.title='pwned'</script>" \
+                       "<img src=x onerror=\"window.__pwned=2\">"
+
+static struct daemon_proc d;
+static char root[128], dir[] = "/tmp/deferd-webact-XXXXXX", tokens[200], tokopt[256];
+static int port;
+
+static int write_tokens(void)
+{
+    snprintf(tokens, sizeof tokens, "%s/tokens", dir);
+    int fd = open(tokens, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const char text[] = "# who:token\nops:" TOKEN "\n";
+    int ok = fd >= 0 && write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1);
+    if (fd >= 0)
+        close(fd);
+    snprintf(tokopt, sizeof tokopt, "web.token_file=%s", tokens);
+    return ok ? 0 : -1;
+}
+
+/* A POST to the API; the status. */
+static int post(const char *path, const char *auth, const char *form)
+{
+    char *body = NULL, hdr[256] = "";
+    if (auth)
+        snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", auth);
+    int st = http_send(port, "POST", path, hdr, form ? form : "", 10000, &body, NULL, 0);
+    free(body);
+    return st;
+}
+
+static int get_status(const char *path, const char *auth, char **body)
+{
+    char hdr[256] = "";
+    if (auth)
+        snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", auth);
+    return http_send(port, "GET", path, hdr, NULL, 10000, body, NULL, 0);
+}
+
+/* The value after "KEY": in the browser's JSON answer (a number, true/false, or a
+ * quoted string without its quotes) into OUT. */
+static void field(const char *json, const char *key, char *out, size_t len)
+{
+    char k[96];
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    const char *at = strstr(json, k);
+    out[0] = '\0';
+    if (!at)
+        return;
+    at += strlen(k);
+    if (*at == '"')
+        snprintf(out, len, "%.*s", (int)strcspn(at + 1, "\""), at + 1);
+    else
+        snprintf(out, len, "%.*s", (int)strcspn(at, ",}"), at);
+}
+
+static int is(const char *json, const char *key, const char *want)
+{
+    char got[512];
+    field(json, key, got, sizeof got);
+    if (strcmp(got, want) != 0)
+        fprintf(stderr, "browser: %s is '%s', expected '%s'\n", key, got, want);
+    return strcmp(got, want) == 0;
+}
+
+static void api(const char *job)
+{
+    char path[400], *body = NULL;
+    CHECK(post("/api/v1/queues/b/pause", NULL, NULL) == 401);
+    CHECK(post("/api/v1/queues/b/pause", "wrong-token-0123456789", NULL) == 401);
+    CHECK(post("/api/v1/queues/nosuch/pause", TOKEN, NULL) == 400);
+    CHECK(post("/api/v1/queues/b/dead/delete-all", TOKEN, NULL) == 400); /* no confirm=yes */
+    CHECK(post("/api/v1/job/reschedule", TOKEN, "id=b/nonsense&due=now") == 400);
+    CHECK(stats_has(&d, "paused.b=1") == 0);
+    CHECK(post("/api/v1/queues/b/pause", TOKEN, NULL) == 200);
+    CHECK(wait_stats(&d, "paused.b=1", 1));
+    CHECK(post("/api/v1/queues/b/resume", TOKEN, NULL) == 200);
+    CHECK(wait_stats(&d, "paused.b=1", 0));
+    snprintf(path, sizeof path, "/api/v1/job?id=%s", job);
+    CHECK(get_status(path, NULL, &body) == 200);
+    CHECK(body && strstr(body, "\"payload\":\"<script>window.__pwned=1;") != NULL);
+    free(body);
+    CHECK(get_status("/api/v1/queues/b/jobs?limit=2", NULL, &body) == 200);
+    CHECK(body && strstr(body, "\"next_after\":\"b/") != NULL); /* 4 jobs: another page */
+    free(body);
+    CHECK(get_status("/api/v1/queues/b/jobs?limit=0", NULL, &body) == 400);
+    free(body);
+    CHECK(get_status("/api/v1/job?id=b/0000000000000-x", NULL, &body) == 400);
+    free(body);
+}
+
+static void browser(const char *bin, const char *job, char *out, size_t len)
+{
+    char cmd[2048], shots[300], cwd[200], profile[300], res[300];
+    mkdir("web-screens", 0755);
+    snprintf(shots, sizeof shots, "%s/web-screens", getcwd(cwd, sizeof cwd));
+    snprintf(profile, sizeof profile, "%s/profile", dir);
+    snprintf(res, sizeof res, "%s/browser.json", dir);
+    mkdir(profile, 0700);
+    snprintf(cmd, sizeof cmd, "timeout 180 python3 '%s' '%s' 'http://127.0.0.1:%d' '%s' '%s' b "
+             "'%s' '%s' > '%s'", getenv("DEFERD_BROWSER_PY"), bin, port, TOKEN, job, shots,
+             profile, res);
+    CHECK(system(cmd) == 0);
+    FILE *f = fopen(res, "r");
+    size_t n = f ? fread(out, 1, len - 1, f) : 0;
+    out[n] = '\0';
+    if (f)
+        fclose(f);
+    printf("browser: %s", out);
+}
+
+static void check_browser(const char *r, const char *dead_before)
+{
+    char kicked[256], cmd_out[4096];
+    CHECK(strstr(r, "\"error\"") == NULL);
+    CHECK(is(r, "queue_lists_job", "true"));
+    CHECK(is(r, "pause_offered_before_login", "false"));
+    /* the census's timeline: next hour, day, 30 days (the dead letter is not pending) */
+    CHECK(is(r, "charts", "1 4 4"));
+    /* the payload as the page's text, exactly (JSON escapes only its quotes) */
+    CHECK(strstr(r, "\"payload_text\": \"<script>window.__pwned=1;document.title='pwned'"
+                    "</script><img src=x onerror=\\\"window.__pwned=2\\\">\"") != NULL);
+    CHECK(is(r, "payload_elements", "0")); /* text, not elements */
+    CHECK(is(r, "pwned", "null"));         /* neither the script nor the onerror ran */
+    CHECK(strstr(r, "\"title\": \"pwned\"") == NULL);
+    CHECK(is(r, "no_token_status", "401"));
+    CHECK(is(r, "after_login_path", "/ui/"));
+    CHECK(is(r, "wrong_csrf_status", "403"));
+    CHECK(is(r, "no_csrf_status", "403"));
+    CHECK(is(r, "paused_after_forgeries", "0"));
+    CHECK(is(r, "paused_after_pause", "true"));
+    CHECK(is(r, "badge_after_pause", "true"));
+    CHECK(is(r, "resumed", "true"));
+    CHECK(is(r, "dead_rows_before", "1"));
+    CHECK(is(r, "dead_rows_after", "0"));
+    CHECK(is(r, "after_kick_path", "/ui/queues/b/dead"));
+    field(r, "kicked_id", kicked, sizeof kicked);
+    CHECK_STR(kicked, dead_before);
+    /* in ZooKeeper: no dead letter left, and the job back in the queue */
+    CHECK(run_deferctl(&d, "dead list b", cmd_out, sizeof cmd_out) == 0);
+    CHECK(strstr(cmd_out, "b/") == NULL);
+    CHECK(run_deferctl(&d, "list b", cmd_out, sizeof cmd_out) == 0);
+    CHECK(strstr(cmd_out, "to-die") != NULL || strstr(cmd_out, "b/") != NULL);
+    CHECK(stats_has(&d, "paused.b=1") == 0);
+}
+
+static void check_counted(void)
+{
+    CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"pause\",result=\"ok\"}") == 2);
+    CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"resume\",result=\"ok\"}") == 2);
+    CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"kick\",result=\"ok\"}") == 1);
+    CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"login\",result=\"ok\"}") == 1);
+    /* API: none, wrong token, no such queue; browser: no token, wrong and no CSRF */
+    CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"pause\",result=\"refused\"}") ==
+          6);
+    CHECK(log_count(&d, 0, ": b: done") == 4); /* "web: pause by ops from 127.0.0.1:PORT: b: done" */
+    CHECK(log_count(&d, 0, "web: kick by ops from 127.0.0.1:") == 1);
+}
+
+/* read_token = on: no page without a token; the login form and the static files are open. */
+static void read_token(void)
+{
+    const char *ov[] = {"metrics.listen=127.0.0.1:0", "web.dashboard=on", tokopt,
+                        "web.read_token=on", "queue b.max_attempts=1", NULL};
+    char *body = NULL;
+    daemon_kill(&d, SIGTERM);
+    CHECK(daemon_restart(&d, ov) == 0 && daemon_wait_connected(&d, 15000) == 0);
+    port = metrics_port_in_log(d.log);
+    CHECK(get_status("/api/v1/overview", NULL, &body) == 401);
+    free(body);
+    CHECK(get_status("/ui/queues/b", NULL, &body) == 401);
+    CHECK(body && strstr(body, "name=\"token\"") != NULL); /* the login form instead */
+    free(body);
+    CHECK(get_status("/api/v1/overview", TOKEN, &body) == 200);
+    free(body);
+    CHECK(get_status("/ui/static/app.css", NULL, &body) == 200);
+    free(body);
+}
+
+int main(void)
+{
+    const char *bin = chromium_path();
+    if (!bin) {
+        printf("it_web_actions: SKIP: no chromium binary (Debian package chromium; "
+               "packaging/deps --test installs it)\n");
+        return 77;
+    }
+    harness_init("web_actions", root, sizeof root);
+    CHECK(mkdtemp(dir) != NULL && write_tokens() == 0);
+    const char *ov[] = {"metrics.listen=127.0.0.1:0", "metrics.census_rate=1000",
+                        "metrics.depth_interval=1s", "web.dashboard=on", "web.actions=on",
+                        tokopt, "queue b.max_attempts=1", NULL};
+    CHECK(daemon_start(&d, root, "webact", ov) == 0 && daemon_wait_connected(&d, 15000) == 0);
+    port = metrics_port_in_log(d.log);
+    CHECK(port > 0);
+    deferd_client *c = client(&d);
+    char job[DEFERD_ID_SIZE], other[DEFERD_ID_SIZE], dead[4096];
+    CHECK(put_job(c, "b", SCRIPT_PAYLOAD, 1800000, -1, -1, job) == 0);
+    for (int i = 0; i < 3; i++)
+        CHECK(put_job(c, "b", "plain", 7200000, -1, -1, other) == 0);
+    deferd_close(c);
+    CHECK(make_dead_letters(&d, "b", 1) == 0);
+    int64_t done = now_ms(), deadline = done + 20000; /* a census pass after the puts */
+    while (now_ms() < deadline &&
+           metric_in_log(d.log, "deferd_queue_census_timestamp_seconds{queue=\"b\"}") * 1000 <
+               (double)done)
+        usleep(100000);
+    CHECK(now_ms() < deadline);
+    CHECK(run_deferctl(&d, "dead list b", dead, sizeof dead) == 0);
+    char *id = strstr(dead, "b/"); /* ID\tATTEMPTS...: the one dead letter's id */
+    CHECK(id != NULL);
+    if (id)
+        id[strcspn(id, "\t")] = '\0';
+    api(job);
+    char r[8192];
+    browser(bin, job, r, sizeof r);
+    check_browser(r, id ? id : "");
+    check_counted();
+    read_token();
+    daemon_kill(&d, SIGTERM);
+    if (check_failures == 0) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        CHECK(system(cmd) == 0);
+    }
+    return check_report("it_web_actions");
+}
