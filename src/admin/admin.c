@@ -73,7 +73,7 @@ static void span_text(int64_t ms, char *buf, size_t len)
 int admin_open(const char *config_path, const struct admin_wait *w, struct admin **out,
                char *err, size_t errlen)
 {
-    struct admin_source src = {config_path, NULL, 0, 0};
+    struct admin_source src = {config_path, NULL, 0, 0, NULL};
     return admin_open_from(&src, w, out, err, errlen);
 }
 
@@ -101,7 +101,8 @@ int admin_open_from(const struct admin_source *src, const struct admin_wait *w,
         free(a);
         return -1;
     }
-    if (zkacl_build(&a->cfg, &a->acl) != 0) {
+    if ((src->zookeeper && config_copy_zookeeper(&a->cfg, src->zookeeper) != 0) ||
+        zkacl_build(&a->cfg, &a->acl) != 0) {
         snprintf(err, errlen, "out of memory");
         admin_close(a);
         return -1;
@@ -150,12 +151,17 @@ void admin_close(struct admin *a)
     free(a);
 }
 
+/* qsort hands the comparator pointers to the elements: char **, not the strings. */
+static int name_cmp(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
 int admin_sorted_children(struct admin *a, const char *path, struct String_vector *kids)
 {
     int rc = zoo_get_children(a->zh, path, 0, kids);
     if (rc == ZOK && kids->count > 1)
-        qsort(kids->data, (size_t)kids->count, sizeof kids->data[0],
-              (int (*)(const void *, const void *))strcmp);
+        qsort(kids->data, (size_t)kids->count, sizeof kids->data[0], name_cmp);
     return rc;
 }
 
@@ -205,13 +211,33 @@ int admin_dead_list(struct admin *a, const char *queue, FILE *out, char *err, si
     return 0;
 }
 
-int admin_dead_each(struct admin *a, const char *queue, int (*fn)(const char *id, void *ctx),
-                    void *ctx, char *err, size_t errlen)
+/* AFTER's place in the dead letters' order: its bucket's name and its own. */
+static int dead_cursor(const char *queue, const char *after, char *bucket, size_t blen,
+                       const char **name)
 {
-    char dir[LAYOUT_PATH_MAX], bucket[LAYOUT_PATH_MAX + 32], id[LAYOUT_ID_MAX + 1];
+    char q[QUEUE_NAME_MAX + 1];
+    struct job_name jn;
+    if (!after)
+        return 0;
+    if (layout_parse_id(after, q, sizeof q, &jn) != 0 || strcmp(q, queue) != 0 ||
+        strchr(after + strlen(q) + 1, '/'))
+        return -1;
+    snprintf(bucket, blen, "%llu", (unsigned long long)layout_bucket_of(jn.due_ms, 1));
+    *name = after + strlen(q) + 1;
+    return 0;
+}
+
+int admin_dead_each(struct admin *a, const char *queue, const char *after,
+                    int (*fn)(const char *id, void *ctx), void *ctx, char *err, size_t errlen)
+{
+    char dir[LAYOUT_PATH_MAX], bucket[LAYOUT_PATH_MAX + 32], id[LAYOUT_ID_MAX + 1], cb[24] = "";
+    const char *cn = NULL;
     struct job_name jn;
     if (!admin_queue(a, queue, err, errlen))
         return -1;
+    if (dead_cursor(queue, after, cb, sizeof cb, &cn) != 0)
+        return snprintf(err, errlen, "'%s' is not a dead letter's id of queue %s", after,
+                        queue), -1;
     snprintf(dir, sizeof dir, "%s/queues/%s/dead", a->cfg.zk_root, queue);
     struct String_vector buckets;
     int rc = admin_sorted_children(a, dir, &buckets), stop = 0;
@@ -221,6 +247,9 @@ int admin_dead_each(struct admin *a, const char *queue, int (*fn)(const char *id
         return admin_failed(err, errlen, "listing", dir, rc);
     for (int i = 0; i < buckets.count && !stop; i++) {
         struct String_vector jobs;
+        int at_cursor = cn && strcmp(buckets.data[i], cb) == 0;
+        if (cn && strcmp(buckets.data[i], cb) < 0)
+            continue; /* the same order as listed: strcmp of the names */
         snprintf(bucket, sizeof bucket, "%s/%s", dir, buckets.data[i]);
         if ((rc = admin_sorted_children(a, bucket, &jobs)) == ZNONODE)
             continue;
@@ -229,7 +258,8 @@ int admin_dead_each(struct admin *a, const char *queue, int (*fn)(const char *id
             return admin_failed(err, errlen, "listing", bucket, rc);
         }
         for (int k = 0; k < jobs.count && !stop; k++)
-            if (layout_parse_name(jobs.data[k], &jn) == 0 &&
+            if ((!at_cursor || strcmp(jobs.data[k], cn) > 0) &&
+                layout_parse_name(jobs.data[k], &jn) == 0 &&
                 snprintf(id, sizeof id, "%s/%s", queue, jobs.data[k]) < (int)sizeof id)
                 stop = fn(id, ctx);
         deallocate_String_vector(&jobs);
@@ -290,6 +320,31 @@ static int load_dead(struct admin *a, const char *id, struct dead_job *dj, char 
         return -1;
     int rc = read_dead(a, dj->path, &dj->data, &dj->len, &dj->st, err, errlen);
     return rc == ZNONODE ? dead_not_found(err, errlen, id, dj->queue) : rc;
+}
+
+int admin_dead_read(struct admin *a, const char *id, struct admin_job *out, size_t preview,
+                    char *err, size_t errlen)
+{
+    char queue[QUEUE_NAME_MAX + 1], path[LAYOUT_PATH_MAX];
+    struct Stat st;
+    memset(out, 0, sizeof *out);
+    if (dead_path(a, id, queue, &out->jn, path, err, errlen) != 0)
+        return -1;
+    int len = (int)preview;
+    if (!(out->payload = malloc(preview + 1)))
+        return snprintf(err, errlen, "out of memory"), -1;
+    int rc = zoo_get(a->zh, path, 0, out->payload, &len, &st);
+    if (rc != ZOK) {
+        admin_job_clear(out);
+        return rc == ZNONODE ? dead_not_found(err, errlen, id, queue)
+                             : admin_failed(err, errlen, "reading", path, rc);
+    }
+    snprintf(out->id, sizeof out->id, "%s", id);
+    out->len = len > 0 ? len : 0;
+    out->bytes = st.dataLength;
+    out->attempts = out->jn.prior_attempts; /* a<N> of a dead job counts them all */
+    out->dead = 1;
+    return 0;
 }
 
 int admin_dead_show(struct admin *a, const char *id, FILE *out, char *err, size_t errlen)

@@ -33,6 +33,7 @@ struct admin_source {
     const char *const *overrides;
     size_t noverrides;
     int keep_logs;
+    const struct config *zookeeper; /* or NULL: [zookeeper] from here, not the file */
 };
 int admin_open_from(const struct admin_source *src, const struct admin_wait *w,
                     struct admin **out, char *err, size_t errlen);
@@ -48,10 +49,16 @@ int admin_dead_show(struct admin *a, const char *id, FILE *out, char *err, size_
 int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen,
                     int *unkeyed, char *err, size_t errlen);
 int admin_dead_delete(struct admin *a, const char *id, char *err, size_t errlen);
-/* FN(id, CTX) for each dead letter of QUEUE (names only, in due order within a bucket); it
- * returns 0 to go on. */
-int admin_dead_each(struct admin *a, const char *queue, int (*fn)(const char *id, void *ctx),
-                    void *ctx, char *err, size_t errlen);
+/* FN(id, CTX) for each dead letter of QUEUE (names only, in bucket and name order), from
+ * the one after AFTER (an id; NULL: from the first, and AFTER need not exist any more);
+ * FN returns 0 to go on. */
+int admin_dead_each(struct admin *a, const char *queue, const char *after,
+                    int (*fn)(const char *id, void *ctx), void *ctx, char *err, size_t errlen);
+/* A dead letter (native or Curator queue) with its payload's first PREVIEW bytes (payload,
+ * len; bytes the whole), one read; ADMIN_NOT_FOUND when it is not dead (any more). */
+struct admin_job;
+int admin_dead_read(struct admin *a, const char *id, struct admin_job *out, size_t preview,
+                    char *err, size_t errlen);
 /* Dead letters of QUEUE, counted from each bucket's numChildren (no job is read). */
 int admin_dead_count(struct admin *a, const char *queue, long long *count, char *err,
                      size_t errlen);

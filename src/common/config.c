@@ -889,7 +889,7 @@ static int validate_packs(struct load *ld, struct queue_config *q)
 /* auth_file: "scheme:credentials" on the first line of a regular file that only the
  * running user owns and can read or write. */
 int cfg_read_secret_file(struct load *ld, int line, const char *what, const char *f,
-                         char *buf, size_t size)
+                         char *buf, size_t size, int whole)
 {
     struct stat st;
     int fd = open(f, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -903,7 +903,7 @@ int cfg_read_secret_file(struct load *ld, int line, const char *what, const char
                       : st.st_uid != geteuid()     ? "is not owned by the user deferd runs as"
                       : (st.st_mode & 077) != 0    ? "is accessible by group or others "
                                                      "(chmod 600 it)"
-                      : (size_t)st.st_size >= size ? "is too long"
+                      : whole && (size_t)st.st_size >= size ? "is too long"
                                                    : NULL;
     ssize_t n = why ? 0 : read(fd, buf, size - 1);
     close(fd);
@@ -917,7 +917,7 @@ static int read_auth_file(struct load *ld, int line)
 {
     struct config *c = ld->cfg;
     char buf[1024];
-    if (cfg_read_secret_file(ld, line, "auth_file", c->zk_auth_file, buf, sizeof buf) != 0)
+    if (cfg_read_secret_file(ld, line, "auth_file", c->zk_auth_file, buf, sizeof buf, 0) != 0)
         return -1;
     buf[strcspn(buf, "\r\n")] = '\0';
     if (!valid_auth(buf))
@@ -1027,6 +1027,31 @@ void config_free(struct config *cfg)
     free(cfg->queues);
     cfg_free_schedules(cfg);
     memset(cfg, 0, sizeof *cfg);
+}
+
+static int dup_or_null(char **dst, const char *src)
+{
+    free(*dst);
+    *dst = src ? strdup(src) : NULL;
+    return src && !*dst ? -1 : 0;
+}
+
+int config_copy_zookeeper(struct config *dst, const struct config *src)
+{
+    int rc = dup_or_null(&dst->zk_hosts, src->zk_hosts) | dup_or_null(&dst->zk_root, src->zk_root) |
+             dup_or_null(&dst->zk_auth, src->zk_auth) |
+             dup_or_null(&dst->zk_auth_file, src->zk_auth_file) |
+             dup_or_null(&dst->zk_acl_text, src->zk_acl_text);
+    dst->session_timeout_ms = src->session_timeout_ms;
+    dst->zk_acl_mode = src->zk_acl_mode;
+    free(dst->zk_acl);
+    dst->zk_acl = NULL;
+    dst->nzk_acl = 0;
+    if (src->nzk_acl && (dst->zk_acl = calloc(src->nzk_acl, sizeof *dst->zk_acl)) != NULL) {
+        memcpy(dst->zk_acl, src->zk_acl, src->nzk_acl * sizeof *dst->zk_acl);
+        dst->nzk_acl = src->nzk_acl;
+    }
+    return rc != 0 || dst->nzk_acl != src->nzk_acl ? -1 : 0;
 }
 
 const struct queue_config *config_queue(const struct config *cfg, const char *name)

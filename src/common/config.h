@@ -151,6 +151,15 @@ struct config {
     size_t nschedules;
 };
 
+/* [zookeeper] of SRC into DST (hosts, root, session timeout, auth, acl), replacing DST's:
+ * the dashboard's session uses the daemon's running values, which a reload does not
+ * change. 0, or -1 when out of memory. */
+int config_copy_zookeeper(struct config *dst, const struct config *src);
+
+/* deferd: config_load reads [web] token_file too (off: deferctl, which may run as
+ * another user, leaves it unread). */
+void config_read_web_tokens(int on);
+
 /* Loads PATH, then applies overrides "section.key=value" (e.g. "zookeeper.hosts=h:2181";
  * for a queue: "queue.NAME.priority=5" or "queue NAME.priority=5"), then validates. On error returns -1 with
  * "file:line: message" in err and leaves cfg empty. */

@@ -46,9 +46,10 @@ int cfg_set_u32(struct load *ld, uint32_t *dst, const char *key, const char *val
                 uint64_t min, uint64_t max);
 
 /* Reads a file of secrets (auth_file, token_file) into BUF after checking that only its
- * owner, deferd's user, can read it; 0, or -1 with the error at LINE. */
+ * owner, deferd's user, can read it; 0, or -1 with the error at LINE. WHOLE: a file longer
+ * than BUF is an error (else its first SIZE - 1 bytes are read). */
 int cfg_read_secret_file(struct load *ld, int line, const char *what, const char *path,
-                         char *buf, size_t size);
+                         char *buf, size_t size, int whole);
 
 /* config_web.c: [web]. */
 int cfg_web_key(struct load *ld, const char *key, const char *value);

@@ -8,6 +8,12 @@
 
 #define TOKEN_FILE_MAX 16384
 
+/* Only deferd reads the tokens: deferctl loads the same file as another user, who may
+ * not (and need not) read them. */
+static int read_token_file;
+
+void config_read_web_tokens(int on) { read_token_file = on; }
+
 static int on_off(struct load *ld, int *dst, const char *key, const char *value)
 {
     if (strcmp(value, "on") == 0 || strcmp(value, "yes") == 0)
@@ -100,7 +106,7 @@ static int read_tokens(struct load *ld)
     if (!buf)
         return cfg_fail_at(ld, 0, "out of memory");
     int rc = cfg_read_secret_file(ld, ld->web_line, "token_file", c->web_token_file, buf,
-                                  TOKEN_FILE_MAX);
+                                  TOKEN_FILE_MAX, 1);
     char *save = NULL;
     int lineno = 0;
     for (char *line = rc == 0 ? buf : NULL; line && rc == 0; line = save) {
@@ -124,7 +130,7 @@ int cfg_validate_web(struct load *ld)
 {
     struct config *c = ld->cfg;
     if (c->web_token_file)
-        return read_tokens(ld);
+        return read_token_file ? read_tokens(ld) : 0;
     if (c->web_actions || c->web_read_token)
         return cfg_fail_at(ld, 0, "[web]: %s needs token_file (a file of NAME:TOKEN lines, "
                            "mode 0600)", c->web_actions ? "actions = on" : "read_token = on");

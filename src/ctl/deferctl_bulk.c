@@ -71,7 +71,7 @@ static int collect(struct admin *a, const struct bulk_opts *o, struct ids *ids, 
                    size_t errlen)
 {
     int rc = o->act == BA_PURGE ? collect_pending(a, o, ids, err, errlen)
-                                : admin_dead_each(a, o->queue, ids_add, ids, err, errlen);
+                                : admin_dead_each(a, o->queue, NULL, ids_add, ids, err, errlen);
     if (rc == 0 && ids->oom)
         return snprintf(err, errlen, "out of memory listing the jobs"), -1;
     return rc;

@@ -278,6 +278,7 @@ int main(int argc, char **argv)
         return rc;
     struct config cfg;
     char err[1024];
+    config_read_web_tokens(1);
     if (config_load(o.config, o.overrides, o.noverrides, &cfg, err, sizeof err) != 0) {
         fprintf(stderr, "deferd: %s\n", err);
         return 2;

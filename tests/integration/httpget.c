@@ -81,12 +81,15 @@ int http_send(int port, const char *method, const char *path, const char *header
     char *req = NULL;
     size_t len = 0;
     int status = -1, fd = connect_local(port);
-    int n = form ? asprintf(&req, "%s %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n%sContent-Type: "
+    char host[48] = ""; /* unless HEADERS name another */
+    if (!headers || !strstr(headers, "Host: "))
+        snprintf(host, sizeof host, "Host: 127.0.0.1:%d\r\n", port);
+    int n = form ? asprintf(&req, "%s %s HTTP/1.0\r\n%s%sContent-Type: "
                             "application/x-www-form-urlencoded\r\nContent-Length: %zu\r\n"
-                            "\r\n%s", method, path, port, headers ? headers : "",
+                            "\r\n%s", method, path, host, headers ? headers : "",
                             strlen(form), form)
-                 : asprintf(&req, "%s %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n%s\r\n", method,
-                            path, port, headers ? headers : "");
+                 : asprintf(&req, "%s %s HTTP/1.0\r\n%s%s\r\n", method, path, host,
+                            headers ? headers : "");
     char *all = fd >= 0 && n > 0 && write(fd, req, (size_t)n) == n
                     ? read_all(fd, deadline, &len) : NULL;
     char *sep = all ? strstr(all, "\r\n\r\n") : NULL;

@@ -10,7 +10,8 @@
 int http_request(int port, const char *method, const char *path, int timeout_ms, char **body,
                  char *ctype, size_t ctlen);
 
-/* The same with HEADERS ("Name: value\r\n" lines, or NULL) and, when FORM is not NULL,
+/* The same with HEADERS ("Name: value\r\n" lines, or NULL; a Host: there replaces
+ * 127.0.0.1:PORT) and, when FORM is not NULL,
  * that form as an application/x-www-form-urlencoded body; HDRS gets the answer's status
  * line and headers. */
 int http_send(int port, const char *method, const char *path, const char *headers,

@@ -148,30 +148,111 @@ static void check_browser(const char *r, const char *dead_before)
     CHECK(is(r, "paused_after_pause", "true"));
     CHECK(is(r, "badge_after_pause", "true"));
     CHECK(is(r, "resumed", "true"));
-    CHECK(is(r, "dead_rows_before", "1"));
-    CHECK(is(r, "dead_rows_after", "0"));
+    CHECK(is(r, "dead_rows_before", "2"));
+    CHECK(is(r, "dead_rows_after", "1"));
     CHECK(is(r, "after_kick_path", "/ui/queues/b/dead"));
     field(r, "kicked_id", kicked, sizeof kicked);
     CHECK_STR(kicked, dead_before);
-    /* in ZooKeeper: no dead letter left, and the job back in the queue */
+    /* in ZooKeeper: the kicked letter is no longer dead, and its job is back in the queue
+     * (a new id: the same uid) */
     CHECK(run_deferctl(&d, "dead list b", cmd_out, sizeof cmd_out) == 0);
-    CHECK(strstr(cmd_out, "b/") == NULL);
+    if (strstr(cmd_out, dead_before))
+        fprintf(stderr, "kicked %s; deferctl dead list b: %s\n", dead_before, cmd_out);
+    CHECK(strstr(cmd_out, dead_before) == NULL);
+    char uid[64] = "?"; /* b/<due>-<priority>-<uid>-a<attempts> */
+    CHECK(sscanf(dead_before, "b/%*[0-9]-%*[0-9]-%16[0-9a-f]", uid) == 1);
     CHECK(run_deferctl(&d, "list b", cmd_out, sizeof cmd_out) == 0);
-    CHECK(strstr(cmd_out, "to-die") != NULL || strstr(cmd_out, "b/") != NULL);
+    CHECK(strstr(cmd_out, uid) != NULL);
     CHECK(stats_has(&d, "paused.b=1") == 0);
 }
 
 static void check_counted(void)
 {
-    CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"pause\",result=\"ok\"}") == 2);
-    CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"resume\",result=\"ok\"}") == 2);
+    CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"pause\",result=\"ok\"}") == 3);
+    CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"resume\",result=\"ok\"}") == 3);
+    CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"delete\",result=\"ok\"}") == 1);
     CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"kick\",result=\"ok\"}") == 1);
-    CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"login\",result=\"ok\"}") == 1);
-    /* API: none, wrong token, no such queue; browser: no token, wrong and no CSRF */
+    CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"login\",result=\"ok\"}") == 2);
+    CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"login\",result=\"refused\"}") ==
+          1);
+    /* API: none, wrong token, no such queue; session: same-site, other origin; browser: no
+     * token, wrong and no CSRF */
     CHECK(metric_in_log(d.log, "deferd_web_actions_total{action=\"pause\",result=\"refused\"}") ==
-          6);
-    CHECK(log_count(&d, 0, ": b: done") == 4); /* "web: pause by ops from 127.0.0.1:PORT: b: done" */
+          8);
+    CHECK(log_count(&d, 0, ": b: done") == 6); /* "web: pause by ops from 127.0.0.1:PORT: b: done" */
     CHECK(log_count(&d, 0, "web: kick by ops from 127.0.0.1:") == 1);
+}
+
+/* A browser's session as a script plays it: sign in, read the CSRF value of a page, then
+ * forms that come from elsewhere are refused, one from this origin acts; after sign-out the
+ * cookie acts no more. Host names that are not loopback are refused (DNS rebinding). */
+static void session(void)
+{
+    char hdrs[4096], cookie[160], hdr[600], form[200], *body = NULL, *at;
+    CHECK(http_send(port, "POST", "/ui/login", "Origin: http://evil.example\r\n",
+                    "token=" TOKEN, 10000, &body, NULL, 0) == 401); /* posted from elsewhere */
+    free(body);
+    CHECK(http_send(port, "POST", "/ui/login", NULL, "token=" TOKEN, 10000, &body, hdrs,
+                    sizeof hdrs) == 303);
+    free(body);
+    at = strstr(hdrs, "Set-Cookie: deferd_session=");
+    CHECK(at != NULL && strstr(hdrs, TOKEN) == NULL); /* the cookie is not the token */
+    if (!at)
+        return;
+    snprintf(cookie, sizeof cookie, "Cookie: %.*s\r\n", (int)strcspn(at + 12, ";\r"), at + 12);
+    CHECK(http_send(port, "GET", "/ui/queues/b", cookie, NULL, 10000, &body, NULL, 0) == 200);
+    at = body ? strstr(body, "name=\"csrf\" value=\"") : NULL;
+    CHECK(at != NULL);
+    snprintf(form, sizeof form, "csrf=%.32s", at ? at + 19 : "");
+    free(body);
+    snprintf(hdr, sizeof hdr, "%sSec-Fetch-Site: same-site\r\n", cookie); /* another port */
+    CHECK(http_send(port, "POST", "/ui/queues/b/pause", hdr, form, 10000, &body, NULL, 0) == 403);
+    free(body);
+    snprintf(hdr, sizeof hdr, "%sOrigin: http://127.0.0.1:1\r\n", cookie);
+    CHECK(http_send(port, "POST", "/ui/queues/b/pause", hdr, form, 10000, &body, NULL, 0) == 403);
+    free(body);
+    CHECK(stats_has(&d, "paused.b=1") == 0); /* neither acted */
+    snprintf(hdr, sizeof hdr, "%sSec-Fetch-Site: same-origin\r\n", cookie);
+    CHECK(http_send(port, "POST", "/ui/queues/b/pause", hdr, form, 10000, &body, NULL, 0) == 303);
+    free(body);
+    CHECK(wait_stats(&d, "paused.b=1", 1));
+    CHECK(http_send(port, "POST", "/ui/logout", cookie, "", 10000, &body, NULL, 0) == 303);
+    free(body);
+    CHECK(http_send(port, "POST", "/ui/queues/b/resume", cookie, form, 10000, &body, NULL, 0) ==
+          401); /* the session ended */
+    free(body);
+    CHECK(post("/api/v1/queues/b/resume", TOKEN, NULL) == 200);
+    CHECK(wait_stats(&d, "paused.b=1", 0));
+    CHECK(http_send(port, "GET", "/api/v1/overview", "Host: evil.example\r\n", NULL, 10000,
+                    &body, NULL, 0) == 403);
+    free(body);
+    CHECK(http_send(port, "GET", "/api/v1/overview", "Host: localhost\r\n", NULL, 10000,
+                    &body, NULL, 0) == 200);
+    free(body);
+}
+
+/* The dead letters a page at a time, while they go: a page after a letter deleted since
+ * goes on from where it was, not from nowhere. */
+static void dead_pages(void)
+{
+    char *body = NULL, first[256] = "", path[400], form[300];
+    CHECK(get_status("/api/v1/queues/b/dead?limit=1", NULL, &body) == 200);
+    const char *at = body ? strstr(body, "\"next_after\":\"") : NULL;
+    CHECK(at != NULL);
+    if (at)
+        snprintf(first, sizeof first, "%.*s", (int)strcspn(at + 14, "\""), at + 14);
+    free(body);
+    snprintf(form, sizeof form, "id=%s", first);
+    CHECK(post("/api/v1/job/delete", TOKEN, form) == 200);
+    snprintf(path, sizeof path, "/api/v1/queues/b/dead?limit=1&after=%s", first);
+    CHECK(get_status(path, NULL, &body) == 200);
+    if (!body || !strstr(body, "\"dead\":[{\"id\":\"b/"))
+        fprintf(stderr, "dead letters after %s: %s\n", first, body ? body : "");
+    CHECK(body && strstr(body, "\"dead\":[{\"id\":\"b/") != NULL); /* the next one */
+    CHECK(body && strstr(body, first) == NULL);
+    free(body);
+    CHECK(get_status("/api/v1/queues/b/dead?after=a/1-2-3", NULL, &body) == 400);
+    free(body);
 }
 
 /* read_token = on: no page without a token; the login form and the static files are open. */
@@ -216,7 +297,7 @@ int main(void)
     for (int i = 0; i < 3; i++)
         CHECK(put_job(c, "b", "plain", 7200000, -1, -1, other) == 0);
     deferd_close(c);
-    CHECK(make_dead_letters(&d, "b", 1) == 0);
+    CHECK(make_dead_letters(&d, "b", 3) == 0);
     int64_t done = now_ms(), deadline = done + 20000; /* a census pass after the puts */
     while (now_ms() < deadline &&
            metric_in_log(d.log, "deferd_queue_census_timestamp_seconds{queue=\"b\"}") * 1000 <
@@ -224,11 +305,14 @@ int main(void)
         usleep(100000);
     CHECK(now_ms() < deadline);
     CHECK(run_deferctl(&d, "dead list b", dead, sizeof dead) == 0);
-    char *id = strstr(dead, "b/"); /* ID\tATTEMPTS...: the one dead letter's id */
+    api(job);
+    session();
+    dead_pages(); /* deletes the first dead letter: two are left */
+    CHECK(run_deferctl(&d, "dead list b", dead, sizeof dead) == 0);
+    char *id = strstr(dead, "b/"); /* ID\tATTEMPTS...: the first dead letter's id */
     CHECK(id != NULL);
     if (id)
         id[strcspn(id, "\t")] = '\0';
-    api(job);
     char r[8192];
     browser(bin, job, r, sizeof r);
     check_browser(r, id ? id : "");

@@ -489,6 +489,7 @@ static void auth_file(void)
 /* [web] token_file: NAME:TOKEN lines, read at load like auth_file, every mistake named. */
 static void web_tokens(void)
 {
+    config_read_web_tokens(1);
     char file[] = "/tmp/deferd-test-tokens-XXXXXX", ov[128], err[512] = "";
     struct config cfg;
     int fd = mkstemp(file);
@@ -519,10 +520,16 @@ static void web_tokens(void)
     write_file(file, "ops:0123456789abcdef\n", 0640);
     CHECK(load_text(BASE "[queue a]\n", ovs, 2, &cfg, err, sizeof err) != 0);
     CHECK_CONTAINS(err, "accessible by group or others");
-    unlink(file);
     expect_error(BASE "[queue a]\n[web]\nactions = on\n", 0, "actions = on needs token_file");
     expect_error(BASE "[queue a]\n[web]\nread_token = on\n", 0, "read_token = on needs");
     expect_error(BASE "[queue a]\n[web]\nactions = maybe\n", 7, "not on or off");
+    /* deferctl, as another user: the file is not read, so it may be anyone's */
+    config_read_web_tokens(0);
+    write_file(file, "ops:0123456789abcdef\n", 0640);
+    CHECK(load_text(BASE "[queue a]\n", ovs, 2, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.web_ntokens == 0);
+    config_free(&cfg);
+    unlink(file);
 }
 
 /* [schedule NAME]: what a daemon runs, and every mistake named at its line. */

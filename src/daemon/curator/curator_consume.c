@@ -190,7 +190,7 @@ static void read_item(struct dispatcher *ds, struct citem *ci)
 void curator_consume_dispatch(struct dispatcher *ds, struct job *job, struct consumer *c)
 {
     consumer_hold(c, job);
-    job->state = JS_LOCKING;
+    job_set_state(job, JS_LOCKING);
     if (job->ci->locked)
         dispatcher_deliver(ds, job); /* a part of an item already locked */
     else

@@ -29,6 +29,7 @@ enum job_state {
     JS_HELD,      /* in no heap, no call in flight: locked by someone else and waiting for
                    * the lock watch, or just made (job_new), or left by a lost session */
     JS_ARMED,     /* locked by us ahead of its due time, in the armed heap, no consumer */
+    JS_COUNT
 };
 
 struct job {

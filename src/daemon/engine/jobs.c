@@ -29,11 +29,18 @@ void job_unheap(struct job *job)
         heap_remove(&job->q->ds->leases, job->heap_pos);
 }
 
+void job_set_state(struct job *job, enum job_state state)
+{
+    job->q->nstate[job->state]--;
+    job->q->nstate[state]++;
+    job->state = state;
+}
+
 /* Leaves INFLIGHT for a state that is in no heap. */
 void job_set_busy(struct job *job, enum job_state state)
 {
     job_unheap(job);
-    job->state = state;
+    job_set_state(job, state);
 }
 
 void job_unhold(struct dispatcher *ds, struct job *job)
@@ -63,6 +70,7 @@ void job_free(struct dispatcher *ds, struct job *job)
     if (job->ci)
         job->q->ds->foreign->job_freed(job);
     HASH_DEL(ds->jobs, job);
+    job->q->nstate[job->state]--;
     free(job->path);
     ds->payload_bytes -= job->payload ? job->len : 0;
     free(job->payload);
@@ -122,6 +130,7 @@ struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, c
     job->owner_seq = OWNER_SEQ_UNKNOWN;
     job->seq = ++ds->seq;
     job->state = JS_HELD; /* not in a heap yet */
+    q->nstate[JS_HELD]++;
     HASH_ADD_KEYPTR(hh, ds->jobs, job->path, strlen(job->path), job);
     return job;
 }

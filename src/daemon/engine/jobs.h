@@ -29,6 +29,8 @@ void job_setpos(void *item, size_t pos);
 void job_unheap(struct job *job);
 /* Leaves any heap for a state that is in no heap. */
 void job_set_busy(struct job *job, enum job_state state);
+/* Every change of a job's state goes here: its queue counts its jobs by state. */
+void job_set_state(struct job *job, enum job_state state);
 
 /* consumer_release, and its consumer may take more work. */
 void job_unhold(struct dispatcher *ds, struct job *job);

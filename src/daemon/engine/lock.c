@@ -171,7 +171,7 @@ void lock_take(struct dispatcher *ds, struct job *job, struct consumer *c)
          .ephemeral = 1},
         {.kind = ZT_CREATE, .path = lp.owner, .ephemeral = 1, .sequential = 1},
     };
-    job->state = JS_LOCKING;
+    job_set_state(job, JS_LOCKING);
     job->uncertain = 0;
     if (c)
         consumer_hold(c, job);
@@ -189,7 +189,7 @@ static void on_lock_checked(const struct zk_result *res, void *ctx)
 {
     struct job *job = ctx;
     struct dispatcher *ds = job->q->ds;
-    job->state = JS_HELD;
+    job_set_state(job, JS_HELD);
     if (job_settled_gone(ds, job))
         return;
     if (res->rc == ZNONODE) {

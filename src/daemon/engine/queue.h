@@ -8,6 +8,7 @@
 
 #include "consumers.h"
 #include "heap.h"
+#include "job.h"
 
 struct dir;
 struct cqueue;
@@ -28,6 +29,8 @@ struct dqueue {
     struct dir *root;           /* mirror of jobs/, NULL until a consumer subscribes */
     struct cqueue *cq;          /* a Curator queue's listing, when consumed */
     size_t mirrored;            /* jobs in the mirror's buckets (mirror.c) */
+    size_t nstate[JS_COUNT];    /* its jobs by state (job_set_state), for STATS and pages
+                                 * without a walk of every job */
     int kicked;                 /* dispatch pending for this loop turn */
     int paused;                 /* `deferctl pause`: nothing is locked or pushed */
     int denied;                 /* ZooKeeper's ZNOAUTH logged (queue_denied) */

@@ -578,7 +578,7 @@ void settle_bury_locked(struct dispatcher *ds, struct job *job)
 {
     struct settle *st = settle_new(job, NULL, SETTLE_NACK);
     job_unhold(ds, job);
-    job->state = JS_SETTLING;
+    job_set_state(job, JS_SETTLING);
     if (st && plan_bury(ds, st) == 0) {
         int rc = send_settle(ds, st);
         if (rc == ZOK)
@@ -672,7 +672,7 @@ void settle_resume_held(struct dispatcher *ds)
     ds->held = NULL;
     while (held) {
         struct settle *next = held->next;
-        held->job->state = JS_INFLIGHT;
+        job_set_state(held->job, JS_INFLIGHT);
         settle_start(ds, held);
         held = next;
     }
@@ -687,7 +687,7 @@ void settle_revoke_held(struct dispatcher *ds)
         if (st->r)
             reply_err(st->r, PE_LEASE_LOST, "job %s: the ZooKeeper session was lost",
                       st->job->id);
-        st->job->state = JS_HELD; /* no call in flight: the caller frees it */
+        job_set_state(st->job, JS_HELD); /* no call in flight: the caller frees it */
         settle_free(st);
     }
 }

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "admin.h"
 #include "config.h"
@@ -164,10 +163,20 @@ void web_fail(struct evhttp_request *req, int json, int code, const char *reason
         return;
     }
     if (json) {
-        evbuffer_add_printf(body, "{\"error\": \"");
-        for (const char *p = text; *p; p++) /* our own messages: quote and backslash only */
-            evbuffer_add_printf(body, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-        evbuffer_add_printf(body, "\"}\n");
+        char *text_json = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text_json, &len);
+        if (mem) {
+            struct jsonw jw;
+            jsonw_init(&jw, mem);
+            jsonw_obj_begin(&jw, NULL);
+            jsonw_str(&jw, "error", text);
+            jsonw_obj_end(&jw);
+            jsonw_finish(&jw);
+        }
+        if (mem && fclose(mem) == 0)
+            evbuffer_add(body, text_json, len);
+        free(text_json);
         web_reply(req, code, reason, "application/json", body);
     } else {
         char title[64];
@@ -345,7 +354,11 @@ int web_handle(struct evhttp_request *req, void *ctx)
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     if (!w->d->cfg->web_dashboard || !path || !ours(path))
         return 0;
-    if (cmd == EVHTTP_REQ_POST && strcmp(path, "/ui/login") == 0)
+    int api = strncmp(path, "/api/", 5) == 0;
+    if (!web_host_ok(w, req))
+        web_fail(req, api, 403, "Forbidden", "this dashboard listens on loopback and answers "
+                 "requests addressed to localhost or a loopback address only (Host)");
+    else if (cmd == EVHTTP_REQ_POST && strcmp(path, "/ui/login") == 0)
         web_login(w, req);
     else if (cmd == EVHTTP_REQ_POST && strcmp(path, "/ui/logout") == 0)
         web_logout(w, req);
@@ -354,8 +367,8 @@ int web_handle(struct evhttp_request *req, void *ctx)
     else if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
         /* actions are POSTs to their own paths (docs/web.md); pages are read only */
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
-        send_text(req, 405, "Method Not Allowed", "only GET and HEAD here (actions are POSTs "
-                  "to their own paths)");
+        web_fail(req, api, 405, "Method Not Allowed", "only GET and HEAD here (actions are "
+                 "POSTs to their own paths)");
     } else if (strncmp(path, STATIC_PREFIX, strlen(STATIC_PREFIX)) == 0) {
         send_asset(req, path + strlen(STATIC_PREFIX));
     } else if (may_read(w, req, path)) {
@@ -372,16 +385,12 @@ struct web *web_new(struct deferd *d, const char *const *overrides, size_t nover
     if (!w)
         return NULL;
     w->d = d;
-    unsigned char rnd[16];
-    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
-        free(w);
-        return NULL;
-    }
-    for (size_t i = 0; i < sizeof rnd; i++)
-        snprintf(w->csrf + 2 * i, 3, "%02x", rnd[i]);
-    struct admin_source src = {d->cfg->path, overrides, noverrides, 1};
-    if (!(w->worker = web_worker_new(d->base, &src, 32))) {
-        free(w);
+    /* the daemon's [zookeeper] as it runs: a reload keeps it, so the file's may differ */
+    w->zookeeper = calloc(1, sizeof *w->zookeeper);
+    struct admin_source src = {d->cfg->path, overrides, noverrides, 1, w->zookeeper};
+    if (!w->zookeeper || config_copy_zookeeper(w->zookeeper, d->cfg) != 0 ||
+        !(w->worker = web_worker_new(d->base, &src, 32))) {
+        web_free(w);
         return NULL;
     }
     if (d->cfg->web_dashboard && !d->cfg->metrics_host)
@@ -392,8 +401,10 @@ struct web *web_new(struct deferd *d, const char *const *overrides, size_t nover
 
 void web_reloaded(struct web *w)
 {
-    if (w)
-        web_worker_reload(w->worker);
+    if (!w)
+        return;
+    web_worker_reload(w->worker);
+    web_sessions_clear(w); /* signed in with tokens that may be gone */
 }
 
 void web_free(struct web *w)
@@ -401,5 +412,8 @@ void web_free(struct web *w)
     if (!w)
         return;
     web_worker_free(w->worker);
+    if (w->zookeeper)
+        config_free(w->zookeeper);
+    free(w->zookeeper);
     free(w);
 }

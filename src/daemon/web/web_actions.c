@@ -54,8 +54,12 @@ static int bulk_each(const char *id, void *ctx)
     else if (rc == ADMIN_NOT_FOUND)
         b->ac->gone++; /* kicked or deleted meanwhile: by someone else */
     else
-        snprintf(b->ac->c.err, sizeof b->ac->c.err, "%s", err);
-    return rc != 0 && rc != ADMIN_NOT_FOUND; /* stop at the first failure */
+        snprintf(b->ac->c.err, sizeof b->ac->c.err, "after %lld done and %lld gone: %.400s",
+                 b->ac->done, b->ac->gone, err);
+    if (web_worker_stopping(b->ac->c.w->worker) && !b->ac->c.err[0])
+        snprintf(b->ac->c.err, sizeof b->ac->c.err, "deferd is stopping: %lld done and %lld "
+                 "gone; the rest was left as it was", b->ac->done, b->ac->gone);
+    return b->ac->c.err[0] != '\0'; /* stop at the first failure, or at the daemon's stop */
 }
 
 static void act(struct admin *a, const char *err, void *ctx)
@@ -88,7 +92,7 @@ static void act(struct admin *a, const char *err, void *ctx)
         break;
     default: {
         struct bulk b = {a, ac};
-        ac->c.rc = admin_dead_each(a, ac->queue, bulk_each, &b, e, el);
+        ac->c.rc = admin_dead_each(a, ac->queue, NULL, bulk_each, &b, e, el);
         if (ac->c.rc == 0 && ac->c.err[0])
             ac->c.rc = -1; /* one kick or delete failed: the rest was not tried */
     }
@@ -221,8 +225,11 @@ static const char *check_input(struct web *w, struct act_call *ac, struct evkeyv
             layout_parse_id(ac->id, ac->queue, sizeof ac->queue, &jn) != 0)
             return "id= is a job id: QUEUE/NAME";
     }
-    if (!config_queue(w->d->cfg, ac->queue))
+    const struct queue_config *qc = config_queue(w->d->cfg, ac->queue);
+    if (!qc)
         return "no such queue in deferd.ini";
+    if (qc->format != QF_NATIVE && (ac->action == WA_CANCEL || ac->action == WA_RESCHEDULE))
+        return "a Curator queue's items are cancelled and rescheduled by Curator, not here";
     if (ac->action == WA_RESCHEDULE &&
         (!due || units_parse_time_ms(due, units_wall_ms(), &ac->due_ms) != 0))
         return "due= is a time: epoch ms, 2026-12-01T09:00Z, or now+10m";
@@ -254,9 +261,10 @@ static const char *may_act(struct web *w, struct evhttp_request *req, struct act
     if (!who.name)
         return *code = 401, "a token of [web] token_file is needed (sign in at /ui/login, or "
                             "send Authorization: Bearer TOKEN)";
-    if (!who.by_header && !web_csrf_ok(w, form))
-        return *code = 403, "the form's CSRF value is missing or not this daemon's: reload "
-                            "the page and try again";
+    if (!who.by_header && !web_csrf_ok(w, req, form))
+        return *code = 403, "the form's CSRF value is missing or not this session's, or it "
+                            "was posted by a page of another origin: reload the page and try "
+                            "again";
     return NULL;
 }
 

@@ -1,21 +1,27 @@
 /* Who asks the dashboard: a token of [web] token_file, sent as "Authorization: Bearer
- * TOKEN" (scripts, the API) or as the cookie the login form sets (a browser). Forms also
- * carry this run's CSRF value, which another site's page cannot read, so that a browser
- * holding the cookie cannot be made to act by a page it visits. */
+ * TOKEN" (scripts, the API), or a browser's session begun by signing in with one. The
+ * cookie holds the session's random id, never the token: browsers send a host's cookies
+ * to every port of it, and a session ends at sign-out, at a reload and after 12 hours.
+ * Forms also carry the session's CSRF value, which another site's page cannot read, and
+ * must come from a page of this origin, so that a browser holding the cookie cannot be
+ * made to act by a page it visits. */
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "config.h"
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
+#include "units.h"
 #include "web_int.h"
 
-#define COOKIE "deferd_token"
+#define COOKIE "deferd_session"
+#define SESSION_TTL_MS (12 * 3600 * 1000LL)
 
 int web_secret_eq(const char *a, const char *b)
 {
@@ -35,24 +41,74 @@ static const char *token_name(const struct config *cfg, const char *secret)
     return name;
 }
 
-/* The cookie's value in a Cookie header ("a=1; deferd_token=X; b=2") into OUT. */
-static int cookie_value(const char *header, char *out, size_t len)
+/* ---- sessions ---- */
+
+static int random_hex(char out[33])
 {
-    for (const char *p = header; p && *p;) {
+    unsigned char rnd[16];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+        return -1;
+    for (size_t i = 0; i < sizeof rnd; i++)
+        snprintf(out + 2 * i, 3, "%02x", rnd[i]);
+    return 0;
+}
+
+static void drop_session(struct web *w, size_t i)
+{
+    w->sessions[i] = w->sessions[--w->nsessions];
+    memset(&w->sessions[w->nsessions], 0, sizeof w->sessions[0]);
+}
+
+/* The session whose id the cookie of REQ holds, or NULL (none, unknown, expired). */
+static struct web_session *session_of(struct web *w, struct evhttp_request *req)
+{
+    const char *cookie = evhttp_find_header(evhttp_request_get_input_headers(req), "Cookie");
+    char id[40] = "";
+    for (const char *p = cookie; p && *p;) { /* "a=1; deferd_session=ID; b=2" */
         p += strspn(p, " ;");
         size_t n = strcspn(p, ";");
-        if (n > strlen(COOKIE) && strncmp(p, COOKIE "=", strlen(COOKIE) + 1) == 0) {
-            size_t v = n - strlen(COOKIE) - 1;
-            if (v >= len)
-                return -1;
-            memcpy(out, p + strlen(COOKIE) + 1, v);
-            out[v] = '\0';
-            return 0;
-        }
+        if (n > strlen(COOKIE) + 1 && n - strlen(COOKIE) - 1 < sizeof id &&
+            strncmp(p, COOKIE "=", strlen(COOKIE) + 1) == 0)
+            snprintf(id, sizeof id, "%.*s", (int)(n - strlen(COOKIE) - 1),
+                     p + strlen(COOKIE) + 1);
         p += n;
     }
-    return -1;
+    struct web_session *found = NULL;
+    int64_t now = units_mono_ms();
+    for (size_t i = 0; id[0] && i < w->nsessions; i++) {
+        if (w->sessions[i].expires_ms <= now)
+            drop_session(w, i--);
+        else if (web_secret_eq(w->sessions[i].id, id))
+            found = &w->sessions[i];
+    }
+    return found;
 }
+
+static struct web_session *session_new(struct web *w, const char *name)
+{
+    if (w->nsessions == WEB_SESSIONS_MAX) { /* the one nearest its end makes room */
+        size_t oldest = 0;
+        for (size_t i = 1; i < w->nsessions; i++)
+            if (w->sessions[i].expires_ms < w->sessions[oldest].expires_ms)
+                oldest = i;
+        drop_session(w, oldest);
+    }
+    struct web_session *s = &w->sessions[w->nsessions];
+    if (random_hex(s->id) != 0 || random_hex(s->csrf) != 0)
+        return NULL;
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->expires_ms = units_mono_ms() + SESSION_TTL_MS;
+    w->nsessions++;
+    return s;
+}
+
+void web_sessions_clear(struct web *w)
+{
+    memset(w->sessions, 0, sizeof w->sessions);
+    w->nsessions = 0;
+}
+
+/* ---- who ---- */
 
 static void peer_of(struct evhttp_request *req, char *out, size_t len)
 {
@@ -66,19 +122,17 @@ static void peer_of(struct evhttp_request *req, char *out, size_t len)
 
 void web_who(struct web *w, struct evhttp_request *req, struct web_who *who)
 {
-    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-    const char *auth = evhttp_find_header(in, "Authorization");
-    const char *cookie = evhttp_find_header(in, "Cookie");
-    char secret[WEB_TOKEN_MAX + 2];
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req),
+                                          "Authorization");
     memset(who, 0, sizeof *who);
     peer_of(req, who->peer, sizeof who->peer);
     if (auth && strncmp(auth, "Bearer ", 7) == 0 && strlen(auth + 7) <= WEB_TOKEN_MAX) {
         who->by_header = 1;
         who->name = token_name(w->d->cfg, auth + 7);
-    } else if (cookie && cookie_value(cookie, secret, sizeof secret) == 0) {
-        who->name = token_name(w->d->cfg, secret);
+    } else {
+        struct web_session *s = session_of(w, req);
+        who->name = s ? s->name : NULL;
     }
-    memset(secret, 0, sizeof secret);
 }
 
 int web_can_act(struct web *w, struct evhttp_request *req)
@@ -90,16 +144,57 @@ int web_can_act(struct web *w, struct evhttp_request *req)
     return who.name != NULL;
 }
 
-void web_csrf_input(struct web *w, struct evbuffer *out)
+/* ---- where from: this origin, this host ---- */
+
+/* The browser says where a POST comes from: Sec-Fetch-Site (a page of another port of
+ * this host is "same-site", not "same-origin"), or Origin. Absent both (not a browser, or
+ * an old one): the CSRF value alone decides. */
+static int same_origin(struct evhttp_request *req)
 {
-    evbuffer_add_printf(out, "<input type=\"hidden\" name=\"csrf\" value=\"%s\">", w->csrf);
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    const char *site = evhttp_find_header(in, "Sec-Fetch-Site");
+    const char *origin = evhttp_find_header(in, "Origin"), *host = evhttp_find_header(in, "Host");
+    if (site)
+        return strcmp(site, "same-origin") == 0;
+    if (!origin)
+        return 1;
+    return host && strncmp(origin, "http://", 7) == 0 && strcmp(origin + 7, host) == 0;
 }
 
-int web_csrf_ok(struct web *w, struct evkeyvalq *form)
+static int loopback_name(const char *host, size_t n)
 {
-    const char *v = evhttp_find_header(form, "csrf");
-    return v && web_secret_eq(v, w->csrf);
+    return (n == 9 && strncmp(host, "localhost", 9) == 0) ||
+           (n == 5 && strncmp(host, "[::1]", 5) == 0) ||
+           (n >= 7 && strncmp(host, "127.", 4) == 0 && strspn(host, "0123456789.") == n);
 }
+
+int web_host_ok(struct web *w, struct evhttp_request *req)
+{
+    const char *listen = w->d->cfg->metrics_host;
+    const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
+    int on_loopback = listen && (loopback_name(listen, strlen(listen)) ||
+                                 strcmp(listen, "::1") == 0);
+    if (!on_loopback || !host)
+        return 1; /* not on loopback, or no Host (HTTP/1.0): nothing to tell apart */
+    size_t n = host[0] == '[' ? strcspn(host, "]") + 1 : strcspn(host, ":");
+    return loopback_name(host, n);
+}
+
+void web_csrf_input(struct web *w, struct evhttp_request *req, struct evbuffer *out)
+{
+    struct web_session *s = session_of(w, req);
+    evbuffer_add_printf(out, "<input type=\"hidden\" name=\"csrf\" value=\"%s\">",
+                        s ? s->csrf : "");
+}
+
+int web_csrf_ok(struct web *w, struct evhttp_request *req, struct evkeyvalq *form)
+{
+    struct web_session *s = session_of(w, req);
+    const char *v = evhttp_find_header(form, "csrf");
+    return s && v && web_secret_eq(v, s->csrf) && same_origin(req);
+}
+
+/* ---- sign-in ---- */
 
 void web_login_form(struct web *w, struct evhttp_request *req, const char *note)
 {
@@ -120,11 +215,12 @@ void web_login_form(struct web *w, struct evhttp_request *req, const char *note)
                                   "to sign in to.</p>\n");
     evbuffer_add_printf(page, "<form method=\"post\" action=\"/ui/login\" class=\"login\">"
                               "<label>Token <input type=\"password\" name=\"token\" "
-                              "autocomplete=\"current-password\" required></label>");
-    web_csrf_input(w, page);
-    evbuffer_add_printf(page, "<button type=\"submit\">Sign in</button></form>\n<p class=\""
-                              "note\">A token of [web] token_file; it is kept as a cookie for "
-                              "this site only until the browser closes.</p>\n");
+                              "autocomplete=\"current-password\" required></label>"
+                              "<button type=\"submit\">Sign in</button></form>\n<p class=\""
+                              "note\">A token of [web] token_file. Signing in starts a session "
+                              "of this browser (a cookie with its random id, never the token) "
+                              "that ends at sign-out, when deferd is reloaded or restarted, "
+                              "or after 12 hours.</p>\n");
     web_page_end(page);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
     web_reply(req, note ? 401 : 200, note ? "Unauthorized" : "OK", "text/html; charset=utf-8",
@@ -138,25 +234,32 @@ static void see_other(struct evhttp_request *req, const char *to)
     web_reply(req, 303, "See Other", "text/plain; charset=utf-8", NULL);
 }
 
+static void set_cookie(struct evhttp_request *req, const char *value, const char *extra)
+{
+    char cookie[128];
+    snprintf(cookie, sizeof cookie, COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict%s", value,
+             extra);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Set-Cookie", cookie);
+}
+
 void web_login(struct web *w, struct evhttp_request *req)
 {
     struct evkeyvalq form;
     char peer[64];
     peer_of(req, peer, sizeof peer);
     const char *token = web_params(req, &form) == 0 ? evhttp_find_header(&form, "token") : NULL;
-    const char *name = token && web_csrf_ok(w, &form) && strlen(token) <= WEB_TOKEN_MAX
+    int from_here = same_origin(req);
+    const char *name = token && from_here && strlen(token) <= WEB_TOKEN_MAX
                            ? token_name(w->d->cfg, token) : NULL;
-    if (!name) {
+    struct web_session *s = name ? session_new(w, name) : NULL;
+    if (!s) {
         log_warn("web: sign-in refused from %s: %s", peer,
-                 !token ? "no token" : !web_csrf_ok(w, &form) ? "wrong or missing CSRF value"
-                                                              : "unknown token");
+                 !token ? "no token" : !from_here ? "posted by a page of another origin"
+                 : !name ? "unknown token" : "no random bytes for a session");
         metrics_web_action(w->d->metrics, WA_LOGIN, WR_REFUSED);
         web_login_form(w, req, "That token is not in [web] token_file.");
     } else {
-        char cookie[WEB_TOKEN_MAX + 96];
-        snprintf(cookie, sizeof cookie, COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict", token);
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Set-Cookie", cookie);
-        memset(cookie, 0, sizeof cookie);
+        set_cookie(req, s->id, "");
         log_info("web: %s signed in from %s", name, peer);
         metrics_web_action(w->d->metrics, WA_LOGIN, WR_OK);
         see_other(req, "/ui/");
@@ -166,8 +269,9 @@ void web_login(struct web *w, struct evhttp_request *req)
 
 void web_logout(struct web *w, struct evhttp_request *req)
 {
-    (void)w;
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Set-Cookie",
-                      COOKIE "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+    struct web_session *s = session_of(w, req);
+    if (s)
+        drop_session(w, (size_t)(s - w->sessions));
+    set_cookie(req, "", "; Max-Age=0");
     see_other(req, "/ui/");
 }

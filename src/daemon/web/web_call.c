@@ -1,6 +1,7 @@
-/* Answers that wait for the reader thread (web_worker.h). The request stays with evhttp
- * meanwhile: a client that leaves first makes evhttp detach it, and the answer sent later
- * only frees it. */
+/* Answers that wait for the reader thread (web_worker.h). evhttp keeps the request until
+ * it is answered (it reads nothing more from that connection meanwhile); only evhttp_free
+ * would free it first, which is why web_free, which answers every waiting call, runs
+ * before the listener is freed. */
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <stdio.h>

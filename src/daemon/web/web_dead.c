@@ -25,7 +25,6 @@ struct dead_call {
     size_t limit;
     char (*ids)[LAYOUT_ID_MAX + 1];
     size_t nids;                /* up to limit + 1: the last only says "more" */
-    int seen_after;
     struct admin_job *rows;
     size_t n;
     long long total;
@@ -37,10 +36,6 @@ struct dead_call {
 static int take_id(const char *id, void *ctx)
 {
     struct dead_call *dc = ctx;
-    if (dc->after[0] && !dc->seen_after) { /* the cursor's page is past */
-        dc->seen_after = strcmp(id, dc->after) == 0;
-        return 0;
-    }
     snprintf(dc->ids[dc->nids++], sizeof dc->ids[0], "%s", id);
     return dc->nids > dc->limit;
 }
@@ -48,24 +43,21 @@ static int take_id(const char *id, void *ctx)
 static void read_dead(struct admin *a, const char *err, void *ctx)
 {
     struct dead_call *dc = ctx;
+    char *e = dc->c.err;
+    size_t el = sizeof dc->c.err;
     if (web_call_no_session(&dc->c, a, err))
         return;
-    dc->c.rc = admin_dead_count(a, dc->queue, &dc->total, dc->c.err, sizeof dc->c.err);
+    dc->c.rc = admin_dead_count(a, dc->queue, &dc->total, e, el);
     if (dc->c.rc == 0)
-        dc->c.rc = admin_dead_each(a, dc->queue, take_id, dc, dc->c.err, sizeof dc->c.err);
+        dc->c.rc = admin_dead_each(a, dc->queue, dc->after[0] ? dc->after : NULL, take_id, dc,
+                                   e, el);
     size_t shown = dc->nids < dc->limit ? dc->nids : dc->limit;
     for (size_t i = 0; dc->c.rc == 0 && i < shown; i++) {
-        char ignore[512];
-        struct admin_job *r = &dc->rows[dc->n];
-        if (admin_show(a, dc->ids[i], r, ignore, sizeof ignore) != 0)
-            continue; /* kicked or deleted since it was listed */
-        if (r->len > PREVIEW_BYTES) {
-            r->bytes = r->len;
-            r->len = PREVIEW_BYTES;
-        } else {
-            r->bytes = r->len;
-        }
-        dc->n++;
+        int rc = admin_dead_read(a, dc->ids[i], &dc->rows[dc->n], PREVIEW_BYTES, e, el);
+        if (rc == 0)
+            dc->n++;
+        else if (rc != ADMIN_NOT_FOUND) /* NOT_FOUND: kicked or deleted since it was listed */
+            dc->c.rc = rc;
     }
 }
 
@@ -103,7 +95,7 @@ static void row_form(struct dead_call *dc, struct evbuffer *out, const char *id,
                              "<input type=\"hidden\" name=\"id\" value=\"", action);
     web_escape(out, id);
     evbuffer_add_printf(out, "\">");
-    web_csrf_input(dc->c.w, out);
+    web_csrf_input(dc->c.w, dc->c.req, out);
     evbuffer_add_printf(out, "<button type=\"submit\" class=\"%s\">%s</button></form>",
                         action, label);
 }
@@ -139,7 +131,7 @@ static void bulk_forms(struct dead_call *dc, struct evbuffer *out)
     for (int i = 0; i < 2; i++) {
         evbuffer_add_printf(out, "<form method=\"post\" class=\"act\" action=\"/ui/queues/%s/"
                                  "dead/%s\">", dc->queue, what[i][0]);
-        web_csrf_input(dc->c.w, out);
+        web_csrf_input(dc->c.w, dc->c.req, out);
         evbuffer_add_printf(out, "<label><input type=\"checkbox\" name=\"confirm\" value="
                                  "\"yes\" required> all %lld of them</label> <button type="
                                  "\"submit\" id=\"%s\">%s</button></form>\n", dc->total,
@@ -170,8 +162,8 @@ static void html(struct web_call *c)
         row_html(dc, out, &dc->rows[i]);
     evbuffer_add_printf(out, "</tbody></table>\n<p class=\"pager\">%zu shown", dc->n);
     if (dc->nids > dc->limit) {
-        evbuffer_add_printf(out, " \u00b7 <a id=\"next\" href=\"/ui/queues/%s/dead?after=",
-                            dc->queue);
+        evbuffer_add_printf(out, " \u00b7 <a id=\"next\" href=\"/ui/queues/%s/dead?limit=%zu"
+                                 "&amp;after=", dc->queue, dc->limit);
         web_urlencode(out, dc->ids[dc->limit - 1]);
         evbuffer_add_printf(out, "\">next page</a>");
     }
@@ -193,8 +185,14 @@ static void clear(struct web_call *c)
 static int parse(struct dead_call *dc, struct evkeyvalq *q)
 {
     const char *after = evhttp_find_header(q, "after");
-    if ((after && snprintf(dc->after, sizeof dc->after, "%s", after) >= (int)sizeof dc->after) ||
-        web_limit(q, PAGE_DEFAULT, PAGE_MAX, &dc->limit) != 0)
+    char queue[QUEUE_NAME_MAX + 1];
+    struct job_name jn;
+    if (after && after[0] &&
+        (snprintf(dc->after, sizeof dc->after, "%s", after) >= (int)sizeof dc->after ||
+         layout_parse_id(dc->after, queue, sizeof queue, &jn) != 0 ||
+         strcmp(queue, dc->queue) != 0))
+        return -1;
+    if (web_limit(q, PAGE_DEFAULT, PAGE_MAX, &dc->limit) != 0)
         return -1;
     dc->ids = calloc(dc->limit + 1, sizeof *dc->ids);
     dc->rows = calloc(dc->limit, sizeof *dc->rows);
@@ -214,7 +212,7 @@ void web_dead_page(struct web *w, struct evhttp_request *req, const char *queue,
     evhttp_clear_headers(&q);
     if (bad) {
         web_call_refuse(&dc->c, 400, "Bad Request",
-                        "after= is a dead letter's id, limit= 1 to 500");
+                        "after= is a dead letter's id of this queue, limit= 1 to 500");
         return;
     }
     dc->can_act = web_can_act(w, req);

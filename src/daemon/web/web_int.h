@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "layout.h"
 #include "web_worker.h"
 
@@ -16,10 +17,20 @@ struct evhttp_request;
 struct evkeyvalq;
 struct jsonw;
 
+/* A browser's sign-in (web_auth.c): the cookie holds ID, never the token. */
+#define WEB_SESSIONS_MAX 256
+struct web_session {
+    char id[33], csrf[33];      /* random hex */
+    char name[WEB_TOKEN_NAME_MAX + 1];
+    int64_t expires_ms;         /* monotonic */
+};
+
 struct web {
     struct deferd *d;
     struct web_worker *worker;
-    char csrf[33];              /* forms' anti-forgery value: random, this daemon's run */
+    struct config *zookeeper;   /* the daemon's [zookeeper] at start, for the worker */
+    struct web_session sessions[WEB_SESSIONS_MAX];
+    size_t nsessions;
 };
 
 /* Sends BODY (may be NULL) with CTYPE and the dashboard's headers: no framing by other
@@ -94,21 +105,29 @@ void web_job_page(struct web *w, struct evhttp_request *req, int json);
 
 /* ---- who asks (web_auth.c) ---- */
 struct web_who {
-    const char *name;           /* the token's name; NULL: none, or a wrong one */
+    const char *name;           /* the token's name; NULL: none, or a wrong one. Valid for
+                                 * the handler's turn of the loop only */
     int by_header;              /* Authorization: Bearer (no form: no CSRF check) */
     char peer[64];              /* address:port */
 };
 void web_who(struct web *w, struct evhttp_request *req, struct web_who *who);
-/* POST /ui/login, /ui/logout: the token as a cookie, or the cookie removed. */
+/* POST /ui/login, /ui/logout: a session of the token (its id as a cookie), or the
+ * session ended. */
 void web_login(struct web *w, struct evhttp_request *req);
 void web_logout(struct web *w, struct evhttp_request *req);
 void web_login_form(struct web *w, struct evhttp_request *req, const char *note);
-/* A hidden input with the CSRF value, for a form of a page shown to a token holder. */
-void web_csrf_input(struct web *w, struct evbuffer *out);
-/* The form's csrf field equals this run's value. */
-int web_csrf_ok(struct web *w, struct evkeyvalq *form);
+/* A hidden input with the CSRF value of REQ's session, for a form of a page shown to it. */
+void web_csrf_input(struct web *w, struct evhttp_request *req, struct evbuffer *out);
+/* A form posted by a browser: the csrf field is its session's, and the request comes from
+ * a page of this origin (Sec-Fetch-Site, Origin, when the browser sends them). */
+int web_csrf_ok(struct web *w, struct evhttp_request *req, struct evkeyvalq *form);
 /* Constant time: a secret's length leaks, its bytes do not. */
 int web_secret_eq(const char *a, const char *b);
+/* DNS rebinding: a listener on loopback answers only requests addressed to a loopback
+ * name (Host); 1 when REQ may be answered. */
+int web_host_ok(struct web *w, struct evhttp_request *req);
+/* Sessions end: a reload (the tokens may have changed). */
+void web_sessions_clear(struct web *w);
 
 /* ---- actions (web_actions.c): POST ---- */
 /* 1 when PATH named an action (answered), else 0. */

@@ -16,6 +16,7 @@
 
 struct job_call {
     struct web_call c;          /* first */
+    int curator;                /* a Curator queue's: only its dead letters have such ids */
     char id[LAYOUT_ID_MAX + 1];
     struct admin_job job;
     int can_act;
@@ -24,8 +25,11 @@ struct job_call {
 static void show_job(struct admin *a, const char *err, void *ctx)
 {
     struct job_call *jc = ctx;
-    if (!web_call_no_session(&jc->c, a, err))
-        jc->c.rc = admin_show(a, jc->id, &jc->job, jc->c.err, sizeof jc->c.err);
+    if (web_call_no_session(&jc->c, a, err))
+        return;
+    jc->c.rc = jc->curator ? admin_dead_read(a, jc->id, &jc->job, CONFIG_MAX_PAYLOAD_LIMIT,
+                                             jc->c.err, sizeof jc->c.err)
+                           : admin_show(a, jc->id, &jc->job, jc->c.err, sizeof jc->c.err);
 }
 
 static void fill(struct web_call *c, struct jsonw *jw)
@@ -62,7 +66,7 @@ static void action_form(struct job_call *jc, struct evbuffer *out, const char *a
                              "<input type=\"hidden\" name=\"id\" value=\"", action);
     web_escape(out, jc->id);
     evbuffer_add_printf(out, "\">");
-    web_csrf_input(jc->c.w, out);
+    web_csrf_input(jc->c.w, jc->c.req, out);
     evbuffer_add_printf(out, "%s<button type=\"submit\" id=\"%s\">%s</button></form>\n",
                         extra, action, label);
 }
@@ -141,11 +145,13 @@ void web_job_page(struct web *w, struct evhttp_request *req, int json)
                         "deferctl list and the queue's page show it");
         return;
     }
-    if (!config_queue(w->d->cfg, queue)) {
+    const struct queue_config *qc = config_queue(w->d->cfg, queue);
+    if (!qc) {
         web_call_refuse(&jc->c, 404, "Not Found", "the id names a queue that is not in "
                         "deferd.ini");
         return;
     }
+    jc->curator = qc->format != QF_NATIVE;
     jc->can_act = web_can_act(w, req);
     web_call_start(&jc->c, show_job);
 }

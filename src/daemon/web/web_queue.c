@@ -138,8 +138,8 @@ static void html(struct web_call *c)
     evbuffer_add_printf(out, "</tbody></table>\n<p class=\"pager\">%zu job(s) shown",
                         jc->n);
     if (jc->more) {
-        evbuffer_add_printf(out, " \u00b7 <a id=\"next\" href=\"/ui/queues/%s?after=",
-                            jc->queue);
+        evbuffer_add_printf(out, " \u00b7 <a id=\"next\" href=\"/ui/queues/%s?limit=%zu&amp;"
+                                 "after=", jc->queue, jc->o.limit);
         web_urlencode(out, jc->cursor);
         evbuffer_add_printf(out, "\">next page</a>");
     }
@@ -218,11 +218,12 @@ static void timeline(struct evbuffer *out, struct deferd *d, const char *queue)
     evbuffer_add_printf(out, "</section>\n");
 }
 
-static void pause_form(struct web *w, struct evbuffer *out, const char *queue, int paused)
+static void pause_form(struct web *w, struct evhttp_request *req, struct evbuffer *out,
+                       const char *queue, int paused)
 {
     evbuffer_add_printf(out, "<form method=\"post\" class=\"act\" action=\"/ui/queues/%s/%s\">",
                         queue, paused ? "resume" : "pause");
-    web_csrf_input(w, out);
+    web_csrf_input(w, req, out);
     evbuffer_add_printf(out, "<button type=\"submit\" id=\"%s\">%s</button></form>\n",
                         paused ? "resume" : "pause", paused ? "Resume" : "Pause");
 }
@@ -240,7 +241,7 @@ static int build_top(struct jobs_call *jc)
                                  "queues/%s/dead\">Dead letters</a></nav>\n", jc->queue,
                         paused ? " <span class=\"paused\">paused</span>" : "", jc->queue);
     if (web_can_act(w, jc->c.req))
-        pause_form(w, jc->top, jc->queue, paused);
+        pause_form(w, jc->c.req, jc->top, jc->queue, paused);
     timeline(jc->top, w->d, jc->queue);
     evbuffer_add_printf(jc->top, "<form method=\"get\" action=\"/ui/job\" class=\"find\">"
                                  "<label>Find a job by id <input name=\"id\" size=\"60\" "
@@ -254,9 +255,14 @@ static int parse(struct jobs_call *jc, struct evkeyvalq *q)
 {
     const char *after = evhttp_find_header(q, "after"), *from = evhttp_find_header(q, "from");
     jc->o = (struct admin_list_opts){0, UINT64_MAX, PAGE_DEFAULT, NULL, PREVIEW_BYTES};
-    if (after && snprintf(jc->after, sizeof jc->after, "%s", after) >= (int)sizeof jc->after)
+    char queue[QUEUE_NAME_MAX + 1];
+    struct job_name jn;
+    if (after && after[0] &&
+        (snprintf(jc->after, sizeof jc->after, "%s", after) >= (int)sizeof jc->after ||
+         layout_parse_id(jc->after, queue, sizeof queue, &jn) != 0 ||
+         strcmp(queue, jc->queue) != 0))
         return -1;
-    jc->o.after = after && after[0] ? jc->after : NULL;
+    jc->o.after = jc->after[0] ? jc->after : NULL;
     if (from && units_parse_time_ms(from, units_wall_ms(), &jc->o.from_ms) != 0)
         return -1;
     return web_limit(q, PAGE_DEFAULT, PAGE_MAX, &jc->o.limit);

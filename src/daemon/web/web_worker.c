@@ -26,7 +26,8 @@ struct web_worker {
     size_t max_waiting, waiting;
     struct loopq *back;
     pthread_t thread;
-    int started, stopping;
+    int started;
+    _Atomic int stopping;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct task *head, *tail;
@@ -73,6 +74,7 @@ static void *run(void *arg)
         ww->head = t->next;
         if (!ww->head)
             ww->tail = NULL;
+        ww->waiting--;
         pthread_mutex_unlock(&ww->mu);
         err[0] = '\0';
         struct admin *a = session_for(ww, err, sizeof err);
@@ -80,7 +82,6 @@ static void *run(void *arg)
         t->ran = 1;
         loopq_push(ww->back, &t->item);
         pthread_mutex_lock(&ww->mu);
-        ww->waiting--;
     }
     pthread_mutex_unlock(&ww->mu);
     admin_close(ww->admin);
@@ -131,6 +132,8 @@ int web_worker_submit(struct web_worker *ww, web_work_fn work, web_done_fn done,
         free(t);
     return rc;
 }
+
+int web_worker_stopping(struct web_worker *ww) { return atomic_load(&ww->stopping); }
 
 void web_worker_reload(struct web_worker *ww)
 {

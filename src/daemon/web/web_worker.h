@@ -25,6 +25,9 @@ struct web_worker *web_worker_new(struct event_base *base, const struct admin_so
                                   size_t max_waiting);
 /* 0, or -1 when MAX_WAITING tasks already wait (or out of memory): DONE is not called. */
 int web_worker_submit(struct web_worker *ww, web_work_fn work, web_done_fn done, void *ctx);
+/* 1 once web_worker_free began: a long WORK (a bulk action) stops at its next step. Any
+ * thread. */
+int web_worker_stopping(struct web_worker *ww);
 /* deferd.ini was reloaded: the next task opens a new session with the new file. */
 void web_worker_reload(struct web_worker *ww);
 /* Waits for the task running, then calls DONE(ctx, 0) for those still waiting. */
