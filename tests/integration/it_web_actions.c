@@ -255,6 +255,23 @@ static void dead_pages(void)
     free(body);
 }
 
+/* The schedules' page and API: schedule hourly (every 1h from the epoch) with its next
+ * occurrences, the first at the next whole hour. */
+static void schedules(void)
+{
+    char *body = NULL;
+    CHECK(get_status("/api/v1/schedules", NULL, &body) == 200);
+    const char *at = body ? strstr(body, "\"name\":\"hourly\",\"queue\":\"a\"") : NULL;
+    const char *next = at ? strstr(at, "\"next_ms\":[") : NULL;
+    long long first = next ? atoll(next + 11) : 0, now = now_ms();
+    CHECK(next != NULL && first % 3600000 == 0 && first > now && first <= now + 3600000);
+    CHECK(next && atoll(strchr(next + 11, ',') + 1) == first + 3600000);
+    free(body);
+    CHECK(get_status("/ui/schedules", NULL, &body) == 200);
+    CHECK(body && strstr(body, "<tr data-schedule=\"hourly\">") != NULL);
+    free(body);
+}
+
 /* read_token = on: no page without a token; the login form and the static files are open. */
 static void read_token(void)
 {
@@ -287,7 +304,8 @@ int main(void)
     CHECK(mkdtemp(dir) != NULL && write_tokens() == 0);
     const char *ov[] = {"metrics.listen=127.0.0.1:0", "metrics.census_rate=1000",
                         "metrics.depth_interval=1s", "web.dashboard=on", "web.actions=on",
-                        tokopt, "queue b.max_attempts=1", NULL};
+                        tokopt, "queue b.max_attempts=1", "schedule.hourly.queue=a",
+                        "schedule.hourly.every=1h", "schedule.hourly.payload=tick", NULL};
     CHECK(daemon_start(&d, root, "webact", ov) == 0 && daemon_wait_connected(&d, 15000) == 0);
     port = metrics_port_in_log(d.log);
     CHECK(port > 0);
@@ -306,6 +324,7 @@ int main(void)
     CHECK(now_ms() < deadline);
     CHECK(run_deferctl(&d, "dead list b", dead, sizeof dead) == 0);
     api(job);
+    schedules();
     session();
     dead_pages(); /* deletes the first dead letter: two are left */
     CHECK(run_deferctl(&d, "dead list b", dead, sizeof dead) == 0);

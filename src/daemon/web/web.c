@@ -99,7 +99,9 @@ void web_page_begin(struct evbuffer *out, struct deferd *d, const char *title)
     web_escape(out, title);
     evbuffer_add_printf(out, " · deferd</title><link rel=\"stylesheet\" href=\"" STATIC_PREFIX
                              "app.css\"></head>\n<body><header><a class=\"brand\" href=\"/ui/\">"
-                             "deferd</a><span id=\"zk\" class=\"zk-%s\">%s%s</span>"
+                             "deferd</a><nav><a href=\"/ui/\">Queues</a> <a href=\"/ui/"
+                             "schedules\">Schedules</a></nav><span id=\"zk\" class=\"zk-%s\">"
+                             "%s%s</span>"
                              "<span class=\"version\">%s</span><span id=\"updated\"></span>"
                              "%s</header>\n<main>", zk, zk[0] ? "ZooKeeper: " : "", zk,
                         DEFERD_VERSION, d && d->cfg->web_token_file
@@ -315,6 +317,8 @@ static void route_get(struct web *w, struct evhttp_request *req, const char *pat
         send_built(req, w->d, web_overview_json, "application/json");
     else if (strcmp(path, "/ui/login") == 0)
         web_login_form(w, req, NULL);
+    else if (strcmp(path, "/ui/schedules") == 0 || strcmp(path, "/api/v1/schedules") == 0)
+        web_schedules_page(w, req, path[1] == 'a');
     else if (strcmp(path, "/ui/job") == 0 || strcmp(path, "/api/v1/job") == 0)
         web_job_page(w, req, path[1] == 'a');
     else if (strncmp(path, "/ui/queues/", 11) == 0)

@@ -100,6 +100,8 @@ void web_call_fail(struct web_call *c);
 /* GET /ui/queues/Q[/dead], /api/v1/queues/Q/jobs|dead (web_queue.c, web_dead.c). */
 void web_queue_page(struct web *w, struct evhttp_request *req, const char *queue, int json);
 void web_dead_page(struct web *w, struct evhttp_request *req, const char *queue, int json);
+/* GET /ui/schedules, /api/v1/schedules (web_schedules.c). */
+void web_schedules_page(struct web *w, struct evhttp_request *req, int json);
 /* GET /ui/job?id=, /api/v1/job?id= (web_job.c). */
 void web_job_page(struct web *w, struct evhttp_request *req, int json);
 
