@@ -255,6 +255,37 @@ static void dead_pages(void)
     free(body);
 }
 
+/* Cancel and reschedule over the API, and a held job's holder in the queue's listing. */
+static void edits(void)
+{
+    deferd_client *c = client(&d);
+    char keep[DEFERD_ID_SIZE], gone[DEFERD_ID_SIZE], held[DEFERD_ID_SIZE], form[300];
+    char *body = NULL, out[4096];
+    CHECK(put_job(c, "emails", "moved", 3600000, -1, -1, keep) == 0);
+    CHECK(put_job(c, "emails", "cancelled", 3600000, -1, -1, gone) == 0);
+    CHECK(put_job(c, "emails", "held", 0, -1, -1, held) == 0);
+    CHECK(deferd_subscribe(c, "emails", 1) == DEFERD_OK);
+    deferd_job job;
+    memset(&job, 0, sizeof job);
+    CHECK(next_job_push(c, &job, 5000) == 0 && strcmp(job.id, held) == 0);
+    snprintf(form, sizeof form, "id=%s", gone);
+    CHECK(post("/api/v1/job/cancel", TOKEN, form) == 200);
+    snprintf(form, sizeof form, "id=%s&due=now%%2B2h", keep);
+    CHECK(post("/api/v1/job/reschedule", TOKEN, form) == 200);
+    snprintf(form, sizeof form, "id=%s", held);
+    CHECK(post("/api/v1/job/cancel", TOKEN, form) == 409); /* its consumer decides */
+    CHECK(run_deferctl(&d, "list emails", out, sizeof out) == 0);
+    CHECK(strstr(out, gone) == NULL && strstr(out, keep) == NULL); /* moved: a new id */
+    CHECK(strstr(out, strrchr(keep, '-') + 1) != NULL);              /* the same uid */
+    CHECK(get_status("/api/v1/queues/emails/jobs", NULL, &body) == 200);
+    const char *at = body ? strstr(body, held) : NULL;
+    CHECK(at && strstr(at, "\"held\":true,\"holder\":\"") != NULL);
+    free(body);
+    CHECK(deferd_ack(c, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    deferd_close(c);
+}
+
 /* The schedules' page and API: schedule hourly (every 1h from the epoch) with its next
  * occurrences, the first at the next whole hour. */
 static void schedules(void)
@@ -324,6 +355,7 @@ int main(void)
     CHECK(now_ms() < deadline);
     CHECK(run_deferctl(&d, "dead list b", dead, sizeof dead) == 0);
     api(job);
+    edits();
     schedules();
     session();
     dead_pages(); /* deletes the first dead letter: two are left */
