@@ -74,7 +74,7 @@ static const struct {
     [SEC_METRICS] = {"metrics", (const char *const[]){"listen", "depth_interval",
         "depth_max_reads", "census_rate", NULL}},
     [SEC_WEB] = {"web", (const char *const[]){"dashboard", "actions", "token_file",
-        "read_token", NULL}},
+        "read_token", "allowed_hosts", NULL}},
     [SEC_QUEUE] = {"queue NAME", (const char *const[]){"priority", "ttr", "max_attempts",
         "max_pending", "format", "curator_path", "curator_lock_path", "curator_corrupt",
         "backoff_min", "backoff_max", "backoff_jitter", "producers", "consumers",

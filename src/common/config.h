@@ -140,6 +140,7 @@ struct config {
     int web_actions;          /* its actions (pause, cancel, kick...), each with a token */
     int web_read_token;       /* its pages and API need a token too */
     char *web_token_file;
+    char *web_allowed_hosts;  /* names the dashboard answers to besides localhost and IPs */
     struct web_token *web_tokens; /* read from web_token_file at load */
     size_t web_ntokens;
     /* [queue NAME]: each allocated on its own, so that a reload can add queues without
@@ -156,8 +157,9 @@ struct config {
  * change. 0, or -1 when out of memory. */
 int config_copy_zookeeper(struct config *dst, const struct config *src);
 
-/* deferd: config_load reads [web] token_file too (off: deferctl, which may run as
- * another user, leaves it unread). */
+/* deferd: config_load reads [web] token_file too, on this thread (off, and on every other
+ * thread: deferctl, which may run as another user, and the dashboard's reader thread leave
+ * it unread). */
 void config_read_web_tokens(int on);
 
 /* Loads PATH, then applies overrides "section.key=value" (e.g. "zookeeper.hosts=h:2181";

@@ -8,9 +8,9 @@
 
 #define TOKEN_FILE_MAX 16384
 
-/* Only deferd reads the tokens: deferctl loads the same file as another user, who may
- * not (and need not) read them. */
-static int read_token_file;
+/* Only deferd's loop thread reads the tokens: deferctl loads the same file as another
+ * user, who may not (and need not) read them, and the dashboard's reader thread needs none. */
+static _Thread_local int read_token_file;
 
 void config_read_web_tokens(int on) { read_token_file = on; }
 
@@ -34,6 +34,11 @@ int cfg_web_key(struct load *ld, const char *key, const char *value)
         return on_off(ld, &c->web_actions, key, value);
     if (strcmp(key, "read_token") == 0)
         return on_off(ld, &c->web_read_token, key, value);
+    if (strcmp(key, "allowed_hosts") == 0) {
+        free(c->web_allowed_hosts);
+        c->web_allowed_hosts = value[0] ? strdup(value) : NULL;
+        return value[0] && !c->web_allowed_hosts ? cfg_fail(ld, "out of memory") : 1;
+    }
     if (strcmp(key, "token_file") != 0)
         return cfg_unknown_key(ld, SEC_WEB, "web", key);
     free(c->web_token_file);
@@ -139,6 +144,7 @@ int cfg_validate_web(struct load *ld)
 
 void cfg_free_web(struct config *cfg)
 {
+    free(cfg->web_allowed_hosts);
     free(cfg->web_token_file);
     if (cfg->web_tokens)
         memset(cfg->web_tokens, 0, cfg->web_ntokens * sizeof *cfg->web_tokens);

@@ -101,6 +101,9 @@ static void apply_web(struct deferd *d, struct config *live, struct config *next
     next->web_tokens = tokens;
     next->web_ntokens = ntokens;
     next->web_token_file = file;
+    char *hosts = live->web_allowed_hosts;
+    live->web_allowed_hosts = next->web_allowed_hosts;
+    next->web_allowed_hosts = hosts;
     live->web_actions = next->web_actions;
     live->web_read_token = next->web_read_token;
     web_reloaded(d->web);

@@ -360,8 +360,8 @@ int web_handle(struct evhttp_request *req, void *ctx)
         return 0;
     int api = strncmp(path, "/api/", 5) == 0;
     if (!web_host_ok(w, req))
-        web_fail(req, api, 403, "Forbidden", "this dashboard listens on loopback and answers "
-                 "requests addressed to localhost or a loopback address only (Host)");
+        web_fail(req, api, 403, "Forbidden", "this dashboard answers requests addressed "
+                 "(Host) to localhost, an IP address, or a name of [web] allowed_hosts only");
     else if (cmd == EVHTTP_REQ_POST && strcmp(path, "/ui/login") == 0)
         web_login(w, req);
     else if (cmd == EVHTTP_REQ_POST && strcmp(path, "/ui/logout") == 0)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 
 #include "config.h"
@@ -84,15 +85,22 @@ static struct web_session *session_of(struct web *w, struct evhttp_request *req)
     return found;
 }
 
+#define SESSIONS_A_TOKEN 32
+
+/* A token's sessions are at most SESSIONS_A_TOKEN: its oldest makes room for its next, so
+ * that one token holder cannot end everyone else's sessions. */
 static struct web_session *session_new(struct web *w, const char *name)
 {
-    if (w->nsessions == WEB_SESSIONS_MAX) { /* the one nearest its end makes room */
-        size_t oldest = 0;
-        for (size_t i = 1; i < w->nsessions; i++)
-            if (w->sessions[i].expires_ms < w->sessions[oldest].expires_ms)
-                oldest = i;
+    size_t mine = 0, oldest = WEB_SESSIONS_MAX;
+    for (size_t i = 0; i < w->nsessions; i++)
+        if (strcmp(w->sessions[i].name, name) == 0 && ++mine &&
+            (oldest == WEB_SESSIONS_MAX ||
+             w->sessions[i].expires_ms < w->sessions[oldest].expires_ms))
+            oldest = i;
+    if (mine >= SESSIONS_A_TOKEN)
         drop_session(w, oldest);
-    }
+    else if (w->nsessions == WEB_SESSIONS_MAX)
+        return NULL;
     struct web_session *s = &w->sessions[w->nsessions];
     if (random_hex(s->id) != 0 || random_hex(s->csrf) != 0)
         return NULL;
@@ -161,23 +169,39 @@ static int same_origin(struct evhttp_request *req)
     return host && strncmp(origin, "http://", 7) == 0 && strcmp(origin + 7, host) == 0;
 }
 
-static int loopback_name(const char *host, size_t n)
+/* HOST's name part (N bytes): an IP literal (v4 dotted, or v6 in brackets) or localhost,
+ * which no one else's DNS name can be. */
+static int literal_or_local(const char *host, size_t n)
 {
-    return (n == 9 && strncmp(host, "localhost", 9) == 0) ||
-           (n == 5 && strncmp(host, "[::1]", 5) == 0) ||
-           (n >= 7 && strncmp(host, "127.", 4) == 0 && strspn(host, "0123456789.") == n);
+    if (n == 9 && strncasecmp(host, "localhost", 9) == 0)
+        return 1;
+    if (n > 2 && host[0] == '[' && host[n - 1] == ']')
+        return strspn(host + 1, "0123456789abcdefABCDEF:.") == n - 2;
+    return n > 0 && strspn(host, "0123456789.") == n;
+}
+
+/* One of [web] allowed_hosts (comma-separated names), in any case. */
+static int allowed(const char *list, const char *host, size_t n)
+{
+    for (const char *p = list; p && *p;) {
+        p += strspn(p, " ,");
+        size_t len = strcspn(p, " ,");
+        if (len == n && len > 0 && strncasecmp(p, host, n) == 0)
+            return 1;
+        p += len;
+    }
+    return 0;
 }
 
 int web_host_ok(struct web *w, struct evhttp_request *req)
 {
-    const char *listen = w->d->cfg->metrics_host;
     const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
-    int on_loopback = listen && (loopback_name(listen, strlen(listen)) ||
-                                 strcmp(listen, "::1") == 0);
-    if (!on_loopback || !host)
-        return 1; /* not on loopback, or no Host (HTTP/1.0): nothing to tell apart */
+    if (!host)
+        return 1; /* HTTP/1.0 without Host: not a browser that a DNS name could lead here */
     size_t n = host[0] == '[' ? strcspn(host, "]") + 1 : strcspn(host, ":");
-    return loopback_name(host, n);
+    if (n > strlen(host))
+        return 0;
+    return literal_or_local(host, n) || allowed(w->d->cfg->web_allowed_hosts, host, n);
 }
 
 void web_csrf_input(struct web *w, struct evhttp_request *req, struct evbuffer *out)
@@ -242,22 +266,37 @@ static void set_cookie(struct evhttp_request *req, const char *value, const char
     evhttp_add_header(evhttp_request_get_output_headers(req), "Set-Cookie", cookie);
 }
 
+/* A browser's sign-in form says where it was posted from; anything that does not (an old
+ * browser, a script: scripts send Authorization instead) cannot sign in. */
+static int posted_here(struct evhttp_request *req)
+{
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    return (evhttp_find_header(in, "Sec-Fetch-Site") || evhttp_find_header(in, "Origin")) &&
+           same_origin(req);
+}
+
 void web_login(struct web *w, struct evhttp_request *req)
 {
     struct evkeyvalq form;
     char peer[64];
     peer_of(req, peer, sizeof peer);
     const char *token = web_params(req, &form) == 0 ? evhttp_find_header(&form, "token") : NULL;
-    int from_here = same_origin(req);
-    const char *name = token && from_here && strlen(token) <= WEB_TOKEN_MAX
+    const char *name = token && strlen(token) <= WEB_TOKEN_MAX
                            ? token_name(w->d->cfg, token) : NULL;
-    struct web_session *s = name ? session_new(w, name) : NULL;
-    if (!s) {
-        log_warn("web: sign-in refused from %s: %s", peer,
-                 !token ? "no token" : !from_here ? "posted by a page of another origin"
-                 : !name ? "unknown token" : "no random bytes for a session");
+    const char *why = !posted_here(req) ? "not posted by this dashboard's own sign-in form"
+                      : !token          ? "no token"
+                      : !name           ? "a token that is not in [web] token_file"
+                                        : NULL;
+    struct web_session *old = session_of(w, req);
+    if (!why && old) /* a new session, never the one the browser came with */
+        drop_session(w, (size_t)(old - w->sessions));
+    struct web_session *s = why ? NULL : session_new(w, name);
+    if (!why && !s)
+        why = "too many sessions (256 at most, 32 a token)";
+    if (why) {
+        log_warn("web: sign-in refused from %s: %s", peer, why);
         metrics_web_action(w->d->metrics, WA_LOGIN, WR_REFUSED);
-        web_login_form(w, req, "That token is not in [web] token_file.");
+        web_login_form(w, req, why);
     } else {
         set_cookie(req, s->id, "");
         log_info("web: %s signed in from %s", name, peer);
@@ -269,7 +308,7 @@ void web_login(struct web *w, struct evhttp_request *req)
 
 void web_logout(struct web *w, struct evhttp_request *req)
 {
-    struct web_session *s = session_of(w, req);
+    struct web_session *s = posted_here(req) ? session_of(w, req) : NULL;
     if (s)
         drop_session(w, (size_t)(s - w->sessions));
     set_cookie(req, "", "; Max-Age=0");

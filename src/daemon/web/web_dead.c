@@ -190,8 +190,8 @@ static int parse(struct dead_call *dc, struct evkeyvalq *q)
     if (after && after[0] &&
         (snprintf(dc->after, sizeof dc->after, "%s", after) >= (int)sizeof dc->after ||
          layout_parse_id(dc->after, queue, sizeof queue, &jn) != 0 ||
-         strcmp(queue, dc->queue) != 0))
-        return -1;
+         strcmp(queue, dc->queue) != 0 || strchr(dc->after + strlen(queue) + 1, '/')))
+        return -1; /* a dead letter's id has no shard */
     if (web_limit(q, PAGE_DEFAULT, PAGE_MAX, &dc->limit) != 0)
         return -1;
     dc->ids = calloc(dc->limit + 1, sizeof *dc->ids);

@@ -125,8 +125,8 @@ void web_csrf_input(struct web *w, struct evhttp_request *req, struct evbuffer *
 int web_csrf_ok(struct web *w, struct evhttp_request *req, struct evkeyvalq *form);
 /* Constant time: a secret's length leaks, its bytes do not. */
 int web_secret_eq(const char *a, const char *b);
-/* DNS rebinding: a listener on loopback answers only requests addressed to a loopback
- * name (Host); 1 when REQ may be answered. */
+/* DNS rebinding: only requests addressed (Host) to localhost, an IP address, or a name of
+ * [web] allowed_hosts are answered; 1 when REQ may be. */
 int web_host_ok(struct web *w, struct evhttp_request *req);
 /* Sessions end: a reload (the tokens may have changed). */
 void web_sessions_clear(struct web *w);
