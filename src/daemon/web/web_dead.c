@@ -14,10 +14,6 @@
 #include "jsonw.h"
 #include "web_int.h"
 
-#define PAGE_DEFAULT 50
-#define PAGE_MAX 500
-#define PREVIEW_BYTES 120
-
 struct dead_call {
     struct web_call c;          /* first */
     char queue[QUEUE_NAME_MAX + 1];
@@ -53,7 +49,7 @@ static void read_dead(struct admin *a, const char *err, void *ctx)
                                    e, el);
     size_t shown = dc->nids < dc->limit ? dc->nids : dc->limit;
     for (size_t i = 0; dc->c.rc == 0 && i < shown; i++) {
-        int rc = admin_dead_read(a, dc->ids[i], &dc->rows[dc->n], PREVIEW_BYTES, e, el);
+        int rc = admin_dead_read(a, dc->ids[i], &dc->rows[dc->n], WEB_PREVIEW_BYTES, e, el);
         if (rc == 0)
             dc->n++;
         else if (rc != ADMIN_NOT_FOUND) /* NOT_FOUND: kicked or deleted since it was listed */
@@ -192,7 +188,7 @@ static int parse(struct dead_call *dc, struct evkeyvalq *q)
          layout_parse_id(dc->after, queue, sizeof queue, &jn) != 0 ||
          strcmp(queue, dc->queue) != 0 || strchr(dc->after + strlen(queue) + 1, '/')))
         return -1; /* a dead letter's id has no shard */
-    if (web_limit(q, PAGE_DEFAULT, PAGE_MAX, &dc->limit) != 0)
+    if (web_limit(q, WEB_PAGE_DEFAULT, WEB_PAGE_MAX, &dc->limit) != 0)
         return -1;
     dc->ids = calloc(dc->limit + 1, sizeof *dc->ids);
     dc->rows = calloc(dc->limit, sizeof *dc->rows);

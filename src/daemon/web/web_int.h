@@ -87,6 +87,11 @@ void *web_call_new(size_t size, struct web *w, struct evhttp_request *req, int j
                    const struct web_call *kind);
 /* Answers CODE and TEXT instead of starting C; clears and frees it. */
 void web_call_refuse(struct web_call *c, int code, const char *reason, const char *text);
+/* The lists' pages (jobs, dead letters): rows by default and at most, and the bytes of each
+ * payload shown. */
+#define WEB_PAGE_DEFAULT 50
+#define WEB_PAGE_MAX 500
+#define WEB_PREVIEW_BYTES 120
 /* ?limit=N of a page, 1..MAX (DEF when absent): 0, or -1 when it is not one. */
 int web_limit(struct evkeyvalq *q, size_t def, size_t max, size_t *out);
 /* Sends C to the reader thread; answers 503 itself (and frees C) when too many wait. */

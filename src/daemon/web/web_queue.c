@@ -18,10 +18,6 @@
 #include "units.h"
 #include "web_int.h"
 
-#define PAGE_DEFAULT 50
-#define PAGE_MAX 500
-#define PREVIEW_BYTES 120
-
 struct jobs_call {
     struct web_call c;          /* first */
     char queue[QUEUE_NAME_MAX + 1];
@@ -254,7 +250,7 @@ static int build_top(struct jobs_call *jc)
 static int parse(struct jobs_call *jc, struct evkeyvalq *q)
 {
     const char *after = evhttp_find_header(q, "after"), *from = evhttp_find_header(q, "from");
-    jc->o = (struct admin_list_opts){0, UINT64_MAX, PAGE_DEFAULT, NULL, PREVIEW_BYTES};
+    jc->o = (struct admin_list_opts){0, UINT64_MAX, WEB_PAGE_DEFAULT, NULL, WEB_PREVIEW_BYTES};
     char queue[QUEUE_NAME_MAX + 1];
     struct job_name jn;
     if (after && after[0] &&
@@ -265,7 +261,7 @@ static int parse(struct jobs_call *jc, struct evkeyvalq *q)
     jc->o.after = jc->after[0] ? jc->after : NULL;
     if (from && units_parse_time_ms(from, units_wall_ms(), &jc->o.from_ms) != 0)
         return -1;
-    return web_limit(q, PAGE_DEFAULT, PAGE_MAX, &jc->o.limit);
+    return web_limit(q, WEB_PAGE_DEFAULT, WEB_PAGE_MAX, &jc->o.limit);
 }
 
 static const struct web_call kind = {.fill = fill, .html = html, .clear = clear};
