@@ -10,6 +10,7 @@
 #include "curator.h"
 #include "layout.h"
 #include "names.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkacl.h"
 #include "zklog.h"
@@ -419,7 +420,7 @@ static int kick_curator(struct admin *a, const struct queue_config *qc, struct d
     char prefix[CURATOR_PREFIX_MAX], next[CURATOR_PATH_MAX + CURATOR_PREFIX_MAX + 2],
         made[CURATOR_PATH_MAX + CURATOR_PREFIX_MAX + 16];
     int delay = qc->format == QF_CURATOR_DELAY;
-    int64_t value = delay ? units_wall_ms() : (int32_t)(dj->jn.priority ^ 0x80000000u);
+    int64_t value = delay ? cluster_now_ms() : (int32_t)(dj->jn.priority ^ 0x80000000u);
     if (curator_name_prefix(delay ? CURATOR_DELAY : CURATOR_PRIORITY, value, prefix,
                             sizeof prefix) != 0)
         return admin_failed(err, errlen, "naming the Curator item for", dj->path, ZK_ETOOLONG);
@@ -506,7 +507,7 @@ int admin_dead_kick(struct admin *a, const char *id, char *new_id, size_t idlen,
         return rc;
     }
     struct kicked k = {.jn = dj.jn}; /* its uid kept: the same job, given another run */
-    k.jn.due_ms = (uint64_t)units_wall_ms();
+    k.jn.due_ms = (uint64_t)cluster_now_ms();
     k.jn.prior_attempts = 0;
     int key_taken = 0, moved = 1;
     for (int tries = 0; tries < 5 && (moved || key_taken); tries++) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "admin_int.h"
+#include "cluster_time.h"
 #include "units.h"
 
 static int flag_path(struct admin *a, const char *queue, char *path, size_t len, char *err,
@@ -23,7 +24,7 @@ static void describe(const char *reason, char *buf, size_t len)
     char host[64] = "?", when[40];
     const struct passwd *pw = getpwuid(getuid());
     gethostname(host, sizeof host - 1);
-    units_format_time(units_wall_ms(), when, sizeof when);
+    units_format_time(cluster_now_ms(), when, sizeof when);
     snprintf(buf, len, "paused by %s@%s at %s%s%s", pw ? pw->pw_name : "?", host, when,
              reason && *reason ? ": " : "", reason ? reason : "");
 }

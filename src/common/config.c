@@ -68,7 +68,8 @@ static const struct {
     [SEC_DAEMON] = {"daemon", (const char *const[]){"socket", "socket_mode", "socket_owner",
         "socket_group", "log_level", "log_target", "log_facility", "log_timestamps",
         "max_payload", "max_line", "max_connections", "max_inflight", "max_open_puts",
-        "requests_per_turn", "lookahead", "drain_grace", NULL}},
+        "requests_per_turn", "lookahead", "drain_grace", "clock", "clock_warn", "clock_limit",
+        NULL}},
     [SEC_ZOOKEEPER] = {"zookeeper", (const char *const[]){"hosts", "root", "session_timeout",
         "auth", "auth_file", "acl", NULL}},
     [SEC_METRICS] = {"metrics", (const char *const[]){"listen", "depth_interval",
@@ -271,6 +272,16 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
         return cfg_set_duration(ld, &c->lookahead_ms, key, value, 100, 3600000);
     if (strcmp(key, "drain_grace") == 0)
         return cfg_set_duration(ld, &c->drain_grace_ms, key, value, 0, 3600000);
+    if (strcmp(key, "clock") == 0) {
+        if (strcmp(value, "zookeeper") != 0 && strcmp(value, "local") != 0)
+            return cfg_fail(ld, "'clock': '%s' is not zookeeper or local", value);
+        c->clock_local = strcmp(value, "local") == 0;
+        return 1;
+    }
+    if (strcmp(key, "clock_warn") == 0)
+        return cfg_set_duration(ld, &c->clock_warn_ms, key, value, 1, 86400000);
+    if (strcmp(key, "clock_limit") == 0)
+        return cfg_set_duration(ld, &c->clock_limit_ms, key, value, 0, 86400000);
     return cfg_unknown_key(ld, SEC_DAEMON, "daemon", key);
 }
 
@@ -780,6 +791,8 @@ static int defaults(struct config *c, const char *path)
     c->max_open_puts = 1024;
     c->lookahead_ms = 5000;
     c->drain_grace_ms = 30000;
+    c->clock_warn_ms = 1000;
+    c->clock_limit_ms = 60000;
     c->zk_root = strdup("/deferd");
     c->session_timeout_ms = 10000;
     c->metrics_host = strdup("127.0.0.1");
@@ -955,6 +968,10 @@ static int validate(struct load *ld)
                        "e.g. [queue emails]");
     if (validate_zookeeper(ld) != 0)
         return -1;
+    if (c->clock_limit_ms && c->clock_limit_ms < c->clock_warn_ms)
+        return cfg_fail_at(ld, 0, "[daemon]: clock_limit (%llu ms) is below clock_warn (%llu ms); "
+                       "set it to 0 (no limit) or at least clock_warn",
+                       (unsigned long long)c->clock_limit_ms, (unsigned long long)c->clock_warn_ms);
     for (size_t i = 0; i < c->nqueues; i++) {
         const struct queue_config *q = c->queues[i];
         if (validate_curator(ld, q) != 0 || validate_backoff(ld, q) != 0 ||

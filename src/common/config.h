@@ -119,6 +119,9 @@ struct config {
     uint64_t max_open_puts;   /* PUT/BATCH being stored at once; more wait their turn */
     uint64_t lookahead_ms;
     uint64_t drain_grace_ms;  /* SIGTERM: how long held jobs may still be acked */
+    int clock_local;          /* clock = local: due times by this host's clock, not ZooKeeper's */
+    uint64_t clock_warn_ms;   /* host clock this far from ZooKeeper's: a warning */
+    uint64_t clock_limit_ms;  /* this far: no dispatch until it is fixed; 0 = no limit */
     /* [zookeeper] */
     char *zk_hosts;
     char *zk_root;

@@ -22,6 +22,7 @@ struct notify;
 struct metrics;
 struct metrics_http;
 struct web;
+struct clock_sync;
 
 struct deferd {
     struct event_base *base;
@@ -42,6 +43,7 @@ struct deferd {
     struct metrics *metrics;   /* metrics.h */
     struct metrics_http *metrics_http; /* NULL when [metrics] listen is off */
     struct web *web;           /* the dashboard, on metrics_http when [web] dashboard = on */
+    struct clock_sync *clock;  /* ZooKeeper's clock, the one due times are judged by */
     int64_t session_id;        /* current ZooKeeper session, 0 when none */
     int layout_version;        /* of the root's marker (layout_marker.h): 2 = pack */
     int exit_status;

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "curator_format.h"
 #include "curator_listing.h"
+#include "clock_sync.h"
 #include "daemon.h"
 #include "dispatcher.h"
 #include "drain.h"
@@ -223,6 +224,7 @@ static int run(struct deferd *d, const struct options *o)
     d->dispatcher = dispatcher_new(d);
     if (d->dispatcher)
         dispatcher_set_format(d->dispatcher, &curator_format);
+    d->clock = d->dispatcher ? clock_sync_new(d) : NULL;
     d->session = session_new(d);
     d->pending = pending_new(d);
     d->keysweep = keysweep_new(d);
@@ -230,7 +232,7 @@ static int run(struct deferd *d, const struct options *o)
     d->unpacker = unpacker_new(d);
     d->packer = d->dispatcher ? packer_new(d->dispatcher) : NULL;
     d->scheduler = d->packer ? scheduler_new(d) : NULL;
-    if (!d->mirror || !d->dispatcher || !d->session || !d->pending || !d->keysweep || !d->depth ||
+    if (!d->mirror || !d->dispatcher || !d->clock || !d->session || !d->pending || !d->keysweep || !d->depth ||
         !d->unpacker || !d->packer || !d->scheduler)
         goto out;
     d->server = server_new(d, commands_handle);
@@ -254,6 +256,7 @@ out:
     dispatcher_free(d->dispatcher);
     mirror_free(d->mirror);
     session_free(d->session);
+    clock_sync_free(d->clock);
     pending_free(d->pending);
     keysweep_free(d->keysweep);
     depth_free(d->depth);

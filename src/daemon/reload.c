@@ -34,6 +34,7 @@ static void check_restart_keys(const struct config *live, const struct config *n
     restart_only("daemon.socket_mode", live->socket_mode == next->socket_mode);
     restart_only("daemon.max_payload", live->max_payload == next->max_payload);
     restart_only("daemon.lookahead", live->lookahead_ms == next->lookahead_ms);
+    restart_only("daemon.clock", live->clock_local == next->clock_local);
     restart_only("zookeeper.hosts", same(live->zk_hosts, next->zk_hosts));
     restart_only("zookeeper.root", same(live->zk_root, next->zk_root));
     restart_only("zookeeper.session_timeout",
@@ -71,6 +72,10 @@ static void apply_logging(struct config *live, const struct config *next)
     if (live->drain_grace_ms != next->drain_grace_ms)
         log_info("reload: daemon.drain_grace changed");
     live->drain_grace_ms = next->drain_grace_ms; /* read when a drain starts */
+    if (live->clock_warn_ms != next->clock_warn_ms || live->clock_limit_ms != next->clock_limit_ms)
+        log_info("reload: daemon.clock_warn or clock_limit changed");
+    live->clock_warn_ms = next->clock_warn_ms; /* read at each clock sample */
+    live->clock_limit_ms = next->clock_limit_ms;
     live->log_level = next->log_level;
     live->log_target = next->log_target;
     live->log_facility = next->log_facility;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <zookeeper/zookeeper.h>
 
+#include "clock_sync.h"
 #include "daemon.h"
 #include "dispatcher.h"
 #include "lease.h"
@@ -48,7 +49,7 @@ static void renew(struct session *s);
 
 static void enter(struct session *s, enum conn_state st, const char *why)
 {
-    int64_t now = units_wall_ms();
+    int64_t now = units_mono_ms();
     log_info("zookeeper: %s -> %s after %lld ms (%s)", names[s->state], names[st],
              (long long)(now - s->since_ms), why);
     s->state = st;
@@ -134,7 +135,7 @@ static void beat(struct session *s)
     if (!b)
         return;
     b->s = s;
-    b->sent_at = units_wall_ms();
+    b->sent_at = units_mono_ms();
     if (zkstore_exists(s->d->zs, s->d->cfg->zk_root, 0, on_beat_answer, b) != ZOK)
         free(b);
 }
@@ -169,10 +170,10 @@ static void connected(struct session *s)
     struct deferd *d = s->d;
     int64_t id = zkstore_session_id(d->zs);
     evtimer_del(s->lost_timer);
-    s->last_contact_ms = units_wall_ms();
+    s->last_contact_ms = units_mono_ms();
     if (s->state == CS_SUSPENDED && id == d->session_id) {
         enter(s, CS_RECONNECTED, "same session");
-        lease_shift_all(d->dispatcher, units_wall_ms() - s->suspended_at_ms);
+        lease_shift_all(d->dispatcher, units_mono_ms() - s->suspended_at_ms);
         mirror_resync(d->mirror); /* changes while away fired no watch */
         lock_verify_held(d->dispatcher);
         s->state = CS_CONNECTED;  /* RECONNECTED is an event; the state is connected */
@@ -184,6 +185,7 @@ static void connected(struct session *s)
                  zkstore_negotiated_timeout(d->zs));
         enter(s, CS_CONNECTED, why);
     }
+    clock_sync_session_up(d->clock); /* the first to ask: its answer may release pushes */
     pause_session_up(d); /* answered before the listings that follow: one session, in order */
     layout_marker_session_up(d);
     unpacker_session_up(d->unpacker);
@@ -202,7 +204,7 @@ void session_on_zk_state(struct session *s, int zk_state)
         connected(s);
     } else if (zk_state == ZOO_CONNECTING_STATE && s->state == CS_CONNECTED) {
         enter(s, CS_SUSPENDED, "connection lost; dispatch paused");
-        s->suspended_at_ms = units_wall_ms();
+        s->suspended_at_ms = units_mono_ms();
         int64_t ms = s->last_contact_ms + zkstore_negotiated_timeout(s->d->zs) -
                      s->suspended_at_ms;
         if (ms < 0)
@@ -222,7 +224,7 @@ void session_format(const struct session *s, char *buf, size_t len)
     snprintf(buf, len,
              "zk_state=%s zk_state_ms=%lld zk_session=0x%llx zk_suspended=%u zk_reconnected=%u "
              "zk_lost=%u",
-             names[s->state], (long long)(units_wall_ms() - s->since_ms),
+             names[s->state], (long long)(units_mono_ms() - s->since_ms),
              (unsigned long long)s->d->session_id, s->transitions[CS_SUSPENDED],
              s->transitions[CS_RECONNECTED], s->transitions[CS_LOST]);
 }
@@ -234,7 +236,7 @@ struct session *session_new(struct deferd *d)
         return NULL;
     s->d = d;
     s->state = CS_CONNECTING;
-    s->since_ms = units_wall_ms();
+    s->since_ms = units_mono_ms();
     s->lost_timer = evtimer_new(d->base, on_lost_timer, s);
     s->renew_timer = evtimer_new(d->base, on_renew_timer, s);
     s->beat_timer = evtimer_new(d->base, on_beat_timer, s);

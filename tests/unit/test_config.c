@@ -259,6 +259,27 @@ static void logging(void)
     config_free(&cfg);
 }
 
+/* [daemon] clock, clock_warn, clock_limit: defaults, overrides and errors. */
+static void clock_keys(void)
+{
+    struct config cfg;
+    char err[512];
+    CHECK(load_text(BASE "[queue a]\n", NULL, 0, &cfg, err, sizeof err) == 0);
+    CHECK(!cfg.clock_local && cfg.clock_warn_ms == 1000 && cfg.clock_limit_ms == 60000);
+    config_free(&cfg);
+    const char *ov[] = {"daemon.clock=local", "daemon.clock_warn=250ms", "daemon.clock_limit=0"};
+    CHECK(load_text(BASE "[queue a]\n", ov, 3, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.clock_local && cfg.clock_warn_ms == 250 && cfg.clock_limit_ms == 0);
+    config_free(&cfg);
+    expect_error(BASE "[queue a]\n[daemon]\nclock = ntp\n", 7,
+                 "'clock': 'ntp' is not zookeeper or local");
+    expect_error(BASE "[queue a]\n[daemon]\nclock_warn = 0\n", 7, "clock_warn");
+    expect_error(BASE "[queue a]\n[daemon]\nclock_limit = 2d\n", 7, "clock_limit");
+    expect_error(BASE "[queue a]\n[daemon]\nclock_warn = 5s\nclock_limit = 2s\n", 0,
+                 "clock_limit (2000 ms) is below clock_warn (5000 ms)");
+    expect_error(BASE "[queue a]\n[daemon]\nclock_limt = 5s\n", 7, "clock_limit");
+}
+
 /* An unknown key names the known one a typo away, if exactly one is, or its section. */
 static void unknown_keys(void)
 {
@@ -584,6 +605,7 @@ int main(void)
     connect_string();
     metrics_listen();
     logging();
+    clock_keys();
     default_socket();
     unknown_keys();
     ranges();

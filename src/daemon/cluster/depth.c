@@ -14,6 +14,7 @@
 #include "log.h"
 #include "pack.h"
 #include "queue.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -135,7 +136,7 @@ static void finish_census(struct walk *w)
     w->done_began_ms = w->run.refreshed_ms; /* a pass begins as a refresh does */
     log_debug("queue %s: census: %llu jobs in %lld ms", w->qc->name,
               (unsigned long long)census_total(w->done),
-              (long long)(units_wall_ms() - w->done_began_ms));
+              (long long)(cluster_now_ms() - w->done_began_ms));
 }
 
 static void finish(struct walk *w)
@@ -358,7 +359,7 @@ static void start(struct walk *w)
     const struct config *cfg = w->dp->d->cfg;
     char path[LAYOUT_PATH_MAX];
     memset(&w->run, 0, sizeof w->run);
-    w->run.refreshed_ms = units_wall_ms();
+    w->run.refreshed_ms = cluster_now_ms();
     w->started_mono = units_mono_ms();
     w->errors = 0;
     if (w->census && !(w->tally = census_new()))

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "names.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -134,7 +135,7 @@ static int expired_key(const struct pass *p, const struct call *c, const struct 
            strcmp(jn.key, name) == 0 &&
            layout_key_path(own, sizeof own, p->d->cfg->zk_root, p->qc->name, name) == 0 &&
            strcmp(own, c->path) == 0 &&
-           acked + (int64_t)p->qc->key_retention_ms <= units_wall_ms();
+           acked + (int64_t)p->qc->key_retention_ms <= cluster_now_ms();
 }
 
 static void on_read(const struct zk_result *res, void *ctx)

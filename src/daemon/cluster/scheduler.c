@@ -14,6 +14,7 @@
 #include "metrics.h"
 #include "putset.h"
 #include "schedule.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -114,7 +115,7 @@ static int64_t next_after(const struct schedule_config *sc, int64_t after)
 static void arm_next(struct sched *s)
 {
     const struct schedule_config *sc = s->sc;
-    int64_t now = units_wall_ms(), t = next_after(sc, s->st.last_ms);
+    int64_t now = cluster_now_ms(), t = next_after(sc, s->st.last_ms);
     if (t == INT64_MAX) {
         log_warn("schedule %s: its expression fires no more after %" PRId64, sc->name,
                  s->st.last_ms);
@@ -225,7 +226,7 @@ static void plan_ahead(struct plan *p, const struct schedule_config *sc, int64_t
 static void make_plan(struct sched *s, struct plan *p, int prev_busy)
 {
     const struct schedule_config *sc = s->sc;
-    int64_t now = units_wall_ms(), from = s->st.last_ms;
+    int64_t now = cluster_now_ms(), from = s->st.last_ms;
     if (strcmp(s->st.fp, s->fp) != 0 && from < now)
         from = now; /* a new section owes nothing missed under the old one */
     memset(p, 0, sizeof *p);
@@ -435,7 +436,7 @@ static void on_created(const struct zk_result *res, void *ctx)
 /* A schedule new to ZooKeeper owes nothing before now. */
 static void create_state(struct sched *s)
 {
-    struct schedule_state st = {.last_ms = units_wall_ms()};
+    struct schedule_state st = {.last_ms = cluster_now_ms()};
     char data[SCHEDULE_STATE_MAX];
     memcpy(st.fp, s->fp, sizeof st.fp);
     int len = schedule_state_format(&st, data, sizeof data);

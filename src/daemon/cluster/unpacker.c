@@ -13,6 +13,7 @@
 #include "log.h"
 #include "pack.h"
 #include "unpack.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -219,7 +220,7 @@ static void on_packs_listed(const struct zk_result *res, void *ctx)
     uint64_t l1;
     if (qp) { /* a watch tells of changes; NoNode sets none: looked at again later */
         qp->listing = 0;
-        qp->relist_at = units_wall_ms() + (res->rc == ZOK       ? PACKS_CHECK_MS
+        qp->relist_at = cluster_now_ms() + (res->rc == ZOK       ? PACKS_CHECK_MS
                                            : res->rc == ZNONODE ? PACKS_RELIST_MS
                                                                 : TICK_MS);
     }
@@ -336,7 +337,7 @@ static void on_dir_listed(const struct zk_result *res, void *ctx)
     struct unpacker *u = c->u;
     struct pdir *pd;
     const struct queue_config *qc = native_queue(u, c->queue);
-    int64_t now = units_wall_ms();
+    int64_t now = cluster_now_ms();
     HASH_FIND_STR(u->dirs, c->path, pd);
     free(c);
     if (!pd)
@@ -390,7 +391,7 @@ static int grow_queues(struct unpacker *u)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct unpacker *u = arg;
-    int64_t now = units_wall_ms();
+    int64_t now = cluster_now_ms();
     (void)fd;
     (void)what;
     if (!zkstore_connected(u->d->zs) || grow_queues(u) != 0)

@@ -13,6 +13,7 @@
 #include "protocol.h"
 #include "reply.h"
 #include "txnbatch.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -91,7 +92,7 @@ static int name_value(const struct dqueue *q, const struct proto_request *req, i
         return -1;
     }
     if (q->cfg->format == QF_CURATOR_DELAY) {
-        *value = req->has_at ? (int64_t)req->at_ms : units_wall_ms() + (int64_t)req->delay_ms;
+        *value = req->has_at ? (int64_t)req->at_ms : cluster_latest_ms() + (int64_t)req->delay_ms;
         return 0;
     }
     uint64_t prio = req->has_prio ? req->prio : q->cfg->priority;

@@ -15,6 +15,7 @@
 #include "metrics.h"
 #include "reply.h"
 #include "txnbatch.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -50,7 +51,7 @@ static int requeue_path(struct dispatcher *ds, const struct citem *ci, char *buf
     if (qc->format == QF_CURATOR_DELAY) {
         uint64_t delay = ci->has_nack_delay ? ci->nack_delay_ms
                                          : settle_backoff_ms(qc, ci->attempt);
-        value = units_wall_ms() + (int64_t)(delay < LAYOUT_DUE_MAX ? delay : LAYOUT_DUE_MAX);
+        value = cluster_latest_ms() + (int64_t)(delay < LAYOUT_DUE_MAX ? delay : LAYOUT_DUE_MAX);
     }
     (void)ds;
     if (curator_name_prefix_tagged(curator_consume_kind(ci->cq->q), value, ci->attempt, prefix,
@@ -65,7 +66,7 @@ static int dead_path(struct dispatcher *ds, struct citem *ci)
 {
     if (ci->dead_path)
         return 0;
-    struct job_name jn = {.due_ms = (uint64_t)units_wall_ms(),
+    struct job_name jn = {.due_ms = (uint64_t)cluster_now_ms(),
                           .priority = curator_item_order_key(ci),
                           .prior_attempts = ci->attempt};
     char buf[LAYOUT_PATH_MAX];

@@ -18,6 +18,7 @@
 #include "pack.h"
 #include "protocol.h"
 #include "reply.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -528,7 +529,7 @@ void cancel_job(struct dispatcher *ds, struct proto_request *req, struct reply *
 
 void cancel_reschedule(struct dispatcher *ds, struct proto_request *req, struct reply *r)
 {
-    uint64_t due = req->has_at ? req->at_ms : (uint64_t)units_wall_ms() + req->delay_ms;
+    uint64_t due = req->has_at ? req->at_ms : (uint64_t)cluster_latest_ms() + req->delay_ms;
     if (due > LAYOUT_DUE_MAX) {
         reply_err(r, PE_BAD_REQUEST, "due time %llu is too far", (unsigned long long)due);
         return;

@@ -18,6 +18,7 @@
 #include "reply.h"
 #include "stash.h"
 #include "txnbatch.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkacl.h"
 #include "zkstore.h"
@@ -82,7 +83,7 @@ void dispatcher_make_ready(struct dispatcher *ds, struct job *job)
  * Returns 1 when the job is ready. */
 int dispatcher_place(struct dispatcher *ds, struct job *job, int64_t due_wall)
 {
-    int64_t wall = units_wall_ms();
+    int64_t wall = cluster_now_ms();
     if (due_wall < job->not_before) /* given back after a failure: not before its retry */
         due_wall = job->not_before;
     if (due_wall <= wall) {
@@ -138,7 +139,7 @@ void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c)
 static int may_prelock(struct dispatcher *ds, struct dqueue *q)
 {
     return q->cfg->format == QF_NATIVE && !dispatcher_stopped(q) && zkstore_connected(ds->d->zs) &&
-           consumer_ring_room(&q->ring) > q->nprelocked;
+           !ds->clock_held && consumer_ring_room(&q->ring) > q->nprelocked;
 }
 
 int dispatcher_stopped(const struct dqueue *q) { return q->paused || q->ds->draining; }
@@ -173,7 +174,7 @@ void dispatcher_rearm(struct dispatcher *ds)
         evtimer_del(ds->timer);
         return;
     }
-    int64_t now = units_wall_ms();
+    int64_t now = cluster_now_ms();
     int64_t wait = next > now ? next - now : 0;
     struct timeval tv = {.tv_sec = wait / 1000, .tv_usec = (wait % 1000) * 1000};
     evtimer_add(ds->timer, &tv);
@@ -184,7 +185,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct dispatcher *ds = arg;
-    int64_t wall = units_wall_ms();
+    int64_t wall = cluster_now_ms();
     mirror_tick(ds->d->mirror, wall);
     for (size_t i = 0; i < ds->nqueues; i++) {
         struct dqueue *q = ds->queues[i];
@@ -241,7 +242,7 @@ void dispatcher_retry_later_at(struct dispatcher *ds, struct job *job, const cha
     job_unhold(ds, job);
     if (job_settled_gone(ds, job))
         return;
-    dispatcher_schedule(ds, job, units_wall_ms() + DISPATCHER_RETRY_MS);
+    dispatcher_schedule(ds, job, cluster_now_ms() + DISPATCHER_RETRY_MS);
 }
 
 /* ---- locking and delivery ---- */
@@ -250,7 +251,7 @@ void dispatcher_retry_later_at(struct dispatcher *ds, struct job *job, const cha
 /* Locked ahead of its due time: wait in the armed heap until it is due. */
 static void arm(struct dispatcher *ds, struct job *job)
 {
-    if ((int64_t)job->jn.due_ms <= units_wall_ms()) {
+    if ((int64_t)job->jn.due_ms <= cluster_now_ms()) {
         dispatcher_make_ready(ds, job);
         return;
     }
@@ -311,7 +312,37 @@ void dispatcher_deliver(struct dispatcher *ds, struct job *job)
 static int overtakes_prelock(struct dqueue *q, const struct job *job)
 {
     const struct job *pl = heap_peek(&q->prelocking);
-    return pl && (int64_t)pl->jn.due_ms <= units_wall_ms() && !job->prelocked;
+    return pl && (int64_t)pl->jn.due_ms <= cluster_now_ms() && !job->prelocked;
+}
+
+/* A push needs a session known to be alive: a lock is ours only until ZooKeeper could have
+ * expired the session, a session timeout after it last heard from us. A process frozen
+ * (SIGSTOP, a VM paused) and thawed may not know yet that it lost its session: after half
+ * a timeout without an answer, it asks ZooKeeper first (polling its answer) and pushes
+ * nothing meanwhile. */
+static int may_push(struct dispatcher *ds, struct dqueue *q)
+{
+    struct zkstore *zs = ds->d->zs;
+    if (!zkstore_connected(zs) || ds->clock_held)
+        return 0;
+    int64_t age = zkstore_heard_age_ms(zs);
+    if (age < zkstore_negotiated_timeout(zs) / 2) {
+        if (ds->stale_held)
+            log_info("zookeeper: answered again; pushing jobs");
+        ds->stale_held = 0;
+        return 1;
+    }
+    if (!ds->stale_held) {
+        ds->stale_holds++;
+        log_warn("zookeeper: no answer for %lld ms (was this process paused?): pushing "
+                 "nothing until ZooKeeper answers", (long long)age);
+    }
+    ds->stale_held = 1;
+    zkstore_touch(zs);
+    q->kicked = 1;
+    static const struct timeval poll = {0, 20000};
+    evtimer_add(ds->later, &poll);
+    return 0;
 }
 
 void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
@@ -320,8 +351,7 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
     int locks = 0;
     if (dispatcher_stopped(q))
         return;
-    while ((job = heap_peek(&q->ready)) && zkstore_connected(ds->d->zs) &&
-           !overtakes_prelock(q, job)) {
+    while ((job = heap_peek(&q->ready)) && may_push(ds, q) && !overtakes_prelock(q, job)) {
         if (locks++ == LOCKS_PER_TURN) { /* more after the loop has polled again */
             q->kicked = 1;
             static const struct timeval now = {0, 0};
@@ -566,12 +596,13 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
                      " jobs_known=%u delayed=%zu ready=%zu inflight=%zu listing_max_bytes=%zu"
                      " listings=%llu listed_names=%llu payload_reads=%llu payload_bytes=%zu"
                      " txn.puts=%llu/%llu txn.locks=%llu/%llu txn.settles=%llu/%llu"
-                     " changes=%llu change_round_trips=%llu change_round_trips_max=%u",
+                     " changes=%llu change_round_trips=%llu change_round_trips_max=%u"
+                     " stale_session_holds=%llu",
                      HASH_COUNT(ds->jobs), delayed, ready, inflight,
                      mirror_listing_max(ds->d->mirror), lists, names, ds->reads,
                      ds->payload_bytes, items[0], multis[0], items[1], multis[1], items[2],
                      multis[2], ds->changes, ds->change_round_trips,
-                     ds->change_round_trips_max);
+                     ds->change_round_trips_max, ds->stale_holds);
     if (ds->draining && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, " draining=1");
     for (size_t i = 0; i < ds->nqueues && n > 0 && (size_t)n < len; i++)
@@ -631,6 +662,17 @@ void dispatcher_drain(struct dispatcher *ds)
 }
 
 int dispatcher_draining(const struct dispatcher *ds) { return ds->draining; }
+
+const char *dispatcher_ident(const struct dispatcher *ds) { return ds->ident; }
+
+void dispatcher_hold_for_clock(struct dispatcher *ds, int hold)
+{
+    if (ds->clock_held == !!hold)
+        return;
+    ds->clock_held = !!hold;
+    for (size_t i = 0; !hold && i < ds->nqueues; i++)
+        dispatcher_kick_soon(ds, ds->queues[i]);
+}
 
 size_t dispatcher_busy(const struct dispatcher *ds)
 {

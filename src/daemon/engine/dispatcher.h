@@ -58,6 +58,11 @@ void dispatcher_queue_counts(const struct dispatcher *ds, struct queue_counts *o
  * new locks or pushes; locks taken ahead of a consumer are given back. Held jobs stay. */
 void dispatcher_set_paused(struct dispatcher *ds, struct dqueue *q, int paused);
 void dispatcher_drain(struct dispatcher *ds);
+/* The cluster clock cannot be trusted yet, or no longer (clock_sync.h): no pushes, no locks
+ * for pushes, until it can. */
+void dispatcher_hold_for_clock(struct dispatcher *ds, int hold);
+/* "host:pid", written into our locks: which daemon holds a job. */
+const char *dispatcher_ident(const struct dispatcher *ds);
 int dispatcher_draining(const struct dispatcher *ds);
 /* Jobs held by consumers or with a lock, ack or release in flight, and settles waiting for
  * the connection: the drain ends when none is left. */

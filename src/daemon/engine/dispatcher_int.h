@@ -52,6 +52,9 @@ struct dispatcher {
     unsigned long long changes, change_round_trips;
     unsigned change_round_trips_max;
     int draining;               /* SIGTERM: no new locks or pushes on any queue */
+    int clock_held;             /* the cluster clock cannot be trusted (clock_sync.h) */
+    int stale_held;             /* pushes wait for a sign of life of the session */
+    unsigned long long stale_holds; /* how often they had to */
 };
 
 

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "reply.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -39,7 +40,7 @@ void lease_arm(struct dispatcher *ds, struct job *job)
 
 void lease_start(struct dispatcher *ds, struct job *job)
 {
-    job->lease_at = units_wall_ms() + job->ttr_ms;
+    job->lease_at = cluster_now_ms() + job->ttr_ms;
     job->warned = 0;
     lease_arm(ds, job);
 }

@@ -11,6 +11,7 @@
 #include "dispatcher_int.h"
 #include "log.h"
 #include "txnbatch.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -37,7 +38,7 @@ void lock_paths(const struct job *job, struct lock_paths *lp)
  * dead-lettering refused): the job waits DISPATCHER_RETRY_MS before it is offered again. */
 void lock_release_later(struct dispatcher *ds, struct job *job)
 {
-    job->not_before = units_wall_ms() + DISPATCHER_RETRY_MS;
+    job->not_before = cluster_now_ms() + DISPATCHER_RETRY_MS;
     lock_release(ds, job);
 }
 

@@ -11,6 +11,7 @@
 #include "layout.h"
 #include "log.h"
 #include "queue.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -242,7 +243,7 @@ static void dir_listed(struct mirror *m, struct dir *dir, const char *path, cons
         if (!kid)
             return;
         int64_t at = kid->start_ms - (int64_t)m->d->cfg->lookahead_ms;
-        if (at <= units_wall_ms())
+        if (at <= cluster_now_ms())
             load(m, kid);
         else
             defer_load(m, kid, at);
@@ -272,7 +273,7 @@ static void sweep(struct mirror *m, struct dir *dir)
  * ctime is the server's clock: skew only makes a bucket wait longer or go sooner. */
 static void collect(struct mirror *m, struct dir *dir, const struct zk_result *res)
 {
-    int64_t now = units_wall_ms();
+    int64_t now = cluster_now_ms();
     if (dir->level == 0 || res->nchildren > 0 || dir->end_ms > now - GC_GRACE_MS ||
         !res->has_stat)
         return;
@@ -317,7 +318,7 @@ static void on_jobs_made(const struct zk_result *res, void *ctx)
     if (res->rc != ZNOAUTH || !q->root)
         return;
     queue_denied(q, q->root->path);
-    defer_load(q->root->m, q->root, units_wall_ms() + LIST_RETRY_MS);
+    defer_load(q->root->m, q->root, cluster_now_ms() + LIST_RETRY_MS);
 }
 
 static void on_list(const struct zk_result *res, void *ctx)
@@ -344,7 +345,7 @@ static void on_list(const struct zk_result *res, void *ctx)
             log_warn("listing %s failed: %s; retrying", dir->path, zk_strerror(res->rc));
         }
         /* jobs/ just created: list it again soon, but never in a tight loop */
-        defer_load(m, dir, units_wall_ms() + (res->rc == ZNONODE ? 100 : LIST_RETRY_MS));
+        defer_load(m, dir, cluster_now_ms() + (res->rc == ZNONODE ? 100 : LIST_RETRY_MS));
         return;
     }
     dir->loaded = 1;
@@ -364,16 +365,16 @@ static void load(struct mirror *m, struct dir *dir)
         return;
     }
     if (!dir->loaded && dir->level >= LAYOUT_DEPTH && dir->q->mirrored >= MIRRORED_MAX) {
-        defer_load(m, dir, units_wall_ms() + FULL_RETRY_MS);
+        defer_load(m, dir, cluster_now_ms() + FULL_RETRY_MS);
         return;
     }
     if (dir->pend_pos != HEAP_NONE)
         heap_remove(&m->pending, dir->pend_pos);
-    dir->listed_at = units_wall_ms();
+    dir->listed_at = cluster_now_ms();
     int rc = zkstore_children(m->d->zs, dir->path, 1, on_list, dir);
     if (rc != ZOK) {
         log_warn("listing %s failed: %s; retrying", dir->path, zk_strerror(rc));
-        defer_load(m, dir, units_wall_ms() + LIST_RETRY_MS);
+        defer_load(m, dir, cluster_now_ms() + LIST_RETRY_MS);
         return;
     }
     dir->listing = 1;
@@ -382,7 +383,7 @@ static void load(struct mirror *m, struct dir *dir)
 static void relist(struct mirror *m, struct dir *dir)
 {
     /* Others' new jobs in a bucket due later can wait longer to be seen. */
-    int64_t now = units_wall_ms(), ahead = (dir->start_ms - now) / 4;
+    int64_t now = cluster_now_ms(), ahead = (dir->start_ms - now) / 4;
     ahead = ahead < 0 ? 0 : ahead > RELIST_MAX_AHEAD_MS ? RELIST_MAX_AHEAD_MS : ahead;
     int64_t due = dir->listed_at + RELIST_MIN_MS + ahead + dir->names / RELIST_NAMES_PER_MS;
     if (now >= due)

@@ -16,6 +16,7 @@
 #include "queue.h"
 #include "reply.h"
 #include "txnbatch.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -133,7 +134,7 @@ int packer_wants(const struct packer *pk, const struct dqueue *q, uint64_t due_m
     if (pk->ds->d->layout_version < LAYOUT_VERSION_PACKS || qc->format != QF_NATIVE ||
         qc->pack_after_ms == 0 || due_ms > LAYOUT_DUE_MAX)
         return 0;
-    return packer_window_start(q, due_ms) >= (uint64_t)units_wall_ms() + qc->pack_after_ms +
+    return packer_window_start(q, due_ms) >= (uint64_t)cluster_now_ms() + qc->pack_after_ms +
                                            PACK_MARGIN_MS;
 }
 
@@ -414,7 +415,7 @@ static void drop_open(struct window *w)
 static int window_over(const struct window *w)
 {
     return !w->busy && !w->waiting &&
-           w->key.start < (uint64_t)units_wall_ms() + w->q->cfg->pack_after_ms +
+           w->key.start < (uint64_t)cluster_now_ms() + w->q->cfg->pack_after_ms +
                               PACK_MARGIN_MS;
 }
 

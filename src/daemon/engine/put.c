@@ -16,6 +16,7 @@
 #include "putset.h"
 #include "reply.h"
 #include "txnbatch.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -162,7 +163,7 @@ static void put_jobs(struct dispatcher *ds, struct proto_put *items, size_t n, i
 static int put_packed(struct dispatcher *ds, struct dqueue *q, struct proto_request *req,
                       struct reply *r)
 {
-    uint64_t due = req->has_at ? req->at_ms : (uint64_t)units_wall_ms() + req->delay_ms;
+    uint64_t due = req->has_at ? req->at_ms : (uint64_t)cluster_latest_ms() + req->delay_ms;
     if (!packer_wants(ds->d->packer, q, due))
         return -1;
     struct job_name jn = {.due_ms = due, .priority = req->has_prio ? req->prio : q->cfg->priority,

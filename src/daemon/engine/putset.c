@@ -15,6 +15,7 @@
 #include "putpacks.h"
 #include "stash.h"
 #include "txnbatch.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -137,7 +138,7 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
     if (queue_pending_full(q))
         return refuse(code, text, tlen, PE_QUEUE_FULL, "queue '%s' holds its max_pending jobs",
                       pp->queue);
-    uint64_t due = pp->has_at ? pp->at_ms : (uint64_t)units_wall_ms() + pp->delay_ms;
+    uint64_t due = pp->has_at ? pp->at_ms : (uint64_t)cluster_latest_ms() + pp->delay_ms;
     if (due > LAYOUT_DUE_MAX)
         return refuse(code, text, tlen, PE_BAD_REQUEST, "due time %llu is too far",
                       (unsigned long long)due);
@@ -385,7 +386,7 @@ int putset_send(struct putset *ps, struct txnbatch *b, const struct zk_txn_op *p
 static void keep_payload(struct dispatcher *ds, struct putjob *pj)
 {
     struct job *job;
-    int64_t now = units_wall_ms();
+    int64_t now = cluster_now_ms();
     if (pj->len > KEEP_PAYLOAD_MAX || !pj->payload)
         return;
     job = job_find_path(ds, pj->path);
@@ -580,7 +581,7 @@ static int kept_key(struct lookup *lk, const char *data, int len, int version)
     int64_t acked;
     if (len <= 0 || layout_parse_kept_key(data, (size_t)len, &acked, &lk->holder) != 0)
         return 0;
-    if (acked + (int64_t)lk->pj->q->cfg->key_retention_ms > units_wall_ms())
+    if (acked + (int64_t)lk->pj->q->cfg->key_retention_ms > cluster_now_ms())
         duplicate_of(lk);
     else
         lk->pj->key_version = version; /* retention over: the key is free again */

@@ -22,6 +22,7 @@
 #include "putset.h"
 #include "reply.h"
 #include "txnbatch.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -224,7 +225,7 @@ static int key_op(struct dispatcher *ds, struct settle *st, struct zk_txn_op *op
         return 1;
     if (!keep)
         snprintf(st->key_data, sizeof st->key_data, "%s", strchr(st->next_id, '/') + 1);
-    else if (layout_kept_key_data(st->key_data, sizeof st->key_data, units_wall_ms(),
+    else if (layout_kept_key_data(st->key_data, sizeof st->key_data, cluster_now_ms(),
                                   &job->jn) != 0)
         return 0;
     *op = (struct zk_txn_op){.kind = ZT_SET, .path = st->key_path, .data = st->key_data,
@@ -531,7 +532,7 @@ static int plan_move(struct dispatcher *ds, struct settle *st, uint64_t delay_ms
 {
     struct job *job = st->job;
     struct job_name next;
-    jobedit_next_name(&next, &job->jn, (uint64_t)units_wall_ms() + delay_ms, job->attempt);
+    jobedit_next_name(&next, &job->jn, (uint64_t)cluster_latest_ms() + delay_ms, job->attempt);
     st->has_delay = 1;
     if (delay_ms > LAYOUT_DUE_MAX || next.due_ms > LAYOUT_DUE_MAX ||
         layout_job_path(st->next_path, sizeof st->next_path, dispatcher_root(ds),

@@ -8,6 +8,7 @@
 #include "daemon.h"
 #include "depth.h"
 #include "metrics_int.h"
+#include "cluster_time.h"
 #include "units.h"
 
 static void windows_out(const struct config *cfg, const struct depth *dp, struct evbuffer *out)
@@ -17,7 +18,7 @@ static void windows_out(const struct config *cfg, const struct depth *dp, struct
                    "by the last depth refresh, held ones too), minute (within 60 s), hour "
                    "(the rest of the hour), from the depth refresh; day, week, later (by "
                    "100-second bucket) from the last census pass.");
-    int64_t now = units_wall_ms();
+    int64_t now = cluster_now_ms();
     for (size_t i = 0; i < cfg->nqueues; i++) {
         const char *q = cfg->queues[i]->name;
         const struct depth_counts *c = depth_of(dp, q);
@@ -37,7 +38,7 @@ static void windows_out(const struct config *cfg, const struct depth *dp, struct
 static void census_out(const struct config *cfg, const struct depth *dp, struct evbuffer *out)
 {
     struct depth_census cs;
-    int64_t now = units_wall_ms();
+    int64_t now = cluster_now_ms();
     metrics_family(out, "deferd_queue_census_jobs", "gauge",
                    "Every job of the queue in ZooKeeper, due at any time, as the last complete "
                    "census pass counted them.");
@@ -114,7 +115,7 @@ void metrics_depth_out(struct metrics *m, struct evbuffer *out)
 static int census_fields(struct metrics *m, const char *queue, char *buf, size_t len)
 {
     struct depth_census cs;
-    int64_t now = units_wall_ms();
+    int64_t now = cluster_now_ms();
     if (depth_census_of(m->d->depth, queue, now, &cs) != 0)
         return snprintf(buf, len, " depth_day=- depth_week=- depth_later=- census_total=- "
                                   "census_age_ms=-");
@@ -139,7 +140,7 @@ static int refresh_fields(struct metrics *m, const char *queue, char *buf, size_
                     (unsigned long long)c->jobs[DW_MINUTE], (unsigned long long)c->jobs[DW_HOUR],
                     (unsigned long long)c->dead,
                     (long long)(c->oldest_due_ms ? c->refreshed_ms - c->oldest_due_ms : 0),
-                    (long long)(units_wall_ms() - c->refreshed_ms), c->truncated);
+                    (long long)(cluster_now_ms() - c->refreshed_ms), c->truncated);
 }
 
 int metrics_depth_fields(struct metrics *m, const char *queue, char *buf, size_t len)

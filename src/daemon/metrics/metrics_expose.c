@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock_sync.h"
 #include "config.h"
 #include "consumers.h"
 #include "daemon.h"
@@ -241,6 +242,27 @@ static void session_out(struct metrics *m, struct evbuffer *out)
     }
 }
 
+static void clock_out(struct metrics *m, struct evbuffer *out)
+{
+    struct clock_report r = {0};
+    if (m->d->clock)
+        clock_sync_report(m->d->clock, &r);
+    metrics_family(out, "deferd_clock_skew_seconds", "gauge",
+           "This host's wall clock minus ZooKeeper's transaction clock (> 0: ahead).");
+    evbuffer_add_printf(out, "deferd_clock_skew_seconds %.6f\n", r.skew_ms / 1e3);
+    metrics_family(out, "deferd_clock_error_seconds", "gauge",
+           "The skew is known within plus or minus this.");
+    evbuffer_add_printf(out, "deferd_clock_error_seconds %.6f\n", r.error_ms / 1e3);
+    metrics_family(out, "deferd_clock_state", "gauge",
+           "1 for the cluster clock's state (no pushes while unsynced or over_limit), else 0.");
+    for (int st = 0; st < CLK_COUNT; st++)
+        evbuffer_add_printf(out, "deferd_clock_state{state=\"%s\"} %d\n", clock_state_name(st),
+                            m->d->clock && r.state == (enum clock_state)st);
+    metrics_family(out, "deferd_clock_jumps_total", "counter",
+           "Samples of ZooKeeper's clock outside the estimate's bounds (the estimate restarted).");
+    evbuffer_add_printf(out, "deferd_clock_jumps_total %llu\n", (unsigned long long)r.jumps);
+}
+
 int metrics_expose(struct metrics *m, struct evbuffer *out)
 {
     if (!m || metrics_sync_queues(m) != 0)
@@ -258,6 +280,7 @@ int metrics_expose(struct metrics *m, struct evbuffer *out)
     metrics_depth_out(m, out);
     histograms_out(m, out);
     session_out(m, out);
+    clock_out(m, out);
     metrics_process_out(out);
     metrics_family(out, "deferd_log_dropped_total", "counter",
            "Log lines that could not be written to stderr (a full disk, a closed pipe).");

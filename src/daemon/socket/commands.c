@@ -5,6 +5,7 @@
 
 #include "access.h"
 #include "cancel.h"
+#include "clock_sync.h"
 #include "config.h"
 #include "consumers.h"
 #include "daemon.h"
@@ -187,6 +188,12 @@ static void handle_stats(struct deferd *d, struct conn *c, struct proto_request 
     n = strlen(text);
     unpacker_counts(d->unpacker, &uc);
     packer_counts(d->packer, &pc);
+    struct clock_report cr;
+    clock_sync_report(d->clock, &cr);
+    snprintf(text + n, sizeof text - n, " clock_state=%s clock_skew_ms=%.1f clock_error_ms=%.1f"
+             " clock_samples=%llu clock_jumps=%llu", clock_state_name(cr.state), cr.skew_ms,
+             cr.error_ms, (unsigned long long)cr.samples, (unsigned long long)cr.jumps);
+    n = strlen(text);
     snprintf(text + n, sizeof text - n, " puts_open=%zu puts_waiting=%zu packed_puts=%llu"
              " packs_created=%llu packs_rewritten=%llu pack_bytes=%llu packed_open=%zu"
              " packs_unpacked=%llu jobs_unpacked=%llu unpack_races_lost=%llu"

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,6 +42,8 @@ struct zkstore {
     void *ctx;
     struct metrics *metrics;
     int connected;
+    _Atomic int64_t heard_ns;  /* zkstore_heard_age_ms: written on the client's threads */
+    int touching;
     int closing; /* no new calls; late completions arrive with ZCLOSING */
     int early_state;   /* a session event of the new handle that came before the handle */
     int early_auth;    /* and its credentials' acceptance */
@@ -207,11 +210,34 @@ static struct zk_msg *new_result(struct zkstore *zs, enum metrics_zk_op op, zk_d
 
 /* ---- completions: these run on the ZooKeeper client's completion thread ---- */
 
+/* Answers that only a live session gets (not a lost connection, expiry, or closing). */
+static int answered_by_server(int rc)
+{
+    switch (rc) {
+    case ZOK: case ZNONODE: case ZNOAUTH: case ZBADVERSION: case ZNOCHILDRENFOREPHEMERALS:
+    case ZNODEEXISTS: case ZNOTEMPTY: case ZINVALIDACL: case ZRUNTIMEINCONSISTENCY:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static void heard(struct zkstore *zs, int64_t at_ns)
+{
+    int64_t old = atomic_load(&zs->heard_ns);
+    while (old < at_ns && !atomic_compare_exchange_weak(&zs->heard_ns, &old, at_ns))
+        ;
+}
+
 static void finish(int rc, const void *data)
 {
     struct zk_msg *m = (struct zk_msg *)data;
     m->res.rc = rc;
     m->done_ns = mono_ns(); /* here, not on the loop: a busy loop is not ZooKeeper's time */
+    m->res.sent_ns = m->sent_ns;
+    m->res.done_ns = m->done_ns;
+    if (answered_by_server(rc))
+        heard(m->zs, m->sent_ns);
     loopq_push(m->zs->q, &m->link);
 }
 
@@ -294,6 +320,8 @@ static void on_watcher(zhandle_t *zh, int type, int state, const char *path, voi
     m->state = state;
     if (type == ZOO_SESSION_EVENT) {
         m->kind = MSG_SESSION;
+        if (state == ZOO_CONNECTED_STATE)
+            heard(zs, mono_ns()); /* the server has just taken the session on */
     } else {
         m->kind = MSG_WATCH;
         m->path = strdup(path ? path : "");
@@ -510,6 +538,24 @@ int zk_session_gone(int rc)
 }
 
 int zkstore_connected(const struct zkstore *zs) { return zs->connected; }
+
+int64_t zkstore_heard_age_ms(const struct zkstore *zs)
+{
+    return (mono_ns() - atomic_load(&((struct zkstore *)zs)->heard_ns)) / 1000000;
+}
+
+static void on_touched(const struct zk_result *res, void *ctx)
+{
+    (void)res;
+    ((struct zkstore *)ctx)->touching = 0;
+}
+
+void zkstore_touch(struct zkstore *zs)
+{
+    if (!zs->touching && zs->connected &&
+        zkstore_exists(zs, "/", 0, on_touched, zs) == ZOK)
+        zs->touching = 1;
+}
 
 void zkstore_set_metrics(struct zkstore *zs, struct metrics *m) { zs->metrics = m; }
 

@@ -30,6 +30,7 @@ struct zk_result {
     int *op_err;
     char **op_path;            /* multi: name a sequential create got (NULL for others) */
     const char *path;          /* create_parents: the directory whose create failed */
+    int64_t sent_ns, done_ns;  /* CLOCK_MONOTONIC: sent, answered (on the client's thread) */
 };
 
 typedef void (*zk_done_fn)(const struct zk_result *r, void *ctx);
@@ -64,6 +65,13 @@ int zkstore_connected(const struct zkstore *zs);
 int64_t zkstore_session_id(const struct zkstore *zs);
 int zkstore_negotiated_timeout(const struct zkstore *zs);
 int zkstore_session_password(const struct zkstore *zs, char passwd[16]);
+/* Milliseconds since the session was last known alive: since the sending of the latest
+ * request ZooKeeper answered (or the session's establishment). ZooKeeper cannot expire
+ * the session sooner than a session timeout after that, so until then our ephemeral locks
+ * are ours, even if this process was frozen in between. */
+int64_t zkstore_heard_age_ms(const struct zkstore *zs);
+/* Asks ZooKeeper something cheap, so that the age above is renewed (one at a time). */
+void zkstore_touch(struct zkstore *zs);
 
 /* Each returns ZOK when the request was sent (DONE will be called exactly once) or an
  * error code (DONE will not be called). DONE may be NULL. */

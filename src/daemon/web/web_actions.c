@@ -17,6 +17,7 @@
 #include "jsonw.h"
 #include "log.h"
 #include "metrics.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "web_int.h"
 
@@ -231,7 +232,7 @@ static const char *check_input(struct web *w, struct act_call *ac, struct evkeyv
     if (qc->format != QF_NATIVE && (ac->action == WA_CANCEL || ac->action == WA_RESCHEDULE))
         return "a Curator queue's items are cancelled and rescheduled by Curator, not here";
     if (ac->action == WA_RESCHEDULE &&
-        (!due || units_parse_time_ms(due, units_wall_ms(), &ac->due_ms) != 0))
+        (!due || units_parse_time_ms(due, cluster_now_ms(), &ac->due_ms) != 0))
         return "due= is a time: epoch ms, 2026-12-01T09:00Z, or now+10m";
     if ((ac->action == WA_KICK_ALL || ac->action == WA_DELETE_ALL) &&
         (!confirm || strcmp(confirm, "yes") != 0))

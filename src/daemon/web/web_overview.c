@@ -14,6 +14,7 @@
 #include "metrics.h"
 #include "metrics_expose.h"
 #include "session.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "web_int.h"
 
@@ -150,7 +151,7 @@ static void daemon_json(struct jsonw *w, struct deferd *d)
     jsonw_str(w, "version", DEFERD_VERSION);
     jsonw_str(w, "zk_state",
               d->session ? session_state_name(session_state(d->session)) : "CONNECTING");
-    jsonw_int(w, "now_ms", units_wall_ms());
+    jsonw_int(w, "now_ms", cluster_now_ms());
     jsonw_uint(w, "depth_interval_ms", d->cfg->depth_interval_ms);
     jsonw_obj_end(w);
 }

@@ -15,6 +15,7 @@
 #include "depth.h"
 #include "dispatcher.h"
 #include "jsonw.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "web_int.h"
 
@@ -195,7 +196,7 @@ static void chart(struct evbuffer *out, const struct horizon *h, const uint64_t 
 static void timeline(struct evbuffer *out, struct deferd *d, const char *queue)
 {
     uint64_t bars[32];
-    int64_t now = units_wall_ms(), began = 0;
+    int64_t now = cluster_now_ms(), began = 0;
     evbuffer_add_printf(out, "<section id=\"timeline\"><h2>Due ahead</h2>\n");
     for (size_t i = 0; i < sizeof horizons / sizeof horizons[0]; i++) {
         if (depth_census_bars(d->depth, queue, now, horizons[i].width_ms, horizons[i].n, bars,
@@ -259,7 +260,7 @@ static int parse(struct jobs_call *jc, struct evkeyvalq *q)
          strcmp(queue, jc->queue) != 0))
         return -1;
     jc->o.after = jc->after[0] ? jc->after : NULL;
-    if (from && units_parse_time_ms(from, units_wall_ms(), &jc->o.from_ms) != 0)
+    if (from && units_parse_time_ms(from, cluster_now_ms(), &jc->o.from_ms) != 0)
         return -1;
     return web_limit(q, WEB_PAGE_DEFAULT, WEB_PAGE_MAX, &jc->o.limit);
 }

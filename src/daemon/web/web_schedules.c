@@ -12,6 +12,7 @@
 #include "daemon.h"
 #include "jsonw.h"
 #include "schedule.h"
+#include "cluster_time.h"
 #include "units.h"
 #include "web_int.h"
 
@@ -43,7 +44,7 @@ static void fill_row(struct sched_row *r, const struct schedule_config *sc)
     schedule_describe(sc, r->when, sizeof r->when);
     snprintf(r->misfire, sizeof r->misfire, "%s", schedule_misfire_names[sc->misfire]);
     snprintf(r->overlap, sizeof r->overlap, "%s", schedule_overlap_names[sc->overlap]);
-    int64_t t = units_wall_ms();
+    int64_t t = cluster_now_ms();
     while (r->nnext < NEXT_SHOWN && schedule_next(sc, t, &t) == 0) {
         r->next_ms[r->nnext] = t;
         schedule_format_instant(sc, t, r->next[r->nnext], sizeof r->next[0]);

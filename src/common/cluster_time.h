@@ -1,0 +1,25 @@
+/* The time deferd's daemon judges by: ZooKeeper's transaction clock, read as this host's
+ * monotonic clock plus the lower bound of the estimated offset (clock_estimate.h), so that
+ * it is never ahead of the ensemble's clock. Until an estimate is published (and always in
+ * deferctl) it is the local wall clock. Any thread may read it; the daemon's loop
+ * publishes. */
+#ifndef DEFERD_CLUSTER_TIME_H
+#define DEFERD_CLUSTER_TIME_H
+
+#include <stdint.h>
+
+/* Milliseconds since the Unix epoch on the cluster's clock, at least: ZooKeeper's clock
+ * reads this or later now. What is due by it is due. */
+int64_t cluster_now_ms(void);
+/* At most: ZooKeeper's clock reads this or earlier now. A delay counts from here, so that
+ * a job is never due before the delay asked for has passed. */
+int64_t cluster_latest_ms(void);
+/* From now on: monotonic time + [LO_US, HI_US], widened by the drift allowance since
+ * REF_US. */
+void cluster_time_publish(int64_t lo_us, int64_t hi_us, int64_t ref_us);
+/* Back to the local wall clock ([daemon] clock = local). */
+void cluster_time_unpublish(void);
+/* Monotonic microseconds, the base of the above. */
+int64_t cluster_mono_us(void);
+
+#endif
