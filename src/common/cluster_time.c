@@ -6,7 +6,7 @@
 #include "clock_estimate.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int published;
+static int published, required;
 static int64_t pub_lo_us, pub_hi_us, pub_ref_us;
 
 int64_t cluster_mono_us(void)
@@ -66,4 +66,19 @@ void cluster_time_unpublish(void)
     pthread_mutex_lock(&lock);
     published = 0;
     pthread_mutex_unlock(&lock);
+}
+
+void cluster_time_require(int on)
+{
+    pthread_mutex_lock(&lock);
+    required = on;
+    pthread_mutex_unlock(&lock);
+}
+
+int cluster_time_ready(void)
+{
+    pthread_mutex_lock(&lock);
+    int ready = !required || published;
+    pthread_mutex_unlock(&lock);
+    return ready;
 }

@@ -19,6 +19,11 @@ int64_t cluster_latest_ms(void);
 void cluster_time_publish(int64_t lo_us, int64_t hi_us, int64_t ref_us);
 /* Back to the local wall clock ([daemon] clock = local). */
 void cluster_time_unpublish(void);
+/* ON: the time is not to be trusted for due times until an estimate is published (the
+ * daemon with clock = zookeeper, from start to its first sample). */
+void cluster_time_require(int on);
+/* 1 unless required and not yet published. */
+int cluster_time_ready(void);
 /* Monotonic microseconds, the base of the above. */
 int64_t cluster_mono_us(void);
 

@@ -132,6 +132,7 @@ static void denied(struct clock_sync *cs, int rc)
                   "by this host's clock until deferd may (it needs c on %s/daemons and its "
                   "parent)", cs->path, zk_reason(rc), cs->d->cfg->zk_root);
     cluster_time_unpublish();
+    cluster_time_require(0);
     set_state(cs, CLK_DENIED);
 }
 
@@ -257,6 +258,7 @@ struct clock_sync *clock_sync_new(struct deferd *d)
     snprintf(cs->path, sizeof cs->path, "%s/daemons/%s", d->cfg->zk_root,
              dispatcher_ident(d->dispatcher));
     set_state(cs, d->cfg->clock_local ? CLK_LOCAL : CLK_UNSYNCED);
+    cluster_time_require(!d->cfg->clock_local); /* no due time from the host's clock */
     return cs;
 }
 

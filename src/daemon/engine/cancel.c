@@ -17,6 +17,7 @@
 #include "log.h"
 #include "pack.h"
 #include "protocol.h"
+#include "put.h"
 #include "reply.h"
 #include "cluster_time.h"
 #include "units.h"
@@ -505,8 +506,8 @@ static struct change *change_new(struct dispatcher *ds, struct proto_request *re
                   req->id[0] ? queue : req->queue);
     else if (q->cfg->format != QF_NATIVE)
         reply_err(r, PE_BAD_REQUEST, "queue '%s' is in a Curator format", q->cfg->name);
-    else if (!zkstore_connected(ds->d->zs))
-        reply_err(r, PE_UNAVAILABLE, "not connected to ZooKeeper");
+    else if (!put_possible(ds))
+        reply_err(r, PE_UNAVAILABLE, "not connected to ZooKeeper, or its clock not read yet");
     else if (!(ch = calloc(1, sizeof *ch)))
         reply_err(r, PE_INTERNAL, "out of memory");
     else {

@@ -174,9 +174,19 @@ static int put_packed(struct dispatcher *ds, struct dqueue *q, struct proto_requ
     return 0;
 }
 
+/* Connected, and ZooKeeper's clock read (one round trip after the daemon's first session
+ * starts): a due time is never made from the host's clock. */
+int put_possible(struct dispatcher *ds)
+{
+    return zkstore_connected(ds->d->zs) && cluster_time_ready();
+}
+
 static void refuse_unavailable(struct dispatcher *ds, struct dqueue *q, struct reply *r)
 {
-    reply_err(r, PE_UNAVAILABLE, "not connected to ZooKeeper");
+    if (zkstore_connected(ds->d->zs))
+        reply_err(r, PE_UNAVAILABLE, "ZooKeeper's clock not read yet (just connected)");
+    else
+        reply_err(r, PE_UNAVAILABLE, "not connected to ZooKeeper");
     if (q)
         metrics_refused(ds->d->metrics, q->cfg, MR_UNAVAILABLE);
 }
@@ -191,7 +201,7 @@ void put_single(struct dispatcher *ds, struct proto_request *req, struct reply *
                            .payload = req->payload, .len = req->len};
     if (!q) {
         reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->queue);
-    } else if (!zkstore_connected(ds->d->zs)) {
+    } else if (!put_possible(ds)) {
         refuse_unavailable(ds, q, r);
     } else if (queue_pending_full(q)) {
         metrics_refused(ds->d->metrics, q->cfg, MR_QUEUE_FULL);
@@ -228,7 +238,7 @@ size_t put_open_count(const struct dispatcher *ds)
 
 void put_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r)
 {
-    if (!zkstore_connected(ds->d->zs))
+    if (!put_possible(ds))
         refuse_unavailable(ds, NULL, r);
     else
         put_jobs(ds, req->items, req->nitems, 1, r);
