@@ -131,8 +131,10 @@ int daemon_wait_connected(const struct daemon_proc *d, int ms)
     deferd_client *c = deferd_connect(d->sock, NULL, 0);
     int up = 0;
     while (c && !up && now_ms() < deadline) {
+        /* and ZooKeeper's clock read: puts are refused until it is (guarantees.md) */
         up = deferd_stats(c, stats, sizeof stats) == DEFERD_OK &&
-             strstr(stats, "zk_state=CONNECTED") != NULL;
+             strstr(stats, "zk_state=CONNECTED") != NULL &&
+             strstr(stats, "clock_state=unsynced") == NULL;
         if (!up)
             usleep(20000);
     }

@@ -31,8 +31,9 @@ int64_t now_ms(void);
  * (NULL-terminated); returns once it answers PING and accepts a put. */
 int daemon_start(struct daemon_proc *d, const char *root, const char *tag,
                  const char *const *overrides);
-/* Waits up to MS for STATS to say zk_state=CONNECTED (daemon_start waits for PING only, and
- * puts before the session is up are refused as UNAVAILABLE); 0 once it does, else -1. */
+/* Waits up to MS for STATS to say zk_state=CONNECTED and a clock_state other than unsynced
+ * (daemon_start waits for PING only, and puts before the session is up and ZooKeeper's clock
+ * read are refused as UNAVAILABLE); 0 once it does, else -1. */
 int daemon_wait_connected(const struct daemon_proc *d, int ms);
 /* Starts N daemons tagged d0, d1, ... as daemon_start() and waits until each is connected
  * to ZooKeeper; 0, or -1 (said) when one is not. */

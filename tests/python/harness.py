@@ -77,6 +77,8 @@ class Daemon:
         wait_for(self._ready, f"deferd answers PING (log: {self.log})", 30)
         wait_for(lambda: self.stat("zk_state") == "CONNECTED",
                  "deferd's ZooKeeper session is up", 30)
+        wait_for(lambda: self.stat("clock_state") != "unsynced",
+                 "deferd read ZooKeeper's clock (puts are refused until then)", 30)
         return self
 
     def _ready(self) -> bool:
