@@ -12,6 +12,7 @@
 #include "curator_format.h"
 #include "curator_listing.h"
 #include "clock_sync.h"
+#include "cluster_time.h"
 #include "daemon.h"
 #include "dispatcher.h"
 #include "drain.h"
@@ -70,18 +71,26 @@ static void usage(FILE *out)
             "See deferd(8) in docs/deferd.md.\n");
 }
 
+/* Ready once a session is up and ZooKeeper's clock read (puts are refused before); the
+ * socket listens already (server_new ran before the loop). */
+static void announce(void *ctx)
+{
+    struct deferd *d = ctx;
+    enum conn_state st = session_state(d->session);
+    if (st == CS_CONNECTED && d->server && cluster_time_ready())
+        notify_ready(d->notify, "connected to ZooKeeper, %zu queue(s)", d->cfg->nqueues);
+    else
+        notify_status(d->notify, "ZooKeeper session %s%s", session_state_name(st),
+                      st == CS_CONNECTED ? ", reading its clock" : "");
+}
+
 static void on_session(int state, void *ctx)
 {
     struct deferd *d = ctx;
     session_on_zk_state(d->session, state);
     if (state == ZOO_AUTH_FAILED_STATE)
         d->exit_status = 1;
-    /* Ready once a session is up; the socket listens already (server_new ran before the loop). */
-    enum conn_state st = session_state(d->session);
-    if (st == CS_CONNECTED && d->server)
-        notify_ready(d->notify, "connected to ZooKeeper, %zu queue(s)", d->cfg->nqueues);
-    else
-        notify_status(d->notify, "ZooKeeper session %s", session_state_name(st));
+    announce(d);
 }
 
 static void on_watch(int type, const char *path, void *ctx)
@@ -225,6 +234,8 @@ static int run(struct deferd *d, const struct options *o)
     if (d->dispatcher)
         dispatcher_set_format(d->dispatcher, &curator_format);
     d->clock = d->dispatcher ? clock_sync_new(d) : NULL;
+    if (d->clock)
+        clock_sync_on_ready(d->clock, announce, d);
     d->session = session_new(d);
     d->pending = pending_new(d);
     d->keysweep = keysweep_new(d);

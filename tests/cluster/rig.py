@@ -133,10 +133,12 @@ class Cluster:
     def _write_deferd_config(self, h):
         hosts = ",".join("127.0.0.1:%d" % (RELAY_BASE + k) for k in range(len(self.hosts)))
         with open(os.path.join(h.dir, "deferd.ini"), "w") as f:
-            f.write("[daemon]\nsocket = %s\ndrain_grace = 2s\n[zookeeper]\nhosts = %s\n"
+            f.write("[daemon]\nsocket = %s\ndrain_grace = 2s\nlog_level = %s\n"
+                    "[zookeeper]\nhosts = %s\n"
                     "root = /rig\nsession_timeout = %dms\n[queue %s]\nttr = 10s\n"
                     "max_attempts = 1000\n[metrics]\nlisten = 127.0.0.1:0\n"
-                    % (h.sock, hosts, self.session_ms, QUEUE))
+                    % (h.sock, os.environ.get("DEFERD_RIG_LOG_LEVEL", "info"), hosts,
+                       self.session_ms, QUEUE))
 
     def _start_deferd(self, h):
         h.deferd = self._spawn(h.i, [self.deferd_bin, "-c", os.path.join(h.dir, "deferd.ini")],
@@ -332,6 +334,16 @@ class Cluster:
         self._set_clock(h, seconds)
 
     # ---- the end ----
+
+    def show(self, job_id):
+        """deferctl show of a job, from the first host, while the cluster still runs: where a
+        job the checker misses is (pending, held and by whom, gone)."""
+        ctl = os.path.join(os.path.dirname(self.deferd_bin), "deferctl")
+        h = self.hosts[0]
+        r = subprocess.run(self.net.run_in(0) + [ctl, "-c", os.path.join(h.dir, "deferd.ini"),
+                                                 "show", job_id],
+                           capture_output=True, text=True, timeout=30)
+        return (r.stdout + r.stderr).strip()
 
     def wait_acked(self, timeout):
         """Until every acknowledged put was acked by a consumer, or TIMEOUT seconds."""

@@ -70,6 +70,13 @@ def skew_violations(records, settle_ms=2500):
     return bad
 
 
+def inspect_unacked(cl, records, most=5):
+    """deferctl show of the first jobs acknowledged to a producer and never acked."""
+    acked = {r["token"] for r in records if r.get("ev") == "ack" and r["ok"]}
+    ids = [r["id"] for r in records if r.get("ev") == "put_ok" and r["token"] not in acked]
+    return {i: cl.show(i) for i in ids[:most]}
+
+
 def run(workdir, deferd_bin, scenario, seed, log=print, rate=8):
     os.makedirs(workdir, exist_ok=True)
     cl = rig.Cluster(workdir, deferd_bin, seed=seed, log=log)
@@ -85,12 +92,15 @@ def run(workdir, deferd_bin, scenario, seed, log=print, rate=8):
         time.sleep(max(0, begin + scenario["seconds"] - time.time()))
         drained = cl.wait_acked(60)
         records = cl.ledger.snapshot()
+        shown = {} if drained else inspect_unacked(cl, records)
     finally:
         cl.stop()
     cl.ledger.dump(os.path.join(workdir, "ledger.jsonl"))
     violations, figures = ledgermod.check(records)
     violations["skew"] = skew_violations(records)
     figures["drained"] = drained
+    if shown:
+        figures["unacked_shown"] = shown
     with open(os.path.join(workdir, "verdict.json"), "w") as f:
         json.dump({"seed": seed, "scenario": scenario, "violations": violations,
                    "figures": figures}, f, indent=1)

@@ -303,6 +303,51 @@ static void forced_expiry(const char *session_file)
     deferd_close(c);
 }
 
+/* An ack whose transaction reaches ZooKeeper as the connection breaks, before the answer
+ * comes back, and then the session is lost (the cut outlasts it): the new session finds the
+ * job gone, so the ack was applied, and the consumer is told OK, not LEASE_LOST. Whatever
+ * the cut caught (a ping may slip in before the ack: then the ack waits, is refused with
+ * LEASE_LOST and the job is there to be delivered again), the answer must match ZooKeeper. */
+static void ack_across_lost_session(void)
+{
+    char relayed[160], hosts[200], j[DEFERD_ID_SIZE], path[512];
+    struct tcpcut *r = tcpcut_start(harness_zk_hosts, relayed, sizeof relayed);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    snprintf(hosts, sizeof hosts, "zookeeper.hosts=%s", relayed);
+    const char *const o[] = {"zookeeper.session_timeout=4s", hosts, NULL};
+    struct daemon_proc dd;
+    CHECK(daemon_start(&dd, root, "s5", o) == 0 && daemon_wait_connected(&dd, 10000) == 0);
+    deferd_client *c = client(&dd);
+    CHECK(put_job(c, "b", "acked as it broke", 0, -1, -1, j) == 0);
+    CHECK(deferd_subscribe(c, "b", 1) == DEFERD_OK);
+    zhandle_t *zh = zk_connect();
+    int applied = 0;
+    for (int round = 0; round < 3 && !applied; round++) {
+        deferd_job job;
+        memset(&job, 0, sizeof job);
+        CHECK(next_job_push(c, &job, 20000) == 0 && strcmp(job.id, j) == 0);
+        deferd_job_clear(&job);
+        long mark = log_mark(&dd);
+        tcpcut_cut_after_request(r, 6000);
+        int rc = deferd_ack(c, j);
+        int gone = job_path(root, j, path, sizeof path) == 0 && !zk_exists(zh, path);
+        printf("ack across a lost session: %s, job %s\n", rc == DEFERD_OK ? "OK" :
+               deferd_last_error_code(c), gone ? "gone" : "still there");
+        CHECK((rc == DEFERD_OK && gone) ||
+              (rc == DEFERD_ESERVER && strcmp(deferd_last_error_code(c), "LEASE_LOST") == 0 &&
+               !gone));
+        applied = rc == DEFERD_OK && gone && log_count(&dd, mark, "was applied") == 1;
+        CHECK(log_count(&dd, mark, "-> LOST") == 1);
+    }
+    CHECK(applied);
+    zookeeper_close(zh);
+    deferd_close(c);
+    daemon_kill(&dd, SIGTERM);
+    tcpcut_stop(r);
+}
+
 int main(void)
 {
     harness_init("session", root, sizeof root);
@@ -319,6 +364,7 @@ int main(void)
         return 1;
     short_outage();
     daemon_kill(&d, SIGTERM);
+    ack_across_lost_session();
     CHECK(tcpcut_relayed(relay) >= 2); /* deferd went through it, before and after the cut */
     tcpcut_stop(relay);
     char cq_path[300], cq_locks[300];

@@ -21,6 +21,9 @@ struct tcpcut {
     int fds[PAIRS][2]; /* client side, server side; -1 when free */
     atomic_llong cut_until_ms;
     atomic_int cut_now, stopping, relayed;
+    atomic_int cut_after_ms;  /* tcpcut_cut_after_request: armed when > 0 */
+    int linger_fd;            /* its server side, closed at linger_until_ms */
+    int64_t linger_until_ms;
 };
 
 static int64_t mono_ms(void)
@@ -86,6 +89,28 @@ static int relay(int from, int to)
     return 1;
 }
 
+static void linger_end(struct tcpcut *t, int now)
+{
+    if (t->linger_fd >= 0 && (now || mono_ms() >= t->linger_until_ms)) {
+        close(t->linger_fd);
+        t->linger_fd = -1;
+    }
+}
+
+/* The request just passed on to the server side of pair I: the client loses the connection
+ * now; the server side stays open a moment, so that the server reads the request. */
+static void cut_after(struct tcpcut *t, int i)
+{
+    int ms = atomic_exchange(&t->cut_after_ms, 0);
+    atomic_store(&t->cut_until_ms, mono_ms() + ms);
+    linger_end(t, 1);
+    close(t->fds[i][0]);
+    t->linger_fd = t->fds[i][1];
+    t->linger_until_ms = mono_ms() + 300;
+    t->fds[i][0] = t->fds[i][1] = -1;
+    drop_all(t);
+}
+
 static void *run(void *arg)
 {
     struct tcpcut *t = arg;
@@ -104,11 +129,16 @@ static void *run(void *arg)
             accept_one(t);
         for (int k = 1; k < n; k++) {
             int i = slot[k] / 2, side = slot[k] % 2;
-            if (p[k].revents && t->fds[i][0] >= 0 &&
-                !relay(t->fds[i][side], t->fds[i][1 - side]))
+            if (!p[k].revents || t->fds[i][0] < 0)
+                continue;
+            if (!relay(t->fds[i][side], t->fds[i][1 - side]))
                 drop(t, i);
+            else if (side == 0 && atomic_load(&t->cut_after_ms) > 0)
+                cut_after(t, i);
         }
+        linger_end(t, 0);
     }
+    linger_end(t, 1);
     drop_all(t);
     return NULL;
 }
@@ -136,6 +166,7 @@ struct tcpcut *tcpcut_start(const char *target, char *hosts, size_t len)
         goto fail;
     for (int i = 0; i < PAIRS; i++)
         t->fds[i][0] = t->fds[i][1] = -1;
+    t->linger_fd = -1;
     t->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); /* not deferd's */
     if (t->listen_fd < 0 || bind(t->listen_fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
         listen(t->listen_fd, 16) != 0 ||
@@ -156,6 +187,11 @@ void tcpcut_cut(struct tcpcut *t, int ms)
 {
     atomic_store(&t->cut_until_ms, mono_ms() + ms);
     atomic_store(&t->cut_now, 1);
+}
+
+void tcpcut_cut_after_request(struct tcpcut *t, int ms)
+{
+    atomic_store(&t->cut_after_ms, ms);
 }
 
 int tcpcut_relayed(const struct tcpcut *t)

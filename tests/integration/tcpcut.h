@@ -18,6 +18,11 @@ struct tcpcut *tcpcut_start(const char *target, char *hosts, size_t len);
 /* Closes every relayed connection now and, for MS milliseconds, closes each new one as soon
  * as it is accepted; then relays again. Returns at once. */
 void tcpcut_cut(struct tcpcut *t, int ms);
+/* Arms a cut for MS milliseconds that falls right after the next bytes the client sends
+ * have been passed on: the client loses the connection at once, the server gets the
+ * request (its side closes 300 ms later) and its answer goes nowhere. An operation whose
+ * outcome the client cannot know. Returns at once. */
+void tcpcut_cut_after_request(struct tcpcut *t, int ms);
 /* Connections relayed since the start (accepted while not cut). */
 int tcpcut_relayed(const struct tcpcut *t);
 void tcpcut_stop(struct tcpcut *t);

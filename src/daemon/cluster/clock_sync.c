@@ -33,6 +33,8 @@ struct clock_sync {
     int quick;       /* quick samples left */
     int warned;      /* the skew is above clock_warn, and that was logged */
     int tries;       /* creates of the node that found no parent (zkstore_parents_missing) */
+    void (*ready)(void *ctx);
+    void *ready_ctx;
 };
 
 static const char *const state_names[CLK_COUNT] = {
@@ -41,6 +43,18 @@ static const char *const state_names[CLK_COUNT] = {
 
 const char *clock_state_name(enum clock_state st) { return state_names[st]; }
 const char *clock_sync_node(const struct clock_sync *cs) { return cs->path; }
+
+void clock_sync_on_ready(struct clock_sync *cs, void (*fn)(void *ctx), void *ctx)
+{
+    cs->ready = fn;
+    cs->ready_ctx = ctx;
+}
+
+static void tell_ready(struct clock_sync *cs)
+{
+    if (cs->ready)
+        cs->ready(cs->ready_ctx);
+}
 
 static int64_t wall_us(void)
 {
@@ -114,6 +128,7 @@ static void sampled(struct clock_sync *cs, const struct zk_result *res)
         cluster_time_publish(cs->est.lo_us, cs->est.hi_us, cs->est.ref_us);
     struct clock_report r;
     clock_sync_report(cs, &r);
+    int first = k == CLOCK_FIRST && cs->state == CLK_UNSYNCED;
     if (k == CLOCK_FIRST)
         log_info("cluster clock: this host's clock is %+.1f ms (+-%.1f) off ZooKeeper's; "
                  "due times are judged by %s clock", r.skew_ms, r.error_ms,
@@ -123,6 +138,8 @@ static void sampled(struct clock_sync *cs, const struct zk_result *res)
                  "another clock, or a clock stepped); the estimate starts again at %+.1f ms "
                  "(+-%.1f)", r.skew_ms, r.error_ms);
     judge(cs);
+    if (first)
+        tell_ready(cs); /* synced (or over the limit) before the daemon says it is ready */
 }
 
 static void denied(struct clock_sync *cs, int rc)
@@ -131,9 +148,12 @@ static void denied(struct clock_sync *cs, int rc)
         log_error("cluster clock: %s: cannot write our clock node (%s); due times are judged "
                   "by this host's clock until deferd may (it needs c on %s/daemons and its "
                   "parent)", cs->path, zk_reason(rc), cs->d->cfg->zk_root);
+    int was_unsynced = cs->state == CLK_UNSYNCED;
     cluster_time_unpublish();
     cluster_time_require(0);
     set_state(cs, CLK_DENIED);
+    if (was_unsynced)
+        tell_ready(cs);
 }
 
 static void next_sample(struct clock_sync *cs)

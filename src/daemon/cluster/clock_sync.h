@@ -31,6 +31,9 @@ struct clock_report {
 
 struct clock_sync *clock_sync_new(struct deferd *d);
 void clock_sync_free(struct clock_sync *cs);
+/* FN(CTX) once due times can be made (the first sample, or the fall-back to the host's clock
+ * when ZooKeeper refuses our node): the daemon is ready to take puts. */
+void clock_sync_on_ready(struct clock_sync *cs, void (*fn)(void *ctx), void *ctx);
 /* After each (re)connection: make our node if needed and take samples at once. */
 void clock_sync_session_up(struct clock_sync *cs);
 void clock_sync_report(const struct clock_sync *cs, struct clock_report *out);

@@ -496,6 +496,7 @@ int dispatcher_subscribe(struct dispatcher *ds, struct consumer *c, struct dqueu
 void dispatcher_session_up(struct dispatcher *ds)
 {
     settle_resume_held(ds); /* the same session came back: apply what consumers asked */
+    settle_check_unknown(ds); /* a new one: were the settles sent as the old one broke applied? */
     dispatcher_rearm(ds); /* leases wait while disconnected */
     for (size_t i = 0; i < ds->nqueues; i++) {
         struct dqueue *q = ds->queues[i];

@@ -36,6 +36,8 @@ struct dispatcher {
     struct event *later;        /* the same, in the next loop turn */
     struct heap leases;         /* INFLIGHT jobs by their next lease event */
     struct settle *held;        /* acks/nacks waiting for the connection to come back */
+    struct settle *unknown;     /* acks/nacks sent when the lost session broke: the next
+                                 * session finds out whether they were applied */
     /* Transactions of many jobs go to ZooKeeper as few multis (txnbatch.h). */
     struct txnbatch *locks, *settles, *puts;
     struct buckets *buckets;    /* 100 ms buckets and shards known to exist, for puts */
@@ -89,6 +91,7 @@ void dispatcher_job_vanished(struct dispatcher *ds, struct job *job);
 void settle_bury_locked(struct dispatcher *ds, struct job *job);
 void settle_resume_held(struct dispatcher *ds);
 void settle_revoke_held(struct dispatcher *ds);
+void settle_check_unknown(struct dispatcher *ds);
 void settle_free_held(struct dispatcher *ds);
 uint64_t settle_backoff_ms(const struct queue_config *qc, uint32_t attempt);
 /* The job ID that consumer C holds (SETTLING: for an ACK or NACK, which may answer a job

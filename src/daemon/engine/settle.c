@@ -679,12 +679,19 @@ void settle_resume_held(struct dispatcher *ds)
     }
 }
 
-/* The session is gone: every held ack/nack fails with LEASE_LOST. */
+/* The session is gone: every held ack/nack fails with LEASE_LOST, except one that was sent
+ * when the connection broke (the job is uncertain): ZooKeeper may have applied it, so the
+ * next session looks at the job first (settle_check_unknown). */
 void settle_revoke_held(struct dispatcher *ds)
 {
     while (ds->held) {
         struct settle *st = ds->held;
         ds->held = st->next;
+        if (st->job->uncertain && st->r) {
+            st->next = ds->unknown;
+            ds->unknown = st;
+            continue; /* the job stays JS_SETTLING: revoke_all keeps it for us */
+        }
         if (st->r)
             reply_err(st->r, PE_LEASE_LOST, "job %s: the ZooKeeper session was lost",
                       st->job->id);
@@ -693,11 +700,48 @@ void settle_revoke_held(struct dispatcher *ds)
     }
 }
 
+/* The lost session's lock is gone. The job gone too means our transaction was applied
+ * before the session broke (or the job was delivered again and settled elsewhere since):
+ * either way it will not come back, and the consumer is told OK. The job still there means
+ * it was not applied: LEASE_LOST, and it is delivered again. */
+static void on_unknown_checked(const struct zk_result *res, void *ctx)
+{
+    struct settle *st = ctx;
+    struct dispatcher *ds = st->job->q->ds;
+    if (res->rc == ZNONODE || (res->rc == ZOK && st->unrun_same)) {
+        log_info("queue %s: job %s: the %s sent as the session broke was applied",
+                 st->job->q->cfg->name, st->job->id, settle_name(st));
+        settled(ds, st);
+    } else {
+        if (st->r)
+            reply_err(st->r, PE_LEASE_LOST, "job %s: the ZooKeeper session was lost%s",
+                      st->job->id, res->rc == ZOK ? "; this settle changed nothing" : "");
+        job_free(ds, st->job);
+    }
+    settle_free(st);
+}
+
+void settle_check_unknown(struct dispatcher *ds)
+{
+    while (ds->unknown) {
+        struct settle *st = ds->unknown;
+        ds->unknown = st->next;
+        if (zkstore_exists(ds->d->zs, st->job->path, 0, on_unknown_checked, st) == ZOK)
+            continue;
+        struct zk_result gone = {.rc = ZCLOSING};
+        on_unknown_checked(&gone, st);
+    }
+}
+
 void settle_free_held(struct dispatcher *ds)
 {
-    while (ds->held) {
-        struct settle *st = ds->held;
-        ds->held = st->next;
-        settle_free(st);
+    struct settle *lists[2] = {ds->held, ds->unknown};
+    ds->held = ds->unknown = NULL;
+    for (int i = 0; i < 2; i++) {
+        while (lists[i]) {
+            struct settle *st = lists[i];
+            lists[i] = st->next;
+            settle_free(st);
+        }
     }
 }
