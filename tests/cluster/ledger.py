@@ -12,9 +12,14 @@ The checker judges a finished run:
   duplicate   a second delivery with no fault of the first holder's host (its link cut,
               its deferd or ZooKeeper member frozen or killed, its link slowed) between the
               two, nor a loss of its session that followed a fault
-  attempts    a delivery whose attempt is not above the previous delivery's
+  attempts    a delivery whose attempt is not above the previous delivery's (same job)
+  twice       one put stored as two jobs (two job ids delivered for one payload; the rig
+              never nacks or reschedules, which would rename a job)
   stale_ack   an ack answered OK for a delivery that another delivery had superseded
-              (the old holder's lock was gone: it must get LEASE_LOST)
+              (the old holder's lock was gone: it must get LEASE_LOST), unless the job had
+              been acked OK by then: an ack sent as its session broke is answered OK when
+              the next session finds the job gone (docs/protocol.md, STATE), counted in
+              the figures as ok_after_settled
 """
 
 import json
@@ -104,11 +109,15 @@ def _fault_windows(records, end):
     return windows
 
 
-def check(records, slack_ms=0):
-    """The verdict: a dict of violation lists (empty lists: passed) and figures."""
+def check(records, slack_ms=0, gone_ids=()):
+    """The verdict: a dict of violation lists (empty lists: passed) and figures. GONE_IDS:
+    jobs found absent from ZooKeeper at the end (deferctl show): an unacked put among them
+    whose last ack was sent and never answered (its daemon killed after applying it) is
+    counted as ack_unknown, not lost."""
     records = sorted(records, key=lambda r: r["t"])
     end = records[-1]["t"] if records else 0
     puts = {r["token"]: r for r in records if r.get("ev") == "put_ok"}
+    failed_puts = {r["token"] for r in records if r.get("ev") == "put_failed"}
     deliveries, acks = {}, {}
     for r in records:
         if r.get("ev") == "deliver":
@@ -117,17 +126,21 @@ def check(records, slack_ms=0):
             acks.setdefault(r["token"], []).append(r)
     windows = _fault_windows(records, end)
     v = {"lost": [], "early": [], "duplicate": [], "attempts": [], "stale_ack": [],
-         "unknown": []}
-    late = {}
+         "unknown": [], "twice": []}
+    late, after_settled = {}, 0
+    sent = {r["token"] for r in records if r.get("ev") == "ack_sent"}
+    unknown_acks = 0
     for token, p in puts.items():
         if not any(a["ok"] for a in acks.get(token, [])):
+            if token in sent and not acks.get(token) and p["id"] in gone_ids:
+                unknown_acks += 1
+                continue
             v["lost"].append(token)
     for token, ds in deliveries.items():
         p = puts.get(token)
         if p is None:
-            if token.startswith("u-"):  # an unanswered put may have been stored: fine
-                continue
-            v["unknown"].append(token)
+            if token not in failed_puts:  # a put answered with an error may have been stored
+                v["unknown"].append(token)
             continue
         want = p["at"] if p.get("at") is not None else p["t0"] + p["delay"]
         for d in ds:
@@ -136,6 +149,10 @@ def check(records, slack_ms=0):
                     token, d["due"], want, d["t"], d["host"]))
         first = ds[0]
         late.setdefault(first["host"], []).append(first["t"] - first["due"])
+        ids = sorted({d["id"] for d in ds})
+        if len(ids) > 1:
+            v["twice"].append("%s: %s" % (token, ", ".join(ids)))
+            ds = [d for d in ds if d["id"] == p["id"]] or ds
         for a, b in zip(ds, ds[1:]):
             if b["attempt"] <= a["attempt"]:
                 v["attempts"].append("%s: attempt %d on %s after %d on %s" % (
@@ -145,7 +162,11 @@ def check(records, slack_ms=0):
                 v["duplicate"].append("%s: %s at %.0f, again on %s at %.0f" % (
                     token, a["host"], a["t"], b["host"], b["t"]))
         last = ds[-1]
+        first_ok = min((a["t"] for a in acks.get(token, []) if a["ok"]), default=None)
         for a in acks.get(token, []):
+            if a["ok"] and a["t"] > first_ok:
+                after_settled += 1
+                continue
             if a["ok"] and (a["host"] != last["host"] or a["attempt"] != last["attempt"]):
                 v["stale_ack"].append("%s: ack OK from %s attempt %d, last delivery %s "
                                       "attempt %d" % (token, a["host"], a["attempt"],
@@ -154,7 +175,8 @@ def check(records, slack_ms=0):
                "puts_failed": sum(1 for r in records if r.get("ev") == "put_failed"),
                "delivered": len(deliveries),
                "redeliveries": sum(len(ds) - 1 for ds in deliveries.values()),
-               "faults": sum(1 for r in records if r.get("ev") == "fault_start")}
+               "faults": sum(1 for r in records if r.get("ev") == "fault_start"),
+               "ok_after_settled": after_settled, "ack_unknown": unknown_acks}
     for host, xs in sorted(late.items()):
         xs.sort()
         figures["lateness_" + host] = {"n": len(xs), "p50": round(xs[len(xs) // 2], 1),

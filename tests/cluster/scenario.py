@@ -70,7 +70,7 @@ def skew_violations(records, settle_ms=2500):
     return bad
 
 
-def inspect_unacked(cl, records, most=5):
+def inspect_unacked(cl, records, most=20):
     """deferctl show of the first jobs acknowledged to a producer and never acked."""
     acked = {r["token"] for r in records if r.get("ev") == "ack" and r["ok"]}
     ids = [r["id"] for r in records if r.get("ev") == "put_ok" and r["token"] not in acked]
@@ -96,7 +96,8 @@ def run(workdir, deferd_bin, scenario, seed, log=print, rate=8):
     finally:
         cl.stop()
     cl.ledger.dump(os.path.join(workdir, "ledger.jsonl"))
-    violations, figures = ledgermod.check(records)
+    gone = {i for i, text in shown.items() if "no job" in text}
+    violations, figures = ledgermod.check(records, gone_ids=gone)
     violations["skew"] = skew_violations(records)
     figures["drained"] = drained
     if shown:

@@ -36,7 +36,8 @@ def main(sock_path, ledger_path, host, queue, seed):
 
     while True:
         try:
-            client = deferd.Client(socket_path=sock_path, timeout=30)
+            client = deferd.Client(socket_path=sock_path, timeout=30,
+                                   on_ack_error=lambda e: None)  # told by serve()
             client.subscribe([queue], inflight=8)
         except (OSError, deferd.DeferdError):
             nap(0.2)  # the daemon is down (killed, restarting)
@@ -54,12 +55,14 @@ def main(sock_path, ledger_path, host, queue, seed):
 
 def serve(client, tell, rnd):
     """Up to INFLIGHT jobs worked on at once: each is told to the ledger the moment it
-    arrives, and acked when its (simulated) work is done."""
-    busy = []  # (done_at, job)
+    arrives, and acked when its (simulated) work is done. Acks are pipelined and their
+    answers told as they come, so that a held ack (the daemon SUSPENDED) never keeps this
+    loop from reading the next push: the ledger's delivery times are the arrivals."""
+    busy, acks = [], []  # (done_at, job), (job, reply)
     while True:
         now = time.monotonic()
-        wait = min((d for d, _ in busy), default=now + 1.0) - now
-        job = client.next_job(timeout=max(0.0, min(wait, 1.0)))
+        wait = min((d for d, _ in busy), default=now + 0.2) - now
+        job = client.next_job(timeout=max(0.0, min(wait, 0.2)))
         while client.next_event() is not None:
             pass  # EXPIRED, STATE...: the ack's answer says what matters
         if job is not None:
@@ -70,19 +73,14 @@ def serve(client, tell, rnd):
         now = time.monotonic()
         for item in [b for b in busy if b[0] <= now]:
             busy.remove(item)
-            finish(item[1], tell)
-
-
-def finish(job, tell):
-    token = job.payload.decode()
-    try:
-        job.ack(wait=True)
-        tell(ev="ack", token=token, attempt=job.attempt, ok=True)
-    except deferd.DeferdError as e:
-        code = getattr(e, "code", str(e))
-        tell(ev="ack", token=token, attempt=job.attempt, ok=False, err=code)
-        if code != "LEASE_LOST":
-            raise
+            tell(ev="ack_sent", token=item[1].payload.decode(), attempt=item[1].attempt)
+            acks.append((item[1], item[1].ack()))
+        for job_, reply in [a for a in acks if a[1].done]:
+            acks.remove((job_, reply))
+            err = reply.error
+            tell(ev="ack", token=job_.payload.decode(), attempt=job_.attempt, ok=err is None,
+                 err=None if err is None else getattr(err, "code", str(err)),
+                 text=None if err is None else str(err))
 
 
 if __name__ == "__main__":
