@@ -168,20 +168,32 @@ static void next_sample(struct clock_sync *cs)
 static void make_node(struct clock_sync *cs);
 static void write_node(struct clock_sync *cs);
 
+/* A call about our node failed: a denial is said (and the host's clock used); unless the
+ * session is gone (the next session_up starts again), the next sample tries again, since
+ * the connection may come back or the ACL be mended. */
+static void carry_on(struct clock_sync *cs, int rc)
+{
+    if (rc == ZNOAUTH)
+        denied(cs, rc);
+    if (!zk_session_gone(rc))
+        next_sample(cs);
+}
+
 static void on_written(const struct zk_result *res, void *ctx)
 {
     struct clock_sync *cs = ctx;
     cs->busy = 0;
-    if (res->rc == ZOK && res->has_stat)
-        sampled(cs, res);
-    else if (res->rc == ZNONODE)
-        cs->node_made = 0; /* deleted by hand, or a new session: made again below */
-    else if (res->rc == ZNOAUTH)
-        denied(cs, res->rc);
-    if (res->rc == ZNONODE && zkstore_connected(cs->d->zs))
-        make_node(cs);
-    else if (!zk_session_gone(res->rc) && res->rc != ZCLOSING)
+    if (res->rc == ZOK) {
+        if (res->has_stat)
+            sampled(cs, res);
         next_sample(cs);
+    } else if (res->rc == ZNONODE) {
+        cs->node_made = 0; /* deleted by hand: made again now (or at the next session_up) */
+        if (zkstore_connected(cs->d->zs))
+            make_node(cs);
+    } else {
+        carry_on(cs, res->rc);
+    }
 }
 
 /* The node's data: who we are and what we last measured, for operators (zkCli get). */
@@ -200,14 +212,10 @@ static void on_parents(const struct zk_result *res, void *ctx)
 {
     struct clock_sync *cs = ctx;
     cs->busy = 0;
-    if (res->rc == ZOK) {
+    if (res->rc == ZOK)
         make_node(cs);
-        return;
-    }
-    if (res->rc == ZNOAUTH)
-        denied(cs, res->rc);
-    if (!zk_session_gone(res->rc) && res->rc != ZCLOSING)
-        next_sample(cs); /* the ACL may be mended */
+    else
+        carry_on(cs, res->rc);
 }
 
 static void on_made(const struct zk_result *res, void *ctx)
@@ -230,10 +238,7 @@ static void on_made(const struct zk_result *res, void *ctx)
             next_sample(cs);
         return;
     }
-    if (res->rc == ZNOAUTH)
-        denied(cs, res->rc);
-    if (!zk_session_gone(res->rc) && res->rc != ZCLOSING)
-        next_sample(cs); /* the ACL may be mended */
+    carry_on(cs, res->rc);
 }
 
 static void make_node(struct clock_sync *cs)
