@@ -2,6 +2,7 @@
  * partition cut in a relay between deferd and a server that stays up, and a long one (LOST:
  * holders told, a new session built, every job delivered again and acked), also for a
  * Curator queue's item. Runs its own ZooKeeper so that it can stop and restart it. */
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -348,6 +349,75 @@ static void ack_across_lost_session(void)
     tcpcut_stop(r);
 }
 
+/* Sends N pipelined PUTs to queue emails (one multi, most likely) and reads the N answers;
+ * returns how many were OK, or -1. */
+static int put_pipelined(const struct daemon_proc *dd, int n, int round)
+{
+    char req[4096] = "", in[8192] = "";
+    size_t len = 0, got = 0;
+    for (int i = 0; i < n; i++) {
+        char payload[32];
+        int k = snprintf(payload, sizeof payload, "inflight-%d-%d", round, i);
+        len += (size_t)snprintf(req + len, sizeof req - len, "PUT emails %d delay=3600000\n%s\n",
+                                k, payload);
+    }
+    int fd = raw_connect(dd), lines = 0, ok = 0;
+    if (fd < 0 || write(fd, req, len) != (ssize_t)len) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    int64_t deadline = now_ms() + 20000;
+    while (lines < n && got + 1 < sizeof in) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int left = (int)(deadline - now_ms());
+        ssize_t r;
+        if (left <= 0 || poll(&pf, 1, left) <= 0 || (r = read(fd, in + got, 1)) <= 0)
+            break;
+        lines += in[got++] == '\n';
+    }
+    close(fd);
+    for (char *line = in; *line; line = strchr(line, '\n') + 1) {
+        ok += strncmp(line, "OK ", 3) == 0;
+        if (!strchr(line, '\n'))
+            break;
+    }
+    printf("pipelined puts across a cut: %d answers, %d OK: %s", lines, ok, in);
+    return lines == n ? ok : -1;
+}
+
+/* Puts whose multi reached ZooKeeper as the connection broke (the session survives): the
+ * client gives each operation of an unanswered multi the connection's error, which must not
+ * read as "the first failed alone, the rest rolled back": those would be sent again after
+ * RECONNECTED, find their names taken and be stored a second time under new names (the
+ * rig's soak saw one put stored as two jobs). The cut lasts 1 ms, so that the client is
+ * connected again by the time those would be sent. Each put is stored at most once. */
+static void puts_in_flight_on_a_cut(void)
+{
+    enum { N = 8 };
+    zhandle_t *zh = zk_connect();
+    int applied = 0;
+    for (int round = 0; round < 8 && !applied; round++) { /* the cut may catch a ping */
+        int before = zk_count_jobs(zh, root, "emails");
+        long mark = log_mark(&d);
+        tcpcut_cut_after_request(relay, 1);
+        int ok = put_pipelined(&d, N, round);
+        CHECK(ok >= 0);
+        CHECK(log_wait(&d, mark, "-> RECONNECTED", 15000));
+        /* a put after the reconnection is sent after anything sent again */
+        deferd_client *c = client(&d);
+        char id[DEFERD_ID_SIZE];
+        CHECK(put_job(c, "emails", "barrier", 3600000, -1, -1, id) == 0);
+        deferd_close(c);
+        int stored = zk_count_jobs(zh, root, "emails") - before - 1;
+        printf("round %d: %d of %d answered OK, %d stored\n", round, ok, N, stored);
+        CHECK(stored >= ok && stored <= N);
+        applied = ok < N && stored > ok;
+    }
+    CHECK(applied); /* the cut caught a multi that ZooKeeper applied */
+    zookeeper_close(zh);
+}
+
 int main(void)
 {
     harness_init("session", root, sizeof root);
@@ -363,6 +433,7 @@ int main(void)
     if (daemon_start(&d, root, "s1", slow) != 0)
         return 1;
     short_outage();
+    puts_in_flight_on_a_cut();
     daemon_kill(&d, SIGTERM);
     ack_across_lost_session();
     CHECK(tcpcut_relayed(relay) >= 2); /* deferd went through it, before and after the cut */

@@ -106,7 +106,8 @@ int zkstore_parents_missing(struct zkstore *zs, const char *path, int *tries, zk
                             void *ctx);
 
 /* The operation that failed a multi: the first with an error of its own (the others carry
- * ZOK or ZRUNTIMEINCONSISTENCY); -1 when the multi never reached the data. */
+ * ZOK or ZRUNTIMEINCONSISTENCY); -1 when the multi as a whole failed (no answer, so it may
+ * have been applied, or the session refused) or succeeded. */
 int zk_failed_op(const struct zk_result *res);
 
 /* The session a call was made in is over (LOST, or closed at exit, while it was in flight):
