@@ -69,7 +69,7 @@ static const struct {
         "socket_group", "log_level", "log_target", "log_facility", "log_timestamps",
         "max_payload", "max_line", "max_connections", "max_inflight", "max_open_puts",
         "requests_per_turn", "lookahead", "drain_grace", "clock", "clock_warn", "clock_limit",
-        NULL}},
+        "hold_writes", NULL}},
     [SEC_ZOOKEEPER] = {"zookeeper", (const char *const[]){"hosts", "root", "session_timeout",
         "auth", "auth_file", "acl", NULL}},
     [SEC_METRICS] = {"metrics", (const char *const[]){"listen", "depth_interval",
@@ -282,6 +282,10 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
         return cfg_set_duration(ld, &c->clock_warn_ms, key, value, 1, 86400000);
     if (strcmp(key, "clock_limit") == 0)
         return cfg_set_duration(ld, &c->clock_limit_ms, key, value, 0, 86400000);
+    if (strcmp(key, "hold_writes") == 0) {
+        ld->hold_writes_set = 1;
+        return cfg_set_duration(ld, &c->hold_writes_ms, key, value, 0, 600000);
+    }
     return cfg_unknown_key(ld, SEC_DAEMON, "daemon", key);
 }
 
@@ -955,6 +959,24 @@ static int validate_zookeeper(struct load *ld)
     return 0;
 }
 
+/* Writes are held while the session may still survive, never longer: the default is
+ * HOLD_WRITES_DEFAULT_MS or the session timeout if that is shorter. */
+static int validate_hold_writes(struct load *ld)
+{
+    struct config *c = ld->cfg;
+    if (!ld->hold_writes_set) {
+        c->hold_writes_ms = c->session_timeout_ms < HOLD_WRITES_DEFAULT_MS ? c->session_timeout_ms
+                                                                          : HOLD_WRITES_DEFAULT_MS;
+        return 0;
+    }
+    if (c->hold_writes_ms > c->session_timeout_ms)
+        return cfg_fail_at(ld, 0, "[daemon]: hold_writes (%llu ms) is longer than [zookeeper] "
+                           "session_timeout (%llu ms): a write cannot wait for a session that "
+                           "is already lost", (unsigned long long)c->hold_writes_ms,
+                           (unsigned long long)c->session_timeout_ms);
+    return 0;
+}
+
 static int validate(struct load *ld)
 {
     struct config *c = ld->cfg;
@@ -967,6 +989,8 @@ static int validate(struct load *ld)
         return cfg_fail_at(ld, 0, "missing section [queue NAME]: at least one queue is needed, "
                        "e.g. [queue emails]");
     if (validate_zookeeper(ld) != 0)
+        return -1;
+    if (validate_hold_writes(ld) != 0)
         return -1;
     if (c->clock_limit_ms && c->clock_limit_ms < c->clock_warn_ms)
         return cfg_fail_at(ld, 0, "[daemon]: clock_limit (%llu ms) is below clock_warn (%llu ms); "

@@ -22,6 +22,7 @@ enum queue_format { QF_NATIVE, QF_CURATOR_DELAY, QF_CURATOR_PRIORITY };
 #define CONFIG_MAX_LINE_LIMIT 8192
 #define CONFIG_MAX_LINE_DEFAULT 1024
 #define CONFIG_MAX_INFLIGHT_LIMIT 10000
+#define HOLD_WRITES_DEFAULT_MS 4000 /* [daemon] hold_writes, unless session_timeout is shorter */
 
 struct queue_config {
     char name[QUEUE_NAME_MAX + 1];
@@ -122,6 +123,7 @@ struct config {
     int clock_local;          /* clock = local: due times by this host's clock, not ZooKeeper's */
     uint64_t clock_warn_ms;   /* host clock this far from ZooKeeper's: a warning */
     uint64_t clock_limit_ms;  /* this far: no dispatch until it is fixed; 0 = no limit */
+    uint64_t hold_writes_ms;  /* writes wait this long for ZooKeeper to come back; 0 = refuse */
     /* [zookeeper] */
     char *zk_hosts;
     char *zk_root;

@@ -24,6 +24,7 @@ struct load {
     char *err;
     size_t errlen;
     int failed;
+    int hold_writes_set; /* else its default follows session_timeout */
 };
 
 /* Section kinds, for the hint at an unknown key. */

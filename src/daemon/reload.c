@@ -76,6 +76,9 @@ static void apply_logging(struct config *live, const struct config *next)
         log_info("reload: daemon.clock_warn or clock_limit changed");
     live->clock_warn_ms = next->clock_warn_ms; /* read at each clock sample */
     live->clock_limit_ms = next->clock_limit_ms;
+    if (live->hold_writes_ms != next->hold_writes_ms)
+        log_info("reload: daemon.hold_writes changed");
+    live->hold_writes_ms = next->hold_writes_ms; /* read as each write is held */
     live->log_level = next->log_level;
     live->log_target = next->log_target;
     live->log_facility = next->log_facility;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +288,24 @@ int log_wait(const struct daemon_proc *d, long mark, const char *needle, int ms)
         usleep(20000);
     }
     return 1;
+}
+
+int raw_read_lines(int fd, int n, char *out, size_t len, int ms)
+{
+    int lines = 0;
+    size_t got = 0;
+    int64_t deadline = now_ms() + ms;
+    out[0] = '\0';
+    while (lines < n && got + 1 < len) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int left = (int)(deadline - now_ms());
+        ssize_t r;
+        if (left <= 0 || poll(&pf, 1, left) <= 0 || (r = read(fd, out + got, 1)) <= 0)
+            break;
+        lines += out[got++] == '\n';
+        out[got] = '\0';
+    }
+    return lines;
 }
 
 int raw_connect(const struct daemon_proc *d)

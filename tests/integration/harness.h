@@ -73,6 +73,9 @@ int stats_has(const struct daemon_proc *d, const char *text);
 int wait_stats(const struct daemon_proc *d, const char *text, int want);
 /* A plain socket connected to D (for requests libdeferd would never send); -1 if refused. */
 int raw_connect(const struct daemon_proc *d);
+/* Reads from FD until N lines came (or MS passed, or end of file) into OUT, terminated;
+ * returns the lines read. */
+int raw_read_lines(int fd, int n, char *out, size_t len, int ms);
 /* Puts with retries while deferd reports UNAVAILABLE (ZooKeeper session not up yet). */
 int put_job(deferd_client *c, const char *queue, const char *payload, int64_t delay_ms,
             int64_t at_ms, int prio, char *id);

@@ -2,7 +2,6 @@
  * partition cut in a relay between deferd and a server that stays up, and a long one (LOST:
  * holders told, a new session built, every job delivered again and acked), also for a
  * Curator queue's item. Runs its own ZooKeeper so that it can stop and restart it. */
-#include <poll.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -349,41 +348,61 @@ static void ack_across_lost_session(void)
     tcpcut_stop(r);
 }
 
-/* Sends N pipelined PUTs to queue emails (one multi, most likely) and reads the N answers;
- * returns how many were OK, or -1. */
-static int put_pipelined(const struct daemon_proc *dd, int n, int round)
+/* Sends N pipelined PUTs to queue emails (one multi, most likely), with keys when KEYED;
+ * returns the connection, or -1. */
+static int send_pipelined(const struct daemon_proc *dd, int n, int round, int keyed)
 {
-    char req[4096] = "", in[8192] = "";
-    size_t len = 0, got = 0;
+    char req[4096] = "";
+    size_t len = 0;
     for (int i = 0; i < n; i++) {
-        char payload[32];
-        int k = snprintf(payload, sizeof payload, "inflight-%d-%d", round, i);
-        len += (size_t)snprintf(req + len, sizeof req - len, "PUT emails %d delay=3600000\n%s\n",
-                                k, payload);
+        char payload[32], key[48] = "";
+        int k = snprintf(payload, sizeof payload, "inflight-%d-%d-%d", keyed, round, i);
+        if (keyed)
+            snprintf(key, sizeof key, " key=inflight-%d", i);
+        len += (size_t)snprintf(req + len, sizeof req - len,
+                                "PUT emails %d delay=3600000%s\n%s\n", k, key, payload);
     }
-    int fd = raw_connect(dd), lines = 0, ok = 0;
-    if (fd < 0 || write(fd, req, len) != (ssize_t)len) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
+    int fd = raw_connect(dd);
+    if (fd >= 0 && write(fd, req, len) != (ssize_t)len) {
+        close(fd);
+        fd = -1;
     }
-    int64_t deadline = now_ms() + 20000;
-    while (lines < n && got + 1 < sizeof in) {
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        int left = (int)(deadline - now_ms());
-        ssize_t r;
-        if (left <= 0 || poll(&pf, 1, left) <= 0 || (r = read(fd, in + got, 1)) <= 0)
-            break;
-        lines += in[got++] == '\n';
-    }
+    return fd;
+}
+
+/* Reads N answers from FD: how many were OK (and how many of those said duplicate, and
+ * how many errors said "may have been stored"), or -1. */
+static int read_answers(int fd, int n, int *dups, int *maybe)
+{
+    char in[8192];
+    int lines = raw_read_lines(fd, n, in, sizeof in, 20000), ok = 0;
     close(fd);
+    *dups = *maybe = 0;
     for (char *line = in; *line; line = strchr(line, '\n') + 1) {
+        char *end = strchr(line, '\n');
+        if (end)
+            *end = '\0';
         ok += strncmp(line, "OK ", 3) == 0;
-        if (!strchr(line, '\n'))
+        *dups += strncmp(line, "OK ", 3) == 0 && strstr(line, "duplicate") != NULL;
+        *maybe += strncmp(line, "ERR UNAVAILABLE the job may have been stored", 44) == 0;
+        if (!end)
             break;
+        *end = '\n';
     }
     printf("pipelined puts across a cut: %d answers, %d OK: %s", lines, ok, in);
     return lines == n ? ok : -1;
+}
+
+/* Cancels the jobs of keys inflight-0 .. N-1: the keys are free for the next round. */
+static void free_keys(int n)
+{
+    deferd_client *c = client(&d);
+    for (int i = 0; i < n; i++) {
+        char key[32], id[DEFERD_ID_SIZE];
+        snprintf(key, sizeof key, "inflight-%d", i);
+        CHECK(deferd_cancel(c, NULL, "emails", key, 0, id, sizeof id) == DEFERD_OK);
+    }
+    deferd_close(c);
 }
 
 /* Puts whose multi reached ZooKeeper as the connection broke (the session survives): the
@@ -391,17 +410,28 @@ static int put_pipelined(const struct daemon_proc *dd, int n, int round)
  * read as "the first failed alone, the rest rolled back": those would be sent again after
  * RECONNECTED, find their names taken and be stored a second time under new names (the
  * rig's soak saw one put stored as two jobs). The cut lasts 1 ms, so that the client is
- * connected again by the time those would be sent. Each put is stored at most once. */
-static void puts_in_flight_on_a_cut(void)
+ * connected again by the time those would be sent. Without keys each put is stored at most
+ * once and those not answered OK are answered "may have been stored"; with keys the daemon
+ * sends them again after the reconnection and the keys answer each with its one job (OK,
+ * not "duplicate"), whether or not the first send was applied. */
+static void puts_in_flight_on_a_cut(int keyed)
 {
     enum { N = 8 };
     zhandle_t *zh = zk_connect();
-    int applied = 0;
+    int applied = 0, dups, maybe;
+    if (keyed) { /* their key directories made, so that each round's first multi is the put */
+        CHECK(read_answers(send_pipelined(&d, N, -1, 1), N, &dups, &maybe) == N);
+        free_keys(N);
+    }
     for (int round = 0; round < 8 && !applied; round++) { /* the cut may catch a ping */
         int before = zk_count_jobs(zh, root, "emails");
         long mark = log_mark(&d);
-        tcpcut_cut_after_request(relay, 1);
-        int ok = put_pipelined(&d, N, round);
+        tcpcut_cut_after_request(relay, keyed ? 1500 : 1);
+        int fd = send_pipelined(&d, N, round, keyed), at_cut = -1;
+        CHECK(fd >= 0);
+        if (keyed && log_wait(&d, mark, "sending it again", 2000)) /* before the reconnection */
+            at_cut = zk_count_jobs(zh, root, "emails") - before;
+        int ok = read_answers(fd, N, &dups, &maybe);
         CHECK(ok >= 0);
         CHECK(log_wait(&d, mark, "-> RECONNECTED", 15000));
         /* a put after the reconnection is sent after anything sent again */
@@ -410,9 +440,19 @@ static void puts_in_flight_on_a_cut(void)
         CHECK(put_job(c, "emails", "barrier", 3600000, -1, -1, id) == 0);
         deferd_close(c);
         int stored = zk_count_jobs(zh, root, "emails") - before - 1;
-        printf("round %d: %d of %d answered OK, %d stored\n", round, ok, N, stored);
+        printf("round %d (%s): %d of %d answered OK (%d duplicate), %d may have been stored; "
+               "%d stored (%d when the connection broke)\n", round, keyed ? "keys" : "no keys",
+               ok, N, dups, maybe, stored, at_cut);
         CHECK(stored >= ok && stored <= N);
-        applied = ok < N && stored > ok;
+        CHECK(ok + maybe == N || !keyed);
+        if (keyed) {
+            CHECK(ok == N && dups == 0 && stored == N);
+            applied = at_cut == N; /* the keys, not a second create, answered them */
+            free_keys(N);
+        } else {
+            CHECK(ok + maybe == N);
+            applied = ok < N && stored > ok;
+        }
     }
     CHECK(applied); /* the cut caught a multi that ZooKeeper applied */
     zookeeper_close(zh);
@@ -433,7 +473,8 @@ int main(void)
     if (daemon_start(&d, root, "s1", slow) != 0)
         return 1;
     short_outage();
-    puts_in_flight_on_a_cut();
+    puts_in_flight_on_a_cut(0);
+    puts_in_flight_on_a_cut(1);
     daemon_kill(&d, SIGTERM);
     ack_across_lost_session();
     CHECK(tcpcut_relayed(relay) >= 2); /* deferd went through it, before and after the cut */

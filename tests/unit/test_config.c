@@ -280,6 +280,27 @@ static void clock_keys(void)
     expect_error(BASE "[queue a]\n[daemon]\nclock_limt = 5s\n", 7, "clock_limit");
 }
 
+/* hold_writes: 4 s, or the session timeout when that is shorter; never beyond it. */
+static void hold_writes(void)
+{
+    struct config cfg;
+    char err[512];
+    CHECK(load_text(BASE "[queue a]\n", NULL, 0, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.hold_writes_ms == 4000);
+    config_free(&cfg);
+    const char *short_session[] = {"zookeeper.session_timeout=3s"};
+    CHECK(load_text(BASE "[queue a]\n", short_session, 1, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.hold_writes_ms == 3000);
+    config_free(&cfg);
+    const char *off[] = {"daemon.hold_writes=0"};
+    CHECK(load_text(BASE "[queue a]\n", off, 1, &cfg, err, sizeof err) == 0);
+    CHECK(cfg.hold_writes_ms == 0);
+    config_free(&cfg);
+    expect_error(BASE "[queue a]\n[daemon]\nhold_writes = 11s\n", 0,
+                 "hold_writes (11000 ms) is longer than [zookeeper] session_timeout (10000 ms)");
+    expect_error(BASE "[queue a]\n[daemon]\nhold_writes = soon\n", 7, "hold_writes");
+}
+
 /* An unknown key names the known one a typo away, if exactly one is, or its section. */
 static void unknown_keys(void)
 {
@@ -606,6 +627,7 @@ int main(void)
     metrics_listen();
     logging();
     clock_keys();
+    hold_writes();
     default_socket();
     unknown_keys();
     ranges();

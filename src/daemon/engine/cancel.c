@@ -21,6 +21,7 @@
 #include "reply.h"
 #include "cluster_time.h"
 #include "units.h"
+#include "writehold.h"
 #include "zkstore.h"
 
 #define TRIES_MAX 4 /* a key moved, a lock came or went between our reads and our write */
@@ -491,7 +492,7 @@ static void start(struct change *ch)
 
 /* The request's queue (by key) or the queue named in its id, native and connected. */
 static struct change *change_new(struct dispatcher *ds, struct proto_request *req,
-                                 struct reply *r)
+                                 struct reply *r, writehold_fn *handler)
 {
     char queue[QUEUE_NAME_MAX + 1];
     struct job_name jn = {0};
@@ -506,6 +507,8 @@ static struct change *change_new(struct dispatcher *ds, struct proto_request *re
                   req->id[0] ? queue : req->queue);
     else if (q->cfg->format != QF_NATIVE)
         reply_err(r, PE_BAD_REQUEST, "queue '%s' is in a Curator format", q->cfg->name);
+    else if (!put_possible(ds) && writehold_take(ds->writehold, handler, req, r))
+        return NULL; /* answered once ZooKeeper is back, or the hold runs out */
     else if (!put_possible(ds))
         reply_err(r, PE_UNAVAILABLE, "not connected to ZooKeeper, or its clock not read yet");
     else if (!(ch = calloc(1, sizeof *ch)))
@@ -523,7 +526,7 @@ static struct change *change_new(struct dispatcher *ds, struct proto_request *re
 
 void cancel_job(struct dispatcher *ds, struct proto_request *req, struct reply *r)
 {
-    struct change *ch = change_new(ds, req, r);
+    struct change *ch = change_new(ds, req, r, cancel_job);
     if (ch)
         start(ch);
 }
@@ -535,7 +538,7 @@ void cancel_reschedule(struct dispatcher *ds, struct proto_request *req, struct 
         reply_err(r, PE_BAD_REQUEST, "due time %llu is too far", (unsigned long long)due);
         return;
     }
-    struct change *ch = change_new(ds, req, r);
+    struct change *ch = change_new(ds, req, r, cancel_reschedule);
     if (!ch)
         return;
     ch->reschedule = 1;

@@ -18,6 +18,7 @@
 #include "reply.h"
 #include "stash.h"
 #include "txnbatch.h"
+#include "writehold.h"
 #include "cluster_time.h"
 #include "units.h"
 #include "zkacl.h"
@@ -497,6 +498,7 @@ void dispatcher_session_up(struct dispatcher *ds)
 {
     settle_resume_held(ds); /* the same session came back: apply what consumers asked */
     settle_check_unknown(ds); /* a new one: were the settles sent as the old one broke applied? */
+    writehold_release(ds->writehold); /* unless ZooKeeper's clock is still to be read */
     dispatcher_rearm(ds); /* leases wait while disconnected */
     for (size_t i = 0; i < ds->nqueues; i++) {
         struct dqueue *q = ds->queues[i];
@@ -512,6 +514,7 @@ void dispatcher_session_up(struct dispatcher *ds)
 void dispatcher_revoke_all(struct dispatcher *ds)
 {
     settle_revoke_held(ds);
+    writehold_fail(ds->writehold, "the ZooKeeper session was lost");
     struct job *job, *tmp;
     HASH_ITER(hh, ds->jobs, job, tmp) {
         if (job->owner && job->state == JS_INFLIGHT)
@@ -604,6 +607,11 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
                      ds->payload_bytes, items[0], multis[0], items[1], multis[1], items[2],
                      multis[2], ds->changes, ds->change_round_trips,
                      ds->change_round_trips_max, ds->stale_holds);
+    struct writehold_stats wh;
+    writehold_report(ds->writehold, &wh);
+    if (n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " writes_held=%zu writes_held_total=%llu"
+                      " writes_hold_expired=%llu", wh.held, wh.total, wh.expired);
     if (ds->draining && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, " draining=1");
     for (size_t i = 0; i < ds->nqueues && n > 0 && (size_t)n < len; i++)
@@ -658,11 +666,17 @@ void dispatcher_set_paused(struct dispatcher *ds, struct dqueue *q, int paused)
 void dispatcher_drain(struct dispatcher *ds)
 {
     ds->draining = 1;
+    writehold_fail(ds->writehold, "deferd is stopping");
     for (size_t i = 0; i < ds->nqueues; i++)
         unarm(ds, ds->queues[i]);
 }
 
 int dispatcher_draining(const struct dispatcher *ds) { return ds->draining; }
+
+void dispatcher_write_holds(const struct dispatcher *ds, struct writehold_stats *out)
+{
+    writehold_report(ds->writehold, out);
+}
 
 const char *dispatcher_ident(const struct dispatcher *ds) { return ds->ident; }
 
@@ -671,6 +685,8 @@ void dispatcher_hold_for_clock(struct dispatcher *ds, int hold)
     if (ds->clock_held == !!hold)
         return;
     ds->clock_held = !!hold;
+    if (!hold)
+        writehold_release(ds->writehold); /* ZooKeeper's clock read: writes may go */
     for (size_t i = 0; !hold && i < ds->nqueues; i++)
         dispatcher_kick_soon(ds, ds->queues[i]);
 }
@@ -825,8 +841,9 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->locks = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
     ds->settles = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
     ds->puts = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 0);
+    ds->writehold = writehold_new(ds, d->base);
     if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets || !ds->parents || !ds->keydirs ||
-        !ds->stash) {
+        !ds->stash || !ds->writehold) {
         dispatcher_free(ds);
         return NULL;
     }
@@ -852,6 +869,7 @@ void dispatcher_free(struct dispatcher *ds)
     }
     heap_free(&ds->leases);
     settle_free_held(ds);
+    writehold_free(ds->writehold);
     if (ds->foreign)
         ds->foreign->free(ds);
     if (ds->timer)

@@ -64,6 +64,9 @@ void dispatcher_hold_for_clock(struct dispatcher *ds, int hold);
 /* "host:pid", written into our locks: which daemon holds a job. */
 const char *dispatcher_ident(const struct dispatcher *ds);
 int dispatcher_draining(const struct dispatcher *ds);
+/* Writes held while ZooKeeper is away (writehold.h). */
+struct writehold_stats;
+void dispatcher_write_holds(const struct dispatcher *ds, struct writehold_stats *out);
 /* Jobs held by consumers or with a lock, ack or release in flight, and settles waiting for
  * the connection: the drain ends when none is left. */
 size_t dispatcher_busy(const struct dispatcher *ds);

@@ -47,6 +47,7 @@ struct dispatcher {
     struct stash *stash;        /* payloads of our puts not in the mirror yet */
     size_t payload_bytes;       /* held in jobs */
     size_t puts_open;           /* PUT and BATCH requests being stored (put.c) */
+    struct writehold *writehold; /* writes waiting for ZooKeeper to come back */
     void (*puts_done)(void *arg); /* one of them was answered (the socket side's) */
     void *puts_done_arg;
     unsigned long long reads;   /* payloads read from ZooKeeper at delivery */

@@ -16,6 +16,7 @@
 #include "putset.h"
 #include "reply.h"
 #include "txnbatch.h"
+#include "writehold.h"
 #include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
@@ -43,7 +44,7 @@ static void reply_single(struct put *p)
 {
     const struct putjob *pj = putset_job(p->parts[0], 0); /* a single put: never dup_of */
     char text[LAYOUT_ID_MAX + 16];
-    snprintf(text, sizeof text, "%s%s", pj->id, pj->dup ? " duplicate" : "");
+    snprintf(text, sizeof text, "%s%s", pj->id, pj->dup && !pj->stored_before ? " duplicate" : "");
     reply_ok(p->r, text);
 }
 
@@ -57,7 +58,15 @@ static void reply_batch(struct put *p)
     free(text);
 }
 
-/* Part P failed with RC: nothing of it was stored; earlier parts were. */
+/* No answer came (the connection broke after the request left): ZooKeeper may have
+ * applied it. */
+static int outcome_unknown(int rc)
+{
+    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || zk_session_gone(rc);
+}
+
+/* Part P failed with RC: nothing of it was stored, or (no answer) maybe all of it; earlier
+ * parts were stored. */
 static void reply_failed(struct put *p, size_t part, int rc)
 {
     const struct putjob *pj = putset_job(p->parts[part], 0);
@@ -70,13 +79,18 @@ static void reply_failed(struct put *p, size_t part, int rc)
                  why);
     for (size_t i = 0; i < part; i++)
         stored += putset_count(p->parts[i]);
+    const char *fate = outcome_unknown(rc) ? "may have been stored" : "was not stored";
     if (part == 0 || putset_format(p->parts, part, 0, &ids) != 0) {
-        reply_err(p->r, PE_UNAVAILABLE, "ZooKeeper did not store the job%s: %s",
-                  p->batch ? "s" : "", why);
+        if (outcome_unknown(rc))
+            reply_err(p->r, PE_UNAVAILABLE, "the job%s may have been stored: the connection to "
+                      "ZooKeeper broke before its answer (%s)", p->batch ? "s" : "", why);
+        else
+            reply_err(p->r, PE_UNAVAILABLE, "not stored: ZooKeeper did not store the job%s (%s)",
+                      p->batch ? "s" : "", why);
     } else {
         char *text = NULL;
-        if (asprintf(&text, "stored=%zu %s; the rest was not stored: %s", stored,
-                     strstr(ids, "ids="), why) < 0)
+        if (asprintf(&text, "stored=%zu %s; the rest %s: %s", stored, strstr(ids, "ids="), fate,
+                     why) < 0)
             text = NULL;
         reply_err_text(p->r, PE_PARTIAL, text ? text : "the rest was not stored");
         free(text);
@@ -91,12 +105,51 @@ static int send_part(struct put *p)
     return putset_send(p->parts[p->sent], p->ds->puts, NULL, 0, on_part_done, p);
 }
 
+/* ---- a keyed part whose answer the connection lost: sent again once it is back ---- */
+
+static void unsure_release(struct dispatcher *ds, void *ctx)
+{
+    struct put *p = ctx;
+    (void)ds;
+    int rc = send_part(p); /* the same names and keys: the keys tell what was stored */
+    if (rc != ZOK) {
+        reply_failed(p, p->sent, rc);
+        put_free(p);
+    }
+}
+
+static void unsure_fail(struct dispatcher *ds, void *ctx, const char *why)
+{
+    struct put *p = ctx;
+    (void)ds;
+    (void)why;
+    reply_failed(p, p->sent, ZCONNECTIONLOSS);
+    put_free(p);
+}
+
+static const struct writehold_ops unsure_ops = {unsure_release, unsure_fail};
+
+/* RC leaves the part's fate unknown, but its keys let a second send find out: held. */
+static int resend_later(struct put *p, int rc)
+{
+    struct putset *ps = p->parts[p->sent];
+    if (!outcome_unknown(rc) || zk_session_gone(rc) || !putset_all_keyed(ps) ||
+        !writehold_add(p->ds->writehold, &unsure_ops, p))
+        return 0;
+    log_debug("queue %s: put%s: the connection broke before ZooKeeper's answer; sending it "
+             "again when it is back (its keys tell whether it was stored)",
+             putset_job(ps, 0)->q->cfg->name, p->batch ? " of a batch" : "");
+    return 1;
+}
+
 static void on_part_done(struct putset *ps, int rc, const struct zk_result *res, void *ctx)
 {
     struct put *p = ctx;
     (void)ps;
     (void)res;
     if (rc == ZOK && ++p->sent < p->nparts && (rc = send_part(p)) == ZOK)
+        return;
+    if (rc != ZOK && resend_later(p, rc))
         return;
     if (rc != ZOK)
         reply_failed(p, p->sent, rc);
@@ -184,9 +237,9 @@ int put_possible(struct dispatcher *ds)
 static void refuse_unavailable(struct dispatcher *ds, struct dqueue *q, struct reply *r)
 {
     if (zkstore_connected(ds->d->zs))
-        reply_err(r, PE_UNAVAILABLE, "ZooKeeper's clock not read yet (just connected)");
+        reply_err(r, PE_UNAVAILABLE, "not stored: ZooKeeper's clock not read yet (just connected)");
     else
-        reply_err(r, PE_UNAVAILABLE, "not connected to ZooKeeper");
+        reply_err(r, PE_UNAVAILABLE, "not stored: not connected to ZooKeeper");
     if (q)
         metrics_refused(ds->d->metrics, q->cfg, MR_UNAVAILABLE);
 }
@@ -202,7 +255,8 @@ void put_single(struct dispatcher *ds, struct proto_request *req, struct reply *
     if (!q) {
         reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->queue);
     } else if (!put_possible(ds)) {
-        refuse_unavailable(ds, q, r);
+        if (!writehold_take(ds->writehold, put_single, req, r))
+            refuse_unavailable(ds, q, r);
     } else if (queue_pending_full(q)) {
         metrics_refused(ds->d->metrics, q->cfg, MR_QUEUE_FULL);
         reply_err(r, PE_QUEUE_FULL, "queue '%s' holds %lld of at most %llu pending jobs",
@@ -233,14 +287,17 @@ void put_on_done(struct dispatcher *ds, void (*fn)(void *arg), void *arg)
 size_t put_open_count(const struct dispatcher *ds)
 {
     size_t packed = packer_open(ds->d->packer);
-    return ds->puts_open + (packed + PACKER_PUTS_PER_SLOT - 1) / PACKER_PUTS_PER_SLOT;
+    struct writehold_stats held;
+    writehold_report(ds->writehold, &held);
+    return ds->puts_open + held.puts + (packed + PACKER_PUTS_PER_SLOT - 1) / PACKER_PUTS_PER_SLOT;
 }
 
 void put_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r)
 {
-    if (!put_possible(ds))
-        refuse_unavailable(ds, NULL, r);
-    else
+    if (!put_possible(ds)) {
+        if (!writehold_take(ds->writehold, put_batch, req, r))
+            refuse_unavailable(ds, NULL, r);
+    } else
         put_jobs(ds, req->items, req->nitems, 1, r);
     proto_request_clear(req); /* payloads taken by the jobs are NULL here */
 }

@@ -17,6 +17,7 @@ struct putjob {
     size_t len;
     int dup_of;                 /* an earlier job of the set with the same queue and key, or -1 */
     int dup;                    /* its key is taken: not created; id names the key's job */
+    int stored_before;          /* ...taken by this job itself: an earlier send was applied */
     int named;                  /* uid, shard and buckets chosen */
     int key_version;            /* -1: create the key node; else take a stale one over */
     int made_parents;           /* its directories were created after a NoNode */

@@ -88,6 +88,14 @@ void putset_free(struct putset *ps)
 }
 
 size_t putset_count(const struct putset *ps) { return ps->n; }
+
+int putset_all_keyed(const struct putset *ps)
+{
+    for (size_t i = 0; i < ps->n; i++)
+        if (!ps->jobs[i].jn.key[0])
+            return 0;
+    return ps->n > 0;
+}
 const struct putjob *putset_job(const struct putset *ps, size_t i) { return &ps->jobs[i]; }
 
 size_t putset_bytes(const struct putset *ps)
@@ -413,7 +421,7 @@ void putset_created(struct putset *ps)
     ps->counted = 1;
     for (size_t i = 0; i < ps->n; i++) {
         struct putjob *pj = &ps->jobs[i];
-        if (pj->dup || pj->dup_of >= 0)
+        if ((pj->dup && !pj->stored_before) || pj->dup_of >= 0)
             continue;
         metrics_event(ds->d->metrics, pj->q->cfg, ME_PUT);
         queue_pending_changed(pj->q, +1);
@@ -556,9 +564,17 @@ static void take_over(struct lookup *lk, int version)
     lk->pj->key_version = version;
 }
 
+/* The key is taken: by this very job when an earlier send of the set was applied though
+ * its answer was lost (the same name: uids are never reused), else by another job. */
 static void duplicate_of(struct lookup *lk)
 {
     struct putjob *pj = lk->pj;
+    char holder[LAYOUT_ID_MAX + 1];
+    if (pj->named && layout_job_id(holder, sizeof holder, pj->q->cfg->name, &lk->holder) == 0 &&
+        strcmp(holder, pj->id) == 0) {
+        pj->dup = pj->stored_before = 1;
+        return;
+    }
     pj->dup = 1;
     if (layout_job_id(pj->id, sizeof pj->id, pj->q->cfg->name, &lk->holder) != 0)
         snprintf(pj->id, sizeof pj->id, "%s/-", pj->q->cfg->name);
@@ -695,7 +711,7 @@ int putset_format(struct putset *const *parts, size_t nparts, int with_parts, ch
     for (size_t p = 0; p < nparts; p++) {
         for (size_t i = 0; i < parts[p]->n; i++) {
             const struct putjob *pj = &parts[p]->jobs[i];
-            int dup = pj->dup || pj->dup_of >= 0;
+            int dup = (pj->dup && !pj->stored_before) || pj->dup_of >= 0;
             if (pj->dup_of >= 0) /* the same key earlier in the set: that job's id */
                 pj = &parts[p]->jobs[pj->dup_of];
             pos++;

@@ -36,6 +36,9 @@ void putset_free(struct putset *ps);
 int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code, char *text,
                size_t tlen);
 size_t putset_count(const struct putset *ps);
+/* Every job has a key: sending the set again can never store one of them twice (the key
+ * answers the job an earlier send stored). */
+int putset_all_keyed(const struct putset *ps);
 const struct putjob *putset_job(const struct putset *ps, size_t i);
 /* Bytes the jobs add to a transaction (payloads, paths, overheads), for size limits. */
 size_t putset_bytes(const struct putset *ps);

@@ -15,6 +15,7 @@
 #include "put.h"
 #include "server.h"
 #include "session.h"
+#include "writehold.h"
 
 #ifndef DEFERD_VERSION
 #define DEFERD_VERSION "unknown"
@@ -182,6 +183,18 @@ static int gauges_out(struct metrics *m, struct evbuffer *out)
                    "Connections whose PUT or BATCH waits for its "
            "turn because max_open_puts are being stored.");
     evbuffer_add_printf(out, "deferd_puts_waiting %zu\n", server_puts_waiting(m->d->server));
+    struct writehold_stats wh = {0};
+    if (ds)
+        dispatcher_write_holds(ds, &wh);
+    metrics_family(out, "deferd_writes_held", "gauge", "PUT, BATCH, CANCEL and RESCHEDULE "
+           "requests waiting for ZooKeeper to come back ([daemon] hold_writes).");
+    evbuffer_add_printf(out, "deferd_writes_held %zu\n", wh.held);
+    metrics_family(out, "deferd_writes_held_total", "counter", "Write requests that had to wait "
+           "for ZooKeeper.");
+    evbuffer_add_printf(out, "deferd_writes_held_total %llu\n", wh.total);
+    metrics_family(out, "deferd_writes_hold_expired_total", "counter", "Held write requests "
+           "answered ERR UNAVAILABLE not stored because hold_writes ran out.");
+    evbuffer_add_printf(out, "deferd_writes_hold_expired_total %llu\n", wh.expired);
     metrics_family(out, "deferd_jobs_pending_cluster", "gauge", "Queues with max_pending: jobs in "
            "the queue across all daemons, as last summed (once a second).");
     for (size_t i = 0; i < m->nqueues; i++) {

@@ -1,0 +1,234 @@
+#include "writehold.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_time.h"
+#include "config.h"
+#include "daemon.h"
+#include "dispatcher_int.h"
+#include "put.h"
+#include "protocol.h"
+#include "reply.h"
+#include "units.h"
+
+struct held_write {
+    struct held_write *next;
+    const struct writehold_ops *ops;
+    void *ctx;
+    int64_t until_ms;           /* monotonic: failed then */
+    int is_put;                 /* a PUT or BATCH not taken on yet: counts as open */
+};
+
+struct writehold {
+    struct dispatcher *ds;
+    struct held_write *head, **tail;  /* arrival order; so also by until_ms */
+    struct event *timer;
+    struct writehold_stats st;
+};
+
+/* ---- held requests: their handler is called again, or they are answered ---- */
+
+struct held_request {
+    writehold_fn *fn;
+    struct proto_request req;
+    struct reply *r;
+};
+
+static void request_free(struct dispatcher *ds, struct held_request *hr)
+{
+    int was_put = hr->req.cmd == CMD_PUT || hr->req.cmd == CMD_BATCH;
+    proto_request_clear(&hr->req);
+    free(hr);
+    if (was_put && ds->puts_done) /* whoever waits for max_open_puts may go */
+        ds->puts_done(ds->puts_done_arg);
+}
+
+static void request_release(struct dispatcher *ds, void *ctx)
+{
+    struct held_request *hr = ctx;
+    hr->fn(ds, &hr->req, hr->r); /* takes the request on (put.c counts it) */
+    request_free(ds, hr);
+}
+
+static void request_fail(struct dispatcher *ds, void *ctx, const char *why)
+{
+    struct held_request *hr = ctx;
+    const char *what = hr->req.cmd == CMD_CANCEL ? "nothing was cancelled"
+                       : hr->req.cmd == CMD_RESCHEDULE ? "nothing was rescheduled"
+                       : hr->req.cmd == CMD_BATCH ? "not stored: none of the jobs"
+                       : "not stored";
+    reply_err(hr->r, PE_UNAVAILABLE, "%s (%s)", what, why);
+    request_free(ds, hr);
+}
+
+static const struct writehold_ops request_ops = {request_release, request_fail};
+
+/* A delay counts from the request's arrival, not from its release: made a due time now
+ * when ZooKeeper's clock is known (else at the release, the first moment it is). */
+static void fix_due_times(struct proto_request *req)
+{
+    if (!cluster_time_ready())
+        return;
+    uint64_t now = (uint64_t)cluster_latest_ms();
+    if (req->has_delay) {
+        req->has_delay = 0;
+        req->has_at = 1;
+        req->at_ms = now + req->delay_ms;
+    }
+    for (size_t i = 0; i < req->nitems; i++) {
+        struct proto_put *pp = &req->items[i];
+        if (pp->has_delay) {
+            pp->has_delay = 0;
+            pp->has_at = 1;
+            pp->at_ms = now + pp->delay_ms;
+        }
+    }
+}
+
+/* ---- the line ---- */
+
+static void on_timer(evutil_socket_t fd, short what, void *arg);
+
+struct writehold *writehold_new(struct dispatcher *ds, struct event_base *base)
+{
+    struct writehold *wh = calloc(1, sizeof *wh);
+    if (!wh)
+        return NULL;
+    wh->ds = ds;
+    wh->tail = &wh->head;
+    if (!(wh->timer = evtimer_new(base, on_timer, wh))) {
+        free(wh);
+        return NULL;
+    }
+    return wh;
+}
+
+static struct held_write *pop(struct writehold *wh)
+{
+    struct held_write *hw = wh->head;
+    if (!hw)
+        return NULL;
+    wh->head = hw->next;
+    if (!wh->head)
+        wh->tail = &wh->head;
+    wh->st.held--;
+    wh->st.puts -= (size_t)hw->is_put;
+    return hw;
+}
+
+static void fail_one(struct writehold *wh, struct held_write *hw, const char *why)
+{
+    hw->ops->fail(wh->ds, hw->ctx, why);
+    free(hw);
+}
+
+static void arm(struct writehold *wh)
+{
+    if (!wh->head) {
+        evtimer_del(wh->timer);
+        return;
+    }
+    int64_t left = wh->head->until_ms - units_mono_ms();
+    if (left < 0)
+        left = 0;
+    struct timeval tv = {.tv_sec = left / 1000, .tv_usec = (left % 1000) * 1000};
+    evtimer_add(wh->timer, &tv);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct writehold *wh = arg;
+    int64_t now = units_mono_ms();
+    while (wh->head && wh->head->until_ms <= now) {
+        wh->st.expired++;
+        fail_one(wh, pop(wh), "ZooKeeper did not come back within [daemon] hold_writes");
+    }
+    arm(wh);
+}
+
+/* How long a write may wait: hold_writes, and never longer than the session lasts. */
+static int64_t hold_ms(const struct deferd *d)
+{
+    uint64_t ms = d->cfg->hold_writes_ms;
+    return (int64_t)(ms < d->cfg->session_timeout_ms ? ms : d->cfg->session_timeout_ms);
+}
+
+static int add(struct writehold *wh, const struct writehold_ops *ops, void *ctx, int is_put)
+{
+    struct held_write *hw = calloc(1, sizeof *hw);
+    if (!hw)
+        return 0;
+    *hw = (struct held_write){.ops = ops, .ctx = ctx, .is_put = is_put,
+                              .until_ms = units_mono_ms() + hold_ms(wh->ds->d)};
+    *wh->tail = hw;
+    wh->tail = &hw->next;
+    wh->st.held++;
+    wh->st.puts += (size_t)is_put;
+    wh->st.total++;
+    if (wh->head == hw)
+        arm(wh);
+    return 1;
+}
+
+/* Holding is on, and needed. */
+static int may_hold(const struct writehold *wh)
+{
+    return hold_ms(wh->ds->d) > 0 && !wh->ds->draining && !put_possible(wh->ds);
+}
+
+int writehold_add(struct writehold *wh, const struct writehold_ops *ops, void *ctx)
+{
+    return may_hold(wh) && add(wh, ops, ctx, 0);
+}
+
+int writehold_take(struct writehold *wh, writehold_fn *fn, struct proto_request *req,
+                   struct reply *r)
+{
+    struct held_request *hr;
+    if (!may_hold(wh) || !(hr = calloc(1, sizeof *hr)))
+        return 0;
+    *hr = (struct held_request){.fn = fn, .req = *req, .r = r};
+    if (!add(wh, &request_ops, hr, req->cmd == CMD_PUT || req->cmd == CMD_BATCH)) {
+        free(hr);
+        return 0;
+    }
+    memset(req, 0, sizeof *req); /* its payloads are the held copy's now */
+    fix_due_times(&hr->req);
+    return 1;
+}
+
+void writehold_release(struct writehold *wh)
+{
+    struct held_write *hw;
+    while (put_possible(wh->ds) && (hw = pop(wh))) {
+        hw->ops->release(wh->ds, hw->ctx);
+        free(hw);
+    }
+    arm(wh);
+}
+
+void writehold_fail(struct writehold *wh, const char *why)
+{
+    struct held_write *hw;
+    while ((hw = pop(wh)))
+        fail_one(wh, hw, why);
+    arm(wh);
+}
+
+void writehold_report(const struct writehold *wh, struct writehold_stats *out)
+{
+    *out = wh->st;
+}
+
+void writehold_free(struct writehold *wh)
+{
+    if (!wh)
+        return;
+    writehold_fail(wh, "deferd is stopping");
+    event_free(wh->timer);
+    free(wh);
+}

@@ -1,0 +1,50 @@
+/* Writes held while ZooKeeper cannot take them. A PUT, BATCH, CANCEL or RESCHEDULE that
+ * comes while the daemon is SUSPENDED, is building a session, or has not read ZooKeeper's
+ * clock yet waits here, up to [daemon] hold_writes, instead of being refused: a leader
+ * election costs producers a pause, not errors. Held requests go on in arrival order once
+ * writes are possible again; they are answered ERR UNAVAILABLE "not stored" when the hold
+ * runs out, when the session is lost, or when the daemon drains. Held PUTs and BATCHes
+ * count as open puts, so max_open_puts bounds them too. Other writes may wait here as well
+ * (writehold_add): a keyed put whose answer the connection lost is sent again. */
+#ifndef DEFERD_WRITEHOLD_H
+#define DEFERD_WRITEHOLD_H
+
+#include <stddef.h>
+
+struct dispatcher;
+struct event_base;
+struct proto_request;
+struct reply;
+struct writehold;
+
+/* A request's handler, called again when the request is let go. */
+typedef void writehold_fn(struct dispatcher *ds, struct proto_request *req, struct reply *r);
+
+/* A write of another kind: RELEASE sends it again, FAIL answers it with WHY; either
+ * ends it. */
+struct writehold_ops {
+    void (*release)(struct dispatcher *ds, void *ctx);
+    void (*fail)(struct dispatcher *ds, void *ctx, const char *why);
+};
+
+struct writehold_stats {
+    size_t held, puts;                 /* now: all, and PUT/BATCH among them */
+    unsigned long long total, expired; /* ever held; answered because the hold ran out */
+};
+
+struct writehold *writehold_new(struct dispatcher *ds, struct event_base *base);
+/* Answers what is still held ("deferd is stopping") and frees it all. */
+void writehold_free(struct writehold *wh);
+/* Holds REQ (taken: REQ is left empty) with its reply R when writes are not possible now
+ * and holding is on; 1 when held, 0 when the caller must answer now. */
+int writehold_take(struct writehold *wh, writehold_fn *fn, struct proto_request *req,
+                   struct reply *r);
+/* Holds CTX with OPS the same way; 1 when held, 0 when holding is off or not needed. */
+int writehold_add(struct writehold *wh, const struct writehold_ops *ops, void *ctx);
+/* Writes are possible again: each held request goes to its handler, in arrival order. */
+void writehold_release(struct writehold *wh);
+/* Answers every held request ERR UNAVAILABLE "not stored", with WHY. */
+void writehold_fail(struct writehold *wh, const char *why);
+void writehold_report(const struct writehold *wh, struct writehold_stats *out);
+
+#endif
