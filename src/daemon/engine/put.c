@@ -105,16 +105,63 @@ static int send_part(struct put *p)
     return putset_send(p->parts[p->sent], p->ds->puts, NULL, 0, on_part_done, p);
 }
 
-/* ---- a keyed part whose answer the connection lost: sent again once it is back ---- */
+/* ---- a part whose answer the connection lost: found out once it is back ---- */
 
+/* The job of PS whose absence proves that the part was not stored: the one due last, when
+ * it is not due yet even by ZooKeeper's latest possible time (so nobody can have delivered
+ * and acked it since). NULL when there is none, or a job went into a pack (packs hold
+ * others' jobs too). */
+static const struct putjob *witness(const struct putset *ps)
+{
+    const struct putjob *w = NULL;
+    for (size_t i = 0; i < putset_count(ps); i++) {
+        const struct putjob *pj = putset_job(ps, i);
+        if (pj->pack >= 0)
+            return NULL;
+        if (pj->named && !pj->dup && pj->dup_of < 0 && (!w || pj->jn.due_ms > w->jn.due_ms))
+            w = pj;
+    }
+    return w && (int64_t)w->jn.due_ms > cluster_latest_ms() ? w : NULL;
+}
+
+static int resend_later(struct put *p, int rc);
+
+/* Unless the failure is one to hold again, the put is answered with it and ends. */
+static void unsure_end(struct put *p, int rc)
+{
+    if (rc == ZOK || resend_later(p, rc))
+        return;
+    reply_failed(p, p->sent, rc);
+    put_free(p);
+}
+
+/* The witness is there: the first send was applied. Gone: it was not; sent now. */
+static void on_checked(const struct zk_result *res, void *ctx)
+{
+    struct put *p = ctx;
+    struct putset *ps = p->parts[p->sent];
+    if (res->rc == ZOK) {
+        putset_created(ps);
+        on_part_done(ps, ZOK, NULL, p);
+    } else {
+        unsure_end(p, res->rc == ZNONODE ? send_part(p) : res->rc);
+    }
+}
+
+/* Keys: the same send again, the keys answer what was stored. Without: a check (a write,
+ * so ordered after anything the old connection sent) of the witness. */
 static void unsure_release(struct dispatcher *ds, void *ctx)
 {
     struct put *p = ctx;
-    (void)ds;
-    int rc = send_part(p); /* the same names and keys: the keys tell what was stored */
-    if (rc != ZOK) {
-        reply_failed(p, p->sent, rc);
-        put_free(p);
+    struct putset *ps = p->parts[p->sent];
+    const struct putjob *w = putset_all_keyed(ps) ? NULL : witness(ps);
+    if (putset_all_keyed(ps)) {
+        unsure_end(p, send_part(p));
+    } else if (w) {
+        struct zk_txn_op check = {.kind = ZT_CHECK, .path = w->path, .version = -1};
+        unsure_end(p, zkstore_multi(ds->d->zs, &check, 1, on_checked, p));
+    } else {
+        unsure_end(p, ZCONNECTIONLOSS); /* due meanwhile: its absence would prove nothing */
     }
 }
 
@@ -129,16 +176,16 @@ static void unsure_fail(struct dispatcher *ds, void *ctx, const char *why)
 
 static const struct writehold_ops unsure_ops = {unsure_release, unsure_fail};
 
-/* RC leaves the part's fate unknown, but its keys let a second send find out: held. */
+/* RC leaves the part's fate unknown, but ZooKeeper can tell once it is back: held. */
 static int resend_later(struct put *p, int rc)
 {
     struct putset *ps = p->parts[p->sent];
-    if (!outcome_unknown(rc) || zk_session_gone(rc) || !putset_all_keyed(ps) ||
-        !writehold_add(p->ds->writehold, &unsure_ops, p))
+    if (!outcome_unknown(rc) || zk_session_gone(rc) ||
+        !(putset_all_keyed(ps) || witness(ps)) || !writehold_add(p->ds->writehold, &unsure_ops, p))
         return 0;
-    log_debug("queue %s: put%s: the connection broke before ZooKeeper's answer; sending it "
-             "again when it is back (its keys tell whether it was stored)",
-             putset_job(ps, 0)->q->cfg->name, p->batch ? " of a batch" : "");
+    log_debug("queue %s: put%s: the connection broke before ZooKeeper's answer; finding out "
+              "whether it was stored when it is back", putset_job(ps, 0)->q->cfg->name,
+              p->batch ? " of a batch" : "");
     return 1;
 }
 
