@@ -497,6 +497,17 @@ int zk_private(const char *verb, const char *dir)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+int zk_sandbox(const char *verb, const char *arg, char *out, size_t len)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "%s %s %s", getenv("DEFERD_ZK_SANDBOX"), verb, arg);
+    FILE *p = popen(cmd, "r");
+    size_t n = p && out ? fread(out, 1, len - 1, p) : 0;
+    if (out)
+        out[n] = '\0';
+    return p && pclose(p) == 0 ? 0 : -1;
+}
+
 int zk_private_start(const char *dir)
 {
     char cmd[1024];

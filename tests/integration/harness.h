@@ -88,6 +88,9 @@ int make_dead_letters(const struct daemon_proc *d, const char *queue, int n);
  * harness_zk_hosts then points at it. Returns 0 when it answers. */
 int zk_private_start(const char *dir);
 int zk_private(const char *verb, const char *dir); /* "stop" or "restart" */
+/* packaging/zk-sandbox VERB ARG (ensemble, leader, stop, restart...); its output in OUT
+ * (may be NULL). 0 when it succeeded. */
+int zk_sandbox(const char *verb, const char *arg, char *out, size_t len);
 
 /* A synchronous ZooKeeper session for checking what deferd wrote (tests only). */
 zhandle_t *zk_connect(void);

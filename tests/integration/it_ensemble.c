@@ -39,23 +39,12 @@ static void consume_some(deferd_client *c, int wait_ms)
     }
 }
 
-static int shell(const char *verb, const char *arg, char *out, size_t len)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "%s %s %s", getenv("DEFERD_ZK_SANDBOX"), verb, arg);
-    FILE *p = popen(cmd, "r");
-    size_t n = p && out ? fread(out, 1, len - 1, p) : 0;
-    if (out)
-        out[n] = '\0';
-    return p && pclose(p) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
     harness_init("ensemble", root, sizeof root);
     snprintf(ensdir, sizeof ensdir, "/tmp/deferd-it-%d-ens", (int)getpid());
     char hosts[100], leader[16], member[300];
-    if (shell("ensemble", ensdir, hosts, sizeof hosts) != 0)
+    if (zk_sandbox("ensemble", ensdir, hosts, sizeof hosts) != 0)
         return 1;
     hosts[strcspn(hosts, "\n")] = '\0';
     snprintf(harness_zk_hosts, sizeof harness_zk_hosts, "%s", hosts);
@@ -74,9 +63,9 @@ int main(void)
         }
         consume_some(cons, 5);
         if (!killed && now_ms() > t0 + 3000) {
-            CHECK(shell("leader", ensdir, leader, sizeof leader) == 0);
+            CHECK(zk_sandbox("leader", ensdir, leader, sizeof leader) == 0);
             snprintf(member, sizeof member, "%s/node%d", ensdir, atoi(leader));
-            CHECK(shell("stop", member, NULL, 0) == 0);
+            CHECK(zk_sandbox("stop", member, NULL, 0) == 0);
             printf("killed leader (member %d) after %d puts\n", atoi(leader), puts);
             killed = 1;
         }
@@ -106,6 +95,6 @@ int main(void)
     deferd_close(prod);
     deferd_close(cons);
     daemon_kill(&d, SIGTERM);
-    shell("stop", ensdir, NULL, 0);
+    zk_sandbox("stop", ensdir, NULL, 0);
     return check_report("it_ensemble");
 }

@@ -43,15 +43,6 @@ const struct fake_multi *fake_zk_multi(const struct zkstore *zs, int i)
 
 int64_t zkstore_session_id(const struct zkstore *zs) { return zs->session; }
 
-/* The documented contract (zkstore.h): the first operation with an error of its own. */
-int zk_failed_op(const struct zk_result *res)
-{
-    for (int i = 0; res->op_err && i < res->nops; i++)
-        if (res->op_err[i] != ZOK && res->op_err[i] != ZRUNTIMEINCONSISTENCY)
-            return i;
-    return -1;
-}
-
 int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_done_fn done,
                   void *ctx)
 {
@@ -127,8 +118,14 @@ void fake_zk_op_fails(struct zkstore *zs, int i, int bad, int err)
 
 void fake_zk_lost(struct zkstore *zs, int i, int rc)
 {
-    struct zk_result res = {.rc = rc};
+    const struct fake_multi *m = fake_zk_multi(zs, i);
+    int n = m ? m->nops : 0;
+    int *errs = must(calloc((size_t)n + 1, sizeof *errs));
+    for (int k = 0; k < n; k++)
+        errs[k] = rc; /* as the client's cleanup_failed_multi fakes each operation's answer */
+    struct zk_result res = {.rc = rc, .nops = n, .op_err = errs};
     answer(zs, i, &res);
+    free(errs);
 }
 
 void fake_zk_free(struct zkstore *zs)

@@ -34,7 +34,8 @@ void fake_zk_ok(struct zkstore *zs, int i);
 /* Answers pending multi I as ZooKeeper does when operation BAD failed with ERR: rc ERR,
  * ZOK before it, ZRUNTIMEINCONSISTENCY after it. */
 void fake_zk_op_fails(struct zkstore *zs, int i, int bad, int err);
-/* Answers pending multi I with an error of the connection (no per-operation results). */
+/* Answers pending multi I with an error of the connection, as the ZooKeeper client does:
+ * every operation's result carries that error too. */
 void fake_zk_lost(struct zkstore *zs, int i, int rc);
 
 #endif

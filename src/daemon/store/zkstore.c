@@ -524,30 +524,6 @@ int zkstore_parents_missing(struct zkstore *zs, const char *path, int *tries, zk
     return rc != ZOK ? rc : ask ? ZK_PARENTS_ASKED : ZK_PARENTS_RESEND;
 }
 
-/* An error of the request as a whole: ZooKeeper never answered it (connection loss, a
- * timeout: it may have been applied) or refused the session itself. The client then gives
- * every operation of a multi that same error (cleanup_failed_multi), which must not be
- * taken for the first operation failing alone and the rest rolled back. */
-static int whole_request_error(int rc)
-{
-    return rc > ZAPIERROR || zk_session_gone(rc) || rc == ZSESSIONMOVED || rc == ZAUTHFAILED;
-}
-
-int zk_failed_op(const struct zk_result *res)
-{
-    if (whole_request_error(res->rc))
-        return -1;
-    for (int i = 0; res->op_err && i < res->nops; i++)
-        if (res->op_err[i] != ZOK && res->op_err[i] != ZRUNTIMEINCONSISTENCY)
-            return i;
-    return -1;
-}
-
-int zk_session_gone(int rc)
-{
-    return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
-}
-
 int zkstore_connected(const struct zkstore *zs) { return zs->connected; }
 
 int64_t zkstore_heard_age_ms(const struct zkstore *zs)
