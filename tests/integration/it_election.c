@@ -18,7 +18,7 @@
 #include "harness.h"
 
 #define NDAEMONS 3
-#define MAX_PUTS 200000
+#define MAX_PUTS 50000
 
 static struct daemon_proc d[NDAEMONS];
 static char root[128], ensdir[256];

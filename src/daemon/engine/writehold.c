@@ -12,6 +12,7 @@
 #include "protocol.h"
 #include "reply.h"
 #include "units.h"
+#include "zkstore.h"
 
 struct held_write {
     struct held_write *next;
@@ -150,11 +151,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     arm(wh);
 }
 
-/* How long a write may wait: hold_writes, and never longer than the session lasts. */
+/* How long a write may wait: hold_writes, and never longer than the session lasts (as
+ * ZooKeeper granted it, which may be less than asked). */
 static int64_t hold_ms(const struct deferd *d)
 {
-    uint64_t ms = d->cfg->hold_writes_ms;
-    return (int64_t)(ms < d->cfg->session_timeout_ms ? ms : d->cfg->session_timeout_ms);
+    int64_t ms = (int64_t)d->cfg->hold_writes_ms, granted = zkstore_negotiated_timeout(d->zs);
+    int64_t session = granted > 0 ? granted : (int64_t)d->cfg->session_timeout_ms;
+    return ms < session ? ms : session;
 }
 
 static int add(struct writehold *wh, const struct writehold_ops *ops, void *ctx, int is_put)
