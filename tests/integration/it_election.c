@@ -261,8 +261,14 @@ int main(void)
     CHECK(once >= total - failed && once <= total); /* every put answered OK is there, once */
     CHECK(in_elections > 0);       /* the elections happened under load */
     zookeeper_close(zh);
-    for (int i = 0; i < NDAEMONS; i++)
+    HASH_ITER(hh, set, st, tmp) {
+        HASH_DEL(set, st);
+        free(st);
+    }
+    for (int i = 0; i < NDAEMONS; i++) {
+        free(ps[i].recs);
         daemon_kill(&d[i], SIGTERM);
+    }
     zk_sandbox("stop", ensdir, NULL, 0);
     return check_report("it_election");
 }
