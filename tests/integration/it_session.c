@@ -350,13 +350,13 @@ static void ack_across_lost_session(void)
 
 /* How the in-flight puts are made: due now without keys, due in an hour without keys,
  * due in an hour with keys. */
-enum inflight_mode { DUE_NOW, DUE_LATER, KEYED };
+enum inflight_mode { DUE_NOW, DUE_LATER, KEYED, KEYED_NOW };
 
 /* Sends N pipelined PUTs to queue emails (one multi, most likely) as MODE says; returns
  * the connection, or -1. */
 static int send_pipelined(const struct daemon_proc *dd, int n, int round, enum inflight_mode mode)
 {
-    int keyed = mode == KEYED;
+    int keyed = mode == KEYED || mode == KEYED_NOW;
     char req[4096] = "";
     size_t len = 0;
     for (int i = 0; i < n; i++) {
@@ -365,7 +365,8 @@ static int send_pipelined(const struct daemon_proc *dd, int n, int round, enum i
         if (keyed)
             snprintf(key, sizeof key, " key=inflight-%d", i);
         len += (size_t)snprintf(req + len, sizeof req - len, "PUT emails %d delay=%d%s\n%s\n",
-                                k, mode == DUE_NOW ? 0 : 3600000, key, payload);
+                                k, mode == DUE_NOW || mode == KEYED_NOW ? 0 : 3600000, key,
+                                payload);
     }
     int fd = raw_connect(dd);
     if (fd >= 0 && write(fd, req, len) != (ssize_t)len) {
@@ -398,17 +399,22 @@ static int read_answers(int fd, int n, int *dups, int *maybe)
     return lines == n ? ok : -1;
 }
 
-/* Cancels the jobs of keys inflight-0 .. N-1: the keys are free for the next round. */
-static void free_keys(int n)
+/* Cancels the jobs of keys inflight-0 .. N-1 (STORED of them exist): the keys are free for
+ * the next round. */
+static void free_keys_stored(int n, int stored)
 {
     deferd_client *c = client(&d);
+    int cancelled = 0;
     for (int i = 0; i < n; i++) {
         char key[32], id[DEFERD_ID_SIZE];
         snprintf(key, sizeof key, "inflight-%d", i);
-        CHECK(deferd_cancel(c, NULL, "emails", key, 0, id, sizeof id) == DEFERD_OK);
+        cancelled += deferd_cancel(c, NULL, "emails", key, 0, id, sizeof id) == DEFERD_OK;
     }
+    CHECK(cancelled == stored);
     deferd_close(c);
 }
+
+static void free_keys(int n) { free_keys_stored(n, n); }
 
 /* Puts whose multi reached ZooKeeper as the connection broke (the session survives): the
  * client gives each operation of an unanswered multi the connection's error, which must not
@@ -420,10 +426,12 @@ static void free_keys(int n)
  * in an hour, the daemon finds out after the reconnection (a check of the job that nobody
  * can have acked yet) and answers OK, storing them then if the first send was not applied.
  * With keys the daemon sends them again and the keys answer each with its one job (OK, not
- * "duplicate"), whether or not the first send was applied. */
+ * "duplicate"), whether or not the first send was applied. With keys but due now they are
+ * not sent again (the job may have been delivered and acked meanwhile, its key freed):
+ * "may have been stored", as without keys. */
 static void puts_in_flight_on_a_cut(enum inflight_mode mode)
 {
-    int keyed = mode == KEYED;
+    int keyed = mode == KEYED || mode == KEYED_NOW, now = mode == DUE_NOW || mode == KEYED_NOW;
     enum { N = 8 };
     zhandle_t *zh = zk_connect();
     int applied = 0, dups, maybe;
@@ -434,10 +442,10 @@ static void puts_in_flight_on_a_cut(enum inflight_mode mode)
     for (int round = 0; round < 8 && !applied; round++) { /* the cut may catch a ping */
         int before = zk_count_jobs(zh, root, "emails");
         long mark = log_mark(&d);
-        tcpcut_cut_after_request(relay, mode == DUE_NOW ? 1 : 1500);
+        tcpcut_cut_after_request(relay, now ? 1 : 1500);
         int fd = send_pipelined(&d, N, round, mode), at_cut = -1;
         CHECK(fd >= 0);
-        if (mode != DUE_NOW && log_wait(&d, mark, "finding out whether it was stored", 2000))
+        if (!now && log_wait(&d, mark, "finding out whether it was stored", 2000))
             at_cut = zk_count_jobs(zh, root, "emails") - before; /* before the reconnection */
         int ok = read_answers(fd, N, &dups, &maybe);
         CHECK(ok >= 0);
@@ -448,20 +456,20 @@ static void puts_in_flight_on_a_cut(enum inflight_mode mode)
         CHECK(put_job(c, "emails", "barrier", 3600000, -1, -1, id) == 0);
         deferd_close(c);
         int stored = zk_count_jobs(zh, root, "emails") - before - 1;
-        static const char *const modes[] = {"due now", "due later", "keys"};
+        static const char *const modes[] = {"due now", "due later", "keys", "keys, due now"};
         printf("round %d (%s): %d of %d answered OK (%d duplicate), %d may have been stored; "
                "%d stored (%d when the connection broke)\n", round, modes[mode], ok, N, dups,
                maybe, stored, at_cut);
         CHECK(stored >= ok && stored <= N);
-        if (mode != DUE_NOW) {
+        if (!now) {
             CHECK(ok == N && dups == 0 && stored == N);
             applied = at_cut == N; /* the check or the keys, not a second create, answered */
-            if (keyed)
-                free_keys(N);
         } else {
             CHECK(ok + maybe == N);
             applied = ok < N && stored > ok;
         }
+        if (keyed)
+            free_keys_stored(N, stored);
     }
     CHECK(applied); /* the cut caught a multi that ZooKeeper applied */
     zookeeper_close(zh);
@@ -485,6 +493,7 @@ int main(void)
     puts_in_flight_on_a_cut(DUE_NOW);
     puts_in_flight_on_a_cut(DUE_LATER);
     puts_in_flight_on_a_cut(KEYED);
+    puts_in_flight_on_a_cut(KEYED_NOW);
     daemon_kill(&d, SIGTERM);
     ack_across_lost_session();
     CHECK(tcpcut_relayed(relay) >= 2); /* deferd went through it, before and after the cut */

@@ -682,11 +682,12 @@ const char *dispatcher_ident(const struct dispatcher *ds) { return ds->ident; }
 
 void dispatcher_hold_for_clock(struct dispatcher *ds, int hold)
 {
+    /* A first sample makes writes possible even when it is over clock_limit (which holds
+     * pushes, not writes): held writes go then, whatever happens to the push hold. */
+    writehold_release(ds->writehold);
     if (ds->clock_held == !!hold)
         return;
     ds->clock_held = !!hold;
-    if (!hold)
-        writehold_release(ds->writehold); /* ZooKeeper's clock read: writes may go */
     for (size_t i = 0; !hold && i < ds->nqueues; i++)
         dispatcher_kick_soon(ds, ds->queues[i]);
 }

@@ -25,6 +25,7 @@ struct put {
     struct dispatcher *ds;
     struct reply *r;
     int batch;                  /* BATCH: reply with n=, parts=, ids=, dup= */
+    int unsure;                 /* the current part's first send may have been applied */
     struct putset **parts;
     size_t nparts, sent;
 };
@@ -79,9 +80,10 @@ static void reply_failed(struct put *p, size_t part, int rc)
                  why);
     for (size_t i = 0; i < part; i++)
         stored += putset_count(p->parts[i]);
-    const char *fate = outcome_unknown(rc) ? "may have been stored" : "was not stored";
+    int unknown = outcome_unknown(rc) || p->unsure;
+    const char *fate = unknown ? "may have been stored" : "was not stored";
     if (part == 0 || putset_format(p->parts, part, 0, &ids) != 0) {
-        if (outcome_unknown(rc))
+        if (unknown)
             reply_err(p->r, PE_UNAVAILABLE, "the job%s may have been stored: the connection to "
                       "ZooKeeper broke before its answer (%s)", p->batch ? "s" : "", why);
         else
@@ -118,10 +120,28 @@ static const struct putjob *witness(const struct putset *ps)
         const struct putjob *pj = putset_job(ps, i);
         if (pj->pack >= 0)
             return NULL;
-        if (pj->named && !pj->dup && pj->dup_of < 0 && (!w || pj->jn.due_ms > w->jn.due_ms))
+        /* unkeyed: nobody knows its id (the put was never answered), so nobody cancelled it */
+        if (pj->named && !pj->dup && pj->dup_of < 0 && !pj->jn.key[0] &&
+            (!w || pj->jn.due_ms > w->jn.due_ms))
             w = pj;
     }
     return w && (int64_t)w->jn.due_ms > cluster_latest_ms() ? w : NULL;
+}
+
+/* Every job of PS has a key and none is due yet: sent again, the keys tell what the first
+ * send stored (a job due already may have been delivered and acked meanwhile, its key
+ * freed with it: sent again, it would be stored twice). */
+static int keys_tell(const struct putset *ps)
+{
+    if (!putset_all_keyed(ps))
+        return 0;
+    int64_t latest = cluster_latest_ms();
+    for (size_t i = 0; i < putset_count(ps); i++) {
+        const struct putjob *pj = putset_job(ps, i);
+        if (!pj->dup && pj->dup_of < 0 && (int64_t)pj->jn.due_ms <= latest)
+            return 0;
+    }
+    return 1;
 }
 
 static int resend_later(struct put *p, int rc);
@@ -141,10 +161,14 @@ static void on_checked(const struct zk_result *res, void *ctx)
     struct put *p = ctx;
     struct putset *ps = p->parts[p->sent];
     if (res->rc == ZOK) {
+        p->unsure = 0;
         putset_created(ps);
         on_part_done(ps, ZOK, NULL, p);
+    } else if (res->rc == ZNONODE) {
+        p->unsure = 0; /* not applied: what follows is this send's own fate */
+        unsure_end(p, send_part(p));
     } else {
-        unsure_end(p, res->rc == ZNONODE ? send_part(p) : res->rc);
+        unsure_end(p, res->rc);
     }
 }
 
@@ -154,8 +178,8 @@ static void unsure_release(struct dispatcher *ds, void *ctx)
 {
     struct put *p = ctx;
     struct putset *ps = p->parts[p->sent];
-    const struct putjob *w = putset_all_keyed(ps) ? NULL : witness(ps);
-    if (putset_all_keyed(ps)) {
+    const struct putjob *w = keys_tell(ps) ? NULL : witness(ps);
+    if (keys_tell(ps)) {
         unsure_end(p, send_part(p));
     } else if (w) {
         struct zk_txn_op check = {.kind = ZT_CHECK, .path = w->path, .version = -1};
@@ -180,9 +204,10 @@ static const struct writehold_ops unsure_ops = {unsure_release, unsure_fail};
 static int resend_later(struct put *p, int rc)
 {
     struct putset *ps = p->parts[p->sent];
-    if (!outcome_unknown(rc) || zk_session_gone(rc) ||
-        !(putset_all_keyed(ps) || witness(ps)) || !writehold_add(p->ds->writehold, &unsure_ops, p))
+    if (!outcome_unknown(rc) || zk_session_gone(rc) || !(keys_tell(ps) || witness(ps)) ||
+        !writehold_add(p->ds->writehold, &unsure_ops, p))
         return 0;
+    p->unsure = 1;
     log_debug("queue %s: put%s: the connection broke before ZooKeeper's answer; finding out "
               "whether it was stored when it is back", putset_job(ps, 0)->q->cfg->name,
               p->batch ? " of a batch" : "");
@@ -194,6 +219,8 @@ static void on_part_done(struct putset *ps, int rc, const struct zk_result *res,
     struct put *p = ctx;
     (void)ps;
     (void)res;
+    if (rc == ZOK)
+        p->unsure = 0; /* this part is settled; the next starts sure */
     if (rc == ZOK && ++p->sent < p->nparts && (rc = send_part(p)) == ZOK)
         return;
     if (rc != ZOK && resend_later(p, rc))
