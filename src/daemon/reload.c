@@ -78,7 +78,7 @@ static void apply_logging(struct config *live, const struct config *next)
     live->clock_limit_ms = next->clock_limit_ms;
     if (live->hold_writes_ms != next->hold_writes_ms)
         log_info("reload: daemon.hold_writes changed");
-    live->hold_writes_ms = next->hold_writes_ms; /* read as each write is held */
+    live->hold_writes_ms = next->hold_writes_ms; /* what is held waits by the new value */
     live->log_level = next->log_level;
     live->log_target = next->log_target;
     live->log_facility = next->log_facility;
@@ -281,6 +281,7 @@ int reload_config(struct deferd *d, struct config *live, const char *const *over
     apply_queues(d, live, &next);
     apply_schedules(d, live, &next);
     pending_reloaded(d->pending);
+    dispatcher_hold_changed(d->dispatcher);
     log_info("reload: %s applied; %zu queue(s)", live->path, live->nqueues);
     config_free(&next);
     return 0;

@@ -1,7 +1,8 @@
 /* Writes held through a ZooKeeper outage ([daemon] hold_writes): a PUT, a BATCH, a CANCEL
  * and a RESCHEDULE sent while the daemon is SUSPENDED wait, and are answered OK once the
  * same session is back; an outage longer than the hold answers them "not stored" when it
- * runs out, and none is stored afterwards; hold_writes = 0 refuses at once. The outage is a
+ * runs out, and none is stored afterwards; a hold shortened by SIGHUP applies to what
+ * waits already; hold_writes = 0 refuses at once. The outage is a
  * cut in a relay between deferd and ZooKeeper, which stays up. */
 #include <stdlib.h>
 #include <unistd.h>
@@ -101,6 +102,38 @@ static void long_outage(struct daemon_proc *d, struct tcpcut *relay)
     zookeeper_close(zh);
 }
 
+/* A hold shortened by SIGHUP applies to what is already held: a put held under the default
+ * 4 s is answered as soon as the reload makes its wait over (0.5 s), not 4 s on. */
+static void shortened_hold(struct daemon_proc *d, struct tcpcut *relay)
+{
+    char out[1024], path[400];
+    cut_and_wait_suspended(d, relay, 6000);
+    int fd = raw_connect(d);
+    const char *req = "PUT emails 4 delay=3600000\nheld\n";
+    int64_t sent = now_ms();
+    CHECK(fd >= 0 && write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+    CHECK(wait_stats(d, " writes_held=1 ", 1));
+    snprintf(path, sizeof path, "%s/deferd.ini", d->dir);
+    FILE *f = fopen(path, "a");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("\n[daemon]\nhold_writes = 500ms\n", f);
+        fclose(f);
+    }
+    long mark = log_mark(d);
+    CHECK(kill(d->pid, SIGHUP) == 0);
+    CHECK(log_wait(d, mark, "daemon.hold_writes changed", 5000));
+    int n = fd >= 0 ? raw_read_lines(fd, 1, out, sizeof out, 5000) : 0;
+    int64_t waited = now_ms() - sent;
+    printf("hold shortened to 0.5 s while a put waited: answered after %lld ms: %s",
+           (long long)waited, out);
+    CHECK(n == 1 && strncmp(out, "ERR UNAVAILABLE not stored", 26) == 0);
+    CHECK(waited < 3000); /* the old hold would have answered at 4 s */
+    if (fd >= 0)
+        close(fd);
+    CHECK(wait_stats(d, "zk_state=CONNECTED", 1));
+}
+
 /* hold_writes = 0: refused at once, as before the hold existed. */
 static void no_hold(struct daemon_proc *d, struct tcpcut *relay)
 {
@@ -138,6 +171,7 @@ int main(void)
     if (start_relayed(&d, &relay, "h2", "daemon.requests_per_turn=64") != 0) /* the default */
         return 1;
     short_outage(&d, relay);
+    shortened_hold(&d, relay);
     daemon_kill(&d, SIGTERM);
     tcpcut_stop(relay);
     if (start_relayed(&d, &relay, "h3", "daemon.hold_writes=0") != 0)

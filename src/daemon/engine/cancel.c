@@ -507,9 +507,9 @@ static struct change *change_new(struct dispatcher *ds, struct proto_request *re
                   req->id[0] ? queue : req->queue);
     else if (q->cfg->format != QF_NATIVE)
         reply_err(r, PE_BAD_REQUEST, "queue '%s' is in a Curator format", q->cfg->name);
-    else if (!put_possible(ds) && writehold_take(ds->writehold, handler, req, r))
+    else if (!dispatcher_writes_possible(ds) && writehold_take(ds->writehold, handler, req, r))
         return NULL; /* answered once ZooKeeper is back, or the hold runs out */
-    else if (!put_possible(ds))
+    else if (!dispatcher_writes_possible(ds))
         reply_err(r, PE_UNAVAILABLE, "not connected to ZooKeeper, or its clock not read yet");
     else if (!(ch = calloc(1, sizeof *ch)))
         reply_err(r, PE_INTERNAL, "out of memory");

@@ -673,6 +673,35 @@ void dispatcher_drain(struct dispatcher *ds)
 
 int dispatcher_draining(const struct dispatcher *ds) { return ds->draining; }
 
+/* Connected, and ZooKeeper's clock read (one round trip after the daemon's first session
+ * starts): a due time is never made from the host's clock. */
+int dispatcher_writes_possible(const struct dispatcher *ds)
+{
+    return zkstore_connected(ds->d->zs) && cluster_time_ready();
+}
+
+/* How long a write may wait: hold_writes, and never longer than the session lasts (as
+ * ZooKeeper granted it, which may be less than asked). */
+static int64_t hold_ms(const struct dispatcher *ds)
+{
+    const struct deferd *d = ds->d;
+    int64_t ms = (int64_t)d->cfg->hold_writes_ms, granted = zkstore_negotiated_timeout(d->zs);
+    int64_t session = granted > 0 ? granted : (int64_t)d->cfg->session_timeout_ms;
+    return ms < session ? ms : session;
+}
+
+static void held_put_ended(struct dispatcher *ds)
+{
+    if (ds->puts_done)
+        ds->puts_done(ds->puts_done_arg);
+}
+
+static const struct writehold_env writehold_env = {
+    dispatcher_writes_possible, dispatcher_draining, hold_ms, held_put_ended,
+};
+
+void dispatcher_hold_changed(struct dispatcher *ds) { writehold_release(ds->writehold); }
+
 void dispatcher_write_holds(const struct dispatcher *ds, struct writehold_stats *out)
 {
     writehold_report(ds->writehold, out);
@@ -842,7 +871,7 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->locks = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
     ds->settles = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
     ds->puts = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 0);
-    ds->writehold = writehold_new(ds, d->base);
+    ds->writehold = writehold_new(ds, &writehold_env, d->base);
     if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets || !ds->parents || !ds->keydirs ||
         !ds->stash || !ds->writehold) {
         dispatcher_free(ds);

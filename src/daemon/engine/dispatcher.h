@@ -64,9 +64,13 @@ void dispatcher_hold_for_clock(struct dispatcher *ds, int hold);
 /* "host:pid", written into our locks: which daemon holds a job. */
 const char *dispatcher_ident(const struct dispatcher *ds);
 int dispatcher_draining(const struct dispatcher *ds);
-/* Writes held while ZooKeeper is away (writehold.h). */
+/* PUT, BATCH, CANCEL, RESCHEDULE can be served: connected, and ZooKeeper's clock read. */
+int dispatcher_writes_possible(const struct dispatcher *ds);
+/* Writes held while ZooKeeper is away (writehold.h); HOLD_CHANGED after [daemon]
+ * hold_writes changed (SIGHUP). */
 struct writehold_stats;
 void dispatcher_write_holds(const struct dispatcher *ds, struct writehold_stats *out);
+void dispatcher_hold_changed(struct dispatcher *ds);
 /* Jobs held by consumers or with a lock, ack or release in flight, and settles waiting for
  * the connection: the drain ends when none is left. */
 size_t dispatcher_busy(const struct dispatcher *ds);

@@ -301,13 +301,6 @@ static int put_packed(struct dispatcher *ds, struct dqueue *q, struct proto_requ
     return 0;
 }
 
-/* Connected, and ZooKeeper's clock read (one round trip after the daemon's first session
- * starts): a due time is never made from the host's clock. */
-int put_possible(struct dispatcher *ds)
-{
-    return zkstore_connected(ds->d->zs) && cluster_time_ready();
-}
-
 static void refuse_unavailable(struct dispatcher *ds, struct dqueue *q, struct reply *r)
 {
     if (zkstore_connected(ds->d->zs))
@@ -328,7 +321,7 @@ void put_single(struct dispatcher *ds, struct proto_request *req, struct reply *
                            .payload = req->payload, .len = req->len};
     if (!q) {
         reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->queue);
-    } else if (!put_possible(ds)) {
+    } else if (!dispatcher_writes_possible(ds)) {
         if (!writehold_take(ds->writehold, put_single, req, r))
             refuse_unavailable(ds, q, r);
     } else if (queue_pending_full(q)) {
@@ -368,7 +361,7 @@ size_t put_open_count(const struct dispatcher *ds)
 
 void put_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r)
 {
-    if (!put_possible(ds)) {
+    if (!dispatcher_writes_possible(ds)) {
         if (!writehold_take(ds->writehold, put_batch, req, r))
             refuse_unavailable(ds, NULL, r);
     } else

@@ -15,8 +15,6 @@ void put_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r
 /* PUT and BATCH requests taken on and not answered yet: the server holds further ones back
  * above [daemon] max_open_puts. */
 size_t put_open_count(const struct dispatcher *ds);
-/* PUT, BATCH, RESCHEDULE can be served: connected, and ZooKeeper's clock read. */
-int put_possible(struct dispatcher *ds);
 /* FN(ARG) is called when one of them has been answered (NULL: nobody is told). */
 void put_on_done(struct dispatcher *ds, void (*fn)(void *arg), void *arg);
 

@@ -5,63 +5,63 @@
 #include <string.h>
 
 #include "cluster_time.h"
-#include "config.h"
-#include "daemon.h"
-#include "dispatcher_int.h"
-#include "put.h"
 #include "protocol.h"
 #include "reply.h"
 #include "units.h"
-#include "zkstore.h"
 
 struct held_write {
     struct held_write *next;
     const struct writehold_ops *ops;
     void *ctx;
-    int64_t until_ms;           /* monotonic: failed then */
+    int64_t since_ms;           /* monotonic: held then; failed hold_ms later */
     int is_put;                 /* a PUT or BATCH not taken on yet: counts as open */
 };
 
 struct writehold {
     struct dispatcher *ds;
-    struct held_write *head, **tail;  /* arrival order; so also by until_ms */
+    struct writehold_env env;
+    struct held_write *head, **tail;  /* arrival order; so also by expiry */
     struct event *timer;
     struct writehold_stats st;
 };
 
 /* ---- held requests: their handler is called again, or they are answered ---- */
 
+/* The request's owner: its handler and the put slot count are the dispatcher's. */
 struct held_request {
+    struct writehold *wh;
     writehold_fn *fn;
     struct proto_request req;
     struct reply *r;
 };
 
-static void request_free(struct dispatcher *ds, struct held_request *hr)
+static void request_free(struct held_request *hr)
 {
     int was_put = hr->req.cmd == CMD_PUT || hr->req.cmd == CMD_BATCH;
+    struct writehold *wh = hr->wh;
     proto_request_clear(&hr->req);
     free(hr);
-    if (was_put && ds->puts_done) /* whoever waits for max_open_puts may go */
-        ds->puts_done(ds->puts_done_arg);
+    if (was_put) /* whoever waits for max_open_puts may go */
+        wh->env.put_ended(wh->ds);
 }
 
 static void request_release(struct dispatcher *ds, void *ctx)
 {
     struct held_request *hr = ctx;
     hr->fn(ds, &hr->req, hr->r); /* takes the request on (put.c counts it) */
-    request_free(ds, hr);
+    request_free(hr);
 }
 
 static void request_fail(struct dispatcher *ds, void *ctx, const char *why)
 {
+    (void)ds;
     struct held_request *hr = ctx;
     const char *what = hr->req.cmd == CMD_CANCEL ? "nothing was cancelled"
                        : hr->req.cmd == CMD_RESCHEDULE ? "nothing was rescheduled"
                        : hr->req.cmd == CMD_BATCH ? "not stored: none of the jobs"
                        : "not stored";
     reply_err(hr->r, PE_UNAVAILABLE, "%s (%s)", what, why);
-    request_free(ds, hr);
+    request_free(hr);
 }
 
 static const struct writehold_ops request_ops = {request_release, request_fail};
@@ -92,12 +92,14 @@ static void fix_due_times(struct proto_request *req)
 
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 
-struct writehold *writehold_new(struct dispatcher *ds, struct event_base *base)
+struct writehold *writehold_new(struct dispatcher *ds, const struct writehold_env *env,
+                               struct event_base *base)
 {
     struct writehold *wh = calloc(1, sizeof *wh);
     if (!wh)
         return NULL;
     wh->ds = ds;
+    wh->env = *env;
     wh->tail = &wh->head;
     if (!(wh->timer = evtimer_new(base, on_timer, wh))) {
         free(wh);
@@ -131,7 +133,7 @@ static void arm(struct writehold *wh)
         evtimer_del(wh->timer);
         return;
     }
-    int64_t left = wh->head->until_ms - units_mono_ms();
+    int64_t left = wh->head->since_ms + wh->env.hold_ms(wh->ds) - units_mono_ms();
     if (left < 0)
         left = 0;
     struct timeval tv = {.tv_sec = left / 1000, .tv_usec = (left % 1000) * 1000};
@@ -143,21 +145,12 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct writehold *wh = arg;
-    int64_t now = units_mono_ms();
-    while (wh->head && wh->head->until_ms <= now) {
+    int64_t until = units_mono_ms() - wh->env.hold_ms(wh->ds); /* held before: expired */
+    while (wh->head && wh->head->since_ms <= until) {
         wh->st.expired++;
         fail_one(wh, pop(wh), "ZooKeeper did not come back within [daemon] hold_writes");
     }
     arm(wh);
-}
-
-/* How long a write may wait: hold_writes, and never longer than the session lasts (as
- * ZooKeeper granted it, which may be less than asked). */
-static int64_t hold_ms(const struct deferd *d)
-{
-    int64_t ms = (int64_t)d->cfg->hold_writes_ms, granted = zkstore_negotiated_timeout(d->zs);
-    int64_t session = granted > 0 ? granted : (int64_t)d->cfg->session_timeout_ms;
-    return ms < session ? ms : session;
 }
 
 static int add(struct writehold *wh, const struct writehold_ops *ops, void *ctx, int is_put)
@@ -166,7 +159,7 @@ static int add(struct writehold *wh, const struct writehold_ops *ops, void *ctx,
     if (!hw)
         return 0;
     *hw = (struct held_write){.ops = ops, .ctx = ctx, .is_put = is_put,
-                              .until_ms = units_mono_ms() + hold_ms(wh->ds->d)};
+                              .since_ms = units_mono_ms()};
     *wh->tail = hw;
     wh->tail = &hw->next;
     wh->st.held++;
@@ -180,7 +173,7 @@ static int add(struct writehold *wh, const struct writehold_ops *ops, void *ctx,
 /* Holding is on, and needed. */
 static int may_hold(const struct writehold *wh)
 {
-    return hold_ms(wh->ds->d) > 0 && !wh->ds->draining && !put_possible(wh->ds);
+    return wh->env.hold_ms(wh->ds) > 0 && !wh->env.draining(wh->ds) && !wh->env.possible(wh->ds);
 }
 
 int writehold_add(struct writehold *wh, const struct writehold_ops *ops, void *ctx)
@@ -194,7 +187,7 @@ int writehold_take(struct writehold *wh, writehold_fn *fn, struct proto_request 
     struct held_request *hr;
     if (!may_hold(wh) || !(hr = calloc(1, sizeof *hr)))
         return 0;
-    *hr = (struct held_request){.fn = fn, .req = *req, .r = r};
+    *hr = (struct held_request){.wh = wh, .fn = fn, .req = *req, .r = r};
     if (!add(wh, &request_ops, hr, req->cmd == CMD_PUT || req->cmd == CMD_BATCH)) {
         free(hr);
         return 0;
@@ -207,7 +200,7 @@ int writehold_take(struct writehold *wh, writehold_fn *fn, struct proto_request 
 void writehold_release(struct writehold *wh)
 {
     struct held_write *hw;
-    while (put_possible(wh->ds) && (hw = pop(wh))) {
+    while (wh->env.possible(wh->ds) && (hw = pop(wh))) {
         hw->ops->release(wh->ds, hw->ctx);
         free(hw);
     }

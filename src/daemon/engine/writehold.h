@@ -11,6 +11,8 @@
 
 #include <stddef.h>
 
+#include <stdint.h>
+
 struct dispatcher;
 struct event_base;
 struct proto_request;
@@ -27,12 +29,22 @@ struct writehold_ops {
     void (*fail)(struct dispatcher *ds, void *ctx, const char *why);
 };
 
+/* What the line needs of its owner (the dispatcher), given at creation so that this file
+ * depends on nothing of the engine. */
+struct writehold_env {
+    int (*possible)(const struct dispatcher *ds);   /* writes can go to ZooKeeper now */
+    int (*draining)(const struct dispatcher *ds);   /* stopping: hold nothing new */
+    int64_t (*hold_ms)(const struct dispatcher *ds); /* how long a write may wait now */
+    void (*put_ended)(struct dispatcher *ds);       /* a held PUT or BATCH let go of its slot */
+};
+
 struct writehold_stats {
     size_t held, puts;                 /* now: all, and PUT/BATCH among them */
     unsigned long long total, expired; /* ever held; answered because the hold ran out */
 };
 
-struct writehold *writehold_new(struct dispatcher *ds, struct event_base *base);
+struct writehold *writehold_new(struct dispatcher *ds, const struct writehold_env *env,
+                               struct event_base *base);
 /* Answers what is still held ("deferd is stopping") and frees it all. */
 void writehold_free(struct writehold *wh);
 /* Holds REQ (taken: REQ is left empty) with its reply R when writes are not possible now
@@ -41,7 +53,8 @@ int writehold_take(struct writehold *wh, writehold_fn *fn, struct proto_request 
                    struct reply *r);
 /* Holds CTX with OPS the same way; 1 when held, 0 when holding is off or not needed. */
 int writehold_add(struct writehold *wh, const struct writehold_ops *ops, void *ctx);
-/* Writes are possible again: each held request goes to its handler, in arrival order. */
+/* Writes are possible again: each held request goes to its handler, in arrival order. Also
+ * called when hold_writes changed: the wait of what is held is counted by the new value. */
 void writehold_release(struct writehold *wh);
 /* Answers every held request ERR UNAVAILABLE "not stored", with WHY. */
 void writehold_fail(struct writehold *wh, const char *why);
