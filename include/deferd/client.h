@@ -159,14 +159,28 @@ void deferd_close(deferd_client *c);
  * polling again. Do not read from or write to the fd yourself. */
 int deferd_fd(const deferd_client *c);
 
+/* How long deferd_put() and deferd_put_one() go on sending a put again after deferd
+ * answered UNAVAILABLE, when sending it again cannot make a second job: the answer said
+ * "not stored" (ZooKeeper stayed away longer than the daemon's hold_writes), or it said the
+ * job "may have been stored" (the connection to ZooKeeper broke before its answer) and the
+ * put has a key (a stored first try then answers as the key's duplicate: OK, with that
+ * job's id). Waits 100 ms, then twice as long each time, at most 2 s. Default
+ * DEFERD_PUT_RETRY_DEFAULT_MS; 0: never. A put without a key whose outcome is unknown is
+ * not sent again: it returns DEFERD_ESERVER "the job may have been stored". Neither are
+ * batches, pipelined puts, or a put whose connection broke (DEFERD_EIO): see
+ * docs/guarantees.md, "Writes while ZooKeeper is away". */
+#define DEFERD_PUT_RETRY_DEFAULT_MS 10000
+int deferd_set_put_retry(deferd_client *c, int retry_ms);
+
 /* Timeout for the reply to each blocking request (PUT, BATCH, SUB, ACK, NACK, TOUCH, CANCEL,
  * RESCHEDULE, PING, STATS); -1 (the default) waits forever. A request that times out leaves the connection unusable. */
 int deferd_set_timeout(deferd_client *c, int timeout_ms);
 
 /* Schedules a job. opts may be NULL. If id_out is not NULL, id_len must be more than
  * DEFERD_ID_MAX (DEFERD_ID_SIZE will do) and the new job id is stored there. Returns
- * DEFERD_OK once the daemon has stored the job in ZooKeeper; after ERR UNAVAILABLE it is
- * unknown whether the job was stored. With opts->key, a put whose key is taken also returns
+ * DEFERD_OK once the daemon has stored the job in ZooKeeper. An UNAVAILABLE answer is
+ * retried when that is safe (deferd_set_put_retry()); DEFERD_ESERVER with the code
+ * UNAVAILABLE then says by its text whether the job may have been stored. With opts->key, a put whose key is taken also returns
  * DEFERD_OK, with the existing job's id (deferd_put_one() tells the two apart). An invalid
  * key is DEFERD_EARG. */
 int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t len,

@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "names.h"
+#include "units.h"
 
 int client_fail(deferd_client *c, int rc, const char *fmt, ...)
 {
@@ -166,8 +168,8 @@ static int check_items(deferd_client *c, deferd_put_item *items, size_t n)
     return DEFERD_OK;
 }
 
-/* deferd_put() and deferd_put_one(): dup (if not NULL) tells a duplicate. */
-static int put_blocking(deferd_client *c, const char *queue, const void *payload, size_t len,
+/* One PUT and its reply; dup (if not NULL) tells a duplicate. */
+static int put_once(deferd_client *c, const char *queue, const void *payload, size_t len,
                         const deferd_put_opts *opts, char *id_out, size_t id_len, int *dup)
 {
     struct out_line l = { .len = 0 };
@@ -185,6 +187,39 @@ static int put_blocking(deferd_client *c, const char *queue, const void *payload
     if (rc == DEFERD_OK && wire_parse_put_reply(c->reply, id_out, dup) != 0)
         rc = client_fail(c, DEFERD_EPROTO, "bad job id in PUT reply: '%.80s'", c->reply);
     return rc;
+}
+
+/* Sending the put again cannot make a second job: it was not stored (UNAVAILABLE "not
+ * stored", not a denial, not a daemon stopping), or its outcome is unknown and it carries a
+ * key, so a stored first try answers as the key's duplicate (protocol.md, UNAVAILABLE). */
+static int put_retry_safe(const deferd_client *c, const deferd_put_opts *opts)
+{
+    if (strcmp(c->err_code, "UNAVAILABLE") != 0 || strstr(c->err, "permission denied") ||
+        strstr(c->err, "stopping"))
+        return 0;
+    if (strstr(c->err, "may have been stored"))
+        return opts && opts->key;
+    return strstr(c->err, "not stored") != NULL;
+}
+
+/* deferd_put() and deferd_put_one(): a put answered UNAVAILABLE is sent again while that is
+ * safe, for up to the client's put retry time, waiting 100 ms, then twice as long each time
+ * (at most 2 s): a ZooKeeper outage longer than the daemon's hold_writes, or a lost answer,
+ * costs the producer a pause instead of an error or a second job. */
+static int put_blocking(deferd_client *c, const char *queue, const void *payload, size_t len,
+                        const deferd_put_opts *opts, char *id_out, size_t id_len, int *dup)
+{
+    int64_t until = units_mono_ms() + c->put_retry_ms;
+    int pause = 100;
+    for (;;) {
+        int rc = put_once(c, queue, payload, len, opts, id_out, id_len, dup);
+        if (rc != DEFERD_ESERVER || !put_retry_safe(c, opts) ||
+            units_mono_ms() + pause > until)
+            return rc;
+        struct timespec ts = {.tv_sec = pause / 1000, .tv_nsec = (pause % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        pause = pause < 1000 ? pause * 2 : 2000;
+    }
 }
 
 int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t len,
@@ -618,6 +653,7 @@ deferd_client *deferd_connect(const char *socket_path, char *err, size_t errlen)
         return NULL;
     }
     c->timeout_ms = -1;
+    c->put_retry_ms = DEFERD_PUT_RETRY_DEFAULT_MS;
     c->fd = transport_open(&sa);
     if (c->fd < 0) {
         set_err(err, errlen, "cannot connect to %s: %s", path, strerror(errno));
@@ -639,6 +675,14 @@ void deferd_close(deferd_client *c)
 int deferd_fd(const deferd_client *c)
 {
     return c ? c->fd : -1;
+}
+
+int deferd_set_put_retry(deferd_client *c, int retry_ms)
+{
+    if (c == NULL || retry_ms < 0)
+        return DEFERD_EARG;
+    c->put_retry_ms = retry_ms;
+    return DEFERD_OK;
 }
 
 int deferd_set_timeout(deferd_client *c, int timeout_ms)

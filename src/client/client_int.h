@@ -61,6 +61,7 @@ struct deferd_client {
     int fd;
     int broken;                     /* reply stream may be out of step: refuse further use */
     int timeout_ms;                 /* reply timeout for requests; -1: none */
+    int put_retry_ms;               /* deferd_set_put_retry(); 0: none */
     char *in;                       /* unconsumed input is in[pos, len) */
     size_t pos, len, cap;
     size_t in_want;                 /* bytes the message at in[pos] needs; 0: unknown */

@@ -1,7 +1,7 @@
 /* Writes held through a ZooKeeper outage ([daemon] hold_writes): a PUT, a BATCH, a CANCEL
  * and a RESCHEDULE sent while the daemon is SUSPENDED wait, and are answered OK once the
  * same session is back; an outage longer than the hold answers them "not stored" when it
- * runs out, and none is stored afterwards; a hold shortened by SIGHUP applies to what
+ * runs out, and none is stored afterwards (libdeferd then sends it again); a hold shortened by SIGHUP applies to what
  * waits already; hold_writes = 0 refuses at once. The outage is a
  * cut in a relay between deferd and ZooKeeper, which stays up. */
 #include <stdlib.h>
@@ -99,6 +99,20 @@ static void long_outage(struct daemon_proc *d, struct tcpcut *relay)
     deferd_close(c);
     CHECK(zk_count_jobs(zh, root, "emails") == before + 1);
     CHECK(stats_has(d, "writes_hold_expired=1"));
+    /* libdeferd sends a put answered "not stored" again (deferd_set_put_retry): the same
+     * outage costs a producer through the library a pause, and the job is stored once */
+    c = client(d);
+    cut_and_wait_suspended(d, relay, 3000);
+    sent = now_ms();
+    deferd_put_opts o = {.has_delay = 1, .delay_ms = 3600000};
+    int rc = deferd_put(c, "emails", "retried", 7, &o, id, sizeof id);
+    waited = now_ms() - sent;
+    printf("libdeferd put through a 3 s outage (hold 1 s): %s after %lld ms\n",
+           rc == DEFERD_OK ? id : deferd_last_error(c), (long long)waited);
+    CHECK(rc == DEFERD_OK);
+    CHECK(waited >= 900); /* answered "not stored" once at least, then sent again */
+    CHECK(zk_count_jobs(zh, root, "emails") == before + 2);
+    deferd_close(c);
     zookeeper_close(zh);
 }
 

@@ -2,6 +2,7 @@
  * partition cut in a relay between deferd and a server that stays up, and a long one (LOST:
  * holders told, a new session built, every job delivered again and acked), also for a
  * Curator queue's item. Runs its own ZooKeeper so that it can stop and restart it. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -481,6 +482,75 @@ static void puts_in_flight_on_a_cut(enum inflight_mode mode)
     zookeeper_close(zh);
 }
 
+/* One producer of library_retry(): a blocking keyed put, due now, through libdeferd. */
+struct lib_put {
+    pthread_t th;
+    int i, round, rc, dup;
+    char id[DEFERD_ID_SIZE], err[256];
+};
+
+static void *lib_put_run(void *arg)
+{
+    struct lib_put *lp = arg;
+    deferd_client *c = client(&d);
+    deferd_put_item it = {.queue = "emails", .opts = {.has_delay = 1, .delay_ms = 0}};
+    char payload[48], key[32];
+    snprintf(payload, sizeof payload, "library-%d-%d", lp->round, lp->i);
+    snprintf(key, sizeof key, "inflight-%d", lp->i);
+    it.payload = payload;
+    it.len = strlen(payload);
+    it.opts.key = key;
+    lp->rc = c ? deferd_put_one(c, &it) : DEFERD_EIO;
+    lp->dup = it.duplicate;
+    memcpy(lp->id, it.id, sizeof lp->id);
+    snprintf(lp->err, sizeof lp->err, "%s", c ? deferd_last_error(c) : "no connection");
+    deferd_close(c);
+    return NULL;
+}
+
+/* libdeferd sends a keyed put again after "may have been stored" (deferd_set_put_retry):
+ * keyed puts due now, from N producers at once, in flight at a cut, are each answered OK,
+ * and each key has exactly one job (the retry found its first try's job, or made the job
+ * the first try did not). Rounds go on until one caught a multi in flight (the daemon
+ * logged its put failed: its answers said "may have been stored"). */
+static void library_retry(void)
+{
+    enum { N = 8 };
+    zhandle_t *zh = zk_connect();
+    int caught = 0;
+    for (int round = 0; round < 8 && !caught; round++) {
+        int before = zk_count_jobs(zh, root, "emails");
+        long mark = log_mark(&d);
+        struct lib_put lp[N];
+        tcpcut_cut_after_request(relay, 1);
+        for (int i = 0; i < N; i++) {
+            lp[i] = (struct lib_put){.i = i, .round = round};
+            CHECK(pthread_create(&lp[i].th, NULL, lib_put_run, &lp[i]) == 0);
+        }
+        int ok = 0, dups = 0;
+        for (int i = 0; i < N; i++) {
+            pthread_join(lp[i].th, NULL);
+            ok += lp[i].rc == DEFERD_OK;
+            dups += lp[i].rc == DEFERD_OK && lp[i].dup;
+            if (lp[i].rc != DEFERD_OK)
+                printf("  library put %d: %s: %s\n", i, deferd_strerror(lp[i].rc), lp[i].err);
+        }
+        CHECK(log_wait(&d, mark, "-> RECONNECTED", 15000));
+        caught = log_count(&d, mark, "queue emails: put failed") > 0;
+        int stored = zk_count_jobs(zh, root, "emails") - before;
+        printf("round %d (library, keys, due now): %d of %d OK (%d found their first try "
+               "stored), %d stored, multi caught in flight: %s\n", round, ok, N, dups, stored,
+               caught ? "yes" : "no");
+        CHECK(ok == N);
+        CHECK(stored == N);
+        for (int i = 0; i < N; i++)
+            CHECK(lp[i].rc != DEFERD_OK || zk_job_exists(zh, root, lp[i].id));
+        free_keys_stored(N, stored);
+    }
+    CHECK(caught);
+    zookeeper_close(zh);
+}
+
 int main(void)
 {
     harness_init("session", root, sizeof root);
@@ -500,6 +570,7 @@ int main(void)
     puts_in_flight_on_a_cut(DUE_LATER);
     puts_in_flight_on_a_cut(KEYED);
     puts_in_flight_on_a_cut(KEYED_NOW);
+    library_retry();
     daemon_kill(&d, SIGTERM);
     ack_across_lost_session();
     CHECK(tcpcut_relayed(relay) >= 2); /* deferd went through it, before and after the cut */

@@ -88,7 +88,55 @@ def check_sub_pushes(test: unittest.TestCase, j1: Optional[deferd.BaseJob],
     test.assertEqual(j1.deadline_ms_left, 200)
 
 
+MAYBE = b"ERR UNAVAILABLE the job may have been stored: the connection to ZooKeeper broke " \
+        b"before its answer (connection loss)\n"
+NOT_STORED = b"ERR UNAVAILABLE not stored (ZooKeeper did not come back within [daemon] " \
+             b"hold_writes)\n"
+KEYED = b"PUT q 1 key=k1\na\n"
+UNKEYED = b"PUT q 1\na\n"
+# A keyed put whose outcome is unknown is sent again, byte for byte, and its first try's job
+# comes back as the key's duplicate; "not stored" is sent again with or without a key; an
+# unkeyed "may have been stored" and a denial are raised at once.
+RETRY_SCRIPT = [
+    (KEYED, MAYBE), (KEYED, NOT_STORED), (KEYED, b"OK q/1-5-ab-kk1 duplicate\n"),
+    (UNKEYED, NOT_STORED), (UNKEYED, b"OK q/2\n"),
+    (UNKEYED, MAYBE),
+    (UNKEYED, b"ERR UNAVAILABLE not stored: permission denied by ZooKeeper\n"),
+]
+
+
+def check_retry_rules(test: unittest.TestCase) -> None:
+    """put_retry_safe() and put_retry_pauses(), the rules both clients follow."""
+    from deferd.client import put_retry_pauses, put_retry_safe
+    maybe = deferd.DeferdError("the job may have been stored: (connection loss)", "UNAVAILABLE")
+    test.assertTrue(put_retry_safe(maybe, True))
+    test.assertFalse(put_retry_safe(maybe, False))
+    test.assertTrue(put_retry_safe(deferd.DeferdError("not stored (x)", "UNAVAILABLE"), False))
+    test.assertFalse(put_retry_safe(deferd.DeferdError("not stored (x)", "QUEUE_FULL"), True))
+    test.assertFalse(put_retry_safe(deferd.DeferdError("deferd is stopping; the job was not "
+                                                       "stored", "UNAVAILABLE"), True))
+    pauses = list(put_retry_pauses(10.0))
+    test.assertEqual(pauses[:6], [0.1, 0.2, 0.4, 0.8, 1.6, 2.0])
+    test.assertLessEqual(sum(pauses), 10.0)
+    test.assertEqual(list(put_retry_pauses(0)), [])
+
+
 class Wire(unittest.TestCase):
+    def test_put_retried_when_safe(self) -> None:
+        check_retry_rules(self)
+        f = FakeDaemon(RETRY_SCRIPT)
+        with deferd.Client(f.path, timeout=10) as c:
+            self.assertEqual(c.put("q", "a", key="k1"), deferd.PutResult("q/1-5-ab-kk1", True))
+            self.assertEqual(c.put("q", "a").id, "q/2")
+            with self.assertRaises(deferd.Unavailable) as e:
+                c.put("q", "a")
+            self.assertIn("may have been stored", e.exception.text)
+            c.put_retry = 0
+            with self.assertRaises(deferd.Unavailable) as e:
+                c.put("q", "a")
+            self.assertIn("permission denied", e.exception.text)
+        f.done(self)
+
     def test_put_bytes_and_reply(self) -> None:
         f = FakeDaemon([
             (b"PUT q 3 delay=1500 prio=3 ttr=2000 key=k1\na\nb\n", b"OK q/1-3-ab duplicate\n"),
@@ -199,6 +247,18 @@ class Wire(unittest.TestCase):
 
 class AioWire(unittest.IsolatedAsyncioTestCase):
     """deferd.aio speaks the same bytes; concurrent tasks get their own replies."""
+
+    async def test_put_retried_when_safe(self) -> None:
+        f = FakeDaemon(RETRY_SCRIPT)
+        async with deferd.aio.Client(f.path, timeout=10) as c:
+            self.assertEqual(await c.put("q", "a", key="k1"),
+                             deferd.PutResult("q/1-5-ab-kk1", True))
+            self.assertEqual((await c.put("q", "a")).id, "q/2")
+            with self.assertRaises(deferd.Unavailable):
+                await c.put("q", "a")
+            with self.assertRaises(deferd.Unavailable):
+                await c.put("q", "a")
+        f.done(self)
 
     async def test_requests_from_concurrent_tasks(self) -> None:
         f = FakeDaemon([

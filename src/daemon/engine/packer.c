@@ -376,8 +376,8 @@ static void answer(struct packer *pk, struct write *wr, int rc)
             reply_ok(fp->r, id);
         } else {
             metrics_refused(pk->ds->d->metrics, q->cfg, MR_FAILED);
-            reply_err(fp->r, PE_UNAVAILABLE, "ZooKeeper did not store the job: %s",
-                      zk_reason(rc));
+            reply_err(fp->r, PE_UNAVAILABLE, zk_outcome_unknown(rc) ? ZK_PUT_UNKNOWN_FMT
+                      : ZK_PUT_FAILED_FMT, zk_reason(rc));
         }
     }
     free_puts(wr->jobs);

@@ -59,13 +59,6 @@ static void reply_batch(struct put *p)
     free(text);
 }
 
-/* No answer came (the connection broke after the request left): ZooKeeper may have
- * applied it. */
-static int outcome_unknown(int rc)
-{
-    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || zk_session_gone(rc);
-}
-
 /* Part P failed with RC: nothing of it was stored, or (no answer) maybe all of it; earlier
  * parts were stored. */
 static void reply_failed(struct put *p, size_t part, int rc)
@@ -80,7 +73,7 @@ static void reply_failed(struct put *p, size_t part, int rc)
                  why);
     for (size_t i = 0; i < part; i++)
         stored += putset_count(p->parts[i]);
-    int unknown = outcome_unknown(rc) || p->unsure;
+    int unknown = zk_outcome_unknown(rc) || p->unsure;
     const char *fate = unknown ? "may have been stored" : "was not stored";
     if (part == 0 || putset_format(p->parts, part, 0, &ids) != 0) {
         if (unknown)
@@ -204,7 +197,7 @@ static const struct writehold_ops unsure_ops = {unsure_release, unsure_fail};
 static int resend_later(struct put *p, int rc)
 {
     struct putset *ps = p->parts[p->sent];
-    if (!outcome_unknown(rc) || zk_session_gone(rc) || !(keys_tell(ps) || witness(ps)) ||
+    if (!zk_outcome_unknown(rc) || zk_session_gone(rc) || !(keys_tell(ps) || witness(ps)) ||
         !writehold_add(p->ds->writehold, &unsure_ops, p))
         return 0;
     p->unsure = 1;

@@ -26,3 +26,8 @@ int zk_session_gone(int rc)
 {
     return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
 }
+
+int zk_outcome_unknown(int rc)
+{
+    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || zk_session_gone(rc);
+}

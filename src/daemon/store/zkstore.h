@@ -114,6 +114,16 @@ int zk_failed_op(const struct zk_result *res);
  * whatever it held (locks, owner nodes) went with it. */
 int zk_session_gone(int rc);
 
+/* No answer came to a write (the connection broke after it left, or the session ended
+ * meanwhile): ZooKeeper may have applied it. */
+int zk_outcome_unknown(int rc);
+
+/* The reply text of a put that failed with RC: "not stored: ..." or, when the answer was
+ * lost, "the job may have been stored: ..." (docs/protocol.md, UNAVAILABLE). */
+#define ZK_PUT_UNKNOWN_FMT "the job may have been stored: the connection to ZooKeeper broke " \
+                           "before its answer (%s)"
+#define ZK_PUT_FAILED_FMT "not stored: ZooKeeper did not store the job (%s)"
+
 #define ZK_DENIED_TEXT "permission denied by ZooKeeper (check [zookeeper] auth and " \
                        "the znode's ACL)"
 /* zk_strerror(RC), or ZK_DENIED_TEXT for ZNOAUTH: the reason given to clients. */

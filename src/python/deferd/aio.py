@@ -25,7 +25,7 @@ from .client import (BaseClient, BaseJob, BaseReply, BatchResult, Event, Payload
                      PutLike, PutResult, Seconds, When, _parse_batch, _parse_empty,
                      _parse_opt_id, _parse_pong, _parse_put, _parse_stats, encode_ack,
                      encode_batch, encode_cancel, encode_nack, encode_reschedule, encode_stats,
-                     encode_subscribe, encode_unsubscribe)
+                     encode_subscribe, encode_unsubscribe, put_retry_pauses, put_retry_safe)
 from .errors import DeferdError, Disconnected
 
 __all__ = ["Client", "Job", "Reply"]
@@ -207,9 +207,18 @@ class Client(BaseClient[Job, Reply]):
                   ttr: Optional[Seconds] = None, key: Optional[str] = None) -> PutResult:
         """Schedules a job; returns its :class:`deferd.PutResult` once ZooKeeper stored it
         (``duplicate=True`` with the existing job's id when ``key`` was taken). The
-        arguments are those of :meth:`deferd.Client.put`."""
+        arguments are those of :meth:`deferd.Client.put`, and so is the retry of an
+        ``UNAVAILABLE`` answer (:attr:`put_retry`)."""
         req = Put(queue, payload, delay, at, priority, ttr, key).encode()
-        return await self._request(req, _parse_put)
+        pauses = put_retry_pauses(self.put_retry)
+        while True:
+            try:
+                return await self._request(req, _parse_put)
+            except DeferdError as e:
+                pause = next(pauses, None) if put_retry_safe(e, key is not None) else None
+                if pause is None:
+                    raise
+                await asyncio.sleep(pause)
 
     async def put_batch(self, items: Iterable[PutLike]) -> BatchResult:
         """Stores several jobs, all or none (``BATCH``); items as for

@@ -488,6 +488,30 @@ def _puts(items: Iterable[PutLike]) -> Tuple[int, bytes]:
     return len(puts), b"".join(puts)
 
 
+def put_retry_safe(error: DeferdError, keyed: bool) -> bool:
+    """Whether a put answered ``error`` may be sent again without making a second job: it
+    was ``not stored`` (ZooKeeper stayed away longer than the daemon's ``hold_writes``), or
+    it ``may have been stored`` and has a key (a stored first try answers as the key's
+    duplicate). Not after a denial, nor from a daemon that is stopping."""
+    text = error.text
+    if error.code != "UNAVAILABLE" or "permission denied" in text or "stopping" in text:
+        return False
+    if "may have been stored" in text:
+        return keyed
+    return "not stored" in text
+
+
+def put_retry_pauses(budget: float) -> Iterator[float]:
+    """The pauses before each new try of a put, for ``budget`` seconds in all (the tries'
+    own time counted): 0.1 s, then twice as long each time, at most 2 s."""
+    until = time.monotonic() + budget
+    pause, spent = 0.1, 0.0
+    while spent + pause <= budget and time.monotonic() + pause <= until:
+        yield pause
+        spent += pause
+        pause = min(pause * 2, 2.0)
+
+
 def encode_batch(items: Iterable[PutLike]) -> bytes:
     """``BATCH <n>`` and its ``PUT`` requests."""
     n, puts = _puts(items)
@@ -579,6 +603,9 @@ class BaseClient(Generic[JobT, ReplyT]):
     the failed pipelined answers not yet reported."""
 
     _job_class: Type[JobT]
+    #: Seconds for which :meth:`put` sends a put again after ``UNAVAILABLE`` when that
+    #: cannot make a second job (:func:`put_retry_safe`); 0: never.
+    put_retry: float = 10.0
 
     def __init__(self, socket_path: Optional[str], timeout: Optional[float], pipeline: bool,
                  on_event: Optional[Callable[[Event], None]],
@@ -746,9 +773,23 @@ class Client(BaseClient[Job, Reply]):
         (neither: now). ``priority``: lower is more urgent. ``ttr`` (seconds, 1 s .. 7 days):
         each delivery's lease. ``key``: idempotency key; if a job with it exists, nothing is
         created and the result has ``duplicate=True`` and that job's id.
+
+        An :class:`Unavailable` answer is sent again for up to :attr:`put_retry` seconds when
+        that cannot make a second job: ``not stored``, or, with a ``key``, ``the job may
+        have been stored`` (the connection to ZooKeeper broke before its answer; a stored
+        first try then comes back as the key's duplicate). Without a key, ``may have been
+        stored`` is raised: check for the job before putting it again.
         """
         req = Put(queue, payload, delay, at, priority, ttr, key).encode()
-        return self._send(req, _parse_put).result()
+        pauses = put_retry_pauses(self.put_retry)
+        while True:
+            try:
+                return self._send(req, _parse_put).result()
+            except DeferdError as e:
+                pause = next(pauses, None) if put_retry_safe(e, key is not None) else None
+                if pause is None:
+                    raise
+                time.sleep(pause)
 
     def put_batch(self, items: Iterable[PutLike]) -> BatchResult:
         """Stores several jobs, all or none (``BATCH``). Items are :class:`Put` objects,
