@@ -163,11 +163,11 @@ int deferd_fd(const deferd_client *c);
  * answered UNAVAILABLE, when sending it again cannot make a second job: the answer said
  * "not stored" (ZooKeeper stayed away longer than the daemon's hold_writes), or it said the
  * job "may have been stored" (the connection to ZooKeeper broke before its answer) and the
- * put has a key (a stored first try then answers as the key's duplicate: OK, with that
- * job's id). Waits 100 ms, then twice as long each time, at most 2 s. Default
- * DEFERD_PUT_RETRY_DEFAULT_MS; 0: never. A put without a key whose outcome is unknown is
- * not sent again: it returns DEFERD_ESERVER "the job may have been stored". Neither are
- * batches, pipelined puts, or a put whose connection broke (DEFERD_EIO): see
+ * put carries a put token or a key (a stored first try then answers the retry with its
+ * job's id). A put without a key carries a token of its own (idem=, docs/protocol.md),
+ * made by the library, unless the retry is 0. Waits 100 ms, then twice as long each time,
+ * at most 2 s. Default DEFERD_PUT_RETRY_DEFAULT_MS; 0: never (and no token). Batches,
+ * pipelined puts and a put whose connection broke (DEFERD_EIO) are not sent again: see
  * docs/guarantees.md, "Writes while ZooKeeper is away". */
 #define DEFERD_PUT_RETRY_DEFAULT_MS 10000
 int deferd_set_put_retry(deferd_client *c, int retry_ms);

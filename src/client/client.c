@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "names.h"
 #include "units.h"
@@ -168,14 +170,16 @@ static int check_items(deferd_client *c, deferd_put_item *items, size_t n)
     return DEFERD_OK;
 }
 
-/* One PUT and its reply; dup (if not NULL) tells a duplicate. */
+/* One PUT (with TOKEN as idem=, if not NULL) and its reply; dup (if not NULL) tells a
+ * duplicate. */
 static int put_once(deferd_client *c, const char *queue, const void *payload, size_t len,
-                        const deferd_put_opts *opts, char *id_out, size_t id_len, int *dup)
+                    const deferd_put_opts *opts, const char *token, char *id_out, size_t id_len,
+                    int *dup)
 {
     struct out_line l = { .len = 0 };
     int rc = check_put(c, queue, payload, len, opts, id_out, id_len);
     if (rc == DEFERD_OK)
-        rc = wire_put_header(c, &l, queue, len, opts);
+        rc = wire_put_header(c, &l, queue, len, opts, token);
     if (rc != DEFERD_OK)
         return rc;
     struct iovec iov[3] = {
@@ -191,15 +195,36 @@ static int put_once(deferd_client *c, const char *queue, const void *payload, si
 
 /* Sending the put again cannot make a second job: it was not stored (UNAVAILABLE "not
  * stored", not a denial, not a daemon stopping), or its outcome is unknown and it carries a
- * key, so a stored first try answers as the key's duplicate (protocol.md, UNAVAILABLE). */
-static int put_retry_safe(const deferd_client *c, const deferd_put_opts *opts)
+ * put token (a stored first try answers the retry with its job) or a key (it answers as
+ * the key's duplicate); a Curator format queue keeps no tokens (protocol.md, UNAVAILABLE). */
+static int put_retry_safe(const deferd_client *c, const deferd_put_opts *opts,
+                          const char *token)
 {
     if (strcmp(c->err_code, "UNAVAILABLE") != 0 || strstr(c->err, "permission denied") ||
         strstr(c->err, "stopping"))
         return 0;
     if (strstr(c->err, "may have been stored"))
-        return opts && opts->key;
+        return (opts && opts->key) || (token && !strstr(c->err, "keeps no put tokens"));
     return strstr(c->err, "not stored") != NULL;
+}
+
+/* A put token: this host's clock in ms, and 64 random bits (docs/protocol.md, PUT idem=). */
+static void new_token(char *buf, size_t len)
+{
+    uint64_t rnd = 0;
+    if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+        rnd = (uint64_t)units_mono_ms() * 2654435761u ^ (uint64_t)getpid() << 32;
+    snprintf(buf, len, "%lld-%016llx", (long long)units_wall_ms(), (unsigned long long)rnd);
+}
+
+/* A daemon older than put tokens refuses idem= ("unknown or repeated option"): the client
+ * sends its puts without one from then on. */
+static int token_refused(deferd_client *c)
+{
+    if (strcmp(c->err_code, "BAD_REQUEST") != 0 || !strstr(c->err, "option 'idem'"))
+        return 0;
+    c->no_tokens = 1;
+    return 1;
 }
 
 /* deferd_put() and deferd_put_one(): a put answered UNAVAILABLE is sent again while that is
@@ -211,9 +236,19 @@ static int put_blocking(deferd_client *c, const char *queue, const void *payload
 {
     int64_t until = units_mono_ms() + c->put_retry_ms;
     int pause = 100;
+    char token[64];
+    const char *tok = NULL;
+    if (c->put_retry_ms > 0 && !(opts && opts->key) && !c->no_tokens) {
+        new_token(token, sizeof token);
+        tok = token;
+    }
     for (;;) {
-        int rc = put_once(c, queue, payload, len, opts, id_out, id_len, dup);
-        if (rc != DEFERD_ESERVER || !put_retry_safe(c, opts) ||
+        int rc = put_once(c, queue, payload, len, opts, tok, id_out, id_len, dup);
+        if (rc == DEFERD_ESERVER && tok && token_refused(c)) {
+            tok = NULL;
+            continue;
+        }
+        if (rc != DEFERD_ESERVER || !put_retry_safe(c, opts, tok) ||
             units_mono_ms() + pause > until)
             return rc;
         struct timespec ts = {.tv_sec = pause / 1000, .tv_nsec = (pause % 1000) * 1000000L};
@@ -250,7 +285,7 @@ int deferd_put_send(deferd_client *c, const char *queue, const void *payload, si
     if (rc == DEFERD_OK)
         rc = check_put(c, queue, payload, len, opts, NULL, 0);
     if (rc == DEFERD_OK)
-        rc = wire_put_header(c, &l, queue, len, opts);
+        rc = wire_put_header(c, &l, queue, len, opts, NULL);
     if (rc != DEFERD_OK)
         return rc;
     struct iovec iov[3] = {
@@ -378,7 +413,7 @@ static int transact_items(deferd_client *c, struct out_line *first,
     for (size_t i = 0; rc == DEFERD_OK && i < n; i++) {
         const deferd_put_item *it = &items[i];
         hdr[i].len = 0;
-        rc = wire_put_header(c, &hdr[i], it->queue, it->len, &it->opts);
+        rc = wire_put_header(c, &hdr[i], it->queue, it->len, &it->opts, NULL);
         iov[3 * i + 1] = (struct iovec){ .iov_base = hdr[i].buf, .iov_len = hdr[i].len };
         iov[3 * i + 2] = (struct iovec){ .iov_base = (void *)it->payload, .iov_len = it->len };
         iov[3 * i + 3] = (struct iovec){ .iov_base = "\n", .iov_len = 1 };

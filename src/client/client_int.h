@@ -62,6 +62,7 @@ struct deferd_client {
     int broken;                     /* reply stream may be out of step: refuse further use */
     int timeout_ms;                 /* reply timeout for requests; -1: none */
     int put_retry_ms;               /* deferd_set_put_retry(); 0: none */
+    int no_tokens;                  /* the daemon refused idem= (older than put tokens) */
     char *in;                       /* unconsumed input is in[pos, len) */
     size_t pos, len, cap;
     size_t in_want;                 /* bytes the message at in[pos] needs; 0: unknown */
@@ -102,8 +103,9 @@ int client_check_usable(deferd_client *c);
 /* wire.c: request lines, and replies and pushes parsed from the input buffer. */
 int wire_line_add(deferd_client *c, struct out_line *l, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* TOKEN: NULL, or the put token sent as idem= (docs/protocol.md, PUT). */
 int wire_put_header(deferd_client *c, struct out_line *l, const char *queue, size_t len,
-                    const deferd_put_opts *o);
+                    const deferd_put_opts *o, const char *token);
 int wire_reply_id(const char *text, char *out, const char **rest);
 int wire_parse_put_reply(const char *text, char *id_out, int *dup);
 int wire_take_message(deferd_client *c, struct ev_node **push, size_t *want);

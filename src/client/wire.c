@@ -36,7 +36,7 @@ int wire_line_add(deferd_client *c, struct out_line *l, const char *fmt, ...)
 }
 
 int wire_put_header(deferd_client *c, struct out_line *l, const char *queue, size_t len,
-                    const deferd_put_opts *o)
+                    const deferd_put_opts *o, const char *token)
 {
     int rc = wire_line_add(c, l, "PUT %s %zu", queue, len);
     if (rc == DEFERD_OK && o && o->has_delay)
@@ -49,6 +49,8 @@ int wire_put_header(deferd_client *c, struct out_line *l, const char *queue, siz
         rc = wire_line_add(c, l, " ttr=%" PRIu64, o->ttr_ms);
     if (rc == DEFERD_OK && o && o->key)
         rc = wire_line_add(c, l, " key=%s", o->key);
+    if (rc == DEFERD_OK && token)
+        rc = wire_line_add(c, l, " idem=%s", token);
     if (rc == DEFERD_OK)
         rc = wire_line_add(c, l, "\n");
     return rc;

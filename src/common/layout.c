@@ -256,6 +256,17 @@ int layout_key_path(char *buf, size_t len, const char *root, const char *queue,
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
+int layout_token_path(char *buf, size_t len, const char *root, const char *queue,
+                      const char *token)
+{
+    uint64_t ms;
+    if (!names_valid_token(token, &ms))
+        return -1;
+    int n = snprintf(buf, len, "%s/queues/%s/tokens/%llu/%s", root, queue,
+                     (unsigned long long)(ms / LAYOUT_TOKEN_MINUTE_MS), token);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
 int layout_key_data(char *buf, size_t len, const struct job_name *jn)
 {
     char name[LAYOUT_NAME_MAX + 1];
@@ -362,4 +373,12 @@ int layout_parse_marker(const char *data, size_t len)
     while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == ' '))
         len--;
     return parse_canonical(data, len, 1000, &v) == 0 ? (int)v : -1;
+}
+
+int layout_key_data_id(char *id, size_t len, const char *queue, const char *data, int dlen)
+{
+    struct job_name jn;
+    if (dlen <= 0 || layout_parse_key_data(data, (size_t)dlen, &jn) != 0)
+        return -1;
+    return layout_job_id(id, len, queue, &jn);
 }

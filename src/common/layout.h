@@ -80,9 +80,24 @@ int layout_valid_uid(const char *uid);
  * 4096 directories so that no listing of them grows large. */
 int layout_key_path(char *buf, size_t len, const char *root, const char *queue,
                     const char *key);
+/* <root>/queues/<queue>/tokens/<minute>/<token>: a put token (PUT idem=), in the directory
+ * of the minute its token's time falls in (ms / LAYOUT_TOKEN_MINUTE_MS), so that old ones
+ * go by whole directories. Its data is as a key node's: the job it made. -1: no token. */
+#define LAYOUT_TOKEN_MINUTE_MS 60000
+/* A token is taken for LAYOUT_TOKEN_USE_MS after its time (by the producer's host clock),
+ * and not taken more than LAYOUT_TOKEN_AHEAD_MS before it. Its minute's directory is
+ * deleted once that minute ended LAYOUT_TOKEN_KEEP_MS ago by ZooKeeper's clock: the
+ * difference is the room for the two clocks to differ. */
+#define LAYOUT_TOKEN_USE_MS 300000
+#define LAYOUT_TOKEN_AHEAD_MS 60000
+#define LAYOUT_TOKEN_KEEP_MS 600000
+int layout_token_path(char *buf, size_t len, const char *root, const char *queue,
+                      const char *token);
 /* A key node's data names its job: the job id without "<queue>/" ([shard/]name). */
 int layout_key_data(char *buf, size_t len, const struct job_name *jn);
 int layout_parse_key_data(const char *data, size_t len, struct job_name *jn);
+/* The job id ("<queue>/...") that a key node's or a put token's DATA names; -1 if none. */
+int layout_key_data_id(char *id, size_t len, const char *queue, const char *data, int dlen);
 /* A kept key (the queue's key_retention): "done <ack ms> <[shard/]name>". */
 int layout_kept_key_data(char *buf, size_t len, int64_t acked_ms, const struct job_name *jn);
 /* 0 and the ack time (at most LAYOUT_DUE_MAX) and job if DATA is a kept key's, else -1 (a

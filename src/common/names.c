@@ -43,6 +43,20 @@ int names_valid_key(const char *key)
     return 1;
 }
 
+int names_valid_token(const char *token, uint64_t *ms)
+{
+    size_t digits = strspn(token, "0123456789");
+    const char *rnd = token + digits + 1;
+    size_t n = strspn(rnd, "0123456789abcdefghijklmnopqrstuvwxyz");
+    if (digits == 0 || digits > 15 || token[digits] != '-' || n < 8 || n > 32 || rnd[n])
+        return 0;
+    uint64_t v = 0;
+    for (size_t i = 0; i < digits; i++)
+        v = v * 10 + (uint64_t)(token[i] - '0');
+    *ms = v;
+    return 1;
+}
+
 int names_valid_job_id_n(const char *id, size_t n)
 {
     const char *slash = memchr(id, '/', n);

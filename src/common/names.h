@@ -6,11 +6,13 @@
 #define DEFERD_NAMES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define QUEUE_NAME_MAX 64
 #define NAMES_KEY_MAX 64   /* layout.h's LAYOUT_KEY_MAX */
 #define NAMES_ID_MAX 240   /* layout.h's LAYOUT_ID_MAX */
 #define NAMES_UID_MAX 32   /* layout.h's LAYOUT_UID_MAX */
+#define NAMES_TOKEN_MAX 48 /* "<ms>-<random>": 15 digits, '-', 32 */
 
 /* Queue names: 1..QUEUE_NAME_MAX of [A-Za-z0-9_.-], not starting with '.'. The _n form
  * checks the n bytes at s (a name inside a longer string). */
@@ -20,6 +22,11 @@ int names_valid_queue_n(const char *s, size_t n);
 /* Idempotency keys: 1..NAMES_KEY_MAX of [A-Za-z0-9_.:@-], starting with a letter or digit
  * (the queue's bytes plus ':' and '@'). */
 int names_valid_key(const char *key);
+
+/* Put tokens (PUT idem=): "<ms>-<random>", the producer's clock in ms since the epoch
+ * when it first tried the put (1..15 digits) and 8..32 of [0-9a-z]. Stores the ms in *ms
+ * and returns 1, or returns 0. */
+int names_valid_token(const char *token, uint64_t *ms);
 
 /* The shape every job id has, native or Curator: "<queue>/<name>" or
  * "<queue>/<shard>/<name>", at most NAMES_ID_MAX bytes, the part after the queue

@@ -86,6 +86,14 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
         strcpy(r->key, v);
         return 0;
     }
+    if (strcmp(tok, "idem") == 0 && r->cmd == CMD_PUT && !r->idem[0]) {
+        uint64_t ms;
+        if (!names_valid_token(v, &ms))
+            return bad(err, PE_BAD_REQUEST, "bad idem token '%.60s': <ms>-<8..32 of [0-9a-z]>",
+                       v);
+        strcpy(r->idem, v);
+        return 0;
+    }
     if (strcmp(tok, "then") == 0 && (r->cmd == CMD_ACK || r->cmd == CMD_NACK) && !r->then) {
         if (parse_num(v, PROTO_GROUP_MAX, &n, err) != 0 || n == 0)
             return bad(err, PE_BAD_REQUEST, "then must be 1..1000, got '%.20s'", v);
@@ -466,6 +474,7 @@ static void group_add(struct proto_decoder *d, struct proto_request *r)
     struct proto_put *p = &d->group.items[d->group.nitems++];
     memcpy(p->queue, r->queue, sizeof p->queue);
     memcpy(p->key, r->key, sizeof p->key);
+    memcpy(p->idem, r->idem, sizeof p->idem);
     p->has_delay = r->has_delay;
     p->has_at = r->has_at;
     p->has_prio = r->has_prio;

@@ -13,6 +13,7 @@ struct mirror;
 struct session;
 struct pending;
 struct keysweep;
+struct tokensweep;
 struct depth;
 struct unpacker;
 struct packer;
@@ -34,6 +35,7 @@ struct deferd {
     struct session *session;
     struct pending *pending;
     struct keysweep *keysweep; /* deletes kept keys past key_retention */
+    struct tokensweep *tokensweep; /* deletes put tokens past their use */
     struct depth *depth;       /* queue depth read from ZooKeeper */
     struct unpacker *unpacker; /* turns ripe packs into job znodes */
     struct packer *packer;     /* far-future puts into packs */

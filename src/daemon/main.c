@@ -19,6 +19,7 @@
 #include "depth.h"
 #include "web.h"
 #include "keysweep.h"
+#include "tokensweep.h"
 #include "lock.h"
 #include "log.h"
 #include "metrics.h"
@@ -239,11 +240,12 @@ static int run(struct deferd *d, const struct options *o)
     d->session = session_new(d);
     d->pending = pending_new(d);
     d->keysweep = keysweep_new(d);
+    d->tokensweep = tokensweep_new(d);
     d->depth = depth_new(d);
     d->unpacker = unpacker_new(d);
     d->packer = d->dispatcher ? packer_new(d->dispatcher) : NULL;
     d->scheduler = d->packer ? scheduler_new(d) : NULL;
-    if (!d->mirror || !d->dispatcher || !d->clock || !d->session || !d->pending || !d->keysweep || !d->depth ||
+    if (!d->mirror || !d->dispatcher || !d->clock || !d->session || !d->pending || !d->keysweep || !d->tokensweep || !d->depth ||
         !d->unpacker || !d->packer || !d->scheduler)
         goto out;
     d->server = server_new(d, commands_handle);
@@ -270,6 +272,7 @@ out:
     clock_sync_free(d->clock);
     pending_free(d->pending);
     keysweep_free(d->keysweep);
+    tokensweep_free(d->tokensweep);
     depth_free(d->depth);
     unpacker_free(d->unpacker); /* after the store: no call of it is in flight */
     drain_free(d->drain);

@@ -582,3 +582,18 @@ int make_dead_letters(const struct daemon_proc *d, const char *queue, int n)
         deferd_close(c);
     return failed ? -1 : 0;
 }
+
+int raw_request(const struct daemon_proc *d, const char *req, int n, char *out, size_t len,
+                int ms)
+{
+    int fd = raw_connect(d);
+    out[0] = '\0';
+    if (fd < 0 || write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    int lines = raw_read_lines(fd, n, out, len, ms);
+    close(fd);
+    return lines;
+}

@@ -76,6 +76,10 @@ int raw_connect(const struct daemon_proc *d);
 /* Reads from FD until N lines came (or MS passed, or end of file) into OUT, terminated;
  * returns the lines read. */
 int raw_read_lines(int fd, int n, char *out, size_t len, int ms);
+/* Sends REQ on a new raw connection and reads N reply lines (up to MS) into OUT; returns
+ * the lines read, or -1. */
+int raw_request(const struct daemon_proc *d, const char *req, int n, char *out, size_t len,
+                int ms);
 /* Puts with retries while deferd reports UNAVAILABLE (ZooKeeper session not up yet). */
 int put_job(deferd_client *c, const char *queue, const char *payload, int64_t delay_ms,
             int64_t at_ms, int prio, char *id);

@@ -12,23 +12,6 @@
 
 static char root[128];
 
-/* Sends REQ on a new connection and reads N reply lines (up to MS); returns the number
- * read, the replies in OUT. */
-static int send_read(const struct daemon_proc *d, const char *req, int n, char *out,
-                     size_t len, int ms)
-{
-    int fd = raw_connect(d);
-    out[0] = '\0';
-    if (fd < 0 || write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    int lines = raw_read_lines(fd, n, out, len, ms);
-    close(fd);
-    return lines;
-}
-
 static int64_t cut_and_wait_suspended(struct daemon_proc *d, struct tcpcut *relay, int ms)
 {
     long mark = log_mark(d);
@@ -52,7 +35,7 @@ static void short_outage(struct daemon_proc *d, struct tcpcut *relay)
              "BATCH 2\nPUT a 2 delay=3600000\nb1\nPUT b 2 delay=3600000\nb2\n"
              "CANCEL %s\nRESCHEDULE %s delay=7200000\n", j1, j2);
     int64_t sent = now_ms();
-    int n = send_read(d, req, 4, out, sizeof out, 10000);
+    int n = raw_request(d, req, 4, out, sizeof out, 10000);
     int64_t answered = now_ms();
     printf("held through a %d ms outage (sent %lld ms after the cut), answered after %lld ms:\n%s",
            1500, (long long)(sent - cut), (long long)(answered - sent), out);
@@ -86,7 +69,7 @@ static void long_outage(struct daemon_proc *d, struct tcpcut *relay)
     int before = zk_count_jobs(zh, root, "emails");
     cut_and_wait_suspended(d, relay, 3000);
     int64_t sent = now_ms();
-    int n = send_read(d, "PUT emails 8 delay=3600000\ntoo long\n", 1, out, sizeof out, 10000);
+    int n = raw_request(d, "PUT emails 8 delay=3600000\ntoo long\n", 1, out, sizeof out, 10000);
     int64_t waited = now_ms() - sent;
     printf("held past hold_writes: answered after %lld ms: %s", (long long)waited, out);
     CHECK(n == 1 && strncmp(out, "ERR UNAVAILABLE not stored", 26) == 0);
@@ -154,7 +137,7 @@ static void no_hold(struct daemon_proc *d, struct tcpcut *relay)
     char out[1024];
     cut_and_wait_suspended(d, relay, 1500);
     int64_t sent = now_ms();
-    int n = send_read(d, "PUT emails 3\nnow\n", 1, out, sizeof out, 10000);
+    int n = raw_request(d, "PUT emails 3\nnow\n", 1, out, sizeof out, 10000);
     printf("hold_writes=0: answered after %lld ms: %s", (long long)(now_ms() - sent), out);
     CHECK(n == 1 && strncmp(out, "ERR UNAVAILABLE not stored: not connected", 41) == 0);
     CHECK(now_ms() - sent < 1000);

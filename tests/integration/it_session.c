@@ -351,7 +351,7 @@ static void ack_across_lost_session(void)
 
 /* How the in-flight puts are made: due now without keys, due in an hour without keys,
  * due in an hour with keys. */
-enum inflight_mode { DUE_NOW, DUE_LATER, KEYED, KEYED_NOW };
+enum inflight_mode { DUE_NOW, DUE_LATER, KEYED, KEYED_NOW, TOKENS_NOW };
 
 /* Sends N pipelined PUTs to queue emails (one multi, most likely) as MODE says; returns
  * the connection, or -1. */
@@ -365,8 +365,11 @@ static int send_pipelined(const struct daemon_proc *dd, int n, int round, enum i
         int k = snprintf(payload, sizeof payload, "inflight-%d-%d-%d", (int)mode, round, i);
         if (keyed)
             snprintf(key, sizeof key, " key=inflight-%d", i);
+        if (mode == TOKENS_NOW)
+            snprintf(key, sizeof key, " idem=%lld-r%di%dp%x", (long long)now_ms(), round, i,
+                     (unsigned)getpid());
         len += (size_t)snprintf(req + len, sizeof req - len, "PUT emails %d delay=%d%s\n%s\n",
-                                k, mode == DUE_NOW || mode == KEYED_NOW ? 0 : 3600000, key,
+                                k, mode == DUE_LATER || mode == KEYED ? 3600000 : 0, key,
                                 payload);
     }
     int fd = raw_connect(dd);
@@ -429,10 +432,12 @@ static void free_keys(int n) { free_keys_stored(n, n); }
  * With keys the daemon sends them again and the keys answer each with its one job (OK, not
  * "duplicate"), whether or not the first send was applied. With keys but due now they are
  * not sent again (the job may have been delivered and acked meanwhile, its key freed):
- * "may have been stored", as without keys. */
+ * "may have been stored", as without keys. With put tokens (idem=) and due now they are
+ * sent again: a token outlives its job, so each is answered OK and stored once. */
 static void puts_in_flight_on_a_cut(enum inflight_mode mode)
 {
     int keyed = mode == KEYED || mode == KEYED_NOW, now = mode == DUE_NOW || mode == KEYED_NOW;
+    int tokens = mode == TOKENS_NOW;
     enum { N = 8 };
     zhandle_t *zh = zk_connect();
     int applied = 0, dups, maybe;
@@ -446,7 +451,7 @@ static void puts_in_flight_on_a_cut(enum inflight_mode mode)
         tcpcut_cut_after_request(relay, now ? 1 : 1500);
         int fd = send_pipelined(&d, N, round, mode), at_cut = -1;
         CHECK(fd >= 0);
-        if (!now && log_wait(&d, mark, "finding out whether it was stored", 2000))
+        if (!now && !tokens && log_wait(&d, mark, "finding out whether it was stored", 2000))
             at_cut = zk_count_jobs(zh, root, "emails") - before; /* before the reconnection */
         int ok = read_answers(fd, N, &dups, &maybe);
         CHECK(ok >= 0);
@@ -457,12 +462,16 @@ static void puts_in_flight_on_a_cut(enum inflight_mode mode)
         CHECK(put_job(c, "emails", "barrier", 3600000, -1, -1, id) == 0);
         deferd_close(c);
         int stored = zk_count_jobs(zh, root, "emails") - before - 1;
-        static const char *const modes[] = {"due now", "due later", "keys", "keys, due now"};
+        static const char *const modes[] = {"due now", "due later", "keys", "keys, due now",
+                                            "tokens, due now"};
         printf("round %d (%s): %d of %d answered OK (%d duplicate), %d may have been stored; "
                "%d stored (%d when the connection broke)\n", round, modes[mode], ok, N, dups,
                maybe, stored, at_cut);
         CHECK(stored >= ok && stored <= N);
-        if (!now) {
+        if (tokens) { /* the tokens tell, whatever the due time: each answered OK */
+            CHECK(ok == N && dups == 0 && stored == N);
+            applied = log_count(&d, mark, "finding out whether it was stored") > 0;
+        } else if (!now) {
             CHECK(ok == N && dups == 0 && stored == N);
             applied = at_cut == N; /* the check or the keys, not a second create, answered */
         } else {
@@ -485,7 +494,7 @@ static void puts_in_flight_on_a_cut(enum inflight_mode mode)
 /* One producer of library_retry(): a blocking keyed put, due now, through libdeferd. */
 struct lib_put {
     pthread_t th;
-    int i, round, rc, dup;
+    int i, round, keyed, rc, dup;
     char id[DEFERD_ID_SIZE], err[256];
 };
 
@@ -499,7 +508,7 @@ static void *lib_put_run(void *arg)
     snprintf(key, sizeof key, "inflight-%d", lp->i);
     it.payload = payload;
     it.len = strlen(payload);
-    it.opts.key = key;
+    it.opts.key = lp->keyed ? key : NULL; /* else the library gives it a put token */
     lp->rc = c ? deferd_put_one(c, &it) : DEFERD_EIO;
     lp->dup = it.duplicate;
     memcpy(lp->id, it.id, sizeof lp->id);
@@ -508,23 +517,37 @@ static void *lib_put_run(void *arg)
     return NULL;
 }
 
-/* libdeferd sends a keyed put again after "may have been stored" (deferd_set_put_retry):
- * keyed puts due now, from N producers at once, in flight at a cut, are each answered OK,
- * and each key has exactly one job (the retry found its first try's job, or made the job
- * the first try did not). Rounds go on until one caught a multi in flight (the daemon
- * logged its put failed: its answers said "may have been stored"). */
-static void library_retry(void)
+static long stat_of(const char *field)
+{
+    deferd_client *c = client(&d);
+    char buf[4096] = "", key[64];
+    snprintf(key, sizeof key, " %s=", field);
+    const char *p = c && deferd_stats(c, buf, sizeof buf) == DEFERD_OK ? strstr(buf, key) : NULL;
+    deferd_close(c);
+    return p ? atol(p + strlen(key)) : -1;
+}
+
+/* libdeferd sends a put again after "may have been stored" (deferd_set_put_retry) when it
+ * carries a key, or the put token the library gives a put without one: puts due now, from
+ * N producers at once, in flight at a cut, are each answered OK, and each has exactly one
+ * job (the retry found its first try's job, or made the job the first try did not). With
+ * keys the cut is 1 ms and the daemon answers "may have been stored" (a keyed job due now
+ * is not sent again by the daemon); with tokens the daemon would find out by itself, so the
+ * cut outlasts hold_writes (4 s) and the daemon answers "may have been stored" when the
+ * hold runs out (writes_hold_expired grows): the library's retry is what answers OK. Rounds
+ * go on until one caught a multi in flight (the daemon logged its put failed). */
+static void library_retry(int keyed)
 {
     enum { N = 8 };
     zhandle_t *zh = zk_connect();
     int caught = 0;
     for (int round = 0; round < 8 && !caught; round++) {
         int before = zk_count_jobs(zh, root, "emails");
-        long mark = log_mark(&d);
+        long mark = log_mark(&d), expired = stat_of("writes_hold_expired");
         struct lib_put lp[N];
-        tcpcut_cut_after_request(relay, 1);
+        tcpcut_cut_after_request(relay, keyed ? 1 : 6000);
         for (int i = 0; i < N; i++) {
-            lp[i] = (struct lib_put){.i = i, .round = round};
+            lp[i] = (struct lib_put){.i = i, .round = round, .keyed = keyed};
             CHECK(pthread_create(&lp[i].th, NULL, lib_put_run, &lp[i]) == 0);
         }
         int ok = 0, dups = 0;
@@ -536,16 +559,18 @@ static void library_retry(void)
                 printf("  library put %d: %s: %s\n", i, deferd_strerror(lp[i].rc), lp[i].err);
         }
         CHECK(log_wait(&d, mark, "-> RECONNECTED", 15000));
-        caught = log_count(&d, mark, "queue emails: put failed") > 0;
+        caught = keyed ? log_count(&d, mark, "queue emails: put failed") > 0
+                       : stat_of("writes_hold_expired") > expired;
         int stored = zk_count_jobs(zh, root, "emails") - before;
-        printf("round %d (library, keys, due now): %d of %d OK (%d found their first try "
-               "stored), %d stored, multi caught in flight: %s\n", round, ok, N, dups, stored,
-               caught ? "yes" : "no");
+        printf("round %d (library, %s, due now): %d of %d OK (%d as their key's "
+               "duplicate), %d stored, answered 'may have been stored' first: %s\n", round,
+               keyed ? "keys" : "tokens", ok, N, dups, stored, caught ? "yes" : "no");
         CHECK(ok == N);
         CHECK(stored == N);
         for (int i = 0; i < N; i++)
             CHECK(lp[i].rc != DEFERD_OK || zk_job_exists(zh, root, lp[i].id));
-        free_keys_stored(N, stored);
+        if (keyed)
+            free_keys_stored(N, stored);
     }
     CHECK(caught);
     zookeeper_close(zh);
@@ -570,7 +595,9 @@ int main(void)
     puts_in_flight_on_a_cut(DUE_LATER);
     puts_in_flight_on_a_cut(KEYED);
     puts_in_flight_on_a_cut(KEYED_NOW);
-    library_retry();
+    puts_in_flight_on_a_cut(TOKENS_NOW);
+    library_retry(1);
+    library_retry(0);
     daemon_kill(&d, SIGTERM);
     ack_across_lost_session();
     CHECK(tcpcut_relayed(relay) >= 2); /* deferd went through it, before and after the cut */

@@ -25,6 +25,25 @@ ACKS_CUT_OFF = [
 ]
 
 
+# Where a request carries a put token the client made (" idem=<13 digits>-<16 hex>"): any
+# bytes match; the tokens seen are kept in FakeDaemon.tokens.
+TOKEN = b" idem=" + b"\0" * 30
+
+
+def matches(expected: bytes, got: bytes, tokens: List[bytes]) -> bool:
+    if len(expected) != len(got):
+        return False
+    at = expected.find(TOKEN)
+    if at < 0:
+        return expected == got
+    tok = got[at + 6:at + len(TOKEN)]
+    if not re.fullmatch(rb"[0-9]{13}-[0-9a-f]{16}", tok):
+        return False
+    tokens.append(tok)
+    return expected[:at] == got[:at] and matches(expected[at + len(TOKEN):],
+                                                 got[at + len(TOKEN):], tokens)
+
+
 class FakeDaemon:
     """Accepts one connection; for each (expected, answer) reads exactly the expected bytes,
     records a mismatch, then writes the answer. Closes after the script."""
@@ -37,6 +56,7 @@ class FakeDaemon:
         self.srv.listen(1)
         self.script = script
         self.mismatch: Optional[str] = None
+        self.tokens: List[bytes] = []
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -50,7 +70,7 @@ class FakeDaemon:
                     if not chunk:
                         break
                     got += chunk
-                if got != expected and self.mismatch is None:
+                if not matches(expected, got, self.tokens) and self.mismatch is None:
                     self.mismatch = f"expected {expected!r}, got {got!r}"
                 conn.sendall(answer)
 
@@ -93,15 +113,22 @@ MAYBE = b"ERR UNAVAILABLE the job may have been stored: the connection to ZooKee
 NOT_STORED = b"ERR UNAVAILABLE not stored (ZooKeeper did not come back within [daemon] " \
              b"hold_writes)\n"
 KEYED = b"PUT q 1 key=k1\na\n"
+TOKENED = b"PUT q 1" + TOKEN + b"\na\n"
 UNKEYED = b"PUT q 1\na\n"
+CURATOR_MAYBE = MAYBE[:-1] + b"; a Curator format queue keeps no put tokens: a retry may " \
+                b"store it twice\n"
 # A keyed put whose outcome is unknown is sent again, byte for byte, and its first try's job
-# comes back as the key's duplicate; "not stored" is sent again with or without a key; an
-# unkeyed "may have been stored" and a denial are raised at once.
+# comes back as the key's duplicate; a put without a key carries a token of its own and is
+# sent again with it; "not stored" is sent again; a Curator queue's "may have been stored"
+# and a denial are raised at once; a daemon that refuses idem= gets the put without it, and
+# no token from then on; with put_retry = 0 no token is made and nothing sent again.
 RETRY_SCRIPT = [
     (KEYED, MAYBE), (KEYED, NOT_STORED), (KEYED, b"OK q/1-5-ab-kk1 duplicate\n"),
-    (UNKEYED, NOT_STORED), (UNKEYED, b"OK q/2\n"),
+    (TOKENED, MAYBE), (TOKENED, NOT_STORED), (TOKENED, b"OK q/2\n"),
+    (TOKENED, CURATOR_MAYBE),
+    (TOKENED, b"ERR UNAVAILABLE not stored: permission denied by ZooKeeper\n"),
+    (TOKENED, b"ERR BAD_REQUEST unknown or repeated option 'idem'\n"), (UNKEYED, b"OK q/3\n"),
     (UNKEYED, MAYBE),
-    (UNKEYED, b"ERR UNAVAILABLE not stored: permission denied by ZooKeeper\n"),
 ]
 
 
@@ -111,6 +138,9 @@ def check_retry_rules(test: unittest.TestCase) -> None:
     maybe = deferd.DeferdError("the job may have been stored: (connection loss)", "UNAVAILABLE")
     test.assertTrue(put_retry_safe(maybe, True))
     test.assertFalse(put_retry_safe(maybe, False))
+    test.assertTrue(put_retry_safe(maybe, False, True))
+    curator = deferd.DeferdError(CURATOR_MAYBE.decode()[len("ERR UNAVAILABLE "):], "UNAVAILABLE")
+    test.assertFalse(put_retry_safe(curator, False, True))
     test.assertTrue(put_retry_safe(deferd.DeferdError("not stored (x)", "UNAVAILABLE"), False))
     test.assertFalse(put_retry_safe(deferd.DeferdError("not stored (x)", "QUEUE_FULL"), True))
     test.assertFalse(put_retry_safe(deferd.DeferdError("deferd is stopping; the job was not "
@@ -130,17 +160,25 @@ class Wire(unittest.TestCase):
             self.assertEqual(c.put("q", "a").id, "q/2")
             with self.assertRaises(deferd.Unavailable) as e:
                 c.put("q", "a")
-            self.assertIn("may have been stored", e.exception.text)
-            c.put_retry = 0
+            self.assertIn("keeps no put tokens", e.exception.text)
             with self.assertRaises(deferd.Unavailable) as e:
                 c.put("q", "a")
             self.assertIn("permission denied", e.exception.text)
+            self.assertEqual(c.put("q", "a").id, "q/3")
+            c.put_retry = 0
+            with self.assertRaises(deferd.Unavailable) as e:
+                c.put("q", "a")
+            self.assertIn("may have been stored", e.exception.text)
         f.done(self)
+        # the three tries of the second put sent one token; each put had its own
+        self.assertEqual(f.tokens[0], f.tokens[1])
+        self.assertEqual(f.tokens[1], f.tokens[2])
+        self.assertEqual(len(set(f.tokens)), 4)
 
     def test_put_bytes_and_reply(self) -> None:
         f = FakeDaemon([
             (b"PUT q 3 delay=1500 prio=3 ttr=2000 key=k1\na\nb\n", b"OK q/1-3-ab duplicate\n"),
-            (b"PUT q 0 at=1700000000000\n\n", b"OK q/2\n"),
+            (b"PUT q 0 at=1700000000000" + TOKEN + b"\n\n", b"OK q/2\n"),
             (b"BATCH 2\nPUT q 1\nx\nPUT r 1 delay=0\ny\n",
              b"OK n=2 parts=1 ids=q/3,r/4 dup=2\n"),
             (b"CANCEL q key=k1 force=1\n", b"OK q/1-3-ab\n"),
@@ -256,6 +294,10 @@ class AioWire(unittest.IsolatedAsyncioTestCase):
             self.assertEqual((await c.put("q", "a")).id, "q/2")
             with self.assertRaises(deferd.Unavailable):
                 await c.put("q", "a")
+            with self.assertRaises(deferd.Unavailable):
+                await c.put("q", "a")
+            self.assertEqual((await c.put("q", "a")).id, "q/3")
+            c.put_retry = 0
             with self.assertRaises(deferd.Unavailable):
                 await c.put("q", "a")
         f.done(self)

@@ -261,9 +261,30 @@ static void packs(void)
     CHECK(layout_parse_marker("02", 2) == -1 && layout_parse_marker("two", 3) == -1);
 }
 
+/* Put tokens: "<ms>-<8..32 of [0-9a-z]>", in the directory of their minute. */
+static void tokens(void)
+{
+    char path[LAYOUT_PATH_MAX];
+    uint64_t ms = 0;
+    CHECK(names_valid_token("1763769605123-abcdef01", &ms) && ms == 1763769605123ULL);
+    CHECK(names_valid_token("0-01234567890123456789012345678901", &ms) && ms == 0);
+    const char *bad[] = {"", "-abcdefgh", "123", "123-", "123-abcdefg", "123-ABCDEFGH",
+                         "123-abcdefgh-", "1234567890123456-abcdefgh", "12x-abcdefgh",
+                         "1-012345678901234567890123456789012", "1-abcd efgh"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(!names_valid_token(bad[i], &ms));
+        CHECK(layout_token_path(path, sizeof path, "/d", "q", bad[i]) != 0);
+    }
+    CHECK(layout_token_path(path, sizeof path, "/deferd", "emails", "1763769605123-abcdef01") == 0);
+    CHECK_STR(path, "/deferd/queues/emails/tokens/29396160/1763769605123-abcdef01");
+    char small[40];
+    CHECK(layout_token_path(small, sizeof small, "/deferd", "emails", "1763769605123-abcdef01") != 0);
+}
+
 int main(void)
 {
     round_trips();
+    tokens();
     paths();
     shards();
     foreign_names();

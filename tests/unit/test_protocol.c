@@ -102,6 +102,8 @@ static void errors_resync(void)
         "PUT q 0 ttr=604800001\n\n", "TOUCH\n",
         "SUB q ttr=5000\n", "ACK q/job-0000000001\n", "ACK q/queue-x/y\n",
         "SUB q uid=0\n", "SUB q uid=1 uid=1\n", "ACK q/1-2-abc uid=1\n",
+        "PUT q 0 idem=abc\n\n", "PUT q 0 idem=1-abcdefgh idem=1-abcdefgh\n\n",
+        "CANCEL q/1-2-abc idem=1-abcdefgh\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char buf[128];
@@ -193,7 +195,7 @@ static void groups(void)
     struct proto_decoder d;
     struct outcome o;
     proto_decoder_init(&d, 100);
-    const char ok[] = "BATCH 2\nPUT a 3 key=k-1 delay=5\nabc\nPUT b 0\n\nPING\n";
+    const char ok[] = "BATCH 2\nPUT a 3 key=k-1 delay=5\nabc\nPUT b 0 idem=5-abcdefgh\n\nPING\n";
     feed(&d, ok, sizeof ok - 1, &o);
     CHECK(o.nreq == 2 && o.nerr == 0);
     CHECK(o.last.cmd == CMD_PING);
@@ -210,6 +212,8 @@ static void groups(void)
         CHECK(req.items[0].has_delay && req.items[0].delay_ms == 5 && req.items[0].len == 3);
         CHECK(memcmp(req.items[0].payload, "abc", 3) == 0);
         CHECK_STR(req.items[1].queue, "b");
+        CHECK_STR(req.items[1].idem, "5-abcdefgh");
+        CHECK_STR(req.items[0].idem, "");
         CHECK(req.items[1].len == 0);
     }
     proto_request_clear(&req);

@@ -53,6 +53,7 @@ static void finish(struct cput *cp, int rc, const char *created, const char *den
             log_warn("queue %s: put to Curator queue %s failed: %s", cp->q->cfg->name,
                      cp->path, rc == ZOK ? "no name came back" : zk_strerror(rc));
         reply_err(cp->r, PE_UNAVAILABLE, zk_outcome_unknown(rc) ? ZK_PUT_UNKNOWN_FMT
+                  "; a Curator format queue keeps no put tokens: a retry may store it twice"
                   : ZK_PUT_FAILED_FMT, rc == ZOK ? "no name came back" : zk_reason(rc));
     }
     free(cp->frame);

@@ -31,6 +31,8 @@ struct far_put {
     unsigned char *payload;
     size_t len, size;           /* payload; its record in a pack */
     struct reply *r;
+    char token_path[LAYOUT_PATH_MAX]; /* "" or its put token (PUT idem=) */
+    char token_data[LAYOUT_ID_MAX + 1]; /* "<pack>/<name>", as the write names the pack */
 };
 
 struct wkey {
@@ -62,6 +64,8 @@ struct write {
     struct far_put *jobs;
     int create;                 /* a new pack; else a rewrite of the open one */
     int tries;                  /* its directories made after a NoNode */
+    struct far_put **tokened;   /* the operations after the pack's: these jobs' tokens */
+    int ntokened;
     char name[LAYOUT_PACK_MAX + 1];
     char path[LAYOUT_PATH_MAX];
     unsigned char *data;
@@ -181,7 +185,7 @@ static struct window *window_for(struct packer *pk, struct dqueue *q, uint64_t s
 }
 
 void packer_put(struct packer *pk, struct dqueue *q, const struct job_name *jn,
-                unsigned char *payload, size_t len, struct reply *r)
+                unsigned char *payload, size_t len, const char *token_path, struct reply *r)
 {
     uint64_t start = packer_window_start(q, jn->due_ms);
     struct window *w = window_for(pk, q, start);
@@ -192,6 +196,7 @@ void packer_put(struct packer *pk, struct dqueue *q, const struct job_name *jn,
         return;
     }
     fp->jn = *jn;
+    snprintf(fp->token_path, sizeof fp->token_path, "%s", token_path ? token_path : "");
     dispatcher_new_uid(pk->ds, fp->jn.uid);
     fp->payload = payload;
     fp->len = len;
@@ -314,12 +319,55 @@ int packer_prepare_dir(struct packer *pk, const char *path)
     return ZOK;
 }
 
+/* The create of each job's put token, in the same transaction as the pack: a retry of a
+ * put whose first try was stored fails the write on its token (a job outlives nothing
+ * here: the token does). Their minute directories are made ahead, as a pack's are. */
+static int token_ops(struct write *wr, struct zk_txn_op *ops)
+{
+    int n = 0, rc = ZOK;
+    free(wr->tokened);
+    wr->tokened = NULL;
+    wr->ntokened = 0;
+    for (struct far_put *fp = wr->jobs; fp; fp = fp->next)
+        n += fp->token_path[0] != '\0';
+    if (n == 0)
+        return ZOK;
+    if (!(wr->tokened = calloc((size_t)n, sizeof *wr->tokened)))
+        return ZK_ENOMEM;
+    for (struct far_put *fp = wr->jobs; fp && rc == ZOK; fp = fp->next) {
+        if (!fp->token_path[0])
+            continue;
+        memcpy(fp->jn.pack, wr->name, sizeof fp->jn.pack);
+        if (layout_key_data(fp->token_data, sizeof fp->token_data, &fp->jn) != 0)
+            rc = ZK_ETOOLONG;
+        else
+            rc = packer_prepare_dir(wr->pk, fp->token_path);
+        fp->jn.pack[0] = '\0';
+        ops[1 + wr->ntokened] = (struct zk_txn_op){.kind = ZT_CREATE, .path = fp->token_path,
+                                                    .data = fp->token_data,
+                                                    .len = strlen(fp->token_data)};
+        wr->tokened[wr->ntokened++] = fp;
+    }
+    return rc;
+}
+
 static int send_write(struct write *wr)
 {
-    struct zk_txn_op op = {.kind = wr->create ? ZT_CREATE : ZT_SET, .path = wr->path,
-                           .data = wr->data, .len = wr->len, .version = wr->w->version};
+    size_t n = 1;
+    for (struct far_put *fp = wr->jobs; fp; fp = fp->next)
+        n += fp->token_path[0] != '\0';
+    struct zk_txn_op *ops = calloc(n, sizeof *ops);
+    if (!ops)
+        return ZK_ENOMEM;
+    ops[0] = (struct zk_txn_op){.kind = wr->create ? ZT_CREATE : ZT_SET, .path = wr->path,
+                                .data = wr->data, .len = wr->len, .version = wr->w->version};
     int rc = wr->create ? packer_prepare_dir(wr->pk, wr->path) : ZOK;
-    return rc == ZOK ? txnbatch_add(wr->pk->ds->puts, &op, 1, on_written, wr) : rc;
+    if (rc == ZOK)
+        rc = token_ops(wr, ops);
+    if (rc == ZOK)
+        rc = txnbatch_add(wr->pk->ds->puts, ops, 1 + wr->ntokened, on_written, wr);
+    free(ops);
+    return rc;
 }
 
 static void write_done(struct write *wr, int rc);
@@ -440,6 +488,7 @@ static void write_done(struct write *wr, int rc)
         queue_denied(w->q, wr->path);
     answer(pk, wr, rc);
     free(wr->data);
+    free(wr->tokened);
     free(wr);
     w->busy = 0;
     pk->writes--;
@@ -452,23 +501,29 @@ static void write_done(struct write *wr, int rc)
 }
 
 /* The jobs of a write that failed without effect go back in front of the waiting ones, to
- * be written again. */
+ * be written again (none left: the window just goes on). */
 static void retry(struct write *wr)
 {
     struct packer *pk = wr->pk;
     struct window *w = wr->w;
     struct far_put *last = wr->jobs;
-    while (last->next)
+    while (last && last->next)
         last = last->next;
-    last->next = w->waiting;
-    if (!w->waiting)
-        w->tail = &last->next;
-    w->waiting = wr->jobs;
+    if (last) {
+        last->next = w->waiting;
+        if (!w->waiting)
+            w->tail = &last->next;
+        w->waiting = wr->jobs;
+    }
     free(wr->data);
+    free(wr->tokened);
     free(wr);
     w->busy = 0;
     pk->writes--;
-    make_ready(pk, w);
+    if (window_over(w))
+        window_free(pk, w);
+    else
+        make_ready(pk, w);
 }
 
 static void on_parents(const struct zk_result *res, void *ctx)
@@ -479,10 +534,79 @@ static void on_parents(const struct zk_result *res, void *ctx)
         write_done(wr, rc);
 }
 
+/* ---- taken tokens: a retry of a put whose first try was stored ---- */
+
+struct token_read {
+    struct write *wr;
+    struct far_put *fp;
+};
+
+/* Takes FP out of the write (answered by the caller); the others are written again. */
+static void unlink_put(struct write *wr, struct far_put *fp)
+{
+    for (struct far_put **pp = &wr->jobs; *pp; pp = &(*pp)->next)
+        if (*pp == fp) {
+            *pp = fp->next;
+            break;
+        }
+    fp->next = NULL;
+    wr->pk->open--;
+}
+
+static void on_token_read(const struct zk_result *res, void *ctx)
+{
+    struct token_read *tr = ctx;
+    struct write *wr = tr->wr;
+    struct far_put *fp = tr->fp;
+    char id[LAYOUT_ID_MAX + 1];
+    free(tr);
+    if (res->rc == ZNONODE) { /* swept meanwhile: made again with the rest */
+        retry(wr);
+        return;
+    }
+    if (res->rc != ZOK || layout_key_data_id(id, sizeof id, wr->w->q->cfg->name, res->data,
+                                             res->datalen) != 0) {
+        log_warn("queue %s: put token %s: %s", wr->w->q->cfg->name, fp->token_path,
+                 res->rc != ZOK ? zk_strerror(res->rc) : "names no job (not written by deferd)");
+        write_done(wr, res->rc != ZOK ? res->rc : ZBADARGUMENTS);
+        return;
+    }
+    unlink_put(wr, fp);
+    reply_ok(fp->r, id); /* the job its first try made */
+    free_puts(fp);
+    retry(wr); /* the transaction changed nothing: the open pack is as it was */
+}
+
+/* The write failed on FP's token: taken (read whose job it names) or its directory gone. */
+static int token_failed(struct write *wr, struct far_put *fp, int rc)
+{
+    if (rc == ZNODEEXISTS) {
+        struct token_read *tr = malloc(sizeof *tr);
+        if (!tr)
+            return ZK_ENOMEM;
+        *tr = (struct token_read){wr, fp};
+        rc = zkstore_get(wr->pk->ds->d->zs, fp->token_path, on_token_read, tr);
+        if (rc != ZOK)
+            free(tr);
+        return rc;
+    }
+    if (rc == ZNONODE && wr->tries < PARENT_TRIES_MAX) {
+        rc = zkstore_parents_missing(wr->pk->ds->d->zs, fp->token_path, &wr->tries, on_parents,
+                                     wr);
+        return rc == ZK_PARENTS_RESEND ? send_write(wr) : rc == ZK_PARENTS_ASKED ? ZOK : rc;
+    }
+    return rc;
+}
+
 static void on_written(const struct zk_result *res, void *ctx)
 {
     struct write *wr = ctx;
-    int rc = res->rc;
+    int rc = res->rc, bad = rc == ZOK ? -1 : zk_failed_op(res);
+    if (bad >= 1 && bad <= wr->ntokened) {
+        if ((rc = token_failed(wr, wr->tokened[bad - 1], res->op_err[bad])) != ZOK)
+            write_done(wr, rc);
+        return;
+    }
     if (!wr->create && (rc == ZBADVERSION || rc == ZNONODE)) {
         drop_open(wr->w); /* rewritten or unpacked by another: a new pack, then */
         retry(wr);

@@ -38,9 +38,11 @@ void packer_free(struct packer *pk);
  * queue packs, and the job's window starts beyond pack_after (plus a margin). */
 int packer_wants(const struct packer *pk, const struct dqueue *q, uint64_t due_ms);
 /* Stores the job in a pack (JN: its due time, priority, ttr; no key) and answers R with
- * its id, "<queue>/<pack>/<job name>", or the error. Takes PAYLOAD (malloc'd). */
+ * its id, "<queue>/<pack>/<job name>", or the error. Takes PAYLOAD (malloc'd). TOKEN_PATH:
+ * NULL, or the put token's node, created in the same transaction; if it is taken, R is
+ * answered with the job it names (a retry of a put whose first try was stored). */
 void packer_put(struct packer *pk, struct dqueue *q, const struct job_name *jn,
-                unsigned char *payload, size_t len, struct reply *r);
+                unsigned char *payload, size_t len, const char *token_path, struct reply *r);
 /* Puts waiting for or in a pack write. */
 size_t packer_open(const struct packer *pk);
 /* Counters for STATS and /metrics. */

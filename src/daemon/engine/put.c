@@ -45,7 +45,7 @@ static void reply_single(struct put *p)
 {
     const struct putjob *pj = putset_job(p->parts[0], 0); /* a single put: never dup_of */
     char text[LAYOUT_ID_MAX + 16];
-    snprintf(text, sizeof text, "%s%s", pj->id, pj->dup && !pj->stored_before ? " duplicate" : "");
+    snprintf(text, sizeof text, "%s%s", pj->id, pj->dup && !pj->stored_before && !pj->retried ? " duplicate" : "");
     reply_ok(p->r, text);
 }
 
@@ -121,11 +121,17 @@ static const struct putjob *witness(const struct putset *ps)
     return w && (int64_t)w->jn.due_ms > cluster_latest_ms() ? w : NULL;
 }
 
-/* Every job of PS has a key and none is due yet: sent again, the keys tell what the first
- * send stored (a job due already may have been delivered and acked meanwhile, its key
- * freed with it: sent again, it would be stored twice). */
+/* Every job of PS has a put token (idem=): sent again, the tokens tell what the first
+ * send stored, whatever became of its jobs since (a token outlives its job). Or every job
+ * has a key and none is due yet: the keys tell (a job due already may have been delivered
+ * and acked meanwhile, its key freed with it: sent again, it would be stored twice). */
 static int keys_tell(const struct putset *ps)
 {
+    size_t tokens = 0;
+    for (size_t i = 0; i < putset_count(ps); i++)
+        tokens += putset_job(ps, i)->token_path[0] != '\0';
+    if (tokens == putset_count(ps))
+        return 1;
     if (!putset_all_keyed(ps))
         return 0;
     int64_t latest = cluster_latest_ms();
@@ -165,7 +171,7 @@ static void on_checked(const struct zk_result *res, void *ctx)
     }
 }
 
-/* Keys: the same send again, the keys answer what was stored. Without: a check (a write,
+/* Tokens or keys: the same send again, they answer what was stored. Without: a check (a write,
  * so ordered after anything the old connection sent) of the witness. */
 static void unsure_release(struct dispatcher *ds, void *ctx)
 {
@@ -288,7 +294,15 @@ static int put_packed(struct dispatcher *ds, struct dqueue *q, struct proto_requ
         return -1;
     struct job_name jn = {.due_ms = due, .priority = req->has_prio ? req->prio : q->cfg->priority,
                           .ttr_ms = req->has_ttr ? (uint32_t)req->ttr_ms : 0};
-    packer_put(ds->d->packer, q, &jn, req->payload, req->len, r);
+    char token[LAYOUT_PATH_MAX] = "", text[300];
+    enum proto_errcode code;
+    if (req->idem[0] &&
+        putset_token_path(ds, q, req->idem, token, sizeof token, &code, text, sizeof text) != 0) {
+        reply_err(r, code, "%s", text);
+        proto_request_clear(req);
+        return 0;
+    }
+    packer_put(ds->d->packer, q, &jn, req->payload, req->len, token, r);
     req->payload = NULL;
     proto_request_clear(req);
     return 0;
@@ -312,6 +326,7 @@ void put_single(struct dispatcher *ds, struct proto_request *req, struct reply *
                            .delay_ms = req->delay_ms, .at_ms = req->at_ms,
                            .ttr_ms = req->ttr_ms, .prio = req->prio,
                            .payload = req->payload, .len = req->len};
+    memcpy(pp.idem, req->idem, sizeof pp.idem);
     if (!q) {
         reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->queue);
     } else if (!dispatcher_writes_possible(ds)) {
@@ -324,7 +339,7 @@ void put_single(struct dispatcher *ds, struct proto_request *req, struct reply *
                   (unsigned long long)q->cfg->max_pending);
     } else if (!req->key[0] && put_packed(ds, q, req, r) == 0) {
         return;
-    } else if (q->cfg->format != QF_NATIVE && !req->key[0]) {
+    } else if (q->cfg->format != QF_NATIVE && !req->key[0]) { /* no tokens there: idem ignored */
         ds->foreign->put(ds, q, req, r); /* takes the payload */
         return;
     } else {

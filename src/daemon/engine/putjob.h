@@ -24,7 +24,9 @@ struct putjob {
     int pack;                   /* far: its pack in the set (putpacks.h); else -1 */
     char path[LAYOUT_PATH_MAX]; /* its znode, or its pack's */
     char key_path[LAYOUT_PATH_MAX];
-    char key_data[LAYOUT_ID_MAX + 1];
+    char token_path[LAYOUT_PATH_MAX]; /* "" or its put token's node (PUT idem=) */
+    int retried;                /* its token was taken: a try before stored it; id names that */
+    char key_data[LAYOUT_ID_MAX + 1]; /* the key's and the token's node data */
     char id[LAYOUT_ID_MAX + 1];
 };
 

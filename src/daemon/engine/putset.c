@@ -33,7 +33,7 @@
 #define PREFIX_MAX 8
 #define JOB_OVERHEAD (2 * (LAYOUT_PATH_MAX + TXN_OP_OVERHEAD))
 
-enum { OP_PREFIX, OP_KEY, OP_JOB, OP_PACK };
+enum { OP_PREFIX, OP_TOKEN, OP_KEY, OP_JOB, OP_PACK };
 
 struct putset {
     struct dispatcher *ds;
@@ -131,6 +131,24 @@ static int same_key_before(const struct putset *ps, const struct putjob *pj)
     return -1;
 }
 
+int putset_token_path(struct dispatcher *ds, const struct dqueue *q, const char *token,
+                      char *path, size_t len, enum proto_errcode *code, char *text, size_t tlen)
+{
+    uint64_t ms = 0;
+    int64_t now = units_wall_ms();
+    names_valid_token(token, &ms);
+    if ((int64_t)ms + LAYOUT_TOKEN_USE_MS < now)
+        return refuse(code, text, tlen, PE_BAD_REQUEST, "idem token %s is %lld s old, more than "
+                      "%d s: its put may have been stored; look for the job before putting it "
+                      "again", token, (long long)(now - (int64_t)ms) / 1000, LAYOUT_TOKEN_USE_MS / 1000);
+    if ((int64_t)ms > now + LAYOUT_TOKEN_AHEAD_MS)
+        return refuse(code, text, tlen, PE_BAD_REQUEST, "idem token %s is %lld s ahead of this "
+                      "host's clock", token, (long long)((int64_t)ms - now) / 1000);
+    if (layout_token_path(path, len, dispatcher_root(ds), q->cfg->name, token) != 0)
+        return refuse(code, text, tlen, PE_BAD_REQUEST, "bad idem token '%s'", token);
+    return 0;
+}
+
 int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code, char *text,
                size_t tlen)
 {
@@ -162,6 +180,9 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
         layout_key_path(pj->key_path, sizeof pj->key_path, dispatcher_root(ps->ds), q->cfg->name,
                         pj->jn.key) != 0)
         return refuse(code, text, tlen, PE_BAD_REQUEST, "bad key '%s'", pp->key);
+    if (pp->idem[0] && putset_token_path(ps->ds, q, pp->idem, pj->token_path,
+                                         sizeof pj->token_path, code, text, tlen) != 0)
+        return -1;
     pp->payload = NULL;
     ps->n++;
     return 0;
@@ -254,6 +275,20 @@ static int prepare_key_dir(struct dispatcher *ds, const char *key_path)
     return rc;
 }
 
+/* The token's minute directory, made ahead like a key's hash directory. */
+static int prepare_token_dir(struct dispatcher *ds, const char *token_path)
+{
+    char dir[LAYOUT_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", token_path);
+    *strrchr(dir, '/') = '\0';
+    if (buckets_known(ds->keydirs, dir))
+        return ZOK;
+    int rc = zkstore_create_parents(ds->d->zs, token_path, NULL, NULL);
+    if (rc == ZOK)
+        buckets_add(ds->keydirs, dir);
+    return rc;
+}
+
 /* Its znode in a bucket (or shard), or a place in one of the set's packs. */
 static int place_job(struct putset *ps, struct putjob *pj)
 {
@@ -274,6 +309,8 @@ static int name_job(struct putset *ps, struct putjob *pj)
     int rc = place_job(ps, pj);
     if (rc == ZOK && pj->jn.key[0])
         rc = prepare_key_dir(ps->ds, pj->key_path);
+    if (rc == ZOK && pj->token_path[0])
+        rc = prepare_token_dir(ps->ds, pj->token_path);
     if (rc == ZOK && (layout_key_data(pj->key_data, sizeof pj->key_data, &pj->jn) != 0 ||
                       layout_job_id(pj->id, sizeof pj->id, pj->q->cfg->name, &pj->jn) != 0))
         rc = ZK_ETOOLONG;
@@ -285,11 +322,17 @@ static int name_job(struct putset *ps, struct putjob *pj)
 
 static void on_sent(const struct zk_result *res, void *ctx);
 
-/* The job's operations: its key node's, then its create (none for a packed job: its
- * pack's create comes after every job's). */
+/* The job's operations: its token's create, its key node's, then its create (none for a
+ * packed job: its pack's create comes after every job's). The token goes first: a retry
+ * of a stored put fails on it, whatever became of the job since. */
 static int job_ops(struct putjob *pj, struct zk_txn_op *ops, unsigned char *what)
 {
     int n = 0;
+    if (pj->token_path[0]) {
+        what[n] = OP_TOKEN;
+        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->token_path,
+                                      .data = pj->key_data, .len = strlen(pj->key_data)};
+    }
     if (pj->jn.key[0]) {
         what[n] = OP_KEY;
         ops[n++] = (struct zk_txn_op){.kind = pj->key_version < 0 ? ZT_CREATE : ZT_SET,
@@ -337,7 +380,7 @@ static int grow_ops(struct putset *ps, size_t max)
 
 static int send_again(struct putset *ps)
 {
-    size_t max = (size_t)ps->nprefix + 3 * ps->n + 1; /* key, job or pack per job */
+    size_t max = (size_t)ps->nprefix + 4 * ps->n + 1; /* token, key, job or pack per job */
     struct zk_txn_op *ops = calloc(max, sizeof *ops);
     int rc = ops ? grow_ops(ps, max) : ZK_ENOMEM, nops = 0;
     for (int i = 0; rc == ZOK && i < ps->nprefix; i++) {
@@ -422,7 +465,7 @@ void putset_created(struct putset *ps)
     for (size_t i = 0; i < ps->n; i++) {
         struct putjob *pj = &ps->jobs[i];
         if ((pj->dup && !pj->stored_before) || pj->dup_of >= 0)
-            continue;
+            continue; /* a retried put's job was made by its first try */
         metrics_event(ds->d->metrics, pj->q->cfg, ME_PUT);
         queue_pending_changed(pj->q, +1);
         if (pj->pack >= 0) /* far: the mirror sees it once it is unpacked */
@@ -511,6 +554,67 @@ static void repair_pack(struct putset *ps, size_t i, int rc)
         finish(ps, rc, NULL);
 }
 
+/* ---- taken tokens ---- */
+
+struct token_read {
+    struct putset *ps;
+    struct putjob *pj;
+};
+
+/* The token names the job a try of this put made: this set's own (an earlier send applied
+ * though its answer was lost) or an earlier request's (the producer's retry). Either way
+ * the answer is that job, and nothing is made again. */
+static void on_token_read(const struct zk_result *res, void *ctx)
+{
+    struct token_read *tr = ctx;
+    struct putset *ps = tr->ps;
+    struct putjob *pj = tr->pj;
+    char id[LAYOUT_ID_MAX + 1];
+    free(tr);
+    int rc = res->rc;
+    if (rc == ZOK &&
+        layout_key_data_id(id, sizeof id, pj->q->cfg->name, res->data, res->datalen) != 0) {
+        log_warn("queue %s: put token %s names no job: not a token deferd wrote; the put is "
+                 "refused", pj->q->cfg->name, pj->token_path);
+        rc = ZBADARGUMENTS;
+    }
+    if (rc == ZOK) {
+        pj->dup = 1;
+        pj->stored_before = pj->named && strcmp(id, pj->id) == 0;
+        pj->retried = !pj->stored_before;
+        memcpy(pj->id, id, sizeof pj->id);
+    }
+    if (rc == ZOK || rc == ZNONODE) /* gone meanwhile (swept): made again */
+        rc = send_again(ps);
+    if (rc != ZOK)
+        failed(ps, pj, pj->token_path, rc);
+}
+
+/* The token's create failed: taken (read whose job it names), or its minute directory
+ * missing (made, and sent again). */
+static void token_failed(struct putset *ps, struct putjob *pj, int rc)
+{
+    if (rc == ZNODEEXISTS) {
+        struct token_read *tr = malloc(sizeof *tr);
+        if (!tr) {
+            finish(ps, ZK_ENOMEM, NULL);
+            return;
+        }
+        *tr = (struct token_read){ps, pj};
+        if ((rc = zkstore_get(ps->ds->d->zs, pj->token_path, on_token_read, tr)) == ZOK)
+            return;
+        free(tr);
+    } else if (rc == ZNONODE) {
+        ps->checking = pj;
+        rc = zkstore_parents_missing(ps->ds->d->zs, pj->token_path, &pj->made_parents,
+                                     on_parents_checked, ps);
+        rc = rc == ZK_PARENTS_RESEND ? send_again(ps) : rc == ZK_PARENTS_ASKED ? ZOK : rc;
+        if (rc == ZOK)
+            return;
+    }
+    failed(ps, pj, pj->token_path, rc);
+}
+
 static void on_sent(const struct zk_result *res, void *ctx)
 {
     struct putset *ps = ctx;
@@ -529,6 +633,10 @@ static void on_sent(const struct zk_result *res, void *ctx)
         return;
     }
     struct putjob *pj = &ps->jobs[ps->op_job[bad]];
+    if (ps->op_what[bad] == OP_TOKEN) {
+        token_failed(ps, pj, over ? ZSYSTEMERROR : res->op_err[bad]);
+        return;
+    }
     int key_op = ps->op_what[bad] == OP_KEY;
     int rc = over ? res->op_err[bad] : repair(ps, pj, key_op, res->op_err[bad]);
     if (rc != ZOK)
@@ -711,7 +819,7 @@ int putset_format(struct putset *const *parts, size_t nparts, int with_parts, ch
     for (size_t p = 0; p < nparts; p++) {
         for (size_t i = 0; i < parts[p]->n; i++) {
             const struct putjob *pj = &parts[p]->jobs[i];
-            int dup = (pj->dup && !pj->stored_before) || pj->dup_of >= 0;
+            int dup = (pj->dup && !pj->stored_before && !pj->retried) || pj->dup_of >= 0;
             if (pj->dup_of >= 0) /* the same key earlier in the set: that job's id */
                 pj = &parts[p]->jobs[pj->dup_of];
             pos++;

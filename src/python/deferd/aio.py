@@ -25,7 +25,7 @@ from .client import (BaseClient, BaseJob, BaseReply, BatchResult, Event, Payload
                      PutLike, PutResult, Seconds, When, _parse_batch, _parse_empty,
                      _parse_opt_id, _parse_pong, _parse_put, _parse_stats, encode_ack,
                      encode_batch, encode_cancel, encode_nack, encode_reschedule, encode_stats,
-                     encode_subscribe, encode_unsubscribe, put_retry_pauses, put_retry_safe)
+                     encode_subscribe, encode_unsubscribe, PutAttempts)
 from .errors import DeferdError, Disconnected
 
 __all__ = ["Client", "Job", "Reply"]
@@ -209,13 +209,12 @@ class Client(BaseClient[Job, Reply]):
         (``duplicate=True`` with the existing job's id when ``key`` was taken). The
         arguments are those of :meth:`deferd.Client.put`, and so is the retry of an
         ``UNAVAILABLE`` answer (:attr:`put_retry`)."""
-        req = Put(queue, payload, delay, at, priority, ttr, key).encode()
-        pauses = put_retry_pauses(self.put_retry)
+        tries = PutAttempts(self, Put(queue, payload, delay, at, priority, ttr, key))
         while True:
             try:
-                return await self._request(req, _parse_put)
+                return await self._request(tries.request(), _parse_put)
             except DeferdError as e:
-                pause = next(pauses, None) if put_retry_safe(e, key is not None) else None
+                pause = tries.after(e)
                 if pause is None:
                     raise
                 await asyncio.sleep(pause)

@@ -16,6 +16,7 @@ import dataclasses
 import datetime
 import os
 import re
+import secrets
 import select
 import socket
 import time
@@ -68,6 +69,8 @@ class Put:
     priority: Optional[int] = None
     ttr: Optional[Seconds] = None
     key: Optional[str] = None
+    #: a put token (``idem=``): the same put sent again answers the job its first try made
+    idem: Optional[str] = None
 
     def encode(self) -> bytes:
         """The ``PUT`` request: header line, payload and its ``\\n``."""
@@ -85,6 +88,8 @@ class Put:
             words.append(f"ttr={_ms(self.ttr)}")
         if self.key is not None:
             words.append("key=" + _token("key", self.key))
+        if self.idem is not None:
+            words.append("idem=" + _token("idem", self.idem))
         return " ".join(words).encode() + b"\n" + data + b"\n"
 
 
@@ -488,17 +493,50 @@ def _puts(items: Iterable[PutLike]) -> Tuple[int, bytes]:
     return len(puts), b"".join(puts)
 
 
-def put_retry_safe(error: DeferdError, keyed: bool) -> bool:
+def put_retry_safe(error: DeferdError, keyed: bool, tokened: bool = False) -> bool:
     """Whether a put answered ``error`` may be sent again without making a second job: it
     was ``not stored`` (ZooKeeper stayed away longer than the daemon's ``hold_writes``), or
-    it ``may have been stored`` and has a key (a stored first try answers as the key's
-    duplicate). Not after a denial, nor from a daemon that is stopping."""
+    it ``may have been stored`` and has a put token (a stored first try answers the retry
+    with its job; not in a Curator format queue, which keeps none) or a key (a stored first
+    try answers as the key's duplicate). Not after a denial, nor from a daemon that is
+    stopping."""
     text = error.text
     if error.code != "UNAVAILABLE" or "permission denied" in text or "stopping" in text:
         return False
     if "may have been stored" in text:
-        return keyed
+        return keyed or (tokened and "keeps no put tokens" not in text)
     return "not stored" in text
+
+
+def new_put_token() -> str:
+    """A put token (``idem=``): this host's clock in ms and 64 random bits."""
+    return f"{int(time.time() * 1000)}-{secrets.token_hex(8)}"
+
+
+class PutAttempts:
+    """The tries of one ``put()``: its request (with a put token unless it has a key, the
+    retry is off, or the daemon is older than tokens) and, after each error, the pause
+    before the next try or None (raise it). Shared by both clients."""
+
+    def __init__(self, client: "BaseClient[Any, Any]", put: Put) -> None:
+        self._client = client
+        self._put = put
+        if put.key is None and client.put_retry > 0 and not client._no_tokens:
+            put.idem = new_put_token()
+        self._pauses = put_retry_pauses(client.put_retry)
+
+    def request(self) -> bytes:
+        return self._put.encode()
+
+    def after(self, error: DeferdError) -> Optional[float]:
+        if (self._put.idem is not None and error.code == "BAD_REQUEST"
+                and "option 'idem'" in error.text):
+            self._client._no_tokens = True  # a daemon older than put tokens
+            self._put.idem = None
+            return 0.0
+        if not put_retry_safe(error, self._put.key is not None, self._put.idem is not None):
+            return None
+        return next(self._pauses, None)
 
 
 def put_retry_pauses(budget: float) -> Iterator[float]:
@@ -606,6 +644,7 @@ class BaseClient(Generic[JobT, ReplyT]):
     #: Seconds for which :meth:`put` sends a put again after ``UNAVAILABLE`` when that
     #: cannot make a second job (:func:`put_retry_safe`); 0: never.
     put_retry: float = 10.0
+    _no_tokens = False
 
     def __init__(self, socket_path: Optional[str], timeout: Optional[float], pipeline: bool,
                  on_event: Optional[Callable[[Event], None]],
@@ -774,19 +813,19 @@ class Client(BaseClient[Job, Reply]):
         each delivery's lease. ``key``: idempotency key; if a job with it exists, nothing is
         created and the result has ``duplicate=True`` and that job's id.
 
-        An :class:`Unavailable` answer is sent again for up to :attr:`put_retry` seconds when
-        that cannot make a second job: ``not stored``, or, with a ``key``, ``the job may
-        have been stored`` (the connection to ZooKeeper broke before its answer; a stored
-        first try then comes back as the key's duplicate). Without a key, ``may have been
-        stored`` is raised: check for the job before putting it again.
+        Without a ``key`` the put carries a put token of its own (``idem=``), so that sending
+        it again cannot make a second job. An :class:`Unavailable` answer is sent again for
+        up to :attr:`put_retry` seconds when that is safe: ``not stored``, or ``the job may
+        have been stored`` (the connection to ZooKeeper broke before its answer: the token,
+        or the key, answers the retry with the job the first try made). ``put_retry = 0``
+        turns both off.
         """
-        req = Put(queue, payload, delay, at, priority, ttr, key).encode()
-        pauses = put_retry_pauses(self.put_retry)
+        tries = PutAttempts(self, Put(queue, payload, delay, at, priority, ttr, key))
         while True:
             try:
-                return self._send(req, _parse_put).result()
+                return self._send(tries.request(), _parse_put).result()
             except DeferdError as e:
-                pause = next(pauses, None) if put_retry_safe(e, key is not None) else None
+                pause = tries.after(e)
                 if pause is None:
                     raise
                 time.sleep(pause)

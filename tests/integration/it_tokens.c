@@ -1,0 +1,135 @@
+/* Put tokens (PUT idem=, zookeeper-layout.md "Put tokens"): a put sent again with the same
+ * token is answered with the job its first try made, never a second job, whatever became
+ * of that job since (delivered and acked, here), for jobs due now, packed far jobs and the
+ * jobs of a BATCH; a token too old or malformed is refused with a clear error; the sweep
+ * deletes minute directories of tokens past their use and leaves current and foreign ones
+ * alone. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "harness_pack.h"
+
+static char root[128];
+
+static void token(char *buf, size_t len, int64_t ms, const char *tag)
+{
+    snprintf(buf, len, "%lld-%s%08x", (long long)ms, tag, (unsigned)getpid());
+}
+
+/* A job due now, delivered and acked; the same put again answers its id, and no job
+ * exists afterwards. */
+static void retry_after_ack(const struct daemon_proc *d)
+{
+    char tok[64], req[256], first[256], again[256];
+    token(tok, sizeof tok, now_ms(), "ack");
+    snprintf(req, sizeof req, "PUT emails 5 idem=%s\nfirst\n", tok);
+    deferd_client *c = client(d);
+    CHECK(deferd_subscribe(c, "emails", 1) == DEFERD_OK);
+    CHECK(raw_request(d, req, 1, first, sizeof first, 10000) == 1);
+    printf("first try: %s", first);
+    CHECK(strncmp(first, "OK emails/", 10) == 0);
+    deferd_job job;
+    memset(&job, 0, sizeof job);
+    CHECK(next_job_push(c, &job, 10000) == 0);
+    CHECK(strncmp(first + 3, job.id, strlen(job.id)) == 0);
+    CHECK(deferd_ack(c, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    CHECK(raw_request(d, req, 1, again, sizeof again, 10000) == 1);
+    printf("the same put after the job was acked: %s", again);
+    CHECK_STR(again, first); /* the same id, and not "duplicate" */
+    CHECK(deferd_next_job(c, &job, 1000) == DEFERD_ETIMEDOUT); /* nothing made again */
+    zhandle_t *zh = zk_connect();
+    CHECK(zk_count_jobs(zh, root, "emails") == 0);
+    zookeeper_close(zh);
+    deferd_close(c);
+}
+
+/* A far job (packed) and a BATCH: the same ids again. */
+static void retry_packed_and_batch(const struct daemon_proc *d)
+{
+    char t1[64], t2[64], t3[64], req[512], first[512], again[512];
+    token(t1, sizeof t1, now_ms(), "far");
+    snprintf(req, sizeof req, "PUT emails 3 delay=2592000000 idem=%s\nfar\n", t1);
+    CHECK(raw_request(d, req, 1, first, sizeof first, 10000) == 1);
+    CHECK(raw_request(d, req, 1, again, sizeof again, 10000) == 1);
+    printf("far put, twice: %s%s", first, again);
+    CHECK(strncmp(first, "OK emails/p", 11) == 0); /* packed (layout 2) */
+    CHECK_STR(again, first);
+    token(t2, sizeof t2, now_ms(), "ba");
+    token(t3, sizeof t3, now_ms(), "bb");
+    snprintf(req, sizeof req, "BATCH 2\nPUT emails 2 idem=%s\nb1\nPUT a 2 delay=60000 idem=%s\nb2\n",
+             t2, t3);
+    CHECK(raw_request(d, req, 1, first, sizeof first, 10000) == 1);
+    CHECK(raw_request(d, req, 1, again, sizeof again, 10000) == 1);
+    printf("batch, twice: %s%s", first, again);
+    CHECK(strncmp(first, "OK n=2 ", 7) == 0 && strstr(first, " dup=-") != NULL);
+    CHECK_STR(again, first);
+}
+
+static void refused(const struct daemon_proc *d)
+{
+    char req[256], out[512];
+    snprintf(req, sizeof req, "PUT emails 1 idem=%lld-oldtoken\nx\n",
+             (long long)(now_ms() - 400000));
+    CHECK(raw_request(d, req, 1, out, sizeof out, 10000) == 1);
+    printf("an old token: %s", out);
+    CHECK(strncmp(out, "ERR BAD_REQUEST idem token", 26) == 0 && strstr(out, "old") != NULL);
+    CHECK(raw_request(d, "PUT emails 1 idem=nope\nx\n", 1, out, sizeof out, 10000) == 1);
+    printf("a malformed token: %s", out);
+    CHECK(strncmp(out, "ERR BAD_REQUEST bad idem token", 30) == 0);
+}
+
+/* Made by hand before the daemon starts: a minute past its use, the current minute, and a
+ * foreign node. The first pass (within seconds of the start) deletes only the first. */
+static void plant_tokens(zhandle_t *zh, char *old_dir, char *cur_dir, char *foreign, size_t len)
+{
+    char path[512];
+    long long minute = (long long)(now_ms() / 60000);
+    snprintf(old_dir, len, "%s/queues/a/tokens/%lld", root, minute - 20);
+    snprintf(cur_dir, len, "%s/queues/a/tokens/%lld", root, minute);
+    snprintf(foreign, len, "%s/queues/a/tokens/not-a-minute", root);
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s/queues", root);
+    zoo_create(zh, tmp, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    snprintf(tmp, sizeof tmp, "%s/queues/a", root);
+    zoo_create(zh, tmp, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    snprintf(tmp, sizeof tmp, "%s/queues/a/tokens", root);
+    zoo_create(zh, tmp, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    const char *made[] = {old_dir, cur_dir, foreign};
+    for (int i = 0; i < 3; i++) {
+        CHECK(zoo_create(zh, made[i], NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) == ZOK);
+        for (int k = 0; k < 3 && i < 2; k++) {
+            snprintf(path, sizeof path, "%s/%lld-planted%03d", made[i], minute * 60000, k);
+            CHECK(zoo_create(zh, path, "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) == ZOK);
+        }
+    }
+}
+
+int main(void)
+{
+    harness_init("tokens", root, sizeof root);
+    char old_dir[300], cur_dir[300], foreign[300];
+    zhandle_t *zh = zk_connect();
+    CHECK(zh != NULL && pack_marker_set(zh, root, "2") == ZOK);
+    plant_tokens(zh, old_dir, cur_dir, foreign, sizeof old_dir);
+    struct daemon_proc d;
+    const char *const packing[] = {PACK_TEST_OVERRIDES("emails"), NULL};
+    if (daemon_start(&d, root, "t1", packing) != 0 || daemon_wait_connected(&d, 10000) != 0)
+        return 1;
+    int64_t deadline = now_ms() + 15000;
+    while (now_ms() < deadline && zk_exists(zh, old_dir))
+        usleep(100000);
+    printf("token sweep: old minute %s, current %s, foreign %s\n",
+           zk_exists(zh, old_dir) ? "kept" : "deleted", zk_exists(zh, cur_dir) ? "kept" : "deleted",
+           zk_exists(zh, foreign) ? "kept" : "deleted");
+    CHECK(!zk_exists(zh, old_dir));
+    CHECK(zk_exists(zh, cur_dir) && zk_exists(zh, foreign));
+    retry_after_ack(&d);
+    retry_packed_and_batch(&d);
+    refused(&d);
+    zookeeper_close(zh);
+    daemon_kill(&d, SIGTERM);
+    return check_report("it_tokens");
+}
