@@ -68,6 +68,46 @@ static void retry_packed_and_batch(const struct daemon_proc *d)
     CHECK_STR(again, first);
 }
 
+/* A BATCH of 50 jobs with tokens sent again: every job answered with its first try's id at
+ * once (the tokens are read together, not one per round trip). Two far puts with one token
+ * in one write (a producer sending it twice at once): both answered with one job. No retry
+ * is logged as a failure. */
+static void retry_many(const struct daemon_proc *d)
+{
+    enum { N = 50 };
+    static char req[N * 128], first[N * 128], again[N * 128];
+    long mark = log_mark(d);
+    size_t len = (size_t)snprintf(req, sizeof req, "BATCH %d\n", N);
+    int64_t ms = now_ms();
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(req + len, sizeof req - len,
+                                "PUT emails 2 delay=%d idem=%lld-many%04d%x\nm%d\n",
+                                i % 2 ? 0 : 2592000, (long long)ms, i, (unsigned)getpid(), i % 10);
+    CHECK(raw_request(d, req, 1, first, sizeof first, 10000) == 1);
+    int64_t sent = now_ms();
+    CHECK(raw_request(d, req, 1, again, sizeof again, 10000) == 1);
+    printf("a batch of %d with tokens sent again: answered in %lld ms, %s\n", N,
+           (long long)(now_ms() - sent), strcmp(first, again) == 0 ? "the same ids" : again);
+    CHECK(strncmp(first, "OK n=50 ", 8) == 0);
+    CHECK_STR(again, first);
+    char tok[64], out[1024];
+    token(tok, sizeof tok, now_ms(), "twin");
+    snprintf(req, sizeof req, "PUT emails 4 delay=2592000000 idem=%s\ntwin\n"
+             "PUT emails 4 delay=2592000000 idem=%s\ntwin\n", tok, tok);
+    CHECK(raw_request(d, req, 2, out, sizeof out, 10000) == 2);
+    printf("one token twice in one write: %s", out);
+    char *second = strchr(out, '\n');
+    CHECK(strncmp(out, "OK emails/p", 11) == 0 && second &&
+          strncmp(out, second + 1, (size_t)(second - out)) == 0);
+    token(tok, sizeof tok, now_ms(), "pair");
+    snprintf(req, sizeof req, "BATCH 2\nPUT emails 1 idem=%s\nx\nPUT emails 1 idem=%s\ny\n", tok,
+             tok);
+    CHECK(raw_request(d, req, 1, out, sizeof out, 10000) == 1);
+    printf("one token twice in a batch: %s", out);
+    CHECK(strncmp(out, "ERR BAD_REQUEST", 15) == 0 && strstr(out, "given twice"));
+    CHECK(log_count(d, mark, "failed") == 0);
+}
+
 static void refused(const struct daemon_proc *d)
 {
     char req[256], out[512];
@@ -128,6 +168,7 @@ int main(void)
     CHECK(zk_exists(zh, cur_dir) && zk_exists(zh, foreign));
     retry_after_ack(&d);
     retry_packed_and_batch(&d);
+    retry_many(&d);
     refused(&d);
     zookeeper_close(zh);
     daemon_kill(&d, SIGTERM);

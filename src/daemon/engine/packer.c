@@ -32,6 +32,10 @@ struct far_put {
     size_t len, size;           /* payload; its record in a pack */
     struct reply *r;
     char token_path[LAYOUT_PATH_MAX]; /* "" or its put token (PUT idem=) */
+    struct far_put *twins;      /* puts with the same token that came while it waited:
+                                 * not written, answered as it is */
+    char found[LAYOUT_ID_MAX + 1]; /* its token, found taken, names this job */
+    int read_rc;                /* reading its token */
     char token_data[LAYOUT_ID_MAX + 1]; /* "<pack>/<name>", as the write names the pack */
 };
 
@@ -66,6 +70,7 @@ struct write {
     int tries;                  /* its directories made after a NoNode */
     struct far_put **tokened;   /* the operations after the pack's: these jobs' tokens */
     int ntokened;
+    int reads;                  /* token reads on their way (resolve_tokens) */
     char name[LAYOUT_PACK_MAX + 1];
     char path[LAYOUT_PATH_MAX];
     unsigned char *data;
@@ -101,8 +106,26 @@ static void free_puts(struct far_put *fp)
 {
     for (struct far_put *next; fp; fp = next) {
         next = fp->next;
+        free_puts(fp->twins);
         free(fp->payload);
         free(fp);
+    }
+}
+
+/* Answers FP and its twins: OK with ID, or the error RC (TEXT instead, if not NULL). */
+static void answer_put(struct packer *pk, struct far_put *fp, const char *id, int rc,
+                       const char *text)
+{
+    for (struct far_put *t = fp; t; t = t == fp ? fp->twins : t->next) {
+        if (t != fp)
+            pk->open--;
+        if (id)
+            reply_ok(t->r, id);
+        else if (text)
+            reply_err(t->r, PE_UNAVAILABLE, "%s", text);
+        else
+            reply_err(t->r, PE_UNAVAILABLE, zk_outcome_unknown(rc) ? ZK_PUT_UNKNOWN_FMT
+                      : ZK_PUT_FAILED_FMT, zk_reason(rc));
     }
 }
 
@@ -110,7 +133,7 @@ static void window_free(struct packer *pk, struct window *w)
 {
     HASH_DEL(pk->windows, w);
     for (struct far_put *fp = w->waiting; fp; fp = fp->next) /* at exit only */
-        reply_err(fp->r, PE_UNAVAILABLE, "deferd is stopping; the job was not stored");
+        answer_put(pk, fp, NULL, 0, "deferd is stopping; the job was not stored");
     free_puts(w->waiting);
     free(w->data);
     free(w);
@@ -184,6 +207,23 @@ static struct window *window_for(struct packer *pk, struct dqueue *q, uint64_t s
     return w;
 }
 
+/* FP has the token of a put that waits for the window's next write (a producer sent it
+ * twice at once): it is not written, but answered as that one is. In a write of its own,
+ * the two tokens would fail the transaction on each other for ever. */
+static int twin_of_waiting(struct packer *pk, struct window *w, struct far_put *fp)
+{
+    for (struct far_put *o = w->waiting; fp->token_path[0] && o; o = o->next)
+        if (strcmp(o->token_path, fp->token_path) == 0) {
+            fp->next = o->twins;
+            o->twins = fp;
+            free(fp->payload);
+            fp->payload = NULL;
+            pk->open++;
+            return 1;
+        }
+    return 0;
+}
+
 void packer_put(struct packer *pk, struct dqueue *q, const struct job_name *jn,
                 unsigned char *payload, size_t len, const char *token_path, struct reply *r)
 {
@@ -202,6 +242,8 @@ void packer_put(struct packer *pk, struct dqueue *q, const struct job_name *jn,
     fp->len = len;
     fp->size = pack_job_size(&fp->jn, start, len);
     fp->r = r;
+    if (twin_of_waiting(pk, w, fp))
+        return;
     *w->tail = fp;
     w->tail = &fp->next;
     pk->open++;
@@ -421,11 +463,10 @@ static void answer(struct packer *pk, struct write *wr, int rc)
             metrics_event(pk->ds->d->metrics, q->cfg, ME_PUT);
             queue_pending_changed(q, +1);
             pk->counts.packed++;
-            reply_ok(fp->r, id);
+            answer_put(pk, fp, id, rc, NULL);
         } else {
             metrics_refused(pk->ds->d->metrics, q->cfg, MR_FAILED);
-            reply_err(fp->r, PE_UNAVAILABLE, zk_outcome_unknown(rc) ? ZK_PUT_UNKNOWN_FMT
-                      : ZK_PUT_FAILED_FMT, zk_reason(rc));
+            answer_put(pk, fp, NULL, rc, NULL);
         }
     }
     free_puts(wr->jobs);
@@ -541,8 +582,8 @@ struct token_read {
     struct far_put *fp;
 };
 
-/* Takes FP out of the write (answered by the caller); the others are written again. */
-static void unlink_put(struct write *wr, struct far_put *fp)
+/* Takes FP out of the write, answers it (and its twins) and frees it. */
+static void take_out(struct write *wr, struct far_put *fp, const char *id, int rc)
 {
     for (struct far_put **pp = &wr->jobs; *pp; pp = &(*pp)->next)
         if (*pp == fp) {
@@ -551,6 +592,23 @@ static void unlink_put(struct write *wr, struct far_put *fp)
         }
     fp->next = NULL;
     wr->pk->open--;
+    answer_put(wr->pk, fp, id, rc, NULL);
+    free_puts(fp);
+}
+
+/* Every token is read: the puts a try made already are answered with that job, those whose
+ * token cannot be read with the error; the rest are written again (the transaction
+ * changed nothing: the open pack is as it was). */
+static void tokens_read(struct write *wr)
+{
+    for (int i = 0; i < wr->ntokened; i++) {
+        struct far_put *fp = wr->tokened[i];
+        if (fp->found[0])
+            take_out(wr, fp, fp->found, ZOK);
+        else if (fp->read_rc != ZOK && fp->read_rc != ZNONODE) /* ZNONODE: swept, made again */
+            take_out(wr, fp, NULL, fp->read_rc);
+    }
+    retry(wr);
 }
 
 static void on_token_read(const struct zk_result *res, void *ctx)
@@ -558,44 +616,61 @@ static void on_token_read(const struct zk_result *res, void *ctx)
     struct token_read *tr = ctx;
     struct write *wr = tr->wr;
     struct far_put *fp = tr->fp;
-    char id[LAYOUT_ID_MAX + 1];
     free(tr);
-    if (res->rc == ZNONODE) { /* swept meanwhile: made again with the rest */
-        retry(wr);
-        return;
+    fp->read_rc = res->rc;
+    if (res->rc == ZOK && layout_key_data_id(fp->found, sizeof fp->found, wr->w->q->cfg->name,
+                                             res->data, res->datalen) != 0) {
+        log_warn("queue %s: put token %s names no job: not a token deferd wrote; the put is "
+                 "refused", wr->w->q->cfg->name, fp->token_path);
+        fp->found[0] = '\0';
+        fp->read_rc = ZBADARGUMENTS;
+    } else if (res->rc == ZNOAUTH) {
+        queue_denied(wr->w->q, fp->token_path);
     }
-    if (res->rc != ZOK || layout_key_data_id(id, sizeof id, wr->w->q->cfg->name, res->data,
-                                             res->datalen) != 0) {
-        log_warn("queue %s: put token %s: %s", wr->w->q->cfg->name, fp->token_path,
-                 res->rc != ZOK ? zk_strerror(res->rc) : "names no job (not written by deferd)");
-        write_done(wr, res->rc != ZOK ? res->rc : ZBADARGUMENTS);
-        return;
-    }
-    unlink_put(wr, fp);
-    reply_ok(fp->r, id); /* the job its first try made */
-    free_puts(fp);
-    retry(wr); /* the transaction changed nothing: the open pack is as it was */
+    if (--wr->reads == 0)
+        tokens_read(wr);
 }
 
-/* The write failed on FP's token: taken (read whose job it names) or its directory gone. */
+/* A token was taken: every token of the write is read at once. */
+static int resolve_tokens(struct write *wr)
+{
+    wr->reads = 1; /* held until every read is sent */
+    for (int i = 0; i < wr->ntokened; i++) {
+        struct far_put *fp = wr->tokened[i];
+        struct token_read *tr = malloc(sizeof *tr);
+        fp->found[0] = '\0';
+        fp->read_rc = tr ? ZOK : ZK_ENOMEM;
+        if (!tr)
+            continue;
+        *tr = (struct token_read){wr, fp};
+        wr->reads++;
+        if ((fp->read_rc = zkstore_get(wr->pk->ds->d->zs, fp->token_path, on_token_read, tr)) !=
+            ZOK) {
+            wr->reads--;
+            free(tr);
+        }
+    }
+    if (--wr->reads == 0)
+        tokens_read(wr);
+    return ZOK;
+}
+
+/* The write failed on FP's token: taken (read them all), its directory gone (made), or
+ * refused (FP alone is answered; the rest written again). */
 static int token_failed(struct write *wr, struct far_put *fp, int rc)
 {
-    if (rc == ZNODEEXISTS) {
-        struct token_read *tr = malloc(sizeof *tr);
-        if (!tr)
-            return ZK_ENOMEM;
-        *tr = (struct token_read){wr, fp};
-        rc = zkstore_get(wr->pk->ds->d->zs, fp->token_path, on_token_read, tr);
-        if (rc != ZOK)
-            free(tr);
-        return rc;
-    }
+    if (rc == ZNODEEXISTS)
+        return resolve_tokens(wr);
     if (rc == ZNONODE && wr->tries < PARENT_TRIES_MAX) {
         rc = zkstore_parents_missing(wr->pk->ds->d->zs, fp->token_path, &wr->tries, on_parents,
                                      wr);
         return rc == ZK_PARENTS_RESEND ? send_write(wr) : rc == ZK_PARENTS_ASKED ? ZOK : rc;
     }
-    return rc;
+    if (rc == ZNOAUTH)
+        queue_denied(wr->w->q, fp->token_path);
+    take_out(wr, fp, NULL, rc);
+    retry(wr);
+    return ZOK;
 }
 
 static void on_written(const struct zk_result *res, void *ctx)

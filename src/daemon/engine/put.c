@@ -26,6 +26,8 @@ struct put {
     struct reply *r;
     int batch;                  /* BATCH: reply with n=, parts=, ids=, dup= */
     int unsure;                 /* the current part's first send may have been applied */
+    int64_t held_since;         /* monotonic: first held to find out (0: never); a put held
+                                 * again waits no longer in all than hold_writes */
     struct putset **parts;
     size_t nparts, sent;
 };
@@ -204,8 +206,10 @@ static int resend_later(struct put *p, int rc)
 {
     struct putset *ps = p->parts[p->sent];
     if (!zk_outcome_unknown(rc) || zk_session_gone(rc) || !(keys_tell(ps) || witness(ps)) ||
-        !writehold_add(p->ds->writehold, &unsure_ops, p))
+        !writehold_add(p->ds->writehold, &unsure_ops, p, p->held_since))
         return 0;
+    if (!p->held_since)
+        p->held_since = units_mono_ms();
     p->unsure = 1;
     log_debug("queue %s: put%s: the connection broke before ZooKeeper's answer; finding out "
               "whether it was stored when it is back", putset_job(ps, 0)->q->cfg->name,

@@ -183,6 +183,10 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
     if (pp->idem[0] && putset_token_path(ps->ds, q, pp->idem, pj->token_path,
                                          sizeof pj->token_path, code, text, tlen) != 0)
         return -1;
+    for (size_t i = 0; pj->token_path[0] && i < ps->n; i++)
+        if (strcmp(ps->jobs[i].token_path, pj->token_path) == 0)
+            return refuse(code, text, tlen, PE_BAD_REQUEST, "idem token %s is given twice (job "
+                          "%zu of the set has it): a token names one put", pp->idem, i + 1);
     pp->payload = NULL;
     ps->n++;
     return 0;
@@ -561,17 +565,26 @@ struct token_read {
     struct putjob *pj;
 };
 
+/* Every read is back: a failure ends the set; else what is left is sent (nothing left: the
+ * set is done, every job a try of it made). */
+static void tokens_read(struct putset *ps)
+{
+    int rc = ps->lookup_rc != ZOK ? ps->lookup_rc : send_again(ps);
+    if (rc != ZOK)
+        finish(ps, rc, NULL); /* ZK_ENOTHING: OK */
+}
+
 /* The token names the job a try of this put made: this set's own (an earlier send applied
  * though its answer was lost) or an earlier request's (the producer's retry). Either way
- * the answer is that job, and nothing is made again. */
+ * the answer is that job, and nothing is made again. Gone (swept): made again. */
 static void on_token_read(const struct zk_result *res, void *ctx)
 {
     struct token_read *tr = ctx;
     struct putset *ps = tr->ps;
     struct putjob *pj = tr->pj;
     char id[LAYOUT_ID_MAX + 1];
-    free(tr);
     int rc = res->rc;
+    free(tr);
     if (rc == ZOK &&
         layout_key_data_id(id, sizeof id, pj->q->cfg->name, res->data, res->datalen) != 0) {
         log_warn("queue %s: put token %s names no job: not a token deferd wrote; the put is "
@@ -583,28 +596,52 @@ static void on_token_read(const struct zk_result *res, void *ctx)
         pj->stored_before = pj->named && strcmp(id, pj->id) == 0;
         pj->retried = !pj->stored_before;
         memcpy(pj->id, id, sizeof pj->id);
+    } else if (rc == ZNOAUTH) {
+        queue_denied(pj->q, pj->token_path);
     }
-    if (rc == ZOK || rc == ZNONODE) /* gone meanwhile (swept): made again */
-        rc = send_again(ps);
-    if (rc != ZOK)
-        failed(ps, pj, pj->token_path, rc);
+    if (rc != ZOK && rc != ZNONODE && ps->lookup_rc == ZOK)
+        ps->lookup_rc = rc;
+    if (--ps->lookups == 0)
+        tokens_read(ps);
 }
 
-/* The token's create failed: taken (read whose job it names), or its minute directory
- * missing (made, and sent again). */
+/* A token was taken: reads every token of the set at once (pipelined; when the first send
+ * of the set was applied, all of them are), marks the jobs whose token names a job, and
+ * sends the rest again. One round, however many jobs the set has. */
+static void resolve_tokens(struct putset *ps)
+{
+    ps->lookups = 1; /* held until every read is sent */
+    ps->lookup_rc = ZOK;
+    for (size_t i = 0; i < ps->n; i++) {
+        struct putjob *pj = &ps->jobs[i];
+        if (!pj->token_path[0] || pj->dup || pj->dup_of >= 0)
+            continue;
+        struct token_read *tr = malloc(sizeof *tr);
+        int rc = tr ? ZOK : ZK_ENOMEM;
+        if (tr) {
+            *tr = (struct token_read){ps, pj};
+            ps->lookups++;
+            if ((rc = zkstore_get(ps->ds->d->zs, pj->token_path, on_token_read, tr)) != ZOK) {
+                ps->lookups--;
+                free(tr);
+            }
+        }
+        if (rc != ZOK && ps->lookup_rc == ZOK)
+            ps->lookup_rc = rc;
+    }
+    if (--ps->lookups == 0)
+        tokens_read(ps);
+}
+
+/* The token's create failed: taken (every token of the set is read), or its minute
+ * directory missing (made, and sent again). */
 static void token_failed(struct putset *ps, struct putjob *pj, int rc)
 {
     if (rc == ZNODEEXISTS) {
-        struct token_read *tr = malloc(sizeof *tr);
-        if (!tr) {
-            finish(ps, ZK_ENOMEM, NULL);
-            return;
-        }
-        *tr = (struct token_read){ps, pj};
-        if ((rc = zkstore_get(ps->ds->d->zs, pj->token_path, on_token_read, tr)) == ZOK)
-            return;
-        free(tr);
-    } else if (rc == ZNONODE) {
+        resolve_tokens(ps);
+        return;
+    }
+    if (rc == ZNONODE) {
         ps->checking = pj;
         rc = zkstore_parents_missing(ps->ds->d->zs, pj->token_path, &pj->made_parents,
                                      on_parents_checked, ps);

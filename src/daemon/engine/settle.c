@@ -482,6 +482,11 @@ static int take_followups(struct dispatcher *ds, struct settle *st, struct proto
         return -1;
     }
     for (size_t i = 0; i < req->nitems; i++) {
+        if (req->items[i].idem[0]) { /* they go with the ack, whose own retry is its job id */
+            reply_err(st->r, PE_BAD_REQUEST, "item %zu: a follow-up takes no idem token; "
+                      "nothing was changed", i + 1);
+            return -1;
+        }
         if (putset_add(st->followups, &req->items[i], &code, text, sizeof text) != 0) {
             reply_err(st->r, code, "item %zu: %s; nothing was changed", i + 1, text);
             return -1;

@@ -20,7 +20,7 @@ struct held_write {
 struct writehold {
     struct dispatcher *ds;
     struct writehold_env env;
-    struct held_write *head, **tail;  /* arrival order; so also by expiry */
+    struct held_write *head, **tail;  /* arrival order (one held again keeps its start) */
     struct event *timer;
     struct writehold_stats st;
 };
@@ -127,13 +127,17 @@ static void fail_one(struct writehold *wh, struct held_write *hw, const char *wh
     free(hw);
 }
 
+/* The timer for the earliest start: a write held again may start before those ahead. */
 static void arm(struct writehold *wh)
 {
     if (!wh->head) {
         evtimer_del(wh->timer);
         return;
     }
-    int64_t left = wh->head->since_ms + wh->env.hold_ms(wh->ds) - units_mono_ms();
+    int64_t first = wh->head->since_ms;
+    for (const struct held_write *hw = wh->head; hw; hw = hw->next)
+        first = hw->since_ms < first ? hw->since_ms : first;
+    int64_t left = first + wh->env.hold_ms(wh->ds) - units_mono_ms();
     if (left < 0)
         left = 0;
     struct timeval tv = {.tv_sec = left / 1000, .tv_usec = (left % 1000) * 1000};
@@ -146,26 +150,44 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct writehold *wh = arg;
     int64_t until = units_mono_ms() - wh->env.hold_ms(wh->ds); /* held before: expired */
-    while (wh->head && wh->head->since_ms <= until) {
+    struct held_write *expired = NULL, **ep = &expired, **pp = &wh->head;
+    while (*pp) { /* taken out first: answering one may hold another */
+        struct held_write *hw = *pp;
+        if (hw->since_ms > until) {
+            pp = &hw->next;
+            continue;
+        }
+        *pp = hw->next;
+        if (wh->tail == &hw->next)
+            wh->tail = pp;
+        wh->st.held--;
+        wh->st.puts -= (size_t)hw->is_put;
+        hw->next = NULL;
+        *ep = hw;
+        ep = &hw->next;
+    }
+    for (struct held_write *hw = expired, *next; hw; hw = next) {
+        next = hw->next;
         wh->st.expired++;
-        fail_one(wh, pop(wh), "ZooKeeper did not come back within [daemon] hold_writes");
+        fail_one(wh, hw, "ZooKeeper did not come back within [daemon] hold_writes");
     }
     arm(wh);
 }
 
-static int add(struct writehold *wh, const struct writehold_ops *ops, void *ctx, int is_put)
+static int add(struct writehold *wh, const struct writehold_ops *ops, void *ctx, int is_put,
+               int64_t since_ms)
 {
     struct held_write *hw = calloc(1, sizeof *hw);
     if (!hw)
         return 0;
     *hw = (struct held_write){.ops = ops, .ctx = ctx, .is_put = is_put,
-                              .since_ms = units_mono_ms()};
+                              .since_ms = since_ms ? since_ms : units_mono_ms()};
     *wh->tail = hw;
     wh->tail = &hw->next;
     wh->st.held++;
     wh->st.puts += (size_t)is_put;
     wh->st.total++;
-    if (wh->head == hw)
+    if (wh->head == hw || since_ms)
         arm(wh);
     return 1;
 }
@@ -176,9 +198,10 @@ static int may_hold(const struct writehold *wh)
     return wh->env.hold_ms(wh->ds) > 0 && !wh->env.draining(wh->ds) && !wh->env.possible(wh->ds);
 }
 
-int writehold_add(struct writehold *wh, const struct writehold_ops *ops, void *ctx)
+int writehold_add(struct writehold *wh, const struct writehold_ops *ops, void *ctx,
+                  int64_t since_ms)
 {
-    return may_hold(wh) && add(wh, ops, ctx, 0);
+    return may_hold(wh) && add(wh, ops, ctx, 0, since_ms);
 }
 
 int writehold_take(struct writehold *wh, writehold_fn *fn, struct proto_request *req,
@@ -188,7 +211,7 @@ int writehold_take(struct writehold *wh, writehold_fn *fn, struct proto_request 
     if (!may_hold(wh) || !(hr = calloc(1, sizeof *hr)))
         return 0;
     *hr = (struct held_request){.wh = wh, .fn = fn, .req = *req, .r = r};
-    if (!add(wh, &request_ops, hr, req->cmd == CMD_PUT || req->cmd == CMD_BATCH)) {
+    if (!add(wh, &request_ops, hr, req->cmd == CMD_PUT || req->cmd == CMD_BATCH, 0)) {
         free(hr);
         return 0;
     }

@@ -51,8 +51,10 @@ void writehold_free(struct writehold *wh);
  * and holding is on; 1 when held, 0 when the caller must answer now. */
 int writehold_take(struct writehold *wh, writehold_fn *fn, struct proto_request *req,
                    struct reply *r);
-/* Holds CTX with OPS the same way; 1 when held, 0 when holding is off or not needed. */
-int writehold_add(struct writehold *wh, const struct writehold_ops *ops, void *ctx);
+/* Holds CTX with OPS the same way, as if held at monotonic SINCE_MS (0: now; a write held
+ * again keeps its first wait's start); 1 when held, 0 when holding is off or not needed. */
+int writehold_add(struct writehold *wh, const struct writehold_ops *ops, void *ctx,
+                  int64_t since_ms);
 /* Writes are possible again: each held request goes to its handler, in arrival order. Also
  * called when hold_writes changed: the wait of what is held is counted by the new value. */
 void writehold_release(struct writehold *wh);

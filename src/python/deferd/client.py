@@ -542,12 +542,15 @@ class PutAttempts:
 def put_retry_pauses(budget: float) -> Iterator[float]:
     """The pauses before each new try of a put, for ``budget`` seconds in all (the tries'
     own time counted): 0.1 s, then twice as long each time, at most 2 s."""
-    until = time.monotonic() + budget
-    pause, spent = 0.1, 0.0
-    while spent + pause <= budget and time.monotonic() + pause <= until:
-        yield pause
-        spent += pause
-        pause = min(pause * 2, 2.0)
+    until = time.monotonic() + budget  # now, not at the first pause: the first try counts
+
+    def pauses() -> Iterator[float]:
+        pause, spent = 0.1, 0.0
+        while spent + pause <= budget and time.monotonic() + pause <= until:
+            yield pause
+            spent += pause
+            pause = min(pause * 2, 2.0)
+    return pauses()
 
 
 def encode_batch(items: Iterable[PutLike]) -> bytes:
