@@ -27,6 +27,8 @@ struct bench {
     int preload, preload_days;
     int ack_pipe;                 /* -A: consumers pipeline their acks */
     int keyed;                    /* -K: every measured job carries an idempotency key */
+    int blocking;                 /* -T 1: blocking deferd_put (libdeferd's put token and
+                                   * retry); -T 2: the same without (deferd_set_put_retry 0) */
     int64_t t0;                   /* epoch ms: start of the measured phase */
     int64_t preload_base;         /* epoch ms: preload jobs are due from here + 1 day */
     int64_t *due;                 /* per job */
@@ -334,7 +336,7 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
            "\"put_rate\":%.0f,\"put_fail\":%d,\"delivered\":%d,\"duplicates\":%d,\"missing\":%d,"
            "\"lateness_ms_p50\":%lld,\"lateness_ms_p99\":%lld,\"lateness_ms_max\":%lld,"
            "\"e2e_rate\":%.0f,\"drain_ms\":%lld,\"put_us_p50\":%lld,\"put_us_p99\":%lld,"
-           "\"t0_ms\":%lld,\"first_delivery_ms\":%lld,\"ack_pipelined\":%d,\"ack_fail\":%d,\"keyed\":%d}\n",
+           "\"t0_ms\":%lld,\"first_delivery_ms\":%lld,\"ack_pipelined\":%d,\"ack_fail\":%d,\"keyed\":%d,\"blocking\":%d}\n",
            b->n, b->window_ms, b->consumers, b->inflight, b->payload, b->producers, b->depth,
            b->preload, preload_rate, atomic_load(&b->preload_fail),
            puts && put_ms > 0 ? 1000.0 * puts / (double)put_ms : 0, atomic_load(&b->put_fail),
@@ -342,7 +344,44 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
            n ? (long long)b->late[(n * 99) / 100] : -1, n ? (long long)b->late[n - 1] : -1, e2e,
            n ? (long long)(last - last_due) : -1,
            (long long)b->put_us[b->n / 2], (long long)b->put_us[(b->n * 99) / 100],
-           (long long)b->t0, (long long)first, b->ack_pipe, atomic_load(&b->ack_fail), b->keyed);
+           (long long)b->t0, (long long)first, b->ack_pipe, atomic_load(&b->ack_fail), b->keyed, b->blocking);
+}
+
+/* -T: one blocking deferd_put at a time, as a plain producer calls it: with the library's
+ * put token (-T 1) or without it (-T 2, deferd_set_put_retry(c, 0)), to weigh the token. */
+static void *producer_blocking(void *arg)
+{
+    const struct phase *ph = arg;
+    struct bench *b = ph->b;
+    _Atomic int *next = ph->preload ? &b->next_preload : &b->next_put;
+    _Atomic int *failures = ph->preload ? &b->preload_fail : &b->put_fail;
+    int total = ph->preload ? b->preload : b->n, i;
+    deferd_client *c = connect_or_die(b);
+    char *payload = malloc((size_t)b->payload + 32), id[DEFERD_ID_SIZE];
+    if (!payload) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
+    memset(payload, 'x', (size_t)b->payload + 32);
+    if (b->blocking == 2)
+        deferd_set_put_retry(c, 0);
+    while ((i = atomic_fetch_add(next, 1)) < total) {
+        deferd_put_opts o;
+        size_t len = make_job(ph, i, payload, &o);
+        int64_t sent = mono_us();
+        int rc = deferd_put(c, "bench", payload, len, &o, id, sizeof id);
+        if (!ph->preload)
+            b->put_us[i] = mono_us() - sent;
+        if (rc != DEFERD_OK) {
+            atomic_fetch_add(failures, 1);
+            fprintf(stderr, "bench: put failed: %s\n", deferd_last_error(c));
+        }
+    }
+    if (!ph->preload)
+        atomic_store(&b->last_put, now_ms());
+    free(payload);
+    deferd_close(c);
+    return NULL;
 }
 
 /* Runs b->producers producer threads over one phase and waits for them. */
@@ -352,7 +391,8 @@ static void run_producers(struct bench *b, int preload, pthread_t *th, int *nth)
     phases[preload] = (struct phase){.b = b, .preload = preload};
     int from = *nth;
     for (int i = 0; i < b->producers; i++)
-        pthread_create(&th[(*nth)++], NULL, producer, &phases[preload]);
+        pthread_create(&th[(*nth)++], NULL, b->blocking ? producer_blocking : producer,
+                       &phases[preload]);
     if (preload) {
         for (int i = from; i < *nth; i++)
             pthread_join(th[i], NULL);
@@ -364,7 +404,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: bench -s SOCKET [-n N] [-w WINDOW_MS] [-C CONSUMERS] "
                     "[-P PRODUCERS] [-D DEPTH] [-p PAYLOAD] [-i INFLIGHT] [-t TIMEOUT_S] "
-                    "[-L PRELOAD [-B DAYS]] [-o LATENESS_FILE] [-A]\n");
+                    "[-L PRELOAD [-B DAYS]] [-o LATENESS_FILE] [-A] [-K] [-T 1|2]\n");
     return 2;
 }
 
@@ -374,7 +414,7 @@ int main(int argc, char **argv)
                       .consumers = 4, .producers = 4, .payload = 100, .inflight = 1,
                       .timeout_s = 120, .depth = 1, .preload_days = 30};
     int ch;
-    while ((ch = getopt(argc, argv, "s:n:w:C:P:p:i:t:D:L:B:o:AK")) != -1) {
+    while ((ch = getopt(argc, argv, "s:n:w:C:P:p:i:t:D:L:B:o:AKT:")) != -1) {
         switch (ch) {
         case 's': b.sock = optarg; break;
         case 'n': b.n = atoi(optarg); break;
@@ -390,6 +430,7 @@ int main(int argc, char **argv)
         case 'o': b.late_file = optarg; break;
         case 'A': b.ack_pipe = 1; break;
         case 'K': b.keyed = 1; break;
+        case 'T': b.blocking = atoi(optarg); break;
         default: return usage();
         }
     }
@@ -397,7 +438,7 @@ int main(int argc, char **argv)
         return usage();
     if (!b.sock || b.n <= 0 || b.consumers < 0 || b.producers < 0 || b.inflight <= 0 ||
         b.depth <= 0 || b.payload < 0 || b.window_ms < 0 || b.preload < 0 ||
-        b.preload_days < 1) {
+        b.preload_days < 1 || b.blocking < 0 || b.blocking > 2) {
         fprintf(stderr, "bench: need -s SOCKET, positive -n -i -D -B, and no negative "
                         "count\n");
         return 2;
