@@ -38,10 +38,20 @@ struct producer {
 
 static volatile int stopping;
 
+/* The daemon's answers as they are: libdeferd's own retry (deferd_set_put_retry) off, so
+ * that what is checked is the daemon's hold, not the library's second try. */
+static deferd_client *bare_client(const struct daemon_proc *dp)
+{
+    deferd_client *c = client(dp);
+    if (c)
+        deferd_set_put_retry(c, 0);
+    return c;
+}
+
 static void *produce(void *arg)
 {
     struct producer *p = arg;
-    deferd_client *c = client(&d[p->n]);
+    deferd_client *c = bare_client(&d[p->n]);
     deferd_put_opts o = {.has_delay = 1, .delay_ms = 600000}; /* due later: never consumed */
     while (c && !stopping && p->count < MAX_PUTS) {
         struct put_rec *r = &p->recs[p->count];
@@ -56,7 +66,7 @@ static void *produce(void *arg)
         p->count++;
         if (rc == DEFERD_EIO) { /* the connection is unusable: a new one */
             deferd_close(c);
-            c = client(&d[p->n]);
+            c = bare_client(&d[p->n]);
         }
     }
     deferd_close(c);
