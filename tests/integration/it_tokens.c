@@ -105,6 +105,24 @@ static void retry_many(const struct daemon_proc *d)
     CHECK(raw_request(d, req, 1, out, sizeof out, 10000) == 1);
     printf("one token twice in a batch: %s", out);
     CHECK(strncmp(out, "ERR BAD_REQUEST", 15) == 0 && strstr(out, "given twice"));
+    /* the same across the parts of a batch too big for one transaction (2 x 500 KB) */
+    enum { BIG = 500000 };
+    char *big = malloc(2 * (BIG + 128) + 32);
+    CHECK(big != NULL);
+    if (big) {
+        size_t at = (size_t)sprintf(big, "BATCH 2\n");
+        for (int k = 0; k < 2; k++) {
+            at += (size_t)sprintf(big + at, "PUT emails %d idem=%s\n", BIG, tok);
+            memset(big + at, 'b', BIG);
+            at += BIG;
+            big[at++] = '\n';
+        }
+        big[at] = '\0';
+        CHECK(raw_request(d, big, 1, out, sizeof out, 10000) == 1);
+        printf("one token twice in a batch of two parts: %s", out);
+        CHECK(strncmp(out, "ERR BAD_REQUEST item 2: idem token", 34) == 0);
+        free(big);
+    }
     CHECK(log_count(d, mark, "failed") == 0);
 }
 
@@ -155,7 +173,8 @@ int main(void)
     CHECK(zh != NULL && pack_marker_set(zh, root, "2") == ZOK);
     plant_tokens(zh, old_dir, cur_dir, foreign, sizeof old_dir);
     struct daemon_proc d;
-    const char *const packing[] = {PACK_TEST_OVERRIDES("emails"), NULL};
+    const char *const packing[] = {PACK_TEST_OVERRIDES("emails"), "daemon.max_payload=512KiB",
+                                   NULL};
     if (daemon_start(&d, root, "t1", packing) != 0 || daemon_wait_connected(&d, 10000) != 0)
         return 1;
     int64_t deadline = now_ms() + 15000;

@@ -24,6 +24,7 @@
  * of a window must not have begun already. */
 #define PACK_MARGIN_MS 2000
 #define PARENT_TRIES_MAX 3
+#define PACK_ROUNDS_MAX 32
 
 struct far_put {
     struct far_put *next;
@@ -36,6 +37,7 @@ struct far_put {
                                  * not written, answered as it is */
     char found[LAYOUT_ID_MAX + 1]; /* its token, found taken, names this job */
     int read_rc;                /* reading its token */
+    int rounds;                 /* writes of it that changed nothing (retry()) */
     char token_data[LAYOUT_ID_MAX + 1]; /* "<pack>/<name>", as the write names the pack */
 };
 
@@ -207,23 +209,6 @@ static struct window *window_for(struct packer *pk, struct dqueue *q, uint64_t s
     return w;
 }
 
-/* FP has the token of a put that waits for the window's next write (a producer sent it
- * twice at once): it is not written, but answered as that one is. In a write of its own,
- * the two tokens would fail the transaction on each other for ever. */
-static int twin_of_waiting(struct packer *pk, struct window *w, struct far_put *fp)
-{
-    for (struct far_put *o = w->waiting; fp->token_path[0] && o; o = o->next)
-        if (strcmp(o->token_path, fp->token_path) == 0) {
-            fp->next = o->twins;
-            o->twins = fp;
-            free(fp->payload);
-            fp->payload = NULL;
-            pk->open++;
-            return 1;
-        }
-    return 0;
-}
-
 void packer_put(struct packer *pk, struct dqueue *q, const struct job_name *jn,
                 unsigned char *payload, size_t len, const char *token_path, struct reply *r)
 {
@@ -242,8 +227,6 @@ void packer_put(struct packer *pk, struct dqueue *q, const struct job_name *jn,
     fp->len = len;
     fp->size = pack_job_size(&fp->jn, start, len);
     fp->r = r;
-    if (twin_of_waiting(pk, w, fp))
-        return;
     *w->tail = fp;
     w->tail = &fp->next;
     pk->open++;
@@ -291,11 +274,63 @@ static int name_pack(struct packer *pk, struct write *wr)
                             sizeof wr->name, wr->path, sizeof wr->path);
 }
 
+struct token_seen {
+    UT_hash_handle hh;
+    struct far_put *fp;
+};
+
+/* Puts that wait with the same token as an earlier one (a producer sent one put twice at
+ * once, or its retry came while the first was being written and both came back) become
+ * that one's twins: not written, answered as it is. In one write, the two tokens would fail
+ * the transaction on each other for ever. */
+static int merge_twins(struct window *w)
+{
+    struct token_seen *seen = NULL, *e, *tmp;
+    int rc = 0;
+    for (struct far_put **pp = &w->waiting, *fp; (fp = *pp) != NULL;) {
+        if (!fp->token_path[0]) {
+            pp = &fp->next;
+            continue;
+        }
+        HASH_FIND_STR(seen, fp->token_path, e);
+        if (e) {
+            *pp = fp->next;
+            struct far_put **end = &fp->twins; /* its own twins go along, one level */
+            while (*end)
+                end = &(*end)->next;
+            *end = e->fp->twins;
+            fp->next = fp->twins;
+            fp->twins = NULL;
+            e->fp->twins = fp;
+            free(fp->payload);
+            fp->payload = NULL;
+            continue;
+        }
+        if (!(e = malloc(sizeof *e))) {
+            rc = -1;
+            break;
+        }
+        e->fp = fp;
+        HASH_ADD_KEYPTR(hh, seen, fp->token_path, strlen(fp->token_path), e);
+        pp = &fp->next;
+    }
+    w->tail = &w->waiting;
+    while (*w->tail)
+        w->tail = &(*w->tail)->next;
+    HASH_ITER(hh, seen, e, tmp) {
+        HASH_DEL(seen, e);
+        free(e);
+    }
+    return rc;
+}
+
 /* Encodes the write: the waiting jobs into the open pack when they keep it small, else as
  * many as one pack holds into a new one. The rest waits for the next write. */
 static int build(struct packer *pk, struct write *wr)
 {
     struct window *w = wr->w;
+    if (merge_twins(w) != 0)
+        return -1;
     size_t cap = w->len + waiting_bytes(w, PACK_BYTES_MAX) + PACK_EMPTY_SIZE;
     struct pack_writer pw;
     struct far_put *rest;
@@ -547,6 +582,18 @@ static void retry(struct write *wr)
 {
     struct packer *pk = wr->pk;
     struct window *w = wr->w;
+    for (struct far_put **pp = &wr->jobs, *fp; (fp = *pp) != NULL;) {
+        if (++fp->rounds <= PACK_ROUNDS_MAX) {
+            pp = &fp->next;
+            continue;
+        }
+        *pp = fp->next; /* a backstop: no write of it ever told, answered so */
+        fp->next = NULL;
+        pk->open--;
+        answer_put(pk, fp, NULL, 0, "the job may have been stored: its pack was written "
+                   "32 times without an answer that tells");
+        free_puts(fp);
+    }
     struct far_put *last = wr->jobs;
     while (last && last->next)
         last = last->next;
@@ -582,8 +629,10 @@ struct token_read {
     struct far_put *fp;
 };
 
-/* Takes FP out of the write, answers it (and its twins) and frees it. */
-static void take_out(struct write *wr, struct far_put *fp, const char *id, int rc)
+/* Takes FP out of the write, answers it (and its twins: OK with ID, or RC, or TEXT) and
+ * frees it. */
+static void take_out(struct write *wr, struct far_put *fp, const char *id, int rc,
+                     const char *text)
 {
     for (struct far_put **pp = &wr->jobs; *pp; pp = &(*pp)->next)
         if (*pp == fp) {
@@ -592,7 +641,7 @@ static void take_out(struct write *wr, struct far_put *fp, const char *id, int r
         }
     fp->next = NULL;
     wr->pk->open--;
-    answer_put(wr->pk, fp, id, rc, NULL);
+    answer_put(wr->pk, fp, id, rc, text);
     free_puts(fp);
 }
 
@@ -601,12 +650,18 @@ static void take_out(struct write *wr, struct far_put *fp, const char *id, int r
  * changed nothing: the open pack is as it was). */
 static void tokens_read(struct write *wr)
 {
+    char text[200];
     for (int i = 0; i < wr->ntokened; i++) {
         struct far_put *fp = wr->tokened[i];
-        if (fp->found[0])
-            take_out(wr, fp, fp->found, ZOK);
-        else if (fp->read_rc != ZOK && fp->read_rc != ZNONODE) /* ZNONODE: swept, made again */
-            take_out(wr, fp, NULL, fp->read_rc);
+        if (fp->found[0]) {
+            take_out(wr, fp, fp->found, ZOK, NULL);
+        } else if (fp->read_rc == ZBADARGUMENTS) {
+            take_out(wr, fp, NULL, fp->read_rc, NULL);
+        } else if (fp->read_rc != ZOK && fp->read_rc != ZNONODE) { /* ZNONODE: swept, made again */
+            snprintf(text, sizeof text, "the job may have been stored: its put token is taken "
+                     "but could not be read (%s)", zk_reason(fp->read_rc));
+            take_out(wr, fp, NULL, fp->read_rc, text);
+        }
     }
     retry(wr);
 }
@@ -668,7 +723,7 @@ static int token_failed(struct write *wr, struct far_put *fp, int rc)
     }
     if (rc == ZNOAUTH)
         queue_denied(wr->w->q, fp->token_path);
-    take_out(wr, fp, NULL, rc);
+    take_out(wr, fp, NULL, rc, NULL);
     retry(wr);
     return ZOK;
 }

@@ -75,7 +75,7 @@ static void reply_failed(struct put *p, size_t part, int rc)
                  why);
     for (size_t i = 0; i < part; i++)
         stored += putset_count(p->parts[i]);
-    int unknown = zk_outcome_unknown(rc) || p->unsure;
+    int unknown = zk_outcome_unknown(rc) || p->unsure || putset_maybe_stored(p->parts[part]);
     const char *fate = unknown ? "may have been stored" : "was not stored";
     if (part == 0 || putset_format(p->parts, part, 0, &ids) != 0) {
         if (unknown)
@@ -237,12 +237,30 @@ static void on_part_done(struct putset *ps, int rc, const struct zk_result *res,
     put_free(p);
 }
 
+/* The same put token twice in one request, across its parts too (putset_add sees one part):
+ * refused, as a token names one put. */
+static int token_repeated(struct proto_put *items, size_t n, struct reply *r)
+{
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = 0; items[i].idem[0] && j < i; j++)
+            if (strcmp(items[i].idem, items[j].idem) == 0 &&
+                strcmp(items[i].queue, items[j].queue) == 0) {
+                reply_err(r, PE_BAD_REQUEST, "item %zu: idem token %s is given twice (job %zu "
+                          "has it): a token names one put; nothing was stored", i + 1,
+                          items[i].idem, j + 1);
+                return 1;
+            }
+    return 0;
+}
+
 /* Cuts the jobs into parts that each fit one ZooKeeper request. */
 static int split(struct put *p, struct proto_put *items, size_t n, struct reply *r)
 {
     enum proto_errcode code;
     char text[300];
     size_t bytes = 0;
+    if (token_repeated(items, n, r))
+        return -1;
     if (!(p->parts = calloc(n, sizeof *p->parts)))
         return reply_err(r, PE_INTERNAL, "out of memory"), -1;
     for (size_t i = 0; i < n; i++) {

@@ -48,6 +48,7 @@ struct putset {
     int rounds, lookups, lookup_rc;
     struct putjob *checking;    /* its directories' creates are being asked why */
     int counted;                /* putset_created() done */
+    int token_unread;           /* a taken token could not be read */
     putset_done_fn done;
     void *ctx;
 };
@@ -88,6 +89,7 @@ void putset_free(struct putset *ps)
 }
 
 size_t putset_count(const struct putset *ps) { return ps->n; }
+int putset_maybe_stored(const struct putset *ps) { return ps->token_unread; }
 
 int putset_all_keyed(const struct putset *ps)
 {
@@ -183,10 +185,7 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
     if (pp->idem[0] && putset_token_path(ps->ds, q, pp->idem, pj->token_path,
                                          sizeof pj->token_path, code, text, tlen) != 0)
         return -1;
-    for (size_t i = 0; pj->token_path[0] && i < ps->n; i++)
-        if (strcmp(ps->jobs[i].token_path, pj->token_path) == 0)
-            return refuse(code, text, tlen, PE_BAD_REQUEST, "idem token %s is given twice (job "
-                          "%zu of the set has it): a token names one put", pp->idem, i + 1);
+
     pp->payload = NULL;
     ps->n++;
     return 0;
@@ -599,6 +598,8 @@ static void on_token_read(const struct zk_result *res, void *ctx)
     } else if (rc == ZNOAUTH) {
         queue_denied(pj->q, pj->token_path);
     }
+    if (rc != ZOK && rc != ZNONODE && rc != ZBADARGUMENTS)
+        ps->token_unread = 1; /* taken, so a try may have made the job */
     if (rc != ZOK && rc != ZNONODE && ps->lookup_rc == ZOK)
         ps->lookup_rc = rc;
     if (--ps->lookups == 0)

@@ -38,6 +38,9 @@ void putset_free(struct putset *ps);
 int putset_token_path(struct dispatcher *ds, const struct dqueue *q, const char *token,
                       char *path, size_t len, enum proto_errcode *code, char *text, size_t tlen);
 
+/* A token of the set was found taken but could not be read: a try may have stored it. */
+int putset_maybe_stored(const struct putset *ps);
+
 /* Adds a job from a request's PUT (takes its payload). On a bad job returns -1 with the
  * error in *CODE and TEXT; nothing was added. */
 int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code, char *text,
