@@ -46,9 +46,11 @@ int names_valid_key(const char *key)
 int names_valid_token(const char *token, uint64_t *ms)
 {
     size_t digits = strspn(token, "0123456789");
+    if (digits == 0 || digits > 15 || token[digits] != '-')
+        return 0; /* before looking past the '-': "123" ends there */
     const char *rnd = token + digits + 1;
     size_t n = strspn(rnd, "0123456789abcdefghijklmnopqrstuvwxyz");
-    if (digits == 0 || digits > 15 || token[digits] != '-' || n < 8 || n > 32 || rnd[n])
+    if (n < 8 || n > 32 || rnd[n])
         return 0;
     uint64_t v = 0;
     for (size_t i = 0; i < digits; i++)
