@@ -4,7 +4,10 @@ the DevTools protocol on a pipe (--remote-debugging-pipe: no port, no websocket,
 library only). Run by it_web_actions, which prepares the daemon and checks in ZooKeeper
 what the clicks did; this script reports what the browser saw, as one JSON object.
 
-    browser.py CHROMIUM BASE_URL TOKEN JOB_ID QUEUE SHOTS_DIR PROFILE_DIR
+    browser.py CHROMIUM BASE_URL TOKEN JOB_ID QUEUE SHOTS_DIR PROFILE_DIR FIGURES_QUEUE NUMBERS
+
+FIGURES_QUEUE: the queue whose overview figures (lateness, rates) are reported; NUMBERS
+("1.5,0.35,..."): numbers that app.js's formatters write as durations and rates.
 """
 import base64
 import json
@@ -135,12 +138,101 @@ def wait_paused(b, queue, want, seconds=15):
     return False
 
 
+def wait_for(b, expr, seconds=15):
+    """Evaluates EXPR until it is true; whether it became so before the deadline."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if b.eval(expr):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+# How far the page reaches past the window's right edge, in px (<= 0: no horizontal
+# scrolling): the document, <main> (which scrolls on its own), and every table's right edge.
+OVERFLOW = """(() => {
+  const de = document.documentElement, m = document.querySelector('main');
+  const reach = [de.scrollWidth - de.clientWidth, m.scrollWidth - m.clientWidth];
+  for (const t of document.querySelectorAll('table'))
+    reach.push(Math.ceil(t.getBoundingClientRect().right) - de.clientWidth);
+  return Math.max(...reach);
+})()"""
+
+# OVERFLOW again once every figure of the overview is as wide as a busy daemon's get (and one
+# queue's name long), measured in the same turn, before app.js's next refresh puts the real
+# ones back: the fit has room to spare, it does not hold for today's small numbers only.
+WIDE = """(() => {
+  const wide = {text: '1234567', age: '23 h 59 min', duration: '59 min 59 s',
+                rate: '12345/s', paused: 'paused'};
+  for (const cell of document.querySelectorAll('#queues td[data-kind]'))
+    cell.textContent = wide[cell.dataset.kind];
+  document.querySelector('#queues tbody th a').textContent = 'customer-notifications-eu';
+  return %s;
+})()""" % OVERFLOW
+
+# The overview's figures of QUEUE as people read them, field -> text: in the page as served
+# (fetched and parsed, no script run) and in the live page, which app.js refreshed from the
+# API.
+FIGURES = """(async () => {
+  const fields = ['lateness_p50_ms', 'lateness_p99_ms', 'put_per_s', 'delivered_per_s',
+                  'acked_per_s', 'depth_oldest_overdue_ms'];
+  const html = await (await fetch('/ui/', {cache: 'no-store'})).text();
+  const served = new DOMParser().parseFromString(html, 'text/html');
+  const of = (doc) => {
+    const row = Array.from(doc.querySelectorAll('tr[data-queue]'))
+      .find(tr => tr.dataset.queue === %s);
+    const o = {};
+    for (const f of fields) o[f] = row.querySelector('[data-field=' + f + ']').textContent;
+    return o;
+  };
+  return {served: of(served), live: of(document),
+          served_updated: served.getElementById('updated').textContent};
+})()"""
+
+# app.js's texts of the numbers in NUMBERS ("1.5,0.35,..."), each as a duration and as a
+# rate, joined by "|": the test compares them with web_format.c's of the same numbers.
+FORMATS = """(() => {
+  const v = %s.split(',').map(Number);
+  return {durations: v.map(deferdFormat.duration).join('|'),
+          rates: v.map(deferdFormat.rate).join('|')};
+})()"""
+
+
+def overview(b, base, figures_queue, numbers, shots, r):
+    """The overview at 1400 px: refreshed by app.js, nothing beyond the window, figures in
+    people's units, the "updated" time in UTC, the notes free of internal names."""
+    b.goto(base + "/ui/")
+    r["overview_refreshed"] = wait_for(b, "Number(document.body.dataset.refreshed || 0) >= 1")
+    r["overview_overflow_px"] = b.eval(OVERFLOW)
+    figs = b.eval(FIGURES % json.dumps(figures_queue))
+    formats = b.eval(FORMATS % json.dumps(numbers))
+    r["js_durations"] = formats["durations"]
+    r["js_rates"] = formats["rates"]
+    for field, text in figs["served"].items():  # flat: the test reads "key": value pairs
+        r["served_" + field] = text
+    for field, text in figs["live"].items():
+        r["live_" + field] = text
+    r["served_updated"] = figs["served_updated"]
+    r["live_updated"] = b.eval("document.getElementById('updated').textContent")
+    r["notes"] = b.eval("Array.from(document.querySelectorAll('p.note'))"
+                        ".map(p => p.textContent).join(' | ')")
+    b.shot(os.path.join(shots, "overview-1400.png"))
+    r["overview_wide_overflow_px"] = b.eval(WIDE)  # last: it overwrites the figures
+    b.goto(base + "/ui/schedules")
+    r["schedules_refreshed"] = wait_for(b, "Number(document.body.dataset.refreshed || 0) >= 1")
+    r["schedules_rows"] = b.eval("document.querySelectorAll('#schedules tbody tr').length")
+    r["schedules_overflow_px"] = b.eval(OVERFLOW)
+    r["schedules_updated"] = b.eval("document.getElementById('updated').textContent")
+    b.shot(os.path.join(shots, "schedules-1400.png"))
+
+
 def main():
-    binary, base, token, job, queue, shots, profile = sys.argv[1:8]
+    binary, base, token, job, queue, shots, profile, figures_queue, numbers = sys.argv[1:10]
     r = {}
     b = Browser(binary, profile)
     try:
         q = json.dumps(queue)
+        overview(b, base, figures_queue, numbers, shots, r)
         b.goto("%s/ui/queues/%s" % (base, queue))
         row = "tr[data-id=%s]" % json.dumps(job)
         r["queue_lists_job"] = b.eval("!!document.querySelector(%s)" % json.dumps(row))

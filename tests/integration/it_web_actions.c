@@ -5,15 +5,21 @@
  * a pause without a token, and with the cookie but a wrong or missing CSRF value, changes
  * nothing; signed in, the page's buttons pause and resume the queue and kick a dead letter
  * back. What the clicks did is then checked in ZooKeeper through deferctl, the log and the
- * counters. The API: a Bearer token acts, a wrong one is refused; read_token = on keeps
- * the pages from anyone without one. Skipped (77) only when no chromium binary exists. */
+ * counters. The API: a Bearer token acts, a wrong one is refused; a bad parameter's 400
+ * names it and its range, a 404 the queue; read_token = on keeps the pages from anyone
+ * without one. At 1400 px (issue 38) the overview and the schedules' page do not scroll
+ * sideways, lateness and rates read in people's units, the "updated" time is UTC. Skipped
+ * (77) only when no chromium binary exists. */
 #include <fcntl.h>
+#include <regex.h>
+#include <time.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
 #include "httpget.h"
+#include "web_format.h"
 
 #define TOKEN "s3cret-token-0123456789abcdef"
 #define SCRIPT_PAYLOAD "<script>window.__pwned=1;document.title='pwned'</script>" \
@@ -44,6 +50,22 @@ static int post(const char *path, const char *auth, const char *form)
     int st = http_send(port, "POST", path, hdr, form ? form : "", 10000, &body, NULL, 0);
     free(body);
     return st;
+}
+
+/* A POST to the API answers CODE with a text that holds WANT. */
+static int post_says(const char *path, const char *auth, const char *form, int code,
+                     const char *want)
+{
+    char *body = NULL, hdr[256] = "";
+    if (auth)
+        snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", auth);
+    int st = http_send(port, "POST", path, hdr, form ? form : "", 10000, &body, NULL, 0);
+    int ok = st == code && body && strstr(body, want);
+    if (!ok)
+        fprintf(stderr, "POST %s: %d %s (expected %d, '%s')\n", path, st, body ? body : "",
+                code, want);
+    free(body);
+    return ok;
 }
 
 static int get_status(const char *path, const char *auth, char **body)
@@ -80,12 +102,32 @@ static int is(const char *json, const char *key, const char *want)
     return strcmp(got, want) == 0;
 }
 
+/* GET PATH answers CODE with a text that holds WHAT (the parameter or queue named, what is
+ * wrong with it) and RANGE (what it takes), and no word of another parameter. */
+static void bad_param(const char *path, int code, const char *what, const char *range)
+{
+    char *body = NULL;
+    int st = get_status(path, NULL, &body);
+    const char *b = body ? body : "";
+    printf("%s: %d %s", path, st, b);
+    CHECK(st == code);
+    CHECK_CONTAINS(b, what);
+    CHECK_CONTAINS(b, range);
+    /* the one parameter at fault: the others are not named */
+    static const char *const names[] = {"limit=", "from=", "after="};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strncmp(what, names[i], strlen(names[i])) != 0)
+            CHECK(strstr(b, names[i]) == NULL);
+    free(body);
+}
+
 static void api(const char *job)
 {
     char path[400], *body = NULL;
     CHECK(post("/api/v1/queues/b/pause", NULL, NULL) == 401);
     CHECK(post("/api/v1/queues/b/pause", "wrong-token-0123456789", NULL) == 401);
-    CHECK(post("/api/v1/queues/nosuch/pause", TOKEN, NULL) == 400);
+    CHECK(post_says("/api/v1/queues/nosuch/pause", TOKEN, NULL, 400,
+                    "no queue 'nosuch' in deferd.ini"));
     CHECK(post("/api/v1/queues/b/dead/delete-all", TOKEN, NULL) == 400); /* no confirm=yes */
     CHECK(post("/api/v1/job/reschedule", TOKEN, "id=b/nonsense&due=now") == 400);
     CHECK(stats_has(&d, "paused.b=1") == 0);
@@ -100,23 +142,50 @@ static void api(const char *job)
     CHECK(get_status("/api/v1/queues/b/jobs?limit=2", NULL, &body) == 200);
     CHECK(body && strstr(body, "\"next_after\":\"b/") != NULL); /* 4 jobs: another page */
     free(body);
-    CHECK(get_status("/api/v1/queues/b/jobs?limit=0", NULL, &body) == 400);
-    free(body);
+    bad_param("/api/v1/queues/b/jobs?limit=0", 400, "limit=0 is out of range", "1 to 500");
+    bad_param("/api/v1/queues/b/jobs?limit=many", 400, "limit=many is not a number",
+              "1 to 500");
+    bad_param("/api/v1/queues/b/dead?limit=501", 400, "limit=501 is out of range", "1 to 500");
+    bad_param("/api/v1/queues/b/jobs?from=yesterday", 400, "from=yesterday is not a time",
+              "now+1h");
+    bad_param("/api/v1/queues/b/jobs?after=a/1-2-3&limit=7", 400,
+              "after=a/1-2-3 is not a job id of queue b", "next page");
+    bad_param("/api/v1/queues/nosuch/jobs", 404, "no queue 'nosuch' in deferd.ini", "/ui/");
+    bad_param("/ui/queues/nosuch", 404, "no queue &#39;nosuch&#39; in deferd.ini", "/ui/");
     CHECK(get_status("/api/v1/job?id=b/0000000000000-x", NULL, &body) == 400);
     free(body);
 }
 
+/* Numbers whose texts app.js must write as web_format.c does: each range, and where
+ * rounding carries a figure into the next one. */
+static const double numbers[] = {0,      0.049,   0.05,   0.4,      3.25,    9.949,
+                                 9.95,   850,     999.499, 999.5,   19525.899, 59949,
+                                 59950,  303500,  3599499, 3599500, 11100000, 187200000,
+                                 -1500,  0.004,   0.005,  1.0 / 60, 0.35,    9.994,
+                                 9.995,  12.5,    99.95,  1234.567};
+#define NNUMBERS (sizeof numbers / sizeof numbers[0])
+
+/* NUMBERS as browser.py takes them: "%.17g" each, which JavaScript reads back exactly. */
+static void numbers_arg(char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < NNUMBERS && n < len; i++)
+        n += (size_t)snprintf(out + n, len - n, "%s%.17g", i ? "," : "", numbers[i]);
+}
+
 static void browser(const char *bin, const char *job, char *out, size_t len)
 {
-    char cmd[2048], shots[300], cwd[200], profile[300], res[300];
+    char cmd[4096], shots[300], cwd[200], profile[300], res[300], nums[1024];
     mkdir("web-screens", 0755);
     snprintf(shots, sizeof shots, "%s/web-screens", getcwd(cwd, sizeof cwd));
     snprintf(profile, sizeof profile, "%s/profile", dir);
     snprintf(res, sizeof res, "%s/browser.json", dir);
     mkdir(profile, 0700);
+    numbers_arg(nums, sizeof nums);
     snprintf(cmd, sizeof cmd, "timeout 180 python3 '%s' '%s' 'http://127.0.0.1:%d' '%s' '%s' b "
-             "'%s' '%s' > '%s'", getenv("DEFERD_BROWSER_PY"), bin, port, TOKEN, job, shots,
-             profile, res);
+             "'%s' '%s' emails '%s' > '%s'", getenv("DEFERD_BROWSER_PY"), bin, port, TOKEN, job,
+             shots, profile, nums, res);
     CHECK(system(cmd) == 0);
     FILE *f = fopen(res, "r");
     size_t n = f ? fread(out, 1, len - 1, f) : 0;
@@ -126,10 +195,121 @@ static void browser(const char *bin, const char *job, char *out, size_t len)
     printf("browser: %s", out);
 }
 
+/* Does S match the extended regular expression RE (whole)? */
+static int matches(const char *s, const char *re)
+{
+    regex_t rx;
+    if (regcomp(&rx, re, REG_EXTENDED | REG_NOSUB) != 0)
+        return 0;
+    int ok = regexec(&rx, s, 0, NULL, 0) == 0;
+    regfree(&rx);
+    if (!ok)
+        fprintf(stderr, "'%s' does not match %s\n", s, re);
+    return ok;
+}
+
+#define DURATION_RE "^(0 ms|[0-9]\\.[0-9] ms|[1-9][0-9]{0,2} ms|[1-5]?[0-9]\\.[0-9] s|" \
+                    "[1-9][0-9]* min [0-5][0-9] s|[1-9][0-9]* h [0-5][0-9] min|"        \
+                    "[1-9][0-9]* d [0-2][0-9] h)$"
+#define RATE_RE "^(0|<0\\.01|[0-9]+(\\.[0-9]{1,2})?)/s$"
+
+/* KEY, how far a page reaches past the window's right edge in px, is at most 0. */
+static int within_window(const char *r, const char *key)
+{
+    char px[32];
+    field(r, key, px, sizeof px);
+    if (!matches(px, "^-?[0-9]+$") || atoi(px) > 0)
+        fprintf(stderr, "browser: %s is '%s': the page scrolls sideways at 1400 px\n", key, px);
+    return matches(px, "^-?[0-9]+$") && atoi(px) <= 0;
+}
+
+/* "updated 2026-11-28T07:55:22Z": UTC, to the second, within a minute of the test's clock. */
+static int updated_utc(const char *text)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    if (!matches(text, "^updated [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$") ||
+        !strptime(text, "updated %Y-%m-%dT%H:%M:%SZ", &tm))
+        return 0;
+    long long at = (long long)timegm(&tm) * 1000, now = now_ms();
+    if (at < now - 60000 || at > now + 1000)
+        fprintf(stderr, "updated %lld ms from the test's clock\n", at - now);
+    return at >= now - 60000 && at <= now + 1000;
+}
+
+/* The overview and the schedules' page at 1400 px: nothing beyond the window; queue
+ * emails's figures in people's units (its p99: the job delivered 20 s late), the same in
+ * the page as served and as app.js refreshed it; the times UTC; the notes without internal
+ * field names, and saying what lateness counts. */
+static void check_layout(const char *r)
+{
+    char served[64], live[64], key[64], notes[2048];
+    CHECK(is(r, "overview_refreshed", "true"));
+    CHECK(within_window(r, "overview_overflow_px"));
+    CHECK(within_window(r, "overview_wide_overflow_px"));
+    CHECK(is(r, "schedules_refreshed", "true"));
+    CHECK(within_window(r, "schedules_overflow_px"));
+    CHECK(is(r, "schedules_rows", "2"));
+    static const char *const figures[] = {"lateness_p50_ms", "lateness_p99_ms", "put_per_s",
+                                          "delivered_per_s", "acked_per_s"};
+    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
+        snprintf(key, sizeof key, "served_%s", figures[i]);
+        field(r, key, served, sizeof served);
+        snprintf(key, sizeof key, "live_%s", figures[i]);
+        field(r, key, live, sizeof live);
+        CHECK(matches(served, i < 2 ? DURATION_RE : RATE_RE));
+        CHECK(matches(live, i < 2 ? DURATION_RE : RATE_RE));
+        CHECK(strcmp(live, "0/s") != 0); /* deliveries were made */
+        /* no delivery since: the same lateness, written by web_format.c and by app.js (a
+         * young daemon's rates move each second: its window is its uptime) */
+        if (i < 2)
+            CHECK_STR(served, live);
+    }
+    field(r, "live_lateness_p99_ms", live, sizeof live);
+    double p99 = atof(live);
+    CHECK(matches(live, "^[0-9]+\\.[0-9] s$") && p99 >= 19.5 && p99 < 60);
+    field(r, "live_depth_oldest_overdue_ms", live, sizeof live);
+    CHECK_STR(live, "-"); /* none overdue */
+    field(r, "served_updated", served, sizeof served);
+    CHECK(updated_utc(served));
+    field(r, "live_updated", live, sizeof live);
+    CHECK(updated_utc(live));
+    field(r, "schedules_updated", live, sizeof live);
+    CHECK(updated_utc(live));
+    field(r, "notes", notes, sizeof notes);
+    CHECK(strstr(notes, "_ms") == NULL && strstr(notes, "census_age") == NULL);
+    CHECK_CONTAINS(notes, "no consumer was connected");
+}
+
+/* web_format.c's texts of NUMBERS by FORMAT, joined by "|": app.js's must be these. */
+static void c_texts(void (*format)(double, char *, size_t), char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < NNUMBERS && n < len; i++) {
+        char text[48];
+        format(numbers[i], text, sizeof text);
+        n += (size_t)snprintf(out + n, len - n, "%s%s", i ? "|" : "", text);
+    }
+}
+
+static void check_formats(const char *r)
+{
+    char want[2048], got[2048];
+    c_texts(web_format_duration, want, sizeof want);
+    field(r, "js_durations", got, sizeof got);
+    CHECK_STR(got, want);
+    c_texts(web_format_rate, want, sizeof want);
+    field(r, "js_rates", got, sizeof got);
+    CHECK_STR(got, want);
+}
+
 static void check_browser(const char *r, const char *dead_before)
 {
     char kicked[256], cmd_out[4096];
     CHECK(strstr(r, "\"error\"") == NULL);
+    check_layout(r);
+    check_formats(r);
     CHECK(is(r, "queue_lists_job", "true"));
     CHECK(is(r, "pause_offered_before_login", "false"));
     /* the census's timeline: next hour, day, 30 days (the dead letter is not pending) */
@@ -307,6 +487,12 @@ static void edits(void)
     free(body);
     CHECK(deferd_ack(c, job.id) == DEFERD_OK);
     deferd_job_clear(&job);
+    /* a job due 20 s ago: its delivery's lateness, seconds, is the overview's p99 */
+    CHECK(put_job(c, "emails", "late", -1, now_ms() - 20000, -1, out) == 0);
+    memset(&job, 0, sizeof job);
+    CHECK(next_job_push(c, &job, 5000) == 0 && strcmp(job.id, out) == 0);
+    CHECK(deferd_ack(c, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
     deferd_close(c);
 }
 
@@ -370,7 +556,13 @@ int main(void)
     const char *ov[] = {"metrics.listen=127.0.0.1:0", "metrics.census_rate=1000",
                         "metrics.depth_interval=1s", "web.dashboard=on", "web.actions=on",
                         tokopt, "queue b.max_attempts=1", "schedule.hourly.queue=a",
-                        "schedule.hourly.every=1h", "schedule.hourly.payload=tick", NULL};
+                        "schedule.hourly.every=1h", "schedule.hourly.payload=tick",
+                        /* long words in every column of the schedules' page (issue 38) */
+                        "schedule.nightly-customer-report.queue=emails",
+                        "schedule.nightly-customer-report.cron=30 2 * * mon-fri",
+                        "schedule.nightly-customer-report.timezone="
+                        "America/Argentina/Buenos_Aires",
+                        "schedule.nightly-customer-report.payload=report", NULL};
     CHECK(daemon_start(&d, root, "webact", ov) == 0 && daemon_wait_connected(&d, 15000) == 0);
     port = metrics_port_in_log(d.log);
     CHECK(port > 0);
@@ -398,7 +590,7 @@ int main(void)
     CHECK(id != NULL);
     if (id)
         id[strcspn(id, "\t")] = '\0';
-    char r[8192];
+    char r[16384];
     browser(bin, job, r, sizeof r);
     check_browser(r, id ? id : "");
     check_counted();

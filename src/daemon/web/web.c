@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "jsonw.h"
 #include "log.h"
+#include "cluster_time.h"
 #include "session.h"
 #include "units.h"
 #include "web_assets.h"
@@ -89,6 +90,13 @@ void web_time(struct evbuffer *out, uint64_t ms)
     evbuffer_add(out, buf, strlen(buf));
 }
 
+void web_time_s(struct evbuffer *out, int64_t ms)
+{
+    char buf[40];
+    units_format_time(ms, buf, sizeof buf);
+    evbuffer_add_printf(out, "%.19sZ", buf); /* 2026-11-27T17:03:00, the ms left off */
+}
+
 void web_page_begin(struct evbuffer *out, struct deferd *d, const char *title)
 {
     const char *zk = !d ? "" : d->session ? session_state_name(session_state(d->session))
@@ -102,11 +110,16 @@ void web_page_begin(struct evbuffer *out, struct deferd *d, const char *title)
                              "deferd</a><nav><a href=\"/ui/\">Queues</a> <a href=\"/ui/"
                              "schedules\">Schedules</a></nav><span id=\"zk\" class=\"zk-%s\">"
                              "%s%s</span>"
-                             "<span class=\"version\">%s</span><span id=\"updated\"></span>"
-                             "%s</header>\n<main>", zk, zk[0] ? "ZooKeeper: " : "", zk,
-                        DEFERD_VERSION, d && d->cfg->web_token_file
-                                            ? "<a class=\"signin\" href=\"/ui/login\">Sign in"
-                                              "</a>" : "");
+                             "<span class=\"version\">%s</span><span id=\"updated\">", zk,
+                        zk[0] ? "ZooKeeper: " : "", zk, DEFERD_VERSION);
+    /* the daemon's clock in UTC, as every other time of the pages; app.js keeps it so */
+    if (d) {
+        evbuffer_add_printf(out, "updated ");
+        web_time_s(out, cluster_now_ms());
+    }
+    evbuffer_add_printf(out, "</span>%s</header>\n<main>",
+                        d && d->cfg->web_token_file
+                            ? "<a class=\"signin\" href=\"/ui/login\">Sign in</a>" : "");
 }
 
 void web_page_end(struct evbuffer *out)
@@ -287,18 +300,23 @@ static int queue_path(struct web *w, const char *path, const char *prefix, char 
     return config_queue(w->d->cfg, queue) ? 0 : -1;
 }
 
-static void no_queue(struct evhttp_request *req, int json)
+/* NAME: the path's segment that named no queue (not NUL-terminated), told back. */
+static void no_queue(struct evhttp_request *req, int json, const char *name, size_t n)
 {
-    web_fail(req, json, 404, "Not Found", "no such queue in deferd.ini (the queues are "
-             "listed at /ui/)");
+    char text[QUEUE_NAME_MAX + 160];
+    snprintf(text, sizeof text, "no queue '%.*s%s' in deferd.ini (the queues are listed at "
+             "/ui/)", (int)(n > QUEUE_NAME_MAX ? QUEUE_NAME_MAX : n), name,
+             n > QUEUE_NAME_MAX ? "..." : "");
+    web_fail(req, json, 404, "Not Found", text);
 }
 
 static void route_queue(struct web *w, struct evhttp_request *req, const char *path, int json)
 {
     char queue[QUEUE_NAME_MAX + 1];
-    const char *rest;
-    if (queue_path(w, path, json ? "/api/v1/queues/" : "/ui/queues/", queue, &rest) != 0)
-        no_queue(req, json);
+    const char *rest, *prefix = json ? "/api/v1/queues/" : "/ui/queues/";
+    const char *name = path + strlen(prefix);
+    if (queue_path(w, path, prefix, queue, &rest) != 0)
+        no_queue(req, json, name, strcspn(name, "/"));
     else if (strcmp(rest, json ? "jobs" : "") == 0)
         web_queue_page(w, req, queue, json);
     else if (strcmp(rest, "dead") == 0)

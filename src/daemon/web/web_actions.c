@@ -227,8 +227,10 @@ static const char *check_input(struct web *w, struct act_call *ac, struct evkeyv
             return "id= is a job id: QUEUE/NAME";
     }
     const struct queue_config *qc = config_queue(w->d->cfg, ac->queue);
-    if (!qc)
-        return "no such queue in deferd.ini";
+    if (!qc) {
+        snprintf(ac->c.err, sizeof ac->c.err, "no queue '%s' in deferd.ini", ac->queue);
+        return ac->c.err;
+    }
     if (qc->format != QF_NATIVE && (ac->action == WA_CANCEL || ac->action == WA_RESCHEDULE))
         return "a Curator queue's items are cancelled and rescheduled by Curator, not here";
     if (ac->action == WA_RESCHEDULE &&

@@ -2,10 +2,12 @@
  * it is answered (it reads nothing more from that connection meanwhile); only evhttp_free
  * would free it first, which is why web_free, which answers every waiting call, runs
  * before the listener is freed. */
+#include <errno.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "admin.h"
 #include "log.h"
@@ -58,18 +60,40 @@ void web_call_refuse(struct web_call *c, int code, const char *reason, const cha
     free(c);
 }
 
-int web_limit(struct evkeyvalq *q, size_t def, size_t max, size_t *out)
+int web_call_params(struct web_call *c, struct evkeyvalq *q)
+{
+    if (web_params(c->req, q) == 0)
+        return 0;
+    snprintf(c->err, sizeof c->err, "the query is not key=value&... (%%-encoded)");
+    return -1;
+}
+
+void web_bad_param(char *err, size_t len, const char *name, const char *value,
+                   const char *why)
+{
+    /* the value told back, cut: a long one would only bury the reason */
+    snprintf(err, len, "%s=%.60s%s %s", name, value, strlen(value) > 60 ? "..." : "", why);
+}
+
+int web_limit(struct evkeyvalq *q, size_t def, size_t max, size_t *out, char *err,
+              size_t len)
 {
     const char *limit = evhttp_find_header(q, "limit");
-    char *end;
+    char *end, why[96];
     *out = def;
     if (!limit)
         return 0;
+    errno = 0;
     unsigned long n = strtoul(limit, &end, 10);
-    if (*end || !limit[0] || n < 1 || n > max)
-        return -1;
-    *out = n;
-    return 0;
+    int number = limit[0] >= '0' && limit[0] <= '9' && !*end && errno == 0;
+    if (number && n >= 1 && n <= max) {
+        *out = n;
+        return 0;
+    }
+    snprintf(why, sizeof why, "is %s: limit= is how many rows a page shows, 1 to %zu",
+             number ? "out of range" : "not a number", max);
+    web_bad_param(err, len, "limit", limit, why);
+    return -1;
 }
 
 void web_call_start(struct web_call *c, web_work_fn work)

@@ -178,21 +178,28 @@ static void clear(struct web_call *c)
     free(dc->ids);
 }
 
+/* ?after=ID, ?limit=N: 0; -1 with C's error naming the bad one (400); -2 out of memory. */
 static int parse(struct dead_call *dc, struct evkeyvalq *q)
 {
     const char *after = evhttp_find_header(q, "after");
-    char queue[QUEUE_NAME_MAX + 1];
+    char queue[QUEUE_NAME_MAX + 1], why[QUEUE_NAME_MAX + 128];
     struct job_name jn;
     if (after && after[0] &&
         (snprintf(dc->after, sizeof dc->after, "%s", after) >= (int)sizeof dc->after ||
          layout_parse_id(dc->after, queue, sizeof queue, &jn) != 0 ||
-         strcmp(queue, dc->queue) != 0 || strchr(dc->after + strlen(queue) + 1, '/')))
-        return -1; /* a dead letter's id has no shard */
-    if (web_limit(q, WEB_PAGE_DEFAULT, WEB_PAGE_MAX, &dc->limit) != 0)
+         strcmp(queue, dc->queue) != 0 || strchr(dc->after + strlen(queue) + 1, '/'))) {
+        /* a dead letter's id has no shard */
+        snprintf(why, sizeof why, "is not a dead letter's id of queue %s: after= is the "
+                 "previous page's last id, as its \"next page\" link sets it", dc->queue);
+        web_bad_param(dc->c.err, sizeof dc->c.err, "after", after, why);
+        return -1;
+    }
+    if (web_limit(q, WEB_PAGE_DEFAULT, WEB_PAGE_MAX, &dc->limit, dc->c.err,
+                  sizeof dc->c.err) != 0)
         return -1;
     dc->ids = calloc(dc->limit + 1, sizeof *dc->ids);
     dc->rows = calloc(dc->limit, sizeof *dc->rows);
-    return dc->ids && dc->rows ? 0 : -1;
+    return dc->ids && dc->rows ? 0 : -2;
 }
 
 static const struct web_call kind = {.fill = fill, .html = html, .clear = clear};
@@ -204,11 +211,14 @@ void web_dead_page(struct web *w, struct evhttp_request *req, const char *queue,
     if (!dc)
         return;
     snprintf(dc->queue, sizeof dc->queue, "%s", queue);
-    int bad = web_params(req, &q) != 0 || parse(dc, &q) != 0;
+    int rc = web_call_params(&dc->c, &q) != 0 ? -1 : parse(dc, &q);
     evhttp_clear_headers(&q);
-    if (bad) {
-        web_call_refuse(&dc->c, 400, "Bad Request",
-                        "after= is a dead letter's id of this queue, limit= 1 to 500");
+    if (rc == -2) {
+        web_call_refuse(&dc->c, 500, "Internal Server Error", "out of memory");
+        return;
+    }
+    if (rc != 0) {
+        web_call_refuse(&dc->c, 400, "Bad Request", dc->c.err);
         return;
     }
     dc->can_act = web_can_act(w, req);

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "layout.h"
+#include "web_format.h"
 #include "web_worker.h"
 
 struct deferd;
@@ -54,6 +55,8 @@ void web_page_end(struct evbuffer *out);
 void web_send_page(struct evhttp_request *req, struct evbuffer *page);
 /* A wall time in ms as 2026-11-27T17:03:00.123Z. */
 void web_time(struct evbuffer *out, uint64_t ms);
+/* The same to the second, 2026-11-27T17:03:00Z: a clock's reading for people. */
+void web_time_s(struct evbuffer *out, int64_t ms);
 
 /* The request's query (GET) or form body (POST) into Q; 0, or -1 when malformed. */
 int web_params(struct evhttp_request *req, struct evkeyvalq *q);
@@ -92,8 +95,16 @@ void web_call_refuse(struct web_call *c, int code, const char *reason, const cha
 #define WEB_PAGE_DEFAULT 50
 #define WEB_PAGE_MAX 500
 #define WEB_PREVIEW_BYTES 120
-/* ?limit=N of a page, 1..MAX (DEF when absent): 0, or -1 when it is not one. */
-int web_limit(struct evkeyvalq *q, size_t def, size_t max, size_t *out);
+/* web_params for C's request: 0, or -1 with C's error saying the query is malformed. */
+int web_call_params(struct web_call *c, struct evkeyvalq *q);
+/* A query parameter's refusal for people: "NAME=VALUE WHY" into ERR (VALUE cut when long);
+ * WHY says what is wrong and what NAME takes ("is not a time: from= is ..."). */
+void web_bad_param(char *err, size_t len, const char *name, const char *value,
+                   const char *why);
+/* ?limit=N of a page, 1..MAX (DEF when absent): 0, or -1 with ERR saying why (the value,
+ * and the range). */
+int web_limit(struct evkeyvalq *q, size_t def, size_t max, size_t *out, char *err,
+              size_t len);
 /* Sends C to the reader thread; answers 503 itself (and frees C) when too many wait. */
 void web_call_start(struct web_call *c, web_work_fn work);
 /* In WORK: 1 (with C's error set) when A is NULL. */

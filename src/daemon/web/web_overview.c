@@ -25,10 +25,20 @@
 #define FIELDS_MAX 96
 #define LINE_MAX_ 2048
 
-/* How a column shows its STATS QUEUE field; app.js shows each the same way. */
-enum kind { K_TEXT, K_PAUSED, K_SPAN };
+/* How a column shows its STATS QUEUE field; app.js shows each the same way (data-kind).
+ * AGE: a duration, "-" when 0 (none overdue); DURATION: milliseconds, fractions too; RATE:
+ * a second. */
+enum kind { K_TEXT, K_PAUSED, K_AGE, K_DURATION, K_RATE };
+static const char *const kind_names[] = {"text", "paused", "age", "duration", "rate"};
 
-/* The columns: a STATS QUEUE field each, under two groups (all daemons', this daemon's). */
+/* Lateness counts from the due time, so a job that waited for a consumer (none connected,
+ * or all busy) or behind a pause counts that wait: said where the figure is. */
+#define LATENESS_HINT "how long after its due time a job was pushed to a consumer, over this " \
+                      "daemon's last 1024 deliveries; time a due job waited with no free "    \
+                      "consumer or a paused queue counts too"
+
+/* The columns: a STATS QUEUE field each, under two groups (all daemons', this daemon's).
+ * No-break spaces keep "1 min" whole where a narrow window wraps a title. */
 static const struct {
     const char *field, *title, *hint;
     enum kind kind;
@@ -36,24 +46,25 @@ static const struct {
 } columns[] = {
     {"paused", "State", "paused: no deliveries (deferctl pause)", K_PAUSED, 0},
     {"depth_overdue", "Overdue", "due by the last depth refresh, held ones too", K_TEXT, 0},
-    {"depth_minute", "\u2264 1 min", "due within the next 60 s", K_TEXT, 0},
-    {"depth_hour", "1 min\u20131 h", "due later within the next hour", K_TEXT, 0},
-    {"depth_day", "1 h\u20131 d", "due later within a day (census, by 100 s bucket)", K_TEXT, 0},
-    {"depth_week", "1\u20137 d", "due later within a week (census)", K_TEXT, 0},
+    {"depth_minute", "\u2264\u00a01\u00a0min", "due within the next 60 s", K_TEXT, 0},
+    {"depth_hour", "1\u00a0min\u20131\u00a0h", "due later within the next hour", K_TEXT, 0},
+    {"depth_day", "1\u00a0h\u20131\u00a0d", "due later within a day (census, by 100 s bucket)",
+     K_TEXT, 0},
+    {"depth_week", "1\u20137\u00a0d", "due later within a week (census)", K_TEXT, 0},
     {"depth_later", "Later", "due in more than a week (census)", K_TEXT, 0},
     {"census_total", "All", "every job, due at any time, at the last census pass", K_TEXT, 0},
     {"depth_dead", "Dead", "dead letters", K_TEXT, 0},
     {"depth_oldest_overdue_ms", "Oldest overdue", "how long the most overdue job was due",
-     K_SPAN, 0},
+     K_AGE, 0},
     {"consumers", "Consumers", "connections subscribed on this daemon", K_TEXT, 1},
     {"inflight", "In flight", "pushed by this daemon, not yet settled", K_TEXT, 1},
-    {"put_per_s", "Put/s", "puts through this daemon, last minute", K_TEXT, 1},
-    {"delivered_per_s", "Delivered/s", "pushes by this daemon, last minute", K_TEXT, 1},
-    {"acked_per_s", "Acked/s", "acks on this daemon, last minute", K_TEXT, 1},
-    {"lateness_p50_ms", "p50 ms", "lateness (push minus due), last 1024 deliveries here",
-     K_TEXT, 1},
-    {"lateness_p99_ms", "p99 ms", "lateness (push minus due), last 1024 deliveries here",
-     K_TEXT, 1},
+    {"put_per_s", "Puts", "puts through this daemon a second, over the last minute", K_RATE, 1},
+    {"delivered_per_s", "Deliveries", "pushes by this daemon a second, over the last minute",
+     K_RATE, 1},
+    {"acked_per_s", "Acks", "acks on this daemon a second, over the last minute", K_RATE, 1},
+    {"lateness_p50_ms", "Lateness p50", "median lateness: " LATENESS_HINT, K_DURATION, 1},
+    {"lateness_p99_ms", "Lateness p99", "99th percentile lateness: " LATENESS_HINT, K_DURATION,
+     1},
 };
 #define NCOLUMNS (sizeof columns / sizeof columns[0])
 
@@ -76,6 +87,30 @@ static struct queue_counts *counts_of(struct deferd *d)
     return all;
 }
 
+/* A cell's text for people: V (a STATS value, NULL when absent) as KIND shows it, into BUF. */
+static const char *cell_text(enum kind kind, const char *v, char *buf, size_t len)
+{
+    int number = v && kvline_number(v);
+    switch (kind) {
+    case K_PAUSED:
+        return v && strcmp(v, "1") == 0 ? "paused" : "";
+    case K_AGE:
+        if (!number || strtod(v, NULL) <= 0)
+            return "-"; /* none overdue */
+        web_format_duration(strtod(v, NULL), buf, len);
+        return buf;
+    case K_DURATION:
+    case K_RATE:
+        if (!number)
+            return "-"; /* no sample yet */
+        (kind == K_RATE ? web_format_rate : web_format_duration)(strtod(v, NULL), buf, len);
+        return buf;
+    case K_TEXT:
+        break;
+    }
+    return v ? v : "-";
+}
+
 static void row_html(struct evbuffer *out, const char *queue, const struct kv *f, size_t n)
 {
     evbuffer_add_printf(out, "<tr data-queue=\"");
@@ -86,20 +121,12 @@ static void row_html(struct evbuffer *out, const char *queue, const struct kv *f
     web_escape(out, queue);
     evbuffer_add_printf(out, "</a></th>");
     for (size_t c = 0; c < NCOLUMNS; c++) {
-        const char *v = kvline_get(f, n, columns[c].field);
-        char span[48];
-        if (columns[c].kind == K_PAUSED)
-            v = v && strcmp(v, "1") == 0 ? "paused" : "";
-        if (columns[c].kind == K_SPAN && v && kvline_number(v) && atoll(v) > 0) {
-            units_format_span(atoll(v), span, sizeof span);
-            v = span;
-        } else if (columns[c].kind == K_SPAN) {
-            v = "-"; /* none overdue */
-        }
+        char buf[48];
+        const char *v = cell_text(columns[c].kind, kvline_get(f, n, columns[c].field), buf,
+                                  sizeof buf);
         evbuffer_add_printf(out, "<td data-field=\"%s\" data-kind=\"%s\">", columns[c].field,
-                            columns[c].kind == K_SPAN ? "span" : columns[c].kind == K_PAUSED
-                                                                     ? "paused" : "text");
-        web_escape(out, v ? v : "-");
+                            kind_names[columns[c].kind]);
+        web_escape(out, v);
         evbuffer_add_printf(out, "</td>");
     }
     evbuffer_add_printf(out, "</tr>\n");
@@ -130,14 +157,22 @@ int web_overview_html(struct deferd *d, struct evbuffer *out)
         size_t n = queue_fields(d, cfg->queues[i]->name, all, line, f);
         row_html(out, cfg->queues[i]->name, f, n);
     }
+    char every[48];
+    web_format_duration((double)cfg->depth_interval_ms, every, sizeof every);
     evbuffer_add_printf(out, "</tbody></table>\n<p class=\"note\">Jobs due within the hour and "
-                             "dead letters are read from ZooKeeper every %llu ms ([metrics] "
-                             "depth_interval); those due later, and All, by the census, which "
-                             "counts every job at %u reads a second ([metrics] census_rate): "
-                             "a big backlog's figures are as old as its last pass "
-                             "(census_age_ms in deferctl stats). The figures refresh every "
+                             "dead letters are read from ZooKeeper every %s ([metrics] "
+                             "depth_interval). Those due later, and All, are counted by the "
+                             "census, which reads %u jobs a second ([metrics] census_rate): on "
+                             "a big backlog they are as old as its last pass, which each "
+                             "queue's page dates.</p>\n<p class=\"note\" id=\"lateness-note\">"
+                             "Lateness is how long after its due time a job was pushed to a "
+                             "consumer, over this daemon's last 1024 deliveries. It counts the "
+                             "whole wait: a job that fell due while no consumer was connected, "
+                             "all were busy or the queue was paused shows that time too, so a "
+                             "large lateness after consumers were away is their absence, not "
+                             "a slow deferd.</p>\n<p class=\"note\">The figures refresh every "
                              "2 s with JavaScript; without it, reload the page.</p>\n",
-                        (unsigned long long)cfg->depth_interval_ms, cfg->census_rate);
+                        every, cfg->census_rate);
     web_page_end(out);
     free(all);
     free(line);

@@ -208,10 +208,13 @@ static void timeline(struct evbuffer *out, struct deferd *d, const char *queue)
         }
         chart(out, &horizons[i], bars, now);
     }
-    if (began)
+    if (began) {
+        char ago[48];
+        web_format_duration((double)(now - began), ago, sizeof ago);
         evbuffer_add_printf(out, "<p class=\"note\">Counted by the census pass that began "
-                                 "%lld s ago, by the 100-second bucket each job is due in.</p>",
-                            (long long)((now - began) / 1000));
+                                 "%s ago, by the 100-second bucket each job is due in.</p>",
+                            ago);
+    }
     evbuffer_add_printf(out, "</section>\n");
 }
 
@@ -247,22 +250,31 @@ static int build_top(struct jobs_call *jc)
     return 0;
 }
 
-/* ?after=ID (the previous page's last), ?from=TIME (due from), ?limit=N. */
+/* ?after=ID (the previous page's last), ?from=TIME (due from), ?limit=N; -1 with C's error
+ * naming the first bad one. */
 static int parse(struct jobs_call *jc, struct evkeyvalq *q)
 {
     const char *after = evhttp_find_header(q, "after"), *from = evhttp_find_header(q, "from");
+    char *err = jc->c.err, why[QUEUE_NAME_MAX + 128];
     jc->o = (struct admin_list_opts){0, UINT64_MAX, WEB_PAGE_DEFAULT, NULL, WEB_PREVIEW_BYTES};
     char queue[QUEUE_NAME_MAX + 1];
     struct job_name jn;
     if (after && after[0] &&
         (snprintf(jc->after, sizeof jc->after, "%s", after) >= (int)sizeof jc->after ||
          layout_parse_id(jc->after, queue, sizeof queue, &jn) != 0 ||
-         strcmp(queue, jc->queue) != 0))
+         strcmp(queue, jc->queue) != 0)) {
+        snprintf(why, sizeof why, "is not a job id of queue %s: after= is the previous "
+                 "page's last id, as its \"next page\" link sets it", jc->queue);
+        web_bad_param(err, sizeof jc->c.err, "after", after, why);
         return -1;
+    }
     jc->o.after = jc->after[0] ? jc->after : NULL;
-    if (from && units_parse_time_ms(from, cluster_now_ms(), &jc->o.from_ms) != 0)
+    if (from && units_parse_time_ms(from, cluster_now_ms(), &jc->o.from_ms) != 0) {
+        web_bad_param(err, sizeof jc->c.err, "from", from, "is not a time: from= is epoch "
+                      "ms, 2026-11-27T10:00Z or now+1h");
         return -1;
-    return web_limit(q, WEB_PAGE_DEFAULT, WEB_PAGE_MAX, &jc->o.limit);
+    }
+    return web_limit(q, WEB_PAGE_DEFAULT, WEB_PAGE_MAX, &jc->o.limit, err, sizeof jc->c.err);
 }
 
 static const struct web_call kind = {.fill = fill, .html = html, .clear = clear};
@@ -275,12 +287,10 @@ void web_queue_page(struct web *w, struct evhttp_request *req, const char *queue
     if (!jc)
         return;
     snprintf(jc->queue, sizeof jc->queue, "%s", queue);
-    int bad = web_params(req, &q) != 0 || parse(jc, &q) != 0;
+    int bad = web_call_params(&jc->c, &q) != 0 || parse(jc, &q) != 0;
     evhttp_clear_headers(&q);
     if (bad) {
-        web_call_refuse(&jc->c, 400, "Bad Request", "after= is a job id of this queue, "
-                        "from= a time (epoch ms, 2026-11-27T10:00Z, now+1h), limit= 1 "
-                        "to 500");
+        web_call_refuse(&jc->c, 400, "Bad Request", jc->c.err);
         return;
     }
     if (qc->format != QF_NATIVE) {

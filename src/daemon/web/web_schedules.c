@@ -130,7 +130,9 @@ static void state_html(struct evbuffer *out, const struct sched_row *r)
         web_escape(out, r->as.st.key);
         evbuffer_add_printf(out, "</a>");
     } else {
+        evbuffer_add_printf(out, "<span class=\"key\">");
         web_escape(out, r->as.st.key[0] ? r->as.st.key : "none");
+        evbuffer_add_printf(out, "</span>");
     }
     evbuffer_add_printf(out, " (%s)%s", last_state(&r->as) ? last_state(&r->as) : "none",
                         r->fp_matches ? "" : "<br><span class=\"error\">the daemons run another "
@@ -162,10 +164,12 @@ static void html(struct web_call *c)
         web_escape(out, r->when);
         evbuffer_add_printf(out, "</td><td>");
         for (int k = 0; k < r->nnext; k++) {
+            evbuffer_add_printf(out, "<span class=\"instant\">");
             web_escape(out, r->next[k]);
-            evbuffer_add_printf(out, "%s", k + 1 < r->nnext ? "<br>" : "");
+            evbuffer_add_printf(out, "</span>%s", k + 1 < r->nnext ? "<br>" : "");
         }
-        evbuffer_add_printf(out, "</td><td>%s, %s</td><td>", r->misfire, r->overlap);
+        evbuffer_add_printf(out, "</td><td>%s, %s</td><td class=\"state\">", r->misfire,
+                            r->overlap);
         state_html(out, r);
         evbuffer_add_printf(out, "</td></tr>\n");
     }

@@ -3,25 +3,62 @@
 // never as HTML.
 'use strict';
 (function () {
-  const fixed3 = new Set(['put_per_s', 'delivered_per_s', 'acked_per_s', 'lateness_p50_ms',
-    'lateness_p99_ms']);
-
-  // As units_format_span() writes a span: "850ms", "12s", "4m12s", "3h05m", "2d04h".
-  function span(ms) {
-    const a = Math.abs(ms), s = Math.floor(a / 1000), m = Math.floor(s / 60),
-      h = Math.floor(m / 60), d = Math.floor(h / 24), p = (n) => String(n).padStart(2, '0');
-    const w = a < 1000 ? a + 'ms' : s < 60 ? s + 's' : m < 60 ? m + 'm' + p(s % 60) + 's'
-      : h < 24 ? h + 'h' + p(m % 60) + 'm' : d + 'd' + p(h % 24) + 'h';
-    return (ms < 0 ? '-' : '') + w;
+  // As web_format.c writes them (web_format_duration, web_format_rate), the same integer
+  // arithmetic on the same doubles, so that a refreshed figure reads as the served one.
+  function duration(ms) {
+    const a = Math.abs(ms);
+    if (!(a < 1e15)) return '-';
+    const us = Math.floor(a * 1000 + 0.5), sign = ms < 0 ? '-' : '';
+    const p = (n) => String(n).padStart(2, '0'), q = Math.floor;
+    if (us < 50) return '0 ms';
+    if (us < 9950) { const t = q((us + 50) / 100); return sign + q(t / 10) + '.' + t % 10 + ' ms'; }
+    if (us < 999500) return sign + q((us + 500) / 1000) + ' ms';
+    if (us < 59950000) {
+      const t = q((us + 50000) / 100000);
+      return sign + q(t / 10) + '.' + t % 10 + ' s';
+    }
+    const s = q((us + 500000) / 1000000), m = q(s / 60), h = q(m / 60);
+    if (m < 60) return sign + m + ' min ' + p(s % 60) + ' s';
+    if (h < 24) return sign + h + ' h ' + p(m % 60) + ' min';
+    return sign + q(h / 24) + ' d ' + p(h % 24) + ' h';
   }
 
+  function rate(perS) {
+    if (!(perS >= 0 && perS < 1e15)) return '-';
+    const milli = Math.floor(perS * 1000 + 0.5), q = Math.floor;
+    if (perS === 0) return '0/s';
+    if (milli < 5) return '<0.01/s';
+    if (milli < 9995) {
+      const c = q((milli + 5) / 10);
+      if (c % 100 === 0) return q(c / 100) + '/s';
+      if (c % 10 === 0) return q(c / 100) + '.' + q(c / 10) % 10 + '/s';
+      return q(c / 100) + '.' + String(c % 100).padStart(2, '0') + '/s';
+    }
+    if (milli < 99950) {
+      const t = q((milli + 50) / 100);
+      return t % 10 === 0 ? q(t / 10) + '/s' : q(t / 10) + '.' + t % 10 + '/s';
+    }
+    return q((milli + 500) / 1000) + '/s';
+  }
+
+  // The same rules for whoever needs them on the page: integration.web_actions compares
+  // them with web_format.c's on the same numbers.
+  window.deferdFormat = Object.freeze({ duration: duration, rate: rate });
+
+  // A cell's text as web_overview.c's cell_text() writes it.
   function show(cell, v) {
-    const kind = cell.dataset.kind, field = cell.dataset.field;
+    const kind = cell.dataset.kind, number = typeof v === 'number';
     if (kind === 'paused') return v ? 'paused' : '';
-    if (kind === 'span') return typeof v === 'number' && v > 0 ? span(v) : '-';
+    if (kind === 'age') return number && v > 0 ? duration(v) : '-';
+    if (kind === 'duration') return number ? duration(v) : '-';
+    if (kind === 'rate') return number ? rate(v) : '-';
     if (v === null || v === undefined) return '-';
-    if (fixed3.has(field) && typeof v === 'number') return v.toFixed(3);
     return String(v);
+  }
+
+  // The daemon's clock (now_ms), in UTC to the second, as the page was served with.
+  function utc(ms) {
+    return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
   }
 
   function setStatus(text) {
@@ -50,6 +87,7 @@
         cell.textContent = show(cell, q[cell.dataset.field]);
     }
     showZk(o);
+    return o;
   }
 
   function showZk(o) {
@@ -63,15 +101,19 @@
   async function refreshHeader() {
     const r = await fetch('/api/v1/overview', { cache: 'no-store' });
     if (!r.ok) throw new Error('HTTP ' + r.status);
-    showZk(await r.json());
+    const o = await r.json();
+    showZk(o);
+    return o;
   }
 
   async function refresh() {
     try {
-      if (document.getElementById('queues')) await refreshOverview();
-      else if (document.getElementById('zk').textContent) await refreshHeader();
+      let o = null;
+      if (document.getElementById('queues')) o = await refreshOverview();
+      else if (document.getElementById('zk').textContent) o = await refreshHeader();
+      if (!o) return; // reloading, or a page without the header's state
       document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
-      setStatus('updated ' + new Date().toLocaleTimeString());
+      setStatus('updated ' + utc(o.daemon.now_ms));
     } catch (e) {
       setStatus('refresh failed: ' + e.message + ' (figures as of the last success)');
     }
