@@ -359,6 +359,17 @@ static void zone_named(void)
     CHECK(ctl("reschedule " GOOD_ID " --at 2026-12-01T09:00", out, sizeof out, err,
               sizeof err) == 2);
     CHECK_CONTAINS(err, "invalid --at '2026-12-01T09:00': it has no time zone: add Z for UTC");
+    char file[400], args[500];
+    snprintf(file, sizeof file, "%s/zone.batch", d.dir);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs("queue=a at=2026-12-01T09:00 payload=x\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "put --batch %s", file);
+    CHECK(ctl(args, out, sizeof out, err, sizeof err) == 2);
+    CHECK_CONTAINS(err, "zone.batch:1: it has no time zone: add Z for UTC");
 }
 
 /* A port nothing listens on (bound, then closed). */
