@@ -146,7 +146,8 @@ typedef struct deferd_put_item {
 } deferd_put_item;
 
 /* Connects to the daemon's socket (NULL: DEFERD_DEFAULT_SOCKET). On failure returns NULL
- * and, if err is not NULL, writes a message into err[errlen]. */
+ * with errno set (ECONNREFUSED or ENOENT: no daemon listens there; ENAMETOOLONG, EINVAL:
+ * an unusable path) and, if err is not NULL, writes a message into err[errlen]. */
 deferd_client *deferd_connect(const char *socket_path, char *err, size_t errlen);
 
 /* Closes the connection and frees the client and any queued jobs. NULL is a no-op. The

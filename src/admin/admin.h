@@ -82,6 +82,8 @@ struct admin_job {
     int locked;             /* held by a consumer, or locked by a daemon just before due */
     int dead;               /* show: found among the dead letters */
     int32_t bytes;
+    uint32_t ttr_ms;        /* list, show: the lease each delivery gets (jn.ttr_ms, else */
+    int ttr_default;        /* the queue's ttr: then ttr_default is 1) */
     char holder[128];       /* show: the lock's data, "host:pid" of the deferd that locked
                              * the job (not its consumer's), "" when not locked */
     char *payload;          /* show: malloc'd (admin_job_clear), else NULL */

@@ -316,6 +316,14 @@ static int add_packs(struct admin *a, struct page *pg, const char *queue)
     return rc;
 }
 
+/* The lease a delivery of the job gets, as the daemon picks it: the job's own ttr, else
+ * its queue's (a name without ttr= follows the queue's setting). */
+static void effective_ttr(struct admin_job *j, const struct queue_config *qc)
+{
+    j->ttr_default = j->jn.ttr_ms == 0;
+    j->ttr_ms = j->ttr_default ? (uint32_t)qc->ttr_ms : j->jn.ttr_ms;
+}
+
 int admin_list(struct admin *a, const char *queue, const struct admin_list_opts *o,
                admin_job_fn fn, void *ctx, int *more, char *cursor, size_t clen, char *err,
                size_t errlen)
@@ -344,8 +352,10 @@ int admin_list(struct admin *a, const char *queue, const struct admin_list_opts 
         holder_rows(a, queue, pg.rows, shown);
     if (rc == ZOK)
         for (size_t i = 0; i < shown; i++)
-            if (pg.rows[i].bytes >= 0)
+            if (pg.rows[i].bytes >= 0) {
+                effective_ttr(&pg.rows[i], qc);
                 fn(&pg.rows[i], ctx);
+            }
     *more = pg.n > o->limit;
     if (cursor && clen)
         snprintf(cursor, clen, "%s", rc == ZOK && *more ? pg.rows[shown - 1].id : "");
@@ -472,6 +482,7 @@ int admin_show(struct admin *a, const char *id, struct admin_job *out, char *err
         return rc;
     snprintf(out->id, sizeof out->id, "%s", id);
     out->jn = at.jn;
+    effective_ttr(out, admin_queue(a, at.queue, err, errlen)); /* locate checked it */
     if (at.pk.in) {
         rc = show_packed(&at.pk, out);
         admin_packed_clear(&at.pk);

@@ -679,20 +679,24 @@ deferd_client *deferd_connect(const char *socket_path, char *err, size_t errlen)
     size_t n = strlen(path);
     if (n == 0 || n >= sizeof sa.sun_path) {
         set_err(err, errlen, "socket path '%s' is empty or too long", path);
+        errno = n ? ENAMETOOLONG : EINVAL;
         return NULL;
     }
     memcpy(sa.sun_path, path, n + 1);
     deferd_client *c = calloc(1, sizeof *c);
     if (c == NULL) {
         set_err(err, errlen, "out of memory");
+        errno = ENOMEM;
         return NULL;
     }
     c->timeout_ms = -1;
     c->put_retry_ms = DEFERD_PUT_RETRY_DEFAULT_MS;
     c->fd = transport_open(&sa);
     if (c->fd < 0) {
-        set_err(err, errlen, "cannot connect to %s: %s", path, strerror(errno));
+        int e = errno; /* the caller decides by it (ECONNREFUSED: nobody listens) */
+        set_err(err, errlen, "cannot connect to %s: %s", path, strerror(e));
         free(c);
+        errno = e;
         return NULL;
     }
     return c;

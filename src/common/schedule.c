@@ -60,10 +60,15 @@ void schedule_fingerprint(const struct schedule_config *s, char out[SCHEDULE_FP_
 
 void schedule_describe(const struct schedule_config *s, char *buf, size_t len)
 {
-    if (s->cron[0])
+    char every[32], anchor[40];
+    if (s->cron[0]) {
         snprintf(buf, len, "cron \"%s\" in %s", s->cron, s->timezone);
-    else
-        snprintf(buf, len, "every %" PRIu64 " ms from %" PRIu64, s->every_ms, s->anchor_ms);
+        return;
+    }
+    /* as deferd.ini reads them: every = 10s, anchor = a UTC time */
+    units_format_duration(s->every_ms, every, sizeof every);
+    units_format_time((int64_t)s->anchor_ms, anchor, sizeof anchor);
+    snprintf(buf, len, "every %s from %s", every, anchor);
 }
 
 void schedule_format_instant(const struct schedule_config *s, int64_t ms, char *buf,

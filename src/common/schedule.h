@@ -22,8 +22,9 @@ uint64_t schedule_jitter(const struct schedule_config *s, int64_t occ_ms);
  * timezone, jitter), as 16 hex digits: daemons whose sections differ tell so by it. */
 void schedule_fingerprint(const struct schedule_config *s, char out[SCHEDULE_FP_LEN + 1]);
 
-/* When it fires, for people: "cron \"0 3 * * *\" in Europe/Berlin" or "every 300000 ms from
- * 0"; an occurrence at MS as "<local time with zone and offset>  <UTC ISO time>". */
+/* When it fires, for people: "cron \"0 3 * * *\" in Europe/Berlin" or "every 5m from
+ * 1970-01-01T00:00:00.000Z" (every and anchor as deferd.ini takes them); an occurrence at
+ * MS as "<local time with zone and offset>  <UTC ISO time>". */
 void schedule_describe(const struct schedule_config *s, char *buf, size_t len);
 void schedule_format_instant(const struct schedule_config *s, int64_t ms, char *buf,
                              size_t len);

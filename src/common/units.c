@@ -59,14 +59,18 @@ static int parse_with_units(const char *s, const struct unit *units, int unit_re
     return -1;
 }
 
+/* Durations' units, smallest first: read by units_parse_duration_ms, written by
+ * units_format_duration. */
+static const struct unit duration_units[] = {
+    {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {NULL, 0},
+};
+#define NDURATION_UNITS (sizeof duration_units / sizeof duration_units[0] - 1)
+
 int units_parse_duration_ms(const char *s, uint64_t *out_ms)
 {
-    static const struct unit units[] = {
-        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {NULL, 0},
-    };
     if (s == NULL)
         return -1;
-    return parse_with_units(s, units, 1, out_ms);
+    return parse_with_units(s, duration_units, 1, out_ms);
 }
 
 int units_parse_size(const char *s, uint64_t *out_bytes)
@@ -130,6 +134,10 @@ static int parse_iso(const char *s, uint64_t *out_ms)
                 ms *= 10;
         }
     }
+    if (*p == '\0')
+        return UNITS_E_NO_ZONE;
+    if ((*p == '+' || *p == '-') && p[1] >= '0' && p[1] <= '9')
+        return UNITS_E_OFFSET;
     if (strcmp(p, "Z") != 0 || tm.tm_sec > 60)
         return -1;
     time_t t = timegm(&tm);
@@ -148,6 +156,27 @@ int units_parse_time_ms(const char *s, int64_t now_ms, uint64_t *out_ms)
     if (strchr(s, 'T'))
         return parse_iso(s, out_ms);
     return units_parse_u64(s, UINT64_MAX / 2, out_ms);
+}
+
+const char *units_time_problem(int rc)
+{
+    if (rc == UNITS_E_NO_ZONE)
+        return "it has no time zone: add Z for UTC (a zone-less time would mean different "
+               "instants on different hosts)";
+    if (rc == UNITS_E_OFFSET)
+        return "only UTC times are read: give it in UTC with a Z instead of the offset";
+    return NULL;
+}
+
+void units_format_duration(uint64_t ms, char *buf, size_t len)
+{
+    const struct unit *u = &duration_units[NDURATION_UNITS - 1];
+    while (ms && u > duration_units && ms % u->factor != 0)
+        u--;
+    if (ms == 0)
+        snprintf(buf, len, "0");
+    else
+        snprintf(buf, len, "%llu%s", (unsigned long long)(ms / u->factor), u->name);
 }
 
 void units_format_time(int64_t ms, char *buf, size_t len)

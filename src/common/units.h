@@ -18,6 +18,13 @@ int units_parse_size(const char *s, uint64_t *out_bytes);
  * ("2026-11-23T10:00:05Z", "2026-11-23T10:00:05.250Z", "2026-11-23T10:00Z"), or relative to
  * NOW_MS: "now", "now+5m", "now-1h". -> epoch ms. 0 on success. */
 int units_parse_time_ms(const char *s, int64_t now_ms, uint64_t *out_ms);
+/* Its failures besides -1 (not a time): an ISO time without a zone, or with an offset. */
+enum { UNITS_E_NO_ZONE = -2, UNITS_E_OFFSET = -3 };
+/* What is wrong with a time units_parse_time_ms refused with RC, in words; NULL for -1. */
+const char *units_time_problem(int rc);
+/* A duration as units_parse_duration_ms reads it, in the largest unit that holds it
+ * exactly: "90s", "5m", "1500ms", "0". */
+void units_format_duration(uint64_t ms, char *buf, size_t len);
 /* Epoch ms as "2026-11-23T10:00:05.123Z" (buf of at least 32 bytes). */
 void units_format_time(int64_t ms, char *buf, size_t len);
 /* A signed span for people, to the unit that matters: "850ms", "12s", "4m12s", "-3h05m",

@@ -32,7 +32,8 @@ static void main_usage(FILE *f)
           "  put    schedule a job (or a file of jobs, all or none)\n"
           "  work   run a command for each job of some queues\n"
           "  ping   check that deferd answers\n"
-          "  stats  show the daemon's counters, or one queue's (add --json for JSON)\n"
+          "  stats  each queue's pending, due, in-flight and dead jobs and lateness (--all:\n"
+          "         the daemon's internals too; stats QUEUE: one queue's counters)\n"
           "  help   show help for a command (deferctl help COMMAND)\n"
           "Operator commands (read and write ZooKeeper, configured by -c):\n"
           "  list        page through a queue's pending jobs in due order\n"
@@ -332,8 +333,11 @@ static int dead_run(struct admin *a, const char *sub, const char *arg, char *err
         return admin_dead_list(a, arg, stdout, err, errlen);
     if (!strcmp(sub, "show"))
         return admin_dead_show(a, arg, stdout, err, errlen);
-    if (!strcmp(sub, "delete"))
-        return admin_dead_delete(a, arg, err, errlen);
+    if (!strcmp(sub, "delete")) {
+        if ((rc = admin_dead_delete(a, arg, err, errlen)) == 0)
+            printf("deleted %s\n", arg); /* as cancel says what it did */
+        return rc;
+    }
     if ((rc = admin_dead_kick(a, arg, id, sizeof id, &unkeyed, err, errlen)) != 0)
         return rc;
     puts(id);
@@ -376,16 +380,18 @@ struct command {
     int (*run)(const char *sock, int argc, char **argv);
     void (*usage)(FILE *f);
     const char *prog; /* argv[0] for getopt's messages: they start "deferctl: " too */
-    int socket;       /* talks to a daemon over its socket */
+    int socket;       /* talks to a daemon over its socket: SOCKET_ONLY, or needs the config too */
 };
 
+enum { SOCKET_ONLY = 1, SOCKET_AND_CONFIG = 2 };
+
 static const struct command commands[] = {
-    { "put", cmd_put, put_usage, "deferctl: put", 1 },
-    { "work", ctl_cmd_work, ctl_work_usage, "deferctl: work", 1 },
-    { "ping", cmd_ping, ping_usage, "deferctl: ping", 1 },
+    { "put", cmd_put, put_usage, "deferctl: put", SOCKET_ONLY },
+    { "work", ctl_cmd_work, ctl_work_usage, "deferctl: work", SOCKET_ONLY },
+    { "ping", cmd_ping, ping_usage, "deferctl: ping", SOCKET_ONLY },
     { "dead", cmd_dead, dead_usage, "deferctl: dead", 0 },
     { "purge", ctl_cmd_purge, ctl_bulk_usage, "deferctl: purge", 0 },
-    { "stats", cmd_stats, deferctl_stats_usage, "deferctl: stats", 1 },
+    { "stats", cmd_stats, deferctl_stats_usage, "deferctl: stats", SOCKET_ONLY },
     { "list", ctl_cmd_list, ctl_list_usage, "deferctl: list", 0 },
     { "show", ctl_cmd_show, ctl_show_usage, "deferctl: show", 0 },
     { "cancel", ctl_cmd_cancel, ctl_cancel_usage, "deferctl: cancel", 0 },
@@ -394,7 +400,8 @@ static const struct command commands[] = {
     { "resume", ctl_cmd_resume, ctl_pause_usage, "deferctl: resume", 0 },
     { "layout", ctl_cmd_layout, ctl_layout_usage, "deferctl: layout", 0 },
     { "schedules", ctl_cmd_schedules, ctl_schedules_usage, "deferctl: schedules", 0 },
-    { "schedule", ctl_cmd_schedule, ctl_schedules_usage, "deferctl: schedule", 1 },
+    { "schedule", ctl_cmd_schedule, ctl_schedules_usage, "deferctl: schedule",
+      SOCKET_AND_CONFIG },
     { NULL, NULL, NULL, NULL, 0 },
 };
 
@@ -453,6 +460,7 @@ static int parse_global(int argc, char **argv, const char **sock)
     while ((opt = getopt_long(argc, argv, "+s:c:hV", longopts, NULL)) != -1) {
         if (opt == 's') {
             *sock = optarg;
+            deferctl_socket_from = "--socket";
         } else if (opt == 'c') {
             deferctl_config_path = optarg;
             config_given = 1;
@@ -473,12 +481,19 @@ static int parse_global(int argc, char **argv, const char **sock)
 }
 
 /* A config named (-c, $DEFERD_CONFIG) without a socket (-s, $DEFERD_SOCKET): the socket
- * commands talk to that config's daemon, at its [daemon] socket. */
-static int socket_of_config(const char **sock)
+ * commands talk to that config's daemon, at its [daemon] socket. A command that needs only
+ * the socket (SOCKET_ONLY) takes the default one when the config does not exist, and says
+ * so: a stale DEFERD_CONFIG must not stop a put. */
+static int socket_of_config(const char **sock, int socket_only)
 {
     static char path[sizeof ((struct sockaddr_un *)0)->sun_path];
     struct config cfg;
     char err[512];
+    if (socket_only && access(deferctl_config_path, F_OK) != 0 && errno == ENOENT) {
+        ctl_errmsg("config %s does not exist: using the default socket " DEFERD_DEFAULT_SOCKET,
+                   deferctl_config_path);
+        return 0;
+    }
     if (config_load(deferctl_config_path, NULL, 0, &cfg, err, sizeof err) != 0) {
         ctl_errmsg("%s (give -s SOCKET to use another daemon)", err);
         return -1;
@@ -486,6 +501,7 @@ static int socket_of_config(const char **sock)
     snprintf(path, sizeof path, "%s", cfg.socket_path);
     config_free(&cfg);
     *sock = path;
+    deferctl_socket_from = deferctl_config_path;
     return 0;
 }
 
@@ -493,6 +509,8 @@ int main(int argc, char **argv)
 {
     const char *env = getenv("DEFERD_SOCKET");
     const char *sock = env && *env ? env : NULL;
+    if (sock)
+        deferctl_socket_from = "DEFERD_SOCKET";
     const char *cenv = getenv("DEFERD_CONFIG");
     const char *named_config = cenv && *cenv ? cenv : NULL;
     if (named_config)
@@ -510,7 +528,8 @@ int main(int argc, char **argv)
     const struct command *cmd = find_command(argv[first]);
     if (cmd == NULL)
         return ctl_usage_error("", "unknown command '%s'", argv[first]);
-    if (cmd->socket && !sock && (named_config || config_given) && socket_of_config(&sock) != 0)
+    if (cmd->socket && !sock && (named_config || config_given) &&
+        socket_of_config(&sock, cmd->socket == SOCKET_ONLY) != 0)
         return EXIT_FAIL;
     if (!sock)
         sock = DEFERD_DEFAULT_SOCKET;

@@ -57,10 +57,8 @@ static void job_json(struct jsonw *w, const struct admin_job *j, int64_t now)
     jsonw_uint(w, "priority", j->jn.priority);
     jsonw_uint(w, "attempts", j->attempts);
     jsonw_str(w, "state", job_state(j, now));
-    if (j->jn.ttr_ms)
-        jsonw_uint(w, "ttr_ms", j->jn.ttr_ms);
-    else
-        jsonw_null(w, "ttr_ms");
+    jsonw_uint(w, "ttr_ms", j->ttr_ms);
+    jsonw_bool(w, "ttr_default", j->ttr_default);
     jsonw_int(w, "bytes", j->bytes);
 }
 
@@ -87,22 +85,58 @@ struct list_out {
     int json;
     int64_t now;
     char last[LAYOUT_ID_MAX + 1]; /* the next page's --after */
+    struct admin_job *rows;       /* the table's page: its id column is as wide as its ids */
+    size_t n, cap;
+    int oom;
 };
 
-static void print_row(const struct admin_job *j, void *ctx)
+#define ID_WIDTH_MIN 56 /* an unkeyed id */
+
+static void keep_row(struct list_out *lo, const struct admin_job *j)
+{
+    if (lo->n == lo->cap) {
+        size_t cap = lo->cap ? lo->cap * 2 : 64;
+        struct admin_job *p = realloc(lo->rows, cap * sizeof *p);
+        if (!p) {
+            lo->oom = 1;
+            return;
+        }
+        lo->rows = p;
+        lo->cap = cap;
+    }
+    lo->rows[lo->n] = *j;
+    lo->rows[lo->n++].payload = NULL; /* list reads no payload */
+}
+
+static void on_row(const struct admin_job *j, void *ctx)
 {
     struct list_out *lo = ctx;
-    if (lo->json) {
-        jsonw_obj_begin(&lo->w, NULL);
-        job_json(&lo->w, j, lo->now);
-        jsonw_obj_end(&lo->w);
+    if (!lo->json) {
+        keep_row(lo, j);
         return;
     }
-    char when[40], left[24];
-    units_format_time((int64_t)j->jn.due_ms, when, sizeof when);
-    units_format_span((int64_t)j->jn.due_ms - lo->now, left, sizeof left);
-    printf("%-56s %-24s %8s %10u %8u %-9s %8d %s\n", j->id, when, left, j->jn.priority,
-           j->attempts, job_state(j, lo->now), j->bytes, j->jn.uid[0] ? j->jn.uid : "-");
+    jsonw_obj_begin(&lo->w, NULL);
+    job_json(&lo->w, j, lo->now);
+    jsonw_obj_end(&lo->w);
+}
+
+static void print_table(const struct list_out *lo)
+{
+    int width = ID_WIDTH_MIN;
+    for (size_t i = 0; i < lo->n; i++)
+        if ((int)strlen(lo->rows[i].id) > width)
+            width = (int)strlen(lo->rows[i].id);
+    printf("%-*s %-24s %8s %10s %8s %-9s %8s %s\n", width, "ID", "DUE", "IN", "PRIORITY",
+           "ATTEMPTS", "STATE", "BYTES", "UID");
+    for (size_t i = 0; i < lo->n; i++) {
+        const struct admin_job *j = &lo->rows[i];
+        char when[40], left[24];
+        units_format_time((int64_t)j->jn.due_ms, when, sizeof when);
+        units_format_span((int64_t)j->jn.due_ms - lo->now, left, sizeof left);
+        printf("%-*s %-24s %8s %10u %8u %-9s %8d %s\n", width, j->id, when, left,
+               j->jn.priority, j->attempts, job_state(j, lo->now), j->bytes,
+               j->jn.uid[0] ? j->jn.uid : "-");
+    }
 }
 
 static int parse_list(int argc, char **argv, struct admin_list_opts *o, int *json)
@@ -158,8 +192,6 @@ static void list_begin(struct list_out *lo, struct admin *a, const char *queue)
     }
     if (paused)
         fprintf(stderr, "queue %s is PAUSED (%s)\n", queue, info);
-    printf("%-56s %-24s %8s %10s %8s %-9s %8s %s\n", "ID", "DUE", "IN", "PRIORITY", "ATTEMPTS",
-           "STATE", "BYTES", "UID");
 }
 
 /* A shell word: as it is when plain, else single-quoted. */
@@ -217,9 +249,16 @@ int ctl_cmd_list(const char *sock, int argc, char **argv)
         return ctl_admin_exit(-1, err);
     }
     list_begin(&lo, a, queue);
-    rc = admin_list(a, queue, &o, print_row, &lo, &more, lo.last, sizeof lo.last, err,
+    rc = admin_list(a, queue, &o, on_row, &lo, &more, lo.last, sizeof lo.last, err,
                     sizeof err);
     admin_close(a);
+    if (rc == 0 && lo.oom) {
+        rc = -1;
+        snprintf(err, sizeof err, "out of memory");
+    }
+    if (!lo.json)
+        print_table(&lo);
+    free(lo.rows);
     if (lo.json) {
         jsonw_arr_end(&lo.w);
         jsonw_str(&lo.w, "next_after", rc == 0 && more ? lo.last : NULL);
@@ -251,8 +290,9 @@ static void show_human(const struct admin_job *j, int64_t now)
            "priority: %u\nattempts: %u\n", j->id, j->jn.uid[0] ? j->jn.uid : "-",
            job_state(j, now), when, (unsigned long long)j->jn.due_ms, rel, j->jn.priority,
            j->attempts);
-    if (j->jn.ttr_ms)
-        printf("ttr:      %u ms\n", j->jn.ttr_ms);
+    char ttr[32];
+    units_format_duration(j->ttr_ms, ttr, sizeof ttr);
+    printf("ttr:      %s%s\n", ttr, j->ttr_default ? " (the queue's default)" : "");
     /* the lock holds the daemon's host:pid; its consumer is not recorded in ZooKeeper */
     if (j->locked)
         printf("held by:  deferd at %s (a consumer of that daemon runs it)\n",

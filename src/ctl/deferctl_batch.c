@@ -96,8 +96,10 @@ static const char *take_option(char *tok, deferd_put_item *it, int64_t now)
     else if (strcmp(tok, "key") == 0 && !o->key && names_valid_key(v))
         o->key = v;
     else {
+        const char *problem =
+            strcmp(tok, "at") ? NULL : units_time_problem(units_parse_time_ms(v, now, &n));
         *eq = '='; /* the message shows the whole token */
-        return "invalid, repeated or unknown option (or delay with at)";
+        return problem ? problem : "invalid, repeated or unknown option (or delay with at)";
     }
     if (strcmp(tok, "prio") == 0)
         o->priority = (uint32_t)n;

@@ -131,6 +131,23 @@ static void report_json(const struct bulk_opts *o, const struct ids *jobs, size_
     jsonw_finish(&w);
 }
 
+static const char *what_of(const struct bulk_opts *o)
+{
+    return o->act == BA_PURGE ? "pending job(s)" : "dead letter(s)";
+}
+
+/* The summary on stderr. Only a pending job can be held by a consumer: the dead letters'
+ * summary leaves that count out. */
+static void report_text(const struct bulk_opts *o, size_t matched, const struct tally *t)
+{
+    char held[64] = "";
+    if (o->act == BA_PURGE)
+        snprintf(held, sizeof held, ", %zu held by a consumer (left alone)", t->held);
+    fprintf(stderr, "deferctl: %s %s: %zu of %zu %s %s, %zu gone meanwhile%s, %zu failed\n",
+            o->cmd, o->queue, t->done, matched, what_of(o), done_words[o->act], t->gone, held,
+            t->failed);
+}
+
 static int run(struct admin *a, const struct bulk_opts *o)
 {
     char err[512];
@@ -140,7 +157,7 @@ static int run(struct admin *a, const struct bulk_opts *o)
         free(ids.v);
         return ctl_admin_exit(-1, err);
     }
-    const char *what = o->act == BA_PURGE ? "pending job(s)" : "dead letter(s)";
+    const char *what = what_of(o);
     int rc = EXIT_OK;
     if (!o->dry_run && !o->yes) {
         rc = ctl_usage_error(o->act == BA_PURGE ? "purge " : "dead ", "%s %s would %s %zu %s: add --yes to do it, or --dry-run "
@@ -157,9 +174,7 @@ static int run(struct admin *a, const struct bulk_opts *o)
             act_one(a, o, ids.v[i], &t, &done);
         if (o->json)
             report_json(o, &done, ids.n, &t);
-        fprintf(stderr, "deferctl: %s %s: %zu of %zu %s %s, %zu gone meanwhile, %zu held by a "
-                "consumer (left alone), %zu failed\n", o->cmd, o->queue, t.done, ids.n, what,
-                done_words[o->act], t.gone, t.held, t.failed);
+        report_text(o, ids.n, &t);
         rc = t.failed ? EXIT_FAIL : EXIT_OK;
     }
     free(ids.v);

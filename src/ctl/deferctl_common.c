@@ -54,8 +54,12 @@ int ctl_lib_fail(deferd_client *c, const char *what, int rc)
 
 int ctl_parse_time_arg(const char *cmd, const char *opt, const char *arg, uint64_t *out)
 {
-    if (units_parse_time_ms(arg, units_wall_ms(), out) == 0)
+    int rc = units_parse_time_ms(arg, units_wall_ms(), out);
+    const char *problem = units_time_problem(rc);
+    if (rc == 0)
         return 0;
+    if (problem)
+        return ctl_usage_error(cmd, "invalid %s '%s': %s", opt, arg, problem);
     return ctl_usage_error(cmd, "invalid %s '%s' (a time: " TIME_FORMS ")", opt, arg);
 }
 
@@ -78,13 +82,17 @@ int ctl_check_queue_name(const char *cmd, const char *queue)
     return ctl_usage_error(cmd, "'%s' is not a valid queue name", queue);
 }
 
+const char *deferctl_socket_from = "default";
+
 deferd_client *ctl_connect(const char *path)
 {
-    char err[256];
-    deferd_client *c = deferd_connect(path, err, sizeof err);
-    if (c == NULL)
-        ctl_errmsg("%s", err);
-    return c;
+    deferd_client *c = deferd_connect(path, NULL, 0);
+    if (c != NULL)
+        return c;
+    int e = errno; /* nobody listens: the usual cause is a daemon that is not running */
+    ctl_errmsg("cannot connect to %s (from %s): %s%s", path, deferctl_socket_from, strerror(e),
+               e == ECONNREFUSED || e == ENOENT ? " — is deferd running?" : "");
+    return NULL;
 }
 
 static int read_all(int fd, char **out, size_t *len)

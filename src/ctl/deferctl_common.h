@@ -29,7 +29,11 @@ int ctl_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Prints "deferctl: <message>" to standard error. */
 void ctl_errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* The socket commands' connection to deferd. */
+/* Where the socket commands' socket path came from, for messages: "--socket",
+ * "DEFERD_SOCKET", the config's path, or "default". */
+extern const char *deferctl_socket_from;
+/* The socket commands' connection to deferd; a failure is reported with the socket, where
+ * it came from and, when nobody listens, whether deferd runs. */
 deferd_client *ctl_connect(const char *path);
 /* Reports a libdeferd failure; EXIT_USAGE for DEFERD_EARG, else EXIT_FAIL. */
 int ctl_lib_fail(deferd_client *c, const char *what, int rc);

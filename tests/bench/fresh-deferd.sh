@@ -33,7 +33,7 @@ fresh_deferd() {
     ${extra[@]+"${extra[@]}"} 2>"$work/deferd.log" &
   pid=$!
   deadline=$((SECONDS + 30))
-  until "$build/deferctl" -s "$sock" stats 2>/dev/null | grep -E 'clock_state +(synced|local|denied)' >/dev/null; do
+  until "$build/deferctl" -s "$sock" stats --all 2>/dev/null | grep -E 'clock_state +(synced|local|denied)' >/dev/null; do
     kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ] ||
       { echo "$name: deferd not connected; see $work/deferd.log" >&2; exit 1; }
     sleep 0.1

@@ -147,11 +147,11 @@ static int daemon_says_paused(void)
     return yes;
 }
 
-/* stats: txn.* with a legend and as numbers in JSON; a paused queue's reason. */
+/* stats --all: txn.* with a legend and as numbers in JSON; a paused queue's reason. */
 static void stats_explained(void)
 {
     char out[8192], err[4096];
-    CHECK(ctl("stats", out, sizeof out, err, sizeof err) == 0);
+    CHECK(ctl("stats --all", out, sizeof out, err, sizeof err) == 0);
     CHECK_CONTAINS(out, "(items/multis");
     CHECK(ctl("stats --json", out, sizeof out, err, sizeof err) == 0);
     CHECK_CONTAINS(out, "\"txn.puts\":{\"items\":");
@@ -164,6 +164,9 @@ static void stats_explained(void)
     CHECK_CONTAINS(out, "paused_info");
     CHECK_CONTAINS(out, "it-messages-reason");
     CHECK(ctl("stats", out, sizeof out, err, sizeof err) == 0);
+    CHECK_CONTAINS(out, "queue a: paused by ");
+    CHECK_CONTAINS(out, "it-messages-reason");
+    CHECK(ctl("stats --all", out, sizeof out, err, sizeof err) == 0);
     CHECK_CONTAINS(out, "paused_info.a");
     CHECK_CONTAINS(out, "it-messages-reason");
     CHECK(ctl("stats --json a", out, sizeof out, err, sizeof err) == 0);
@@ -195,6 +198,178 @@ static void show_words(deferd_client *c)
     CHECK(deferd_ack(cons, job.id) == DEFERD_OK);
     deferd_job_clear(&job);
     deferd_close(cons);
+}
+
+/* Runs "env -u DEFERD_SOCKET -u DEFERD_CONFIG ENV deferctl ARGS" (no -c, no -s of D's):
+ * its exit status, stderr in ERR. */
+static int bare_ctl(const char *env, const char *args, char *err, size_t elen)
+{
+    char cmd[2048], file[400];
+    snprintf(file, sizeof file, "%s/bare.stderr", d.dir);
+    snprintf(cmd, sizeof cmd, "env -u DEFERD_SOCKET -u DEFERD_CONFIG %s %s %s >/dev/null 2>%s",
+             env, getenv("DEFERCTL_BIN"), args, file);
+    int rc = system(cmd);
+    FILE *f = fopen(file, "r");
+    size_t n = f ? fread(err, 1, elen - 1, f) : 0;
+    err[n] = '\0';
+    if (f)
+        fclose(f);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* Issue 38: nobody listens on the socket: the message names it, where it came from, and
+ * asks whether deferd runs; a missing config does not stop a command that needs only the
+ * socket, which says which socket it uses. */
+static void daemon_down(void)
+{
+    char err[4096], want[600], env[600], args[600], ini[400];
+    snprintf(args, sizeof args, "-s %s/none.sock ping", d.dir);
+    CHECK(bare_ctl("", args, err, sizeof err) == 1);
+    snprintf(want, sizeof want, "deferctl: cannot connect to %s/none.sock (from --socket): "
+             "No such file or directory — is deferd running?\n", d.dir);
+    CHECK_STR(err, want);
+    snprintf(env, sizeof env, "DEFERD_SOCKET=%s/none.sock", d.dir);
+    CHECK(bare_ctl(env, "put -q a x", err, sizeof err) == 1);
+    CHECK_CONTAINS(err, "none.sock (from DEFERD_SOCKET): ");
+    CHECK_CONTAINS(err, "is deferd running?");
+    snprintf(ini, sizeof ini, "%s/down.ini", d.dir);
+    FILE *f = fopen(ini, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fprintf(f, "[daemon]\nsocket = %s/none.sock\n[zookeeper]\nhosts = %s\nroot = /x\n"
+                "[queue a]\n", d.dir, harness_zk_hosts);
+        fclose(f);
+    }
+    snprintf(args, sizeof args, "-c %s ping", ini);
+    CHECK(bare_ctl("", args, err, sizeof err) == 1);
+    snprintf(want, sizeof want, "none.sock (from %s): ", ini);
+    CHECK_CONTAINS(err, want);
+    /* a stale DEFERD_CONFIG: put and ping still go to the socket named, or the default */
+    snprintf(args, sizeof args, "-s %s ping", d.sock);
+    CHECK(bare_ctl("DEFERD_CONFIG=/nonexistent/deferd.ini", args, err, sizeof err) == 0);
+    snprintf(args, sizeof args, "-s %s put -q a stale-config", d.sock);
+    CHECK(bare_ctl("DEFERD_CONFIG=/nonexistent/deferd.ini", args, err, sizeof err) == 0);
+    bare_ctl("DEFERD_CONFIG=/nonexistent/deferd.ini", "ping", err, sizeof err);
+    CHECK_CONTAINS(err, "deferctl: config /nonexistent/deferd.ini does not exist: using the "
+                        "default socket /run/deferd/deferd.sock\n");
+    CHECK(strstr(err, "cannot open") == NULL);
+}
+
+/* Issue 38: stats without a queue leads with each queue's pending, due, in flight, dead and
+ * lateness; the daemon's internals come with --all. */
+static int retry_pending(char *out, size_t len)
+{
+    char err[4096];
+    long pending = -1;
+    if (ctl("stats", out, len, err, sizeof err) != 0)
+        return -1;
+    const char *row = strstr(out, "\nretry ");
+    if (row && sscanf(row, " retry %ld", &pending) != 1)
+        pending = -1;
+    return (int)pending;
+}
+
+static void stats_summary(deferd_client *c)
+{
+    char out[16384], err[4096], id[DEFERD_ID_SIZE];
+    for (int i = 0; i < 2; i++)
+        CHECK(put_job(c, "retry", "later", 3600000, -1, 5, id) == 0);
+    int64_t deadline = now_ms() + 30000; /* the daemon's census counts them (depth_interval) */
+    while (retry_pending(out, sizeof out) != 2 && now_ms() < deadline)
+        usleep(100000);
+    CHECK(retry_pending(out, sizeof out) == 2);
+    CHECK_CONTAINS(out, "deferd: ZooKeeper CONNECTED for ");
+    CHECK_CONTAINS(out, "PENDING         DUE   IN-FLIGHT        DEAD LATE-P50-MS LATE-P99-MS");
+    CHECK(strstr(out, "packs_unreadable") == NULL && strstr(out, "change_round_trips") == NULL);
+    CHECK(strstr(out, "jobs_known") == NULL);
+    CHECK(ctl("stats --all", out, sizeof out, err, sizeof err) == 0);
+    CHECK_CONTAINS(out, "PENDING");
+    CHECK_CONTAINS(out, "packs_unreadable");
+    CHECK_CONTAINS(out, "change_round_trips");
+}
+
+/* Issue 38: show gives the ttr a delivery gets, the queue's when the job has none, in the
+ * unit one would write; --json has it as a number either way. */
+static void show_ttr(deferd_client *c)
+{
+    char id[DEFERD_ID_SIZE], args[DEFERD_ID_SIZE + 32], out[4096], err[4096];
+    CHECK(put_job(c, "b", "default-ttr", 60000, -1, 5, id) == 0);
+    snprintf(args, sizeof args, "show %s", id);
+    CHECK(ctl(args, out, sizeof out, err, sizeof err) == 0);
+    CHECK_CONTAINS(out, "\nttr:      1m (the queue's default)\n"); /* [queue b]: 60 s */
+    snprintf(args, sizeof args, "show --json %s", id);
+    CHECK(ctl(args, out, sizeof out, err, sizeof err) == 0);
+    CHECK_CONTAINS(out, "\"ttr_ms\":60000,\"ttr_default\":true");
+    CHECK(ctl("put -q b --delay 1m --ttr 90s explicit", out, sizeof out, err, sizeof err) == 0);
+    snprintf(args, sizeof args, "show %.*s", (int)strcspn(out, "\n"), out);
+    CHECK(ctl(args, out, sizeof out, err, sizeof err) == 0);
+    CHECK_CONTAINS(out, "\nttr:      90s\n");
+    snprintf(args + strlen(args), sizeof args - strlen(args), " --json");
+    CHECK(ctl(args, out, sizeof out, err, sizeof err) == 0);
+    CHECK_CONTAINS(out, "\"ttr_ms\":90000,\"ttr_default\":false");
+}
+
+/* The column where the DUE time starts in LINE: after the id and its padding. */
+static long due_column(const char *line)
+{
+    const char *p = line + strcspn(line, " ");
+    p += strspn(p, " ");
+    return p - line;
+}
+
+/* Issue 38: list keeps its columns under the header when an id is long (a keyed one). */
+static void list_aligned(void)
+{
+    char out[8192], err[4096];
+    CHECK(ctl("put -q emails --delay 3d --key tick:1795852450000 x", out, sizeof out, err,
+              sizeof err) == 0);
+    CHECK(ctl("list emails", out, sizeof out, err, sizeof err) == 0);
+    long header = strstr(out, "DUE") ? strstr(out, "DUE") - out : -1;
+    int rows = 0;
+    for (const char *line = strchr(out, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        CHECK(due_column(line + 1) == header);
+        rows++;
+    }
+    CHECK(rows >= 2 && strstr(out, "-ktick:1795852450000 ") != NULL);
+}
+
+/* Issue 38: dead delete says what it deleted; --all on dead letters counts no "held". */
+static void dead_said(void)
+{
+    char out[8192], err[4096], args[DEFERD_ID_SIZE + 32], id[DEFERD_ID_SIZE];
+    CHECK(make_dead_letters(&d, "limited", 2) == 0);
+    CHECK(ctl("dead list limited", out, sizeof out, err, sizeof err) == 0);
+    const char *first = strchr(out, '\n');
+    CHECK(first && sscanf(first + 1, "%199s", id) == 1);
+    if (!first)
+        return;
+    snprintf(args, sizeof args, "dead delete %s", id);
+    CHECK(ctl(args, out, sizeof out, err, sizeof err) == 0);
+    snprintf(args, sizeof args, "deleted %s\n", id);
+    CHECK_STR(out, args);
+    CHECK(ctl("dead kick --all limited --yes", out, sizeof out, err, sizeof err) == 0);
+    CHECK_CONTAINS(err, "1 of 1 dead letter(s) kicked, 0 gone meanwhile, 0 failed");
+    CHECK(strstr(err, "held") == NULL);
+}
+
+/* Issue 38: a time without its zone is refused for that reason. */
+static void zone_named(void)
+{
+    char out[4096], err[4096];
+    CHECK(ctl("reschedule " GOOD_ID " --at 2026-12-01T09:00", out, sizeof out, err,
+              sizeof err) == 2);
+    CHECK_CONTAINS(err, "invalid --at '2026-12-01T09:00': it has no time zone: add Z for UTC");
+    char file[400], args[500];
+    snprintf(file, sizeof file, "%s/zone.batch", d.dir);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs("queue=a at=2026-12-01T09:00 payload=x\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "put --batch %s", file);
+    CHECK(ctl(args, out, sizeof out, err, sizeof err) == 2);
+    CHECK_CONTAINS(err, "zone.batch:1: it has no time zone: add Z for UTC");
 }
 
 /* A port nothing listens on (bound, then closed). */
@@ -251,7 +426,8 @@ static void timeout_gives_up(void)
 int main(void)
 {
     harness_init("admin_messages", root, sizeof root);
-    if (daemon_start(&d, root, "m", NULL) != 0 || daemon_wait_connected(&d, 20000) != 0)
+    static const char *const ov[] = {"metrics.depth_interval=1s", NULL}; /* stats_summary */
+    if (daemon_start(&d, root, "m", ov) != 0 || daemon_wait_connected(&d, 20000) != 0)
         return 1;
     deferd_client *c = client(&d);
     getopt_prefix();
@@ -263,6 +439,12 @@ int main(void)
     stats_explained();
     show_words(c);
     timeout_gives_up();
+    daemon_down();
+    stats_summary(c);
+    show_ttr(c);
+    list_aligned();
+    dead_said();
+    zone_named();
     deferd_close(c);
     daemon_kill(&d, SIGTERM);
     return check_report("it_admin_messages");

@@ -273,7 +273,7 @@ static void deferctl_views(void)
     CHECK_CONTAINS(out, "\"put_up_to_ms\":");
     CHECK_CONTAINS(out, "\"config_matches\":true");
     CHECK(run_deferctl(&d, "schedules", out, sizeof out) == 0);
-    CHECK_CONTAINS(out, "schedule sk: queue b, every 1000 ms");
+    CHECK_CONTAINS(out, "schedule sk: queue b, every 1s from ");
     CHECK_CONTAINS(out, "pending or held"); /* sk's job: nobody consumes b now */
     deferd_client *c = client(&d);
     CHECK(deferd_subscribe(c, "a", 64) == DEFERD_OK);

@@ -24,6 +24,19 @@ static void every(void)
     CHECK(spread == 0xf); /* all four hundreds of 0..300 are hit */
 }
 
+/* The rule as deferd.ini has it (issue 38): "every = 10s", the anchor as a time. */
+static void described(void)
+{
+    struct schedule_config s = {.name = "t", .queue = "q", .every_ms = 10000};
+    char text[200];
+    schedule_describe(&s, text, sizeof text);
+    CHECK_STR(text, "every 10s from 1970-01-01T00:00:00.000Z");
+    s.every_ms = 90000;
+    s.anchor_ms = 1767225600000;
+    schedule_describe(&s, text, sizeof text);
+    CHECK_STR(text, "every 90s from 2026-01-01T00:00:00.000Z");
+}
+
 static void cron_in_zone(void)
 {
     struct schedule_config s = {.name = "n", .queue = "q", .cron = "30 2 * * *"};
@@ -70,6 +83,7 @@ static void keys_and_state(void)
 int main(void)
 {
     every();
+    described();
     cron_in_zone();
     keys_and_state();
     return check_report("test_schedule");

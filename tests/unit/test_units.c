@@ -50,6 +50,20 @@ int main(void)
     char buf[40];
     units_format_time(1763769605123LL, buf, sizeof buf);
     CHECK(strcmp(buf, "2025-11-22T00:00:05.123Z") == 0);
+    const struct { uint64_t ms; const char *text; } durations[] = {
+        {90000, "90s"}, {10000, "10s"}, {300000, "5m"}, {1500, "1500ms"}, {0, "0"},
+        {7200000, "2h"}, {86400000, "1d"}, {90000000, "25h"}, {1, "1ms"},
+    };
+    for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++) {
+        units_format_duration(durations[i].ms, buf, sizeof buf);
+        CHECK_STR(buf, durations[i].text);
+        CHECK(units_parse_duration_ms(buf, &v) == 0 && v == durations[i].ms); /* round trip */
+    }
+    CHECK(units_parse_time_ms("2026-12-01T09:00", 0, &v) == UNITS_E_NO_ZONE);
+    CHECK(units_parse_time_ms("2026-12-01T09:00:05", 0, &v) == UNITS_E_NO_ZONE);
+    CHECK(units_parse_time_ms("2026-12-01T09:00+01:00", 0, &v) == UNITS_E_OFFSET);
+    CHECK(units_parse_time_ms("soon", 0, &v) == -1 && units_time_problem(-1) == NULL);
+    CHECK(strstr(units_time_problem(UNITS_E_NO_ZONE), "add Z") != NULL);
     units_format_span(850, buf, sizeof buf);
     CHECK(strcmp(buf, "850ms") == 0);
     units_format_span(252000, buf, sizeof buf);
