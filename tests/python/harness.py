@@ -10,6 +10,7 @@ queues it has consumers for).
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import shutil
@@ -34,6 +35,22 @@ session_timeout = 4s
 [metrics]
 listen = 127.0.0.1:0
 """
+
+
+SAMPLE_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "etc",
+                             "deferd.ini")
+
+
+def sample_queues() -> Dict[str, str]:
+    """The [queue NAME] sections of etc/deferd.ini with their settings, for a Daemon: examples
+    run against these fail, as they would for a user, when they name a queue it lacks."""
+    ini = configparser.ConfigParser(inline_comment_prefixes=(";", "#"), interpolation=None)
+    ini.read(SAMPLE_CONFIG)
+    queues = {sec.split(None, 1)[1]: "\n".join(f"{k} = {v}" for k, v in ini[sec].items())
+              for sec in ini.sections() if sec.startswith("queue ")}
+    if not queues:
+        raise RuntimeError(f"no [queue ...] section read from {SAMPLE_CONFIG}")
+    return queues
 
 
 def wait_for(cond: Callable[[], object], what: str, timeout: float = 20.0) -> object:

@@ -1,8 +1,10 @@
 """Runs the examples of docs/python.md against a real deferd (ctest: python.docs).
 
 Each ```python block of the page is run in turn as its own program by /usr/bin/python3,
-with DEFERD_SOCKET pointing at a private daemon; the producer's jobs must reach the
-consumer and be acked; the asyncio example's jobs must all be handled and acked. The
+with DEFERD_SOCKET pointing at a private daemon whose queues are etc/deferd.ini's, so that
+an example naming a queue the sample config lacks fails as it would for a user (issue 38);
+the producer's jobs must reach the consumer and be acked; the asyncio example's jobs must
+all be handled and acked. The
 worker example: tasks.py is written to a directory where the page's ```sh command
 `python3 -m deferd.worker ...` runs until the producer's jobs are gone, then gets
 SIGTERM and must exit 0."""
@@ -19,7 +21,7 @@ import sys
 import tempfile
 import unittest
 
-from harness import Daemon, wait_for
+from harness import Daemon, sample_queues, wait_for
 
 DOC = os.environ.get("DEFERD_DOCS") or os.path.join(
     os.path.dirname(__file__), "..", "..", "docs", "python.md")
@@ -63,8 +65,8 @@ class Examples(unittest.TestCase):
         return p.stdout
 
     def test_producer_then_consumer(self) -> None:
-        self.assertEqual(sorted(blocks()), ["aio_thumbnails", "consumer", "producer", "tasks"])
-        d = Daemon("docs", {"emails": "backoff_min = 1s"}).start()
+        self.assertEqual(sorted(blocks()), ["aio_reports", "consumer", "producer", "tasks"])
+        d = Daemon("docs", sample_queues()).start()
         try:
             env = self.produce(d)
             out = self.run_block("consumer", env)
@@ -75,17 +77,17 @@ class Examples(unittest.TestCase):
             d.stop()
 
     def test_asyncio(self) -> None:
-        d = Daemon("docs-aio", {"thumbnails": ""}).start()
+        d = Daemon("docs-aio", sample_queues()).start()
         try:
-            p = subprocess.run([sys.executable, "-c", blocks()["aio_thumbnails"]], timeout=60,
+            p = subprocess.run([sys.executable, "-c", blocks()["aio_reports"]], timeout=60,
                                env=dict(os.environ, DEFERD_SOCKET=d.sock), capture_output=True,
                                text=True)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertIn("stored 6 jobs", p.stdout)
-            made = re.findall(r"^made thumbnail of (photo-\d\.jpg)$", p.stdout, re.M)
-            self.assertEqual(sorted(made), [f"photo-{i}.jpg" for i in range(6)], p.stdout)
-            self.assertEqual(d.jobs("thumbnails"), [])  # every ack answered: gone
-            self.assertEqual(d.queue_stat("thumbnails", "acked"), 6)
+            built = re.findall(r"^built (report-\d\.csv)$", p.stdout, re.M)
+            self.assertEqual(sorted(built), [f"report-{i}.csv" for i in range(6)], p.stdout)
+            self.assertEqual(d.jobs("reports"), [])  # every ack answered: gone
+            self.assertEqual(d.queue_stat("reports", "acked"), 6)
         finally:
             d.stop()
 
@@ -97,7 +99,7 @@ class Examples(unittest.TestCase):
         self.addCleanup(shutil.rmtree, tmp, True)
         with open(os.path.join(tmp, "tasks.py"), "w") as f:
             f.write(blocks()["tasks"])
-        d = Daemon("docsw", {"emails": "backoff_min = 1s"}).start()
+        d = Daemon("docsw", sample_queues()).start()
         try:
             env = self.produce(d)
             out_path = os.path.join(tmp, "out")

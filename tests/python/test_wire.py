@@ -4,8 +4,10 @@ send, how they match replies in order among pushes, unknown pushes and codes, PA
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import shutil
 import socket
 import tempfile
 import threading
@@ -262,6 +264,15 @@ class Wire(unittest.TestCase):
         f.done(self)
 
 
+    def test_no_daemon_is_the_clients_own_error(self) -> None:
+        # a missing socket file and one nobody listens on: ConnectFailed with the path and
+        # the OS's errno, caught as the errors users already catch (issue 38)
+        for path, errno_name in dead_sockets(self):
+            with self.assertRaises(deferd.ConnectFailed) as e:
+                deferd.Client(path, timeout=5)
+            check_connect_failed(self, e.exception, path, errno_name)
+
+
     def test_version_is_the_projects(self) -> None:
         # one version for the whole tree: the C header's (CMake and the .debs read it)
         top = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -283,8 +294,42 @@ class Wire(unittest.TestCase):
             self.assertIsNone(deferd.job_uid(bad), bad)
 
 
+def dead_sockets(test: unittest.TestCase) -> List[Tuple[str, str]]:
+    """Two paths no daemon answers on, with the errno connecting gives: no file; a socket
+    file left by a process that is gone (bound, never listened)."""
+    tmp = tempfile.mkdtemp(prefix="deferd-wire-")
+    test.addCleanup(shutil.rmtree, tmp, True)
+    stale = os.path.join(tmp, "stale.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.bind(stale)
+    return [(os.path.join(tmp, "missing.sock"), "ENOENT"), (stale, "ECONNREFUSED")]
+
+
+def check_connect_failed(test: unittest.TestCase, err: BaseException, path: str,
+                         errno_name: str) -> None:
+    test.assertIsInstance(err, deferd.Disconnected)   # what pipelined users catch
+    test.assertIsInstance(err, deferd.DeferdError)
+    test.assertIsInstance(err, ConnectionError)       # and so OSError, as before
+    assert isinstance(err, deferd.ConnectFailed)
+    test.assertEqual((err.code, err.socket_path, errno.errorcode[err.errno or 0]),
+                     ("CONNECT_FAILED", path, errno_name))
+    test.assertTrue(err.retryable)
+    test.assertIn(path, str(err))
+    test.assertIn("DEFERD_SOCKET", str(err))          # where the path came from
+    test.assertTrue(err.__suppress_context__)         # no raw OSError traceback above it
+
+
 class AioWire(unittest.IsolatedAsyncioTestCase):
     """deferd.aio speaks the same bytes; concurrent tasks get their own replies."""
+
+    async def test_no_daemon_is_the_clients_own_error(self) -> None:
+        for path, errno_name in dead_sockets(self):
+            with self.assertRaises(deferd.ConnectFailed) as e:
+                async with deferd.aio.Client(path, timeout=5):
+                    pass
+            check_connect_failed(self, e.exception, path, errno_name)
+            with self.assertRaises(deferd.ConnectFailed):
+                await deferd.aio.Client.connect(path)
 
     async def test_put_retried_when_safe(self) -> None:
         f = FakeDaemon(RETRY_SCRIPT)

@@ -159,6 +159,7 @@ class Settle(WorkerTest):
                           f["error"], f["retry_in"]),
                          ("error", "fail", jid, 1, "ValueError", "boom x", "backoff"))
         self.assertTrue(f["at"].startswith("worker_handlers.py:"), f)
+        self.assertEqual([f for f in lines if f["event"] == "job_retry"], [])
         self.assertEqual(D.jobs("fail"), [])
 
     def test_settled_jobs_are_not_kept(self) -> None:
@@ -192,8 +193,15 @@ class Settle(WorkerTest):
             self.assertTrue(fail["uid"] and done["uid"] == fail["uid"], evs)
             self.assertGreaterEqual(done["due_ms"] / 1000, fail["t"] + 2 - 0.05, evs)
             self.assertGreaterEqual(done["t"], fail["t"] + 2 - 0.05, evs)
-        retry_in = sorted(f["retry_in"] for f in w.log("job_failed"))
-        self.assertEqual(retry_in, ["2.0", "2.0"])
+        # An asked-for retry is no error (issue 38): its own event at info, with the delay.
+        self.assertEqual(w.log("job_failed"), [])
+        retries = w.log("job_retry")
+        self.assertEqual(sorted((f["level"], f["delay_ms"], f["attempt"], f["error_type"])
+                                for f in retries),
+                         [("info", "2000", "1", "deferd.worker.Retry"),
+                          ("info", "2000", "1", "worker_handlers.Later")], retries)
+        [stopped] = w.log("stopped")
+        self.assertEqual((stopped["failed"], stopped["retried"]), ("0", "2"), stopped)
         self.assertEqual(D.jobs("retry"), [])
 
 
@@ -347,7 +355,9 @@ class Usage(WorkerTest):
         p = self.run_usage("--socket", os.path.join(D.dir, "nosock"), "-q", "usage",
                            "worker_handlers:record")
         self.assertEqual(p.returncode, 1, p.stderr)
-        self.assertIn("event=connect_failed", p.stderr)
+        [line] = [f for f in map(logfmt, p.stderr.splitlines())
+                  if f.get("event") == "connect_failed"]
+        self.assertEqual(line["code"], "CONNECT_FAILED", line)  # the client's own error
 
 
 if __name__ == "__main__":

@@ -14,18 +14,18 @@ from typing import Any
 
 from .client import (DEFAULT_SOCKET, BaseJob, BatchResult, Cancelled, Client, Deadline, Event,
                      Expired, Job, Put, PutResult, Reply, State, UnknownPush, job_uid)
-from .errors import (BadRequest, DeferdError, Disconnected, InFlight, Internal, LeaseLost,
-                     NotFound, Partial, PermissionDenied, ProtocolError, QueueFull, TooLarge,
-                     Unavailable, UnknownQueue)
+from .errors import (BadRequest, ConnectFailed, DeferdError, Disconnected, InFlight, Internal,
+                     LeaseLost, NotFound, Partial, PermissionDenied, ProtocolError, QueueFull,
+                     TooLarge, Unavailable, UnknownQueue)
 
 __version__ = "0.3.0"
 
 __all__ = [
     "DEFAULT_SOCKET", "BaseJob", "BatchResult", "Cancelled", "Client", "Deadline", "Event",
     "Expired", "Job", "Put", "PutResult", "Reply", "State", "UnknownPush", "job_uid",
-    "BadRequest", "DeferdError", "Disconnected", "InFlight", "Internal", "LeaseLost",
-    "NotFound", "Partial", "PermissionDenied", "ProtocolError", "QueueFull", "TooLarge",
-    "Unavailable", "UnknownQueue",
+    "BadRequest", "ConnectFailed", "DeferdError", "Disconnected", "InFlight", "Internal",
+    "LeaseLost", "NotFound", "Partial", "PermissionDenied", "ProtocolError", "QueueFull",
+    "TooLarge", "Unavailable", "UnknownQueue",
 ]
 
 

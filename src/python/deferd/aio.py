@@ -26,7 +26,7 @@ from .client import (BaseClient, BaseJob, BaseReply, BatchResult, Event, Payload
                      _parse_opt_id, _parse_pong, _parse_put, _parse_stats, encode_ack,
                      encode_batch, encode_cancel, encode_nack, encode_reschedule, encode_stats,
                      encode_subscribe, encode_unsubscribe, PutAttempts)
-from .errors import DeferdError, Disconnected
+from .errors import ConnectFailed, DeferdError, Disconnected
 
 __all__ = ["Client", "Job", "Reply"]
 
@@ -170,7 +170,10 @@ class Client(BaseClient[Job, Reply]):
     async def _open(self) -> None:
         if self._writer is not None:
             return
-        self._reader, self._writer = await asyncio.open_unix_connection(self.socket_path)
+        try:
+            self._reader, self._writer = await asyncio.open_unix_connection(self.socket_path)
+        except OSError as e:
+            raise ConnectFailed(self.socket_path, e) from None  # as deferd.Client does
         self._reading = asyncio.create_task(self._read_loop(),
                                             name=f"deferd reader {self.socket_path}")
 

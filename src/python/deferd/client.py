@@ -23,8 +23,8 @@ import time
 from typing import (Any, Callable, Deque, Dict, Generic, Iterable, Iterator, List, Mapping,
                     NamedTuple, Optional, Self, Sequence, Tuple, Type, TypeVar, Union)
 
-from .errors import (DeferdError, Disconnected, LeaseLost, NotFound, ProtocolError,
-                     from_reply)
+from .errors import (ConnectFailed, DeferdError, Disconnected, LeaseLost, NotFound,
+                     ProtocolError, from_reply)
 
 DEFAULT_SOCKET = "/run/deferd/deferd.sock"
 
@@ -782,10 +782,11 @@ class Client(BaseClient[Job, Reply]):
         self._sock: Optional[socket.socket] = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._sock.connect(self.socket_path)
-        except OSError:
+        except OSError as e:
             self._sock.close()
             self._sock = None
-            raise
+            # The path and what to do, not a bare ConnectionRefusedError; errno stays on it.
+            raise ConnectFailed(self.socket_path, e) from None
         self._sock.setblocking(False)
 
     # -- context manager --------------------------------------------------------------------

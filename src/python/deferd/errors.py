@@ -8,6 +8,7 @@ request again later may succeed, as the protocol's table does.
 
 from __future__ import annotations
 
+import errno
 from typing import Dict, List, Optional, Type
 
 
@@ -123,6 +124,44 @@ class Disconnected(DeferdError, ConnectionError):
 
     code = "DISCONNECTED"
     retryable = True
+
+
+class ConnectFailed(Disconnected):
+    """No connection could be made to the daemon's socket: deferd is not running there, the
+    path is not its socket, or the socket's mode keeps this user out.
+
+    Still a :class:`Disconnected` (and so an ``OSError``): code that catches those catches this
+    one. Nothing was sent, so any request may be tried again once deferd is up.
+
+    Attributes:
+        socket_path: the path that was tried.
+        errno: the OS's error number (``ECONNREFUSED``, ``ENOENT``, ``EACCES``, ...), or None.
+        retryable: False for a permission error (trying again will not help), else True.
+    """
+
+    code = "CONNECT_FAILED"
+
+    # Why, by errno; each names what the user can do about it.
+    _HINTS = {
+        errno.ECONNREFUSED: "nothing listens on it: deferd is not running (the socket file "
+                            "is left from one that stopped)",
+        errno.ENOENT: "no such socket: is deferd running, with this [daemon] socket in its "
+                      "deferd.ini?",
+        errno.EACCES: "permission denied: the socket's socket_mode/socket_group (deferd.ini) "
+                      "do not let this user in",
+        errno.ENOTSOCK: "that file is not a socket: is the path deferd's [daemon] socket?",
+    }
+    _HINTS[errno.EPERM] = _HINTS[errno.EACCES]
+
+    def __init__(self, socket_path: str, error: OSError) -> None:
+        hint = self._HINTS.get(error.errno) if error.errno is not None else None
+        why = hint or (error.strerror or str(error))
+        super().__init__(f"cannot connect to deferd at {socket_path}: {why} (the path is "
+                         "socket_path=, else $DEFERD_SOCKET, else /run/deferd/deferd.sock)")
+        self.socket_path = socket_path
+        self.errno = error.errno
+        if error.errno in (errno.EACCES, errno.EPERM):
+            self.retryable = False
 
 
 class ProtocolError(DeferdError):

@@ -235,6 +235,7 @@ class Worker:
         self.started = 0
         self.acked = 0
         self.failed = 0
+        self.retried = 0
         self.given_back = 0
         self._stop_reason: Optional[str] = None
         self._leaving = False
@@ -289,7 +290,8 @@ class Worker:
                      error=e.text)
             return EXIT_USAGE
         except (OSError, DeferdError) as e:
-            self.log("error", "connect_failed", socket=self._socket_name(), error=str(e))
+            self.log("error", "connect_failed", socket=self._socket_name(),
+                     code=getattr(e, "code", None), error=str(e))
             return EXIT_CONNECTION
         self.log("info", "started", queues=",".join(self.queues), concurrency=self.concurrency,
                  inflight=self._sub_inflight(), socket=self._socket_name(), pid=os.getpid())
@@ -317,8 +319,9 @@ class Worker:
             self._exit = EXIT_CONNECTION
         self.log("info" if self._exit == EXIT_OK else "error", "stopped",
                  reason=self._stop_reason, started=self.started, acked=self.acked,
-                 failed=self.failed, given_back=self.given_back, exit=self._exit,
-                 running=self._running or None, cpu_s=round(time.process_time(), 3))
+                 failed=self.failed, retried=self.retried, given_back=self.given_back,
+                 exit=self._exit, running=self._running or None,
+                 cpu_s=round(time.process_time(), 3))
         return self._exit
 
     def _socket_name(self) -> str:
@@ -450,11 +453,15 @@ class Worker:
             rec.running = False
             fields = _job_fields(rec.job)
             delay = retry_delay_of(err) if err is not None else None
-            if err is not None:
+            if err is not None and delay is not None:
+                # The handler asked for this retry (Retry, or a retry_delay): no error.
+                self.retried += 1
+                self.log("info", "job_retry", **fields, delay_ms=round(delay * 1000),
+                         **_error_fields(err), seconds=round(seconds, 3))
+            elif err is not None:
                 self.failed += 1
                 self.log("error", "job_failed", **fields, **_error_fields(err),
-                         seconds=round(seconds, 3),
-                         retry_in="backoff" if delay is None else delay)
+                         seconds=round(seconds, 3), retry_in="backoff")
             if rec.client is not self.client:
                 self.log("warning", "unsettled", **fields,
                          note="the connection was lost while it ran; the job comes again")
@@ -644,7 +651,8 @@ class Worker:
             self.client = self._connect()
         except (OSError, DeferdError) as e:
             if now >= self._reconnect_until:
-                self.log("error", "connect_failed", socket=self._socket_name(), error=str(e),
+                self.log("error", "connect_failed", socket=self._socket_name(),
+                         code=getattr(e, "code", None), error=str(e),
                          note=f"gave up after {self.reconnect:g} s")
                 self._exit = EXIT_CONNECTION
                 self._leaving = True
