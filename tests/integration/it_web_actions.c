@@ -138,6 +138,8 @@ static void api(const char *job)
     snprintf(path, sizeof path, "/api/v1/job?id=%s", job);
     CHECK(get_status(path, NULL, &body) == 200);
     CHECK(body && strstr(body, "\"payload\":\"<script>window.__pwned=1;") != NULL);
+    /* the lease, as deferctl show --json says it (the queue's default here) */
+    CHECK(body && strstr(body, "\"ttr_ms\":60000,\"ttr_default\":true") != NULL);
     free(body);
     CHECK(get_status("/api/v1/queues/b/jobs?limit=2", NULL, &body) == 200);
     CHECK(body && strstr(body, "\"next_after\":\"b/") != NULL); /* 4 jobs: another page */

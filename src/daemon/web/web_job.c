@@ -42,7 +42,12 @@ static void fill(struct web_call *c, struct jsonw *jw)
     jsonw_uint(jw, "due_ms", j->jn.due_ms);
     jsonw_uint(jw, "priority", j->jn.priority);
     jsonw_uint(jw, "attempts", j->attempts);
-    jsonw_uint(jw, "ttr_ms", j->jn.ttr_ms);
+    if (j->ttr_ms) { /* the lease a delivery gets, as deferctl show --json says it */
+        jsonw_uint(jw, "ttr_ms", j->ttr_ms);
+        jsonw_bool(jw, "ttr_default", j->ttr_default);
+    } else {
+        jsonw_str(jw, "ttr_ms", NULL); /* a Curator dead letter: no lease of its own */
+    }
     jsonw_str(jw, "key", j->jn.key[0] ? j->jn.key : NULL);
     jsonw_str(jw, "holder", j->holder[0] ? j->holder : NULL);
     jsonw_bool(jw, "packed", j->jn.pack[0] != '\0');
