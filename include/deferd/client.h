@@ -335,6 +335,11 @@ int deferd_ack(deferd_client *c, const char *job_id);
 /* Job failed. delay_ms < 0: deliver again as soon as possible. delay_ms >= 0: reschedule
  * to now + delay_ms (the job then gets a new id). "LEASE_LOST" as for deferd_ack(). */
 int deferd_nack(deferd_client *c, const char *job_id, int64_t delay_ms);
+/* The same, and tells where the job went: DEAD_ID (DEFERD_ID_SIZE bytes) gets the id of
+ * its dead letter when this was the queue's max_attempts-th attempt (deferctl dead show ID),
+ * else "" (it is delivered again; an older daemon never tells, so always ""). */
+int deferd_nack_dead(deferd_client *c, const char *job_id, int64_t delay_ms, char *dead_id,
+                     size_t id_len);
 
 /* Gives back a job pushed to this connection that was never started (a consumer that is
  * leaving, or that took more than it will run): it is delivered again, to any consumer,

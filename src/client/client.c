@@ -376,6 +376,23 @@ int deferd_nack(deferd_client *c, const char *job_id, int64_t delay_ms)
     return rc == DEFERD_OK ? transport_transact_line(c, &l) : rc;
 }
 
+int deferd_nack_dead(deferd_client *c, const char *job_id, int64_t delay_ms, char *dead_id,
+                     size_t id_len)
+{
+    if (c && dead_id && id_len <= DEFERD_ID_MAX)
+        return client_fail(c, DEFERD_EARG, "dead_id needs %d bytes", DEFERD_ID_SIZE);
+    int rc = deferd_nack(c, job_id, delay_ms);
+    const char *rest;
+    char id[DEFERD_ID_SIZE] = "";
+    /* "OK dead=<id>": dead-lettered; "OK", "OK <new id>": delivered again */
+    if (rc == DEFERD_OK && strncmp(c->reply, "dead=", 5) == 0 &&
+        wire_reply_id(c->reply + 5, id, &rest) != 0)
+        return client_fail(c, DEFERD_EPROTO, "bad job id in NACK reply: '%.80s'", c->reply);
+    if (rc == DEFERD_OK && dead_id)
+        memcpy(dead_id, id, strlen(id) + 1);
+    return rc;
+}
+
 int deferd_unsubscribe(deferd_client *c, const char *queues)
 {
     if (c == NULL)

@@ -14,6 +14,7 @@ static const struct { const char *name; int value; } facilities[] = {
 #include "log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -154,15 +155,68 @@ static void stderr_failed(int err)
            "deferd_log_dropped_total", strerror(err));
 }
 
+static void emit(enum log_level level, const char *msg);
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
     if ((int)level > current)
         return;
-    char msg[2048], line[2200];
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    emit(level, msg);
+}
+
+static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic unsigned long long left_out_total;
+
+unsigned long long log_left_out(void) { return left_out_total; }
+
+/* Whether SITE may write a line now; *BEFORE is what it left out since its last line. */
+static int site_admits(struct log_site *site, unsigned long long *before)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int ok;
+    pthread_mutex_lock(&sites_lock);
+    if (site->lines == 0 || now - site->period_start_ms >= LOG_SITE_PERIOD_MS) {
+        site->period_start_ms = now;
+        site->lines = 0;
+    }
+    if ((ok = site->lines < LOG_SITE_BURST)) {
+        site->lines++;
+        *before = site->left_out;
+        site->left_out = 0;
+    } else {
+        site->left_out++;
+        left_out_total++;
+    }
+    pthread_mutex_unlock(&sites_lock);
+    return ok;
+}
+
+void log_site_msg(struct log_site *site, enum log_level level, const char *fmt, ...)
+{
+    unsigned long long before;
+    if ((int)level > current || !site_admits(site, &before))
+        return;
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (before && n >= 0 && (size_t)n < sizeof msg)
+        snprintf(msg + n, sizeof msg - (size_t)n, " (%llu more lines from here left out before "
+                 "this one: over %d in %d s)", before, LOG_SITE_BURST, LOG_SITE_PERIOD_MS / 1000);
+    emit(level, msg);
+}
+
+static void emit(enum log_level level, const char *msg)
+{
+    char line[2200];
     if (target == LOG_TO_SYSLOG) {
         syslog(syslog_prio[level], "%s: %s", names[level], msg);
         return;

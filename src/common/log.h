@@ -28,9 +28,27 @@ const char *log_facility_name(int facility);
 
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
-#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
-#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+/* One call site's share of the log: at most LOG_SITE_BURST lines in LOG_SITE_PERIOD_MS; the
+ * rest are counted, and the site's next line that is written says how many were left out.
+ * A failure that repeats at loop speed costs a few lines, not the disk. */
+#define LOG_SITE_BURST 100
+#define LOG_SITE_PERIOD_MS 10000
+struct log_site {
+    long long period_start_ms;
+    unsigned lines;
+    unsigned long long left_out;
+};
+void log_site_msg(struct log_site *site, enum log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Lines left out by call sites over their share, since the start. */
+unsigned long long log_left_out(void);
+
+#define log_at_site(level, ...) \
+    do { static struct log_site log_site_; log_site_msg(&log_site_, level, __VA_ARGS__); } \
+    while (0)
+#define log_error(...) log_at_site(LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) log_at_site(LOG_WARN, __VA_ARGS__)
+#define log_info(...) log_at_site(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) \
     do { if (log_get_level() >= LOG_DEBUG) log_msg(LOG_DEBUG, __VA_ARGS__); } while (0)
 

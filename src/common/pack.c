@@ -188,6 +188,15 @@ size_t pack_job_size(const struct job_name *jn, uint64_t window_start, size_t pa
            varint_len(payload_len) + payload_len;
 }
 
+size_t pack_payload_max(void)
+{
+    /* the longest varints of the four numbers, the longest uid and key with their length
+     * bytes, and the payload's length as a varint of the largest pack */
+    size_t fixed = varint_len(UINT64_MAX) + 3 * varint_len(UINT32_MAX) + 1 + LAYOUT_UID_MAX +
+                   1 + LAYOUT_KEY_MAX + varint_len(PACK_BYTES_MAX);
+    return PACK_BYTES_MAX - PACK_EMPTY_SIZE - fixed;
+}
+
 static int window_valid(uint64_t start, uint64_t width)
 {
     return width > 0 && start <= LAYOUT_DUE_MAX && width - 1 <= LAYOUT_DUE_MAX - start;

@@ -54,6 +54,11 @@ uint32_t pack_crc32c_portable(const void *data, size_t len);
 /* Bytes a job's record takes in a pack whose window starts at WINDOW_START (the job's due
  * time must not be before it). */
 size_t pack_job_size(const struct job_name *jn, uint64_t window_start, size_t payload_len);
+/* The largest payload that every job's record can carry in an empty pack, whatever its
+ * due time, priority, attempts, ttr, uid and key. A payload over it must be stored some
+ * other way (as a job znode of its own): it may fit no pack at all. Derived from the
+ * record format, so the two cannot drift apart. */
+size_t pack_payload_max(void);
 
 struct pack_writer {
     unsigned char *buf;

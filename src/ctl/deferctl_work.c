@@ -761,8 +761,13 @@ static void nack_job(struct worker *w, const deferd_job *job, int status)
         report_job(job->id, job->attempt, "neither (connection lost)", status);
         return;
     }
-    int rc = deferd_nack(w->c, job->id, w->a->nack_delay_ms);
-    if (rc == DEFERD_OK) {
+    char dead[DEFERD_ID_SIZE], verdict[DEFERD_ID_SIZE + 80];
+    int rc = deferd_nack_dead(w->c, job->id, w->a->nack_delay_ms, dead, sizeof dead);
+    if (rc == DEFERD_OK && dead[0]) {
+        snprintf(verdict, sizeof verdict, "nack: dead-lettered as %s (max_attempts reached; "
+                 "deferctl dead show %s)", dead, dead);
+        report_job(job->id, job->attempt, verdict, status);
+    } else if (rc == DEFERD_OK) {
         report_job(job->id, job->attempt, "nack", status);
     } else if (lease_lost(w, rc)) {
         ctl_errmsg("%s", deferd_last_error(w->c)); /* EXPIRED or CANCELLED was on its way */

@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "dispatcher.h"
 #include "drain.h"
+#include "failpoint.h"
 #include "depth.h"
 #include "web.h"
 #include "keysweep.h"
@@ -102,6 +103,15 @@ static void on_watch(int type, const char *path, void *ctx)
         !pause_on_watch(d, path) && !layout_marker_on_watch(d, path) &&
         !unpacker_on_watch(d->unpacker, path))
         lock_watch_fired(d->dispatcher, path);
+}
+
+/* The failpoint loop-busy: a callback that makes itself active again for ever, what a
+ * retry without a bound would do; the test checks that SIGTERM still drains. */
+static void on_busy(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    event_active(arg, 0, 0);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -207,6 +217,9 @@ static struct event_base *new_base(void)
     if (!ec)
         return NULL;
     event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+    /* Back to the kernel for signals and sockets after this many callbacks, even when
+     * callbacks keep making others active: SIGTERM is heard whatever the loop is doing. */
+    event_config_set_max_dispatch_interval(ec, NULL, 1000, 0);
     struct event_base *base = event_base_new_with_config(ec);
     event_config_free(ec);
     return base;
@@ -218,6 +231,7 @@ static int run(struct deferd *d, const struct options *o)
         evsignal_new(d->base, SIGINT, on_signal, d),
         evsignal_new(d->base, SIGTERM, on_signal, d),
     };
+    struct event *busy = NULL;
     int rc = 1;
     if (!sigs[0] || !sigs[1] || evsignal_add(sigs[0], NULL) || evsignal_add(sigs[1], NULL))
         goto out;
@@ -255,6 +269,9 @@ static int run(struct deferd *d, const struct options *o)
     metrics_http_set_other(d->metrics_http, web_handle, d->web);
     log_info("deferd started: %zu queue(s), zookeeper %s, root %s", d->cfg->nqueues,
              d->cfg->zk_hosts, d->cfg->zk_root);
+    if (failpoint_hit("loop-busy") && (busy = event_new(d->base, -1, 0, on_busy,
+                                                          event_self_cbarg())))
+        event_active(busy, 0, 0);
     event_base_dispatch(d->base);
     rc = d->exit_status;
 out:
@@ -281,6 +298,8 @@ out:
     for (int i = 0; i < 2; i++)
         if (sigs[i])
             event_free(sigs[i]);
+    if (busy)
+        event_free(busy);
     return rc;
 }
 

@@ -4,7 +4,8 @@
  * its uids, lose exactly one job to pack_without and encode again to the very same bytes;
  * one that is refused says why. A writer resumed from the bytes and given one more job makes
  * what a writer given all the jobs makes, and refuses what pack_open refuses. The input's
- * first bytes also make a job for the writer: what it accepts reads back the same. Any
+ * first bytes also make a job for the writer: what it accepts reads back the same; its pairs
+ * of bytes, job sizes that packs must take one after another (packer_progress). Any
  * difference is a bug: abort(). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -138,6 +139,40 @@ static void write_one(const uint8_t *data, size_t size)
               memcmp(job.payload, data + 32, size - 32) == 0);
 }
 
+/* The packer's rule (issue 38): a job is packed only when its payload is at most
+ * pack_payload_max(), and then an empty pack takes it, whatever its fields; so filling packs
+ * one after another with jobs of the input's sizes (two bytes each, scaled to that bound;
+ * 0xffff is one byte over it, refused by the rule) never meets a job that fits no pack. The
+ * fields are the longest and largest a job may have. */
+static void packer_progress(const uint8_t *data, size_t size)
+{
+    static unsigned char payload[PACK_BYTES_MAX], buf[PACK_BYTES_MAX];
+    size_t max = pack_payload_max(), len;
+    struct job_name jn = {.priority = UINT32_MAX, .prior_attempts = UINT32_MAX,
+                          .ttr_ms = UINT32_MAX};
+    memset(jn.uid, 'z', LAYOUT_UID_MAX);
+    memset(jn.key, 'k', LAYOUT_KEY_MAX);
+    uint64_t start = LAYOUT_DUE_MAX / 2, width = UINT32_MAX;
+    struct pack_writer w;
+    CHECK(max > 0 && max < PACK_BYTES_MAX);
+    CHECK(pack_writer_init(&w, buf, sizeof buf, start, width) == 0);
+    for (size_t at = 0; at + 2 <= size && at < 2 * 64; at += 2) {
+        unsigned v = (unsigned)data[at] << 8 | data[at + 1];
+        size_t want = v == 0xffff ? max + 1 : (size_t)v * max / 0xfffe;
+        if (want > max)
+            continue; /* stored as a job znode of its own */
+        jn.due_ms = start + width - 1 - v;
+        int rc = pack_add(&w, &jn, payload, want);
+        if (rc == PACK_E_FULL_BYTES || rc == PACK_E_FULL_JOBS) {
+            CHECK(pack_finish(&w, &len) == 0 && len <= PACK_BYTES_MAX);
+            CHECK(pack_writer_init(&w, buf, sizeof buf, start, width) == 0);
+            rc = pack_add(&w, &jn, payload, want); /* a new pack takes it */
+        }
+        CHECK(rc == 0);
+    }
+    CHECK(pack_finish(&w, &len) == 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     decode(data, size);
@@ -152,5 +187,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(copy);
     }
     write_one(data, size);
+    packer_progress(data, size);
     return 0;
 }

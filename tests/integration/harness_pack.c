@@ -18,6 +18,16 @@ int pack_marker_set(zhandle_t *zh, const char *root, const char *value)
     return rc == ZNODEEXISTS ? zoo_set(zh, path, value, len, -1) : rc;
 }
 
+int pack_root_of_old(zhandle_t *zh, const char *root)
+{
+    char queues[LAYOUT_PATH_MAX];
+    snprintf(queues, sizeof queues, "%s/queues", root);
+    int rc = zoo_create(zh, root, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    if (rc == ZOK || rc == ZNODEEXISTS)
+        rc = zoo_create(zh, queues, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    return rc == ZNODEEXISTS ? ZOK : rc;
+}
+
 void pack_of_id(const char *id, char *pack, size_t len)
 {
     char queue[80];

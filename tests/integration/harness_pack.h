@@ -16,6 +16,10 @@
 /* Writes ROOT's layout marker (creating ROOT when missing) with VALUE, or deletes it when
  * VALUE is NULL; ZOK (ZNONODE for a delete of none). */
 int pack_marker_set(zhandle_t *zh, const char *root, const char *value);
+/* Makes ROOT as deferd 0.2 left it (the root and its queues/ directory, no marker): a root
+ * that keeps layout version 1 until an operator upgrades it. A root deferd itself creates
+ * starts at version 2. ZOK, or the first error. */
+int pack_root_of_old(zhandle_t *zh, const char *root);
 /* The pack named by a packed job id ("a/p.../name") into PACK; "" for any other id. */
 void pack_of_id(const char *id, char *pack, size_t len);
 /* Packs under ROOT/queues/QUEUE/packs (all windows); -1 when packs/ is absent. */

@@ -128,7 +128,7 @@ static void census(int64_t put_done)
     CHECK(queue_stat(c, "a", "census_total") == 3 + SHARDED + 7 + 4 + 2 + 1);
     CHECK(queue_stat(c, "a", "depth_week") == 2);
     long mark = log_mark(&d);
-    CHECK(run_deferctl(&d, "layout --upgrade", out, sizeof out) == 0);
+    CHECK(run_deferctl(&d, "layout --upgrade --yes", out, sizeof out) == 0);
     CHECK(log_wait(&d, mark, "layout version 2", 15000));
     put_n(c, "a", 5, now_ms() + 5 * 3600000);
     CHECK(stats_has(&d, "packed_puts=5"));

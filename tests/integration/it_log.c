@@ -3,7 +3,10 @@
  *    "deferd debug: zookeeper client: function@line: text"), not in the client's;
  *  - at the default level (info) none of the client's chatter is there;
  *  - when stderr is the journal (JOURNAL_STREAM names it) lines carry a "<N>" priority
- *    and no timestamp; log_timestamps = no drops the timestamp elsewhere too. */
+ *    and no timestamp; log_timestamps = no drops the timestamp elsewhere too;
+ *  - a loop that never runs out of work (the failpoint loop-busy: a callback that makes
+ *    itself active again for ever, as the packer did in issue 38) still answers clients and
+ *    drains on SIGTERM. */
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +100,24 @@ static void journal(const char *root)
     daemon_kill(&d, SIGTERM);
 }
 
+/* Without the loop's bound on callbacks between polls, deferd never answers PING here, and
+ * never hears SIGTERM. */
+static void busy_loop_drains(const char *root)
+{
+    struct daemon_proc d;
+    setenv("DEFERD_FAILPOINT", "loop-busy", 1);
+    CHECK(start(&d, root, "busy", NULL) == 0);
+    unsetenv("DEFERD_FAILPOINT");
+    CHECK(lines_matching(&d, "failpoint loop-busy fires") == 1);
+    deferd_client *c = client(&d);
+    CHECK(c && deferd_ping(c) == DEFERD_OK);
+    deferd_close(c);
+    kill(d.pid, SIGTERM);
+    CHECK(daemon_wait_exit(&d, 10000) == 0); /* drained and exited 0 */
+    if (d.pid > 0)
+        daemon_kill(&d, SIGKILL);
+}
+
 int main(void)
 {
     char root[128];
@@ -105,5 +126,6 @@ int main(void)
     client_lines_at_debug(root);
     no_chatter_at_info(root);
     journal(root);
+    busy_loop_drains(root);
     return check_report("integration.log");
 }

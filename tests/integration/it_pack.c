@@ -51,8 +51,10 @@ static int cancel_answer(deferd_client *c, const char *id)
 
 
 
-/* Without the marker nothing is packed; once it says 2, the daemon packs from then on.
- * Queue "b" packs with the defaults (after 1 h, windows of 10000 s): due in 5 h. */
+/* On a root an older deferd made (no marker) nothing is packed, and deferctl layout says
+ * why and when to upgrade; --upgrade without --yes writes nothing; once the marker says 2,
+ * the daemon packs from then on. Queue "b" packs with the defaults (after 1 h, windows of
+ * 10000 s): due in 5 h. */
 static void marker_switches_packing(zhandle_t *zh)
 {
     deferd_client *c = client(&d[0]);
@@ -65,8 +67,14 @@ static void marker_switches_packing(zhandle_t *zh)
     CHECK(zk_job_exists(zh, root, id));
     char out[2048];
     CHECK(run_deferctl(&d[0], "layout", out, sizeof out) == 0 &&
-          strstr(out, "layout version 1: no packing") && strstr(out, "queue b: 0 packs"));
-    CHECK(run_deferctl(&d[0], "layout --upgrade", out, sizeof out) == 0 &&
+          strstr(out, "layout version 1: no packing") && strstr(out, "queue b: 0 packs") &&
+          strstr(out, "deferctl layout --upgrade --yes"));
+    char marker[LAYOUT_PATH_MAX];
+    snprintf(marker, sizeof marker, "%s/" LAYOUT_MARKER, root);
+    CHECK(run_deferctl(&d[0], "layout --upgrade", out, sizeof out) == 2 &&
+          strstr(out, "then add --yes") && !zk_exists(zh, marker));
+    CHECK(run_deferctl(&d[0], "layout --yes", out, sizeof out) == 2);
+    CHECK(run_deferctl(&d[0], "layout --upgrade --yes", out, sizeof out) == 0 &&
           strstr(out, "layout version 2 (changed)"));
     CHECK(log_wait(&d[0], mark, "layout version 2", 10000));
     CHECK(put_job(c, "b", "packed", -1, at, -1, id) == 0);
@@ -275,9 +283,40 @@ static void unreadable_left_alone(zhandle_t *zh)
     deferd_close(cons);
 }
 
+/* A root no deferd has stored in starts at layout 2, once, whichever daemon comes first:
+ * they race to create it, and the one transaction that makes queues/ and the marker wins. */
+static void new_root_packs(zhandle_t *zh)
+{
+    char fresh[160], out[2048], id[DEFERD_ID_SIZE], pack[LAYOUT_PACK_MAX + 1];
+    struct daemon_proc n[2];
+    snprintf(fresh, sizeof fresh, "%s-new", root);
+    CHECK(daemons_start(n, 2, fresh, packing) == 0);
+    for (int k = 0; k < 2; k++)
+        CHECK(log_wait(&n[k], 0, "layout version 2", 10000));
+    CHECK(log_count(&n[0], 0, "layout version 2 (a new root)") +
+              log_count(&n[1], 0, "layout version 2 (a new root)") >= 1);
+    CHECK(run_deferctl(&n[0], "layout", out, sizeof out) == 0 &&
+          strstr(out, "layout version 2: far-future jobs are packed") &&
+          !strstr(out, "--upgrade"));
+    deferd_client *c = client(&n[0]);
+    CHECK(put_job(c, "b", "far", -1, now_ms() + 5 * 3600 * 1000, -1, id) == 0);
+    pack_of_id(id, pack, sizeof pack);
+    CHECK(pack[0] == 'p');
+    deferd_close(c);
+    /* a restart reads the marker, and does not make the root anew */
+    daemon_kill(&n[1], SIGTERM);
+    CHECK(daemon_restart(&n[1], packing) == 0);
+    CHECK(log_wait(&n[1], 0, "layout version 2 (" , 10000));
+    for (int k = 0; k < 2; k++)
+        daemon_kill(&n[k], SIGTERM);
+    (void)zh;
+}
+
 int main(void)
 {
     harness_init("pack", root, sizeof root);
+    zhandle_t *zh = zk_connect();
+    CHECK(pack_root_of_old(zh, root) == ZOK);
     char tag[8];
     for (int k = 0; k < NDAEMONS; k++) {
         snprintf(tag, sizeof tag, "d%d", k);
@@ -287,7 +326,6 @@ int main(void)
             return 1;
         }
     }
-    zhandle_t *zh = zk_connect();
     marker_switches_packing(zh);
     for (int k = 1; k < NDAEMONS; k++) /* they read the marker too */
         CHECK(log_wait(&d[k], 0, "layout version 2", 10000));
@@ -297,6 +335,7 @@ int main(void)
     deferctl_on_packs(zh);
     three_daemons_race();
     unreadable_left_alone(zh);
+    new_root_packs(zh);
     zookeeper_close(zh);
     for (int k = 0; k < NDAEMONS; k++)
         daemon_kill(&d[k], SIGTERM);

@@ -351,6 +351,27 @@ static void failing_nacked_quiet(void)
     CHECK(count_of(out, "deferctl: ") == 1);
 }
 
+/* A failing command on the job's last attempt (queue limited: max_attempts 1): work says
+ * the job went to the dead letters, and which id to look it up by, from the daemon's answer
+ * (NACK replies "OK dead=<id>"). */
+static void last_attempt_dead_lettered(void)
+{
+    deferd_client *prod = client(&d);
+    char id[DEFERD_ID_SIZE], log[300], out[16384], line[400];
+    snprintf(log, sizeof log, "%s/dead.log", dir);
+    CHECK(put_job(prod, "limited", "doomed", 0, -1, -1, id) == 0);
+    deferd_close(prod);
+    const char *args[] = {"--queue", "limited", "--max-jobs", "1", "--", "sh", "-c", "exit 3",
+                          NULL};
+    CHECK(wait_exit(spawn_work(log, args), 20000) == 0);
+    slurp(log, out, sizeof out);
+    snprintf(line, sizeof line, "%s attempt 1 -> nack: dead-lettered as limited/", id);
+    CHECK_CONTAINS(out, line);
+    CHECK_CONTAINS(out, "(max_attempts reached; deferctl dead show limited/");
+    CHECK(run_deferctl(&d, "dead list limited", out, sizeof out) == 0);
+    CHECK_CONTAINS(out, "limited/");
+}
+
 /* -c 2 --inflight 5 and 5 jobs: SIGTERM while two commands run lets them end and be acked,
  * and gives the 3 others back uncounted; then --max-jobs 3 of 6 with -c 2 runs 3 and the
  * rest is still attempt 1. */
@@ -473,6 +494,7 @@ int main(void)
     eight_at_once(zh);
     concurrency_bounded();
     failing_nacked_quiet();
+    last_attempt_dead_lettered();
     concurrent_leaving_gives_back();
     concurrent_touch();
     kill_on_expiry();

@@ -15,7 +15,7 @@ QUEUES = {
     "prod": "", "stats": "", "keys": "", "limited": "max_pending = 2", "batch": "", "batch2": "",
     "cons": "priority = 7\nttr = 30s", "pipe": "", "lease": "", "forced": "",
     "follow": "", "out": "", "nacks": "backoff_min = 0", "unrun": "",
-    "subq": "", "empty": "",
+    "subq": "", "empty": "", "lastnack": "max_attempts = 1",
 }
 D: Daemon
 
@@ -224,6 +224,17 @@ class Consumer(unittest.TestCase):
                 fourth.ack()  # answered already
             c.flush()
             wait_for(lambda: pending("nacks") == 0, "nacks is empty")
+
+    def test_nack_of_the_last_attempt(self) -> None:
+        # the daemon answers "OK dead=<id>": no new id to deliver again under; the job is
+        # in the dead letters, no longer pending
+        with D.client() as c:
+            c.put("lastnack", b"once")
+            c.subscribe("lastnack")
+            job = c.next_job(timeout=10)
+            self.assertIsNotNone(job)
+            self.assertIsNone(job.nack(wait=True))  # type: ignore[union-attr]
+            wait_for(lambda: pending("lastnack") == 0, "lastnack is empty")
 
     def test_nack_unrun_and_give_back(self) -> None:
         with D.client() as p, D.client() as c:

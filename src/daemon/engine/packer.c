@@ -25,6 +25,10 @@
 #define PACK_MARGIN_MS 2000
 #define PARENT_TRIES_MAX 3
 #define PACK_ROUNDS_MAX 32
+/* A window written again after a write that changed nothing waits 1, 2, 4... ms from its
+ * second round, at most this long: a conflict that repeats (two daemons rewriting one open
+ * pack) costs a little time, never a spin. */
+#define PACK_BACKOFF_MAX_MS 100
 
 struct far_put {
     struct far_put *next;
@@ -50,7 +54,9 @@ struct wkey {
 struct window {
     UT_hash_handle hh;
     struct wkey key;
+    struct packer *pk;
     struct dqueue *q;
+    struct event *backoff;      /* NULL, or the wait before its next write (retry()) */
     uint64_t width;
     struct far_put *waiting, **tail;
     int busy;                   /* a write of it is on its way */
@@ -90,6 +96,7 @@ struct packer {
 };
 
 static void on_flush(evutil_socket_t fd, short what, void *arg);
+static void drop_open(struct window *w);
 
 struct packer *packer_new(struct dispatcher *ds)
 {
@@ -137,6 +144,8 @@ static void window_free(struct packer *pk, struct window *w)
     for (struct far_put *fp = w->waiting; fp; fp = fp->next) /* at exit only */
         answer_put(pk, fp, NULL, 0, "deferd is stopping; the job was not stored");
     free_puts(w->waiting);
+    if (w->backoff)
+        event_free(w->backoff);
     free(w->data);
     free(w);
 }
@@ -157,11 +166,11 @@ uint64_t packer_window_start(const struct dqueue *q, uint64_t due_ms)
     return due_ms - due_ms % q->cfg->pack_window_ms;
 }
 
-int packer_wants(const struct packer *pk, const struct dqueue *q, uint64_t due_ms)
+int packer_wants(const struct packer *pk, const struct dqueue *q, uint64_t due_ms, size_t len)
 {
     const struct queue_config *qc = q->cfg;
     if (pk->ds->d->layout_version < LAYOUT_VERSION_PACKS || qc->format != QF_NATIVE ||
-        qc->pack_after_ms == 0 || due_ms > LAYOUT_DUE_MAX)
+        qc->pack_after_ms == 0 || due_ms > LAYOUT_DUE_MAX || len > pack_payload_max())
         return 0;
     return packer_window_start(q, due_ms) >= (uint64_t)cluster_now_ms() + qc->pack_after_ms +
                                            PACK_MARGIN_MS;
@@ -180,7 +189,7 @@ void packer_count_written(struct packer *pk, size_t jobs, size_t bytes)
 
 static void make_ready(struct packer *pk, struct window *w)
 {
-    if (w->ready || w->busy || !w->waiting)
+    if (w->ready || w->busy || !w->waiting || (w->backoff && evtimer_pending(w->backoff, NULL)))
         return;
     w->ready = 1;
     w->next_ready = NULL;
@@ -201,6 +210,7 @@ static struct window *window_for(struct packer *pk, struct dqueue *q, uint64_t s
     if (w || !(w = calloc(1, sizeof *w)))
         return w;
     w->key = key;
+    w->pk = pk;
     w->q = q;
     w->width = q->cfg->pack_window_ms;
     w->tail = &w->waiting;
@@ -324,28 +334,55 @@ static int merge_twins(struct window *w)
     return rc;
 }
 
+/* Answers the first waiting job of W with CODE and TEXT and drops it: a write that cannot be
+ * built still ends one put, so that no window is made ready again unchanged (a loop). */
+static void refuse_first(struct packer *pk, struct window *w, enum proto_errcode code,
+                         const char *text)
+{
+    struct far_put *fp = w->waiting;
+    if (!(w->waiting = fp->next))
+        w->tail = &w->waiting;
+    fp->next = NULL;
+    metrics_refused(pk->ds->d->metrics, w->q->cfg, MR_FAILED);
+    log_warn("queue %s: a put of %zu bytes due %llu was not packed: %s", w->q->cfg->name,
+             fp->len, (unsigned long long)fp->jn.due_ms, text);
+    for (struct far_put *t = fp; t; t = t == fp ? fp->twins : t->next) {
+        pk->open--;
+        reply_err(t->r, code, "%s", text);
+    }
+    free_puts(fp);
+}
+
 /* Encodes the write: the waiting jobs into the open pack when they keep it small, else as
- * many as one pack holds into a new one. The rest waits for the next write. */
+ * many as one pack holds into a new one. The rest waits for the next write. -1 when it
+ * cannot be built; the first waiting put is then answered (refuse_first). */
 static int build(struct packer *pk, struct write *wr)
 {
     struct window *w = wr->w;
-    if (merge_twins(w) != 0)
-        return -1;
-    size_t cap = w->len + waiting_bytes(w, PACK_BYTES_MAX) + PACK_EMPTY_SIZE;
     struct pack_writer pw;
     struct far_put *rest;
+    int merged = merge_twins(w);
+    size_t cap = w->len + waiting_bytes(w, PACK_BYTES_MAX) + PACK_EMPTY_SIZE;
     wr->create = w->version < 0 || cap > PACKER_JOIN_BYTES;
     if (cap > PACK_BYTES_MAX)
         cap = PACK_BYTES_MAX;
-    if (!(wr->data = malloc(cap)))
+    if (merged != 0 || !(wr->data = malloc(cap))) {
+        refuse_first(pk, w, PE_UNAVAILABLE, "not stored (deferd is out of memory)");
         return -1;
+    }
     /* a join appends to the open pack's bytes as they are */
     if ((wr->create ? pack_writer_init(&pw, wr->data, cap, w->key.start, w->width)
-                    : pack_writer_resume(&pw, wr->data, cap, w->data, w->len)) != PACK_OK)
+                    : pack_writer_resume(&pw, wr->data, cap, w->data, w->len)) != PACK_OK) {
+        drop_open(w);
+        refuse_first(pk, w, PE_INTERNAL, pw.err);
         return -1;
+    }
     wr->jobs = w->waiting;
-    if (add_puts(&pw, &wr->jobs, &rest) == 0)
+    if (add_puts(&pw, &wr->jobs, &rest) == 0) { /* packer_wants let in only what fits */
+        w->waiting = rest;
+        refuse_first(pk, w, PE_INTERNAL, pw.err);
         return -1;
+    }
     w->waiting = rest;
     if (!rest)
         w->tail = &w->waiting;
@@ -448,6 +485,7 @@ static int send_write(struct write *wr)
 }
 
 static void write_done(struct write *wr, int rc);
+static void write_end(struct write *wr, uint64_t delay_ms);
 
 static void start_write(struct packer *pk, struct window *w)
 {
@@ -460,8 +498,11 @@ static void start_write(struct packer *pk, struct window *w)
     wr->w = w;
     w->busy = 1;
     pk->writes++;
-    if (build(pk, wr) != 0) { /* the jobs were checked when they came: out of memory */
-        write_done(wr, ZK_ENOMEM);
+    if (build(pk, wr) != 0) { /* a refused put was answered; the jobs it took are now */
+        if (wr->jobs)
+            write_done(wr, ZK_EINVAL);
+        else
+            write_end(wr, 0);
         return;
     }
     int rc = send_write(wr);
@@ -563,17 +604,45 @@ static void write_done(struct write *wr, int rc)
     else if (rc == ZNOAUTH)
         queue_denied(w->q, wr->path);
     answer(pk, wr, rc);
+    write_end(wr, 0);
+}
+
+static void on_backoff(evutil_socket_t fd, short what, void *arg)
+{
+    struct window *w = arg;
+    (void)fd;
+    (void)what;
+    make_ready(w->pk, w);
+}
+
+/* Frees WR and lets its window go on: forgotten when it is over, else written again now
+ * (in the flush after this loop turn) or after DELAY_MS. */
+static void write_end(struct write *wr, uint64_t delay_ms)
+{
+    struct packer *pk = wr->pk;
+    struct window *w = wr->w;
     free(wr->data);
     free(wr->tokened);
     free(wr);
     w->busy = 0;
     pk->writes--;
-    if (window_over(w))
+    if (window_over(w)) {
         window_free(pk, w);
-    else
+    } else if (delay_ms > 0 && (w->backoff || (w->backoff = evtimer_new(pk->ds->d->base,
+                                                                          on_backoff, w)))) {
+        struct timeval tv = {.tv_sec = 0, .tv_usec = (suseconds_t)(delay_ms * 1000)};
+        evtimer_add(w->backoff, &tv);
+    } else {
         make_ready(pk, w);
+    }
     if (pk->ready_head)
         event_active(pk->flush, 0, 0);
+}
+
+/* The wait before a window's next write once its jobs came back ROUNDS times. */
+static uint64_t backoff_ms(int rounds)
+{
+    return rounds < 2 ? 0 : rounds - 2 >= 7 ? PACK_BACKOFF_MAX_MS : 1u << (rounds - 2);
 }
 
 /* The jobs of a write that failed without effect go back in front of the waiting ones, to
@@ -595,23 +664,17 @@ static void retry(struct write *wr)
         free_puts(fp);
     }
     struct far_put *last = wr->jobs;
-    while (last && last->next)
-        last = last->next;
+    int rounds = 0;
+    for (; last && last->next; last = last->next)
+        rounds = last->rounds > rounds ? last->rounds : rounds;
     if (last) {
+        rounds = last->rounds > rounds ? last->rounds : rounds;
         last->next = w->waiting;
         if (!w->waiting)
             w->tail = &last->next;
         w->waiting = wr->jobs;
     }
-    free(wr->data);
-    free(wr->tokened);
-    free(wr);
-    w->busy = 0;
-    pk->writes--;
-    if (window_over(w))
-        window_free(pk, w);
-    else
-        make_ready(pk, w);
+    write_end(wr, backoff_ms(rounds));
 }
 
 static void on_parents(const struct zk_result *res, void *ctx)

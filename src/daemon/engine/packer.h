@@ -34,9 +34,11 @@ struct packer;
 
 struct packer *packer_new(struct dispatcher *ds);
 void packer_free(struct packer *pk);
-/* 1 if a job of Q due at DUE_MS goes into a pack now: the root's layout allows packs, the
- * queue packs, and the job's window starts beyond pack_after (plus a margin). */
-int packer_wants(const struct packer *pk, const struct dqueue *q, uint64_t due_ms);
+/* 1 if a job of Q due at DUE_MS with LEN bytes of payload goes into a pack now: the root's
+ * layout allows packs, the queue packs, the job's window starts beyond pack_after (plus a
+ * margin), and the payload fits any pack (pack_payload_max: a larger one, up to
+ * max_payload, is stored as a job znode of its own). */
+int packer_wants(const struct packer *pk, const struct dqueue *q, uint64_t due_ms, size_t len);
 /* Stores the job in a pack (JN: its due time, priority, ttr; no key) and answers R with
  * its id, "<queue>/<pack>/<job name>", or the error. Takes PAYLOAD (malloc'd). TOKEN_PATH:
  * NULL, or the put token's node, created in the same transaction; if it is taken, R is

@@ -312,7 +312,7 @@ static int put_packed(struct dispatcher *ds, struct dqueue *q, struct proto_requ
                       struct reply *r)
 {
     uint64_t due = req->has_at ? req->at_ms : (uint64_t)cluster_latest_ms() + req->delay_ms;
-    if (!packer_wants(ds->d->packer, q, due))
+    if (!packer_wants(ds->d->packer, q, due, req->len))
         return -1;
     struct job_name jn = {.due_ms = due, .priority = req->has_prio ? req->prio : q->cfg->priority,
                           .ttr_ms = req->has_ttr ? (uint32_t)req->ttr_ms : 0};

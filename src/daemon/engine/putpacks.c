@@ -51,7 +51,7 @@ static int pack_for(struct putpacks *pp, struct dispatcher *ds, struct dqueue *q
 int putpacks_join(struct putpacks *pp, struct dispatcher *ds, struct putjob *pj)
 {
     struct dqueue *q = pj->q;
-    if (!packer_wants(ds->d->packer, q, pj->jn.due_ms))
+    if (!packer_wants(ds->d->packer, q, pj->jn.due_ms, pj->len))
         return 1;
     uint64_t start = packer_window_start(q, pj->jn.due_ms);
     size_t size = pack_job_size(&pj->jn, start, pj->len), i;

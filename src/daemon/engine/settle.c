@@ -157,7 +157,12 @@ static void settle_failed(struct settle *st, int rc)
 static void reply_settled(struct settle *st)
 {
     const char *next = st->has_delay && !st->bury && !st->unrun_same ? st->next_id : NULL;
-    char *ids = NULL, *text = NULL;
+    char *ids = NULL, *text = NULL, dead[8 + LAYOUT_ID_MAX];
+    if (!st->followups && st->bury) { /* the consumer learns where the job went */
+        snprintf(dead, sizeof dead, "dead=%s", st->next_id);
+        reply_ok(st->r, dead);
+        return;
+    }
     if (!st->followups) {
         reply_ok(st->r, next);
         return;

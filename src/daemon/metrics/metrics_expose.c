@@ -298,6 +298,9 @@ int metrics_expose(struct metrics *m, struct evbuffer *out)
     metrics_family(out, "deferd_log_dropped_total", "counter",
            "Log lines that could not be written to stderr (a full disk, a closed pipe).");
     evbuffer_add_printf(out, "deferd_log_dropped_total %llu\n", log_dropped());
+    metrics_family(out, "deferd_log_left_out_total", "counter",
+           "Log lines left out because their call site wrote over its share (a repeating failure).");
+    evbuffer_add_printf(out, "deferd_log_left_out_total %llu\n", log_left_out());
     return 0;
 }
 

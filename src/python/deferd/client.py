@@ -352,6 +352,12 @@ def _parse_opt_id(rest: str) -> Optional[str]:
     return rest.split()[0] if rest.strip() else None
 
 
+def _parse_nack(rest: str) -> Optional[str]:
+    """The job's new id; None when it kept its id or went to the dead letters (``dead=ID``)."""
+    words = rest.split()
+    return words[0] if words and not words[0].startswith("dead=") else None
+
+
 def _parse_put(rest: str) -> PutResult:
     words = rest.split()
     return PutResult(words[0], len(words) > 1 and words[1] == "duplicate")
@@ -631,7 +637,7 @@ def encode_nack(job_id: str, delay: Optional[Seconds], unrun: bool,
         n, puts = _puts(then)
         words.append(f"then={n}")
         return " ".join(words).encode() + b"\n" + puts, _parse_then, True
-    return " ".join(words).encode() + b"\n", _parse_opt_id, False
+    return " ".join(words).encode() + b"\n", _parse_nack, False
 
 
 JobT = TypeVar("JobT", bound=BaseJob)
