@@ -761,7 +761,7 @@ static void nack_job(struct worker *w, const deferd_job *job, int status)
         report_job(job->id, job->attempt, "neither (connection lost)", status);
         return;
     }
-    char dead[DEFERD_ID_SIZE], verdict[DEFERD_ID_SIZE + 80];
+    char dead[DEFERD_ID_SIZE], verdict[2 * DEFERD_ID_SIZE + 80];
     int rc = deferd_nack_dead(w->c, job->id, w->a->nack_delay_ms, dead, sizeof dead);
     if (rc == DEFERD_OK && dead[0]) {
         snprintf(verdict, sizeof verdict, "nack: dead-lettered as %s (max_attempts reached; "
