@@ -290,7 +290,10 @@ static void new_root_packs(zhandle_t *zh)
     char fresh[160], out[2048], id[DEFERD_ID_SIZE], pack[LAYOUT_PACK_MAX + 1];
     struct daemon_proc n[2];
     snprintf(fresh, sizeof fresh, "%s-new", root);
-    CHECK(daemons_start(n, 2, fresh, packing) == 0);
+    for (int k = 0; k < 2; k++) /* tags of their own: d0.. are the main daemons' */
+        CHECK(daemon_spawn(&n[k], fresh, k ? "n1" : "n0", packing) == 0);
+    for (int k = 0; k < 2; k++)
+        CHECK(daemon_wait_ready(&n[k]) == 0 && daemon_wait_connected(&n[k], 20000) == 0);
     for (int k = 0; k < 2; k++)
         CHECK(log_wait(&n[k], 0, "layout version 2", 10000));
     CHECK(log_count(&n[0], 0, "layout version 2 (a new root)") +

@@ -9,6 +9,8 @@
 #include "log.h"
 #include "zkstore.h"
 
+static void read_marker(struct deferd *d);
+
 static void marker_path(const struct deferd *d, char *buf, size_t len)
 {
     snprintf(buf, len, "%s/" LAYOUT_MARKER, d->cfg->zk_root);
@@ -30,7 +32,7 @@ static void on_data(const struct zk_result *res, void *ctx)
     char path[LAYOUT_PATH_MAX];
     int v;
     if (res->rc == ZNONODE) { /* gone since the exists: watch it again */
-        layout_marker_session_up(d);
+        read_marker(d);
         return;
     }
     if (res->rc != ZOK)
@@ -46,73 +48,70 @@ static void on_data(const struct zk_result *res, void *ctx)
     set_version(d, v > LAYOUT_VERSION_PACKS ? LAYOUT_VERSION_PACKS : v, path);
 }
 
-static void claim_new_root(struct deferd *d, int made_root);
-
-static void on_root_made(const struct zk_result *res, void *ctx)
-{
-    struct deferd *d = ctx;
-    if (res->rc == ZOK)
-        claim_new_root(d, 1);
-    else
-        set_version(d, 1, "no layout marker; the root could not be created");
-}
-
-/* queues/ existed: some deferd stored jobs here, maybe one older than packs (version 1);
- * the marker existed: another daemon claimed the root first (read it); the root is missing:
- * made (once: MAY_MAKE_ROOT), then claimed again. */
-static void claimed(struct deferd *d, const struct zk_result *res, int may_make_root)
-{
-    char path[LAYOUT_PATH_MAX];
-    int bad = zk_failed_op(res);
-    if (res->rc == ZOK) {
-        set_version(d, LAYOUT_VERSION_PACKS, "a new root");
-    } else if (res->rc == ZNODEEXISTS && bad == 1) {
-        layout_marker_session_up(d);
-    } else if (res->rc == ZNONODE && bad == 0 && may_make_root) {
-        marker_path(d, path, sizeof path);
-        if (zkstore_create_parents(d->zs, path, on_root_made, d) != ZOK)
-            set_version(d, 1, "no layout marker");
-    } else {
-        set_version(d, 1, "no layout marker");
-    }
-}
-
-static void on_claimed(const struct zk_result *res, void *ctx) { claimed(ctx, res, 1); }
-static void on_claimed_again(const struct zk_result *res, void *ctx) { claimed(ctx, res, 0); }
-
-/* A root where nothing was ever stored (no queues/ node) starts at the newest layout: no
- * older daemon can have jobs there. queues/ and the marker are made in one transaction, so
- * a root that got its first job meanwhile keeps version 1 and the explicit upgrade. */
-static void claim_new_root(struct deferd *d, int made_root)
-{
-    char marker[LAYOUT_PATH_MAX], queues[LAYOUT_PATH_MAX];
-    static const char version[] = "2";
-    marker_path(d, marker, sizeof marker);
-    snprintf(queues, sizeof queues, "%s/queues", d->cfg->zk_root);
-    struct zk_txn_op ops[2] = {
-        {.kind = ZT_CREATE, .path = queues, .data = "", .len = 0},
-        {.kind = ZT_CREATE, .path = marker, .data = version, .len = sizeof version - 1},
-    };
-    if (zkstore_multi(d->zs, ops, 2, made_root ? on_claimed_again : on_claimed, d) != ZOK)
-        set_version(d, 1, "no layout marker");
-}
-
 static void on_exists(const struct zk_result *res, void *ctx)
 {
     struct deferd *d = ctx;
     char path[LAYOUT_PATH_MAX];
     marker_path(d, path, sizeof path);
     if (res->rc == ZNONODE)
-        claim_new_root(d, 0);
+        set_version(d, 1, "no layout marker");
     else if (res->rc == ZOK && zkstore_get(d->zs, path, on_data, d) != ZOK)
         log_warn("%s: cannot read the layout marker; packing stays as it was", path);
 }
 
-void layout_marker_session_up(struct deferd *d)
+/* Reads the marker with a watch. */
+static void read_marker(struct deferd *d)
 {
     char path[LAYOUT_PATH_MAX];
     marker_path(d, path, sizeof path);
     zkstore_exists(d->zs, path, 1, on_exists, d);
+}
+
+static void on_claimed(const struct zk_result *res, void *ctx)
+{
+    if (res->rc == ZOK) /* the read that follows finds "2" and says nothing more */
+        set_version(ctx, LAYOUT_VERSION_PACKS, "a new root");
+}
+
+/* A root where nothing was ever stored starts at the newest layout: no older daemon can
+ * have jobs there. Transactions sent before any other request of the session that could
+ * create a directory (one session is served in order), one for each level of the root's
+ * path (the levels from that one down, queues/ and the marker), and one for queues/ and the
+ * marker alone. Each fails, changing nothing, when one of its nodes exists, so at most one
+ * succeeds: the one that starts at the first missing level. A root where some deferd made
+ * queues/ (maybe one older than packs) keeps version 1; of daemons starting together one
+ * claims the root for all. */
+static void claim_new_root(struct deferd *d)
+{
+    enum { LEVELS = 16 }; /* of a deeper root, the deepest: the rest are taken to exist */
+    char marker[LAYOUT_PATH_MAX], queues[LAYOUT_PATH_MAX], levels[LEVELS][LAYOUT_PATH_MAX];
+    static const char version[] = "2";
+    struct zk_txn_op ops[LEVELS + 2];
+    const char *root = d->cfg->zk_root;
+    int n = 0, all = 0;
+    marker_path(d, marker, sizeof marker);
+    snprintf(queues, sizeof queues, "%s/queues", root);
+    for (const char *at = root + 1;; at++) { /* each level's path, deepest LEVELS kept */
+        if (*at != '/' && *at != '\0')
+            continue;
+        snprintf(levels[all % LEVELS], sizeof levels[0], "%.*s", (int)(at - root), root);
+        all++;
+        if (*at == '\0')
+            break;
+    }
+    for (int k = all > LEVELS ? all - LEVELS : 0; k < all; k++)
+        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = levels[k % LEVELS], .data = ""};
+    ops[n] = (struct zk_txn_op){.kind = ZT_CREATE, .path = queues, .data = ""};
+    ops[n + 1] = (struct zk_txn_op){.kind = ZT_CREATE, .path = marker, .data = version,
+                                    .len = sizeof version - 1};
+    for (int first = 0; first <= n; first++)
+        zkstore_multi(d->zs, ops + first, n + 2 - first, on_claimed, d);
+}
+
+void layout_marker_session_up(struct deferd *d)
+{
+    claim_new_root(d);
+    read_marker(d);
 }
 
 int layout_marker_on_watch(struct deferd *d, const char *path)
@@ -121,6 +120,6 @@ int layout_marker_on_watch(struct deferd *d, const char *path)
     marker_path(d, mine, sizeof mine);
     if (strcmp(path, mine) != 0)
         return 0;
-    layout_marker_session_up(d);
+    read_marker(d);
     return 1;
 }
