@@ -78,5 +78,8 @@ void zklog_line(const char *message)
     size_t n = strlen(text);
     while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
         n--; /* some of its messages end in a newline of their own */
-    log_msg(level, "zookeeper client: %.*s", (int)n, text);
+    if (level <= LOG_WARN) /* the client's complaints repeat while a server is away */
+        log_at_site(level, "zookeeper client: %.*s", (int)n, text);
+    else
+        log_msg(level, "zookeeper client: %.*s", (int)n, text);
 }

@@ -91,7 +91,7 @@ deferd_client *ctl_connect(const char *path)
         return c;
     int e = errno; /* nobody listens: the usual cause is a daemon that is not running */
     ctl_errmsg("cannot connect to %s (from %s): %s%s", path, deferctl_socket_from, strerror(e),
-               e == ECONNREFUSED || e == ENOENT ? " — is deferd running?" : "");
+               e == ECONNREFUSED || e == ENOENT ? ": is deferd running?" : "");
     return NULL;
 }
 

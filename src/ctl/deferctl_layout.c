@@ -24,7 +24,8 @@ void ctl_layout_usage(FILE *f)
           "               unpacked by daemons of 0.3 or later. Go back to older daemons only\n"
           "               when this command counts no pack left\n"
           "  -y, --yes    change it: without --yes, --upgrade and --downgrade only say what\n"
-          "               they would do and exit 2\n"
+          "               they would do and exit 2 (with --json: the state, \"changed\":\n"
+          "               false, and exit 2)\n"
           "  -j, --json   print {\"root\", \"version\", \"changed\", \"queues\": {Q: packs}}\n", f);
 }
 

@@ -226,7 +226,7 @@ static void daemon_down(void)
     snprintf(args, sizeof args, "-s %s/none.sock ping", d.dir);
     CHECK(bare_ctl("", args, err, sizeof err) == 1);
     snprintf(want, sizeof want, "deferctl: cannot connect to %s/none.sock (from --socket): "
-             "No such file or directory — is deferd running?\n", d.dir);
+             "No such file or directory: is deferd running?\n", d.dir);
     CHECK_STR(err, want);
     snprintf(env, sizeof env, "DEFERD_SOCKET=%s/none.sock", d.dir);
     CHECK(bare_ctl(env, "put -q a x", err, sizeof err) == 1);

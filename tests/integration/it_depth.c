@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "harness_pack.h"
 #include "httpget.h"
 
 #define SHARDED 2100
@@ -168,6 +169,9 @@ static void check_process(void)
 int main(void)
 {
     harness_init("depth", root, sizeof root);
+    zhandle_t *zh = zk_connect(); /* a root deferd 0.2 filled: far jobs are job znodes */
+    CHECK(pack_root_of_old(zh, root) == ZOK);
+    zookeeper_close(zh);
     CHECK(daemon_start(&d, root, "d", ov) == 0 && daemon_wait_connected(&d, 15000) == 0);
     deferd_client *prod = client(&d);
     int64_t t0 = now_ms(), oldest = t0 - 180000, soon = t0 + 45000;

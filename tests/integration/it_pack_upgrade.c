@@ -137,11 +137,12 @@ int main(void)
 {
     deferd_client *cons[ND];
     harness_init("pack_upgrade", root, sizeof root);
+    zh = zk_connect();
+    CHECK(pack_root_of_old(zh, root) == ZOK); /* a root deferd 0.2 filled */
     if (daemons_start(d, ND, root, packing) != 0)
         return 1;
     for (int k = 0; k < ND; k++)
         CHECK(log_wait(&d[k], 0, "layout version 1 (no layout marker)", 10000));
-    zh = zk_connect();
     old_backlog();
     upgrade();
     for (int k = 0; k < ND; k++) { /* from now on: the old near jobs are due soon */

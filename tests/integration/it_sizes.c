@@ -10,9 +10,11 @@
  * shared fixture's 256 MiB. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "harness_pack.h"
+#include "log.h"
 #include "pack.h"
 
 #define MAXP (512 * 1024)
@@ -160,6 +162,24 @@ static void deliver_all(deferd_client *cons, int from)
     CHECK(got == want);
     if (got != want)
         fprintf(stderr, "delivered %d of %d\n", got, want);
+    deferd_job extra; /* a second delivery would come now: every job was acked at once */
+    if (next_job_push(cons, &extra, 1000) == DEFERD_OK) {
+        CHECK(!"a job delivered twice");
+        fprintf(stderr, "delivered again: %s\n", extra.id);
+        free(extra.payload);
+    }
+}
+
+/* Nothing of the round is left in ZooKeeper: no job znode, no pack (each was stored once,
+ * and acked once). */
+static void nothing_left(zhandle_t *zh)
+{
+    int64_t deadline = now_ms() + 10000;
+    while ((zk_count_jobs(zh, root, "a") > 0 || zk_count_packs(zh, root, "a") > 0) &&
+           now_ms() < deadline)
+        usleep(50000);
+    CHECK(zk_count_jobs(zh, root, "a") == 0);
+    CHECK(zk_count_packs(zh, root, "a") <= 0);
 }
 
 static void round_on(zhandle_t *zh, int layout)
@@ -188,13 +208,45 @@ static void round_on(zhandle_t *zh, int layout)
                     jobs[i].len, pack[0] != '\0', jobs[i].packs);
     }
     long now_packed = daemon_stat(&d, "packed_puts");
-    CHECK(layout == 1 ? now_packed == packed && want_packed == 0 : want_packed == 16 && now_packed - packed == 16);
+    CHECK(layout == 1 ? now_packed == packed && want_packed == 0
+                      : want_packed == 16 && now_packed - packed == 16);
     int stored = zk_count_jobs(zh, root, "a");
     fprintf(stderr, "layout %d: %d puts answered; %ld packed, %d job znodes\n", layout,
             njobs - from, now_packed - packed, stored);
     deliver_all(cons, from);
+    nothing_left(zh);
     deferd_close(c);
     deferd_close(cons);
+}
+
+/* A pack write that cannot be built (the failpoint pack-build-fails: as if out of memory)
+ * answers each of its puts with UNAVAILABLE, at once: the daemon answers others meanwhile,
+ * and its complaint is written 100 times at most (log.h), whatever the number of puts. */
+static void build_failures_answered(void)
+{
+    enum { N = 150 };
+    setenv("DEFERD_FAILPOINT", "pack-build-fails", 1);
+    daemon_kill(&d, SIGTERM);
+    CHECK(daemon_restart(&d, NULL) == 0 && daemon_wait_connected(&d, 10000) == 0);
+    unsetenv("DEFERD_FAILPOINT");
+    long mark = log_mark(&d);
+    deferd_client *c = client(&d);
+    deferd_put_opts o = {.has_at = 1, .at_ms = (uint64_t)pack_window_ahead(9000) + 1000};
+    int sent = 0, refused = 0;
+    int64_t start = now_ms();
+    for (int i = 0; i < N; i++)
+        sent += deferd_put_send(c, "a", "x", 1, &o) == DEFERD_OK;
+    for (int i = 0; i < sent; i++) {
+        char id[DEFERD_ID_SIZE];
+        int rc = deferd_put_recv(c, id, sizeof id, 10000);
+        refused += rc == DEFERD_ESERVER && strcmp(deferd_last_error_code(c), "UNAVAILABLE") == 0;
+    }
+    CHECK(sent == N && refused == N);
+    CHECK(deferd_ping(c) == DEFERD_OK);
+    deferd_close(c);
+    int said = log_count(&d, mark, "was not packed: not stored (deferd is out of memory)");
+    CHECK(now_ms() - start >= LOG_SITE_PERIOD_MS ? said < N : said == LOG_SITE_BURST);
+    fprintf(stderr, "%d puts refused, %d log lines\n", refused, said);
 }
 
 int main(void)
@@ -217,6 +269,7 @@ int main(void)
     CHECK(pack_marker_set(zh, root, "2") == ZOK);
     CHECK(log_wait(&d, 0, "layout version 2", 10000));
     round_on(zh, 2);
+    build_failures_answered();
     daemon_kill(&d, SIGTERM);
     zookeeper_close(zh);
     zk_private("stop", zkdir);

@@ -116,7 +116,7 @@ static void on_retry_settle(evutil_socket_t fd, short what, void *arg)
 static void retry_settle(struct dispatcher *ds, struct citem *ci, int rc)
 {
     static const struct timeval tv = {CURATOR_RETRY_MS / 1000, (CURATOR_RETRY_MS % 1000) * 1000};
-    log_msg(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: Curator item %s: settling failed: "
+    log_at_site(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: Curator item %s: settling failed: "
             "%s; retrying in %d ms", ci->cq->q->cfg->name, ci->name, zk_strerror(rc),
             CURATOR_RETRY_MS); /* a denial: logged for the queue by the caller */
     if (++ci->tries < SETTLE_TRIES && !ci->retry)

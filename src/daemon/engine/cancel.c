@@ -228,7 +228,7 @@ static void changed(struct change *ch)
         queue_pending_changed(ch->q, -1);
     if (layout_job_id(id, sizeof id, ch->q->cfg->name, ch->reschedule ? &ch->next : &ch->jn))
         snprintf(id, sizeof id, "%s", ch->q->cfg->name);
-    log_info("queue %s: job %s %s%s", ch->q->cfg->name, id,
+    log_msg(LOG_INFO, "queue %s: job %s %s%s", ch->q->cfg->name, id, /* audit: not limited */
              ch->reschedule ? "rescheduled" : "cancelled",
              ch->nchildren ? " (forced: its holder loses it)" : "");
     change_end(ch, -1, id);

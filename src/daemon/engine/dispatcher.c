@@ -238,7 +238,7 @@ void dispatcher_retry_later_at(struct dispatcher *ds, struct job *job, const cha
 {
     if (rc == ZNOAUTH) /* one line per queue, not one per job every second */
         queue_denied(job->q, znode);
-    log_msg(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: %s failed: %s; retrying "
+    log_at_site(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: %s failed: %s; retrying "
            "in %d ms", job->q->cfg->name, job->id, what, zk_strerror(rc), DISPATCHER_RETRY_MS);
     job_unhold(ds, job);
     if (job_settled_gone(ds, job))

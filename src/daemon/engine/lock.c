@@ -61,7 +61,7 @@ static int oversized(struct dispatcher *ds, struct job *job)
     uint64_t max = ds->d->cfg->max_payload;
     if (job->ci || job->len <= max)
         return 0;
-    log_msg(job->not_before == INT64_MAX ? LOG_DEBUG : LOG_WARN, /* said once */
+    log_at_site(job->not_before == INT64_MAX ? LOG_DEBUG : LOG_WARN, /* said once */
             "queue %s: job %s: its data is %zu bytes, over max_payload %llu: not delivered, "
             "left in ZooKeeper (deferctl show/cancel)",
             job->q->cfg->name, job->id, job->len, (unsigned long long)max);
@@ -80,7 +80,7 @@ static void on_fetched(const struct zk_result *res, void *ctx)
     if (res->rc != ZOK) {
         if (res->rc == ZNOAUTH) /* logged once for the queue */
             queue_denied(job->q, job->path);
-        log_msg(res->rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: reading its data "
+        log_at_site(res->rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: reading its data "
                 "failed: %s; released, offered again in %d ms", job->q->cfg->name, job->id,
                 zk_strerror(res->rc), DISPATCHER_RETRY_MS);
         lock_release_later(ds, job);

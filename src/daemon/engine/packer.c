@@ -9,6 +9,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
+#include "failpoint.h"
 #include "layout.h"
 #include "log.h"
 #include "metrics.h"
@@ -366,14 +367,17 @@ static int build(struct packer *pk, struct write *wr)
     wr->create = w->version < 0 || cap > PACKER_JOIN_BYTES;
     if (cap > PACK_BYTES_MAX)
         cap = PACK_BYTES_MAX;
-    if (merged != 0 || !(wr->data = malloc(cap))) {
+    if (merged != 0 || failpoint_hit("pack-build-fails") || !(wr->data = malloc(cap))) {
         refuse_first(pk, w, PE_UNAVAILABLE, "not stored (deferd is out of memory)");
         return -1;
     }
-    /* a join appends to the open pack's bytes as they are */
-    if ((wr->create ? pack_writer_init(&pw, wr->data, cap, w->key.start, w->width)
-                    : pack_writer_resume(&pw, wr->data, cap, w->data, w->len)) != PACK_OK) {
+    /* a join appends to the open pack's bytes as they are; bytes it cannot go on from
+     * (never: they are its own) make a new pack instead */
+    if (!wr->create && pack_writer_resume(&pw, wr->data, cap, w->data, w->len) != PACK_OK) {
         drop_open(w);
+        wr->create = 1;
+    }
+    if (wr->create && pack_writer_init(&pw, wr->data, cap, w->key.start, w->width) != PACK_OK) {
         refuse_first(pk, w, PE_INTERNAL, pw.err);
         return -1;
     }
@@ -490,7 +494,8 @@ static void write_end(struct write *wr, uint64_t delay_ms);
 static void start_write(struct packer *pk, struct window *w)
 {
     struct write *wr = calloc(1, sizeof *wr);
-    if (!wr) {
+    if (!wr) { /* one put answered: the flush loop takes the window again only with less */
+        refuse_first(pk, w, PE_UNAVAILABLE, "not stored (deferd is out of memory)");
         make_ready(pk, w);
         return;
     }
@@ -598,9 +603,12 @@ static void write_done(struct write *wr, int rc)
     } else if (!wr->create) {
         drop_open(w); /* changed by another (a cancel), or unknown after a connection loss */
     }
-    if (rc != ZOK && rc != ZNOAUTH)
+    if (rc != ZOK && rc != ZNOAUTH && wr->path[0])
         log_warn("queue %s: %s pack %s failed: %s", w->q->cfg->name,
                  wr->create ? "creating" : "rewriting", wr->path, zk_strerror(rc));
+    else if (rc != ZOK && rc != ZNOAUTH) /* it was not sent: naming or encoding it failed */
+        log_warn("queue %s: a pack write of window %llu could not be made: %s",
+                 w->q->cfg->name, (unsigned long long)w->key.start, zk_strerror(rc));
     else if (rc == ZNOAUTH)
         queue_denied(w->q, wr->path);
     answer(pk, wr, rc);
@@ -613,6 +621,15 @@ static void on_backoff(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     make_ready(w->pk, w);
+}
+
+/* Arms W's wait of DELAY_MS before its next write: 1, or 0 when it cannot (then at once). */
+static int wait_backoff(struct packer *pk, struct window *w, uint64_t delay_ms)
+{
+    struct timeval tv = {.tv_sec = 0, .tv_usec = (suseconds_t)(delay_ms * 1000)};
+    if (!w->backoff && !(w->backoff = evtimer_new(pk->ds->d->base, on_backoff, w)))
+        return 0;
+    return evtimer_add(w->backoff, &tv) == 0;
 }
 
 /* Frees WR and lets its window go on: forgotten when it is over, else written again now
@@ -628,11 +645,7 @@ static void write_end(struct write *wr, uint64_t delay_ms)
     pk->writes--;
     if (window_over(w)) {
         window_free(pk, w);
-    } else if (delay_ms > 0 && (w->backoff || (w->backoff = evtimer_new(pk->ds->d->base,
-                                                                          on_backoff, w)))) {
-        struct timeval tv = {.tv_sec = 0, .tv_usec = (suseconds_t)(delay_ms * 1000)};
-        evtimer_add(w->backoff, &tv);
-    } else {
+    } else if (!delay_ms || !wait_backoff(pk, w, delay_ms)) {
         make_ready(pk, w);
     }
     if (pk->ready_head)

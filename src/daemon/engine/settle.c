@@ -144,7 +144,7 @@ static int ask_if_cancelled(struct dispatcher *ds, struct settle *st)
 static void settle_failed(struct settle *st, int rc)
 {
     struct job *job = st->job;
-    log_msg(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: %s failed: %s",
+    log_at_site(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: %s failed: %s",
             job->q->cfg->name, job->id, settle_name(st), zk_strerror(rc));
     if (st->r)
         reply_err(st->r, PE_UNAVAILABLE, "%s failed%s: %s; the job is still held",

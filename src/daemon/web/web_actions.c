@@ -107,7 +107,8 @@ static void log_result(const struct act_call *ac, enum metrics_web_result r, con
     const char *name = metrics_web_action_names[ac->action];
     const char *target = ac->id[0] ? ac->id : ac->queue;
     if (r == WR_OK)
-        log_info("web: %s by %s from %s: %s: %s", name, ac->who, ac->peer, target, what);
+        log_msg(LOG_INFO, "web: %s by %s from %s: %s: %s", name, ac->who, ac->peer, target,
+                what); /* the audit trail: never limited */
     else
         log_warn("web: %s by %s from %s: %s: %s: %s", name, ac->who[0] ? ac->who : "nobody",
                  ac->peer, target, r == WR_REFUSED ? "refused" : "failed", what);
