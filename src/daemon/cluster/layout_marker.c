@@ -110,7 +110,8 @@ static void claim_new_root(struct deferd *d)
 
 void layout_marker_session_up(struct deferd *d)
 {
-    claim_new_root(d);
+    if (d->layout_version == 0) /* once: after that the root holds a marker or queues/ */
+        claim_new_root(d);
     read_marker(d);
 }
 
