@@ -60,9 +60,13 @@ static int write_config(struct daemon_proc *d)
     fprintf(f, "[daemon]\nsocket = %s\nlog_level = debug\nmax_payload = 4KiB\nlookahead = 2s\n"
                "drain_grace = 3s\n"
                "[zookeeper]\nhosts = %s\nroot = %s\nsession_timeout = 4s\n"
-               "[queue a]\n[queue b]\npriority = 7\n[queue emails]\n"
+               /* no packs unless a test asks (-o queue.Q.pack_after=...): whether a job a
+                * few hours ahead is packed would depend on where now falls in its window */
+               "[queue a]\npack_after = 0\n[queue b]\npriority = 7\npack_after = 0\n"
+               "[queue emails]\npack_after = 0\n"
                "[queue retry]\nbackoff_min = 200ms\nbackoff_max = 800ms\nbackoff_jitter = 0\n"
-               "max_attempts = 5\n[queue limited]\nmax_pending = 5\nmax_attempts = 1\n"
+               "max_attempts = 5\npack_after = 0\n"
+               "[queue limited]\nmax_pending = 5\nmax_attempts = 1\npack_after = 0\n"
                "[metrics]\nlisten = 127.0.0.1:0\n", /* any free port: daemons run side by side */
             d->sock, harness_zk_hosts, d->root);
     return fclose(f);

@@ -235,10 +235,8 @@ int main(void)
     char cur[2][200];
     snprintf(cur[0], sizeof cur[0], "queue cur.curator_path=%s/cur", root);
     snprintf(cur[1], sizeof cur[1], "queue cur.curator_lock_path=%s/cur-locks", root);
-    /* queue b keeps far jobs in job znodes (no packs): its directories are the subject */
     const char *const as_alice[] = {"zookeeper.auth=digest:alice:secret", "zookeeper.acl=creator",
-                                    "queue cur.format=curator-delay", cur[0], cur[1],
-                                    "queue b.pack_after=0", NULL};
+                                    "queue cur.format=curator-delay", cur[0], cur[1], NULL};
     if (daemon_start(&alice, root, "alice", as_alice) != 0)
         return 1;
     deferd_client *c = client(&alice), *cons = client(&alice);

@@ -20,7 +20,7 @@ static struct daemon_proc d, small;
 static char root[128];
 
 static const char *const ov[] = {"metrics.listen=127.0.0.1:0", "metrics.depth_interval=1s",
-                                 "queue b.max_attempts=1", NULL};
+                                 "queue b.max_attempts=1", "queue a.pack_after=1h", NULL};
 static const char *const small_ov[] = {"metrics.listen=127.0.0.1:0",
                                        "metrics.depth_interval=1s",
                                        "metrics.depth_max_reads=3", NULL};

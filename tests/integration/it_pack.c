@@ -19,7 +19,7 @@
 
 static struct daemon_proc d[NDAEMONS];
 static char root[128];
-static const char *const packing[] = {PACK_TEST_OVERRIDES("a"), NULL};
+static const char *const packing[] = {PACK_TEST_OVERRIDES("a"), "queue.b.pack_after=1h", NULL};
 
 static int pack_exists(zhandle_t *zh, const char *pack)
 {

@@ -406,10 +406,7 @@ static void fails_with_acks(void)
 int main(void)
 {
     harness_init("pipeline", root, sizeof root);
-    /* far puts stay job znodes (no packs): the tests count them */
-    static const char *const unpacked[] = {"queue emails.pack_after=0", "queue b.pack_after=0",
-                                           NULL};
-    if (daemon_start(&d, root, "d1", unpacked) != 0)
+    if (daemon_start(&d, root, "d1", NULL) != 0)
         return 1;
     zhandle_t *zh = zk_connect();
     /* One plain put first: it waits while deferd's ZooKeeper session is still coming up. */
