@@ -584,6 +584,17 @@ long queue_stat(deferd_client *c, const char *queue, const char *field)
     return strtol(at + strlen(key), NULL, 10);
 }
 
+int wait_queue_stat(deferd_client *c, const char *queue, const char *field, long want, int ms)
+{
+    int64_t deadline = now_ms() + ms;
+    long v;
+    while ((v = queue_stat(c, queue, field)) != want && now_ms() < deadline)
+        usleep(20000);
+    if (v != want)
+        fprintf(stderr, "queue %s: %s=%ld, waited %d ms for %ld\n", queue, field, v, ms, want);
+    return v == want;
+}
+
 int make_dead_letters(const struct daemon_proc *d, const char *queue, int n)
 {
     deferd_client *c = client(d);

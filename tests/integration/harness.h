@@ -107,6 +107,9 @@ int zk_count_jobs(zhandle_t *zh, const char *root, const char *queue);
 /* A number in the queue's STATS QUEUE line (docs/protocol.md), e.g. "zk_denied"; -1 if the
  * daemon does not answer or the line has no such field. */
 long queue_stat(deferd_client *c, const char *queue, const char *field);
+/* Waits up to MS for QUEUE's FIELD to read WANT (a count the daemon adds as answers come
+ * back from ZooKeeper, after a test can see their effect); 1 when it did. */
+int wait_queue_stat(deferd_client *c, const char *queue, const char *field, long want, int ms);
 /* Runs deferctl with D's config and socket and ARGS; its exit status, stdout in OUT. */
 int run_deferctl(const struct daemon_proc *d, const char *args, char *out, size_t len);
 /* Path of a job id's znode. */

@@ -7,7 +7,8 @@
 static struct daemon_proc d;
 static char root[128];
 
-/* 1000 jobs due together, 4 consumers with room for all: each gets a quarter (+-10%). */
+/* 1000 jobs due together (put while their queue is paused, however long that takes), 4
+ * consumers with room for all: each gets a quarter (+-10%). */
 static void round_robin(void)
 {
     enum { N = 1000, C = 4 };
@@ -16,11 +17,14 @@ static void round_robin(void)
         cons[k] = client(&d);
         CHECK(deferd_subscribe(cons[k], "emails", N) == DEFERD_OK);
     }
-    char id[DEFERD_ID_SIZE];
-    int64_t at = now_ms() + 3000;
+    char id[DEFERD_ID_SIZE], out[512];
+    CHECK(run_deferctl(&d, "pause emails", out, sizeof out) == 0);
+    CHECK(wait_stats(&d, "paused.emails=1", 1));
     for (int i = 0; i < N; i++)
-        CHECK(put_job(prod, "emails", "rr", -1, at, -1, id) == 0);
-    CHECK(now_ms() < at);
+        CHECK(put_job(prod, "emails", "rr", 0, -1, -1, id) == 0);
+    deferd_job early;
+    CHECK(deferd_next_job(cons[0], &early, 200) == DEFERD_ETIMEDOUT); /* paused: none yet */
+    CHECK(run_deferctl(&d, "resume emails", out, sizeof out) == 0);
     int got[C] = {0}, total = 0;
     int64_t deadline = now_ms() + 30000;
     while (total < N && now_ms() < deadline) {

@@ -129,7 +129,7 @@ int main(void)
 
     /* 2 s retention, passes every 5 s, the first within 5 s of the start */
     CHECK(wait_keys_left(zh, "kept", "k", KEPT, 0, 30000) == 0);
-    CHECK(queue_stat(c, "kept", "keys_expired") == KEPT);
+    CHECK(wait_queue_stat(c, "kept", "keys_expired", KEPT, 10000)); /* counted at the pass's end */
     /* mid: two passes ended after its acks (passes go one at a time, so the second also
      * began after them), well within its 30 s, and its keys are all there */
     int64_t deadline = now_ms() + 25000;
@@ -142,7 +142,7 @@ int main(void)
     CHECK(put_keyed(c, &again) == 0 && !again.duplicate);
     /* and mid's go once 30 s have passed */
     CHECK(wait_keys_left(zh, "mid", "m", MID, 0, 45000) == 0);
-    CHECK(queue_stat(c, "mid", "keys_expired") == MID);
+    CHECK(wait_queue_stat(c, "mid", "keys_expired", MID, 10000));
     /* many passes of kept later: the live job's key, the new job's and the foreign znodes
      * are all still there */
     CHECK(zk_key_data(zh, root, "kept", "live", data, sizeof data) > 0 && data[0] != 'd');

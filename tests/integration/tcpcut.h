@@ -18,11 +18,16 @@ struct tcpcut *tcpcut_start(const char *target, char *hosts, size_t len);
 /* Closes every relayed connection now and, for MS milliseconds, closes each new one as soon
  * as it is accepted; then relays again. Returns at once. */
 void tcpcut_cut(struct tcpcut *t, int ms);
-/* Arms a cut for MS milliseconds that falls right after the next bytes the client sends
- * have been passed on: the client loses the connection at once, the server gets the
- * request (its side closes 300 ms later) and its answer goes nowhere. An operation whose
- * outcome the client cannot know. Returns at once. */
-void tcpcut_cut_after_request(struct tcpcut *t, int ms);
+/* ZooKeeper's request types (its OpCode), for tcpcut_lose_reply(). */
+enum { TCPCUT_OP_CREATE = 1, TCPCUT_OP_DELETE = 2, TCPCUT_OP_SETDATA = 5, TCPCUT_OP_MULTI = 14 };
+/* Arms the fault "applied, answer lost" on demand: the next request of type OP is passed on
+ * to the server; its answer (whatever it says) is swallowed and every connection is cut at
+ * that moment, then none relayed for MS milliseconds. The server has decided the request by
+ * then: the client cannot know how. Returns at once. */
+void tcpcut_lose_reply(struct tcpcut *t, int op, int ms);
+/* 1 once the armed answer was swallowed (ZooKeeper's error code of it in *ERR, 0 = the
+ * request was applied), else 0. */
+int tcpcut_lost_reply(const struct tcpcut *t, int *err);
 /* Connections relayed since the start (accepted while not cut). */
 int tcpcut_relayed(const struct tcpcut *t);
 void tcpcut_stop(struct tcpcut *t);
