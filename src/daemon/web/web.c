@@ -1,9 +1,8 @@
+/* The dashboard's router: its state made and freed, and each request sent to the page,
+ * action or sign-in that answers it. It calls down into them; none calls back up here. */
 #include "web.h"
 
-#include <event2/buffer.h>
 #include <event2/http.h>
-#include <event2/keyvalq_struct.h>
-#include <sys/queue.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,272 +10,19 @@
 #include "admin.h"
 #include "config.h"
 #include "daemon.h"
-#include "jsonw.h"
 #include "log.h"
-#include "cluster_time.h"
-#include "session.h"
-#include "units.h"
-#include "web_assets.h"
-#include "web_int.h"
-
-#ifndef DEFERD_VERSION
-#define DEFERD_VERSION "unknown"
-#endif
-
-#define STATIC_PREFIX "/ui/static/"
-
-void web_reply(struct evhttp_request *req, int code, const char *reason, const char *ctype,
-               struct evbuffer *body)
-{
-    struct evkeyvalq *hdr = evhttp_request_get_output_headers(req);
-    evhttp_add_header(hdr, "Content-Type", ctype);
-    evhttp_add_header(hdr, "X-Content-Type-Options", "nosniff");
-    evhttp_add_header(hdr, "X-Frame-Options", "DENY");
-    evhttp_add_header(hdr, "Referrer-Policy", "no-referrer");
-    evhttp_add_header(hdr, "Content-Security-Policy",
-                      "default-src 'none'; script-src 'self'; style-src 'self'; "
-                      "connect-src 'self'; img-src 'self'; frame-ancestors 'none'; "
-                      "base-uri 'none'; form-action 'self'");
-    int head = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD;
-    evhttp_send_reply(req, code, reason, head ? NULL : body);
-}
-
-void web_escape(struct evbuffer *out, const char *s)
-{
-    for (; *s; s++) {
-        size_t n = strcspn(s, "&<>\"'");
-        evbuffer_add(out, s, n);
-        s += n;
-        if (!*s)
-            break;
-        evbuffer_add_printf(out, "&#%d;", (unsigned char)*s);
-    }
-}
-
-void web_escape_bytes(struct evbuffer *out, const char *s, size_t n)
-{
-    size_t u;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '&' || ch == '<' || ch == '>' || ch == '"' || ch == '\'')
-            evbuffer_add_printf(out, "&#%d;", ch);
-        else if (ch == '\\')
-            evbuffer_add(out, "\\\\", 2);
-        else if (ch >= 0x20 && ch < 0x7f)
-            evbuffer_add(out, &s[i], 1);
-        else if (ch >= 0x80 && (u = jsonw_utf8_len((const unsigned char *)s + i, n - i)) > 0) {
-            evbuffer_add(out, &s[i], u);
-            i += u - 1;
-        }
-        else if (ch == '\n')
-            evbuffer_add(out, "\n", 1);
-        else
-            evbuffer_add_printf(out, "\\x%02x", ch);
-    }
-}
-
-void web_urlencode(struct evbuffer *out, const char *s)
-{
-    char *enc = evhttp_encode_uri(s);
-    if (enc)
-        evbuffer_add(out, enc, strlen(enc));
-    free(enc);
-}
-
-void web_time(struct evbuffer *out, uint64_t ms)
-{
-    char buf[40];
-    units_format_time((int64_t)ms, buf, sizeof buf);
-    evbuffer_add(out, buf, strlen(buf));
-}
-
-void web_time_s(struct evbuffer *out, int64_t ms)
-{
-    char buf[40];
-    units_format_time(ms, buf, sizeof buf);
-    evbuffer_add_printf(out, "%.19sZ", buf); /* 2026-11-27T17:03:00, the ms left off */
-}
-
-void web_page_begin(struct evbuffer *out, struct deferd *d, const char *title)
-{
-    const char *zk = !d ? "" : d->session ? session_state_name(session_state(d->session))
-                                         : "CONNECTING";
-    evbuffer_add_printf(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                             "<meta name=\"viewport\" content=\"width=device-width, "
-                             "initial-scale=1\"><title>");
-    web_escape(out, title);
-    evbuffer_add_printf(out, " · deferd</title><link rel=\"stylesheet\" href=\"" STATIC_PREFIX
-                             "app.css\"></head>\n<body><header><a class=\"brand\" href=\"/ui/\">"
-                             "deferd</a><nav><a href=\"/ui/\">Queues</a> <a href=\"/ui/"
-                             "schedules\">Schedules</a></nav><span id=\"zk\" class=\"zk-%s\">"
-                             "%s%s</span>"
-                             "<span class=\"version\">%s</span><span id=\"updated\">", zk,
-                        zk[0] ? "ZooKeeper: " : "", zk, DEFERD_VERSION);
-    /* the daemon's clock in UTC, as every other time of the pages; app.js keeps it so */
-    if (d) {
-        evbuffer_add_printf(out, "updated ");
-        web_time_s(out, cluster_now_ms());
-    }
-    evbuffer_add_printf(out, "</span>%s</header>\n<main>",
-                        d && d->cfg->web_token_file
-                            ? "<a class=\"signin\" href=\"/ui/login\">Sign in</a>" : "");
-}
-
-void web_page_end(struct evbuffer *out)
-{
-    evbuffer_add_printf(out, "</main>\n<script src=\"" STATIC_PREFIX "app.js\"></script>"
-                             "</body></html>\n");
-}
-
-static void send_text(struct evhttp_request *req, int code, const char *reason,
-                      const char *text)
-{
-    struct evbuffer *body = evbuffer_new();
-    if (body)
-        evbuffer_add_printf(body, "%s\n", text);
-    web_reply(req, code, reason, "text/plain; charset=utf-8", body);
-    if (body)
-        evbuffer_free(body);
-}
-
-void web_send_page(struct evhttp_request *req, struct evbuffer *page)
-{
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
-    web_reply(req, 200, "OK", "text/html; charset=utf-8", page);
-}
-
-void web_send_json(struct evhttp_request *req, void (*fill)(struct jsonw *jw, void *ctx),
-                   void *ctx)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    struct evbuffer *body = evbuffer_new();
-    if (mem) {
-        struct jsonw jw;
-        jsonw_init(&jw, mem);
-        fill(&jw, ctx);
-        jsonw_finish(&jw);
-    }
-    if (!mem || fclose(mem) != 0 || !body || evbuffer_add(body, text, len) != 0) {
-        send_text(req, 500, "Internal Server Error", "out of memory");
-    } else {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
-        web_reply(req, 200, "OK", "application/json", body);
-    }
-    if (body)
-        evbuffer_free(body);
-    free(text);
-}
-
-void web_fail(struct evhttp_request *req, int json, int code, const char *reason,
-              const char *text)
-{
-    struct evbuffer *body = evbuffer_new();
-    if (!body) {
-        send_text(req, 500, "Internal Server Error", "out of memory");
-        return;
-    }
-    if (json) {
-        char *text_json = NULL;
-        size_t len = 0;
-        FILE *mem = open_memstream(&text_json, &len);
-        if (mem) {
-            struct jsonw jw;
-            jsonw_init(&jw, mem);
-            jsonw_obj_begin(&jw, NULL);
-            jsonw_str(&jw, "error", text);
-            jsonw_obj_end(&jw);
-            jsonw_finish(&jw);
-        }
-        if (mem && fclose(mem) == 0)
-            evbuffer_add(body, text_json, len);
-        free(text_json);
-        web_reply(req, code, reason, "application/json", body);
-    } else {
-        char title[64];
-        snprintf(title, sizeof title, "%d %s", code, reason);
-        web_page_begin(body, NULL, title);
-        evbuffer_add_printf(body, "<h1>");
-        web_escape(body, title);
-        evbuffer_add_printf(body, "</h1>\n<p class=\"error\">");
-        web_escape(body, text);
-        evbuffer_add_printf(body, "</p>\n<p><a href=\"/ui/\">Queues</a></p>\n");
-        web_page_end(body);
-        web_reply(req, code, reason, "text/html; charset=utf-8", body);
-    }
-    evbuffer_free(body);
-}
-
-int web_params(struct evhttp_request *req, struct evkeyvalq *q)
-{
-    TAILQ_INIT(q);
-    if (evhttp_request_get_command(req) == EVHTTP_REQ_POST) {
-        struct evbuffer *in = evhttp_request_get_input_buffer(req);
-        size_t len = evbuffer_get_length(in);
-        char *body = malloc(len + 1);
-        if (!body)
-            return -1;
-        evbuffer_copyout(in, body, len);
-        body[len] = '\0';
-        int rc = strlen(body) == len ? evhttp_parse_query_str(body, q) : -1;
-        free(body);
-        return rc;
-    }
-    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-    return query ? evhttp_parse_query_str(query, q) : 0;
-}
+#include "web_actions.h"
+#include "web_auth.h"
+#include "web_html.h"
+#include "web_pages.h"
+#include "web_reply.h"
+#include "web_state.h"
+#include "web_worker.h"
 
 static void redirect(struct evhttp_request *req, const char *to)
 {
     evhttp_add_header(evhttp_request_get_output_headers(req), "Location", to);
-    send_text(req, 302, "Found", to);
-}
-
-static const char *asset_type(const char *name)
-{
-    const char *dot = strrchr(name, '.');
-    return dot && strcmp(dot, ".css") == 0  ? "text/css; charset=utf-8"
-           : dot && strcmp(dot, ".js") == 0 ? "text/javascript; charset=utf-8"
-                                            : "application/octet-stream";
-}
-
-/* Only names in the embedded table: no path is ever opened, so none can escape. */
-static void send_asset(struct evhttp_request *req, const char *name)
-{
-    for (const struct web_asset *a = web_assets; a->name; a++) {
-        if (strcmp(a->name, name) != 0)
-            continue;
-        struct evbuffer *body = evbuffer_new();
-        if (!body) {
-            send_text(req, 500, "Internal Server Error", "out of memory");
-            return;
-        }
-        evbuffer_add_reference(body, a->data, a->len, NULL, NULL);
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control",
-                          "max-age=300");
-        web_reply(req, 200, "OK", asset_type(a->name), body);
-        evbuffer_free(body);
-        return;
-    }
-    send_text(req, 404, "Not Found", "no such file");
-}
-
-/* A page or document built into a buffer by BUILD, sent as CTYPE. */
-static void send_built(struct evhttp_request *req, struct deferd *d,
-                       int (*build)(struct deferd *, struct evbuffer *), const char *ctype)
-{
-    struct evbuffer *body = evbuffer_new();
-    if (!body || build(d, body) != 0) {
-        log_warn("web: %s: cannot build the answer: out of memory",
-                 evhttp_request_get_uri(req));
-        send_text(req, 500, "Internal Server Error", "out of memory");
-    } else {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
-        web_reply(req, 200, "OK", ctype, body);
-    }
-    if (body)
-        evbuffer_free(body);
+    web_send_text(req, 302, "Found", to);
 }
 
 static int ours(const char *path)
@@ -330,9 +76,9 @@ static void route_get(struct web *w, struct evhttp_request *req, const char *pat
     if (strcmp(path, "/") == 0 || strcmp(path, "/ui") == 0)
         redirect(req, "/ui/");
     else if (strcmp(path, "/ui/") == 0)
-        send_built(req, w->d, web_overview_html, "text/html; charset=utf-8");
+        web_overview_page(w, req, 0);
     else if (strcmp(path, "/api/v1/overview") == 0)
-        send_built(req, w->d, web_overview_json, "application/json");
+        web_overview_page(w, req, 1);
     else if (strcmp(path, "/ui/login") == 0)
         web_login_form(w, req, NULL);
     else if (strcmp(path, "/ui/schedules") == 0 || strcmp(path, "/api/v1/schedules") == 0)
@@ -353,7 +99,7 @@ static int may_read(struct web *w, struct evhttp_request *req, const char *path)
 {
     struct web_who who;
     if (!w->d->cfg->web_read_token || strcmp(path, "/ui/login") == 0 ||
-        strncmp(path, STATIC_PREFIX, strlen(STATIC_PREFIX)) == 0)
+        strncmp(path, WEB_STATIC_PREFIX, strlen(WEB_STATIC_PREFIX)) == 0)
         return 1;
     web_who(w, req, &who);
     if (who.name)
@@ -391,8 +137,8 @@ int web_handle(struct evhttp_request *req, void *ctx)
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
         web_fail(req, api, 405, "Method Not Allowed", "only GET and HEAD here (actions are "
                  "POSTs to their own paths)");
-    } else if (strncmp(path, STATIC_PREFIX, strlen(STATIC_PREFIX)) == 0) {
-        send_asset(req, path + strlen(STATIC_PREFIX));
+    } else if (strncmp(path, WEB_STATIC_PREFIX, strlen(WEB_STATIC_PREFIX)) == 0) {
+        web_static_page(req, path + strlen(WEB_STATIC_PREFIX));
     } else if (may_read(w, req, path)) {
         route_get(w, req, path);
     }

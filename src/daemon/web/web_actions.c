@@ -4,6 +4,8 @@
  * the reader thread through the code deferctl runs (src/admin), so that it means exactly
  * what the same deferctl command means; each is logged with the token's name and the
  * peer's address, and counted (deferd_web_actions_total). */
+#include "web_actions.h"
+
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -19,7 +21,11 @@
 #include "metrics.h"
 #include "cluster_time.h"
 #include "units.h"
-#include "web_int.h"
+#include "web_auth.h"
+#include "web_call.h"
+#include "web_params.h"
+#include "web_reply.h"
+#include "web_state.h"
 
 struct act_call {
     struct web_call c;          /* first */
@@ -148,9 +154,7 @@ static void see_other(struct act_call *ac)
     else
         evbuffer_add_printf(to, "/ui/queues/%s", queue);
     evbuffer_add(to, "", 1);
-    evhttp_add_header(evhttp_request_get_output_headers(ac->c.req), "Location",
-                      (const char *)evbuffer_pullup(to, -1));
-    web_reply(ac->c.req, 303, "See Other", "text/plain; charset=utf-8", NULL);
+    web_see_other(ac->c.req, (const char *)evbuffer_pullup(to, -1));
     evbuffer_free(to);
 }
 

@@ -5,6 +5,8 @@
  * Forms also carry the session's CSRF value, which another site's page cannot read, and
  * must come from a page of this origin, so that a browser holding the cookie cannot be
  * made to act by a page it visits. */
+#include "web_auth.h"
+
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -19,12 +21,16 @@
 #include "log.h"
 #include "metrics.h"
 #include "units.h"
-#include "web_int.h"
+#include "web_html.h"
+#include "web_params.h"
+#include "web_reply.h"
+#include "web_state.h"
 
 #define COOKIE "deferd_session"
 #define SESSION_TTL_MS (12 * 3600 * 1000LL)
 
-int web_secret_eq(const char *a, const char *b)
+/* Constant time: a secret's length leaks, its bytes do not. */
+static int secret_eq(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     unsigned char diff = la != lb;
@@ -37,7 +43,7 @@ static const char *token_name(const struct config *cfg, const char *secret)
 {
     const char *name = NULL;
     for (size_t i = 0; i < cfg->web_ntokens; i++) /* every one: no early exit to time */
-        if (web_secret_eq(cfg->web_tokens[i].secret, secret))
+        if (secret_eq(cfg->web_tokens[i].secret, secret))
             name = cfg->web_tokens[i].name;
     return name;
 }
@@ -79,7 +85,7 @@ static struct web_session *session_of(struct web *w, struct evhttp_request *req)
     for (size_t i = 0; id[0] && i < w->nsessions; i++) {
         if (w->sessions[i].expires_ms <= now)
             drop_session(w, i--);
-        else if (web_secret_eq(w->sessions[i].id, id))
+        else if (secret_eq(w->sessions[i].id, id))
             found = &w->sessions[i];
     }
     return found;
@@ -215,7 +221,7 @@ int web_csrf_ok(struct web *w, struct evhttp_request *req, struct evkeyvalq *for
 {
     struct web_session *s = session_of(w, req);
     const char *v = evhttp_find_header(form, "csrf");
-    return s && v && web_secret_eq(v, s->csrf) && same_origin(req);
+    return s && v && secret_eq(v, s->csrf) && same_origin(req);
 }
 
 /* ---- sign-in ---- */
@@ -250,12 +256,6 @@ void web_login_form(struct web *w, struct evhttp_request *req, const char *note)
     web_reply(req, note ? 401 : 200, note ? "Unauthorized" : "OK", "text/html; charset=utf-8",
               page);
     evbuffer_free(page);
-}
-
-static void see_other(struct evhttp_request *req, const char *to)
-{
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Location", to);
-    web_reply(req, 303, "See Other", "text/plain; charset=utf-8", NULL);
 }
 
 static void set_cookie(struct evhttp_request *req, const char *value, const char *extra)
@@ -301,7 +301,7 @@ void web_login(struct web *w, struct evhttp_request *req)
         set_cookie(req, s->id, "");
         log_info("web: %s signed in from %s", name, peer);
         metrics_web_action(w->d->metrics, WA_LOGIN, WR_OK);
-        see_other(req, "/ui/");
+        web_see_other(req, "/ui/");
     }
     evhttp_clear_headers(&form);
 }
@@ -312,5 +312,5 @@ void web_logout(struct web *w, struct evhttp_request *req)
     if (s)
         drop_session(w, (size_t)(s - w->sessions));
     set_cookie(req, "", "; Max-Age=0");
-    see_other(req, "/ui/");
+    web_see_other(req, "/ui/");
 }

@@ -2,7 +2,8 @@
  * it is answered (it reads nothing more from that connection meanwhile); only evhttp_free
  * would free it first, which is why web_free, which answers every waiting call, runs
  * before the listener is freed. */
-#include <errno.h>
+#include "web_call.h"
+
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <stdio.h>
@@ -11,7 +12,9 @@
 
 #include "admin.h"
 #include "log.h"
-#include "web_int.h"
+#include "web_params.h"
+#include "web_reply.h"
+#include "web_state.h"
 
 static void fill(struct jsonw *jw, void *ctx)
 {
@@ -65,34 +68,6 @@ int web_call_params(struct web_call *c, struct evkeyvalq *q)
     if (web_params(c->req, q) == 0)
         return 0;
     snprintf(c->err, sizeof c->err, "the query is not key=value&... (%%-encoded)");
-    return -1;
-}
-
-void web_bad_param(char *err, size_t len, const char *name, const char *value,
-                   const char *why)
-{
-    /* the value told back, cut: a long one would only bury the reason */
-    snprintf(err, len, "%s=%.60s%s %s", name, value, strlen(value) > 60 ? "..." : "", why);
-}
-
-int web_limit(struct evkeyvalq *q, size_t def, size_t max, size_t *out, char *err,
-              size_t len)
-{
-    const char *limit = evhttp_find_header(q, "limit");
-    char *end, why[96];
-    *out = def;
-    if (!limit)
-        return 0;
-    errno = 0;
-    unsigned long n = strtoul(limit, &end, 10);
-    int number = limit[0] >= '0' && limit[0] <= '9' && !*end && errno == 0;
-    if (number && n >= 1 && n <= max) {
-        *out = n;
-        return 0;
-    }
-    snprintf(why, sizeof why, "is %s: limit= is how many rows a page shows, 1 to %zu",
-             number ? "out of range" : "not a number", max);
-    web_bad_param(err, len, "limit", limit, why);
     return -1;
 }
 

@@ -12,7 +12,13 @@
 #include "config.h"
 #include "daemon.h"
 #include "jsonw.h"
-#include "web_int.h"
+#include "web_auth.h"
+#include "web_call.h"
+#include "web_html.h"
+#include "web_pages.h"
+#include "web_params.h"
+#include "web_reply.h"
+#include "web_state.h"
 
 struct job_call {
     struct web_call c;          /* first */

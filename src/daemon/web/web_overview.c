@@ -2,6 +2,7 @@
  * that deferctl stats prints (metrics_expose_queue), so that the dashboard, the socket and
  * deferctl never disagree about a number. */
 #include <event2/buffer.h>
+#include <event2/http.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,12 @@
 #include "session.h"
 #include "cluster_time.h"
 #include "units.h"
-#include "web_int.h"
+#include "log.h"
+#include "web_format.h"
+#include "web_html.h"
+#include "web_pages.h"
+#include "web_reply.h"
+#include "web_state.h"
 
 #ifndef DEFERD_VERSION
 #define DEFERD_VERSION "unknown"
@@ -132,7 +138,7 @@ static void row_html(struct evbuffer *out, const char *queue, const struct kv *f
     evbuffer_add_printf(out, "</tr>\n");
 }
 
-int web_overview_html(struct deferd *d, struct evbuffer *out)
+static int overview_html(struct deferd *d, struct evbuffer *out)
 {
     const struct config *cfg = d->cfg;
     char *line = malloc(LINE_MAX_);
@@ -191,7 +197,7 @@ static void daemon_json(struct jsonw *w, struct deferd *d)
     jsonw_obj_end(w);
 }
 
-int web_overview_json(struct deferd *d, struct evbuffer *out)
+static int overview_json(struct deferd *d, struct evbuffer *out)
 {
     const struct config *cfg = d->cfg;
     char *line = malloc(LINE_MAX_), *text = NULL;
@@ -227,4 +233,20 @@ int web_overview_json(struct deferd *d, struct evbuffer *out)
     free(line);
     free(f);
     return rc;
+}
+
+/* Built whole on the loop: the figures are the daemon's own, no read waits. */
+void web_overview_page(struct web *w, struct evhttp_request *req, int json)
+{
+    struct evbuffer *body = evbuffer_new();
+    if (!body || (json ? overview_json : overview_html)(w->d, body) != 0) {
+        log_warn("web: %s: cannot build the answer: out of memory",
+                 evhttp_request_get_uri(req));
+        web_send_text(req, 500, "Internal Server Error", "out of memory");
+    } else {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
+        web_reply(req, 200, "OK", json ? "application/json" : "text/html; charset=utf-8", body);
+    }
+    if (body)
+        evbuffer_free(body);
 }

@@ -17,7 +17,14 @@
 #include "jsonw.h"
 #include "cluster_time.h"
 #include "units.h"
-#include "web_int.h"
+#include "web_auth.h"
+#include "web_call.h"
+#include "web_format.h"
+#include "web_html.h"
+#include "web_pages.h"
+#include "web_params.h"
+#include "web_reply.h"
+#include "web_state.h"
 
 struct jobs_call {
     struct web_call c;          /* first */

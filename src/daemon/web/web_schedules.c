@@ -14,7 +14,11 @@
 #include "schedule.h"
 #include "cluster_time.h"
 #include "units.h"
-#include "web_int.h"
+#include "web_call.h"
+#include "web_html.h"
+#include "web_pages.h"
+#include "web_reply.h"
+#include "web_state.h"
 
 #define NEXT_SHOWN 3
 
