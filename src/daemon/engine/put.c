@@ -90,7 +90,7 @@ static void reply_failed(struct put *p, size_t part, int rc)
             reply_refuse(p->r, PE_UNAVAILABLE, &f, "not stored: ZooKeeper did not store the "
                          "job%s (%s)", p->batch ? "s" : "", why);
     } else {
-        /* stored=<k>: old clients read it as the first word after the code (no reason) */
+        /* stored=<k> alone: an older libdeferd wants " ids=" right after it */
         char *text = NULL;
         f = (struct refusal){.stored = RS_COUNT, .count = stored};
         if (asprintf(&text, "%s; the rest %s: %s", strstr(ids, "ids="), fate, why) < 0)
