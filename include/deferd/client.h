@@ -162,10 +162,12 @@ int deferd_fd(const deferd_client *c);
 
 /* How long deferd_put() and deferd_put_one() go on sending a put again after deferd
  * answered UNAVAILABLE, when sending it again cannot make a second job: the answer said
- * "not stored" (ZooKeeper stayed away longer than the daemon's hold_writes), or it said the
- * job "may have been stored" (the connection to ZooKeeper broke before its answer) and the
- * put carries a put token or a key (a stored first try then answers the retry with its
- * job's id). A put without a key carries a token of its own (idem=, docs/protocol.md),
+ * stored=no (e.g. ZooKeeper stayed away longer than the daemon's hold_writes), or
+ * stored=maybe (the connection to ZooKeeper broke before its answer) and the put carries a
+ * put token (in a queue that keeps them: not tokens=no) or a key (a stored first try then
+ * answers the retry with its job's id); not after reason=draining, max_connections or
+ * permission (docs/protocol.md, Errors; from a daemon older than these fields, by the
+ * words of its text). A put without a key carries a token of its own (idem=, docs/protocol.md),
  * made by the library, unless the retry is 0. Waits 100 ms, then twice as long each time,
  * at most 2 s. Default DEFERD_PUT_RETRY_DEFAULT_MS; 0: never (and no token). Batches,
  * pipelined puts and a put whose connection broke (DEFERD_EIO) are not sent again: see
@@ -181,9 +183,9 @@ int deferd_set_timeout(deferd_client *c, int timeout_ms);
  * DEFERD_ID_MAX (DEFERD_ID_SIZE will do) and the new job id is stored there. Returns
  * DEFERD_OK once the daemon has stored the job in ZooKeeper. An UNAVAILABLE answer is
  * retried when that is safe (deferd_set_put_retry()); DEFERD_ESERVER with the code
- * UNAVAILABLE then says by its text whether the job may have been stored. With opts->key, a put whose key is taken also returns
- * DEFERD_OK, with the existing job's id (deferd_put_one() tells the two apart). An invalid
- * key is DEFERD_EARG. */
+ * UNAVAILABLE then says whether the job may have been stored: deferd_last_error_stored().
+ * With opts->key, a put whose key is taken also returns DEFERD_OK, with the existing job's
+ * id (deferd_put_one() tells the two apart). An invalid key is DEFERD_EARG. */
 int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t len,
                const deferd_put_opts *opts, char *id_out, size_t id_len);
 
@@ -414,6 +416,23 @@ const char *deferd_last_error(const deferd_client *c);
 /* The daemon's ERR code word of the last failure (e.g. "TOO_LARGE", "UNAVAILABLE"), or ""
  * if the last failure was not an ERR reply. */
 const char *deferd_last_error_code(const deferd_client *c);
+
+/* What the last ERR reply said became of the job(s) of the put or batch it refused, by
+ * its stored= field (docs/protocol.md, Errors): nothing stored, perhaps stored (the answer
+ * was lost: send it again only with the same key or put token), or stored. UNSAID when
+ * the reply had no such field (not a put's refusal, PARTIAL, or a daemon older than these
+ * fields: then only its text tells), or the last failure was not an ERR reply. */
+enum {
+    DEFERD_STORED_UNSAID = 0,
+    DEFERD_STORED_NO = 1,
+    DEFERD_STORED_MAYBE = 2,
+    DEFERD_STORED_YES = 3,
+};
+int deferd_last_error_stored(const deferd_client *c);
+
+/* The reason= field of the last ERR reply ("not_connected", "draining", "permission", ...;
+ * docs/protocol.md, Errors), or "" when it had none. Later daemons may add reasons. */
+const char *deferd_last_error_reason(const deferd_client *c);
 
 /* Short static description of a DEFERD_* return code. */
 const char *deferd_strerror(int rc);

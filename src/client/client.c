@@ -24,6 +24,7 @@ int client_fail(deferd_client *c, int rc, const char *fmt, ...)
     vsnprintf(c->err, sizeof c->err, fmt, ap);
     va_end(ap);
     c->err_code[0] = '\0';
+    memset(&c->err_fields, 0, sizeof c->err_fields);
     return rc;
 }
 
@@ -60,6 +61,9 @@ int client_server_error(deferd_client *c, const char *text, const char *code)
         c->err[0] = '\0';
     if (snprintf(c->err_code, sizeof c->err_code, "%s", code) < 0)
         c->err_code[0] = '\0';
+    size_t n = strlen(code);
+    refusal_parse(strncmp(text, code, n) == 0 && text[n] == ' ' ? text + n + 1 : "",
+                  &c->err_fields);
     return DEFERD_ESERVER;
 }
 
@@ -85,6 +89,21 @@ const char *deferd_last_error(const deferd_client *c)
 const char *deferd_last_error_code(const deferd_client *c)
 {
     return c ? c->err_code : "";
+}
+
+_Static_assert(DEFERD_STORED_NO == (int)RS_NO && DEFERD_STORED_MAYBE == (int)RS_MAYBE &&
+               DEFERD_STORED_YES == (int)RS_YES, "stored= values");
+
+int deferd_last_error_stored(const deferd_client *c)
+{
+    if (c == NULL || c->err_fields.stored == RS_COUNT) /* PARTIAL: its own count */
+        return DEFERD_STORED_UNSAID;
+    return (int)c->err_fields.stored;
+}
+
+const char *deferd_last_error_reason(const deferd_client *c)
+{
+    return c ? c->err_fields.reason_word : "";
 }
 
 static int check_key(deferd_client *c, const char *key)
@@ -193,19 +212,30 @@ static int put_once(deferd_client *c, const char *queue, const void *payload, si
     return rc;
 }
 
-/* Sending the put again cannot make a second job: it was not stored (UNAVAILABLE "not
- * stored", not a denial, not a daemon stopping), or its outcome is unknown and it carries a
- * put token (a stored first try answers the retry with its job) or a key (it answers as
- * the key's duplicate); a Curator format queue keeps no tokens (protocol.md, UNAVAILABLE). */
+/* The fallback for daemons older than refusal fields (their ERR carries none): the words
+ * of their text. Sending the put again cannot make a second job: it was not stored
+ * (UNAVAILABLE "not stored", not a denial, not a daemon stopping), or its outcome is
+ * unknown and it carries a put token or a key; a Curator format queue keeps no tokens. */
+static int put_retry_safe_by_text(const deferd_client *c, int keyed, int tokened)
+{
+    if (strstr(c->err, "permission denied") || strstr(c->err, "stopping"))
+        return 0;
+    if (strstr(c->err, "may have been stored"))
+        return keyed || (tokened && !strstr(c->err, "keeps no put tokens"));
+    return strstr(c->err, "not stored") != NULL;
+}
+
+/* Whether an UNAVAILABLE put may be sent again: decided by its fields (stored=, reason=,
+ * tokens=; docs/protocol.md, Errors), by its text only from an older daemon. */
 static int put_retry_safe(const deferd_client *c, const deferd_put_opts *opts,
                           const char *token)
 {
-    if (strcmp(c->err_code, "UNAVAILABLE") != 0 || strstr(c->err, "permission denied") ||
-        strstr(c->err, "stopping"))
+    int keyed = opts && opts->key;
+    if (strcmp(c->err_code, "UNAVAILABLE") != 0)
         return 0;
-    if (strstr(c->err, "may have been stored"))
-        return (opts && opts->key) || (token && !strstr(c->err, "keeps no put tokens"));
-    return strstr(c->err, "not stored") != NULL;
+    if (c->err_fields.fields > 0)
+        return refusal_put_retry_safe(&c->err_fields, keyed, token != NULL);
+    return put_retry_safe_by_text(c, keyed, token != NULL);
 }
 
 /* A put token: this host's clock in ms, and 64 random bits (docs/protocol.md, PUT idem=). */
@@ -218,10 +248,13 @@ static void new_token(char *buf, size_t len)
 }
 
 /* A daemon older than put tokens refuses idem= ("unknown or repeated option"): the client
- * sends its puts without one from then on. */
+ * sends its puts without one from then on. A daemon with refusal fields names the option
+ * (option=idem); one without (older than tokens, too) only in its text. */
 static int token_refused(deferd_client *c)
 {
-    if (strcmp(c->err_code, "BAD_REQUEST") != 0 || !strstr(c->err, "option 'idem'"))
+    const struct refusal *f = &c->err_fields;
+    if (strcmp(c->err_code, "BAD_REQUEST") != 0 ||
+        !(f->fields > 0 ? strcmp(f->option, "idem") == 0 : strstr(c->err, "option 'idem'") != NULL))
         return 0;
     c->no_tokens = 1;
     return 1;

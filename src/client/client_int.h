@@ -23,6 +23,7 @@
 #include <sys/un.h>
 
 #include "deferd/client.h"
+#include "refusal.h"
 
 /* protocol.md: a header line, '\n' included, is at most 1024 bytes. */
 #define OUT_LINE_MAX 1024
@@ -80,6 +81,7 @@ struct deferd_client {
     size_t reply_hlen;              /* bytes of the last reply line, not consumed yet */
     char err[512];
     char err_code[32];
+    struct refusal err_fields;      /* the fields of the last ERR reply (refusal.h) */
 };
 
 /* A request line being built. */

@@ -33,6 +33,7 @@ static int bad(struct proto_error *err, enum proto_errcode code, const char *fmt
 {
     va_list ap;
     err->code = code;
+    memset(&err->fields, 0, sizeof err->fields);
     va_start(ap, fmt);
     vsnprintf(err->text, sizeof err->text, fmt, ap);
     va_end(ap);
@@ -135,7 +136,10 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
         r->inflight = (uint32_t)n;
         return 0;
     }
-    return bad(err, PE_BAD_REQUEST, "unknown or repeated option '%.40s'", tok);
+    bad(err, PE_BAD_REQUEST, "unknown or repeated option '%.40s'", tok);
+    /* option=<name>: a client learns what this daemon does not take (an older one: idem) */
+    snprintf(err->fields.option, sizeof err->fields.option, "%s", tok);
+    return -1;
 }
 
 static int parse_queue(const char *s, char *dst, struct proto_error *err)
@@ -400,9 +404,8 @@ static enum proto_result take_header(struct proto_decoder *d, struct evbuffer *i
     if (req->len > d->max_payload) {
         d->state = PS_SKIP_BYTES;
         d->skip = (uint64_t)req->len + 1;
-        snprintf(err->text, sizeof err->text, "payload of %zu bytes is over the limit of %llu",
-                 req->len, (unsigned long long)d->max_payload);
-        err->code = PE_TOO_LARGE;
+        bad(err, PE_TOO_LARGE, "payload of %zu bytes is over the limit of %llu", req->len,
+            (unsigned long long)d->max_payload);
         return PROTO_ERROR;
     }
     d->pending = *req;
@@ -495,8 +498,10 @@ static int group_take(struct proto_decoder *d, enum proto_result *res,
                       struct proto_request *req, struct proto_error *err)
 {
     size_t item = d->group_seen++;
-    if (*res == PROTO_ERROR)
+    if (*res == PROTO_ERROR && !d->group_failed) {
         group_fail(d, item, err->code, err->text);
+        d->group_err.fields = err->fields; /* the item's own (option=) */
+    }
     else if (req->cmd != CMD_PUT)
         group_fail(d, item, PE_BAD_REQUEST, "expected a PUT");
     else if (d->group_bytes + req->len > PROTO_GROUP_BYTES_MAX)
@@ -561,8 +566,17 @@ enum proto_result proto_decode(struct proto_decoder *d, struct evbuffer *in,
 
 int proto_format_error(char *buf, size_t len, enum proto_errcode code, const char *text)
 {
+    return proto_format_refusal(buf, len, code, NULL, text);
+}
+
+int proto_format_refusal(char *buf, size_t len, enum proto_errcode code,
+                         const struct refusal *f, const char *text)
+{
+    char fields[PROTO_FIELDS_MAX] = "";
+    if (f && refusal_format(fields, sizeof fields, f) < 0)
+        fields[0] = '\0'; /* cannot happen with the daemon's fields; the text still goes */
     /* Replies are one line: no newline may leak in from a message. */
-    int n = snprintf(buf, len, "ERR %s %s", errnames[code], text);
+    int n = snprintf(buf, len, "ERR %s %s%s", errnames[code], fields, text);
     for (char *p = buf; *p; p++)
         if (*p == '\n' || *p == '\r')
             *p = ' ';

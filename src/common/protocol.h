@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "layout.h"
+#include "refusal.h"
 
 struct evbuffer;
 
@@ -66,6 +67,7 @@ struct proto_request {
 
 struct proto_error {
     enum proto_errcode code;
+    struct refusal fields;      /* written before the text (refusal.h) */
     char text[200];
 };
 
@@ -105,6 +107,11 @@ void proto_decoder_clear(struct proto_decoder *d);
 
 const char *proto_errcode_name(enum proto_errcode code);
 int proto_format_error(char *buf, size_t len, enum proto_errcode code, const char *text);
+/* The most bytes refusal_format() writes for the daemon's fields. */
+#define PROTO_FIELDS_MAX 128
+/* "ERR <CODE> <fields> <text>" (docs/protocol.md, Errors); F may be NULL (no fields). */
+int proto_format_refusal(char *buf, size_t len, enum proto_errcode code,
+                         const struct refusal *f, const char *text);
 /* One JOB push (docs/protocol.md). uid: the job's stable uid, NULL when it has none (a
  * Curator queue's item); written only for a consumer that asked for it (SUB uid=1), since a
  * version-1 client counts the header's words. */

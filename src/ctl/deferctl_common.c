@@ -142,9 +142,14 @@ int ctl_read_path(const char *path, char **out, size_t *len)
 
 int ctl_zk_starting(deferd_client *c, int err, int tries)
 {
-    return err == DEFERD_ESERVER && tries < 50 &&
-           strcmp(deferd_last_error_code(c), "UNAVAILABLE") == 0 &&
-           strstr(deferd_last_error(c), "not connected to ZooKeeper") != NULL;
+    if (err != DEFERD_ESERVER || tries >= 50 ||
+        strcmp(deferd_last_error_code(c), "UNAVAILABLE") != 0)
+        return 0;
+    const char *why = deferd_last_error_reason(c);
+    if (!*why) /* a daemon older than refusal fields: only its words tell */
+        return strstr(deferd_last_error(c), "not connected to ZooKeeper") != NULL;
+    return deferd_last_error_stored(c) == DEFERD_STORED_NO &&
+           (strcmp(why, "not_connected") == 0 || strcmp(why, "clock_unread") == 0);
 }
 
 int ctl_put_one(deferd_client *c, deferd_put_item *it)

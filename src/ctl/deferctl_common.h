@@ -39,8 +39,9 @@ deferd_client *ctl_connect(const char *path);
 int ctl_lib_fail(deferd_client *c, const char *what, int rc);
 /* The contents of PATH ('-': standard input), malloc'd; -1 with errno. */
 int ctl_read_path(const char *path, char **out, size_t *len);
-/* Worth trying again: the daemon is still opening its ZooKeeper session (nothing was
- * stored). Other UNAVAILABLE answers may mean the job was stored: never retried. */
+/* Worth trying again: the daemon is still opening its ZooKeeper session or reading its
+ * clock (stored=no reason=not_connected or clock_unread). Other UNAVAILABLE answers may
+ * mean the job was stored: never retried. */
 int ctl_zk_starting(deferd_client *c, int err, int tries);
 /* deferd_put_one(), tried again while ctl_zk_starting() says so. */
 int ctl_put_one(deferd_client *c, deferd_put_item *it);

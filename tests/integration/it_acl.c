@@ -42,6 +42,7 @@ static void check_denied_reply(deferd_client *c, const char *what)
 {
     CHECK_STR(deferd_last_error_code(c), "UNAVAILABLE");
     CHECK_CONTAINS(deferd_last_error(c), "permission denied by ZooKeeper");
+    CHECK_STR(deferd_last_error_reason(c), "permission");
     if (!strstr(deferd_last_error(c), "permission denied by ZooKeeper"))
         fprintf(stderr, "%s: %s\n", what, deferd_last_error(c));
 }
@@ -300,11 +301,12 @@ int main(void)
     int rc;
     /* until its session is up, UNAVAILABLE says so instead */
     while ((rc = deferd_put(m, "a", "x", 1, &o, id, sizeof id)) == DEFERD_ESERVER &&
-           !strstr(deferd_last_error(m), "permission denied") && now_ms() < deadline)
+           strcmp(deferd_last_error_reason(m), "permission") != 0 && now_ms() < deadline)
         usleep(50000);
     CHECK(rc == DEFERD_ESERVER);
     CHECK_STR(deferd_last_error_code(m), "UNAVAILABLE");
     CHECK_CONTAINS(deferd_last_error(m), "permission denied by ZooKeeper");
+    CHECK(deferd_last_error_stored(m) == DEFERD_STORED_NO);
     CHECK(deferd_put(m, "a", "x", 1, &o, id, sizeof id) == DEFERD_ESERVER);
     CHECK_CONTAINS(deferd_last_error(m), "permission denied by ZooKeeper");
     /* its put's first znode in queue a: its put token's directory (libdeferd gives the put

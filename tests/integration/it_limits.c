@@ -48,7 +48,7 @@ static void connections(void)
     int extra = raw_connect(&d);
     CHECK(extra >= 0);
     CHECK(read_line(extra, line, sizeof line, 5000) > 0);
-    CHECK_CONTAINS(line, "ERR UNAVAILABLE too many connections");
+    CHECK_CONTAINS(line, "ERR UNAVAILABLE stored=no reason=max_connections too many connections");
     CHECK(read_line(extra, line, sizeof line, 5000) < 0); /* then closed */
     close(extra);
     CHECK(log_wait(&d, mark, "refusing connections: 3 open, max_connections 3", 5000));

@@ -387,7 +387,9 @@ static int read_answers(int fd, int n, int *dups, int *maybe)
             *end = '\0';
         ok += strncmp(line, "OK ", 3) == 0;
         *dups += strncmp(line, "OK ", 3) == 0 && strstr(line, "duplicate") != NULL;
-        *maybe += strncmp(line, "ERR UNAVAILABLE the job may have been stored", 44) == 0;
+        *maybe += strncmp(line, "ERR UNAVAILABLE stored=maybe ", 29) == 0;
+        CHECK(strncmp(line, "ERR ", 4) != 0 || strstr(line, "stored=maybe reason=") ||
+              !strstr(line, "may have been stored")); /* the field says what the text says */
         if (!end)
             break;
         *end = '\n';

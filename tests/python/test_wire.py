@@ -119,11 +119,12 @@ TOKENED = b"PUT q 1" + TOKEN + b"\na\n"
 UNKEYED = b"PUT q 1\na\n"
 CURATOR_MAYBE = MAYBE[:-1] + b"; a Curator format queue keeps no put tokens: a retry may " \
                 b"store it twice\n"
-# A keyed put whose outcome is unknown is sent again, byte for byte, and its first try's job
-# comes back as the key's duplicate; a put without a key carries a token of its own and is
-# sent again with it; "not stored" is sent again; a Curator queue's "may have been stored"
-# and a denial are raised at once; a daemon that refuses idem= gets the put without it, and
-# no token from then on; with put_retry = 0 no token is made and nothing sent again.
+# A daemon older than refusal fields, whose words decide: a keyed put whose outcome is
+# unknown is sent again, byte for byte, and its first try's job comes back as the key's
+# duplicate; a put without a key carries a token of its own and is sent again with it;
+# "not stored" is sent again; a Curator queue's "may have been stored" and a denial are
+# raised at once; a daemon that refuses idem= gets the put without it, and no token from
+# then on; with put_retry = 0 no token is made and nothing sent again.
 RETRY_SCRIPT = [
     (KEYED, MAYBE), (KEYED, NOT_STORED), (KEYED, b"OK q/1-5-ab-kk1 duplicate\n"),
     (TOKENED, MAYBE), (TOKENED, NOT_STORED), (TOKENED, b"OK q/2\n"),
@@ -132,6 +133,36 @@ RETRY_SCRIPT = [
     (TOKENED, b"ERR BAD_REQUEST unknown or repeated option 'idem'\n"), (UNKEYED, b"OK q/3\n"),
     (UNKEYED, MAYBE),
 ]
+
+
+# A daemon with refusal fields: they decide, though each text says the opposite. stored=no
+# is sent again (the same token), then stored=maybe with a token; reason=permission and
+# tokens=no are raised at once; a keyed stored=maybe is sent again; reason=draining is
+# raised; option=prio is not idem, option=idem is: the put goes again without a token.
+FIELDS_SCRIPT = [
+    (TOKENED, b"ERR UNAVAILABLE stored=no reason=zookeeper ZooKeeper said no\n"),
+    (TOKENED, b"ERR UNAVAILABLE stored=maybe reason=connection_lost gone\n"),
+    (TOKENED, b"OK q/2\n"),
+    (TOKENED, b"ERR UNAVAILABLE stored=no reason=permission not stored\n"),
+    (TOKENED, b"ERR UNAVAILABLE stored=maybe reason=connection_lost tokens=no " + MAYBE[16:]),
+    (KEYED, b"ERR UNAVAILABLE stored=maybe reason=connection_lost gone\n"),
+    (KEYED, b"OK q/1-5-ab-kk1 duplicate\n"),
+    (TOKENED, b"ERR UNAVAILABLE stored=no reason=draining not stored\n"),
+    (TOKENED, b"ERR BAD_REQUEST option=prio unknown or repeated option 'idem'\n"),
+    (TOKENED, b"ERR BAD_REQUEST option=idem unknown option\n"), (UNKEYED, b"OK q/3\n"),
+]
+
+
+def check_fields_errors(test: unittest.TestCase, errors: List[deferd.DeferdError],
+                        tokens: List[bytes]) -> None:
+    """What the puts of FIELDS_SCRIPT raised, and the tokens they sent."""
+    test.assertEqual([(type(e), e.stored, e.reason) for e in errors], [
+        (deferd.Unavailable, "no", "permission"), (deferd.Unavailable, "maybe", "connection_lost"),
+        (deferd.Unavailable, "no", "draining"), (deferd.BadRequest, None, None)])
+    test.assertEqual(errors[1].fields, {"stored": "maybe", "reason": "connection_lost",
+                                        "tokens": "no"})
+    test.assertEqual(tokens[0], tokens[2])
+    test.assertEqual(len(set(tokens)), 6)
 
 
 def check_retry_rules(test: unittest.TestCase) -> None:
@@ -147,6 +178,27 @@ def check_retry_rules(test: unittest.TestCase) -> None:
     test.assertFalse(put_retry_safe(deferd.DeferdError("not stored (x)", "QUEUE_FULL"), True))
     test.assertFalse(put_retry_safe(deferd.DeferdError("deferd is stopping; the job was not "
                                                        "stored", "UNAVAILABLE"), True))
+    # fields decide, whatever the words
+    def err(text: str, code: str = "UNAVAILABLE") -> deferd.DeferdError:
+        return deferd.DeferdError(text, code)
+    test.assertTrue(put_retry_safe(err("stored=no reason=hold_expired"), False))
+    test.assertTrue(put_retry_safe(err("stored=no reason=later_one stopping"), False))
+    test.assertFalse(put_retry_safe(err("stored=no reason=draining not stored"), True, True))
+    test.assertFalse(put_retry_safe(err("stored=no reason=permission not stored"), True))
+    test.assertFalse(put_retry_safe(err("stored=maybe reason=connection_lost not stored"),
+                                    False))
+    test.assertTrue(put_retry_safe(err("stored=maybe reason=no_session"), False, True))
+    test.assertFalse(put_retry_safe(err("stored=maybe reason=x tokens=no"), False, True))
+    test.assertTrue(put_retry_safe(err("stored=maybe reason=x tokens=no"), True, True))
+    test.assertFalse(put_retry_safe(err("stored=yes not stored"), True, True))
+    test.assertFalse(put_retry_safe(err("stored=no reason=zookeeper", "QUEUE_FULL"), True))
+    e = err("stored=no reason=max_connections too many connections")
+    test.assertEqual((e.stored, e.reason, e.text), ("no", "max_connections",
+                                                   "stored=no reason=max_connections too "
+                                                   "many connections"))
+    test.assertFalse(put_retry_safe(e, True, True))
+    test.assertEqual(err("not stored: stored=no").fields, {})  # fields only at the front
+    test.assertEqual(err("stored=no; x").fields, {})
     pauses = list(put_retry_pauses(10.0))
     test.assertEqual(pauses[:6], [0.1, 0.2, 0.4, 0.8, 1.6, 2.0])
     test.assertLessEqual(sum(pauses), 10.0)
@@ -176,6 +228,26 @@ class Wire(unittest.TestCase):
         self.assertEqual(f.tokens[0], f.tokens[1])
         self.assertEqual(f.tokens[1], f.tokens[2])
         self.assertEqual(len(set(f.tokens)), 4)
+
+    def test_put_retried_by_fields(self) -> None:
+        f = FakeDaemon(FIELDS_SCRIPT)
+        errors: List[deferd.DeferdError] = []
+        with deferd.Client(f.path, timeout=10) as c:
+            self.assertEqual(c.put("q", "a").id, "q/2")
+            for _ in range(2):
+                with self.assertRaises(deferd.Unavailable) as e:
+                    c.put("q", "a")
+                errors.append(e.exception)
+            self.assertEqual(c.put("q", "a", key="k1"), deferd.PutResult("q/1-5-ab-kk1", True))
+            with self.assertRaises(deferd.Unavailable) as e:
+                c.put("q", "a")
+            errors.append(e.exception)
+            with self.assertRaises(deferd.BadRequest) as e2:
+                c.put("q", "a")
+            errors.append(e2.exception)
+            self.assertEqual(c.put("q", "a").id, "q/3")
+        f.done(self)
+        check_fields_errors(self, errors, f.tokens)
 
     def test_put_bytes_and_reply(self) -> None:
         f = FakeDaemon([
@@ -346,6 +418,27 @@ class AioWire(unittest.IsolatedAsyncioTestCase):
             with self.assertRaises(deferd.Unavailable):
                 await c.put("q", "a")
         f.done(self)
+
+    async def test_put_retried_by_fields(self) -> None:
+        f = FakeDaemon(FIELDS_SCRIPT)
+        errors: List[deferd.DeferdError] = []
+        async with deferd.aio.Client(f.path, timeout=10) as c:
+            self.assertEqual((await c.put("q", "a")).id, "q/2")
+            for _ in range(2):
+                with self.assertRaises(deferd.Unavailable) as e:
+                    await c.put("q", "a")
+                errors.append(e.exception)
+            self.assertEqual(await c.put("q", "a", key="k1"),
+                             deferd.PutResult("q/1-5-ab-kk1", True))
+            with self.assertRaises(deferd.Unavailable) as e:
+                await c.put("q", "a")
+            errors.append(e.exception)
+            with self.assertRaises(deferd.BadRequest) as e2:
+                await c.put("q", "a")
+            errors.append(e2.exception)
+            self.assertEqual((await c.put("q", "a")).id, "q/3")
+        f.done(self)
+        check_fields_errors(self, errors, f.tokens)
 
     async def test_requests_from_concurrent_tasks(self) -> None:
         f = FakeDaemon([

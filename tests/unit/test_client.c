@@ -1,7 +1,9 @@
 /* libdeferd's wire format for keys, BATCH, follow-ups, CANCEL and RESCHEDULE, against a
  * scripted fake daemon (a child process on a Unix socket): each request must arrive byte
  * for byte as docs/protocol.md has it, and each reply, pushes mixed in, must be read back
- * right, also a 1000-id reply of about 250 KB. */
+ * right, also a 1000-id reply of about 250 KB. A put refused UNAVAILABLE is sent again as
+ * its reply's fields say (stored=, reason=, tokens=, option=), and by its words only when
+ * it has no fields (an older daemon). */
 #include <deferd/client.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -16,7 +18,7 @@ struct step {
     char *reply; /* what the fake daemon answers */
 };
 
-#define NSTEPS 32
+#define NSTEPS 64
 static struct step script[NSTEPS];
 static int nsteps;
 
@@ -52,19 +54,59 @@ static void write_all(int fd, const char *s)
     }
 }
 
+/* A put token the client made: NEW_TOKEN matches any, SAME_TOKEN only the last one seen. */
+#define NEW_TOKEN " idem=\001\001\001\001\001\001\001\001\001\001\001\001\001\001\001" \
+                  "\001\001\001\001\001\001\001\001\001\001\001\001\001\001\001"
+#define SAME_TOKEN " idem=\002\002\002\002\002\002\002\002\002\002\002\002\002\002\002" \
+                   "\002\002\002\002\002\002\002\002\002\002\002\002\002\002\002"
+static char token_seen[31];
+
+/* Does GOT match WANT, tokens as above? */
+static int matches(const char *want, const char *got)
+{
+    for (size_t i = 0, t = 0; want[i]; i++) {
+        if (want[i] == '\001' || want[i] == '\002') {
+            int ok = want[i] == '\001' ? strchr("0123456789abcdef-", got[i]) != NULL
+                                        : got[i] == token_seen[t];
+            if (!ok || !got[i])
+                return 0;
+            token_seen[t++] = got[i];
+        } else if (want[i] != got[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A step whose request is "": the client closes; the next connection goes on. */
+static int next_connection(int lfd, int fd)
+{
+    char c;
+    while (fd >= 0 && read(fd, &c, 1) > 0)
+        ;
+    if (fd >= 0)
+        close(fd);
+    fd = accept(lfd, NULL, NULL);
+    if (fd < 0)
+        _exit(2);
+    return fd;
+}
+
 /* The fake daemon: a request that differs from the script is answered with an ERR that
  * shows what came, and ends the script. */
 static void serve(int lfd)
 {
-    int fd = accept(lfd, NULL, NULL);
-    if (fd < 0)
-        _exit(2);
+    int fd = next_connection(lfd, -1);
     for (int i = 0; i < nsteps; i++) {
         size_t n = strlen(script[i].req);
+        if (n == 0) {
+            fd = next_connection(lfd, fd);
+            continue;
+        }
         char *got = calloc(1, n + 1);
         if (!got || read_exact(fd, got, n) != 0)
             _exit(4);
-        if (strcmp(got, script[i].req) != 0) {
+        if (!matches(script[i].req, got)) {
             char msg[512];
             snprintf(msg, sizeof msg, "ERR MISMATCH step %d got '%.200s'\n", i + 1, got);
             write_all(fd, msg);
@@ -107,6 +149,84 @@ static void script_big_batch(void)
     free(reply);
 }
 
+#define MAYBE_TEXT "the job may have been stored: the connection to ZooKeeper broke (x)"
+#define NOT_STORED_TEXT "not stored (ZooKeeper did not come back within [daemon] hold_writes)"
+
+/* Fields decide, also against the words of the text: each reply's text would decide the
+ * other way. */
+static void script_fields(void)
+{
+    add("PUT q 1" NEW_TOKEN "\nx\n", "ERR UNAVAILABLE stored=no reason=zookeeper ZooKeeper said no\n");
+    add("PUT q 1" SAME_TOKEN "\nx\n", "ERR UNAVAILABLE stored=maybe reason=connection_lost gone\n");
+    add("PUT q 1" SAME_TOKEN "\nx\n", "OK q/2\n");
+    add("PUT q 1" NEW_TOKEN "\nx\n", "ERR UNAVAILABLE stored=no reason=permission not stored\n");
+    add("PUT q 1" NEW_TOKEN "\nx\n",
+        "ERR UNAVAILABLE stored=maybe reason=connection_lost tokens=no " MAYBE_TEXT "\n");
+    add("PUT q 1 key=k1\nx\n", "ERR UNAVAILABLE stored=maybe reason=connection_lost gone\n");
+    add("PUT q 1 key=k1\nx\n", "OK q/1-5-ab-kk1 duplicate\n");
+    add("PUT q 1" NEW_TOKEN "\nx\n", "ERR UNAVAILABLE stored=no reason=draining not stored\n");
+    add("PUT q 1" NEW_TOKEN "\nx\n", "ERR BAD_REQUEST option=prio unknown option 'idem'\n");
+    add("PUT q 1" NEW_TOKEN "\nx\n", "ERR BAD_REQUEST option=idem unknown option\n");
+    add("PUT q 1\nx\n", "OK q/3\n");
+}
+
+/* A daemon older than the fields: the words of its text decide. */
+static void script_old_text(void)
+{
+    add("", "");
+    add("PUT q 1" NEW_TOKEN "\nx\n", "ERR UNAVAILABLE " MAYBE_TEXT "\n");
+    add("PUT q 1" SAME_TOKEN "\nx\n", "ERR UNAVAILABLE " NOT_STORED_TEXT "\n");
+    add("PUT q 1" SAME_TOKEN "\nx\n", "OK q/4\n");
+    add("PUT q 1" NEW_TOKEN "\nx\n", "ERR UNAVAILABLE not stored: permission denied by ZooKeeper\n");
+    add("PUT q 1" NEW_TOKEN "\nx\n", "ERR UNAVAILABLE " MAYBE_TEXT "; a Curator format queue "
+        "keeps no put tokens\n");
+    add("PUT q 1" NEW_TOKEN "\nx\n", "ERR UNAVAILABLE deferd is stopping; not stored\n");
+    add("PUT q 1" NEW_TOKEN "\nx\n", "ERR BAD_REQUEST unknown or repeated option 'idem'\n");
+    add("PUT q 1\nx\n", "OK q/5\n");
+    add("PUT q 1\nx\n", "ERR UNAVAILABLE " MAYBE_TEXT "\n"); /* no token now: not again */
+}
+
+static void check_put_fails(deferd_client *c, int stored, const char *reason)
+{
+    CHECK(deferd_put(c, "q", "x", 1, NULL, NULL, 0) == DEFERD_ESERVER);
+    CHECK(deferd_last_error_stored(c) == stored);
+    CHECK_STR(deferd_last_error_reason(c), reason);
+}
+
+static void run_fields(deferd_client *c)
+{
+    char id[DEFERD_ID_SIZE];
+    deferd_put_opts keyed = {.key = "k1"};
+    CHECK(deferd_put(c, "q", "x", 1, NULL, id, sizeof id) == DEFERD_OK);
+    CHECK_STR(id, "q/2");
+    check_put_fails(c, DEFERD_STORED_NO, "permission");
+    check_put_fails(c, DEFERD_STORED_MAYBE, "connection_lost");
+    CHECK(deferd_put(c, "q", "x", 1, &keyed, id, sizeof id) == DEFERD_OK);
+    CHECK_STR(id, "q/1-5-ab-kk1");
+    check_put_fails(c, DEFERD_STORED_NO, "draining");
+    CHECK_STR(deferd_last_error(c), "UNAVAILABLE stored=no reason=draining not stored");
+    check_put_fails(c, DEFERD_STORED_UNSAID, "");
+    CHECK(deferd_put(c, "q", "x", 1, NULL, id, sizeof id) == DEFERD_OK);
+    CHECK_STR(id, "q/3");
+}
+
+static deferd_client *run_old_text(deferd_client *c, const char *path)
+{
+    char id[DEFERD_ID_SIZE], err[256];
+    deferd_close(c);
+    if (!(c = deferd_connect(path, err, sizeof err)))
+        return NULL;
+    deferd_set_timeout(c, 10000);
+    CHECK(deferd_put(c, "q", "x", 1, NULL, id, sizeof id) == DEFERD_OK);
+    CHECK_STR(id, "q/4");
+    for (int i = 0; i < 3; i++)
+        check_put_fails(c, DEFERD_STORED_UNSAID, "");
+    CHECK(deferd_put(c, "q", "x", 1, NULL, id, sizeof id) == DEFERD_OK);
+    CHECK_STR(id, "q/5");
+    check_put_fails(c, DEFERD_STORED_UNSAID, "");
+    return c;
+}
+
 static void write_script(void)
 {
     add("PUT q 1 key=k1\nx\n", "OK q/1-2-abc-kk1 duplicate\n");
@@ -131,6 +251,8 @@ static void write_script(void)
     add("UNSUB q,r\n", "OK\n");
     add("NACK q/1-1-a unrun=1\n", "CANCELLED q/1-1-c\nNEWPUSH of a later daemon\nOK\n");
     add("NACK q/1-1-b-a1 unrun=1\n", "OK q/1-1-b\n");
+    script_fields();
+    script_old_text();
 }
 
 static void run_puts(deferd_client *c)
@@ -303,6 +425,11 @@ int main(void)
         run_pipelined(c);
         run_leaving(c);
         run_events(c);
+        run_fields(c);
+        c = run_old_text(c, sa.sun_path);
+        CHECK(c != NULL);
+    }
+    if (c) {
         if (check_failures)
             fprintf(stderr, "last error: %s\n", deferd_last_error(c));
         deferd_close(c);

@@ -190,6 +190,59 @@ static void formatting(void)
 
 /* BATCH and ACK/NACK then=: the PUTs after the header belong to it; any bad one fails the
  * whole group, reported once all of them were read, and the next request is in sync. */
+/* ERR fields (refusal.h): written after the code, read back by the clients' parser, the
+ * put-retry rule from them alone; an option refused is named in option=. */
+static void refusal_fields(void)
+{
+    char line[256];
+    struct refusal f = {.stored = RS_NO, .reason = RR_DRAINING};
+    proto_format_refusal(line, sizeof line, PE_UNAVAILABLE, &f, "deferd is stopping");
+    CHECK_STR(line, "ERR UNAVAILABLE stored=no reason=draining deferd is stopping");
+    f = (struct refusal){.stored = RS_MAYBE, .reason = RR_CONNECTION_LOST, .no_tokens = 1};
+    proto_format_refusal(line, sizeof line, PE_UNAVAILABLE, &f, "x=y the job");
+    CHECK_STR(line, "ERR UNAVAILABLE stored=maybe reason=connection_lost tokens=no x=y the job");
+    f = (struct refusal){.stored = RS_COUNT, .count = 2};
+    proto_format_refusal(line, sizeof line, PE_PARTIAL, &f, "ids=q/1,q/2 dup=-; the rest");
+    CHECK_STR(line, "ERR PARTIAL stored=2 ids=q/1,q/2 dup=-; the rest");
+    f = (struct refusal){.reason = RR_NONE};
+    snprintf(f.option, sizeof f.option, "a b"); /* not a value: left out */
+    proto_format_refusal(line, sizeof line, PE_BAD_REQUEST, &f, "t");
+    CHECK_STR(line, "ERR BAD_REQUEST t");
+
+    struct refusal g;
+    const char *text = refusal_parse("stored=maybe reason=connection_lost tokens=no "
+                                     "future=1 the job may", &g);
+    CHECK_STR(text, "the job may");
+    CHECK(g.fields == 4 && g.stored == RS_MAYBE && g.reason == RR_CONNECTION_LOST);
+    CHECK(g.no_tokens && refusal_put_retry_safe(&g, 1, 1) && !refusal_put_retry_safe(&g, 0, 1));
+    text = refusal_parse("stored=no reason=later_reason x", &g);
+    CHECK(g.reason == RR_OTHER && strcmp(g.reason_word, "later_reason") == 0);
+    CHECK_STR(text, "x");
+    CHECK(refusal_put_retry_safe(&g, 0, 0)); /* nothing stored: safe whatever the reason */
+    refusal_parse("stored=no reason=permission x", &g);
+    CHECK(!refusal_put_retry_safe(&g, 1, 1));
+    refusal_parse("stored=maybe reason=no_session", &g);
+    CHECK(g.reason == RR_NO_SESSION && !refusal_put_retry_safe(&g, 0, 0));
+    CHECK(refusal_put_retry_safe(&g, 0, 1));
+    text = refusal_parse("not stored: stored=no later", &g); /* an older daemon: no fields */
+    CHECK(g.fields == 0 && g.stored == RS_UNSAID && !refusal_put_retry_safe(&g, 1, 1));
+    CHECK_STR(text, "not stored: stored=no later");
+    refusal_parse("stored=12 ids=q/1", &g);
+    CHECK(g.fields == 1 && g.stored == RS_COUNT && g.count == 12);
+    refusal_parse("stored=no; x", &g); /* ';' is no value character */
+    CHECK(g.fields == 0);
+
+    struct proto_decoder d;
+    struct outcome o;
+    proto_decoder_init(&d, 100);
+    feed(&d, "PUT q 0 idem2=1\n\n", 17, &o);
+    CHECK(o.nerr == 1 && strcmp(o.lasterr.fields.option, "idem2") == 0);
+    feed(&d, "BATCH 2\nPUT q 0\n\nPUT q 0 zz=1\n\n", 31, &o);
+    CHECK(o.nerr == 1 && strcmp(o.lasterr.fields.option, "zz") == 0);
+    proto_format_refusal(line, sizeof line, o.lasterr.code, &o.lasterr.fields, o.lasterr.text);
+    CHECK_STR(line, "ERR BAD_REQUEST option=zz item 2: unknown or repeated option 'zz'");
+}
+
 static void groups(void)
 {
     struct proto_decoder d;
@@ -300,6 +353,7 @@ int main(void)
     oversized();
     garbage();
     formatting();
+    refusal_fields();
     groups();
     targets();
     return check_report("protocol");

@@ -36,6 +36,22 @@ static int send_create(struct cput *cp)
     return txnbatch_add(cp->ds->puts, &op, 1, on_created, cp);
 }
 
+/* A put that failed with RC, or (ZOK) was stored but its name did not come back. */
+static void refuse_put(struct reply *r, int rc)
+{
+    struct refusal f = zk_put_refusal(rc);
+    f.no_tokens = 1; /* tokens=no: a retry after stored=maybe may store it twice */
+    if (rc == ZOK)
+        reply_refuse(r, PE_UNAVAILABLE, &(struct refusal){.stored = RS_YES, .no_tokens = 1},
+                     "the job was stored, but its name did not come back: do not put it "
+                     "again");
+    else if (f.stored == RS_MAYBE)
+        reply_refuse(r, PE_UNAVAILABLE, &f, ZK_PUT_UNKNOWN_FMT "; a Curator format queue keeps "
+                     "no put tokens: a retry may store it twice", zk_reason(rc));
+    else
+        reply_refuse(r, PE_UNAVAILABLE, &f, ZK_PUT_FAILED_FMT, zk_reason(rc));
+}
+
 /* CREATED: the item's name; DENIED_PATH: the directory ZooKeeper refused, if known. */
 static void finish(struct cput *cp, int rc, const char *created, const char *denied_path)
 {
@@ -52,9 +68,7 @@ static void finish(struct cput *cp, int rc, const char *created, const char *den
         else
             log_warn("queue %s: put to Curator queue %s failed: %s", cp->q->cfg->name,
                      cp->path, rc == ZOK ? "no name came back" : zk_strerror(rc));
-        reply_err(cp->r, PE_UNAVAILABLE, zk_outcome_unknown(rc) ? ZK_PUT_UNKNOWN_FMT
-                  "; a Curator format queue keeps no put tokens: a retry may store it twice"
-                  : ZK_PUT_FAILED_FMT, rc == ZOK ? "no name came back" : zk_reason(rc));
+        refuse_put(cp->r, rc);
     }
     free(cp->frame);
     free(cp);

@@ -75,14 +75,14 @@ static void change_end(struct change *ch, int code, const char *text)
 /* WHAT (of PATH) failed with RC: logged (a denial once per queue) and answered. */
 static void change_zerr(struct change *ch, const char *what, const char *path, int rc)
 {
-    char text[300];
     if (rc == ZNOAUTH)
         queue_denied(ch->q, path);
     else
         log_warn("queue %s: %s %s: %s", ch->q->cfg->name, what, path, zk_strerror(rc));
-    snprintf(text, sizeof text, "%s failed%s: %s; nothing was changed", what,
-             rc == ZNOAUTH ? "" : " in ZooKeeper", zk_reason(rc));
-    change_end(ch, PE_UNAVAILABLE, text);
+    reply_refuse(ch->r, PE_UNAVAILABLE, &(struct refusal){.reason = zk_refusal_reason(rc)},
+                 "%s failed%s: %s; nothing was changed", what,
+                 rc == ZNOAUTH ? "" : " in ZooKeeper", zk_reason(rc));
+    change_free(ch);
 }
 
 /* The job's id, for messages. */
@@ -510,7 +510,9 @@ static struct change *change_new(struct dispatcher *ds, struct proto_request *re
     else if (!dispatcher_writes_possible(ds) && writehold_take(ds->writehold, handler, req, r))
         return NULL; /* answered once ZooKeeper is back, or the hold runs out */
     else if (!dispatcher_writes_possible(ds))
-        reply_err(r, PE_UNAVAILABLE, "not connected to ZooKeeper, or its clock not read yet");
+        reply_refuse(r, PE_UNAVAILABLE,
+                     &(struct refusal){.reason = dispatcher_unready_reason(ds)},
+                     "not connected to ZooKeeper, or its clock not read yet");
     else if (!(ch = calloc(1, sizeof *ch)))
         reply_err(r, PE_INTERNAL, "out of memory");
     else {

@@ -514,7 +514,7 @@ void dispatcher_session_up(struct dispatcher *ds)
 void dispatcher_revoke_all(struct dispatcher *ds)
 {
     settle_revoke_held(ds);
-    writehold_fail(ds->writehold, "the ZooKeeper session was lost");
+    writehold_fail(ds->writehold, RR_NO_SESSION);
     struct job *job, *tmp;
     HASH_ITER(hh, ds->jobs, job, tmp) {
         if (job->owner && job->state == JS_INFLIGHT)
@@ -666,7 +666,7 @@ void dispatcher_set_paused(struct dispatcher *ds, struct dqueue *q, int paused)
 void dispatcher_drain(struct dispatcher *ds)
 {
     ds->draining = 1;
-    writehold_fail(ds->writehold, "deferd is stopping");
+    writehold_fail(ds->writehold, RR_DRAINING);
     for (size_t i = 0; i < ds->nqueues; i++)
         unarm(ds, ds->queues[i]);
 }
@@ -678,6 +678,11 @@ int dispatcher_draining(const struct dispatcher *ds) { return ds->draining; }
 int dispatcher_writes_possible(const struct dispatcher *ds)
 {
     return zkstore_connected(ds->d->zs) && cluster_time_ready();
+}
+
+enum refusal_reason dispatcher_unready_reason(const struct dispatcher *ds)
+{
+    return zkstore_connected(ds->d->zs) ? RR_CLOCK_UNREAD : RR_NOT_CONNECTED;
 }
 
 /* How long a write may wait: hold_writes, and never longer than the session lasts (as

@@ -11,6 +11,7 @@
 
 #include "job.h"
 #include "queue.h"
+#include "refusal.h"
 
 struct deferd;
 struct reply;
@@ -66,6 +67,8 @@ const char *dispatcher_ident(const struct dispatcher *ds);
 int dispatcher_draining(const struct dispatcher *ds);
 /* PUT, BATCH, CANCEL, RESCHEDULE can be served: connected, and ZooKeeper's clock read. */
 int dispatcher_writes_possible(const struct dispatcher *ds);
+/* Why not (a refusal's reason=): not_connected, or clock_unread. */
+enum refusal_reason dispatcher_unready_reason(const struct dispatcher *ds);
 /* Writes held while ZooKeeper is away (writehold.h); HOLD_CHANGED after [daemon]
  * hold_writes changed (SIGHUP). */
 struct writehold_stats;

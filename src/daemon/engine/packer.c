@@ -122,20 +122,27 @@ static void free_puts(struct far_put *fp)
     }
 }
 
-/* Answers FP and its twins: OK with ID, or the error RC (TEXT instead, if not NULL). */
+/* A put's end other than ZooKeeper's answer: its fields and its text. */
+struct put_end {
+    struct refusal f;
+    const char *text;
+};
+
+/* Answers FP and its twins: OK with ID, or the error RC (END instead, if not NULL). */
 static void answer_put(struct packer *pk, struct far_put *fp, const char *id, int rc,
-                       const char *text)
+                       const struct put_end *end)
 {
+    struct refusal byrc = zk_put_refusal(rc);
     for (struct far_put *t = fp; t; t = t == fp ? fp->twins : t->next) {
         if (t != fp)
             pk->open--;
         if (id)
             reply_ok(t->r, id);
-        else if (text)
-            reply_err(t->r, PE_UNAVAILABLE, "%s", text);
+        else if (end)
+            reply_refuse(t->r, PE_UNAVAILABLE, &end->f, "%s", end->text);
         else
-            reply_err(t->r, PE_UNAVAILABLE, zk_outcome_unknown(rc) ? ZK_PUT_UNKNOWN_FMT
-                      : ZK_PUT_FAILED_FMT, zk_reason(rc));
+            reply_refuse(t->r, PE_UNAVAILABLE, &byrc, byrc.stored == RS_MAYBE
+                         ? ZK_PUT_UNKNOWN_FMT : ZK_PUT_FAILED_FMT, zk_reason(rc));
     }
 }
 
@@ -143,7 +150,9 @@ static void window_free(struct packer *pk, struct window *w)
 {
     HASH_DEL(pk->windows, w);
     for (struct far_put *fp = w->waiting; fp; fp = fp->next) /* at exit only */
-        answer_put(pk, fp, NULL, 0, "deferd is stopping; the job was not stored");
+        answer_put(pk, fp, NULL, 0, &(struct put_end){{.stored = RS_NO, .reason = RR_DRAINING},
+                                                      "deferd is stopping; the job was not "
+                                                      "stored"});
     free_puts(w->waiting);
     if (w->backoff)
         event_free(w->backoff);
@@ -335,10 +344,12 @@ static int merge_twins(struct window *w)
     return rc;
 }
 
+static const struct refusal no_memory = {.stored = RS_NO, .reason = RR_OUT_OF_MEMORY};
+
 /* Answers the first waiting job of W with CODE and TEXT and drops it: a write that cannot be
  * built still ends one put, so that no window is made ready again unchanged (a loop). */
 static void refuse_first(struct packer *pk, struct window *w, enum proto_errcode code,
-                         const char *text)
+                         const struct refusal *f, const char *text)
 {
     struct far_put *fp = w->waiting;
     if (!(w->waiting = fp->next))
@@ -349,7 +360,7 @@ static void refuse_first(struct packer *pk, struct window *w, enum proto_errcode
              fp->len, (unsigned long long)fp->jn.due_ms, text);
     for (struct far_put *t = fp; t; t = t == fp ? fp->twins : t->next) {
         pk->open--;
-        reply_err(t->r, code, "%s", text);
+        reply_refuse(t->r, code, f, "%s", text);
     }
     free_puts(fp);
 }
@@ -368,7 +379,7 @@ static int build(struct packer *pk, struct write *wr)
     if (cap > PACK_BYTES_MAX)
         cap = PACK_BYTES_MAX;
     if (merged != 0 || failpoint_hit("pack-build-fails") || !(wr->data = malloc(cap))) {
-        refuse_first(pk, w, PE_UNAVAILABLE, "not stored (deferd is out of memory)");
+        refuse_first(pk, w, PE_UNAVAILABLE, &no_memory, "not stored (deferd is out of memory)");
         return -1;
     }
     /* a join appends to the open pack's bytes as they are; bytes it cannot go on from
@@ -378,13 +389,13 @@ static int build(struct packer *pk, struct write *wr)
         wr->create = 1;
     }
     if (wr->create && pack_writer_init(&pw, wr->data, cap, w->key.start, w->width) != PACK_OK) {
-        refuse_first(pk, w, PE_INTERNAL, pw.err);
+        refuse_first(pk, w, PE_INTERNAL, NULL, pw.err);
         return -1;
     }
     wr->jobs = w->waiting;
     if (add_puts(&pw, &wr->jobs, &rest) == 0) { /* packer_wants let in only what fits */
         w->waiting = rest;
-        refuse_first(pk, w, PE_INTERNAL, pw.err);
+        refuse_first(pk, w, PE_INTERNAL, NULL, pw.err);
         return -1;
     }
     w->waiting = rest;
@@ -495,7 +506,7 @@ static void start_write(struct packer *pk, struct window *w)
 {
     struct write *wr = calloc(1, sizeof *wr);
     if (!wr) { /* one put answered: the flush loop takes the window again only with less */
-        refuse_first(pk, w, PE_UNAVAILABLE, "not stored (deferd is out of memory)");
+        refuse_first(pk, w, PE_UNAVAILABLE, &no_memory, "not stored (deferd is out of memory)");
         make_ready(pk, w);
         return;
     }
@@ -672,8 +683,10 @@ static void retry(struct write *wr)
         *pp = fp->next; /* a backstop: no write of it ever told, answered so */
         fp->next = NULL;
         pk->open--;
-        answer_put(pk, fp, NULL, 0, "the job may have been stored: its pack was written "
-                   "32 times without an answer that tells");
+        answer_put(pk, fp, NULL, 0, &(struct put_end){
+            {.stored = RS_MAYBE, .reason = RR_CONNECTION_LOST},
+            "the job may have been stored: its pack was written 32 times without an answer "
+            "that tells"});
         free_puts(fp);
     }
     struct far_put *last = wr->jobs;
@@ -705,10 +718,10 @@ struct token_read {
     struct far_put *fp;
 };
 
-/* Takes FP out of the write, answers it (and its twins: OK with ID, or RC, or TEXT) and
+/* Takes FP out of the write, answers it (and its twins: OK with ID, or RC, or END) and
  * frees it. */
 static void take_out(struct write *wr, struct far_put *fp, const char *id, int rc,
-                     const char *text)
+                     const struct put_end *end)
 {
     for (struct far_put **pp = &wr->jobs; *pp; pp = &(*pp)->next)
         if (*pp == fp) {
@@ -717,7 +730,7 @@ static void take_out(struct write *wr, struct far_put *fp, const char *id, int r
         }
     fp->next = NULL;
     wr->pk->open--;
-    answer_put(wr->pk, fp, id, rc, text);
+    answer_put(wr->pk, fp, id, rc, end);
     free_puts(fp);
 }
 
@@ -736,7 +749,9 @@ static void tokens_read(struct write *wr)
         } else if (fp->read_rc != ZOK && fp->read_rc != ZNONODE) { /* ZNONODE: swept, made again */
             snprintf(text, sizeof text, "the job may have been stored: its put token is taken "
                      "but could not be read (%s)", zk_reason(fp->read_rc));
-            take_out(wr, fp, NULL, fp->read_rc, text);
+            struct put_end end = {{.stored = RS_MAYBE, .reason = zk_refusal_reason(fp->read_rc)},
+                                  text};
+            take_out(wr, fp, NULL, fp->read_rc, &end);
         }
     }
     retry(wr);

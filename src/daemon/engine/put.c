@@ -77,19 +77,25 @@ static void reply_failed(struct put *p, size_t part, int rc)
         stored += putset_count(p->parts[i]);
     int unknown = zk_outcome_unknown(rc) || p->unsure || putset_maybe_stored(p->parts[part]);
     const char *fate = unknown ? "may have been stored" : "was not stored";
+    struct refusal f = zk_put_refusal(rc);
+    if (unknown && f.reason == RR_ZOOKEEPER) /* unsure since an earlier try's loss */
+        f.reason = RR_CONNECTION_LOST;
+    f.stored = unknown ? RS_MAYBE : RS_NO;
     if (part == 0 || putset_format(p->parts, part, 0, &ids) != 0) {
         if (unknown)
-            reply_err(p->r, PE_UNAVAILABLE, "the job%s may have been stored: the connection to "
-                      "ZooKeeper broke before its answer (%s)", p->batch ? "s" : "", why);
+            reply_refuse(p->r, PE_UNAVAILABLE, &f, "the job%s may have been stored: the "
+                         "connection to ZooKeeper broke before its answer (%s)",
+                         p->batch ? "s" : "", why);
         else
-            reply_err(p->r, PE_UNAVAILABLE, "not stored: ZooKeeper did not store the job%s (%s)",
-                      p->batch ? "s" : "", why);
+            reply_refuse(p->r, PE_UNAVAILABLE, &f, "not stored: ZooKeeper did not store the "
+                         "job%s (%s)", p->batch ? "s" : "", why);
     } else {
+        /* stored=<k> alone: an older libdeferd wants " ids=" right after it */
         char *text = NULL;
-        if (asprintf(&text, "stored=%zu %s; the rest %s: %s", stored, strstr(ids, "ids="), fate,
-                     why) < 0)
+        f = (struct refusal){.stored = RS_COUNT, .count = stored};
+        if (asprintf(&text, "%s; the rest %s: %s", strstr(ids, "ids="), fate, why) < 0)
             text = NULL;
-        reply_err_text(p->r, PE_PARTIAL, text ? text : "the rest was not stored");
+        reply_refuse_text(p->r, PE_PARTIAL, &f, text ? text : "the rest was not stored");
         free(text);
     }
     free(ids);
@@ -190,7 +196,7 @@ static void unsure_release(struct dispatcher *ds, void *ctx)
     }
 }
 
-static void unsure_fail(struct dispatcher *ds, void *ctx, const char *why)
+static void unsure_fail(struct dispatcher *ds, void *ctx, enum refusal_reason why)
 {
     struct put *p = ctx;
     (void)ds;
@@ -332,10 +338,12 @@ static int put_packed(struct dispatcher *ds, struct dqueue *q, struct proto_requ
 
 static void refuse_unavailable(struct dispatcher *ds, struct dqueue *q, struct reply *r)
 {
-    if (zkstore_connected(ds->d->zs))
-        reply_err(r, PE_UNAVAILABLE, "not stored: ZooKeeper's clock not read yet (just connected)");
+    struct refusal f = {.stored = RS_NO, .reason = dispatcher_unready_reason(ds)};
+    if (f.reason == RR_CLOCK_UNREAD)
+        reply_refuse(r, PE_UNAVAILABLE, &f, "not stored: ZooKeeper's clock not read yet (just "
+                     "connected)");
     else
-        reply_err(r, PE_UNAVAILABLE, "not stored: not connected to ZooKeeper");
+        reply_refuse(r, PE_UNAVAILABLE, &f, "not stored: not connected to ZooKeeper");
     if (q)
         metrics_refused(ds->d->metrics, q->cfg, MR_UNAVAILABLE);
 }

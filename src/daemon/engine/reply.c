@@ -13,22 +13,42 @@ void reply_ok(struct reply *r, const char *text)
     r->complete(r, line);
 }
 
-void reply_err(struct reply *r, enum proto_errcode code, const char *fmt, ...)
+void reply_refuse_text(struct reply *r, enum proto_errcode code, const struct refusal *f,
+                       const char *text)
 {
-    char text[512], line[600];
+    size_t n = strlen(text) + 64 + PROTO_FIELDS_MAX;
+    char *line = malloc(n);
+    if (line)
+        proto_format_refusal(line, n, code, f, text);
+    r->complete(r, line);
+}
+
+static void reply_verr(struct reply *r, enum proto_errcode code, const struct refusal *f,
+                       const char *fmt, va_list ap)
+{
+    char text[512];
+    vsnprintf(text, sizeof text, fmt, ap);
+    reply_refuse_text(r, code, f, text);
+}
+
+void reply_refuse(struct reply *r, enum proto_errcode code, const struct refusal *f,
+                  const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    reply_verr(r, code, f, fmt, ap);
     va_end(ap);
-    proto_format_error(line, sizeof line, code, text);
-    r->complete(r, strdup(line));
+}
+
+void reply_err(struct reply *r, enum proto_errcode code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    reply_verr(r, code, NULL, fmt, ap);
+    va_end(ap);
 }
 
 void reply_err_text(struct reply *r, enum proto_errcode code, const char *text)
 {
-    size_t n = strlen(text) + 64;
-    char *line = malloc(n);
-    if (line)
-        proto_format_error(line, n, code, text);
-    r->complete(r, line);
+    reply_refuse_text(r, code, NULL, text);
 }

@@ -20,5 +20,11 @@ void reply_ok(struct reply *r, const char *text); /* text may be NULL */
 void reply_err_text(struct reply *r, enum proto_errcode code, const char *text);
 void reply_err(struct reply *r, enum proto_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* An error with the fields F (refusal.h; NULL: none) before its text: whatever a client
+ * decides from (may it send a put again?) goes there, never only into the text. */
+void reply_refuse(struct reply *r, enum proto_errcode code, const struct refusal *f,
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void reply_refuse_text(struct reply *r, enum proto_errcode code, const struct refusal *f,
+                       const char *text);
 
 #endif

@@ -147,8 +147,9 @@ static void settle_failed(struct settle *st, int rc)
     log_at_site(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: %s failed: %s",
             job->q->cfg->name, job->id, settle_name(st), zk_strerror(rc));
     if (st->r)
-        reply_err(st->r, PE_UNAVAILABLE, "%s failed%s: %s; the job is still held",
-                  settle_name(st), rc == ZNOAUTH ? "" : " in ZooKeeper", zk_reason(rc));
+        reply_refuse(st->r, PE_UNAVAILABLE, &(struct refusal){.reason = zk_refusal_reason(rc)},
+                     "%s failed%s: %s; the job is still held", settle_name(st),
+                     rc == ZNOAUTH ? "" : " in ZooKeeper", zk_reason(rc));
     lease_arm(job->q->ds, job); /* the lease runs on as before */
     if (!job->owner) /* no one to try again: given back, not at once (it would fail again) */
         lock_release_later(job->q->ds, job);

@@ -52,15 +52,27 @@ static void request_release(struct dispatcher *ds, void *ctx)
     request_free(hr);
 }
 
-static void request_fail(struct dispatcher *ds, void *ctx, const char *why)
+/* The words for people of a held write's end. */
+static const char *why_text(enum refusal_reason why)
+{
+    switch (why) {
+    case RR_DRAINING: return "deferd is stopping";
+    case RR_NO_SESSION: return "the ZooKeeper session was lost";
+    default: return "ZooKeeper did not come back within [daemon] hold_writes";
+    }
+}
+
+static void request_fail(struct dispatcher *ds, void *ctx, enum refusal_reason why)
 {
     (void)ds;
     struct held_request *hr = ctx;
+    int put = hr->req.cmd == CMD_PUT || hr->req.cmd == CMD_BATCH;
     const char *what = hr->req.cmd == CMD_CANCEL ? "nothing was cancelled"
                        : hr->req.cmd == CMD_RESCHEDULE ? "nothing was rescheduled"
                        : hr->req.cmd == CMD_BATCH ? "not stored: none of the jobs"
                        : "not stored";
-    reply_err(hr->r, PE_UNAVAILABLE, "%s (%s)", what, why);
+    struct refusal f = {.stored = put ? RS_NO : RS_UNSAID, .reason = why};
+    reply_refuse(hr->r, PE_UNAVAILABLE, &f, "%s (%s)", what, why_text(why));
     request_free(hr);
 }
 
@@ -121,7 +133,7 @@ static struct held_write *pop(struct writehold *wh)
     return hw;
 }
 
-static void fail_one(struct writehold *wh, struct held_write *hw, const char *why)
+static void fail_one(struct writehold *wh, struct held_write *hw, enum refusal_reason why)
 {
     hw->ops->fail(wh->ds, hw->ctx, why);
     free(hw);
@@ -169,7 +181,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     for (struct held_write *hw = expired, *next; hw; hw = next) {
         next = hw->next;
         wh->st.expired++;
-        fail_one(wh, hw, "ZooKeeper did not come back within [daemon] hold_writes");
+        fail_one(wh, hw, RR_HOLD_EXPIRED);
     }
     arm(wh);
 }
@@ -230,7 +242,7 @@ void writehold_release(struct writehold *wh)
     arm(wh);
 }
 
-void writehold_fail(struct writehold *wh, const char *why)
+void writehold_fail(struct writehold *wh, enum refusal_reason why)
 {
     struct held_write *hw;
     while ((hw = pop(wh)))
@@ -247,7 +259,7 @@ void writehold_free(struct writehold *wh)
 {
     if (!wh)
         return;
-    writehold_fail(wh, "deferd is stopping");
+    writehold_fail(wh, RR_DRAINING);
     event_free(wh->timer);
     free(wh);
 }

@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include "refusal.h"
+
 struct dispatcher;
 struct event_base;
 struct proto_request;
@@ -22,11 +24,11 @@ struct writehold;
 /* A request's handler, called again when the request is let go. */
 typedef void writehold_fn(struct dispatcher *ds, struct proto_request *req, struct reply *r);
 
-/* A write of another kind: RELEASE sends it again, FAIL answers it with WHY; either
- * ends it. */
+/* A write of another kind: RELEASE sends it again, FAIL answers it with WHY (a refusal's
+ * reason: draining, no_session, hold_expired); either ends it. */
 struct writehold_ops {
     void (*release)(struct dispatcher *ds, void *ctx);
-    void (*fail)(struct dispatcher *ds, void *ctx, const char *why);
+    void (*fail)(struct dispatcher *ds, void *ctx, enum refusal_reason why);
 };
 
 /* What the line needs of its owner (the dispatcher), given at creation so that this file
@@ -59,7 +61,7 @@ int writehold_add(struct writehold *wh, const struct writehold_ops *ops, void *c
  * called when hold_writes changed: the wait of what is held is counted by the new value. */
 void writehold_release(struct writehold *wh);
 /* Answers every held request ERR UNAVAILABLE "not stored", with WHY. */
-void writehold_fail(struct writehold *wh, const char *why);
+void writehold_fail(struct writehold *wh, enum refusal_reason why);
 void writehold_report(const struct writehold *wh, struct writehold_stats *out);
 
 #endif

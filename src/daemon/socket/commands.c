@@ -284,7 +284,10 @@ void commands_handle(struct deferd *d, struct conn *c, struct proto_request *req
     if (cmd->takes_on_work && dispatcher_draining(d->dispatcher)) {
         /* Shutting down: held jobs may still be settled, nothing new is taken on. */
         proto_request_clear(req);
-        reply_err(r, PE_UNAVAILABLE, "deferd is shutting down; nothing was stored");
+        int put = req->cmd == CMD_PUT || req->cmd == CMD_BATCH;
+        reply_refuse(r, PE_UNAVAILABLE, &(struct refusal){.stored = put ? RS_NO : RS_UNSAID,
+                                                          .reason = RR_DRAINING},
+                     "deferd is shutting down; nothing was stored");
         return;
     }
     cmd->handle(d, c, req, r);

@@ -374,7 +374,7 @@ static void decode_some(struct conn *c)
         }
         struct out_reply *r = reply_new(c);
         if (r)
-            reply_err(&r->base, err.code, "%s", err.text);
+            reply_refuse(&r->base, err.code, &err.fields, "%s", err.text);
     }
     if (!c->closing && evbuffer_get_length(in) > 0)
         event_active(c->more, 0, 0);
@@ -436,9 +436,15 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 /* Over max_connections: told why, then closed; logged at most once a minute. */
 static void refuse_connection(struct server *s, evutil_socket_t fd)
 {
-    static const char msg[] = "ERR UNAVAILABLE too many connections (max_connections)\n";
+    static const struct refusal f = {.stored = RS_NO, .reason = RR_MAX_CONNECTIONS};
+    char msg[200];
+    int n = proto_format_refusal(msg, sizeof msg - 1, PE_UNAVAILABLE, &f,
+                                 "too many connections (max_connections)");
     int64_t now = units_mono_ms();
-    if (send(fd, msg, sizeof msg - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+    n = n > 0 && (size_t)n < sizeof msg - 1 ? n : 0; /* it fits: short and fixed */
+    if (n > 0)
+        msg[n++] = '\n';
+    if (n > 0 && send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
         /* nothing to do: the client learns from the close */
     }
     close(fd);

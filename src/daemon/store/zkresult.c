@@ -31,3 +31,18 @@ int zk_outcome_unknown(int rc)
 {
     return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || zk_session_gone(rc);
 }
+
+enum refusal_reason zk_refusal_reason(int rc)
+{
+    if (rc == ZNOAUTH)
+        return RR_PERMISSION;
+    if (zk_session_gone(rc))
+        return RR_NO_SESSION;
+    return zk_outcome_unknown(rc) ? RR_CONNECTION_LOST : RR_ZOOKEEPER;
+}
+
+struct refusal zk_put_refusal(int rc)
+{
+    return (struct refusal){.stored = zk_outcome_unknown(rc) ? RS_MAYBE : RS_NO,
+                            .reason = zk_refusal_reason(rc)};
+}

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
+#include "refusal.h"
 #include "zkerr.h"
 
 struct event_base;
@@ -117,6 +118,13 @@ int zk_session_gone(int rc);
 /* No answer came to a write (the connection broke after it left, or the session ended
  * meanwhile): ZooKeeper may have applied it. */
 int zk_outcome_unknown(int rc);
+
+/* Why a request failed with RC, as a client reads it (refusal.h): permission (ZNOAUTH),
+ * no_session, connection_lost (no answer came), else zookeeper. */
+enum refusal_reason zk_refusal_reason(int rc);
+/* The fields of a put that failed with RC: stored=no, or stored=maybe when no answer came;
+ * and its reason. */
+struct refusal zk_put_refusal(int rc);
 
 /* The reply text of a put that failed with RC: "not stored: ..." or, when the answer was
  * lost, "the job may have been stored: ..." (docs/protocol.md, UNAVAILABLE). */

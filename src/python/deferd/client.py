@@ -499,19 +499,48 @@ def _puts(items: Iterable[PutLike]) -> Tuple[int, bytes]:
     return len(puts), b"".join(puts)
 
 
+# Reasons after which sending a put again cannot help soon: the daemon stops, refused the
+# connection, or ZooKeeper's ACL denies it (docs/protocol.md, Errors).
+_FUTILE_REASONS = ("draining", "max_connections", "permission")
+
+
 def put_retry_safe(error: DeferdError, keyed: bool, tokened: bool = False) -> bool:
-    """Whether a put answered ``error`` may be sent again without making a second job: it
-    was ``not stored`` (ZooKeeper stayed away longer than the daemon's ``hold_writes``), or
-    it ``may have been stored`` and has a put token (a stored first try answers the retry
-    with its job; not in a Curator format queue, which keeps none) or a key (a stored first
-    try answers as the key's duplicate). Not after a denial, nor from a daemon that is
-    stopping."""
-    text = error.text
-    if error.code != "UNAVAILABLE" or "permission denied" in text or "stopping" in text:
+    """Whether a put answered ``error`` may be sent again without making a second job, decided
+    by the reply's fields: ``stored=no``, or ``stored=maybe`` with a key (a stored first try
+    answers as the key's duplicate) or a put token (it answers with its job; not with
+    ``tokens=no``, a Curator format queue, which keeps none); never after ``reason=draining``,
+    ``max_connections`` or ``permission``. A reply without fields comes from a daemon older
+    than them: its words decide (:func:`_put_retry_safe_by_text`)."""
+    if error.code != "UNAVAILABLE":
+        return False
+    if not error.fields:
+        return _put_retry_safe_by_text(error.text, keyed, tokened)
+    if error.reason in _FUTILE_REASONS:
+        return False
+    if error.stored == "maybe":
+        return keyed or (tokened and error.fields.get("tokens") != "no")
+    return error.stored == "no"
+
+
+def _put_retry_safe_by_text(text: str, keyed: bool, tokened: bool) -> bool:
+    """The fallback for daemons older than refusal fields: ``not stored``, or ``may have been
+    stored`` with a key or a token (not in a queue that ``keeps no put tokens``); not after a
+    denial, nor from a daemon that is stopping."""
+    if "permission denied" in text or "stopping" in text:
         return False
     if "may have been stored" in text:
         return keyed or (tokened and "keeps no put tokens" not in text)
     return "not stored" in text
+
+
+def idem_refused(error: DeferdError) -> bool:
+    """A daemon older than put tokens refused ``idem=``: it names the option in ``option=``,
+    or (older than refusal fields, too) only in its text."""
+    if error.code != "BAD_REQUEST":
+        return False
+    if error.fields:
+        return error.fields.get("option") == "idem"
+    return "option 'idem'" in error.text
 
 
 def new_put_token() -> str:
@@ -535,8 +564,7 @@ class PutAttempts:
         return self._put.encode()
 
     def after(self, error: DeferdError) -> Optional[float]:
-        if (self._put.idem is not None and error.code == "BAD_REQUEST"
-                and "option 'idem'" in error.text):
+        if self._put.idem is not None and idem_refused(error):
             self._client._no_tokens = True  # a daemon older than put tokens
             self._put.idem = None
             return 0.0
@@ -825,9 +853,10 @@ class Client(BaseClient[Job, Reply]):
 
         Without a ``key`` the put carries a put token of its own (``idem=``), so that sending
         it again cannot make a second job. An :class:`Unavailable` answer is sent again for
-        up to :attr:`put_retry` seconds when that is safe: ``not stored``, or ``the job may
-        have been stored`` (the connection to ZooKeeper broke before its answer: the token,
-        or the key, answers the retry with the job the first try made). ``put_retry = 0``
+        up to :attr:`put_retry` seconds when that is safe (:func:`put_retry_safe`):
+        ``stored == "no"``, or ``"maybe"`` (the connection to ZooKeeper broke before its
+        answer: the token, or the key, answers the retry with the job the first try made).
+        The error raised says which in ``stored``, and why in ``reason``. ``put_retry = 0``
         turns both off.
         """
         tries = PutAttempts(self, Put(queue, payload, delay, at, priority, ttr, key))

@@ -1,15 +1,35 @@
 """Exceptions of the deferd client, one per error code of the protocol (docs/protocol.md, Errors).
 
-Every ``ERR <CODE> <text>`` reply is raised as the subclass of :class:`DeferdError` named after
-its code (``QUEUE_FULL`` -> :class:`QueueFull`); a code this client does not know is raised as
-:class:`DeferdError` itself with ``code`` set. ``retryable`` says whether sending the same
-request again later may succeed, as the protocol's table does.
+Every ``ERR <CODE> [<key>=<value> ...] <text>`` reply is raised as the subclass of
+:class:`DeferdError` named after its code (``QUEUE_FULL`` -> :class:`QueueFull`); a code this
+client does not know is raised as :class:`DeferdError` itself with ``code`` set. ``retryable``
+says whether sending the same request again later may succeed, as the protocol's table does.
+The fields after the code (``stored=no reason=draining``) are what a program decides from
+(``fields``, ``stored``, ``reason``); the text is for people.
 """
 
 from __future__ import annotations
 
 import errno
-from typing import Dict, List, Optional, Type
+import re
+from typing import Dict, List, Optional, Tuple, Type
+
+# One field of an ERR reply (docs/protocol.md, Errors); the first word that is not one starts
+# the text for people.
+_FIELD = re.compile(r"([a-z_]+)=([A-Za-z0-9_.,-]+)(?: |$)")
+
+
+def parse_fields(text: str) -> Tuple[Dict[str, str], str]:
+    """The ``key=value`` fields at the front of an ERR reply's text (after its code), and the
+    rest. No fields: a daemon older than them, or an error that has none."""
+    fields: Dict[str, str] = {}
+    at = 0
+    while True:
+        m = _FIELD.match(text, at)
+        if m is None:
+            return fields, text[at:]
+        fields.setdefault(m.group(1), m.group(2))
+        at = m.end()
 
 
 class DeferdError(Exception):
@@ -17,7 +37,12 @@ class DeferdError(Exception):
 
     Attributes:
         code: the protocol's error code, e.g. ``"LEASE_LOST"``.
-        text: the daemon's text after the code.
+        text: the daemon's text after the code (its fields included).
+        fields: the reply's ``key=value`` fields after the code (docs/protocol.md, Errors);
+            empty from a daemon older than them.
+        stored: the ``stored`` field: ``"no"``, ``"maybe"`` (the answer was lost), ``"yes"``,
+            the number of jobs stored (``PARTIAL``), or None when not said.
+        reason: the ``reason`` field (``"draining"``, ``"not_connected"``, ...), or None.
         retryable: True when the same request may succeed if sent again later.
         job: for an answer to ``ACK``/``NACK``/``TOUCH``, the :class:`deferd.Job` it was about.
     """
@@ -29,6 +54,9 @@ class DeferdError(Exception):
         if code is not None:
             self.code = code
         self.text = text
+        self.fields, _ = parse_fields(text)
+        self.stored: Optional[str] = self.fields.get("stored")
+        self.reason: Optional[str] = self.fields.get("reason")
         self.job = None  # type: ignore[var-annotated]
         super().__init__(f"{self.code} {text}".rstrip())
 
