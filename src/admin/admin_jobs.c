@@ -422,7 +422,7 @@ static void read_holder(struct admin *a, const char *path, char *holder, size_t 
 {
     char lock[LAYOUT_PATH_MAX + 8];
     int n = (int)len - 1;
-    snprintf(lock, sizeof lock, "%s/" LAYOUT_LOCK, path);
+    layout_lock_path(lock, sizeof lock, path);
     if (zoo_get(a->zh, lock, 0, holder, &n, NULL) != ZOK || n < 0)
         n = 0;
     holder[n] = '\0';

@@ -280,8 +280,8 @@ struct clock_sync *clock_sync_new(struct deferd *d)
         free(cs);
         return NULL;
     }
-    snprintf(cs->path, sizeof cs->path, "%s/daemons/%s", d->cfg->zk_root,
-             dispatcher_ident(d->dispatcher));
+    layout_root_path(cs->path, sizeof cs->path, d->cfg->zk_root, LAYOUT_DAEMONS,
+                     dispatcher_ident(d->dispatcher));
     set_state(cs, d->cfg->clock_local ? CLK_LOCAL : CLK_UNSYNCED);
     cluster_time_require(!d->cfg->clock_local); /* no due time from the host's clock */
     return cs;

@@ -369,8 +369,8 @@ static void start(struct walk *w)
         enqueue(w, CK_PACK_DIRS, 0, 0, path);
     if (layout_bucket_path(path, sizeof path, cfg->zk_root, w->qc->name, 0, 0) == 0)
         enqueue(w, CK_BUCKETS, 0, 0, path);
-    snprintf(path, sizeof path, "%s/queues/%s/dead", cfg->zk_root, w->qc->name);
-    if (!w->census)
+    if (!w->census &&
+        layout_queue_path(path, sizeof path, cfg->zk_root, w->qc->name, LAYOUT_DEAD, NULL) == 0)
         enqueue(w, CK_DEAD_DIRS, 0, 0, path);
     pump(w);
 }

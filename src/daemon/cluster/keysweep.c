@@ -169,9 +169,9 @@ static void walk(struct pass *p)
 {
     char path[LAYOUT_PATH_MAX];
     for (int k = 0; k < p->per_tick && p->next_dir < p->ndirs; k++) {
-        snprintf(path, sizeof path, "%s/queues/%s/keys/%s", p->d->cfg->zk_root, p->qc->name,
-                 p->dirs[p->next_dir++]);
-        send_call(p, CK_LIST_KEYS, path, -1);
+        if (layout_queue_path(path, sizeof path, p->d->cfg->zk_root, p->qc->name, LAYOUT_KEYS,
+                              p->dirs[p->next_dir++]) == 0)
+            send_call(p, CK_LIST_KEYS, path, -1);
     }
     if (p->busy == 0 && p->next_dir >= p->ndirs) /* every call refused at once */
         end_pass(p);
@@ -229,8 +229,9 @@ static void start_pass(struct pass *p)
     p->errors = 0;
     p->expired = 0;
     p->started_at = units_mono_ms();
-    snprintf(path, sizeof path, "%s/queues/%s/keys", p->d->cfg->zk_root, p->qc->name);
-    send_call(p, CK_LIST_DIRS, path, -1);
+    if (layout_queue_path(path, sizeof path, p->d->cfg->zk_root, p->qc->name, LAYOUT_KEYS,
+                          NULL) == 0)
+        send_call(p, CK_LIST_DIRS, path, -1);
     if (p->busy == 0)
         end_pass(p);
 }

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "daemon.h"
+#include "layout.h"
 #include "dispatcher.h"
 #include "log.h"
 #include "queue.h"
@@ -26,8 +27,7 @@ static struct pending *the; /* one per daemon; completions find it here */
 
 static void counts_path(const struct dqueue *q, char *buf, size_t len, const char *child)
 {
-    snprintf(buf, len, "%s/queues/%s/counts%s%s", the->d->cfg->zk_root, q->cfg->name,
-             child ? "/" : "", child ? child : "");
+    layout_queue_path(buf, len, the->d->cfg->zk_root, q->cfg->name, LAYOUT_COUNTS, child);
 }
 
 static void create_counter(struct dqueue *q);

@@ -522,7 +522,8 @@ static struct sched *sched_new(struct scheduler *sr, const struct schedule_confi
     s->owner = sr;
     s->timer = evtimer_new(sr->d->base, on_timer, s);
     if (!s->timer ||
-        schedule_state_path(s->path, sizeof s->path, sr->d->cfg->zk_root, sc->name) != 0) {
+        layout_root_path(s->path, sizeof s->path, sr->d->cfg->zk_root, LAYOUT_SCHEDULES,
+                         sc->name) != 0) {
         sched_free(s);
         return NULL;
     }

@@ -199,10 +199,10 @@ static void next_queue(struct tokensweep *ts)
         ts->next_pass = units_mono_ms() + PASS_EVERY_MS;
         return;
     }
-    int n = snprintf(ts->base, sizeof ts->base, "%s/queues/%s/tokens", cfg->zk_root,
-                     cfg->queues[ts->queue]->name);
+    int rc = layout_queue_path(ts->base, sizeof ts->base, cfg->zk_root,
+                               cfg->queues[ts->queue]->name, LAYOUT_TOKENS, NULL);
     ts->busy = 1;
-    if (n < 0 || (size_t)n >= sizeof ts->base ||
+    if (rc != 0 ||
         zkstore_children(ts->d->zs, ts->base, 0, on_tokens_listed, ts) != ZOK) {
         ts->busy = 0;
         ts->queue = cfg->nqueues; /* not connected: the pass ends */

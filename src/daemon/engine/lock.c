@@ -19,7 +19,7 @@ static void on_lock_checked(const struct zk_result *res, void *ctx);
 
 void lock_path(const struct job *job, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/" LAYOUT_LOCK, job->path);
+    layout_lock_path(buf, len, job->path);
 }
 
 /* The owner node is created sequential: its suffix is the job's cversion at that moment,
@@ -28,10 +28,8 @@ void lock_path(const struct job *job, char *buf, size_t len)
 void lock_paths(const struct job *job, struct lock_paths *lp)
 {
     lock_path(job, lp->lock, sizeof lp->lock);
-    int n = snprintf(lp->owner, sizeof lp->owner, "%s/" LAYOUT_OWNER "%llx-", job->path,
-                     (unsigned long long)job->lock_session);
-    if (job->owner_seq != OWNER_SEQ_UNKNOWN && n > 0 && (size_t)n < sizeof lp->owner)
-        snprintf(lp->owner + n, sizeof lp->owner - (size_t)n, "%010u", job->owner_seq);
+    layout_owner_path(lp->owner, sizeof lp->owner, job->path, (uint64_t)job->lock_session,
+                      job->owner_seq == OWNER_SEQ_UNKNOWN ? -1 : (int64_t)job->owner_seq);
 }
 
 /* Our lock is given back after a failure that would happen again at once (a read or a
