@@ -50,7 +50,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         finish(dr, "releases unanswered; the closing session drops the locks");
         return;
     }
-    struct timeval tv = {0, DRAIN_POLL_MS * 1000};
+    struct timeval tv = units_ms_timeval(DRAIN_POLL_MS);
     evtimer_add(dr->tick, &tv);
 }
 

@@ -14,6 +14,7 @@
 #include "dispatcher.h"
 #include "layout.h"
 #include "log.h"
+#include "units.h"
 #include "zkstore.h"
 
 /* A sample every 10 s keeps the drift allowance (clock_estimate.h) near 1 ms; right after a
@@ -161,7 +162,7 @@ static void next_sample(struct clock_sync *cs)
     int ms = cs->quick > 0 ? CLOCK_QUICK_MS : CLOCK_REFRESH_MS;
     if (cs->quick > 0)
         cs->quick--;
-    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    struct timeval tv = units_ms_timeval(ms);
     evtimer_add(cs->timer, &tv);
 }
 

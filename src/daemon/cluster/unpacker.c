@@ -19,7 +19,6 @@
 
 #define TICK_MS 1000
 #define UNPACKS_MAX 4           /* packs being unpacked at once */
-#define ROUNDS_MAX 8            /* sends of one pack's transaction (each fixes one thing) */
 #define PACKS_RELIST_MS 10000   /* a queue's packs/ that did not exist, looked at again */
 #define PACKS_CHECK_MS 60000    /* and one that did, besides its watch */
 #define DIR_GONE_MS 60000

@@ -33,10 +33,10 @@ void lock_paths(const struct job *job, struct lock_paths *lp)
 }
 
 /* Our lock is given back after a failure that would happen again at once (a read or a
- * dead-lettering refused): the job waits DISPATCHER_RETRY_MS before it is offered again. */
+ * dead-lettering refused): the job waits ZK_RETRY_MS before it is offered again. */
 void lock_release_later(struct dispatcher *ds, struct job *job)
 {
-    job->not_before = cluster_now_ms() + DISPATCHER_RETRY_MS;
+    job->not_before = cluster_now_ms() + ZK_RETRY_MS;
     lock_release(ds, job);
 }
 
@@ -80,7 +80,7 @@ static void on_fetched(const struct zk_result *res, void *ctx)
             queue_denied(job->q, job->path);
         log_at_site(res->rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: reading its data "
                 "failed: %s; released, offered again in %d ms", job->q->cfg->name, job->id,
-                zk_strerror(res->rc), DISPATCHER_RETRY_MS);
+                zk_strerror(res->rc), ZK_RETRY_MS);
         lock_release_later(ds, job);
         return;
     }

@@ -15,7 +15,6 @@
 #include "units.h"
 #include "zkstore.h"
 
-#define LIST_RETRY_MS 1000 /* after a listing failed */
 /* A queue whose mirror holds this many jobs lists no new bucket until some are gone: a
  * daemon that comes back to a million overdue jobs takes them oldest bucket first, in
  * bounded memory. Buckets it already follows are still re-listed. */
@@ -318,7 +317,7 @@ static void on_jobs_made(const struct zk_result *res, void *ctx)
     if (res->rc != ZNOAUTH || !q->root)
         return;
     queue_denied(q, q->root->path);
-    defer_load(q->root->m, q->root, cluster_now_ms() + LIST_RETRY_MS);
+    defer_load(q->root->m, q->root, cluster_now_ms() + ZK_RETRY_MS);
 }
 
 static void on_list(const struct zk_result *res, void *ctx)
@@ -345,7 +344,7 @@ static void on_list(const struct zk_result *res, void *ctx)
             log_warn("listing %s failed: %s; retrying", dir->path, zk_strerror(res->rc));
         }
         /* jobs/ just created: list it again soon, but never in a tight loop */
-        defer_load(m, dir, cluster_now_ms() + (res->rc == ZNONODE ? 100 : LIST_RETRY_MS));
+        defer_load(m, dir, cluster_now_ms() + (res->rc == ZNONODE ? 100 : ZK_RETRY_MS));
         return;
     }
     dir->loaded = 1;
@@ -374,7 +373,7 @@ static void load(struct mirror *m, struct dir *dir)
     int rc = zkstore_children(m->d->zs, dir->path, 1, on_list, dir);
     if (rc != ZOK) {
         log_warn("listing %s failed: %s; retrying", dir->path, zk_strerror(rc));
-        defer_load(m, dir, cluster_now_ms() + LIST_RETRY_MS);
+        defer_load(m, dir, cluster_now_ms() + ZK_RETRY_MS);
         return;
     }
     dir->listing = 1;

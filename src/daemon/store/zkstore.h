@@ -14,6 +14,10 @@ struct event_base;
 struct config;
 struct metrics;
 
+/* After a ZooKeeper error (or while it is away), a call is tried again this much later: a
+ * job offered again, a listing, a Curator item, a schedule. */
+#define ZK_RETRY_MS 1000
+
 /* Operations in one transaction: a batch of up to 128 jobs' transactions, or one BATCH of
  * 1000 keyed jobs (2 operations each) with its bucket creates. */
 #define ZK_MULTI_MAX 4096
