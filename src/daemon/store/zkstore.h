@@ -62,7 +62,7 @@ void zkstore_free(struct zkstore *zs);
  * watch and session events do not. If the new handle cannot be created, the session
  * callback gets ZKSTORE_HANDLE_FAILED. */
 int zkstore_renew(struct zkstore *zs);
-#define ZKSTORE_HANDLE_FAILED (-1000)
+#define ZKSTORE_HANDLE_FAILED ZK_OWN_STATE_FIRST
 /* Request times go to M (metrics.h) from now on. */
 void zkstore_set_metrics(struct zkstore *zs, struct metrics *m);
 int zkstore_connected(const struct zkstore *zs);
@@ -104,7 +104,7 @@ int zkstore_create_parents(struct zkstore *zs, const char *path, zk_done_fn done
  * (resend then) or what kept them from existing (a denial). *TRIES counts; how many times
  * to go on is the caller's. Returns ZK_PARENTS_RESEND (resend now), ZK_PARENTS_ASKED (DONE
  * will be called), or the error that sent nothing. */
-enum { ZK_PARENTS_RESEND = 1, ZK_PARENTS_ASKED = 2 };
+enum { ZK_PARENTS_RESEND = ZK_OWN_STATUS_FIRST, ZK_PARENTS_ASKED = ZK_OWN_STATUS_FIRST - 1 };
 
 int zkstore_parents_missing(struct zkstore *zs, const char *path, int *tries, zk_done_fn done,
                             void *ctx);
