@@ -43,7 +43,6 @@ static const char *const state_names[CLK_COUNT] = {
 };
 
 const char *clock_state_name(enum clock_state st) { return state_names[st]; }
-const char *clock_sync_node(const struct clock_sync *cs) { return cs->path; }
 
 void clock_sync_on_ready(struct clock_sync *cs, void (*fn)(void *ctx), void *ctx)
 {

@@ -238,7 +238,7 @@ struct tokensweep *tokensweep_new(struct deferd *d)
 
 void tokensweep_report(const struct tokensweep *ts, struct tokensweep_counts *out)
 {
-    *out = ts->counts;
+    *out = ts ? ts->counts : (struct tokensweep_counts){0};
 }
 
 void tokensweep_free(struct tokensweep *ts)

@@ -16,6 +16,7 @@
 #include "server.h"
 #include "session.h"
 #include "writehold.h"
+#include "tokensweep.h"
 
 #ifndef DEFERD_VERSION
 #define DEFERD_VERSION "unknown"
@@ -276,6 +277,21 @@ static void clock_out(struct metrics *m, struct evbuffer *out)
     evbuffer_add_printf(out, "deferd_clock_jumps_total %llu\n", (unsigned long long)r.jumps);
 }
 
+static void tokens_out(struct metrics *m, struct evbuffer *out)
+{
+    struct tokensweep_counts tc;
+    tokensweep_report(m->d->tokensweep, &tc);
+    metrics_family(out, "deferd_token_sweeps_total", "counter",
+                   "Passes of this daemon's sweep of put tokens past their use, all queues.");
+    evbuffer_add_printf(out, "deferd_token_sweeps_total %llu\n", (unsigned long long)tc.passes);
+    metrics_family(out, "deferd_token_dirs_swept_total", "counter",
+                   "Minute directories of put tokens this daemon's sweep deleted.");
+    evbuffer_add_printf(out, "deferd_token_dirs_swept_total %llu\n", (unsigned long long)tc.dirs);
+    metrics_family(out, "deferd_tokens_swept_total", "counter",
+                   "Put tokens this daemon's sweep deleted.");
+    evbuffer_add_printf(out, "deferd_tokens_swept_total %llu\n", (unsigned long long)tc.tokens);
+}
+
 int metrics_expose(struct metrics *m, struct evbuffer *out)
 {
     if (!m || metrics_sync_queues(m) != 0)
@@ -294,6 +310,7 @@ int metrics_expose(struct metrics *m, struct evbuffer *out)
     histograms_out(m, out);
     session_out(m, out);
     clock_out(m, out);
+    tokens_out(m, out);
     metrics_process_out(out);
     metrics_family(out, "deferd_log_dropped_total", "counter",
            "Log lines that could not be written to stderr (a full disk, a closed pipe).");
