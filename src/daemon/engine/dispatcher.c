@@ -447,7 +447,7 @@ void dispatcher_job_vanished(struct dispatcher *ds, struct job *job)
     case JS_LOCKING:
     case JS_SETTLING:
     case JS_CHECKING:
-        job->gone = 1; /* its pending call or its holder decides */
+        job->gone = 1; /* its call in flight or its holder decides */
         break;
     default:
         job_free(ds, job);
