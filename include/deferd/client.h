@@ -44,6 +44,7 @@ const char *deferd_version(void);
 
 #define DEFERD_DEFAULT_SOCKET "/run/deferd/deferd.sock"
 #define DEFERD_QUEUE_MAX 64      /* bytes in a queue name */
+#define DEFERD_QUEUE_SIZE 72     /* buffer big enough for any queue name plus its NUL */
 #define DEFERD_ID_MAX 240        /* bytes in a job id */
 #define DEFERD_ID_SIZE 256       /* buffer big enough for any job id plus its NUL */
 #define DEFERD_UID_SIZE 33       /* buffer big enough for any job uid plus its NUL */
@@ -67,7 +68,7 @@ typedef struct deferd_client deferd_client;
  * byte that len does not count (so text payloads can be used as C strings). */
 typedef struct deferd_job {
     char id[DEFERD_ID_SIZE];
-    char queue[72];
+    char queue[DEFERD_QUEUE_SIZE];
     uint32_t attempt;       /* 1 on first delivery; > 1: an earlier consumer may have run it */
     int64_t due_ms;         /* due time, ms since the Unix epoch */
     uint32_t priority;      /* lower is more urgent */

@@ -187,7 +187,7 @@ int admin_dead_list(struct admin *a, const char *queue, FILE *out, char *err, si
     char dir[LAYOUT_PATH_MAX];
     if (!admin_queue(a, queue, err, errlen))
         return -1;
-    snprintf(dir, sizeof dir, "%s/queues/%s/dead", a->cfg.zk_root, queue);
+    layout_queue_path(dir, sizeof dir, a->cfg.zk_root, queue, LAYOUT_DEAD, NULL);
     struct String_vector buckets;
     int rc = admin_sorted_children(a, dir, &buckets);
     if (rc != ZOK && rc != ZNONODE)
@@ -239,7 +239,7 @@ int admin_dead_each(struct admin *a, const char *queue, const char *after,
     if (dead_cursor(queue, after, cb, sizeof cb, &cn) != 0)
         return snprintf(err, errlen, "'%s' is not a dead letter's id of queue %s", after,
                         queue), -1;
-    snprintf(dir, sizeof dir, "%s/queues/%s/dead", a->cfg.zk_root, queue);
+    layout_queue_path(dir, sizeof dir, a->cfg.zk_root, queue, LAYOUT_DEAD, NULL);
     struct String_vector buckets;
     int rc = admin_sorted_children(a, dir, &buckets), stop = 0;
     if (rc == ZNONODE)
@@ -395,7 +395,7 @@ int admin_counter(struct admin *a, const char *queue, int delta, char *path, siz
     int blen = sizeof buf - 1;
     if (!qc || !qc->max_pending)
         return 0;
-    snprintf(path, len, "%s/queues/%s/counts/admin", a->cfg.zk_root, queue);
+    layout_queue_path(path, len, a->cfg.zk_root, queue, LAYOUT_COUNTS, LAYOUT_COUNTS_ADMIN);
     int rc = zoo_get(a->zh, path, 0, buf, &blen, &st);
     if (rc == ZNONODE && (rc = admin_create_parents(a, path)) == ZOK) {
         rc = zoo_create(a->zh, path, "0", 1, &a->acl, 0, NULL, 0);
@@ -581,6 +581,6 @@ int admin_dead_count(struct admin *a, const char *queue, long long *count, char 
     *count = 0;
     if (!names_valid_queue(queue))
         return snprintf(err, errlen, "bad queue name '%s'", queue), -1;
-    snprintf(dir, sizeof dir, "%s/queues/%s/dead", a->cfg.zk_root, queue);
+    layout_queue_path(dir, sizeof dir, a->cfg.zk_root, queue, LAYOUT_DEAD, NULL);
     return admin_sum_children(a, dir, count, err, errlen);
 }

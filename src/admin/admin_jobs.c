@@ -422,7 +422,7 @@ static void read_holder(struct admin *a, const char *path, char *holder, size_t 
 {
     char lock[LAYOUT_PATH_MAX + 8];
     int n = (int)len - 1;
-    snprintf(lock, sizeof lock, "%s/" LAYOUT_LOCK, path);
+    layout_lock_path(lock, sizeof lock, path);
     if (zoo_get(a->zh, lock, 0, holder, &n, NULL) != ZOK || n < 0)
         n = 0;
     holder[n] = '\0';
@@ -574,8 +574,8 @@ static int target_by_key(struct admin *a, const char *queue, const char *key,
     if (native_queue(a, queue, err, errlen) != 0)
         return -1;
     if (layout_key_path(t->key_path, sizeof t->key_path, a->cfg.zk_root, queue, key) != 0)
-        return snprintf(err, errlen, "invalid key '%s' (1-64 of A-Z a-z 0-9 _ . : @ -, "
-                        "starting with a letter or digit)", key), -1;
+        return snprintf(err, errlen, "invalid key '%s' (1-%d of A-Z a-z 0-9 _ . : @ -, "
+                        "starting with a letter or digit)", key, NAMES_KEY_MAX), -1;
     int rc = read_key(a, t->key_path, &t->at.jn, &t->key_version);
     if (rc < 0)
         return admin_failed(err, errlen, "reading", t->key_path, rc);

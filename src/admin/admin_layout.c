@@ -7,7 +7,7 @@
 
 static void marker_path(const struct admin *a, char *path, size_t len)
 {
-    snprintf(path, len, "%s/" LAYOUT_MARKER, a->cfg.zk_root);
+    layout_root_path(path, len, a->cfg.zk_root, LAYOUT_MARKER, NULL);
 }
 
 int admin_layout(struct admin *a, struct admin_layout *out, char *err, size_t errlen)

@@ -14,8 +14,10 @@ static int flag_path(struct admin *a, const char *queue, char *path, size_t len,
 {
     if (!admin_queue(a, queue, err, errlen))
         return -1;
-    snprintf(path, len, "%s/queues/%s/paused", a->cfg.zk_root, queue);
-    return 0;
+    if (layout_queue_path(path, len, a->cfg.zk_root, queue, LAYOUT_PAUSED, NULL) == 0)
+        return 0;
+    snprintf(err, errlen, "queue %s: its path is too long", queue);
+    return -1;
 }
 
 /* The flag's data says who paused the queue, when and why, for `deferctl stats`/`list`. */

@@ -40,7 +40,7 @@ int admin_schedule(struct admin *a, const struct schedule_config *sc, struct adm
     int n = (int)sizeof data - 1;
     struct Stat stat;
     memset(o, 0, sizeof *o);
-    if (schedule_state_path(path, sizeof path, a->cfg.zk_root, sc->name) != 0)
+    if (layout_root_path(path, sizeof path, a->cfg.zk_root, LAYOUT_SCHEDULES, sc->name) != 0)
         return snprintf(err, errlen, "bad schedule name '%s'", sc->name), -1;
     int rc = zoo_get(a->zh, path, 0, data, &n, &stat);
     if (rc == ZNONODE)

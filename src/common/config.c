@@ -207,9 +207,9 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
 {
     struct config *c = ld->cfg;
     if (strcmp(key, "socket") == 0) {
-        if (strlen(value) >= 108) /* sizeof sun_path, with its terminating NUL */
-            return cfg_fail(ld, "'socket': path of %zu bytes is longer than the 107 a Unix socket "
-                        "address holds", strlen(value));
+        if (strlen(value) > CONFIG_SOCKET_PATH_MAX)
+            return cfg_fail(ld, "'socket': path of %zu bytes is longer than the %d a Unix socket "
+                        "address holds", strlen(value), CONFIG_SOCKET_PATH_MAX);
         return cfg_set_string(ld, &c->socket_path, key, value);
     }
     if (strcmp(key, "socket_mode") == 0) {
@@ -264,8 +264,8 @@ static int daemon_key(struct load *ld, const char *key, const char *value)
     if (strcmp(key, "max_payload") == 0) {
         if (units_parse_size(value, &c->max_payload) != 0 || c->max_payload == 0 ||
             c->max_payload > CONFIG_MAX_PAYLOAD_LIMIT)
-            return cfg_fail(ld, "'max_payload': '%s' is not a size between 1 and 1000000 bytes",
-                        value);
+            return cfg_fail(ld, "'max_payload': '%s' is not a size between 1 and %d bytes",
+                        value, CONFIG_MAX_PAYLOAD_LIMIT);
         return 1;
     }
     if (strcmp(key, "lookahead") == 0)
@@ -562,7 +562,8 @@ static struct queue_config *add_queue(struct load *ld, const char *name)
 {
     struct config *c = ld->cfg;
     if (!names_valid_queue(name)) {
-        cfg_fail(ld, "bad queue name '%s' (1-64 of A-Z a-z 0-9 _ . -, not starting with .)", name);
+        cfg_fail(ld, "bad queue name '%s' (1-%d of A-Z a-z 0-9 _ . -, not starting with .)", name,
+                 QUEUE_NAME_MAX);
         return NULL;
     }
     struct queue_config **grown = realloc(c->queues, (c->nqueues + 1) * sizeof *grown);
@@ -766,7 +767,7 @@ static char *read_line(char *buf, int size, void *stream)
         ld->line++;
         size_t n = strlen(s);
         if (n > 0 && s[n - 1] != '\n' && !feof(ld->fp)) {
-            cfg_fail(ld, "line too long (at most 199 bytes)");
+            cfg_fail(ld, "line too long (at most %d bytes)", INI_MAX_LINE - 1);
             return NULL;
         }
         cut_hash_comment(s);

@@ -16,6 +16,7 @@
 /* How a queue's jobs are stored: deferd's own bucket layout, or a flat Apache Curator
  * queue shared with Java services (docs/curator-compat.md). */
 enum queue_format { QF_NATIVE, QF_CURATOR_DELAY, QF_CURATOR_PRIORITY };
+#define CONFIG_SOCKET_PATH_MAX 107 /* a Unix socket address's sun_path, less its NUL */
 #define CONFIG_MAX_PAYLOAD_LIMIT 1000000 /* stays below ZooKeeper's default jute.maxbuffer */
 /* [daemon] max_line and max_inflight: the protocol's request line and SUB limits are
  * these (PROTO_LINE_MAX, PROTO_INFLIGHT_MAX). */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config_int.h"
+#include "errtext.h"
 
 #define TOKEN_FILE_MAX 16384
 
@@ -68,12 +69,14 @@ static const char *parse_token(char *line, struct web_token *t)
     *colon = '\0';
     size_t nlen = strlen(line), slen = strlen(colon + 1);
     if (nlen == 0 || nlen > WEB_TOKEN_NAME_MAX)
-        return "has a name that is empty or longer than 63 characters";
+        return "has a name that is empty or longer than " ERRTEXT_NUM(WEB_TOKEN_NAME_MAX)
+               " characters";
     for (const char *p = line; *p; p++)
         if (!name_char(*p))
             return "has a name with other characters than letters, digits, '.', '_', '-'";
     if (slen < WEB_TOKEN_MIN || slen > WEB_TOKEN_MAX)
-        return "has a token shorter than 16 or longer than 128 characters";
+        return "has a token shorter than " ERRTEXT_NUM(WEB_TOKEN_MIN) " or longer than "
+               ERRTEXT_NUM(WEB_TOKEN_MAX) " characters";
     for (const char *p = colon + 1; *p; p++)
         if (!secret_char(*p))
             return "has a token with other characters than letters, digits and . _ - ~ + / =";

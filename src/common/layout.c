@@ -146,16 +146,89 @@ int layout_job_in_bucket(uint64_t due_ms, uint64_t leaf)
     return layout_bucket_of(due_ms, LAYOUT_DEPTH) == leaf;
 }
 
-int layout_queue_path(char *buf, size_t len, const char *root, const char *queue)
+/* "/PART" after the N bytes of BUF already written, if PART; the new length or -1. */
+static int add_part(char *buf, size_t len, int n, const char *part)
 {
-    int n = snprintf(buf, len, "%s/queues/%s", root, queue);
+    if (n < 0 || !part)
+        return n;
+    int m = snprintf(buf + n, len - (size_t)n, "/%s", part);
+    return m > 0 && (size_t)m < len - (size_t)n ? n + m : -1;
+}
+
+int layout_root_path(char *buf, size_t len, const char *root, const char *node,
+                     const char *child)
+{
+    int n = snprintf(buf, len, "%s", root);
+    n = n >= 0 && (size_t)n < len ? n : -1;
+    return add_part(buf, len, add_part(buf, len, n, node), child) < 0 ? -1 : 0;
+}
+
+int layout_queue_path(char *buf, size_t len, const char *root, const char *queue,
+                      const char *node, const char *child)
+{
+    int n = layout_root_path(buf, len, root, LAYOUT_QUEUES, queue) == 0 ? (int)strlen(buf) : -1;
+    n = queue ? add_part(buf, len, n, node) : n;
+    n = queue && node ? add_part(buf, len, n, child) : n;
+    return n < 0 ? -1 : 0;
+}
+
+/* <root>/queues/<queue>/<node>/<dir>/<name> */
+static int node_path(char *buf, size_t len, const char *root, const char *queue,
+                     const char *node, const char *dir, const char *name)
+{
+    int n = layout_queue_path(buf, len, root, queue, node, dir) == 0 ? (int)strlen(buf) : -1;
+    return add_part(buf, len, n, name) < 0 ? -1 : 0;
+}
+
+/* ...with a numbered directory: a bucket, a minute. */
+static int numbered_path(char *buf, size_t len, const char *root, const char *queue,
+                         const char *node, uint64_t dir, const char *name)
+{
+    char num[24];
+    snprintf(num, sizeof num, "%llu", (unsigned long long)dir);
+    return node_path(buf, len, root, queue, node, num, name);
+}
+
+int layout_queue_of(const char *path, const char *root, const char *node, char *queue,
+                    size_t qlen)
+{
+    static const char mid[] = "/" LAYOUT_QUEUES "/";
+    size_t rlen = strlen(root), nlen = strlen(node), plen = strlen(path);
+    size_t at = rlen + sizeof mid - 1; /* where the queue's name begins */
+    if (plen < at + 2 + nlen || strncmp(path, root, rlen) != 0 ||
+        strncmp(path + rlen, mid, sizeof mid - 1) != 0)
+        return -1;
+    const char *name = path + at, *end = path + plen - nlen - 1; /* the '/' before NODE */
+    if (*end != '/' || strcmp(end + 1, node) != 0 || memchr(name, '/', (size_t)(end - name)))
+        return -1;
+    if ((size_t)(end - name) >= qlen)
+        return -2;
+    memcpy(queue, name, (size_t)(end - name));
+    queue[end - name] = '\0';
+    return 0;
+}
+
+int layout_lock_path(char *buf, size_t len, const char *job_path)
+{
+    int n = snprintf(buf, len, "%s/" LAYOUT_LOCK, job_path);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+int layout_owner_path(char *buf, size_t len, const char *job_path, uint64_t session,
+                      int64_t seq)
+{
+    int n = snprintf(buf, len, "%s/" LAYOUT_OWNER "%llx-", job_path, (unsigned long long)session);
+    if (seq >= 0 && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "%010u", (unsigned)seq);
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
 int layout_bucket_path(char *buf, size_t len, const char *root, const char *queue,
                        uint64_t due_ms, int level)
 {
-    int n = snprintf(buf, len, "%s/queues/%s/jobs", root, queue);
+    if (layout_queue_path(buf, len, root, queue, LAYOUT_JOBS, NULL) != 0)
+        return -1;
+    int n = (int)strlen(buf);
     for (int l = 1; l <= level && n > 0 && (size_t)n < len; l++)
         n += snprintf(buf + n, len - (size_t)n, "/%llu",
                       (unsigned long long)layout_bucket_of(due_ms, l));
@@ -233,9 +306,8 @@ int layout_dead_path(char *buf, size_t len, const char *root, const char *queue,
     char name[LAYOUT_NAME_MAX + 1];
     if (layout_format_name(jn, name, sizeof name) != 0)
         return -1;
-    int n = snprintf(buf, len, "%s/queues/%s/dead/%llu/%s", root, queue,
-                     (unsigned long long)layout_bucket_of(jn->due_ms, 1), name);
-    return n > 0 && (size_t)n < len ? 0 : -1;
+    return numbered_path(buf, len, root, queue, LAYOUT_DEAD, layout_bucket_of(jn->due_ms, 1),
+                         name);
 }
 
 static uint32_t fnv1a(const char *s)
@@ -251,9 +323,9 @@ int layout_key_path(char *buf, size_t len, const char *root, const char *queue,
 {
     if (!names_valid_key(key))
         return -1;
-    int n = snprintf(buf, len, "%s/queues/%s/keys/%03x/%s", root, queue, fnv1a(key) & 0xfffu,
-                     key);
-    return n > 0 && (size_t)n < len ? 0 : -1;
+    char dir[8];
+    snprintf(dir, sizeof dir, "%03x", fnv1a(key) & 0xfffu);
+    return node_path(buf, len, root, queue, LAYOUT_KEYS, dir, key);
 }
 
 int layout_token_path(char *buf, size_t len, const char *root, const char *queue,
@@ -262,9 +334,8 @@ int layout_token_path(char *buf, size_t len, const char *root, const char *queue
     uint64_t ms;
     if (!names_valid_token(token, &ms))
         return -1;
-    int n = snprintf(buf, len, "%s/queues/%s/tokens/%llu/%s", root, queue,
-                     (unsigned long long)(ms / LAYOUT_TOKEN_MINUTE_MS), token);
-    return n > 0 && (size_t)n < len ? 0 : -1;
+    return numbered_path(buf, len, root, queue, LAYOUT_TOKENS, ms / LAYOUT_TOKEN_MINUTE_MS,
+                         token);
 }
 
 int layout_key_data(char *buf, size_t len, const struct job_name *jn)
@@ -352,8 +423,7 @@ void layout_pack_shard(char *buf, size_t len, const char *pack_uid)
 
 int layout_packs_path(char *buf, size_t len, const char *root, const char *queue)
 {
-    int n = snprintf(buf, len, "%s/queues/%s/packs", root, queue);
-    return n > 0 && (size_t)n < len ? 0 : -1;
+    return layout_queue_path(buf, len, root, queue, LAYOUT_PACKS, NULL);
 }
 
 int layout_pack_path(char *buf, size_t len, const char *root, const char *queue,
@@ -362,9 +432,8 @@ int layout_pack_path(char *buf, size_t len, const char *root, const char *queue,
     struct pack_name pn;
     if (layout_parse_pack_name(pack, &pn) != 0)
         return -1;
-    int n = snprintf(buf, len, "%s/queues/%s/packs/%llu/%s", root, queue,
-                     (unsigned long long)layout_bucket_of(pn.start_ms, 1), pack);
-    return n > 0 && (size_t)n < len ? 0 : -1;
+    return numbered_path(buf, len, root, queue, LAYOUT_PACKS, layout_bucket_of(pn.start_ms, 1),
+                         pack);
 }
 
 int layout_parse_marker(const char *data, size_t len)

@@ -25,6 +25,20 @@ extern const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1]; /* [1..3] used */
 #define LAYOUT_LOCK "lock"
 #define LAYOUT_OWNER "owner-" /* + the holding session id in hex, '-', 10-digit sequence */
 
+/* The names in the tree, each written here only (docs/zookeeper-layout.md). Under the root: */
+#define LAYOUT_QUEUES "queues"
+#define LAYOUT_DAEMONS "daemons"     /* <ident>: a daemon's clock samples (ephemeral) */
+#define LAYOUT_SCHEDULES "schedules" /* <name>: a schedule's state */
+/* Under <root>/queues/<queue>: */
+#define LAYOUT_JOBS "jobs"
+#define LAYOUT_DEAD "dead"
+#define LAYOUT_KEYS "keys"
+#define LAYOUT_TOKENS "tokens"
+#define LAYOUT_PACKS "packs"
+#define LAYOUT_COUNTS "counts"       /* <daemon uid>: a daemon's count of pending jobs */
+#define LAYOUT_COUNTS_ADMIN "admin"  /* counts/admin: deferctl's */
+#define LAYOUT_PAUSED "paused"       /* the queue's pause flag */
+
 struct job_name {
     uint64_t due_ms;
     uint32_t priority;
@@ -62,7 +76,23 @@ int layout_bucket_path(char *buf, size_t len, const char *root, const char *queu
                        uint64_t due_ms, int level);
 int layout_job_path(char *buf, size_t len, const char *root, const char *queue,
                     const struct job_name *jn);
-int layout_queue_path(char *buf, size_t len, const char *root, const char *queue);
+/* <root>/<node>[/<child>]: the marker, a daemon's node, a schedule's state. */
+int layout_root_path(char *buf, size_t len, const char *root, const char *node,
+                     const char *child);
+/* <root>/queues, and each further part given (a NULL ends them): <root>/queues/<queue>,
+ * <root>/queues/<queue>/<node> (LAYOUT_DEAD, LAYOUT_KEYS...), .../<node>/<child>. */
+int layout_queue_path(char *buf, size_t len, const char *root, const char *queue,
+                      const char *node, const char *child);
+/* The queue whose NODE (e.g. LAYOUT_PAUSED) PATH is: 0 and the queue, -1 if PATH is no
+ * such node under ROOT, -2 if it is one but its queue's name is longer than QLEN allows. */
+int layout_queue_of(const char *path, const char *root, const char *node, char *queue,
+                    size_t qlen);
+/* A job's lock node: <job path>/lock. */
+int layout_lock_path(char *buf, size_t len, const char *job_path);
+/* A job's owner node: <job path>/owner-<session hex>-<SEQ, 10 digits>; SEQ < 0 gives the
+ * prefix a sequential create completes. */
+int layout_owner_path(char *buf, size_t len, const char *job_path, uint64_t session,
+                      int64_t seq);
 /* Dead letters: <root>/queues/<queue>/dead/<L1 of the due time>/<job name>, the name's
  * a<N> field holding the attempts made. */
 int layout_dead_path(char *buf, size_t len, const char *root, const char *queue,

@@ -7,6 +7,7 @@
 /* The public header's limits are these rules' limits: a client must never accept what the
  * daemon refuses, nor refuse what it accepts (protocol.c ties the request limits). */
 _Static_assert(DEFERD_QUEUE_MAX == QUEUE_NAME_MAX, "queue name limit");
+_Static_assert(DEFERD_QUEUE_SIZE > DEFERD_QUEUE_MAX, "a queue name's buffer");
 _Static_assert(DEFERD_ID_MAX == NAMES_ID_MAX, "job id limit");
 _Static_assert(DEFERD_ID_SIZE > NAMES_ID_MAX, "job id buffer");
 _Static_assert(DEFERD_KEY_MAX == NAMES_KEY_MAX, "key limit");

@@ -97,12 +97,6 @@ void schedule_run_key(const struct schedule_config *s, int64_t now_ms, char *buf
     snprintf(buf, len, "%s:%" PRId64 ":run", s->name, now_ms);
 }
 
-int schedule_state_path(char *buf, size_t len, const char *root, const char *name)
-{
-    int n = snprintf(buf, len, "%s/schedules/%s", root, name);
-    return n > 0 && (size_t)n < len ? 0 : -1;
-}
-
 int schedule_state_format(const struct schedule_state *st, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "v1 last=%" PRId64 " fp=%s key=%s", st->last_ms, st->fp,

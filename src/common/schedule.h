@@ -44,7 +44,6 @@ struct schedule_state {
     char fp[SCHEDULE_FP_LEN + 1];
     char key[NAMES_KEY_MAX + 1];
 };
-int schedule_state_path(char *buf, size_t len, const char *root, const char *name);
 int schedule_state_format(const struct schedule_state *st, char *buf, size_t len);
 /* 0, or -1 when DATA is not a state node's (a foreign node: left alone). */
 int schedule_state_parse(const char *data, size_t len, struct schedule_state *st);

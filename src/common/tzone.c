@@ -15,6 +15,7 @@
 #define OFF_MAX 93599
 #define ABBR_SIZE 16 /* a POSIX TZ name: tzdata's are at most 6 bytes */
 #define FOOTER_MAX 255
+#define TZ_TYPES_MAX 256 /* local time types of one TZif file (RFC 8536) */
 
 /* ---- calendar ---- */
 
@@ -456,8 +457,9 @@ static int check_counts(const struct reader *r, const struct counts *c, int tsiz
         return errtext_fail(why, wl,
                             "truncated: the header announces %llu bytes of data, %zu remain",
                             (unsigned long long)need, r->len - r->at);
-    if (c->type == 0 || c->type > 256)
-        return errtext_fail(why, wl, "%u local time types (1 to 256 expected)", c->type);
+    if (c->type == 0 || c->type > TZ_TYPES_MAX)
+        return errtext_fail(why, wl, "%u local time types (1 to %d expected)", c->type,
+                            TZ_TYPES_MAX);
     if (c->chars == 0)
         return errtext_fail(why, wl, "no time zone abbreviations");
     if ((c->isut && c->isut != c->type) || (c->isstd && c->isstd != c->type))

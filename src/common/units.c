@@ -228,3 +228,10 @@ void units_format_relative(int64_t ms, char *buf, size_t len)
     span_words(magnitude(ms), 1, words, sizeof words);
     snprintf(buf, len, ms < 0 ? "%s ago" : "in %s", words);
 }
+
+struct timeval units_ms_timeval(int64_t ms)
+{
+    ms = ms > 0 ? ms : 0;
+    return (struct timeval){.tv_sec = (time_t)(ms / 1000),
+                            .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+}

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/time.h>
 
 /* Whole string must be an unsigned decimal in [0, max]; no sign, no spaces. 0 on success. */
 int units_parse_u64(const char *s, uint64_t max, uint64_t *out);
@@ -32,6 +33,9 @@ void units_format_time(int64_t ms, char *buf, size_t len);
 void units_format_span(int64_t ms, char *buf, size_t len);
 /* The same for a time relative to now, in words: "in 5 s", "64 ms ago", "in 4 min 12 s". */
 void units_format_relative(int64_t ms, char *buf, size_t len);
+
+/* MS (a negative one as 0) as the struct timeval a libevent timer takes. */
+struct timeval units_ms_timeval(int64_t ms);
 
 /* Milliseconds since the Unix epoch (CLOCK_REALTIME) and on CLOCK_MONOTONIC. */
 int64_t units_wall_ms(void);

@@ -7,6 +7,7 @@
 
 #include "admin.h"
 #include "deferctl.h"
+#include "errtext.h"
 #include "jsonw.h"
 #include "units.h"
 
@@ -74,7 +75,7 @@ void ctl_list_usage(FILE *f)
           "  -f, --from TIME   jobs due at or after TIME\n"
           "  -u, --until TIME  jobs due at or before TIME\n"
           "                    TIME: " TIME_FORMS "\n"
-          "  -n, --limit N     jobs per page, 1..10000 (default 100)\n"
+          "  -n, --limit N     jobs per page, 1.." ERRTEXT_NUM(LIST_LIMIT_MAX) " (default 100)\n"
           "  -A, --after ID    start after this job: the last id of the previous page\n"
           "                    (when more follow, the command to get them goes to stderr)\n"
           "  -j, --json        one JSON object: queue, paused, jobs[], next_after\n", f);
@@ -163,7 +164,8 @@ static int parse_list(int argc, char **argv, struct admin_list_opts *o, int *jso
                                    opt == 'f' ? &o->from_ms : &o->until_ms) != 0)
                 return EXIT_USAGE;
         } else if (opt == 'n')
-            return ctl_usage_error("list ", "invalid --limit '%s' (1..10000)", optarg);
+            return ctl_usage_error("list ", "invalid --limit '%s' (1..%d)", optarg,
+                                   LIST_LIMIT_MAX);
         else
             return ctl_usage_error("list ", NULL);
     }

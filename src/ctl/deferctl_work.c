@@ -4,6 +4,7 @@
 
 #include "deferd/client.h"
 #include "deferctl.h"
+#include "errtext.h"
 #include "units.h"
 
 #include <errno.h>
@@ -41,8 +42,10 @@ void ctl_work_usage(FILE *f)
           "CMD runs, CMD runs to its end (unless --kill-on-expiry) and its exit status is\n"
           "ignored.\n\n"
           "  -q, --queue LIST     comma separated queues to consume (required)\n"
-          "  -c, --concurrency N  run up to N commands at once, 1..1000 (default 1)\n"
-          "  -n, --inflight N     jobs deferd may push before one is answered, 1..10000\n"
+          "  -c, --concurrency N  run up to N commands at once, 1.."
+          ERRTEXT_NUM(WORK_CONCURRENCY_MAX) " (default 1)\n"
+          "  -n, --inflight N     jobs deferd may push before one is answered, 1.."
+          ERRTEXT_NUM(DEFERD_INFLIGHT_MAX) "\n"
           "                       (default and minimum: the concurrency)\n"
           "  -m, --max-jobs N     exit after N jobs were handled\n"
           "  -r, --nack-delay DUR retry a failed job after DUR instead of the backoff\n"

@@ -34,7 +34,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct drain *dr = arg;
     struct deferd *d = dr->d;
-    size_t busy = dispatcher_busy(d->dispatcher), replies = server_pending_replies(d->server);
+    size_t busy = dispatcher_busy(d->dispatcher), replies = server_unanswered_replies(d->server);
     int64_t now = units_mono_ms();
     /* max_pending counters too: a change not written now would stay in the sum for good */
     if (busy == 0 && replies == 0 && pending_flush(d->pending) == 0) {
@@ -50,7 +50,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         finish(dr, "releases unanswered; the closing session drops the locks");
         return;
     }
-    struct timeval tv = {0, DRAIN_POLL_MS * 1000};
+    struct timeval tv = units_ms_timeval(DRAIN_POLL_MS);
     evtimer_add(dr->tick, &tv);
 }
 

@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "dispatcher.h"
 #include "drain.h"
+#include "errtext.h"
 #include "failpoint.h"
 #include "depth.h"
 #include "web.h"
@@ -42,6 +43,7 @@
 
 #define DEFAULT_CONFIG "/etc/deferd/deferd.ini"
 #define MAX_OVERRIDES 64
+#define NEXT_SHOWN 10 /* occurrences --next prints */
 
 
 #ifdef __SANITIZE_ADDRESS__
@@ -67,7 +69,8 @@ static void usage(FILE *out)
             "                      e.g. -o zookeeper.hosts=h:2181 -o queue.emails.ttr=5m\n"
             "                      schedule.NAME.KEY=V\n"
             "      --check-config  validate the configuration and exit (0 valid, 2 invalid)\n"
-            "      --next NAME     with --check-config: the next 10 occurrences of schedule NAME\n"
+            "      --next NAME     with --check-config: the next " ERRTEXT_NUM(NEXT_SHOWN)
+            " occurrences of schedule NAME\n"
             "  -h, --help          this text\n"
             "  -V, --version       print the version and exit\n"
             "See deferd(8) in docs/deferd.md.\n");
@@ -157,7 +160,7 @@ static int print_next(const struct config *cfg, const char *name)
     schedule_describe(sc, text, sizeof text);
     printf("schedule %s (queue %s): %s\n", name, sc->queue, text);
     int64_t t = units_wall_ms();
-    for (int i = 0; i < 10 && schedule_next(sc, t, &t) == 0; i++) {
+    for (int i = 0; i < NEXT_SHOWN && schedule_next(sc, t, &t) == 0; i++) {
         schedule_format_instant(sc, t, text, sizeof text);
         printf("  %s", text);
         if (sc->jitter_ms)

@@ -81,8 +81,7 @@ static void renew_later(struct session *s)
     s->renew_delay_ms = s->renew_delay_ms ? s->renew_delay_ms * 2 : 500;
     if (s->renew_delay_ms > 30000)
         s->renew_delay_ms = 30000;
-    struct timeval tv = {.tv_sec = s->renew_delay_ms / 1000,
-                         .tv_usec = (s->renew_delay_ms % 1000) * 1000};
+    struct timeval tv = units_ms_timeval(s->renew_delay_ms);
     evtimer_add(s->renew_timer, &tv);
 }
 
@@ -126,8 +125,7 @@ static void on_beat_answer(const struct zk_result *res, void *ctx)
 
 static void beat(struct session *s)
 {
-    int ms = zkstore_negotiated_timeout(s->d->zs) / 3;
-    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    struct timeval tv = units_ms_timeval(zkstore_negotiated_timeout(s->d->zs) / 3);
     evtimer_add(s->beat_timer, &tv);
     if (s->state != CS_CONNECTED)
         return;
@@ -205,11 +203,9 @@ void session_on_zk_state(struct session *s, int zk_state)
     } else if (zk_state == ZOO_CONNECTING_STATE && s->state == CS_CONNECTED) {
         enter(s, CS_SUSPENDED, "connection lost; dispatch paused");
         s->suspended_at_ms = units_mono_ms();
-        int64_t ms = s->last_contact_ms + zkstore_negotiated_timeout(s->d->zs) -
-                     s->suspended_at_ms;
-        if (ms < 0)
-            ms = 0;
-        struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+        struct timeval tv = units_ms_timeval(s->last_contact_ms +
+                                             zkstore_negotiated_timeout(s->d->zs) -
+                                             s->suspended_at_ms);
         evtimer_add(s->lost_timer, &tv);
     } else if (zk_state == ZOO_EXPIRED_SESSION_STATE && s->state != CS_LOST) {
         lose(s, "ZooKeeper expired the session");

@@ -169,7 +169,17 @@ static void check_exposition(const char *m, int limited_puts)
     CHECK_VALUE(m, "deferd_jobs_nacked_total{queue=\"limited\"}", 1);
     CHECK_VALUE(m, "deferd_jobs_dead_lettered_total{queue=\"limited\"}", 1);
     CHECK_VALUE(m, "deferd_puts_refused_total{queue=\"limited\",reason=\"queue_full\"}", 1);
-    CHECK_VALUE(m, "deferd_jobs_pending{queue=\"limited\"}", 0); /* due in an hour: not mirrored */
+    CHECK_VALUE(m, "deferd_jobs_mirrored{queue=\"limited\"}", 0); /* due in an hour */
+    /* the old name stays as an alias of the same value */
+    CHECK_CONTAINS(m, "# TYPE deferd_jobs_mirrored gauge\n");
+    CHECK_CONTAINS(m, "# TYPE deferd_jobs_pending gauge\n");
+    static const char *const qs[] = {"emails", "b", "limited", "a"};
+    for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+        char mirrored[96], pending[96];
+        snprintf(mirrored, sizeof mirrored, "deferd_jobs_mirrored{queue=\"%s\"}", qs[i]);
+        snprintf(pending, sizeof pending, "deferd_jobs_pending{queue=\"%s\"}", qs[i]);
+        CHECK(value(m, mirrored) >= 0 && value(m, mirrored) == value(m, pending));
+    }
     CHECK_VALUE(m, "deferd_jobs_put_total{queue=\"a\"}", 0);
     CHECK_VALUE(m, "deferd_zookeeper_state{state=\"connected\"}", 1);
     CHECK_VALUE(m, "deferd_zookeeper_state{state=\"suspended\"}", 0);

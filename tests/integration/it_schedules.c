@@ -9,6 +9,7 @@
 #include "harness.h"
 #include "harness_sched.h"
 #include "httpget.h"
+#include "layout.h"
 #include "schedule.h"
 
 #define RUN_MS 30000
@@ -116,7 +117,7 @@ int main(void)
     /* The state node: every daemon computed the same fingerprint and none yielded. */
     zhandle_t *zh = zk_connect();
     char path[300], data[200];
-    CHECK(schedule_state_path(path, sizeof path, root, "tick") == 0);
+    CHECK(layout_root_path(path, sizeof path, root, LAYOUT_SCHEDULES, "tick") == 0);
     struct schedule_state st;
     int len = zk_get(zh, path, data, sizeof data);
     CHECK(len > 0 && schedule_state_parse(data, (size_t)len, &st) == 0);

@@ -10,6 +10,7 @@
 
 #include "harness.h"
 #include "harness_pack.h"
+#include "httpget.h"
 
 static char root[128];
 
@@ -165,6 +166,16 @@ static void plant_tokens(zhandle_t *zh, char *old_dir, char *cur_dir, char *fore
     }
 }
 
+/* The first pass's work in STATS and /metrics: the old minute's directory and its three
+ * tokens (the current minute's and the foreign node are not this daemon's to delete). */
+static void sweep_counted(const struct daemon_proc *d)
+{
+    CHECK(wait_stats(d, " token_sweeps=1 token_dirs_swept=1 tokens_swept=3", 1));
+    CHECK(metric_in_log(d->log, "deferd_token_sweeps_total") == 1);
+    CHECK(metric_in_log(d->log, "deferd_token_dirs_swept_total") == 1);
+    CHECK(metric_in_log(d->log, "deferd_tokens_swept_total") == 3);
+}
+
 int main(void)
 {
     harness_init("tokens", root, sizeof root);
@@ -174,7 +185,7 @@ int main(void)
     plant_tokens(zh, old_dir, cur_dir, foreign, sizeof old_dir);
     struct daemon_proc d;
     const char *const packing[] = {PACK_TEST_OVERRIDES("emails"), "daemon.max_payload=512KiB",
-                                   NULL};
+                                   "metrics.listen=127.0.0.1:0", NULL};
     if (daemon_start(&d, root, "t1", packing) != 0 || daemon_wait_connected(&d, 10000) != 0)
         return 1;
     int64_t deadline = now_ms() + 15000;
@@ -185,6 +196,7 @@ int main(void)
            zk_exists(zh, foreign) ? "kept" : "deleted");
     CHECK(!zk_exists(zh, old_dir));
     CHECK(zk_exists(zh, cur_dir) && zk_exists(zh, foreign));
+    sweep_counted(&d);
     retry_after_ack(&d);
     retry_packed_and_batch(&d);
     retry_many(&d);

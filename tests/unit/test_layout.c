@@ -281,9 +281,43 @@ static void tokens(void)
     CHECK(layout_token_path(small, sizeof small, "/deferd", "emails", "1763769605123-abcdef01") != 0);
 }
 
+/* The builders every znode path comes from, and the parse of a queue's node. */
+static void queue_nodes(void)
+{
+    char buf[LAYOUT_PATH_MAX], q[8], small[16];
+    CHECK(layout_queue_path(buf, sizeof buf, "/r", NULL, NULL, NULL) == 0);
+    CHECK_STR(buf, "/r/queues");
+    CHECK(layout_queue_path(buf, sizeof buf, "/r", "q", NULL, NULL) == 0);
+    CHECK_STR(buf, "/r/queues/q");
+    CHECK(layout_queue_path(buf, sizeof buf, "/r", "q", LAYOUT_DEAD, NULL) == 0);
+    CHECK_STR(buf, "/r/queues/q/dead");
+    CHECK(layout_queue_path(buf, sizeof buf, "/r", "q", LAYOUT_COUNTS, "admin") == 0);
+    CHECK_STR(buf, "/r/queues/q/counts/admin");
+    CHECK(layout_queue_path(small, sizeof small, "/r", "q", LAYOUT_COUNTS, "admin") != 0);
+    CHECK(layout_root_path(buf, sizeof buf, "/r", LAYOUT_DAEMONS, "d1") == 0);
+    CHECK_STR(buf, "/r/daemons/d1");
+    CHECK(layout_root_path(buf, sizeof buf, "/r", LAYOUT_MARKER, NULL) == 0);
+    CHECK_STR(buf, "/r/layout");
+    CHECK(layout_lock_path(buf, sizeof buf, "/r/j") == 0);
+    CHECK_STR(buf, "/r/j/lock");
+    CHECK(layout_owner_path(buf, sizeof buf, "/r/j", 0x1fULL, -1) == 0);
+    CHECK_STR(buf, "/r/j/owner-1f-");
+    CHECK(layout_owner_path(buf, sizeof buf, "/r/j", 0x1fULL, 7) == 0);
+    CHECK_STR(buf, "/r/j/owner-1f-0000000007");
+    CHECK(layout_queue_of("/r/queues/abc/paused", "/r", LAYOUT_PAUSED, q, sizeof q) == 0);
+    CHECK_STR(q, "abc");
+    CHECK(layout_queue_of("/r/queues/abcdefgh/paused", "/r", LAYOUT_PAUSED, q, sizeof q) == -2);
+    CHECK(layout_queue_of("/r/queues//paused", "/r", LAYOUT_PAUSED, q, sizeof q) == -1);
+    CHECK(layout_queue_of("/r/queues/a/b/paused", "/r", LAYOUT_PAUSED, q, sizeof q) == -1);
+    CHECK(layout_queue_of("/r/queues/abc/pausedx", "/r", LAYOUT_PAUSED, q, sizeof q) == -1);
+    CHECK(layout_queue_of("/s/queues/abc/paused", "/r", LAYOUT_PAUSED, q, sizeof q) == -1);
+    CHECK(layout_queue_of("/r/queues/paused", "/r", LAYOUT_PAUSED, q, sizeof q) == -1);
+}
+
 int main(void)
 {
     round_trips();
+    queue_nodes();
     tokens();
     paths();
     shards();

@@ -72,5 +72,11 @@ int main(void)
     CHECK(strcmp(buf, "-3h05m") == 0);
     units_format_span(52 * 3600000LL, buf, sizeof buf);
     CHECK(strcmp(buf, "2d04h") == 0);
+    struct timeval tv = units_ms_timeval(2500);
+    CHECK(tv.tv_sec == 2 && tv.tv_usec == 500000);
+    tv = units_ms_timeval(20);
+    CHECK(tv.tv_sec == 0 && tv.tv_usec == 20000);
+    tv = units_ms_timeval(-5); /* a deadline already past: at once */
+    CHECK(tv.tv_sec == 0 && tv.tv_usec == 0);
     return check_report("units");
 }

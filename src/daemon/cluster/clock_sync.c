@@ -14,6 +14,7 @@
 #include "dispatcher.h"
 #include "layout.h"
 #include "log.h"
+#include "units.h"
 #include "zkstore.h"
 
 /* A sample every 10 s keeps the drift allowance (clock_estimate.h) near 1 ms; right after a
@@ -42,7 +43,6 @@ static const char *const state_names[CLK_COUNT] = {
 };
 
 const char *clock_state_name(enum clock_state st) { return state_names[st]; }
-const char *clock_sync_node(const struct clock_sync *cs) { return cs->path; }
 
 void clock_sync_on_ready(struct clock_sync *cs, void (*fn)(void *ctx), void *ctx)
 {
@@ -161,7 +161,7 @@ static void next_sample(struct clock_sync *cs)
     int ms = cs->quick > 0 ? CLOCK_QUICK_MS : CLOCK_REFRESH_MS;
     if (cs->quick > 0)
         cs->quick--;
-    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    struct timeval tv = units_ms_timeval(ms);
     evtimer_add(cs->timer, &tv);
 }
 
@@ -280,8 +280,8 @@ struct clock_sync *clock_sync_new(struct deferd *d)
         free(cs);
         return NULL;
     }
-    snprintf(cs->path, sizeof cs->path, "%s/daemons/%s", d->cfg->zk_root,
-             dispatcher_ident(d->dispatcher));
+    layout_root_path(cs->path, sizeof cs->path, d->cfg->zk_root, LAYOUT_DAEMONS,
+                     dispatcher_ident(d->dispatcher));
     set_state(cs, d->cfg->clock_local ? CLK_LOCAL : CLK_UNSYNCED);
     cluster_time_require(!d->cfg->clock_local); /* no due time from the host's clock */
     return cs;

@@ -38,7 +38,5 @@ void clock_sync_on_ready(struct clock_sync *cs, void (*fn)(void *ctx), void *ctx
 void clock_sync_session_up(struct clock_sync *cs);
 void clock_sync_report(const struct clock_sync *cs, struct clock_report *out);
 const char *clock_state_name(enum clock_state st);
-/* The node's path (for tests and deferctl): <root>/daemons/<name>. */
-const char *clock_sync_node(const struct clock_sync *cs);
 
 #endif

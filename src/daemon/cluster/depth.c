@@ -1,6 +1,5 @@
 #include "depth.h"
 
-#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "census.h"
 #include "layout.h"
 #include "log.h"
+#include "periodic.h"
 #include "pack.h"
 #include "queue.h"
 #include "cluster_time.h"
@@ -64,7 +64,7 @@ struct walk {
 
 struct depth {
     struct deferd *d;
-    struct event *tick;
+    struct periodic *tick;
     struct walk **walks;        /* by queue index (cfg->queues) */
     struct walk **censuses;     /* the same */
     size_t n;
@@ -369,8 +369,8 @@ static void start(struct walk *w)
         enqueue(w, CK_PACK_DIRS, 0, 0, path);
     if (layout_bucket_path(path, sizeof path, cfg->zk_root, w->qc->name, 0, 0) == 0)
         enqueue(w, CK_BUCKETS, 0, 0, path);
-    snprintf(path, sizeof path, "%s/queues/%s/dead", cfg->zk_root, w->qc->name);
-    if (!w->census)
+    if (!w->census &&
+        layout_queue_path(path, sizeof path, cfg->zk_root, w->qc->name, LAYOUT_DEAD, NULL) == 0)
         enqueue(w, CK_DEAD_DIRS, 0, 0, path);
     pump(w);
 }
@@ -432,10 +432,8 @@ static void census_tick(struct walk *c, int64_t now)
         start(c);
 }
 
-static void on_tick(evutil_socket_t fd, short what, void *arg)
+static void on_tick(void *arg)
 {
-    (void)fd;
-    (void)what;
     struct depth *dp = arg;
     int64_t interval = (int64_t)dp->d->cfg->depth_interval_ms, now = units_mono_ms();
     if (!zkstore_connected(dp->d->zs) || dp->d->drain || track_queues(dp) != 0)
@@ -455,9 +453,8 @@ struct depth *depth_new(struct deferd *d)
     if (!dp)
         return NULL;
     dp->d = d;
-    dp->tick = event_new(d->base, -1, EV_PERSIST, on_tick, dp);
-    struct timeval tv = {.tv_sec = TICK_MS / 1000, .tv_usec = (TICK_MS % 1000) * 1000};
-    if (!dp->tick || event_add(dp->tick, &tv) != 0 || track_queues(dp) != 0) {
+    dp->tick = periodic_new(d->base, TICK_MS, on_tick, dp);
+    if (!dp->tick || periodic_start(dp->tick) != 0 || track_queues(dp) != 0) {
         depth_free(dp);
         return NULL;
     }
@@ -479,8 +476,7 @@ void depth_free(struct depth *dp)
     }
     free(dp->walks);
     free(dp->censuses);
-    if (dp->tick)
-        event_free(dp->tick);
+    periodic_free(dp->tick);
     free(dp);
 }
 

@@ -1,6 +1,5 @@
 #include "keysweep.h"
 
-#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "dispatcher.h"
 #include "layout.h"
 #include "log.h"
+#include "periodic.h"
 #include "metrics.h"
 #include "names.h"
 #include "cluster_time.h"
@@ -39,7 +39,7 @@ struct pass {
 
 struct keysweep {
     struct deferd *d;
-    struct event *tick;
+    struct periodic *tick;
     struct pass **passes;      /* by queue index (cfg->queues) */
     size_t n;
 };
@@ -169,9 +169,9 @@ static void walk(struct pass *p)
 {
     char path[LAYOUT_PATH_MAX];
     for (int k = 0; k < p->per_tick && p->next_dir < p->ndirs; k++) {
-        snprintf(path, sizeof path, "%s/queues/%s/keys/%s", p->d->cfg->zk_root, p->qc->name,
-                 p->dirs[p->next_dir++]);
-        send_call(p, CK_LIST_KEYS, path, -1);
+        if (layout_queue_path(path, sizeof path, p->d->cfg->zk_root, p->qc->name, LAYOUT_KEYS,
+                              p->dirs[p->next_dir++]) == 0)
+            send_call(p, CK_LIST_KEYS, path, -1);
     }
     if (p->busy == 0 && p->next_dir >= p->ndirs) /* every call refused at once */
         end_pass(p);
@@ -229,8 +229,9 @@ static void start_pass(struct pass *p)
     p->errors = 0;
     p->expired = 0;
     p->started_at = units_mono_ms();
-    snprintf(path, sizeof path, "%s/queues/%s/keys", p->d->cfg->zk_root, p->qc->name);
-    send_call(p, CK_LIST_DIRS, path, -1);
+    if (layout_queue_path(path, sizeof path, p->d->cfg->zk_root, p->qc->name, LAYOUT_KEYS,
+                          NULL) == 0)
+        send_call(p, CK_LIST_DIRS, path, -1);
     if (p->busy == 0)
         end_pass(p);
 }
@@ -263,10 +264,8 @@ static int track_queues(struct keysweep *ks)
     return 0;
 }
 
-static void on_tick(evutil_socket_t fd, short what, void *arg)
+static void on_tick(void *arg)
 {
-    (void)fd;
-    (void)what;
     struct keysweep *ks = arg;
     if (!zkstore_connected(ks->d->zs) || ks->d->drain || track_queues(ks) != 0)
         return;
@@ -288,9 +287,8 @@ struct keysweep *keysweep_new(struct deferd *d)
     if (!ks)
         return NULL;
     ks->d = d;
-    ks->tick = event_new(d->base, -1, EV_PERSIST, on_tick, ks);
-    struct timeval tv = {.tv_sec = TICK_MS / 1000, .tv_usec = (TICK_MS % 1000) * 1000};
-    if (!ks->tick || event_add(ks->tick, &tv) != 0) {
+    ks->tick = periodic_new(d->base, TICK_MS, on_tick, ks);
+    if (!ks->tick || periodic_start(ks->tick) != 0) {
         keysweep_free(ks);
         return NULL;
     }
@@ -306,7 +304,6 @@ void keysweep_free(struct keysweep *ks)
         free(ks->passes[i]);
     }
     free(ks->passes);
-    if (ks->tick)
-        event_free(ks->tick);
+    periodic_free(ks->tick);
     free(ks);
 }

@@ -13,7 +13,7 @@ static void read_marker(struct deferd *d);
 
 static void marker_path(const struct deferd *d, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/" LAYOUT_MARKER, d->cfg->zk_root);
+    layout_root_path(buf, len, d->cfg->zk_root, LAYOUT_MARKER, NULL);
 }
 
 static void set_version(struct deferd *d, int version, const char *why)
@@ -90,7 +90,7 @@ static void claim_new_root(struct deferd *d)
     const char *root = d->cfg->zk_root;
     int n = 0, all = 0;
     marker_path(d, marker, sizeof marker);
-    snprintf(queues, sizeof queues, "%s/queues", root);
+    layout_queue_path(queues, sizeof queues, root, NULL, NULL, NULL);
     for (const char *at = root + 1;; at++) { /* each level's path, deepest LEVELS kept */
         if (*at != '/' && *at != '\0')
             continue;

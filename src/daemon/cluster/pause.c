@@ -11,8 +11,6 @@
 #include "log.h"
 #include "zkstore.h"
 
-#define PAUSE_NODE "paused"
-
 struct flag_check {
     struct deferd *d;
     char queue[QUEUE_NAME_MAX + 1]; /* looked up again: the queue outlives no call */
@@ -40,8 +38,8 @@ static void check_flag(struct deferd *d, const char *queue)
         return;
     fc->d = d;
     snprintf(fc->queue, sizeof fc->queue, "%s", queue);
-    snprintf(path, sizeof path, "%s/queues/%s/" PAUSE_NODE, d->cfg->zk_root, queue);
-    if (zkstore_exists(d->zs, path, 1, on_flag, fc) != ZOK)
+    if (layout_queue_path(path, sizeof path, d->cfg->zk_root, queue, LAYOUT_PAUSED, NULL) != 0 ||
+        zkstore_exists(d->zs, path, 1, on_flag, fc) != ZOK)
         free(fc);
 }
 
@@ -59,20 +57,9 @@ void pause_follow(struct deferd *d, const char *queue)
 
 int pause_on_watch(struct deferd *d, const char *path)
 {
-    size_t rlen = strlen(d->cfg->zk_root);
-    static const char mid[] = "/queues/", tail[] = "/" PAUSE_NODE;
-    size_t plen = strlen(path);
-    if (strncmp(path, d->cfg->zk_root, rlen) != 0 || strncmp(path + rlen, mid, sizeof mid - 1))
-        return 0;
-    const char *name = path + rlen + sizeof mid - 1;
-    const char *end = path + plen - (sizeof tail - 1);
-    if (end <= name || strcmp(end, tail) != 0 || memchr(name, '/', (size_t)(end - name)))
-        return 0;
     char queue[QUEUE_NAME_MAX + 1];
-    if ((size_t)(end - name) > QUEUE_NAME_MAX)
-        return 1;
-    memcpy(queue, name, (size_t)(end - name));
-    queue[end - name] = '\0';
-    check_flag(d, queue); /* sets a new watch, then applies what it finds */
-    return 1;
+    int rc = layout_queue_of(path, d->cfg->zk_root, LAYOUT_PAUSED, queue, sizeof queue);
+    if (rc == 0)
+        check_flag(d, queue); /* sets a new watch, then applies what it finds */
+    return rc != -1; /* a name too long is no queue of ours, but the watch was ours */
 }

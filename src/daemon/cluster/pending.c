@@ -1,6 +1,5 @@
 #include "pending.h"
 
-#include <event2/event.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,8 +8,11 @@
 
 #include "config.h"
 #include "daemon.h"
+#include "layout.h"
 #include "dispatcher.h"
+#include "layout.h"
 #include "log.h"
+#include "periodic.h"
 #include "queue.h"
 #include "zkstore.h"
 
@@ -18,7 +20,7 @@
 
 struct pending {
     struct deferd *d;
-    struct event *timer;
+    struct periodic *tick;
     char uid[20];               /* this daemon run's counter name */
 };
 
@@ -26,8 +28,7 @@ static struct pending *the; /* one per daemon; completions find it here */
 
 static void counts_path(const struct dqueue *q, char *buf, size_t len, const char *child)
 {
-    snprintf(buf, len, "%s/queues/%s/counts%s%s", the->d->cfg->zk_root, q->cfg->name,
-             child ? "/" : "", child ? child : "");
+    layout_queue_path(buf, len, the->d->cfg->zk_root, q->cfg->name, LAYOUT_COUNTS, child);
 }
 
 static void create_counter(struct dqueue *q);
@@ -187,14 +188,10 @@ static void create_counter(struct dqueue *q)
         zkstore_create(the->d->zs, path, value, strlen(value), 0, on_created, q);
 }
 
-static void on_tick(evutil_socket_t fd, short what, void *arg)
+static void on_tick(void *arg)
 {
-    (void)fd;
-    (void)what;
     struct pending *p = arg;
     struct dispatcher *ds = p->d->dispatcher;
-    struct timeval tv = {.tv_sec = TICK_MS / 1000, .tv_usec = (TICK_MS % 1000) * 1000};
-    evtimer_add(p->timer, &tv);
     if (!zkstore_connected(p->d->zs))
         return;
     for (size_t i = 0; i < p->d->cfg->nqueues; i++) {
@@ -218,7 +215,7 @@ static void create_counters(struct pending *p)
 void pending_session_up(struct pending *p)
 {
     create_counters(p);
-    event_active(p->timer, 0, 0);
+    periodic_run_now(p->tick); /* the first run: the ticks begin with the session */
 }
 
 void pending_reloaded(struct pending *p)
@@ -237,8 +234,8 @@ struct pending *pending_new(struct deferd *d)
     }
     p->d = d;
     snprintf(p->uid, sizeof p->uid, "%016" PRIx64, rnd);
-    p->timer = evtimer_new(d->base, on_tick, p);
-    if (!p->timer) {
+    p->tick = periodic_new(d->base, TICK_MS, on_tick, p);
+    if (!p->tick) {
         free(p);
         return NULL;
     }
@@ -250,7 +247,7 @@ void pending_free(struct pending *p)
 {
     if (!p)
         return;
-    event_free(p->timer);
+    periodic_free(p->tick);
     if (the == p)
         the = NULL;
     free(p);

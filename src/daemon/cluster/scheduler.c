@@ -18,7 +18,6 @@
 #include "units.h"
 #include "zkstore.h"
 
-#define RETRY_MS 1000          /* after an error, or while ZooKeeper is away */
 #define YIELD_RECHECK_MS 5000  /* a daemon whose section differs looks again this often */
 #define YIELD_LOG_MS 60000
 #define MISFIRE_AFTER_MS 1000  /* an occurrence this far past when first handled is missed */
@@ -64,9 +63,7 @@ static void pass(struct sched *s);
 
 static void arm(struct sched *s, int64_t in_ms)
 {
-    if (in_ms < 0)
-        in_ms = 0;
-    struct timeval tv = {.tv_sec = in_ms / 1000, .tv_usec = (in_ms % 1000) * 1000};
+    struct timeval tv = units_ms_timeval(in_ms);
     event_add(s->timer, &tv);
 }
 
@@ -92,8 +89,8 @@ static void failed(struct sched *s, const char *what, int rc)
 {
     if (s->failing++ == 0 && rc != ZCLOSING)
         log_warn("schedule %s: %s %s: %s; trying again every %d s", s->sc->name, what, s->path,
-                 zk_reason(rc), RETRY_MS / 1000);
-    arm(s, RETRY_MS);
+                 zk_reason(rc), ZK_RETRY_MS / 1000);
+    arm(s, ZK_RETRY_MS);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -313,7 +310,7 @@ static int write_plan(struct sched *s, struct plan *p)
             if (s->failing == 0)
                 log_error("schedule %s: occurrence %s refused: %s; trying again every %d s "
                           "(what falls meanwhile follows the misfire rule)", s->sc->name,
-                          p->items[i].key, text, RETRY_MS / 1000);
+                          p->items[i].key, text, ZK_RETRY_MS / 1000);
             free(p->items[i].payload);
             return ZBADARGUMENTS;
         }
@@ -356,7 +353,7 @@ static void put_plan(struct sched *s, int prev_busy)
         s->busy = 0;
         if (rc == ZBADARGUMENTS) { /* a job refused (a full queue): logged with its reason */
             s->failing++;
-            arm(s, RETRY_MS);
+            arm(s, ZK_RETRY_MS);
         } else {
             failed(s, "cannot put its occurrences at", rc);
         }
@@ -487,7 +484,7 @@ static void pass(struct sched *s)
     if (s->busy || !s->sc)
         return;
     if (!zkstore_connected(d->zs) || d->drain) {
-        arm(s, RETRY_MS);
+        arm(s, ZK_RETRY_MS);
         return;
     }
     s->busy = 1;
@@ -522,7 +519,8 @@ static struct sched *sched_new(struct scheduler *sr, const struct schedule_confi
     s->owner = sr;
     s->timer = evtimer_new(sr->d->base, on_timer, s);
     if (!s->timer ||
-        schedule_state_path(s->path, sizeof s->path, sr->d->cfg->zk_root, sc->name) != 0) {
+        layout_root_path(s->path, sizeof s->path, sr->d->cfg->zk_root, LAYOUT_SCHEDULES,
+                         sc->name) != 0) {
         sched_free(s);
         return NULL;
     }

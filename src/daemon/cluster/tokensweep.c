@@ -1,6 +1,5 @@
 #include "tokensweep.h"
 
-#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include "daemon.h"
 #include "layout.h"
 #include "log.h"
+#include "periodic.h"
 #include "units.h"
 #include "zkstore.h"
 
@@ -20,7 +20,7 @@
 
 struct tokensweep {
     struct deferd *d;
-    struct event *tick;
+    struct periodic *tick;
     int64_t next_pass;       /* monotonic */
     int active;              /* a pass is under way */
     int busy;                /* a listing is on its way */
@@ -199,10 +199,10 @@ static void next_queue(struct tokensweep *ts)
         ts->next_pass = units_mono_ms() + PASS_EVERY_MS;
         return;
     }
-    int n = snprintf(ts->base, sizeof ts->base, "%s/queues/%s/tokens", cfg->zk_root,
-                     cfg->queues[ts->queue]->name);
+    int rc = layout_queue_path(ts->base, sizeof ts->base, cfg->zk_root,
+                               cfg->queues[ts->queue]->name, LAYOUT_TOKENS, NULL);
     ts->busy = 1;
-    if (n < 0 || (size_t)n >= sizeof ts->base ||
+    if (rc != 0 ||
         zkstore_children(ts->d->zs, ts->base, 0, on_tokens_listed, ts) != ZOK) {
         ts->busy = 0;
         ts->queue = cfg->nqueues; /* not connected: the pass ends */
@@ -210,10 +210,8 @@ static void next_queue(struct tokensweep *ts)
     }
 }
 
-static void on_tick(evutil_socket_t fd, short what, void *arg)
+static void on_tick(void *arg)
 {
-    (void)fd;
-    (void)what;
     struct tokensweep *ts = arg;
     if (ts->active || !zkstore_connected(ts->d->zs) || ts->d->drain ||
         !cluster_time_ready() || units_mono_ms() < ts->next_pass)
@@ -230,9 +228,8 @@ struct tokensweep *tokensweep_new(struct deferd *d)
         return NULL;
     ts->d = d;
     ts->next_pass = units_mono_ms() + FIRST_PASS_MS;
-    ts->tick = event_new(d->base, -1, EV_PERSIST, on_tick, ts);
-    struct timeval tv = {.tv_sec = TICK_MS / 1000, .tv_usec = (TICK_MS % 1000) * 1000};
-    if (!ts->tick || event_add(ts->tick, &tv) != 0) {
+    ts->tick = periodic_new(d->base, TICK_MS, on_tick, ts);
+    if (!ts->tick || periodic_start(ts->tick) != 0) {
         tokensweep_free(ts);
         return NULL;
     }
@@ -241,7 +238,7 @@ struct tokensweep *tokensweep_new(struct deferd *d)
 
 void tokensweep_report(const struct tokensweep *ts, struct tokensweep_counts *out)
 {
-    *out = ts->counts;
+    *out = ts ? ts->counts : (struct tokensweep_counts){0};
 }
 
 void tokensweep_free(struct tokensweep *ts)
@@ -250,7 +247,6 @@ void tokensweep_free(struct tokensweep *ts)
         return;
     free_list(&ts->dirs, &ts->ndirs);
     free_list(&ts->names, &ts->nnames);
-    if (ts->tick)
-        event_free(ts->tick);
+    periodic_free(ts->tick);
     free(ts);
 }

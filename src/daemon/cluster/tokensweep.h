@@ -20,6 +20,7 @@ struct tokensweep_counts {
 struct tokensweep *tokensweep_new(struct deferd *d);
 /* After zkstore_free(): the calls in flight have been completed by then. */
 void tokensweep_free(struct tokensweep *ts);
+/* Its counts so far (zeros without a sweep): STATS and /metrics show them. */
 void tokensweep_report(const struct tokensweep *ts, struct tokensweep_counts *out);
 
 #endif

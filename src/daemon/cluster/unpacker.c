@@ -1,6 +1,5 @@
 #include "unpacker.h"
 
-#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "daemon.h"
 #include "layout.h"
 #include "log.h"
+#include "periodic.h"
 #include "pack.h"
 #include "unpack.h"
 #include "cluster_time.h"
@@ -19,7 +19,6 @@
 
 #define TICK_MS 1000
 #define UNPACKS_MAX 4           /* packs being unpacked at once */
-#define ROUNDS_MAX 8            /* sends of one pack's transaction (each fixes one thing) */
 #define PACKS_RELIST_MS 10000   /* a queue's packs/ that did not exist, looked at again */
 #define PACKS_CHECK_MS 60000    /* and one that did, besides its watch */
 #define DIR_GONE_MS 60000
@@ -46,7 +45,7 @@ struct noted {                  /* unreadable packs and foreign names, logged on
 
 struct unpacker {
     struct deferd *d;
-    struct event *tick;
+    struct periodic *tick;
     struct qpacks *queues;
     size_t nqueues;
     struct pdir *dirs;
@@ -57,7 +56,7 @@ struct unpacker {
     struct unpacker_counts counts;
 };
 
-static void on_tick(evutil_socket_t fd, short what, void *arg);
+static void on_tick(void *arg);
 
 struct unpacker *unpacker_new(struct deferd *d)
 {
@@ -66,9 +65,8 @@ struct unpacker *unpacker_new(struct deferd *d)
         return NULL;
     u->d = d;
     u->made = buckets_new(4096);
-    u->tick = event_new(d->base, -1, EV_PERSIST, on_tick, u);
-    struct timeval tv = {TICK_MS / 1000, (TICK_MS % 1000) * 1000};
-    if (!u->made || !u->tick || event_add(u->tick, &tv) != 0) {
+    u->tick = periodic_new(d->base, TICK_MS, on_tick, u);
+    if (!u->made || !u->tick || periodic_start(u->tick) != 0) {
         unpacker_free(u);
         return NULL;
     }
@@ -120,8 +118,7 @@ void unpacker_free(struct unpacker *u)
     }
     forget_all(&u->busy); /* after the store's close: no call is in flight */
     forget_all(&u->noted);
-    if (u->tick)
-        event_free(u->tick);
+    periodic_free(u->tick);
     buckets_free(u->made);
     free(u->queues);
     free(u);
@@ -388,12 +385,10 @@ static int grow_queues(struct unpacker *u)
     return 0;
 }
 
-static void on_tick(evutil_socket_t fd, short what, void *arg)
+static void on_tick(void *arg)
 {
     struct unpacker *u = arg;
     int64_t now = cluster_now_ms();
-    (void)fd;
-    (void)what;
     if (!zkstore_connected(u->d->zs) || grow_queues(u) != 0)
         return;
     for (size_t i = 0; i < u->nqueues; i++) {

@@ -18,7 +18,6 @@ struct job;
 struct reply;
 struct zk_result;
 
-#define CURATOR_RETRY_MS 1000
 #define ITEM_PATH_MAX (CURATOR_PATH_MAX + 256)
 
 enum verdict { V_OPEN, V_ACK, V_NACK, V_DEAD };

@@ -125,11 +125,11 @@ static void on_retry_lists(evutil_socket_t fd, short what, void *arg)
 
 static void retry_lists_in(struct cqueue *cq, int ms)
 {
-    const struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    const struct timeval tv = units_ms_timeval(ms);
     evtimer_add(cq->retry, &tv);
 }
 
-static void retry_lists(struct cqueue *cq) { retry_lists_in(cq, CURATOR_RETRY_MS); }
+static void retry_lists(struct cqueue *cq) { retry_lists_in(cq, ZK_RETRY_MS); }
 
 static void sync_items(struct cqueue *cq, const struct zk_result *res)
 {
@@ -252,7 +252,7 @@ static void on_listed(const struct zk_result *res, void *ctx)
             queue_denied(cq->q, dir_of(cq, locks));
         else
             log_warn("queue %s: listing %s failed: %s; retrying in %d ms", cq->q->cfg->name,
-                     dir_of(cq, locks), zk_strerror(res->rc), CURATOR_RETRY_MS);
+                     dir_of(cq, locks), zk_strerror(res->rc), ZK_RETRY_MS);
         retry_lists(cq);
     }
     if (*again) {

@@ -115,10 +115,10 @@ static void on_retry_settle(evutil_socket_t fd, short what, void *arg)
  * first one was applied, the item is gone and the retry says so. */
 static void retry_settle(struct dispatcher *ds, struct citem *ci, int rc)
 {
-    static const struct timeval tv = {CURATOR_RETRY_MS / 1000, (CURATOR_RETRY_MS % 1000) * 1000};
+    struct timeval tv = units_ms_timeval(ZK_RETRY_MS);
     log_at_site(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: Curator item %s: settling failed: "
             "%s; retrying in %d ms", ci->cq->q->cfg->name, ci->name, zk_strerror(rc),
-            CURATOR_RETRY_MS); /* a denial: logged for the queue by the caller */
+            ZK_RETRY_MS); /* a denial: logged for the queue by the caller */
     if (++ci->tries < SETTLE_TRIES && !ci->retry)
         ci->retry = evtimer_new(ds->d->base, on_retry_settle, ci);
     if (ci->tries < SETTLE_TRIES && ci->retry && evtimer_add(ci->retry, &tv) == 0) {

@@ -146,7 +146,7 @@ static void on_holder(const struct zk_result *res, void *ctx)
 static void in_flight(struct change *ch)
 {
     char lock[LAYOUT_PATH_MAX + 8];
-    snprintf(lock, sizeof lock, "%s/" LAYOUT_LOCK, ch->path);
+    layout_lock_path(lock, sizeof lock, ch->path);
     ch->round_trips++;
     if (zkstore_get(ch->ds->d->zs, lock, on_holder, ch) != ZOK)
         on_holder(&(struct zk_result){.rc = ZCONNECTIONLOSS}, ch);

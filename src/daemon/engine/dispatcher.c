@@ -33,6 +33,8 @@
 /* Jobs are locked (and their payload read if needed) this long before they are due, while
  * the queue has consumers with room, so that at the due time only the push is left. */
 #define PRELOCK_MS 50
+/* A stale session waits for ZooKeeper's answer to its question, looked for this often. */
+#define STALE_POLL_MS 20
 
 /* ---- heaps ---- */
 
@@ -176,8 +178,7 @@ void dispatcher_rearm(struct dispatcher *ds)
         return;
     }
     int64_t now = cluster_now_ms();
-    int64_t wait = next > now ? next - now : 0;
-    struct timeval tv = {.tv_sec = wait / 1000, .tv_usec = (wait % 1000) * 1000};
+    struct timeval tv = units_ms_timeval(next - now);
     evtimer_add(ds->timer, &tv);
 }
 
@@ -239,11 +240,11 @@ void dispatcher_retry_later_at(struct dispatcher *ds, struct job *job, const cha
     if (rc == ZNOAUTH) /* one line per queue, not one per job every second */
         queue_denied(job->q, znode);
     log_at_site(rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: %s failed: %s; retrying "
-           "in %d ms", job->q->cfg->name, job->id, what, zk_strerror(rc), DISPATCHER_RETRY_MS);
+           "in %d ms", job->q->cfg->name, job->id, what, zk_strerror(rc), ZK_RETRY_MS);
     job_unhold(ds, job);
     if (job_settled_gone(ds, job))
         return;
-    dispatcher_schedule(ds, job, cluster_now_ms() + DISPATCHER_RETRY_MS);
+    dispatcher_schedule(ds, job, cluster_now_ms() + ZK_RETRY_MS);
 }
 
 /* ---- locking and delivery ---- */
@@ -341,7 +342,7 @@ static int may_push(struct dispatcher *ds, struct dqueue *q)
     ds->stale_held = 1;
     zkstore_touch(zs);
     q->kicked = 1;
-    static const struct timeval poll = {0, 20000};
+    struct timeval poll = units_ms_timeval(STALE_POLL_MS);
     evtimer_add(ds->later, &poll);
     return 0;
 }
@@ -446,7 +447,7 @@ void dispatcher_job_vanished(struct dispatcher *ds, struct job *job)
     case JS_LOCKING:
     case JS_SETTLING:
     case JS_CHECKING:
-        job->gone = 1; /* its pending call or its holder decides */
+        job->gone = 1; /* its call in flight or its holder decides */
         break;
     default:
         job_free(ds, job);

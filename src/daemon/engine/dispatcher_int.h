@@ -18,9 +18,6 @@ struct settle;
 struct zk_result;
 struct queue_config;
 
-/* After a ZooKeeper error, a job is tried again this much later. */
-#define DISPATCHER_RETRY_MS 1000
-
 struct dispatcher {
     struct deferd *d;
     const struct foreign_format *foreign; /* Curator's (foreign_format.h), installed by main */
@@ -78,7 +75,7 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q);
 int dispatcher_stopped(const struct dqueue *q); /* paused or draining */
 void dispatcher_new_uid(struct dispatcher *ds, char *uid);
 const char *dispatcher_root(struct dispatcher *ds);
-/* After a ZooKeeper error: the job is offered again DISPATCHER_RETRY_MS later. */
+/* After a ZooKeeper error: the job is offered again ZK_RETRY_MS later. */
 void dispatcher_retry_later(struct dispatcher *ds, struct job *job, const char *what, int rc);
 /* The same, naming ZNODE (the one ZooKeeper refused) in a denial's line. */
 void dispatcher_retry_later_at(struct dispatcher *ds, struct job *job, const char *what,

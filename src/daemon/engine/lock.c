@@ -19,7 +19,7 @@ static void on_lock_checked(const struct zk_result *res, void *ctx);
 
 void lock_path(const struct job *job, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/" LAYOUT_LOCK, job->path);
+    layout_lock_path(buf, len, job->path);
 }
 
 /* The owner node is created sequential: its suffix is the job's cversion at that moment,
@@ -28,17 +28,15 @@ void lock_path(const struct job *job, char *buf, size_t len)
 void lock_paths(const struct job *job, struct lock_paths *lp)
 {
     lock_path(job, lp->lock, sizeof lp->lock);
-    int n = snprintf(lp->owner, sizeof lp->owner, "%s/" LAYOUT_OWNER "%llx-", job->path,
-                     (unsigned long long)job->lock_session);
-    if (job->owner_seq != OWNER_SEQ_UNKNOWN && n > 0 && (size_t)n < sizeof lp->owner)
-        snprintf(lp->owner + n, sizeof lp->owner - (size_t)n, "%010u", job->owner_seq);
+    layout_owner_path(lp->owner, sizeof lp->owner, job->path, (uint64_t)job->lock_session,
+                      job->owner_seq == OWNER_SEQ_UNKNOWN ? -1 : (int64_t)job->owner_seq);
 }
 
 /* Our lock is given back after a failure that would happen again at once (a read or a
- * dead-lettering refused): the job waits DISPATCHER_RETRY_MS before it is offered again. */
+ * dead-lettering refused): the job waits ZK_RETRY_MS before it is offered again. */
 void lock_release_later(struct dispatcher *ds, struct job *job)
 {
-    job->not_before = cluster_now_ms() + DISPATCHER_RETRY_MS;
+    job->not_before = cluster_now_ms() + ZK_RETRY_MS;
     lock_release(ds, job);
 }
 
@@ -82,7 +80,7 @@ static void on_fetched(const struct zk_result *res, void *ctx)
             queue_denied(job->q, job->path);
         log_at_site(res->rc == ZNOAUTH ? LOG_DEBUG : LOG_WARN, "queue %s: job %s: reading its data "
                 "failed: %s; released, offered again in %d ms", job->q->cfg->name, job->id,
-                zk_strerror(res->rc), DISPATCHER_RETRY_MS);
+                zk_strerror(res->rc), ZK_RETRY_MS);
         lock_release_later(ds, job);
         return;
     }

@@ -33,7 +33,7 @@ void lock_verify_held(struct dispatcher *ds);
 /* Gives our lock back (the job is offered again, attempt + 1 at its next delivery). */
 void lock_release(struct dispatcher *ds, struct job *job);
 /* The same, after a failure that would happen again at once (a read or a dead-lettering
- * refused): the job waits DISPATCHER_RETRY_MS before it is offered again. */
+ * refused): the job waits ZK_RETRY_MS before it is offered again. */
 void lock_release_later(struct dispatcher *ds, struct job *job);
 
 #endif

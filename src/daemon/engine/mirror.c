@@ -15,7 +15,6 @@
 #include "units.h"
 #include "zkstore.h"
 
-#define LIST_RETRY_MS 1000 /* after a listing failed */
 /* A queue whose mirror holds this many jobs lists no new bucket until some are gone: a
  * daemon that comes back to a million overdue jobs takes them oldest bucket first, in
  * bounded memory. Buckets it already follows are still re-listed. */
@@ -51,8 +50,8 @@ struct dir {
     int listing, dirty, removed, loaded;
     int names;                  /* in the last listing */
     int64_t listed_at;          /* wall ms of the last listing request */
-    int64_t load_at;            /* wall ms, key of the pending heap */
-    size_t pend_pos;
+    int64_t load_at;            /* wall ms, key of the relists heap */
+    size_t relist_pos;
 };
 
 struct foreign {                /* names we refuse, logged once each */
@@ -64,7 +63,7 @@ struct mirror {
     struct deferd *d;
     const struct mirror_report *report;
     struct dir *dirs;
-    struct heap pending;        /* dirs waiting to be (re)listed, by load_at */
+    struct heap relists;        /* dirs waiting to be (re)listed, by load_at */
     struct foreign *foreign;
     size_t listing_max;         /* bytes of the largest listing so far, as on the wire */
     unsigned long long listings, listed_names;
@@ -73,19 +72,19 @@ struct mirror {
 static void load(struct mirror *m, struct dir *dir);
 static void relist(struct mirror *m, struct dir *dir);
 
-static int pending_less(const void *a, const void *b)
+static int relist_less(const void *a, const void *b)
 {
     return ((const struct dir *)a)->load_at < ((const struct dir *)b)->load_at;
 }
 
-static void pending_setpos(void *item, size_t pos) { ((struct dir *)item)->pend_pos = pos; }
+static void relist_setpos(void *item, size_t pos) { ((struct dir *)item)->relist_pos = pos; }
 
 static void defer_load(struct mirror *m, struct dir *dir, int64_t at)
 {
-    if (dir->pend_pos != HEAP_NONE)
-        heap_remove(&m->pending, dir->pend_pos);
+    if (dir->relist_pos != HEAP_NONE)
+        heap_remove(&m->relists, dir->relist_pos);
     dir->load_at = at;
-    if (heap_push(&m->pending, dir) == 0)
+    if (heap_push(&m->relists, dir) == 0)
         m->report->rearm(m->report->ctx);
 }
 
@@ -115,7 +114,7 @@ static struct dir *dir_new(struct mirror *m, struct dqueue *q, struct dir *paren
     dir->q = q;
     dir->level = level;
     dir->value = value;
-    dir->pend_pos = HEAP_NONE;
+    dir->relist_pos = HEAP_NONE;
     dir->parent = parent;
     if (level == 0) {
         dir->start_ms = 0;
@@ -176,8 +175,8 @@ static void dir_remove(struct mirror *m, struct dir *dir)
         mirror_entry_unlink(e);
         m->report->vanished(m->report->ctx, e);
     }
-    if (dir->pend_pos != HEAP_NONE)
-        heap_remove(&m->pending, dir->pend_pos);
+    if (dir->relist_pos != HEAP_NONE)
+        heap_remove(&m->relists, dir->relist_pos);
     dir_unlink(dir);
     HASH_DEL(m->dirs, dir);
     if (dir->q->root == dir)
@@ -318,7 +317,7 @@ static void on_jobs_made(const struct zk_result *res, void *ctx)
     if (res->rc != ZNOAUTH || !q->root)
         return;
     queue_denied(q, q->root->path);
-    defer_load(q->root->m, q->root, cluster_now_ms() + LIST_RETRY_MS);
+    defer_load(q->root->m, q->root, cluster_now_ms() + ZK_RETRY_MS);
 }
 
 static void on_list(const struct zk_result *res, void *ctx)
@@ -345,7 +344,7 @@ static void on_list(const struct zk_result *res, void *ctx)
             log_warn("listing %s failed: %s; retrying", dir->path, zk_strerror(res->rc));
         }
         /* jobs/ just created: list it again soon, but never in a tight loop */
-        defer_load(m, dir, cluster_now_ms() + (res->rc == ZNONODE ? 100 : LIST_RETRY_MS));
+        defer_load(m, dir, cluster_now_ms() + (res->rc == ZNONODE ? 100 : ZK_RETRY_MS));
         return;
     }
     dir->loaded = 1;
@@ -368,13 +367,13 @@ static void load(struct mirror *m, struct dir *dir)
         defer_load(m, dir, cluster_now_ms() + FULL_RETRY_MS);
         return;
     }
-    if (dir->pend_pos != HEAP_NONE)
-        heap_remove(&m->pending, dir->pend_pos);
+    if (dir->relist_pos != HEAP_NONE)
+        heap_remove(&m->relists, dir->relist_pos);
     dir->listed_at = cluster_now_ms();
     int rc = zkstore_children(m->d->zs, dir->path, 1, on_list, dir);
     if (rc != ZOK) {
         log_warn("listing %s failed: %s; retrying", dir->path, zk_strerror(rc));
-        defer_load(m, dir, cluster_now_ms() + LIST_RETRY_MS);
+        defer_load(m, dir, cluster_now_ms() + ZK_RETRY_MS);
         return;
     }
     dir->listing = 1;
@@ -388,7 +387,7 @@ static void relist(struct mirror *m, struct dir *dir)
     int64_t due = dir->listed_at + RELIST_MIN_MS + ahead + dir->names / RELIST_NAMES_PER_MS;
     if (now >= due)
         load(m, dir);
-    else if (dir->pend_pos == HEAP_NONE || dir->load_at > due)
+    else if (dir->relist_pos == HEAP_NONE || dir->load_at > due)
         defer_load(m, dir, due);
 }
 
@@ -419,15 +418,15 @@ void mirror_counts(const struct mirror *m, unsigned long long *listings,
 
 int64_t mirror_next(const struct mirror *m)
 {
-    const struct dir *top = heap_peek(&m->pending);
+    const struct dir *top = heap_peek(&m->relists);
     return top ? top->load_at : INT64_MAX;
 }
 
 int64_t mirror_tick(struct mirror *m, int64_t wall_now)
 {
     struct dir *top;
-    while ((top = heap_peek(&m->pending)) && top->load_at <= wall_now) {
-        heap_pop(&m->pending);
+    while ((top = heap_peek(&m->relists)) && top->load_at <= wall_now) {
+        heap_pop(&m->relists);
         load(m, top);
     }
     return mirror_next(m);
@@ -489,7 +488,7 @@ struct mirror *mirror_new(struct deferd *d)
     if (!m)
         return NULL;
     m->d = d;
-    heap_init(&m->pending, pending_less, pending_setpos);
+    heap_init(&m->relists, relist_less, relist_setpos);
     return m;
 }
 
@@ -514,6 +513,6 @@ void mirror_free(struct mirror *m)
         free(f->path);
         free(f);
     }
-    heap_free(&m->pending);
+    heap_free(&m->relists);
     free(m);
 }

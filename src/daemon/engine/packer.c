@@ -1,6 +1,7 @@
 #include "packer.h"
 
 #include <event2/event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -25,7 +26,6 @@
  * of a window must not have begun already. */
 #define PACK_MARGIN_MS 2000
 #define PARENT_TRIES_MAX 3
-#define PACK_ROUNDS_MAX 32
 /* A window written again after a write that changed nothing waits 1, 2, 4... ms from its
  * second round, at most this long: a conflict that repeats (two daemons rewriting one open
  * pack) costs a little time, never a spin. */
@@ -637,7 +637,7 @@ static void on_backoff(evutil_socket_t fd, short what, void *arg)
 /* Arms W's wait of DELAY_MS before its next write: 1, or 0 when it cannot (then at once). */
 static int wait_backoff(struct packer *pk, struct window *w, uint64_t delay_ms)
 {
-    struct timeval tv = {.tv_sec = 0, .tv_usec = (suseconds_t)(delay_ms * 1000)};
+    struct timeval tv = units_ms_timeval((int64_t)delay_ms);
     if (!w->backoff && !(w->backoff = evtimer_new(pk->ds->d->base, on_backoff, w)))
         return 0;
     return evtimer_add(w->backoff, &tv) == 0;
@@ -676,17 +676,18 @@ static void retry(struct write *wr)
     struct packer *pk = wr->pk;
     struct window *w = wr->w;
     for (struct far_put **pp = &wr->jobs, *fp; (fp = *pp) != NULL;) {
-        if (++fp->rounds <= PACK_ROUNDS_MAX) {
+        if (++fp->rounds <= TXN_ROUNDS_MAX) {
             pp = &fp->next;
             continue;
         }
         *pp = fp->next; /* a backstop: no write of it ever told, answered so */
         fp->next = NULL;
         pk->open--;
+        char why[128];
+        snprintf(why, sizeof why, "the job may have been stored: its pack was written %d times "
+                 "without an answer that tells", TXN_ROUNDS_MAX);
         answer_put(pk, fp, NULL, 0, &(struct put_end){
-            {.stored = RS_MAYBE, .reason = RR_CONNECTION_LOST},
-            "the job may have been stored: its pack was written 32 times without an answer "
-            "that tells"});
+            {.stored = RS_MAYBE, .reason = RR_CONNECTION_LOST}, why});
         free_puts(fp);
     }
     struct far_put *last = wr->jobs;

@@ -28,8 +28,6 @@
 #define STASH_KEEP_MS 10000
 #define SHARD_AFTER 2048
 #define SHARD_SIZE 2048
-/* Sends of one set: each fixes one thing ZooKeeper refused (a directory, a taken key). */
-#define ROUNDS_MAX 32
 #define PREFIX_MAX 8
 #define JOB_OVERHEAD (2 * (LAYOUT_PATH_MAX + TXN_OP_OVERHEAD))
 
@@ -665,7 +663,7 @@ static void on_sent(const struct zk_result *res, void *ctx)
         finish(ps, res->rc, res);
         return;
     }
-    int over = ++ps->rounds > ROUNDS_MAX;
+    int over = ++ps->rounds > TXN_ROUNDS_MAX;
     if (ps->op_what[bad] == OP_PACK) {
         repair_pack(ps, (size_t)ps->op_job[bad], over ? ZSYSTEMERROR : res->op_err[bad]);
         return;

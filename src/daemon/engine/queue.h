@@ -31,7 +31,7 @@ struct dqueue {
     size_t mirrored;            /* jobs in the mirror's buckets (mirror.c) */
     size_t nstate[JS_COUNT];    /* its jobs by state (job_set_state), for STATS and pages
                                  * without a walk of every job */
-    int kicked;                 /* dispatch pending for this loop turn */
+    int kicked;                 /* a dispatch is due in this loop turn */
     int paused;                 /* `deferctl pause`: nothing is locked or pushed */
     int denied;                 /* ZooKeeper's ZNOAUTH logged (queue_denied) */
     /* pending.c: our counter's value in ZooKeeper, changes not written yet, the last sum

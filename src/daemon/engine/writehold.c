@@ -149,10 +149,7 @@ static void arm(struct writehold *wh)
     int64_t first = wh->head->since_ms;
     for (const struct held_write *hw = wh->head; hw; hw = hw->next)
         first = hw->since_ms < first ? hw->since_ms : first;
-    int64_t left = first + wh->env.hold_ms(wh->ds) - units_mono_ms();
-    if (left < 0)
-        left = 0;
-    struct timeval tv = {.tv_sec = left / 1000, .tv_usec = (left % 1000) * 1000};
+    struct timeval tv = units_ms_timeval(first + wh->env.hold_ms(wh->ds) - units_mono_ms());
     evtimer_add(wh->timer, &tv);
 }
 

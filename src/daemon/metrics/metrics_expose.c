@@ -1,6 +1,7 @@
 #include "metrics_expose.h"
 
 #include <event2/buffer.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,9 @@
 #include "put.h"
 #include "server.h"
 #include "session.h"
+#include "tokensweep.h"
 #include "writehold.h"
+#include "tokensweep.h"
 
 #ifndef DEFERD_VERSION
 #define DEFERD_VERSION "unknown"
@@ -145,20 +148,24 @@ static int gauges_out(struct metrics *m, struct evbuffer *out)
         return -1;
     if (ds)
         dispatcher_queue_counts(ds, c);
-    static const struct { const char *name, *help; } g[] = {
-        {"deferd_jobs_delayed", "Mirrored jobs waiting for their due time (or locked ahead of it)."},
-        {"deferd_jobs_ready", "Mirrored jobs due and waiting for a consumer with room."},
-        {"deferd_jobs_inflight", "Jobs pushed to a consumer of this daemon and not yet settled."},
-        {"deferd_jobs_pending", "Jobs of the queue this daemon mirrors, in any state (due "
-                                "within lookahead; see docs/metrics.md)."},
+    static const struct { const char *name, *help; size_t off; } g[] = {
+        {"deferd_jobs_delayed", "Mirrored jobs waiting for their due time (or locked ahead of "
+         "it).", offsetof(struct queue_counts, delayed)},
+        {"deferd_jobs_ready", "Mirrored jobs due and waiting for a consumer with room.",
+         offsetof(struct queue_counts, ready)},
+        {"deferd_jobs_inflight", "Jobs pushed to a consumer of this daemon and not yet settled.",
+         offsetof(struct queue_counts, inflight)},
+        {"deferd_jobs_mirrored", "Jobs of the queue this daemon mirrors, in any state (due "
+         "within lookahead; see docs/metrics.md).", offsetof(struct queue_counts, known)},
+        /* the old name of the one above, kept for dashboards: it never was the backlog */
+        {"deferd_jobs_pending", "Deprecated: deferd_jobs_mirrored under its old name (not the "
+         "queue's pending jobs).", offsetof(struct queue_counts, known)},
     };
     for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
         metrics_family(out, g[k].name, "gauge", g[k].help);
-        for (size_t i = 0; i < m->nqueues; i++) {
-            size_t v = k == 0 ? c[i].delayed : k == 1 ? c[i].ready
-                     : k == 2 ? c[i].inflight : c[i].known;
-            queue_row(out, g[k].name, qname(m, i), v);
-        }
+        for (size_t i = 0; i < m->nqueues; i++)
+            queue_row(out, g[k].name, qname(m, i),
+                      *(const size_t *)((const char *)&c[i] + g[k].off));
     }
     free(c);
     metrics_family(out, "deferd_consumers", "gauge",
@@ -276,6 +283,21 @@ static void clock_out(struct metrics *m, struct evbuffer *out)
     evbuffer_add_printf(out, "deferd_clock_jumps_total %llu\n", (unsigned long long)r.jumps);
 }
 
+static void tokens_out(struct metrics *m, struct evbuffer *out)
+{
+    struct tokensweep_counts tc;
+    tokensweep_report(m->d->tokensweep, &tc);
+    metrics_family(out, "deferd_token_sweeps_total", "counter",
+                   "Passes of this daemon's sweep of put tokens past their use, all queues.");
+    evbuffer_add_printf(out, "deferd_token_sweeps_total %llu\n", (unsigned long long)tc.passes);
+    metrics_family(out, "deferd_token_dirs_swept_total", "counter",
+                   "Minute directories of put tokens this daemon's sweep deleted.");
+    evbuffer_add_printf(out, "deferd_token_dirs_swept_total %llu\n", (unsigned long long)tc.dirs);
+    metrics_family(out, "deferd_tokens_swept_total", "counter",
+                   "Put tokens this daemon's sweep deleted.");
+    evbuffer_add_printf(out, "deferd_tokens_swept_total %llu\n", (unsigned long long)tc.tokens);
+}
+
 int metrics_expose(struct metrics *m, struct evbuffer *out)
 {
     if (!m || metrics_sync_queues(m) != 0)
@@ -294,6 +316,7 @@ int metrics_expose(struct metrics *m, struct evbuffer *out)
     histograms_out(m, out);
     session_out(m, out);
     clock_out(m, out);
+    tokens_out(m, out);
     metrics_process_out(out);
     metrics_family(out, "deferd_log_dropped_total", "counter",
            "Log lines that could not be written to stderr (a full disk, a closed pipe).");

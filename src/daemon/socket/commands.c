@@ -19,6 +19,7 @@
 #include "server.h"
 #include "session.h"
 #include "settle.h"
+#include "tokensweep.h"
 #include "unpacker.h"
 
 #define DENIALS_LOGGED 10 /* per connection: a refused client cannot flood the log */
@@ -178,6 +179,7 @@ static void handle_stats(struct deferd *d, struct conn *c, struct proto_request 
     size_t n;
     struct unpacker_counts uc;
     struct packer_counts pc;
+    struct tokensweep_counts tc;
     if (req->queue[0]) {
         handle_stats_queue(d, req->queue, r);
         return;
@@ -188,6 +190,7 @@ static void handle_stats(struct deferd *d, struct conn *c, struct proto_request 
     n = strlen(text);
     unpacker_counts(d->unpacker, &uc);
     packer_counts(d->packer, &pc);
+    tokensweep_report(d->tokensweep, &tc);
     struct clock_report cr;
     clock_sync_report(d->clock, &cr);
     snprintf(text + n, sizeof text - n, " clock_state=%s clock_skew_ms=%.1f clock_error_ms=%.1f"
@@ -200,6 +203,10 @@ static void handle_stats(struct deferd *d, struct conn *c, struct proto_request 
              " packs_unreadable=%llu", put_open_count(d->dispatcher),
              server_puts_waiting(d->server), pc.packed, pc.created, pc.rewritten, pc.bytes,
              packer_open(d->packer), uc.packs, uc.jobs, uc.lost_races, uc.unreadable);
+    n = strlen(text);
+    snprintf(text + n, sizeof text - n, " token_sweeps=%llu token_dirs_swept=%llu"
+             " tokens_swept=%llu", (unsigned long long)tc.passes, (unsigned long long)tc.dirs,
+             (unsigned long long)tc.tokens);
     reply_ok(r, text);
 }
 

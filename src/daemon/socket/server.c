@@ -24,7 +24,7 @@
 #include "reply.h"
 #include "units.h"
 
-#define PENDING_REPLIES_MAX 1024  /* stop reading from a client that does not read replies */
+#define UNANSWERED_MAX 1024  /* stop reading from a client that does not read replies */
 /* libevent's listener accepts until the backlog is empty; clients that reconnect as fast as
  * they are accepted (or refused) would keep it there for ever, starving every connection
  * already open. So after this many accepts the listener rests for one loop turn, in which
@@ -47,7 +47,7 @@ struct conn {
     struct event *more;         /* continues decoding after requests_per_turn */
     struct proto_decoder dec;
     struct out_reply *rhead, *rtail;
-    size_t npending;
+    size_t nunanswered;
     struct consumer *consumer;  /* set by the first SUB */
     struct out_reply *unsub;    /* UNSUB answered once no push is on its way */
     struct peer peer;           /* who is at the other end (SO_PEERCRED) */
@@ -86,7 +86,7 @@ static int answered_all(const struct conn *c)
 /* Reading stops while replies pile up or a put waits for its turn; this starts it again. */
 static void resume_reading(struct conn *c)
 {
-    if (c->npending >= PENDING_REPLIES_MAX / 2 || c->eof || c->is_parked)
+    if (c->nunanswered >= UNANSWERED_MAX / 2 || c->eof || c->is_parked)
         return;
     bufferevent_enable(c->bev, EV_READ);
     /* Requests already buffered would otherwise wait for the next byte to arrive. */
@@ -103,7 +103,7 @@ static void flush_replies(struct conn *c)
         c->rhead = r->next;
         if (!c->rhead)
             c->rtail = NULL;
-        c->npending--;
+        c->nunanswered--;
         free(r->line);
         free(r);
     }
@@ -137,7 +137,7 @@ static struct out_reply *reply_new(struct conn *c)
     else
         c->rhead = r;
     c->rtail = r;
-    if (++c->npending >= PENDING_REPLIES_MAX)
+    if (++c->nunanswered >= UNANSWERED_MAX)
         bufferevent_disable(c->bev, EV_READ);
     return r;
 }
@@ -162,11 +162,11 @@ void server_broadcast_state(struct server *s, const char *name)
             evbuffer_add_printf(bufferevent_get_output(c->bev), "STATE %s\n", name);
 }
 
-size_t server_pending_replies(const struct server *s)
+size_t server_unanswered_replies(const struct server *s)
 {
     size_t n = 0;
     for (const struct conn *c = s ? s->conns : NULL; c; c = c->next)
-        n += c->npending;
+        n += c->nunanswered;
     return n;
 }
 
@@ -356,7 +356,7 @@ static void decode_some(struct conn *c)
     struct proto_error err;
     /* A few requests per turn, so that one busy client cannot starve the others. */
     for (uint64_t n = 0; n < c->srv->d->cfg->requests_per_turn && !c->closing; n++) {
-        if (c->npending >= PENDING_REPLIES_MAX || c->is_parked)
+        if (c->nunanswered >= UNANSWERED_MAX || c->is_parked)
             return; /* reading resumes when replies drain, or at its turn */
         enum proto_result res = proto_decode(&c->dec, in, &req, &err);
         if (res == PROTO_NEED_MORE) {

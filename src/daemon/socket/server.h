@@ -35,6 +35,6 @@ void server_broadcast_state(struct server *s, const char *name);
 /* Connections whose PUT or BATCH waits for its turn (max_open_puts). */
 size_t server_puts_waiting(const struct server *s);
 /* Requests received and not answered yet, over all connections. */
-size_t server_pending_replies(const struct server *s);
+size_t server_unanswered_replies(const struct server *s);
 
 #endif

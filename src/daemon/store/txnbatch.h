@@ -24,6 +24,10 @@ struct event_base;
  * ZooKeeper request: jute.maxbuffer is 1 MiB by default. */
 #define TXN_ITEM_BYTES_MAX 1040000
 #define TXN_OP_OVERHEAD 64
+/* A put's transaction (a set's, a pack's write) is sent at most this often, each send after
+ * fixing one thing ZooKeeper refused (a directory, a taken key, a pack rewritten meanwhile);
+ * then it is answered as failed. */
+#define TXN_ROUNDS_MAX 32
 
 struct txnbatch;
 

@@ -27,8 +27,11 @@ struct handle_ctx {
     int held_connected;         /* CONNECTED came while auth_waiting */
 };
 
-#define AUTH_ACCEPTED (-1001)   /* a MSG_SESSION state of our own */
-#define AUTH_RETRY (-1002)      /* the answer to our credentials was lost: send them again */
+/* MSG_SESSION states of our own, after ZKSTORE_HANDLE_FAILED in zkerr.h's range for them */
+enum {
+    AUTH_ACCEPTED = ZK_OWN_STATE_FIRST - 1,
+    AUTH_RETRY = ZK_OWN_STATE_FIRST - 2, /* the answer to our credentials was lost: again */
+};
 
 struct zkstore {
     zhandle_t *zh;

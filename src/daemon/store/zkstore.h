@@ -15,6 +15,10 @@ struct event_base;
 struct config;
 struct metrics;
 
+/* After a ZooKeeper error (or while it is away), a call is tried again this much later: a
+ * job offered again, a listing, a Curator item, a schedule. */
+#define ZK_RETRY_MS 1000
+
 /* Operations in one transaction: a batch of up to 128 jobs' transactions, or one BATCH of
  * 1000 keyed jobs (2 operations each) with its bucket creates. */
 #define ZK_MULTI_MAX 4096
@@ -59,7 +63,7 @@ void zkstore_free(struct zkstore *zs);
  * watch and session events do not. If the new handle cannot be created, the session
  * callback gets ZKSTORE_HANDLE_FAILED. */
 int zkstore_renew(struct zkstore *zs);
-#define ZKSTORE_HANDLE_FAILED (-1000)
+#define ZKSTORE_HANDLE_FAILED ZK_OWN_STATE_FIRST
 /* Request times go to M (metrics.h) from now on. */
 void zkstore_set_metrics(struct zkstore *zs, struct metrics *m);
 int zkstore_connected(const struct zkstore *zs);
@@ -101,7 +105,7 @@ int zkstore_create_parents(struct zkstore *zs, const char *path, zk_done_fn done
  * (resend then) or what kept them from existing (a denial). *TRIES counts; how many times
  * to go on is the caller's. Returns ZK_PARENTS_RESEND (resend now), ZK_PARENTS_ASKED (DONE
  * will be called), or the error that sent nothing. */
-enum { ZK_PARENTS_RESEND = 1, ZK_PARENTS_ASKED = 2 };
+enum { ZK_PARENTS_RESEND = ZK_OWN_STATUS_FIRST, ZK_PARENTS_ASKED = ZK_OWN_STATUS_FIRST - 1 };
 
 int zkstore_parents_missing(struct zkstore *zs, const char *path, int *tries, zk_done_fn done,
                             void *ctx);
