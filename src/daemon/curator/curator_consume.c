@@ -190,7 +190,7 @@ static void read_item(struct dispatcher *ds, struct citem *ci)
 void curator_consume_dispatch(struct dispatcher *ds, struct job *job, struct consumer *c)
 {
     consumer_hold(c, job);
-    job_set_state(job, JS_LOCKING);
+    job_transition(job, JE_LOCK);
     if (job->ci->locked)
         dispatcher_deliver(ds, job); /* a part of an item already locked */
     else
@@ -340,7 +340,7 @@ static void on_lock_owner(const struct zk_result *res, void *ctx)
     } else if (res->rc == ZNONODE) {
         dispatcher_make_ready(ds, job);
     } else {
-        job_set_busy(job, JS_HELD);
+        job_transition(job, JE_PARK);
         curator_listing_request(ci->cq, 1); /* ready again when its lock is gone */
     }
     curator_item_put(ci);
@@ -349,12 +349,12 @@ static void on_lock_owner(const struct zk_result *res, void *ctx)
 static void lock_taken(struct dispatcher *ds, struct citem *ci, struct job *job)
 {
     char lock[ITEM_PATH_MAX];
-    job_set_busy(job, JS_CHECKING);
+    job_transition(job, JE_CHECK);
     ci->refs++;
     if (curator_item_lock_path(ci, lock, sizeof lock) != 0 ||
         zkstore_exists(ds->d->zs, lock, 0, on_lock_owner, ci) != ZOK) {
         ci->refs--;
-        job_set_busy(job, JS_HELD);
+        job_transition(job, JE_PARK);
         curator_listing_request(ci->cq, 1);
     }
 }

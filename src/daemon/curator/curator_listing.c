@@ -185,7 +185,7 @@ static void sync_locks(struct cqueue *cq, const struct zk_result *res)
         if (job->state == JS_HELD && !held)
             dispatcher_place(ds, job, due_of(ci));
         else if ((job->state == JS_DELAYED || job->state == JS_READY) && held)
-            job_set_busy(job, JS_HELD);
+            job_transition(job, JE_PARK);
     }
     dispatcher_kick_soon(ds, cq->q);
 }

@@ -292,7 +292,7 @@ void curator_settle_part(struct dispatcher *ds, struct job *job, int ack, int ha
                          uint64_t delay_ms, struct reply *r)
 {
     struct citem *ci = job->ci;
-    job_set_busy(job, JS_HELD);
+    job_transition(job, JE_PARK);
     job_unhold(ds, job);
     if (!ack && has_delay) {
         ci->has_nack_delay = 1;
@@ -308,7 +308,7 @@ void curator_settle_release(struct dispatcher *ds, struct job *job, int delivere
 {
     job_unhold(ds, job);
     if (delivered && ++job->attempt > job->q->cfg->max_attempts) {
-        job_set_busy(job, JS_HELD);
+        job_transition(job, JE_PARK);
         part_done(ds, job, V_DEAD, NULL);
         return;
     }

@@ -70,8 +70,7 @@ static int armed_less(const void *a, const void *b)
 
 void dispatcher_push_ready(struct job *job)
 {
-    job_unheap(job);
-    job_set_state(job, JS_READY);
+    job_transition(job, JE_DUE);
     if (heap_push(&job->q->ready, job) != 0)
         log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
 }
@@ -93,8 +92,7 @@ int dispatcher_place(struct dispatcher *ds, struct job *job, int64_t due_wall)
         dispatcher_push_ready(job);
         return 1;
     }
-    job_unheap(job);
-    job_set_state(job, JS_DELAYED);
+    job_transition(job, JE_WAIT);
     job->wake_ms = due_wall;
     if (heap_push(&job->q->delayed, job) != 0)
         log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
@@ -257,7 +255,7 @@ static void arm(struct dispatcher *ds, struct job *job)
         dispatcher_make_ready(ds, job);
         return;
     }
-    job_set_state(job, JS_ARMED);
+    job_transition(job, JE_ARM);
     if (heap_push(&job->q->armed, job) != 0)
         log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
     if ((int64_t)job->jn.due_ms < ds->armed_wall)
@@ -371,7 +369,7 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
         if (job->prelocked) { /* locked ahead: only the push is left */
             job_unprelock(job);
             consumer_hold(c, job);
-            job_set_state(job, JS_LOCKING);
+            job_transition(job, JE_LOCK);
             dispatcher_deliver(ds, job);
             continue;
         }

@@ -11,6 +11,7 @@
 #include <uthash.h>
 
 #include "layout.h"
+#include "lifecycle.h"
 #include "mirror_entry.h"
 
 struct citem;
@@ -18,19 +19,6 @@ struct consumer;
 struct dqueue;
 
 #define OWNER_SEQ_UNKNOWN UINT32_MAX
-
-enum job_state {
-    JS_DELAYED,   /* in the delay heap */
-    JS_READY,     /* in the ready heap */
-    JS_LOCKING,   /* lock transaction and data read in flight */
-    JS_INFLIGHT,  /* pushed to its owner, lock held */
-    JS_SETTLING,  /* ack/nack/release in flight */
-    JS_CHECKING,  /* locked by someone else; exists+watch on the lock in flight */
-    JS_HELD,      /* in no heap, no call in flight: locked by someone else and waiting for
-                   * the lock watch, or just made (job_new), or left by a lost session */
-    JS_ARMED,     /* locked by us ahead of its due time, in the armed heap, no consumer */
-    JS_COUNT
-};
 
 struct job {
     UT_hash_handle hh;          /* dispatcher->jobs, key: path */

@@ -27,10 +27,11 @@ uint32_t job_priority(const struct job *job);
 void job_setpos(void *item, size_t pos);
 /* Out of the heap its state names (a job is in at most one). */
 void job_unheap(struct job *job);
-/* Leaves any heap for a state that is in no heap. */
-void job_set_busy(struct job *job, enum job_state state);
-/* Every change of a job's state goes here: its queue counts its jobs by state. */
-void job_set_state(struct job *job, enum job_state state);
+/* Every change of a job's state goes here: EV must be a transition of the life cycle from
+ * the job's state (lifecycle.h; a debug build stops on one that is not, a release build
+ * logs it). The job leaves the heap its old state names (the caller places it in the new
+ * state's heap); its queue counts its jobs by state. */
+void job_transition(struct job *job, enum job_event ev);
 
 /* consumer_release, and its consumer may take more work. */
 void job_unhold(struct dispatcher *ds, struct job *job);

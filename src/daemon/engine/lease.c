@@ -29,8 +29,7 @@ static int64_t warn_before(const struct job *job)
 
 void lease_arm(struct dispatcher *ds, struct job *job)
 {
-    job_unheap(job);
-    job_set_state(job, JS_INFLIGHT);
+    job_transition(job, JE_DELIVER);
     job->lease_wake = job->warned ? job->lease_at : job->lease_at - warn_before(job);
     if (heap_push(&ds->leases, job) != 0)
         log_error("queue %s: out of memory for the lease of %s", job->q->cfg->name, job->id);

@@ -44,7 +44,7 @@ void lock_watch(struct dispatcher *ds, struct job *job)
 {
     char lock[LAYOUT_PATH_MAX + 8];
     lock_path(job, lock, sizeof lock);
-    job_set_busy(job, JS_CHECKING);
+    job_transition(job, JE_CHECK);
     int rc = zkstore_exists(ds->d->zs, lock, 1, on_lock_checked, job);
     if (rc != ZOK)
         dispatcher_retry_later(ds, job, "watching the lock", rc);
@@ -170,7 +170,7 @@ void lock_take(struct dispatcher *ds, struct job *job, struct consumer *c)
          .ephemeral = 1},
         {.kind = ZT_CREATE, .path = lp.owner, .ephemeral = 1, .sequential = 1},
     };
-    job_set_state(job, JS_LOCKING);
+    job_transition(job, JE_LOCK);
     job->uncertain = 0;
     if (c)
         consumer_hold(c, job);
@@ -188,7 +188,7 @@ static void on_lock_checked(const struct zk_result *res, void *ctx)
 {
     struct job *job = ctx;
     struct dispatcher *ds = job->q->ds;
-    job_set_state(job, JS_HELD);
+    job_transition(job, JE_PARK);
     if (job_settled_gone(ds, job))
         return;
     if (res->rc == ZNONODE) {
@@ -311,7 +311,7 @@ static void on_owner_listed(const struct zk_result *res, void *ctx)
 /* Lists the job's children to learn our owner node's name. */
 static void find_owner(struct dispatcher *ds, struct job *job)
 {
-    job_set_busy(job, JS_SETTLING);
+    job_transition(job, JE_SETTLE);
     int rc = zkstore_children(ds->d->zs, job->path, 0, on_owner_listed, job);
     if (rc != ZOK)
         dispatcher_retry_later(ds, job, "looking for our owner node", rc);
@@ -341,7 +341,7 @@ void lock_release(struct dispatcher *ds, struct job *job)
         {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
         {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
     };
-    job_set_busy(job, JS_SETTLING);
+    job_transition(job, JE_SETTLE);
     int rc = txnbatch_add(ds->settles, ops, 2, on_released, job);
     if (rc != ZOK)
         dispatcher_retry_later(ds, job, "releasing the lock", rc);

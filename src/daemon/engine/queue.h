@@ -29,7 +29,7 @@ struct dqueue {
     struct dir *root;           /* mirror of jobs/, NULL until a consumer subscribes */
     struct cqueue *cq;          /* a Curator queue's listing, when consumed */
     size_t mirrored;            /* jobs in the mirror's buckets (mirror.c) */
-    size_t nstate[JS_COUNT];    /* its jobs by state (job_set_state), for STATS and pages
+    size_t nstate[JS_COUNT];    /* its jobs by state (job_transition), for STATS and pages
                                  * without a walk of every job */
     int kicked;                 /* a dispatch is due in this loop turn */
     int paused;                 /* `deferctl pause`: nothing is locked or pushed */

@@ -135,7 +135,7 @@ static int ask_if_cancelled(struct dispatcher *ds, struct settle *st)
     if (st->job->gone || !st->r || st->followups ||
         zkstore_exists(ds->d->zs, st->job->path, 0, on_gone_checked, st) != ZOK)
         return 0;
-    job_set_busy(st->job, JS_SETTLING);
+    job_transition(st->job, JE_SETTLE);
     return 1;
 }
 
@@ -256,7 +256,7 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
     int n = st->op == SETTLE_ACK ? 3 : st->has_delay ? 4 : 2;
     st->key_op = key_op(ds, st, &ops[n]) ? n : -1;
     n += st->key_op >= 0;
-    job_set_busy(job, JS_SETTLING);
+    job_transition(job, JE_SETTLE);
     if (st->followups)
         return putset_send(st->followups, ds->settles, ops, n, on_followups_done, st);
     return txnbatch_add(ds->settles, ops, n, on_settled, st);
@@ -420,7 +420,7 @@ static void on_verified_lock(const struct zk_result *res, void *ctx)
 
 static void hold_settle(struct dispatcher *ds, struct settle *st)
 {
-    job_set_busy(st->job, JS_SETTLING);
+    job_transition(st->job, JE_SETTLE);
     st->next = ds->held;
     ds->held = st;
 }
@@ -435,7 +435,7 @@ static void verify(struct dispatcher *ds, struct settle *st)
     }
     char lock[LAYOUT_PATH_MAX + 8];
     lock_path(st->job, lock, sizeof lock);
-    job_set_busy(st->job, JS_SETTLING);
+    job_transition(st->job, JE_SETTLE);
     int rc = zkstore_exists(ds->d->zs, lock, 0, on_verified_lock, st);
     if (rc != ZOK) {
         settle_failed(st, rc);
@@ -590,7 +590,7 @@ void settle_bury_locked(struct dispatcher *ds, struct job *job)
 {
     struct settle *st = settle_new(job, NULL, SETTLE_NACK);
     job_unhold(ds, job);
-    job_set_state(job, JS_SETTLING);
+    job_transition(job, JE_SETTLE);
     if (st && plan_bury(ds, st) == 0) {
         int rc = send_settle(ds, st);
         if (rc == ZOK)
@@ -684,7 +684,7 @@ void settle_resume_held(struct dispatcher *ds)
     ds->held = NULL;
     while (held) {
         struct settle *next = held->next;
-        job_set_state(held->job, JS_INFLIGHT);
+        job_transition(held->job, JE_KEEP);
         settle_start(ds, held);
         held = next;
     }
@@ -706,7 +706,7 @@ void settle_revoke_held(struct dispatcher *ds)
         if (st->r)
             reply_err(st->r, PE_LEASE_LOST, "job %s: the ZooKeeper session was lost",
                       st->job->id);
-        job_set_state(st->job, JS_HELD); /* no call in flight: the caller frees it */
+        job_transition(st->job, JE_PARK); /* no call in flight: the caller frees it */
         settle_free(st);
     }
 }
