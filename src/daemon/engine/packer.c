@@ -78,6 +78,7 @@ struct write {
     int tries;                  /* its directories made after a NoNode */
     struct far_put **tokened;   /* the operations after the pack's: these jobs' tokens */
     int ntokened;
+    struct token_reads token_reads; /* after a write failed on a taken token */
     char name[LAYOUT_PACK_MAX + 1];
     char path[LAYOUT_PATH_MAX];
     unsigned char *data;
@@ -743,24 +744,23 @@ static const struct token_answers token_answers = {on_token_found, on_token_refu
                                                    on_tokens_read};
 
 /* A token was taken: every token of the write is read at once. */
-static int resolve_tokens(struct write *wr)
+static void resolve_tokens(struct write *wr)
 {
-    struct token_wait *waits = calloc((size_t)wr->ntokened, sizeof *waits);
-    if (!waits)
-        return ZK_ENOMEM;
+    tokens_reads_start(&wr->token_reads, &token_answers, wr);
     for (int i = 0; i < wr->ntokened; i++)
-        waits[i] = (struct token_wait){wr->tokened[i]->token_path, wr->w->q, wr->tokened[i]};
-    int rc = tokens_resolve(wr->pk->ds->d->zs, waits, (size_t)wr->ntokened, &token_answers, wr);
-    free(waits);
-    return rc;
+        tokens_read(&wr->token_reads, wr->pk->ds->d->zs,
+                    &(struct token_wait){wr->tokened[i]->token_path, wr->w->q, wr->tokened[i]});
+    tokens_reads_sent(&wr->token_reads);
 }
 
 /* The write failed on FP's token: taken (read them all), its directory gone (made), or
  * refused (FP alone is answered; the rest written again). */
 static int token_failed(struct write *wr, struct far_put *fp, int rc)
 {
-    if (rc == ZNODEEXISTS)
-        return resolve_tokens(wr);
+    if (rc == ZNODEEXISTS) {
+        resolve_tokens(wr);
+        return ZOK;
+    }
     if (rc == ZNONODE && wr->tries < PARENT_TRIES_MAX) {
         rc = zkstore_parents_missing(wr->pk->ds->d->zs, fp->token_path, &wr->tries, on_parents,
                                      wr);

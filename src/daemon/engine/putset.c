@@ -51,6 +51,7 @@ struct putset {
     int counted;                /* putset_created() done */
     int token_refused;          /* a taken token could not be read: token_refusal says */
     struct token_refusal token_refusal;
+    struct token_reads token_reads; /* a taken token's: every token of the set read */
     putset_done_fn done;
     void *ctx;
 };
@@ -579,29 +580,27 @@ static const struct token_answers token_answers = {on_token_found, on_token_refu
 
 /* A token was taken: every token of the set not answered yet is read at once (when the
  * first send of the set was applied, all of them are taken). */
-static int resolve_tokens(struct putset *ps)
+static void resolve_tokens(struct putset *ps)
 {
-    struct token_wait *waits = calloc(ps->n ? ps->n : 1, sizeof *waits);
-    size_t n = 0;
-    if (!waits)
-        return ZK_ENOMEM;
+    ps->lookup_rc = ZOK;
+    tokens_reads_start(&ps->token_reads, &token_answers, ps);
     for (size_t i = 0; i < ps->n; i++) {
         struct putjob *pj = &ps->jobs[i];
         if (pj->token_path[0] && !pj->dup && pj->dup_of < 0)
-            waits[n++] = (struct token_wait){pj->token_path, pj->q, pj};
+            tokens_read(&ps->token_reads, ps->ds->d->zs,
+                        &(struct token_wait){pj->token_path, pj->q, pj});
     }
-    ps->lookup_rc = ZOK;
-    int rc = tokens_resolve(ps->ds->d->zs, waits, n, &token_answers, ps);
-    free(waits);
-    return rc;
+    tokens_reads_sent(&ps->token_reads);
 }
 
 /* The token's create failed: taken (every token of the set is read), or its minute
  * directory missing (made, and sent again). */
 static void token_failed(struct putset *ps, struct putjob *pj, int rc)
 {
-    if (rc == ZNODEEXISTS && (rc = resolve_tokens(ps)) == ZOK)
+    if (rc == ZNODEEXISTS) {
+        resolve_tokens(ps);
         return;
+    }
     if (rc == ZNONODE) {
         ps->checking = pj;
         rc = zkstore_parents_missing(ps->ds->d->zs, pj->token_path, &pj->made_parents,

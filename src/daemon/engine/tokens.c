@@ -84,15 +84,8 @@ int tokens_create_op(struct zk_txn_op *op, const char *path, const struct job_na
 /* ---- resolution ---- */
 
 struct token_read {
-    struct resolution *rs;
+    struct token_reads *rs;
     struct token_wait w;
-};
-
-struct resolution {
-    const struct token_answers *ans;
-    void *ctx;
-    int out;                    /* reads on their way, plus one while they are sent */
-    struct token_read reads[];
 };
 
 /* The token's time is past its use: the sweep may have deleted it (it goes by ZooKeeper's
@@ -108,62 +101,65 @@ static int past_use(const char *path)
 
 /* The one place a taken token that names no job is told: logged (a denial as the queue's
  * news), and its put answered stored=maybe. */
-static void refuse(struct token_read *tr, int rc, const char *why)
+static void refuse(struct token_reads *rs, const struct token_wait *w, int rc, const char *why)
 {
     struct token_refusal out = {.f = {.stored = RS_MAYBE, .reason = zk_refusal_reason(rc)}};
     snprintf(out.text, sizeof out.text, UNREAD_FMT, why);
     if (rc == ZNOAUTH)
-        queue_denied(tr->w.q, tr->w.path);
+        queue_denied(w->q, w->path);
     else
         log_warn("queue %s: put token %s is taken but could not be read: %s; the put may have "
-                 "been stored", tr->w.q->cfg->name, tr->w.path, why);
-    tr->rs->ans->refused(tr->rs->ctx, tr->w.put, rc, &out);
+                 "been stored", w->q->cfg->name, w->path, why);
+    rs->ans->refused(rs->ctx, w->put, rc, &out);
 }
 
-static void read_back(struct resolution *rs)
+static void read_back(struct token_reads *rs)
 {
-    if (--rs->out > 0)
-        return;
-    rs->ans->done(rs->ctx);
-    free(rs);
+    if (--rs->out == 0)
+        rs->ans->done(rs->ctx);
 }
 
 static void on_read(const struct zk_result *res, void *ctx)
 {
     struct token_read *tr = ctx;
+    struct token_reads *rs = tr->rs;
     int rc = failpoint_hit("token-read-fails") ? ZSYSTEMERROR : res->rc;
     char id[LAYOUT_ID_MAX + 1];
     if (rc == ZOK && layout_key_data_id(id, sizeof id, tr->w.q->cfg->name, res->data,
                                         res->datalen) == 0)
-        tr->rs->ans->found(tr->rs->ctx, tr->w.put, id);
+        rs->ans->found(rs->ctx, tr->w.put, id);
     else if (rc == ZOK)
-        refuse(tr, ZBADARGUMENTS, "it names no job this deferd knows");
+        refuse(rs, &tr->w, ZBADARGUMENTS, "it names no job this deferd knows");
     else if (rc == ZNONODE && past_use(tr->w.path))
-        refuse(tr, rc, "gone after its use: swept");
+        refuse(rs, &tr->w, rc, "gone after its use: swept");
     else if (rc != ZNONODE) /* NoNode within its use: made again with the put */
-        refuse(tr, rc, zk_reason(rc));
-    read_back(tr->rs);
+        refuse(rs, &tr->w, rc, zk_reason(rc));
+    free(tr);
+    read_back(rs);
 }
 
-int tokens_resolve(struct zkstore *zs, const struct token_wait *waits, size_t n,
-                   const struct token_answers *ans, void *ctx)
+void tokens_reads_start(struct token_reads *rs, const struct token_answers *ans, void *ctx)
 {
-    struct resolution *rs = malloc(sizeof *rs + n * sizeof *rs->reads);
-    if (!rs)
-        return ZK_ENOMEM;
-    rs->ans = ans;
-    rs->ctx = ctx;
-    rs->out = 1; /* held until every read is sent */
-    for (size_t i = 0; i < n; i++) {
-        struct token_read *tr = &rs->reads[i];
-        *tr = (struct token_read){rs, waits[i]};
-        rs->out++;
-        int rc = zkstore_get(zs, tr->w.path, on_read, tr);
-        if (rc != ZOK) {
-            refuse(tr, rc, zk_reason(rc));
-            rs->out--;
-        }
+    *rs = (struct token_reads){ans, ctx, 1};
+}
+
+void tokens_read(struct token_reads *rs, struct zkstore *zs, const struct token_wait *w)
+{
+    struct token_read *tr = malloc(sizeof *tr);
+    int rc = tr ? ZOK : ZK_ENOMEM;
+    if (tr) {
+        *tr = (struct token_read){rs, *w};
+        rc = zkstore_get(zs, w->path, on_read, tr);
     }
+    if (rc == ZOK) {
+        rs->out++;
+        return;
+    }
+    free(tr);
+    refuse(rs, w, rc, zk_reason(rc));
+}
+
+void tokens_reads_sent(struct token_reads *rs)
+{
     read_back(rs);
-    return ZOK;
 }

@@ -53,7 +53,7 @@ struct token_refusal {
 };
 
 /* One put waiting on its taken token: PATH stays valid until the put is answered or the
- * resolution is done; Q is its queue; PUT is the caller's own record, handed back. */
+ * reads are done; Q is its queue; PUT is the caller's own record, handed back. */
 struct token_wait {
     const char *path;
     struct dqueue *q;
@@ -69,10 +69,19 @@ struct token_answers {
     void (*done)(void *ctx);
 };
 
-/* Reads the N tokens at once (pipelined: one round trip however many) and answers each
- * through ANS with CTX; DONE is called exactly once, maybe before this returns. ZOK, or
- * ZK_ENOMEM with nothing read or called. */
-int tokens_resolve(struct zkstore *zs, const struct token_wait *waits, size_t n,
-                   const struct token_answers *ans, void *ctx);
+/* The reads of one failed write's tokens, in the caller's record (alive until DONE). */
+struct token_reads {
+    const struct token_answers *ans;
+    void *ctx;
+    int out;                    /* reads on their way, plus one until tokens_reads_sent */
+};
+
+/* Reads go out pipelined, all before the first answer: one round trip however many. A read
+ * that cannot be sent (no memory, the store closing) refuses its put at once: stored=maybe
+ * still, as the token is taken. DONE is called exactly once, after tokens_reads_sent, maybe
+ * within it. */
+void tokens_reads_start(struct token_reads *rs, const struct token_answers *ans, void *ctx);
+void tokens_read(struct token_reads *rs, struct zkstore *zs, const struct token_wait *w);
+void tokens_reads_sent(struct token_reads *rs);
 
 #endif
