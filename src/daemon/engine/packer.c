@@ -17,6 +17,7 @@
 #include "pack.h"
 #include "queue.h"
 #include "reply.h"
+#include "tokens.h"
 #include "txnbatch.h"
 #include "cluster_time.h"
 #include "units.h"
@@ -40,8 +41,6 @@ struct far_put {
     char token_path[LAYOUT_PATH_MAX]; /* "" or its put token (PUT idem=) */
     struct far_put *twins;      /* puts with the same token that came while it waited:
                                  * not written, answered as it is */
-    char found[LAYOUT_ID_MAX + 1]; /* its token, found taken, names this job */
-    int read_rc;                /* reading its token */
     int rounds;                 /* writes of it that changed nothing (retry()) */
     char token_data[LAYOUT_ID_MAX + 1]; /* "<pack>/<name>", as the write names the pack */
 };
@@ -79,7 +78,7 @@ struct write {
     int tries;                  /* its directories made after a NoNode */
     struct far_put **tokened;   /* the operations after the pack's: these jobs' tokens */
     int ntokened;
-    int reads;                  /* token reads on their way (resolve_tokens) */
+    struct token_reads token_reads; /* after a write failed on a taken token */
     char name[LAYOUT_PACK_MAX + 1];
     char path[LAYOUT_PATH_MAX];
     unsigned char *data;
@@ -466,15 +465,10 @@ static int token_ops(struct write *wr, struct zk_txn_op *ops)
     for (struct far_put *fp = wr->jobs; fp && rc == ZOK; fp = fp->next) {
         if (!fp->token_path[0])
             continue;
-        memcpy(fp->jn.pack, wr->name, sizeof fp->jn.pack);
-        if (layout_key_data(fp->token_data, sizeof fp->token_data, &fp->jn) != 0)
-            rc = ZK_ETOOLONG;
-        else
-            rc = packer_prepare_dir(wr->pk, fp->token_path);
-        fp->jn.pack[0] = '\0';
-        ops[1 + wr->ntokened] = (struct zk_txn_op){.kind = ZT_CREATE, .path = fp->token_path,
-                                                    .data = fp->token_data,
-                                                    .len = strlen(fp->token_data)};
+        rc = tokens_create_op(&ops[1 + wr->ntokened], fp->token_path, &fp->jn, wr->name,
+                              fp->token_data, sizeof fp->token_data);
+        if (rc == ZOK)
+            rc = tokens_prepare_dir(wr->pk->ds->d->zs, wr->pk->ds->keydirs, fp->token_path);
         wr->tokened[wr->ntokened++] = fp;
     }
     return rc;
@@ -714,11 +708,6 @@ static void on_parents(const struct zk_result *res, void *ctx)
 
 /* ---- taken tokens: a retry of a put whose first try was stored ---- */
 
-struct token_read {
-    struct write *wr;
-    struct far_put *fp;
-};
-
 /* Takes FP out of the write, answers it (and its twins: OK with ID, or RC, or END) and
  * frees it. */
 static void take_out(struct write *wr, struct far_put *fp, const char *id, int rc,
@@ -735,79 +724,44 @@ static void take_out(struct write *wr, struct far_put *fp, const char *id, int r
     free_puts(fp);
 }
 
-/* Every token is read: the puts a try made already are answered with that job, those whose
- * token cannot be read with the error; the rest are written again (the transaction
- * changed nothing: the open pack is as it was). */
-static void tokens_read(struct write *wr)
+static void on_token_found(void *ctx, void *put, const char *id)
 {
-    char text[200];
-    for (int i = 0; i < wr->ntokened; i++) {
-        struct far_put *fp = wr->tokened[i];
-        if (fp->found[0]) {
-            take_out(wr, fp, fp->found, ZOK, NULL);
-        } else if (fp->read_rc == ZBADARGUMENTS) {
-            take_out(wr, fp, NULL, fp->read_rc, NULL);
-        } else if (fp->read_rc != ZOK && fp->read_rc != ZNONODE) { /* ZNONODE: swept, made again */
-            snprintf(text, sizeof text, "the job may have been stored: its put token is taken "
-                     "but could not be read (%s)", zk_reason(fp->read_rc));
-            struct put_end end = {{.stored = RS_MAYBE, .reason = zk_refusal_reason(fp->read_rc)},
-                                  text};
-            take_out(wr, fp, NULL, fp->read_rc, &end);
-        }
-    }
-    retry(wr);
+    take_out(ctx, put, id, ZOK, NULL);
 }
 
-static void on_token_read(const struct zk_result *res, void *ctx)
+static void on_token_refused(void *ctx, void *put, int rc, const struct token_refusal *tr)
 {
-    struct token_read *tr = ctx;
-    struct write *wr = tr->wr;
-    struct far_put *fp = tr->fp;
-    free(tr);
-    fp->read_rc = res->rc;
-    if (res->rc == ZOK && layout_key_data_id(fp->found, sizeof fp->found, wr->w->q->cfg->name,
-                                             res->data, res->datalen) != 0) {
-        log_warn("queue %s: put token %s names no job: not a token deferd wrote; the put is "
-                 "refused", wr->w->q->cfg->name, fp->token_path);
-        fp->found[0] = '\0';
-        fp->read_rc = ZBADARGUMENTS;
-    } else if (res->rc == ZNOAUTH) {
-        queue_denied(wr->w->q, fp->token_path);
-    }
-    if (--wr->reads == 0)
-        tokens_read(wr);
+    take_out(ctx, put, NULL, rc, &(struct put_end){tr->f, tr->text});
 }
+
+/* Every token is read: the rest are written again (the transaction changed nothing: the
+ * open pack is as it was). */
+static void on_tokens_read(void *ctx)
+{
+    retry(ctx);
+}
+
+static const struct token_answers token_answers = {on_token_found, on_token_refused,
+                                                   on_tokens_read};
 
 /* A token was taken: every token of the write is read at once. */
-static int resolve_tokens(struct write *wr)
+static void resolve_tokens(struct write *wr)
 {
-    wr->reads = 1; /* held until every read is sent */
-    for (int i = 0; i < wr->ntokened; i++) {
-        struct far_put *fp = wr->tokened[i];
-        struct token_read *tr = malloc(sizeof *tr);
-        fp->found[0] = '\0';
-        fp->read_rc = tr ? ZOK : ZK_ENOMEM;
-        if (!tr)
-            continue;
-        *tr = (struct token_read){wr, fp};
-        wr->reads++;
-        if ((fp->read_rc = zkstore_get(wr->pk->ds->d->zs, fp->token_path, on_token_read, tr)) !=
-            ZOK) {
-            wr->reads--;
-            free(tr);
-        }
-    }
-    if (--wr->reads == 0)
-        tokens_read(wr);
-    return ZOK;
+    tokens_reads_start(&wr->token_reads, &token_answers, wr);
+    for (int i = 0; i < wr->ntokened; i++)
+        tokens_read(&wr->token_reads, wr->pk->ds->d->zs,
+                    &(struct token_wait){wr->tokened[i]->token_path, wr->w->q, wr->tokened[i]});
+    tokens_reads_sent(&wr->token_reads);
 }
 
 /* The write failed on FP's token: taken (read them all), its directory gone (made), or
  * refused (FP alone is answered; the rest written again). */
 static int token_failed(struct write *wr, struct far_put *fp, int rc)
 {
-    if (rc == ZNODEEXISTS)
-        return resolve_tokens(wr);
+    if (rc == ZNODEEXISTS) {
+        resolve_tokens(wr);
+        return ZOK;
+    }
     if (rc == ZNONODE && wr->tries < PARENT_TRIES_MAX) {
         rc = zkstore_parents_missing(wr->pk->ds->d->zs, fp->token_path, &wr->tries, on_parents,
                                      wr);

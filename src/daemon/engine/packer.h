@@ -42,7 +42,8 @@ int packer_wants(const struct packer *pk, const struct dqueue *q, uint64_t due_m
 /* Stores the job in a pack (JN: its due time, priority, ttr; no key) and answers R with
  * its id, "<queue>/<pack>/<job name>", or the error. Takes PAYLOAD (malloc'd). TOKEN_PATH:
  * NULL, or the put token's node, created in the same transaction; if it is taken, R is
- * answered with the job it names (a retry of a put whose first try was stored). */
+ * answered as tokens.h says: the job it names (a retry of a put whose first try was
+ * stored), or stored=maybe when it cannot be read. */
 void packer_put(struct packer *pk, struct dqueue *q, const struct job_name *jn,
                 unsigned char *payload, size_t len, const char *token_path, struct reply *r);
 /* Puts waiting for or in a pack write. */

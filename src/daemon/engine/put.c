@@ -14,6 +14,7 @@
 #include "packer.h"
 #include "protocol.h"
 #include "putset.h"
+#include "tokens.h"
 #include "reply.h"
 #include "txnbatch.h"
 #include "writehold.h"
@@ -69,19 +70,22 @@ static void reply_failed(struct put *p, size_t part, int rc)
     char *ids = NULL;
     size_t stored = 0;
     const char *why = zk_reason(rc);
+    const struct token_refusal *taken = putset_token_refusal(p->parts[part]);
     metrics_refused(p->ds->d->metrics, pj->q->cfg, MR_FAILED);
-    if (rc != ZNOAUTH) /* putset.c reported a denial with its path */
+    if (rc != ZNOAUTH && !taken) /* putset.c or tokens.c told, with the path */
         log_warn("queue %s: put%s failed: %s", pj->q->cfg->name, p->batch ? " of a batch" : "",
                  why);
     for (size_t i = 0; i < part; i++)
         stored += putset_count(p->parts[i]);
-    int unknown = zk_outcome_unknown(rc) || p->unsure || putset_maybe_stored(p->parts[part]);
+    int unknown = zk_outcome_unknown(rc) || p->unsure || taken;
     const char *fate = unknown ? "may have been stored" : "was not stored";
     struct refusal f = zk_put_refusal(rc);
     if (unknown && f.reason == RR_ZOOKEEPER) /* unsure since an earlier try's loss */
         f.reason = RR_CONNECTION_LOST;
     f.stored = unknown ? RS_MAYBE : RS_NO;
-    if (part == 0 || putset_format(p->parts, part, 0, &ids) != 0) {
+    if (part == 0 && taken) {
+        reply_refuse(p->r, PE_UNAVAILABLE, &taken->f, "%s", taken->text);
+    } else if (part == 0 || putset_format(p->parts, part, 0, &ids) != 0) {
         if (unknown)
             reply_refuse(p->r, PE_UNAVAILABLE, &f, "the job%s may have been stored: the "
                          "connection to ZooKeeper broke before its answer (%s)",
@@ -325,7 +329,8 @@ static int put_packed(struct dispatcher *ds, struct dqueue *q, struct proto_requ
     char token[LAYOUT_PATH_MAX] = "", text[300];
     enum proto_errcode code;
     if (req->idem[0] &&
-        putset_token_path(ds, q, req->idem, token, sizeof token, &code, text, sizeof text) != 0) {
+        tokens_path(token, sizeof token, dispatcher_root(ds), q->cfg->name, req->idem, &code,
+                    text, sizeof text) != 0) {
         reply_err(r, code, "%s", text);
         proto_request_clear(req);
         return 0;

@@ -26,7 +26,8 @@ struct putjob {
     char key_path[LAYOUT_PATH_MAX];
     char token_path[LAYOUT_PATH_MAX]; /* "" or its put token's node (PUT idem=) */
     int retried;                /* its token was taken: a try before stored it; id names that */
-    char key_data[LAYOUT_ID_MAX + 1]; /* the key's and the token's node data */
+    char key_data[LAYOUT_ID_MAX + 1]; /* the key's node data */
+    char token_data[LAYOUT_ID_MAX + 1]; /* the token's (tokens_create_op) */
     char id[LAYOUT_ID_MAX + 1];
 };
 

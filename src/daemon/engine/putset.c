@@ -14,6 +14,7 @@
 #include "mirror.h"
 #include "putpacks.h"
 #include "stash.h"
+#include "tokens.h"
 #include "txnbatch.h"
 #include "cluster_time.h"
 #include "units.h"
@@ -46,7 +47,9 @@ struct putset {
     int rounds, lookups, lookup_rc;
     struct putjob *checking;    /* its directories' creates are being asked why */
     int counted;                /* putset_created() done */
-    int token_unread;           /* a taken token could not be read */
+    int token_refused;          /* a taken token could not be read: token_refusal says */
+    struct token_refusal token_refusal;
+    struct token_reads token_reads; /* a taken token's: every token of the set read */
     putset_done_fn done;
     void *ctx;
 };
@@ -87,7 +90,10 @@ void putset_free(struct putset *ps)
 }
 
 size_t putset_count(const struct putset *ps) { return ps->n; }
-int putset_maybe_stored(const struct putset *ps) { return ps->token_unread; }
+const struct token_refusal *putset_token_refusal(const struct putset *ps)
+{
+    return ps->token_refused ? &ps->token_refusal : NULL;
+}
 
 int putset_all_keyed(const struct putset *ps)
 {
@@ -131,24 +137,6 @@ static int same_key_before(const struct putset *ps, const struct putjob *pj)
     return -1;
 }
 
-int putset_token_path(struct dispatcher *ds, const struct dqueue *q, const char *token,
-                      char *path, size_t len, enum proto_errcode *code, char *text, size_t tlen)
-{
-    uint64_t ms = 0;
-    int64_t now = units_wall_ms();
-    names_valid_token(token, &ms);
-    if ((int64_t)ms + LAYOUT_TOKEN_USE_MS < now)
-        return refuse(code, text, tlen, PE_BAD_REQUEST, "idem token %s is %lld s old, more than "
-                      "%d s: its put may have been stored; look for the job before putting it "
-                      "again", token, (long long)(now - (int64_t)ms) / 1000, LAYOUT_TOKEN_USE_MS / 1000);
-    if ((int64_t)ms > now + LAYOUT_TOKEN_AHEAD_MS)
-        return refuse(code, text, tlen, PE_BAD_REQUEST, "idem token %s is %lld s ahead of this "
-                      "host's clock", token, (long long)((int64_t)ms - now) / 1000);
-    if (layout_token_path(path, len, dispatcher_root(ds), q->cfg->name, token) != 0)
-        return refuse(code, text, tlen, PE_BAD_REQUEST, "bad idem token '%s'", token);
-    return 0;
-}
-
 int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code, char *text,
                size_t tlen)
 {
@@ -180,8 +168,8 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
         layout_key_path(pj->key_path, sizeof pj->key_path, dispatcher_root(ps->ds), q->cfg->name,
                         pj->jn.key) != 0)
         return refuse(code, text, tlen, PE_BAD_REQUEST, "bad key '%s'", pp->key);
-    if (pp->idem[0] && putset_token_path(ps->ds, q, pp->idem, pj->token_path,
-                                         sizeof pj->token_path, code, text, tlen) != 0)
+    if (pp->idem[0] && tokens_path(pj->token_path, sizeof pj->token_path, dispatcher_root(ps->ds),
+                                   q->cfg->name, pp->idem, code, text, tlen) != 0)
         return -1;
 
     pp->payload = NULL;
@@ -276,20 +264,6 @@ static int prepare_key_dir(struct dispatcher *ds, const char *key_path)
     return rc;
 }
 
-/* The token's minute directory, made ahead like a key's hash directory. */
-static int prepare_token_dir(struct dispatcher *ds, const char *token_path)
-{
-    char dir[LAYOUT_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", token_path);
-    *strrchr(dir, '/') = '\0';
-    if (buckets_known(ds->keydirs, dir))
-        return ZOK;
-    int rc = zkstore_create_parents(ds->d->zs, token_path, NULL, NULL);
-    if (rc == ZOK)
-        buckets_add(ds->keydirs, dir);
-    return rc;
-}
-
 /* Its znode in a bucket (or shard), or a place in one of the set's packs. */
 static int place_job(struct putset *ps, struct putjob *pj)
 {
@@ -311,7 +285,7 @@ static int name_job(struct putset *ps, struct putjob *pj)
     if (rc == ZOK && pj->jn.key[0])
         rc = prepare_key_dir(ps->ds, pj->key_path);
     if (rc == ZOK && pj->token_path[0])
-        rc = prepare_token_dir(ps->ds, pj->token_path);
+        rc = tokens_prepare_dir(ps->ds->d->zs, ps->ds->keydirs, pj->token_path);
     if (rc == ZOK && (layout_key_data(pj->key_data, sizeof pj->key_data, &pj->jn) != 0 ||
                       layout_job_id(pj->id, sizeof pj->id, pj->q->cfg->name, &pj->jn) != 0))
         rc = ZK_ETOOLONG;
@@ -325,14 +299,16 @@ static void on_sent(const struct zk_result *res, void *ctx);
 
 /* The job's operations: its token's create, its key node's, then its create (none for a
  * packed job: its pack's create comes after every job's). The token goes first: a retry
- * of a stored put fails on it, whatever became of the job since. */
+ * of a stored put fails on it, whatever became of the job since. Their count, or an error. */
 static int job_ops(struct putjob *pj, struct zk_txn_op *ops, unsigned char *what)
 {
     int n = 0;
     if (pj->token_path[0]) {
-        what[n] = OP_TOKEN;
-        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->token_path,
-                                      .data = pj->key_data, .len = strlen(pj->key_data)};
+        int rc = tokens_create_op(&ops[n], pj->token_path, &pj->jn, NULL, pj->token_data,
+                                  sizeof pj->token_data);
+        if (rc != ZOK)
+            return rc;
+        what[n++] = OP_TOKEN;
     }
     if (pj->jn.key[0]) {
         what[n] = OP_KEY;
@@ -394,6 +370,10 @@ static int send_again(struct putset *ps)
         if (pj->dup || pj->dup_of >= 0 || (!pj->named && (rc = name_job(ps, pj)) != ZOK))
             continue;
         int k = job_ops(pj, ops + nops, ps->op_what + nops);
+        if (k < 0) {
+            rc = k;
+            break;
+        }
         for (int j = 0; j < k; j++)
             ps->op_job[nops + j] = (int)i;
         nops += k;
@@ -428,6 +408,7 @@ int putset_send(struct putset *ps, struct txnbatch *b, const struct zk_txn_op *p
     ps->done = done;
     ps->ctx = ctx;
     ps->rounds = 0;
+    ps->token_refused = 0;
     return send_again(ps);
 }
 
@@ -555,81 +536,59 @@ static void repair_pack(struct putset *ps, size_t i, int rc)
         finish(ps, rc, NULL);
 }
 
-/* ---- taken tokens ---- */
+/* ---- taken tokens (tokens.h) ---- */
 
-struct token_read {
-    struct putset *ps;
-    struct putjob *pj;
-};
-
-/* Every read is back: a failure ends the set; else what is left is sent (nothing left: the
- * set is done, every job a try of it made). */
-static void tokens_read(struct putset *ps)
+/* The token names the job a try of this put made: this set's own (an earlier send applied
+ * though its answer was lost) or an earlier request's (the producer's retry). Either way
+ * the answer is that job, and nothing is made again. */
+static void on_token_found(void *ctx, void *put, const char *id)
 {
+    struct putjob *pj = put;
+    (void)ctx;
+    pj->dup = 1;
+    pj->stored_before = pj->named && strcmp(id, pj->id) == 0;
+    pj->retried = !pj->stored_before;
+    snprintf(pj->id, sizeof pj->id, "%s", id);
+}
+
+/* The set ends with the first refusal (put.c answers with it). */
+static void on_token_refused(void *ctx, void *put, int rc, const struct token_refusal *tr)
+{
+    struct putset *ps = ctx;
+    (void)put;
+    if (ps->lookup_rc != ZOK)
+        return;
+    ps->lookup_rc = rc;
+    ps->token_refused = 1;
+    ps->token_refusal = *tr;
+}
+
+/* Every read is back: a refusal ends the set; else what is left is sent (nothing left: the
+ * set is done, every job a try of it made). */
+static void on_tokens_read(void *ctx)
+{
+    struct putset *ps = ctx;
     int rc = ps->lookup_rc != ZOK ? ps->lookup_rc : send_again(ps);
     if (rc != ZOK)
         finish(ps, rc, NULL); /* ZK_ENOTHING: OK */
 }
 
-/* The token names the job a try of this put made: this set's own (an earlier send applied
- * though its answer was lost) or an earlier request's (the producer's retry). Either way
- * the answer is that job, and nothing is made again. Gone (swept): made again. */
-static void on_token_read(const struct zk_result *res, void *ctx)
-{
-    struct token_read *tr = ctx;
-    struct putset *ps = tr->ps;
-    struct putjob *pj = tr->pj;
-    char id[LAYOUT_ID_MAX + 1];
-    int rc = res->rc;
-    free(tr);
-    if (rc == ZOK &&
-        layout_key_data_id(id, sizeof id, pj->q->cfg->name, res->data, res->datalen) != 0) {
-        log_warn("queue %s: put token %s names no job: not a token deferd wrote; the put is "
-                 "refused", pj->q->cfg->name, pj->token_path);
-        rc = ZBADARGUMENTS;
-    }
-    if (rc == ZOK) {
-        pj->dup = 1;
-        pj->stored_before = pj->named && strcmp(id, pj->id) == 0;
-        pj->retried = !pj->stored_before;
-        memcpy(pj->id, id, sizeof pj->id);
-    } else if (rc == ZNOAUTH) {
-        queue_denied(pj->q, pj->token_path);
-    }
-    if (rc != ZOK && rc != ZNONODE && rc != ZBADARGUMENTS)
-        ps->token_unread = 1; /* taken, so a try may have made the job */
-    if (rc != ZOK && rc != ZNONODE && ps->lookup_rc == ZOK)
-        ps->lookup_rc = rc;
-    if (--ps->lookups == 0)
-        tokens_read(ps);
-}
+static const struct token_answers token_answers = {on_token_found, on_token_refused,
+                                                   on_tokens_read};
 
-/* A token was taken: reads every token of the set at once (pipelined; when the first send
- * of the set was applied, all of them are), marks the jobs whose token names a job, and
- * sends the rest again. One round, however many jobs the set has. */
+/* A token was taken: every token of the set not answered yet is read at once (when the
+ * first send of the set was applied, all of them are taken). */
 static void resolve_tokens(struct putset *ps)
 {
-    ps->lookups = 1; /* held until every read is sent */
     ps->lookup_rc = ZOK;
+    tokens_reads_start(&ps->token_reads, &token_answers, ps);
     for (size_t i = 0; i < ps->n; i++) {
         struct putjob *pj = &ps->jobs[i];
-        if (!pj->token_path[0] || pj->dup || pj->dup_of >= 0)
-            continue;
-        struct token_read *tr = malloc(sizeof *tr);
-        int rc = tr ? ZOK : ZK_ENOMEM;
-        if (tr) {
-            *tr = (struct token_read){ps, pj};
-            ps->lookups++;
-            if ((rc = zkstore_get(ps->ds->d->zs, pj->token_path, on_token_read, tr)) != ZOK) {
-                ps->lookups--;
-                free(tr);
-            }
-        }
-        if (rc != ZOK && ps->lookup_rc == ZOK)
-            ps->lookup_rc = rc;
+        if (pj->token_path[0] && !pj->dup && pj->dup_of < 0)
+            tokens_read(&ps->token_reads, ps->ds->d->zs,
+                        &(struct token_wait){pj->token_path, pj->q, pj});
     }
-    if (--ps->lookups == 0)
-        tokens_read(ps);
+    tokens_reads_sent(&ps->token_reads);
 }
 
 /* The token's create failed: taken (every token of the set is read), or its minute

@@ -15,7 +15,7 @@
 #include "putjob.h"
 
 struct dispatcher;
-struct dqueue;
+struct token_refusal;
 struct txnbatch;
 struct zk_result;
 struct zk_txn_op;
@@ -31,15 +31,9 @@ typedef void (*putset_done_fn)(struct putset *ps, int rc, const struct zk_result
 struct putset *putset_new(struct dispatcher *ds, size_t max_jobs);
 void putset_free(struct putset *ps);
 
-/* The node of put token TOKEN (PUT idem=) of a job of Q into PATH. A token is good while a
- * retry may still come (LAYOUT_TOKEN_USE_MS from its first try, by this host's clock, which
- * the producer on this host shares): older, its node may be swept already, and the retry
- * could make a second job. On a bad one returns -1 with the error in *CODE and TEXT. */
-int putset_token_path(struct dispatcher *ds, const struct dqueue *q, const char *token,
-                      char *path, size_t len, enum proto_errcode *code, char *text, size_t tlen);
-
-/* A token of the set was found taken but could not be read: a try may have stored it. */
-int putset_maybe_stored(const struct putset *ps);
+/* A token of the set was found taken but could not be read (tokens.h): the answer the
+ * put gets, stored=maybe; NULL when the set did not end so. */
+const struct token_refusal *putset_token_refusal(const struct putset *ps);
 
 /* Adds a job from a request's PUT (takes its payload). On a bad job returns -1 with the
  * error in *CODE and TEXT; nothing was added. */
