@@ -82,8 +82,8 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
     }
     if (strcmp(tok, "key") == 0 && (moves || r->cmd == CMD_CANCEL) && !r->key[0]) {
         if (!names_valid_key(v))
-            return bad(err, PE_BAD_REQUEST, "bad key '%.70s': 1-64 of [A-Za-z0-9_.:@-], "
-                       "starting with a letter or digit", v);
+            return bad(err, PE_BAD_REQUEST, "bad key '%.70s': 1-%d of [A-Za-z0-9_.:@-], "
+                       "starting with a letter or digit", v, NAMES_KEY_MAX);
         strcpy(r->key, v);
         return 0;
     }
@@ -97,7 +97,8 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
     }
     if (strcmp(tok, "then") == 0 && (r->cmd == CMD_ACK || r->cmd == CMD_NACK) && !r->then) {
         if (parse_num(v, PROTO_GROUP_MAX, &n, err) != 0 || n == 0)
-            return bad(err, PE_BAD_REQUEST, "then must be 1..1000, got '%.20s'", v);
+            return bad(err, PE_BAD_REQUEST, "then must be 1..%d, got '%.20s'", PROTO_GROUP_MAX,
+                       v);
         r->then = (uint32_t)n;
         return 0;
     }
@@ -123,7 +124,8 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
     if (strcmp(tok, "ttr") == 0 && r->cmd == CMD_PUT && !r->has_ttr) {
         r->has_ttr = 1;
         if (parse_num(v, PROTO_TTR_MAX, &r->ttr_ms, err) != 0 || r->ttr_ms < PROTO_TTR_MIN)
-            return bad(err, PE_BAD_REQUEST, "ttr must be 1000..604800000 ms, got '%.20s'", v);
+            return bad(err, PE_BAD_REQUEST, "ttr must be %d..%d ms, got '%.20s'",
+                       PROTO_TTR_MIN, PROTO_TTR_MAX, v);
         return 0;
     }
     if (strcmp(tok, "uid") == 0 && r->cmd == CMD_SUB && strcmp(v, "1") == 0 && !r->push_uid) {
@@ -132,7 +134,8 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
     }
     if (strcmp(tok, "inflight") == 0 && r->cmd == CMD_SUB) {
         if (parse_num(v, PROTO_INFLIGHT_MAX, &n, err) != 0 || n == 0)
-            return bad(err, PE_BAD_REQUEST, "inflight must be 1..10000, got '%.20s'", v);
+            return bad(err, PE_BAD_REQUEST, "inflight must be 1..%d, got '%.20s'",
+                       (int)PROTO_INFLIGHT_MAX, v);
         r->inflight = (uint32_t)n;
         return 0;
     }
@@ -157,7 +160,8 @@ static int parse_subs(char *list, struct proto_request *r, struct proto_error *e
         return bad(err, PE_BAD_REQUEST, "bad queue list '%.70s'", list);
     for (char *q = strtok_r(list, ",", &save); q; q = strtok_r(NULL, ",", &save)) {
         if (r->nsubs == PROTO_SUB_MAX)
-            return bad(err, PE_BAD_REQUEST, "more than %s queues in one request", "32");
+            return bad(err, PE_BAD_REQUEST, "more than %d queues in one request",
+                       PROTO_SUB_MAX);
         if (parse_queue(q, r->subs[r->nsubs++], err) != 0)
             return -1;
     }
@@ -210,7 +214,8 @@ static int parse_command(char **tok, int n, struct proto_request *r, struct prot
         case CMD_BATCH: {
             uint64_t k;
             if (parse_num(tok[1], PROTO_GROUP_MAX, &k, err) != 0 || k == 0)
-                return bad(err, PE_BAD_REQUEST, "BATCH takes 1..1000 jobs, not '%.20s'", tok[1]);
+                return bad(err, PE_BAD_REQUEST, "BATCH takes 1..%d jobs, not '%.20s'",
+                           PROTO_GROUP_MAX, tok[1]);
             r->then = (uint32_t)k;
             return 0;
         }
@@ -472,6 +477,14 @@ static void group_fail(struct proto_decoder *d, size_t item, enum proto_errcode 
     bad(&d->group_err, code, "item %zu: %.170s", item + 1, text);
 }
 
+static void group_too_large(struct proto_decoder *d, size_t item)
+{
+    char why[64];
+    snprintf(why, sizeof why, "the jobs' payloads exceed %u MiB together",
+             PROTO_GROUP_BYTES_MAX >> 20);
+    group_fail(d, item, PE_TOO_LARGE, why);
+}
+
 static void group_add(struct proto_decoder *d, struct proto_request *r)
 {
     struct proto_put *p = &d->group.items[d->group.nitems++];
@@ -505,7 +518,7 @@ static int group_take(struct proto_decoder *d, enum proto_result *res,
     else if (req->cmd != CMD_PUT)
         group_fail(d, item, PE_BAD_REQUEST, "expected a PUT");
     else if (d->group_bytes + req->len > PROTO_GROUP_BYTES_MAX)
-        group_fail(d, item, PE_TOO_LARGE, "the jobs' payloads exceed 16 MiB together");
+        group_too_large(d, item);
     else if (d->group.items) /* else out of memory, failed already */
         group_add(d, req);
     if (*res == PROTO_REQUEST)
