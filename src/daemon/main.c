@@ -260,7 +260,7 @@ static int run(struct deferd *d, const struct options *o)
     d->tokensweep = tokensweep_new(d);
     d->depth = depth_new(d);
     d->unpacker = unpacker_new(d);
-    d->packer = d->dispatcher ? packer_new(d->dispatcher) : NULL;
+    d->packer = d->dispatcher ? packer_new(dispatcher_put_env(d->dispatcher)) : NULL;
     d->scheduler = d->packer ? scheduler_new(d) : NULL;
     if (!d->mirror || !d->dispatcher || !d->clock || !d->session || !d->pending || !d->keysweep || !d->tokensweep || !d->depth ||
         !d->unpacker || !d->packer || !d->scheduler)

@@ -298,7 +298,7 @@ static int write_plan(struct sched *s, struct plan *p)
         return zkstore_multi(d->zs, &set, 1, on_set, s);
     enum proto_errcode code;
     char text[256];
-    if (!(s->ps = putset_new(d->dispatcher, p->n)))
+    if (!(s->ps = putset_new(dispatcher_put_env(d->dispatcher), p->n)))
         return ZSYSTEMERROR;
     for (size_t i = 0; i < p->n; i++) {
         p->items[i].payload = malloc(s->sc->len ? s->sc->len : 1);

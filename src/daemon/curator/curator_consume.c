@@ -8,7 +8,9 @@
 #include "config.h"
 #include "curator_int.h"
 #include "daemon.h"
-#include "dispatcher_int.h"
+#include "dispatcher.h"
+#include "dispatcher_jobs.h"
+#include "jobs.h"
 #include "log.h"
 #include "reply.h"
 #include "txnbatch.h"
@@ -78,9 +80,9 @@ void curator_item_drop_frame(struct citem *ci)
 void curator_item_unlock(struct dispatcher *ds, struct citem *ci)
 {
     char lock[ITEM_PATH_MAX];
-    if (ci->locked && ci->lock_session == ds->d->session_id &&
+    if (ci->locked && ci->lock_session == dispatcher_deferd(ds)->session_id &&
         curator_item_lock_path(ci, lock, sizeof lock) == 0)
-        zkstore_delete(ds->d->zs, lock, -1, NULL, NULL);
+        zkstore_delete(dispatcher_deferd(ds)->zs, lock, -1, NULL, NULL);
     ci->locked = 0;
 }
 
@@ -180,7 +182,7 @@ static void read_item(struct dispatcher *ds, struct citem *ci)
     char path[ITEM_PATH_MAX];
     curator_item_path(ci, path, sizeof path);
     ci->refs++;
-    int rc = zkstore_get(ds->d->zs, path, on_read, ci);
+    int rc = zkstore_get(dispatcher_deferd(ds)->zs, path, on_read, ci);
     if (rc != ZOK) {
         ci->refs--;
         dispatcher_retry_later(ds, ci->head, "reading the Curator item", rc);
@@ -212,26 +214,16 @@ static struct job *part_job(struct dispatcher *ds, struct citem *ci, struct job 
                 return NULL;
             job->ci = ci;
             ci->refs++;
-        } else { /* the head becomes part 1 under its new name */
-            char *p = strdup(path);
-            if (!p)
-                return NULL;
-            HASH_DEL(ds->jobs, job);
-            free(job->path);
-            job->path = p;
-            strcpy(job->id, id);
-            HASH_ADD_KEYPTR(hh, ds->jobs, job->path, strlen(job->path), job);
+        } else if (job_rename(ds, job, path, id) != 0) { /* the head becomes part 1 */
+            return NULL;
         }
     }
     const struct curator_item *it = &ci->items[i];
-    if (!(job->payload = malloc(it->len ? it->len : 1))) {
+    if (job_keep_payload(ds, job, ci->data + it->offset, it->len) != 0) {
         if (job != head)
             job_free(ds, job);
         return NULL;
     }
-    memcpy(job->payload, ci->data + it->offset, it->len);
-    job->len = it->len;
-    ds->payload_bytes += it->len;
     job->attempt = ci->attempt;
     return job;
 }
@@ -329,11 +321,11 @@ static void on_lock_owner(const struct zk_result *res, void *ctx)
         return;
     if (job->gone) {
         job_free(ds, job);
-    } else if (res->rc == ZOK && res->stat.ephemeralOwner == ds->d->session_id) {
+    } else if (res->rc == ZOK && res->stat.ephemeralOwner == dispatcher_deferd(ds)->session_id) {
         log_info("queue %s: Curator item %s: removing a lock of our own left behind",
                  ci->cq->q->cfg->name, ci->name);
         ci->locked = 1;
-        ci->lock_session = ds->d->session_id;
+        ci->lock_session = dispatcher_deferd(ds)->session_id;
         curator_item_unlock(ds,
                             ci); /* sent before the next read and lock: ZooKeeper keeps the order */
         dispatcher_make_ready(ds, job);
@@ -352,7 +344,7 @@ static void lock_taken(struct dispatcher *ds, struct citem *ci, struct job *job)
     job_transition(job, JE_CHECK);
     ci->refs++;
     if (curator_item_lock_path(ci, lock, sizeof lock) != 0 ||
-        zkstore_exists(ds->d->zs, lock, 0, on_lock_owner, ci) != ZOK) {
+        zkstore_exists(dispatcher_deferd(ds)->zs, lock, 0, on_lock_owner, ci) != ZOK) {
         ci->refs--;
         job_transition(job, JE_PARK);
         curator_listing_request(ci->cq, 1);
@@ -366,7 +358,7 @@ static void on_locked(const struct zk_result *res, void *ctx)
     struct dispatcher *ds = ci->cq->ds;
     int rc = res->rc, lock_err = res->nops > 0 ? res->op_err[0] : rc,
         item_err = res->nops > 1 ? res->op_err[1] : rc;
-    if (rc == ZOK && ci->lock_session == ds->d->session_id) {
+    if (rc == ZOK && ci->lock_session == dispatcher_deferd(ds)->session_id) {
         if (job)
             job->gone = 0; /* the transaction just proved it exists */
         locked(ds, ci, job);
@@ -416,14 +408,14 @@ static void lock_item(struct dispatcher *ds, struct citem *ci)
         return;
     }
     const struct zk_txn_op ops[] = {
-        {.kind = ZT_CREATE, .path = lock, .data = ds->ident, .len = strlen(ds->ident),
+        {.kind = ZT_CREATE, .path = lock, .data = dispatcher_ident(ds), .len = strlen(dispatcher_ident(ds)),
          .ephemeral = 1},
         {.kind = ZT_SET, .path = path, .data = ci->data, .len = ci->len, .version = ci->version},
     };
     ci->attempt = ci->cn.attempts + (uint32_t)ci->version + 1;
-    ci->lock_session = ds->d->session_id;
+    ci->lock_session = dispatcher_deferd(ds)->session_id;
     ci->refs++;
-    int rc = txnbatch_add(ds->locks, ops, 2, on_locked, ci);
+    int rc = txnbatch_add(dispatcher_locks(ds), ops, 2, on_locked, ci);
     if (rc != ZOK) {
         ci->refs--;
         curator_item_drop_frame(ci);
@@ -437,8 +429,8 @@ static void lock_item(struct dispatcher *ds, struct citem *ci)
 
 void curator_consume_reset(struct dispatcher *ds)
 {
-    for (size_t i = 0; i < ds->nqueues; i++) {
-        struct cqueue *cq = ds->queues[i]->cq;
+    for (size_t i = 0; i < dispatcher_nqueues(ds); i++) {
+        struct cqueue *cq = dispatcher_queue_at(ds, i)->cq;
         if (!cq)
             continue;
         cq->token++;
@@ -459,7 +451,7 @@ static void on_lock_checked(const struct zk_result *res, void *ctx)
 {
     struct citem *ci = ctx;
     struct dispatcher *ds = ci->cq->ds;
-    int ours = res->rc == ZOK && res->stat.ephemeralOwner == ds->d->session_id;
+    int ours = res->rc == ZOK && res->stat.ephemeralOwner == dispatcher_deferd(ds)->session_id;
     if (ci->locked && !ci->settling && !ours && (res->rc == ZOK || res->rc == ZNONODE)) {
         log_warn("queue %s: Curator item %s: our lock vanished while disconnected; revoking it",
                  ci->cq->q->cfg->name, ci->name);
@@ -475,8 +467,8 @@ static void on_lock_checked(const struct zk_result *res, void *ctx)
 
 void curator_consume_resync(struct dispatcher *ds)
 {
-    for (size_t i = 0; i < ds->nqueues; i++) {
-        struct cqueue *cq = ds->queues[i]->cq;
+    for (size_t i = 0; i < dispatcher_nqueues(ds); i++) {
+        struct cqueue *cq = dispatcher_queue_at(ds, i)->cq;
         if (!cq || !cq->started)
             continue;
         curator_listing_request(cq, 1);
@@ -487,7 +479,7 @@ void curator_consume_resync(struct dispatcher *ds)
             if (!ci->locked || ci->settling || curator_item_lock_path(ci, lock, sizeof lock) != 0)
                 continue;
             ci->refs++;
-            if (zkstore_exists(ds->d->zs, lock, 0, on_lock_checked, ci) != ZOK)
+            if (zkstore_exists(dispatcher_deferd(ds)->zs, lock, 0, on_lock_checked, ci) != ZOK)
                 ci->refs--;
         }
     }
@@ -495,8 +487,8 @@ void curator_consume_resync(struct dispatcher *ds)
 
 void curator_consume_free(struct dispatcher *ds)
 {
-    for (size_t i = 0; i < ds->nqueues; i++) {
-        struct cqueue *cq = ds->queues[i]->cq;
+    for (size_t i = 0; i < dispatcher_nqueues(ds); i++) {
+        struct cqueue *cq = dispatcher_queue_at(ds, i)->cq;
         if (!cq)
             continue;
         HASH_CLEAR(hh, cq->items);
@@ -505,15 +497,15 @@ void curator_consume_free(struct dispatcher *ds)
         curator_listing_free_locks(cq);
         event_free(cq->retry);
         free(cq);
-        ds->queues[i]->cq = NULL;
+        dispatcher_queue_at(ds, i)->cq = NULL;
     }
 }
 
 void curator_consume_format(const struct dispatcher *ds, char *buf, size_t len)
 {
     int n = 0;
-    for (size_t i = 0; i < ds->nqueues && n >= 0 && (size_t)n < len; i++) {
-        const struct cqueue *cq = ds->queues[i]->cq;
+    for (size_t i = 0; i < dispatcher_nqueues(ds) && n >= 0 && (size_t)n < len; i++) {
+        const struct cqueue *cq = dispatcher_queue_at(ds, i)->cq;
         if (cq)
             n += snprintf(buf + n, len - (size_t)n, " curator_items.%s=%zu",
                           cq->q->cfg->name, cq->live);

@@ -10,7 +10,9 @@
 #include "curator_listing.h"
 #include "curator_int.h"
 #include "daemon.h"
-#include "dispatcher_int.h"
+#include "dispatcher.h"
+#include "dispatcher_jobs.h"
+#include "jobs.h"
 #include "log.h"
 #include "units.h"
 #include "zkstore.h"
@@ -221,7 +223,7 @@ static int make_dir(struct cqueue *cq, struct listing *l)
 {
     char child[CURATOR_PATH_MAX + 4];
     snprintf(child, sizeof child, "%s/x", dir_of(cq, l->locks));
-    return zkstore_create_parents(cq->ds->d->zs, child, on_dir_made, l);
+    return zkstore_create_parents(dispatcher_deferd(cq->ds)->zs, child, on_dir_made, l);
 }
 
 static void on_listed(const struct zk_result *res, void *ctx)
@@ -279,7 +281,7 @@ static void on_sized(const struct zk_result *res, void *ctx)
         retry_lists_in(cq, CURATOR_TOO_BIG_RETRY_MS);
         return;
     }
-    if (fits && zkstore_children(cq->ds->d->zs, dir_of(cq, locks), 1, on_listed, l) == ZOK)
+    if (fits && zkstore_children(dispatcher_deferd(cq->ds)->zs, dir_of(cq, locks), 1, on_listed, l) == ZOK)
         return;
     struct zk_result failed = {.rc = fits ? ZCONNECTIONLOSS : res->rc};
     on_listed(&failed, l); /* stale, missing directory or error: as a failed listing */
@@ -300,7 +302,7 @@ void curator_listing_request(struct cqueue *cq, int locks)
     }
     *l = (struct listing){.cq = cq, .token = cq->token, .locks = locks};
     *busy = 1;
-    int rc = zkstore_exists(cq->ds->d->zs, dir_of(cq, locks), 0, on_sized, l);
+    int rc = zkstore_exists(dispatcher_deferd(cq->ds)->zs, dir_of(cq, locks), 0, on_sized, l);
     if (rc != ZOK) {
         free(l);
         *busy = 0;
@@ -316,13 +318,13 @@ int curator_listing_start(struct dispatcher *ds, struct dqueue *q)
             return -1;
         cq->ds = ds;
         cq->q = q;
-        if (!(cq->retry = evtimer_new(ds->d->base, on_retry_lists, cq))) {
+        if (!(cq->retry = evtimer_new(dispatcher_deferd(ds)->base, on_retry_lists, cq))) {
             free(cq);
             return -1;
         }
         q->cq = cq;
     }
-    if (cq->started || !zkstore_connected(ds->d->zs))
+    if (cq->started || !zkstore_connected(dispatcher_deferd(ds)->zs))
         return 0;
     cq->started = 1;
     curator_listing_request(cq, 1); /* locks first: the items' listing then knows which are held */
@@ -332,8 +334,8 @@ int curator_listing_start(struct dispatcher *ds, struct dqueue *q)
 
 int curator_listing_on_watch(struct dispatcher *ds, const char *path)
 {
-    for (size_t i = 0; i < ds->nqueues; i++) {
-        struct cqueue *cq = ds->queues[i]->cq;
+    for (size_t i = 0; i < dispatcher_nqueues(ds); i++) {
+        struct cqueue *cq = dispatcher_queue_at(ds, i)->cq;
         if (!cq || !cq->started)
             continue;
         for (int locks = 0; locks < 2; locks++) {

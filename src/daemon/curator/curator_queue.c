@@ -7,7 +7,7 @@
 #include "config.h"
 #include "curator.h"
 #include "daemon.h"
-#include "dispatcher_int.h"
+#include "dispatcher.h"
 #include "log.h"
 #include "metrics.h"
 #include "protocol.h"
@@ -33,7 +33,7 @@ static int send_create(struct cput *cp)
 {
     const struct zk_txn_op op = {.kind = ZT_CREATE, .path = cp->path, .data = cp->frame,
                                  .len = cp->len, .sequential = 1};
-    return txnbatch_add(cp->ds->puts, &op, 1, on_created, cp);
+    return txnbatch_add(dispatcher_puts(cp->ds), &op, 1, on_created, cp);
 }
 
 /* A put that failed with RC, or (ZOK) was stored but its name did not come back. */
@@ -60,9 +60,9 @@ static void finish(struct cput *cp, int rc, const char *created, const char *den
     if (rc == ZOK && name &&
         snprintf(id, sizeof id, "%s/%s", cp->q->cfg->name, name + 1) < (int)sizeof id) {
         reply_ok(cp->r, id);
-        metrics_event(cp->ds->d->metrics, cp->q->cfg, ME_PUT);
+        metrics_event(dispatcher_deferd(cp->ds)->metrics, cp->q->cfg, ME_PUT);
     } else {
-        metrics_refused(cp->ds->d->metrics, cp->q->cfg, MR_FAILED);
+        metrics_refused(dispatcher_deferd(cp->ds)->metrics, cp->q->cfg, MR_FAILED);
         if (rc == ZNOAUTH)
             queue_denied(cp->q, denied_path ? denied_path : cp->path);
         else
@@ -89,7 +89,7 @@ static void on_created(const struct zk_result *res, void *ctx)
     struct cput *cp = ctx;
     int rc = res->rc;
     if (rc == ZNONODE && cp->made_parents < 2) { /* the queue directory does not exist */
-        rc = zkstore_parents_missing(cp->ds->d->zs, cp->path, &cp->made_parents,
+        rc = zkstore_parents_missing(dispatcher_deferd(cp->ds)->zs, cp->path, &cp->made_parents,
                                      on_dir_checked, cp);
         if (rc == ZK_PARENTS_ASKED || (rc == ZK_PARENTS_RESEND && (rc = send_create(cp)) == ZOK))
             return;

@@ -10,7 +10,12 @@
 #include "curator_int.h"
 #include "curator_settle.h"
 #include "daemon.h"
-#include "dispatcher_int.h"
+#include "dispatcher.h"
+#include "put_env.h"
+#include "uid.h"
+#include "dispatcher_jobs.h"
+#include "settle.h"
+#include "jobs.h"
 #include "log.h"
 #include "metrics.h"
 #include "reply.h"
@@ -70,7 +75,7 @@ static int dead_path(struct dispatcher *ds, struct citem *ci)
                           .priority = curator_item_order_key(ci),
                           .prior_attempts = ci->attempt};
     char buf[LAYOUT_PATH_MAX];
-    dispatcher_new_uid(ds, jn.uid);
+    uid_next(dispatcher_put_env(ds)->uids, jn.uid);
     if (layout_dead_path(buf, sizeof buf, dispatcher_root(ds), ci->cq->q->cfg->name, &jn) != 0 ||
         !(ci->dead_path = strdup(buf)))
         return -1;
@@ -120,7 +125,7 @@ static void retry_settle(struct dispatcher *ds, struct citem *ci, int rc)
             "%s; retrying in %d ms", ci->cq->q->cfg->name, ci->name, zk_strerror(rc),
             ZK_RETRY_MS); /* a denial: logged for the queue by the caller */
     if (++ci->tries < SETTLE_TRIES && !ci->retry)
-        ci->retry = evtimer_new(ds->d->base, on_retry_settle, ci);
+        ci->retry = evtimer_new(dispatcher_deferd(ds)->base, on_retry_settle, ci);
     if (ci->tries < SETTLE_TRIES && ci->retry && evtimer_add(ci->retry, &tv) == 0) {
         ci->refs++;
         return;
@@ -138,7 +143,7 @@ static void count_verdicts(struct dispatcher *ds, const struct citem *ci)
                                             [V_DEAD] = ME_DEAD_LETTERED};
     for (size_t i = 0; ci->verdict && i < ci->nparts; i++)
         if (ci->verdict[i] != V_OPEN)
-            metrics_event(ds->d->metrics, ci->cq->q->cfg, ev[ci->verdict[i]]);
+            metrics_event(dispatcher_deferd(ds)->metrics, ci->cq->q->cfg, ev[ci->verdict[i]]);
 }
 
 /* The dead letters' directory was made once and is still missing: its creates' answers
@@ -185,7 +190,7 @@ static void on_settled(const struct zk_result *res, void *ctx)
     ci->settling = 0;
     if (rc == ZNONODE && dead_op > 0 && res->op_err[dead_op] == ZNONODE && ci->made_parents < 2) {
         /* the dead letters' directory does not exist yet (zkstore_parents_missing) */
-        int how = zkstore_parents_missing(ds->d->zs, ci->dead_path, &ci->made_parents,
+        int how = zkstore_parents_missing(dispatcher_deferd(ds)->zs, ci->dead_path, &ci->made_parents,
                                           on_dead_dir, ci);
         if (how == ZK_PARENTS_RESEND || how == ZK_PARENTS_ASKED) {
             if (how == ZK_PARENTS_RESEND)
@@ -234,7 +239,7 @@ void curator_settle_item(struct dispatcher *ds, struct citem *ci)
 {
     char item[ITEM_PATH_MAX], lock[ITEM_PATH_MAX], requeue[ITEM_PATH_MAX];
     size_t nack_len = 0, dead_len = 0;
-    if (!ci->locked || ci->lock_session != ds->d->session_id) {
+    if (!ci->locked || ci->lock_session != dispatcher_deferd(ds)->session_id) {
         curator_settle_finish(ds, ci, "the ZooKeeper session was lost");
         return;
     }
@@ -260,7 +265,7 @@ void curator_settle_item(struct dispatcher *ds, struct citem *ci)
     ops[n++] = (struct zk_txn_op){.kind = ZT_DELETE, .path = lock, .version = -1};
     ci->refs++;
     ci->settling = 1;
-    if ((rc = txnbatch_add(ds->settles, ops, n, on_settled, ci)) != ZOK) {
+    if ((rc = txnbatch_add(dispatcher_settles(ds), ops, n, on_settled, ci)) != ZOK) {
         ci->refs--;
         ci->settling = 0;
     }

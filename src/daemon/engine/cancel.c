@@ -13,6 +13,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
+#include "dispatcher_jobs.h"
 #include "jobedit.h"
 #include "log.h"
 #include "pack.h"

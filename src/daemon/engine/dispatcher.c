@@ -1,11 +1,16 @@
 #include "dispatcher_int.h"
+#include "dispatcher_jobs.h"
+#include "settle.h"
+#include "jobs.h"
+#include "lease.h"
+#include "lock.h"
+#include "foreign_format.h"
 
 #include <event2/event.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "buckets.h"
@@ -219,12 +224,6 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 /* ---- ids ---- */
 
-void dispatcher_new_uid(struct dispatcher *ds, char *uid)
-{
-    snprintf(uid, LAYOUT_UID_MAX + 1, "%08llx%08llx", (unsigned long long)ds->uid_prefix,
-             (unsigned long long)(ds->uid_counter++ & 0xffffffffULL));
-}
-
 const char *dispatcher_root(struct dispatcher *ds) { return ds->d->cfg->zk_root; }
 
 void dispatcher_retry_later(struct dispatcher *ds, struct job *job, const char *what, int rc)
@@ -377,7 +376,49 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
     }
 }
 
-/* ---- jobs listed and gone ---- */
+/* ---- jobs listed, stored and gone ---- */
+
+/* Payloads of jobs this daemon put and will deliver soon stay in memory, so that delivery
+ * needs no read: up to this much per job and in all. */
+#define KEEP_PAYLOAD_MAX (64 * 1024)
+#define KEEP_PAYLOADS_TOTAL (64 * 1024 * 1024)
+/* Stashed: payloads of jobs due within lookahead plus this, kept until due plus this. */
+#define STASH_AHEAD_MS 1000
+#define STASH_KEEP_MS 10000
+/* struct put_env's stored: the mirror is told of the job this daemon just stored, and its
+ * payload stays in memory if it is due soon, so that delivering it needs no read: in the
+ * job if our mirror has it already, else in the stash until the mirror lists it. */
+static void on_job_stored(void *engine, struct dqueue *q, const char *path, int64_t due_ms,
+                          unsigned char **payload, size_t len)
+{
+    struct dispatcher *ds = engine;
+    int64_t now = cluster_now_ms();
+    mirror_job_created(ds->d->mirror, q, path);
+    if (len > KEEP_PAYLOAD_MAX || !*payload)
+        return;
+    struct job *job = job_find_path(ds, path);
+    if (!job) {
+        if (due_ms <= now + (int64_t)ds->d->cfg->lookahead_ms + STASH_AHEAD_MS &&
+            stash_put(ds->stash, path, *payload, len, due_ms + STASH_KEEP_MS, now) == 0)
+            *payload = NULL;
+        return;
+    }
+    if (job->payload || ds->payload_bytes + len > KEEP_PAYLOADS_TOTAL)
+        return;
+    job->payload = *payload;
+    job->len = len;
+    ds->payload_bytes += len;
+    *payload = NULL;
+}
+
+static struct dqueue *queue_named(void *engine, const char *name)
+{
+    return dispatcher_queue(engine, name);
+}
+
+const struct put_env *dispatcher_put_env(struct dispatcher *ds) { return &ds->put_env; }
+
+
 
 static struct job *job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
                                 const struct job_name *jn)
@@ -794,6 +835,15 @@ struct dqueue *dispatcher_queue(struct dispatcher *ds, const char *name)
 struct consumer_ring *dispatcher_ring(struct dqueue *q) { return &q->ring; }
 
 struct txnbatch *dispatcher_puts(struct dispatcher *ds) { return ds->puts; }
+struct txnbatch *dispatcher_locks(struct dispatcher *ds) { return ds->locks; }
+struct txnbatch *dispatcher_settles(struct dispatcher *ds) { return ds->settles; }
+struct deferd *dispatcher_deferd(const struct dispatcher *ds) { return ds->d; }
+size_t dispatcher_nqueues(const struct dispatcher *ds) { return ds->nqueues; }
+
+struct dqueue *dispatcher_queue_at(const struct dispatcher *ds, size_t i)
+{
+    return i < ds->nqueues ? ds->queues[i] : NULL;
+}
 
 int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc)
 {
@@ -844,15 +894,10 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->timer = evtimer_new(d->base, on_timer, ds);
     ds->kick = event_new(d->base, -1, 0, on_kick, ds);
     ds->later = evtimer_new(d->base, on_kick, ds);
-    uint32_t rnd[2] = {0};
-    if (!ds->timer || !ds->kick || !ds->later || getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
+    if (!ds->timer || !ds->kick || !ds->later || uid_init(&ds->uids) != 0) {
         dispatcher_free(ds);
         return NULL;
     }
-    /* uids are stable job identities: two runs repeat one only if they draw the same prefix
-     * and their counters' ranges overlap */
-    ds->uid_prefix = rnd[0];
-    ds->uid_counter = rnd[1];
     ds->listings = (struct mirror_report){.seen = on_job_listed, .vanished = on_job_unlisted,
                                           .listed = on_listing_entered,
                                           .rearm = on_bucket_earlier, .ctx = ds};
@@ -876,6 +921,10 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->settles = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
     ds->puts = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 0);
     ds->writehold = writehold_new(ds, &writehold_env, d->base);
+    ds->put_env = (struct put_env){.d = d, .puts = ds->puts, .buckets = ds->buckets,
+                                   .parents = ds->parents, .keydirs = ds->keydirs,
+                                   .uids = &ds->uids, .engine = ds, .queue = queue_named,
+                                   .stored = on_job_stored};
     if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets || !ds->parents || !ds->keydirs ||
         !ds->stash || !ds->writehold) {
         dispatcher_free(ds);

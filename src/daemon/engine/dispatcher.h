@@ -34,6 +34,16 @@ int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc);
 struct consumer_ring *dispatcher_ring(struct dqueue *q);
 /* Where puts go (putset_send), for those that put jobs of their own (schedules). */
 struct txnbatch *dispatcher_puts(struct dispatcher *ds);
+/* The lock and settle batches, for a queue format's own transactions (Curator's). */
+struct txnbatch *dispatcher_locks(struct dispatcher *ds);
+struct txnbatch *dispatcher_settles(struct dispatcher *ds);
+/* The daemon the engine runs in (its store, loop, metrics, session). */
+struct deferd *dispatcher_deferd(const struct dispatcher *ds);
+/* Its queues, in the order of the configuration (and reloads). */
+size_t dispatcher_nqueues(const struct dispatcher *ds);
+struct dqueue *dispatcher_queue_at(const struct dispatcher *ds, size_t i);
+/* What the put path (putset_new, packer_new) works with. */
+const struct put_env *dispatcher_put_env(struct dispatcher *ds);
 
 /* From the command table (socket/commands.c); requests that change jobs have their own
  * headers: put.h, settle.h, cancel.h. */

@@ -1,22 +1,21 @@
-/* The engine's insides, shared by its files: dispatcher.c (heaps, timer, dispatch,
- * delivery), jobs.c, lock.c, lease.c, settle.c, put.c, putset.c, cancel.c and the Curator
- * format (curator/). Private to them. */
+/* The engine's struct and the calls between its files: dispatcher.c (heaps, timer,
+ * dispatch, delivery), jobs.c, lock.c, lease.c, settle.c, put.c, cancel.c and the Curator
+ * format (curator/). Private to them; the put path (putset.c, putpacks.c, packer.c,
+ * tokens.c) gets struct put_env instead. Each file includes the headers of the files it
+ * calls: this one includes only what its struct embeds. */
 #ifndef DEFERD_DISPATCHER_INT_H
 #define DEFERD_DISPATCHER_INT_H
 
 #include <stdint.h>
 
 #include "dispatcher.h"
-#include "jobs.h"
-#include "lease.h"
-#include "lock.h"
-#include "mirror.h"
-#include "foreign_format.h"
+#include "heap.h"
+#include "mirror.h" /* struct mirror_report, a member */
+#include "put_env.h"
+#include "uid.h"
 
 struct event;
 struct settle;
-struct zk_result;
-struct queue_config;
 
 struct dispatcher {
     struct deferd *d;
@@ -27,7 +26,8 @@ struct dispatcher {
     struct event *timer;
     int64_t armed_wall;         /* when the timer fires; INT64_MAX when idle */
     uint64_t seq;
-    uint64_t uid_prefix, uid_counter;
+    struct uidgen uids;         /* job uids (uid.h) */
+    struct put_env put_env;     /* what the put path is given (put_env.h) */
     char ident[128];            /* lock data: which daemon holds it */
     struct event *kick;         /* dispatches flagged queues (dispatcher_kick_soon) once a turn */
     struct event *later;        /* the same, in the next loop turn */
@@ -57,44 +57,5 @@ struct dispatcher {
     unsigned long long stale_holds; /* how often they had to */
 };
 
-
-/* dispatcher.c: the heaps, the timer, dispatch and delivery */
-void dispatcher_push_ready(struct job *job);
-void dispatcher_make_ready(struct dispatcher *ds, struct job *job);
-/* Places the job by DUE_WALL and dispatches its queue when it is ready. */
-void dispatcher_schedule(struct dispatcher *ds, struct job *job, int64_t due_wall);
-/* Due jobs go to the ready heap (the caller dispatches); others wait in the delay heap.
- * Returns 1 when the job is ready. */
-int dispatcher_place(struct dispatcher *ds, struct job *job, int64_t due_wall);
-/* Locked, payload at hand: push it to its consumer and start the lease. */
-void dispatcher_deliver(struct dispatcher *ds, struct job *job);
-/* Queues to dispatch later in this loop turn: no recursion from completions, one pass for
- * many changes. */
-void dispatcher_kick_soon(struct dispatcher *ds, struct dqueue *q);
-void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q);
-int dispatcher_stopped(const struct dqueue *q); /* paused or draining */
-void dispatcher_new_uid(struct dispatcher *ds, char *uid);
-const char *dispatcher_root(struct dispatcher *ds);
-/* After a ZooKeeper error: the job is offered again ZK_RETRY_MS later. */
-void dispatcher_retry_later(struct dispatcher *ds, struct job *job, const char *what, int rc);
-/* The same, naming ZNODE (the one ZooKeeper refused) in a denial's line. */
-void dispatcher_retry_later_at(struct dispatcher *ds, struct job *job, const char *what,
-                               int rc, const char *znode);
-
-/* A job gone from ZooKeeper (a listing, or a Curator item's): freed, or marked gone for
- * the call in flight or its holder to decide. */
-void dispatcher_job_vanished(struct dispatcher *ds, struct job *job);
-
-/* settle.c */
-void settle_bury_locked(struct dispatcher *ds, struct job *job);
-void settle_resume_held(struct dispatcher *ds);
-void settle_revoke_held(struct dispatcher *ds);
-void settle_check_unknown(struct dispatcher *ds);
-void settle_free_held(struct dispatcher *ds);
-uint64_t settle_backoff_ms(const struct queue_config *qc, uint32_t attempt);
-/* The job ID that consumer C holds (SETTLING: for an ACK or NACK, which may answer a job
- * taken from it); NULL when none, and R is answered with the reason. */
-struct job *settle_held_job(struct dispatcher *ds, struct consumer *c, const char *id,
-                            int settling, struct reply *r);
 
 #endif

@@ -8,6 +8,8 @@
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
+#include "dispatcher_jobs.h"
+#include "foreign_format.h"
 #include "log.h"
 #include "mirror.h"
 
@@ -83,6 +85,44 @@ void job_free(struct dispatcher *ds, struct job *job)
     ds->payload_bytes -= job->payload ? job->len : 0;
     free(job->payload);
     free(job);
+}
+
+int job_rename(struct dispatcher *ds, struct job *job, const char *path, const char *id)
+{
+    char *p = strdup(path);
+    if (!p || strlen(id) >= sizeof job->id) {
+        free(p);
+        return -1;
+    }
+    HASH_DEL(ds->jobs, job);
+    free(job->path);
+    job->path = p;
+    strcpy(job->id, id);
+    HASH_ADD_KEYPTR(hh, ds->jobs, job->path, strlen(job->path), job);
+    return 0;
+}
+
+int job_keep_payload(struct dispatcher *ds, struct job *job, const void *data, size_t len)
+{
+    unsigned char *copy = malloc(len ? len : 1); /* empty: still a payload */
+    if (!copy)
+        return -1;
+    if (len)
+        memcpy(copy, data, len);
+    job_drop_payload(ds, job);
+    job->payload = copy;
+    job->len = len;
+    ds->payload_bytes += len;
+    return 0;
+}
+
+void job_drop_payload(struct dispatcher *ds, struct job *job)
+{
+    if (!job->payload)
+        return;
+    ds->payload_bytes -= job->len;
+    free(job->payload);
+    job->payload = NULL;
 }
 
 struct job *job_find(struct dispatcher *ds, const char *id)

@@ -18,6 +18,14 @@ struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, c
                     const struct job_name *jn);
 /* Unlinks the job from its heap, holder, bucket and Curator item, and frees it. */
 void job_free(struct dispatcher *ds, struct job *job);
+/* The job is known by PATH and ID from now on (a Curator item's part); -1 when out of
+ * memory (it keeps its old names). */
+int job_rename(struct dispatcher *ds, struct job *job, const char *path, const char *id);
+/* A copy of DATA becomes the job's payload, counted in what jobs hold; -1 when out of
+ * memory. */
+int job_keep_payload(struct dispatcher *ds, struct job *job, const void *data, size_t len);
+/* The job holds no payload any more. */
+void job_drop_payload(struct dispatcher *ds, struct job *job);
 /* By job id ("queue/name"), native or Curator; NULL when not known. */
 struct job *job_find(struct dispatcher *ds, const char *id);
 struct job *job_find_path(struct dispatcher *ds, const char *path);

@@ -9,6 +9,9 @@
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
+#include "dispatcher_jobs.h"
+#include "jobs.h"
+#include "foreign_format.h"
 #include "log.h"
 #include "txnbatch.h"
 #include "cluster_time.h"
@@ -63,9 +66,7 @@ static int oversized(struct dispatcher *ds, struct job *job)
             "queue %s: job %s: its data is %zu bytes, over max_payload %llu: not delivered, "
             "left in ZooKeeper (deferctl show/cancel)",
             job->q->cfg->name, job->id, job->len, (unsigned long long)max);
-    ds->payload_bytes -= job->len;
-    free(job->payload);
-    job->payload = NULL;
+    job_drop_payload(ds, job);
     job->not_before = INT64_MAX; /* released, and never offered again */
     lock_release(ds, job);
     return 1;
@@ -84,15 +85,11 @@ static void on_fetched(const struct zk_result *res, void *ctx)
         lock_release_later(ds, job);
         return;
     }
-    if (!job->payload) {
-        job->len = res->datalen > 0 ? (size_t)res->datalen : 0; /* empty: -1 and NULL */
-        if (!(job->payload = malloc(job->len ? job->len : 1))) {
-            lock_release(ds, job);
-            return;
-        }
-        if (job->len)
-            memcpy(job->payload, res->data, job->len);
-        ds->payload_bytes += job->len;
+    /* an empty payload is answered with -1 and NULL */
+    if (!job->payload &&
+        job_keep_payload(ds, job, res->data, res->datalen > 0 ? (size_t)res->datalen : 0) != 0) {
+        lock_release(ds, job);
+        return;
     }
     if (oversized(ds, job))
         return;

@@ -9,7 +9,8 @@
 #include "buckets.h"
 #include "config.h"
 #include "daemon.h"
-#include "dispatcher_int.h"
+#include "put_env.h"
+#include "uid.h"
 #include "failpoint.h"
 #include "layout.h"
 #include "log.h"
@@ -86,7 +87,7 @@ struct write {
 };
 
 struct packer {
-    struct dispatcher *ds;
+    const struct put_env *env;
     struct window *windows;
     struct window *ready_head, *ready_tail;
     int writes;
@@ -98,13 +99,13 @@ struct packer {
 static void on_flush(evutil_socket_t fd, short what, void *arg);
 static void drop_open(struct window *w);
 
-struct packer *packer_new(struct dispatcher *ds)
+struct packer *packer_new(const struct put_env *env)
 {
     struct packer *pk = calloc(1, sizeof *pk);
     if (!pk)
         return NULL;
-    pk->ds = ds;
-    if (!(pk->flush = event_new(ds->d->base, -1, 0, on_flush, pk))) {
+    pk->env = env;
+    if (!(pk->flush = event_new(env->d->base, -1, 0, on_flush, pk))) {
         free(pk);
         return NULL;
     }
@@ -178,7 +179,7 @@ uint64_t packer_window_start(const struct dqueue *q, uint64_t due_ms)
 int packer_wants(const struct packer *pk, const struct dqueue *q, uint64_t due_ms, size_t len)
 {
     const struct queue_config *qc = q->cfg;
-    if (pk->ds->d->layout_version < LAYOUT_VERSION_PACKS || qc->format != QF_NATIVE ||
+    if (pk->env->d->layout_version < LAYOUT_VERSION_PACKS || qc->format != QF_NATIVE ||
         qc->pack_after_ms == 0 || due_ms > LAYOUT_DUE_MAX || len > pack_payload_max())
         return 0;
     return packer_window_start(q, due_ms) >= (uint64_t)cluster_now_ms() + qc->pack_after_ms +
@@ -241,7 +242,7 @@ void packer_put(struct packer *pk, struct dqueue *q, const struct job_name *jn,
     }
     fp->jn = *jn;
     snprintf(fp->token_path, sizeof fp->token_path, "%s", token_path ? token_path : "");
-    dispatcher_new_uid(pk->ds, fp->jn.uid);
+    uid_next(pk->env->uids, fp->jn.uid);
     fp->payload = payload;
     fp->len = len;
     fp->size = pack_job_size(&fp->jn, start, len);
@@ -280,9 +281,9 @@ int packer_name_pack(struct packer *pk, const struct dqueue *q, uint64_t start, 
                      char *name, size_t nlen, char *path, size_t plen)
 {
     struct pack_name pn = {.start_ms = start, .width_ms = width};
-    dispatcher_new_uid(pk->ds, pn.uid);
+    uid_next(pk->env->uids, pn.uid);
     if (layout_format_pack_name(&pn, name, nlen) != 0 ||
-        layout_pack_path(path, plen, dispatcher_root(pk->ds), q->cfg->name, name) != 0)
+        layout_pack_path(path, plen, pk->env->d->cfg->zk_root, q->cfg->name, name) != 0)
         return -1;
     return 0;
 }
@@ -354,7 +355,7 @@ static void refuse_first(struct packer *pk, struct window *w, enum proto_errcode
     if (!(w->waiting = fp->next))
         w->tail = &w->waiting;
     fp->next = NULL;
-    metrics_refused(pk->ds->d->metrics, w->q->cfg, MR_FAILED);
+    metrics_refused(pk->env->d->metrics, w->q->cfg, MR_FAILED);
     log_warn("queue %s: a put of %zu bytes due %llu was not packed: %s", w->q->cfg->name,
              fp->len, (unsigned long long)fp->jn.due_ms, text);
     for (struct far_put *t = fp; t; t = t == fp ? fp->twins : t->next) {
@@ -435,13 +436,13 @@ int packer_prepare_dir(struct packer *pk, const char *path)
     if (!last || len >= sizeof dir)
         return ZBADARGUMENTS;
     memcpy(dir, path, len + 1);
-    for (size_t at = known_above(pk->ds->parents, path); at < (size_t)(last - path);) {
+    for (size_t at = known_above(pk->env->parents, path); at < (size_t)(last - path);) {
         at += strcspn(dir + at + 1, "/") + 1;
         dir[at] = '\0';
-        int rc = zkstore_create(pk->ds->d->zs, dir, NULL, 0, 0, NULL, NULL);
+        int rc = zkstore_create(pk->env->d->zs, dir, NULL, 0, 0, NULL, NULL);
         if (rc != ZOK)
             return rc;
-        buckets_add(pk->ds->parents, dir);
+        buckets_add(pk->env->parents, dir);
         dir[at] = '/';
     }
     return ZOK;
@@ -468,7 +469,7 @@ static int token_ops(struct write *wr, struct zk_txn_op *ops)
         rc = tokens_create_op(&ops[1 + wr->ntokened], fp->token_path, &fp->jn, wr->name,
                               fp->token_data, sizeof fp->token_data);
         if (rc == ZOK)
-            rc = tokens_prepare_dir(wr->pk->ds->d->zs, wr->pk->ds->keydirs, fp->token_path);
+            rc = tokens_prepare_dir(wr->pk->env->d->zs, wr->pk->env->keydirs, fp->token_path);
         wr->tokened[wr->ntokened++] = fp;
     }
     return rc;
@@ -488,7 +489,7 @@ static int send_write(struct write *wr)
     if (rc == ZOK)
         rc = token_ops(wr, ops);
     if (rc == ZOK)
-        rc = txnbatch_add(wr->pk->ds->puts, ops, 1 + wr->ntokened, on_written, wr);
+        rc = txnbatch_add(wr->pk->env->puts, ops, 1 + wr->ntokened, on_written, wr);
     free(ops);
     return rc;
 }
@@ -546,12 +547,12 @@ static void answer(struct packer *pk, struct write *wr, int rc)
             memcpy(fp->jn.pack, wr->name, sizeof fp->jn.pack);
             if (layout_job_id(id, sizeof id, q->cfg->name, &fp->jn) != 0)
                 snprintf(id, sizeof id, "%s/-", q->cfg->name);
-            metrics_event(pk->ds->d->metrics, q->cfg, ME_PUT);
+            metrics_event(pk->env->d->metrics, q->cfg, ME_PUT);
             queue_pending_changed(q, +1);
             pk->counts.packed++;
             answer_put(pk, fp, id, rc, NULL);
         } else {
-            metrics_refused(pk->ds->d->metrics, q->cfg, MR_FAILED);
+            metrics_refused(pk->env->d->metrics, q->cfg, MR_FAILED);
             answer_put(pk, fp, NULL, rc, NULL);
         }
     }
@@ -632,7 +633,7 @@ static void on_backoff(evutil_socket_t fd, short what, void *arg)
 static int wait_backoff(struct packer *pk, struct window *w, uint64_t delay_ms)
 {
     struct timeval tv = units_ms_timeval((int64_t)delay_ms);
-    if (!w->backoff && !(w->backoff = evtimer_new(pk->ds->d->base, on_backoff, w)))
+    if (!w->backoff && !(w->backoff = evtimer_new(pk->env->d->base, on_backoff, w)))
         return 0;
     return evtimer_add(w->backoff, &tv) == 0;
 }
@@ -749,7 +750,7 @@ static void resolve_tokens(struct write *wr)
 {
     tokens_reads_start(&wr->token_reads, &token_answers, wr);
     for (int i = 0; i < wr->ntokened; i++)
-        tokens_read(&wr->token_reads, wr->pk->ds->d->zs,
+        tokens_read(&wr->token_reads, wr->pk->env->d->zs,
                     &(struct token_wait){wr->tokened[i]->token_path, wr->w->q, wr->tokened[i]});
     tokens_reads_sent(&wr->token_reads);
 }
@@ -763,7 +764,7 @@ static int token_failed(struct write *wr, struct far_put *fp, int rc)
         return ZOK;
     }
     if (rc == ZNONODE && wr->tries < PARENT_TRIES_MAX) {
-        rc = zkstore_parents_missing(wr->pk->ds->d->zs, fp->token_path, &wr->tries, on_parents,
+        rc = zkstore_parents_missing(wr->pk->env->d->zs, fp->token_path, &wr->tries, on_parents,
                                      wr);
         return rc == ZK_PARENTS_RESEND ? send_write(wr) : rc == ZK_PARENTS_ASKED ? ZOK : rc;
     }
@@ -791,7 +792,7 @@ static void on_written(const struct zk_result *res, void *ctx)
     if (wr->create && rc == ZNODEEXISTS && name_pack(wr->pk, wr) == 0) {
         rc = send_write(wr); /* the uid is taken: a new name */
     } else if (wr->create && rc == ZNONODE && wr->tries < PARENT_TRIES_MAX) {
-        rc = zkstore_parents_missing(wr->pk->ds->d->zs, wr->path, &wr->tries, on_parents, wr);
+        rc = zkstore_parents_missing(wr->pk->env->d->zs, wr->path, &wr->tries, on_parents, wr);
         rc = rc == ZK_PARENTS_RESEND ? send_write(wr) : rc == ZK_PARENTS_ASKED ? ZOK : rc;
     }
     if (rc != ZOK || res->rc == ZOK)

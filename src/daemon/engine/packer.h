@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct dispatcher;
+struct put_env;
 struct dqueue;
 struct job_name;
 struct reply;
@@ -32,7 +32,7 @@ struct reply;
 
 struct packer;
 
-struct packer *packer_new(struct dispatcher *ds);
+struct packer *packer_new(const struct put_env *env);
 void packer_free(struct packer *pk);
 /* 1 if a job of Q due at DUE_MS with LEN bytes of payload goes into a pack now: the root's
  * layout allows packs, the queue packs, the job's window starts beyond pack_after (plus a

@@ -9,6 +9,8 @@
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
+#include "dispatcher_jobs.h"
+#include "foreign_format.h"
 #include "log.h"
 #include "metrics.h"
 #include "packer.h"
@@ -282,7 +284,7 @@ static int split(struct put *p, struct proto_put *items, size_t n, struct reply 
         if (!p->nparts)
             p->nparts = 1;
         struct putset **ps = &p->parts[p->nparts - 1];
-        if (!*ps && !(*ps = putset_new(p->ds, n - i)))
+        if (!*ps && !(*ps = putset_new(&p->ds->put_env, n - i)))
             return reply_err(r, PE_INTERNAL, "out of memory"), -1;
         if (putset_add(*ps, &items[i], &code, text, sizeof text) != 0) {
             if (p->batch)

@@ -5,23 +5,23 @@
 
 #include "config.h"
 #include "daemon.h"
-#include "dispatcher_int.h"
+#include "put_env.h"
 #include "pack.h"
 #include "packer.h"
 #include "putjob.h"
 #include "queue.h"
 #include "zkstore.h"
 
-static int name_pack(struct dispatcher *ds, struct putpack *p)
+static int name_pack(const struct put_env *env, struct putpack *p)
 {
-    if (packer_name_pack(ds->d->packer, p->q, p->start, p->width, p->name, sizeof p->name,
+    if (packer_name_pack(env->d->packer, p->q, p->start, p->width, p->name, sizeof p->name,
                          p->path, sizeof p->path) != 0)
         return ZK_ETOOLONG;
-    return packer_prepare_dir(ds->d->packer, p->path);
+    return packer_prepare_dir(env->d->packer, p->path);
 }
 
 /* A pack of the set for Q's window START with room for SIZE more bytes, or a new one. */
-static int pack_for(struct putpacks *pp, struct dispatcher *ds, struct dqueue *q,
+static int pack_for(struct putpacks *pp, const struct put_env *env, struct dqueue *q,
                     uint64_t start, size_t size, size_t *index)
 {
     for (size_t i = 0; i < pp->n; i++) {
@@ -42,20 +42,20 @@ static int pack_for(struct putpacks *pp, struct dispatcher *ds, struct dqueue *q
     }
     struct putpack *p = &pp->v[pp->n];
     *p = (struct putpack){.q = q, .start = start, .width = q->cfg->pack_window_ms};
-    int rc = name_pack(ds, p);
+    int rc = name_pack(env, p);
     if (rc == ZOK)
         *index = pp->n++;
     return rc;
 }
 
-int putpacks_join(struct putpacks *pp, struct dispatcher *ds, struct putjob *pj)
+int putpacks_join(struct putpacks *pp, const struct put_env *env, struct putjob *pj)
 {
     struct dqueue *q = pj->q;
-    if (!packer_wants(ds->d->packer, q, pj->jn.due_ms, pj->len))
+    if (!packer_wants(env->d->packer, q, pj->jn.due_ms, pj->len))
         return 1;
     uint64_t start = packer_window_start(q, pj->jn.due_ms);
     size_t size = pack_job_size(&pj->jn, start, pj->len), i;
-    int rc = pack_for(pp, ds, q, start, size, &i);
+    int rc = pack_for(pp, env, q, start, size, &i);
     if (rc != ZOK)
         return rc;
     struct putpack *p = &pp->v[i];
@@ -110,11 +110,11 @@ void putpacks_rename(struct putpacks *pp, size_t i, struct putjob *jobs, size_t 
         }
 }
 
-void putpacks_count(const struct putpacks *pp, struct dispatcher *ds)
+void putpacks_count(const struct putpacks *pp, const struct put_env *env)
 {
     for (size_t i = 0; i < pp->n; i++)
         if (pp->v[i].name[0] && pp->v[i].encoded)
-            packer_count_written(ds->d->packer, pp->v[i].encoded, pp->v[i].len);
+            packer_count_written(env->d->packer, pp->v[i].encoded, pp->v[i].len);
 }
 
 void putpacks_free(struct putpacks *pp)

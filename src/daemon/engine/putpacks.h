@@ -11,7 +11,7 @@
 
 #include "layout.h"
 
-struct dispatcher;
+struct put_env;
 struct dqueue;
 struct putjob;
 
@@ -36,7 +36,7 @@ struct putpacks {
 /* Names PJ as a packed job if its queue packs jobs due then (packer_wants): a pack of the
  * set with room, or a new one (its directory prepared). 0: packed (PJ's name, path = the
  * pack's, pack = its index); 1: not a job for a pack; else a ZooKeeper error. */
-int putpacks_join(struct putpacks *pp, struct dispatcher *ds, struct putjob *pj);
+int putpacks_join(struct putpacks *pp, const struct put_env *env, struct putjob *pj);
 
 /* Encodes pack I from the set's JOBS that are in it and still to create; the count. */
 int putpacks_encode(struct putpacks *pp, size_t i, const struct putjob *jobs, size_t n,
@@ -46,7 +46,7 @@ int putpacks_encode(struct putpacks *pp, size_t i, const struct putjob *jobs, si
 void putpacks_rename(struct putpacks *pp, size_t i, struct putjob *jobs, size_t n);
 
 /* The packs were created: counted in the packer's STATS. */
-void putpacks_count(const struct putpacks *pp, struct dispatcher *ds);
+void putpacks_count(const struct putpacks *pp, const struct put_env *env);
 
 void putpacks_free(struct putpacks *pp);
 

@@ -8,25 +8,18 @@
 #include "buckets.h"
 #include "config.h"
 #include "daemon.h"
-#include "dispatcher_int.h"
+#include "put_env.h"
+#include "queue.h"
+#include "uid.h"
 #include "log.h"
 #include "metrics.h"
-#include "mirror.h"
 #include "putpacks.h"
-#include "stash.h"
 #include "tokens.h"
 #include "txnbatch.h"
 #include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
 
-/* Payloads of jobs this daemon put and will deliver soon stay in memory, so that delivery
- * needs no read: up to this much per job and in all. */
-#define KEEP_PAYLOAD_MAX (64 * 1024)
-#define KEEP_PAYLOADS_TOTAL (64 * 1024 * 1024)
-/* Stashed: payloads of jobs due within lookahead plus this, kept until due plus this. */
-#define STASH_AHEAD_MS 1000
-#define STASH_KEEP_MS 10000
 #define SHARD_AFTER 2048
 #define SHARD_SIZE 2048
 #define PREFIX_MAX 8
@@ -35,7 +28,7 @@
 enum { OP_PREFIX, OP_TOKEN, OP_KEY, OP_JOB, OP_PACK };
 
 struct putset {
-    struct dispatcher *ds;
+    const struct put_env *env;
     struct putjob *jobs;
     size_t n, max;
     struct txnbatch *b;
@@ -54,14 +47,14 @@ struct putset {
     void *ctx;
 };
 
-struct putset *putset_new(struct dispatcher *ds, size_t max_jobs)
+struct putset *putset_new(const struct put_env *env, size_t max_jobs)
 {
     struct putset *ps = calloc(1, sizeof *ps);
     if (!ps || !(ps->jobs = calloc(max_jobs ? max_jobs : 1, sizeof *ps->jobs))) {
         free(ps);
         return NULL;
     }
-    ps->ds = ds;
+    ps->env = env;
     ps->max = max_jobs;
     return ps;
 }
@@ -140,7 +133,7 @@ static int same_key_before(const struct putset *ps, const struct putjob *pj)
 int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code, char *text,
                size_t tlen)
 {
-    struct dqueue *q = dispatcher_queue(ps->ds, pp->queue);
+    struct dqueue *q = ps->env->queue(ps->env->engine, pp->queue);
     if (ps->n == ps->max)
         return refuse(code, text, tlen, PE_INTERNAL, "too many jobs");
     if (!q)
@@ -165,10 +158,10 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
     memcpy(pj->jn.key, pp->key, sizeof pj->jn.key);
     pj->dup_of = same_key_before(ps, pj);
     if (pj->jn.key[0] &&
-        layout_key_path(pj->key_path, sizeof pj->key_path, dispatcher_root(ps->ds), q->cfg->name,
+        layout_key_path(pj->key_path, sizeof pj->key_path, ps->env->d->cfg->zk_root, q->cfg->name,
                         pj->jn.key) != 0)
         return refuse(code, text, tlen, PE_BAD_REQUEST, "bad key '%s'", pp->key);
-    if (pp->idem[0] && tokens_path(pj->token_path, sizeof pj->token_path, dispatcher_root(ps->ds),
+    if (pp->idem[0] && tokens_path(pj->token_path, sizeof pj->token_path, ps->env->d->cfg->zk_root,
                                    q->cfg->name, pp->idem, code, text, tlen) != 0)
         return -1;
 
@@ -189,7 +182,7 @@ static void on_dir_made(const struct zk_result *res, void *ctx)
  * out on one session, in order): the bucket levels below the deepest one known to exist
  * are created in the same batch, ahead of the job; with none known (a new 2.8-hour window),
  * every missing ancestor directly. NodeExists costs only a resend of the batch. */
-static int prepare_bucket(struct dispatcher *ds, struct txnbatch *b, const char *job_path)
+static int prepare_bucket(const struct put_env *env, struct txnbatch *b, const char *job_path)
 {
     char path[LAYOUT_PATH_MAX], missing[LAYOUT_DEPTH][LAYOUT_PATH_MAX], *slash;
     int n = 0, level, rc = ZOK;
@@ -198,46 +191,46 @@ static int prepare_bucket(struct dispatcher *ds, struct txnbatch *b, const char 
         if (!(slash = strrchr(path, '/')))
             return ZK_ETOOLONG;
         *slash = '\0';
-        if (buckets_known(level == LAYOUT_DEPTH ? ds->buckets : ds->parents, path))
+        if (buckets_known(level == LAYOUT_DEPTH ? env->buckets : env->parents, path))
             break;
         memcpy(missing[n++], path, sizeof path);
     }
     if (n == 0)
         return ZOK;
     if (level == 0)
-        rc = zkstore_create_parents(ds->d->zs, job_path, NULL, NULL);
+        rc = zkstore_create_parents(env->d->zs, job_path, NULL, NULL);
     for (int i = n - 1; level > 0 && i >= 0 && rc == ZOK; i--) {
         const struct zk_txn_op op = {.kind = ZT_CREATE, .path = missing[i]};
         rc = txnbatch_add(b, &op, 1, on_dir_made, NULL);
     }
     for (int i = 0; rc == ZOK && i < n; i++)
-        buckets_add(i == 0 ? ds->buckets : ds->parents, missing[i]);
+        buckets_add(i == 0 ? env->buckets : env->parents, missing[i]);
     return rc;
 }
 
 /* Past SHARD_AFTER of our puts into one 100 ms bucket, the next ones go into shards of
  * SHARD_SIZE jobs, named for this daemon run, so that no listing of the bucket or of a
  * shard grows past about 100 KiB per writer. */
-static int choose_shard(struct dispatcher *ds, struct txnbatch *b, struct putjob *pj)
+static int choose_shard(const struct put_env *env, struct txnbatch *b, struct putjob *pj)
 {
     char dir[LAYOUT_PATH_MAX], *slash;
     snprintf(dir, sizeof dir, "%s", pj->path);
     if (!(slash = strrchr(dir, '/')))
         return ZK_ETOOLONG;
     *slash = '\0';
-    unsigned n = buckets_count_put(ds->buckets, dir);
+    unsigned n = buckets_count_put(env->buckets, dir);
     if (n < SHARD_AFTER)
         return ZOK;
-    snprintf(pj->jn.shard, sizeof pj->jn.shard, "s%08llx-%u", (unsigned long long)ds->uid_prefix,
+    snprintf(pj->jn.shard, sizeof pj->jn.shard, "s%08llx-%u", (unsigned long long)env->uids->prefix,
              (n - SHARD_AFTER) / SHARD_SIZE);
-    if (layout_job_path(pj->path, sizeof pj->path, dispatcher_root(ds), pj->q->cfg->name,
+    if (layout_job_path(pj->path, sizeof pj->path, env->d->cfg->zk_root, pj->q->cfg->name,
                         &pj->jn) != 0)
         return ZK_ETOOLONG;
     snprintf(dir, sizeof dir, "%s", pj->path);
     *strrchr(dir, '/') = '\0';
-    if (buckets_known(ds->buckets, dir))
+    if (buckets_known(env->buckets, dir))
         return ZOK;
-    buckets_add(ds->buckets, dir);
+    buckets_add(env->buckets, dir);
     const struct zk_txn_op op = {.kind = ZT_CREATE, .path = dir};
     return txnbatch_add(b, &op, 1, on_dir_made, NULL);
 }
@@ -245,21 +238,21 @@ static int choose_shard(struct dispatcher *ds, struct txnbatch *b, struct putjob
 /* The key's hash directory must exist before the multi that creates the key node: a plain
  * create sent now reaches ZooKeeper first (one session, in order), and its NodeExists
  * fails nothing else, unlike a create inside the multi. Once per directory per run. */
-static int prepare_key_dir(struct dispatcher *ds, const char *key_path)
+static int prepare_key_dir(const struct put_env *env, const char *key_path)
 {
     char dir[LAYOUT_PATH_MAX], keys[LAYOUT_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", key_path);
     *strrchr(dir, '/') = '\0';
-    if (buckets_known(ds->keydirs, dir))
+    if (buckets_known(env->keydirs, dir))
         return ZOK;
     snprintf(keys, sizeof keys, "%s", dir);
     *strrchr(keys, '/') = '\0';
-    int rc = buckets_known(ds->keydirs, keys)
-                 ? zkstore_create(ds->d->zs, dir, NULL, 0, 0, NULL, NULL)
-                 : zkstore_create_parents(ds->d->zs, key_path, NULL, NULL);
+    int rc = buckets_known(env->keydirs, keys)
+                 ? zkstore_create(env->d->zs, dir, NULL, 0, 0, NULL, NULL)
+                 : zkstore_create_parents(env->d->zs, key_path, NULL, NULL);
     if (rc == ZOK) {
-        buckets_add(ds->keydirs, keys);
-        buckets_add(ds->keydirs, dir);
+        buckets_add(env->keydirs, keys);
+        buckets_add(env->keydirs, dir);
     }
     return rc;
 }
@@ -267,25 +260,25 @@ static int prepare_key_dir(struct dispatcher *ds, const char *key_path)
 /* Its znode in a bucket (or shard), or a place in one of the set's packs. */
 static int place_job(struct putset *ps, struct putjob *pj)
 {
-    int rc = putpacks_join(&ps->packs, ps->ds, pj);
+    int rc = putpacks_join(&ps->packs, ps->env, pj);
     if (rc != 1)
         return rc;
-    if (layout_job_path(pj->path, sizeof pj->path, dispatcher_root(ps->ds), pj->q->cfg->name,
+    if (layout_job_path(pj->path, sizeof pj->path, ps->env->d->cfg->zk_root, pj->q->cfg->name,
                         &pj->jn))
         return ZK_ETOOLONG;
-    rc = prepare_bucket(ps->ds, ps->b, pj->path);
-    return rc == ZOK ? choose_shard(ps->ds, ps->b, pj) : rc;
+    rc = prepare_bucket(ps->env, ps->b, pj->path);
+    return rc == ZOK ? choose_shard(ps->env, ps->b, pj) : rc;
 }
 
 static int name_job(struct putset *ps, struct putjob *pj)
 {
-    dispatcher_new_uid(ps->ds, pj->jn.uid);
+    uid_next(ps->env->uids, pj->jn.uid);
     pj->jn.shard[0] = '\0';
     int rc = place_job(ps, pj);
     if (rc == ZOK && pj->jn.key[0])
-        rc = prepare_key_dir(ps->ds, pj->key_path);
+        rc = prepare_key_dir(ps->env, pj->key_path);
     if (rc == ZOK && pj->token_path[0])
-        rc = tokens_prepare_dir(ps->ds->d->zs, ps->ds->keydirs, pj->token_path);
+        rc = tokens_prepare_dir(ps->env->d->zs, ps->env->keydirs, pj->token_path);
     if (rc == ZOK && (layout_key_data(pj->key_data, sizeof pj->key_data, &pj->jn) != 0 ||
                       layout_job_id(pj->id, sizeof pj->id, pj->q->cfg->name, &pj->jn) != 0))
         rc = ZK_ETOOLONG;
@@ -414,33 +407,9 @@ int putset_send(struct putset *ps, struct txnbatch *b, const struct zk_txn_op *p
 
 /* ---- the outcome ---- */
 
-/* Payloads of jobs due soon stay in memory, so that delivering them needs no read: in the
- * job if our mirror has it already, else in the stash until the mirror lists it. */
-static void keep_payload(struct dispatcher *ds, struct putjob *pj)
-{
-    struct job *job;
-    int64_t now = cluster_now_ms();
-    if (pj->len > KEEP_PAYLOAD_MAX || !pj->payload)
-        return;
-    job = job_find_path(ds, pj->path);
-    if (!job) {
-        if ((int64_t)pj->jn.due_ms <= now + (int64_t)ds->d->cfg->lookahead_ms + STASH_AHEAD_MS &&
-            stash_put(ds->stash, pj->path, pj->payload, pj->len,
-                      (int64_t)pj->jn.due_ms + STASH_KEEP_MS, now) == 0)
-            pj->payload = NULL;
-        return;
-    }
-    if (job->payload || ds->payload_bytes + pj->len > KEEP_PAYLOADS_TOTAL)
-        return;
-    job->payload = pj->payload;
-    job->len = pj->len;
-    ds->payload_bytes += pj->len;
-    pj->payload = NULL;
-}
-
 void putset_created(struct putset *ps)
 {
-    struct dispatcher *ds = ps->ds;
+    const struct put_env *env = ps->env;
     if (ps->counted)
         return;
     ps->counted = 1;
@@ -448,14 +417,13 @@ void putset_created(struct putset *ps)
         struct putjob *pj = &ps->jobs[i];
         if ((pj->dup && !pj->stored_before) || pj->dup_of >= 0)
             continue; /* a retried put's job was made by its first try */
-        metrics_event(ds->d->metrics, pj->q->cfg, ME_PUT);
+        metrics_event(env->d->metrics, pj->q->cfg, ME_PUT);
         queue_pending_changed(pj->q, +1);
         if (pj->pack >= 0) /* far: the mirror sees it once it is unpacked */
             continue;
-        mirror_job_created(ds->d->mirror, pj->q, pj->path);
-        keep_payload(ds, pj);
+        env->stored(env->engine, pj->q, pj->path, (int64_t)pj->jn.due_ms, &pj->payload, pj->len);
     }
-    putpacks_count(&ps->packs, ds);
+    putpacks_count(&ps->packs, env);
 }
 
 static void finish(struct putset *ps, int rc, const struct zk_result *res)
@@ -501,7 +469,7 @@ static int repair(struct putset *ps, struct putjob *pj, int key_op, int rc)
     }
     if (rc == ZNONODE) { /* its directory is missing (deleted meanwhile, or never made) */
         ps->checking = pj;
-        rc = zkstore_parents_missing(ps->ds->d->zs, key_op ? pj->key_path : pj->path,
+        rc = zkstore_parents_missing(ps->env->d->zs, key_op ? pj->key_path : pj->path,
                                      &pj->made_parents, on_parents_checked, ps);
         return rc == ZK_PARENTS_RESEND ? send_again(ps) : rc == ZK_PARENTS_ASKED ? ZOK : rc;
     }
@@ -526,7 +494,7 @@ static void repair_pack(struct putset *ps, size_t i, int rc)
         rc = send_again(ps);
     } else if (rc == ZNONODE && member) {
         ps->checking = member;
-        rc = zkstore_parents_missing(ps->ds->d->zs, p->path, &p->made_parents,
+        rc = zkstore_parents_missing(ps->env->d->zs, p->path, &p->made_parents,
                                      on_parents_checked, ps);
         rc = rc == ZK_PARENTS_RESEND ? send_again(ps) : rc == ZK_PARENTS_ASKED ? ZOK : rc;
     }
@@ -585,7 +553,7 @@ static void resolve_tokens(struct putset *ps)
     for (size_t i = 0; i < ps->n; i++) {
         struct putjob *pj = &ps->jobs[i];
         if (pj->token_path[0] && !pj->dup && pj->dup_of < 0)
-            tokens_read(&ps->token_reads, ps->ds->d->zs,
+            tokens_read(&ps->token_reads, ps->env->d->zs,
                         &(struct token_wait){pj->token_path, pj->q, pj});
     }
     tokens_reads_sent(&ps->token_reads);
@@ -601,7 +569,7 @@ static void token_failed(struct putset *ps, struct putjob *pj, int rc)
     }
     if (rc == ZNONODE) {
         ps->checking = pj;
-        rc = zkstore_parents_missing(ps->ds->d->zs, pj->token_path, &pj->made_parents,
+        rc = zkstore_parents_missing(ps->env->d->zs, pj->token_path, &pj->made_parents,
                                      on_parents_checked, ps);
         rc = rc == ZK_PARENTS_RESEND ? send_again(ps) : rc == ZK_PARENTS_ASKED ? ZOK : rc;
         if (rc == ZOK)
@@ -713,7 +681,7 @@ static int kept_key(struct lookup *lk, const char *data, int len, int version)
  * a take-over at the version read settles which). */
 static int holder_path(const struct lookup *lk, char *path, size_t len)
 {
-    const char *root = dispatcher_root(lk->ps->ds), *queue = lk->pj->q->cfg->name;
+    const char *root = lk->ps->env->d->cfg->zk_root, *queue = lk->pj->q->cfg->name;
     if (lk->holder.pack[0])
         return layout_pack_path(path, len, root, queue, lk->holder.pack);
     return layout_job_path(path, len, root, queue, &lk->holder);
@@ -747,7 +715,7 @@ static void on_key_read(const struct zk_result *res, void *ctx)
         lookup_done(lk, ZOK);
         return;
     }
-    if ((rc = zkstore_exists(lk->ps->ds->d->zs, path, 0, on_key_job, lk)) != ZOK)
+    if ((rc = zkstore_exists(lk->ps->env->d->zs, path, 0, on_key_job, lk)) != ZOK)
         lookup_done(lk, rc);
 }
 
@@ -767,7 +735,7 @@ static void resolve_keys(struct putset *ps)
             *lk = (struct lookup){.ps = ps, .pj = pj};
             ps->lookups++;
             pj->key_version = -1;
-            rc = zkstore_get(ps->ds->d->zs, pj->key_path, on_key_read, lk);
+            rc = zkstore_get(ps->env->d->zs, pj->key_path, on_key_read, lk);
             if (rc != ZOK) {
                 ps->lookups--;
                 free(lk);

@@ -14,7 +14,7 @@
 #include "protocol.h"
 #include "putjob.h"
 
-struct dispatcher;
+struct put_env;
 struct token_refusal;
 struct txnbatch;
 struct zk_result;
@@ -28,7 +28,7 @@ struct putset;
 typedef void (*putset_done_fn)(struct putset *ps, int rc, const struct zk_result *res,
                                void *ctx);
 
-struct putset *putset_new(struct dispatcher *ds, size_t max_jobs);
+struct putset *putset_new(const struct put_env *env, size_t max_jobs);
 void putset_free(struct putset *ps);
 
 /* A token of the set was found taken but could not be read (tokens.h): the answer the

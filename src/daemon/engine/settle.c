@@ -15,6 +15,11 @@
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
+#include "dispatcher_jobs.h"
+#include "jobs.h"
+#include "lease.h"
+#include "lock.h"
+#include "foreign_format.h"
 #include "jobedit.h"
 #include "log.h"
 #include "metrics.h"
@@ -483,7 +488,7 @@ static int take_followups(struct dispatcher *ds, struct settle *st, struct proto
     char text[300];
     if (!req->nitems)
         return 0;
-    if (!(st->followups = putset_new(ds, req->nitems))) {
+    if (!(st->followups = putset_new(&ds->put_env, req->nitems))) {
         reply_err(st->r, PE_INTERNAL, "out of memory");
         return -1;
     }
