@@ -71,6 +71,10 @@ void dispatcher_deliver(struct dispatcher *ds, struct job *job);
 /* Queues to dispatch later in this loop turn: no recursion from completions, one pass for
  * many changes. */
 void dispatcher_kick_soon(struct dispatcher *ds, struct dqueue *q);
+/* What the one timer does when it fires: due jobs to the ready heap, locks ahead, dispatch,
+ * leases, rearm. Also the unit tests' entry after they move the test clock
+ * (cluster_time_set_source), instead of waiting for libevent. */
+void dispatcher_tick(struct dispatcher *ds);
 void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q);
 int dispatcher_stopped(const struct dqueue *q); /* paused or draining */
 void dispatcher_new_uid(struct dispatcher *ds, char *uid);
