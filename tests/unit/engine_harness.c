@@ -28,6 +28,8 @@ static struct {
     struct dispatcher *ds;
     int64_t mono_us;            /* the test clock; wall = mono + WALL_BASE */
     char ids[JOBS_MAX][LAYOUT_ID_MAX + 1], paths[JOBS_MAX][LAYOUT_PATH_MAX];
+    struct job_name names[JOBS_MAX];
+    struct dqueue *queues[JOBS_MAX];
     int njobs;
     struct harness_reply *replies[REPLIES_MAX];
     int nreplies;
@@ -138,20 +140,33 @@ const char *harness_listed(const char *queue, int64_t due_in, uint32_t prio, int
     struct dqueue *q = dispatcher_queue(h.ds, queue);
     if (!q || h.njobs == JOBS_MAX)
         abort();
-    struct job_name jn = {.due_ms = (uint64_t)(harness_now() + due_in), .priority = prio};
-    snprintf(jn.uid, sizeof jn.uid, "%016x", h.njobs + 1);
+    struct job_name *jn = &h.names[h.njobs];
+    *jn = (struct job_name){.due_ms = (uint64_t)(harness_now() + due_in), .priority = prio};
+    snprintf(jn->uid, sizeof jn->uid, "%016x", h.njobs + 1);
     char *path = h.paths[h.njobs], *id = h.ids[h.njobs];
-    if (layout_job_path(path, LAYOUT_PATH_MAX, h.cfg.zk_root, queue, &jn) != 0 ||
-        layout_job_id(id, LAYOUT_ID_MAX + 1, queue, &jn) != 0)
+    h.queues[h.njobs] = q;
+    if (layout_job_path(path, LAYOUT_PATH_MAX, h.cfg.zk_root, queue, jn) != 0 ||
+        layout_job_id(id, LAYOUT_ID_MAX + 1, queue, jn) != 0)
         abort();
     h.njobs++;
     if (with_payload && stash_put(h.ds->stash, path, (unsigned char *)must(strdup("payload")), 7,
                                   harness_now() + 60000, harness_now()) != 0)
         abort();
-    h.ds->listings.seen(h.ds->listings.ctx, q, path, &jn);
+    harness_listed_again(id);
+    return id;
+}
+
+void harness_listed_again(const char *id)
+{
+    int i = 0;
+    while (i < h.njobs && strcmp(h.ids[i], id) != 0)
+        i++;
+    if (i == h.njobs)
+        abort();
+    struct dqueue *q = h.queues[i];
+    h.ds->listings.seen(h.ds->listings.ctx, q, h.paths[i], &h.names[i]);
     h.ds->listings.listed(h.ds->listings.ctx, q); /* as the mirror ends a listing */
     harness_turn();
-    return id;
 }
 
 const char *harness_delivered(const char *queue)
