@@ -21,6 +21,7 @@
 #define JOBS_MAX 64
 #define REPLIES_MAX 64
 #define CONNS_MAX 8
+#define STEPS_MAX 512
 
 static struct {
     struct deferd d;
@@ -37,6 +38,12 @@ static struct {
     int nconns;
     int64_t suspended_at;
     char text[512];
+    struct step {               /* a transition seen (job_transition_observe) */
+        char id[LAYOUT_ID_MAX + 1];
+        enum job_state from;
+        enum job_event ev;
+    } steps[STEPS_MAX];
+    int nsteps;
 } h;
 
 #define WALL_BASE_US 1700000000000000LL /* Nov 2023, in µs, minus the monotonic start */
@@ -72,6 +79,26 @@ void harness_advance(int64_t ms)
     harness_turn();
 }
 
+/* ---- transitions seen ---- */
+
+static void on_transition(const struct job *job, enum job_event ev)
+{
+    if (h.nsteps == STEPS_MAX)
+        abort();
+    struct step *st = &h.steps[h.nsteps++];
+    snprintf(st->id, sizeof st->id, "%s", job->id);
+    st->from = job->state;
+    st->ev = ev;
+}
+
+int harness_saw(const char *id, enum job_state from, enum job_event ev)
+{
+    int n = 0;
+    for (int i = 0; i < h.nsteps; i++)
+        n += h.steps[i].from == from && h.steps[i].ev == ev && strcmp(h.steps[i].id, id) == 0;
+    return n;
+}
+
 /* ---- start and stop ---- */
 
 static void load_config(const char *queues_ini)
@@ -98,6 +125,7 @@ void harness_start(const char *queues_ini)
     log_set_level(getenv("ENGINE_TEST_LOG") ? LOG_DEBUG : LOG_ERROR);
     h.mono_us = 1000000000; /* 1000 s after boot */
     cluster_time_set_source(test_clock);
+    job_transition_observe(on_transition);
     load_config(queues_ini);
     h.d.cfg = &h.cfg;
     h.d.base = must(event_base_new());
@@ -127,6 +155,7 @@ void harness_stop(void)
     config_free(&h.cfg);
     event_base_free(h.d.base);
     cluster_time_set_source(NULL);
+    job_transition_observe(NULL);
 }
 
 struct dispatcher *harness_ds(void) { return h.ds; }
@@ -190,6 +219,12 @@ int harness_state(const char *id)
 {
     struct job *job = harness_job(id);
     return job ? (int)job->state : -1;
+}
+
+void harness_pause(const char *queue, int paused)
+{
+    dispatcher_set_paused(h.ds, dispatcher_queue(h.ds, queue), paused);
+    harness_turn();
 }
 
 /* ---- fake consumers ---- */

@@ -75,6 +75,11 @@ void harness_unlisted(const char *id);
 
 struct job *harness_job(const char *id);   /* NULL once freed */
 int harness_state(const char *id);         /* enum job_state, or -1 once freed */
+/* How often job ID took event EV from state FROM since harness_start. */
+int harness_saw(const char *id, enum job_state from, enum job_event ev);
+
+/* QUEUE paused or resumed, as cluster/pause.c tells the engine. */
+void harness_pause(const char *queue, int paused);
 
 /* ---- consumers, as socket/commands.c calls the engine ---- */
 

@@ -165,9 +165,7 @@ static void test_pause_gives_back(void)
     harness_advance(30);
     CHECK(harness_state(armed) == JS_READY); /* due, the consumer is full */
     CHECK(harness_state(ahead) == JS_DELAYED && harness_multis() == 0); /* no room: not ahead */
-    struct dqueue *q = dispatcher_queue(harness_ds(), "a");
-    dispatcher_set_paused(harness_ds(), q, 1);
-    harness_turn();
+    harness_pause("a", 1);
     CHECK(harness_state(armed) == JS_SETTLING);
     CHECK(harness_multis() == 1);
     CHECK_STR(harness_multi_ops(0), "delete owner, delete lock");
@@ -186,8 +184,7 @@ static void test_pause_armed(void)
     harness_advance(0);
     harness_multi_ok(0, 1);
     CHECK(harness_state(id) == JS_ARMED);
-    dispatcher_set_paused(harness_ds(), dispatcher_queue(harness_ds(), "a"), 1);
-    harness_turn();
+    harness_pause("a", 1);
     CHECK(harness_state(id) == JS_SETTLING);
     CHECK_STR(harness_multi_ops(0), "delete owner, delete lock");
     harness_multi_ok(0, 1);
