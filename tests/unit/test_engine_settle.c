@@ -1,7 +1,8 @@
 /* ACK and NACK (src/daemon/engine/settle.c) over the scripted store: each transaction's
  * operations, each failure of it (NoNode: cancelled or our lock gone; BadVersion; a lost
  * answer verified by reads), the nack's move, back-off and plain release, max_attempts
- * (dead letters at a nack and at delivery), NACK unrun=1, and a consumer that leaves. */
+ * (dead letters at a nack and at delivery), NACK unrun=1, a consumer that leaves, and a
+ * held job cancelled (gone from its listing and from ZooKeeper). */
 #include "check.h"
 #include "engine_harness.h"
 
@@ -246,6 +247,26 @@ static void test_consumer_gone(void)
     harness_stop();
 }
 
+/* A held job missing from a listing is looked up; gone for real (CANCEL force=1), its
+ * consumer is told CANCELLED at once and its ACK changes nothing. */
+static void test_cancelled_while_held(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    harness_unlisted(id);
+    CHECK(harness_state(id) == JS_INFLIGHT && c->ncancelled == 0);
+    CHECK_STR(harness_call_what(0), "exists job");
+    harness_call_rc(0, ZNONODE);
+    CHECK(c->ncancelled == 1);
+    CHECK_STR(c->cancelled, id);
+    CHECK(harness_state(id) == -1);
+    struct harness_reply *r = harness_ack(c, id);
+    CHECK_CONTAINS(r->line, "cancelled");
+    CHECK(harness_multis() == 0);
+    harness_stop();
+}
+
 int main(void)
 {
     test_ack();
@@ -262,5 +283,6 @@ int main(void)
     test_bury_at_delivery();
     test_nack_unrun();
     test_consumer_gone();
+    test_cancelled_while_held();
     return check_report("unit.engine_settle");
 }
