@@ -9,12 +9,22 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int published, required;
 static int64_t pub_lo_us, pub_hi_us, pub_ref_us;
 
-int64_t cluster_mono_us(void)
+static int64_t system_us(clockid_t which)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(which, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
+
+/* The system's clocks, or a unit test's (cluster_time_set_source). */
+static int64_t (*clock_us)(clockid_t which) = system_us;
+
+void cluster_time_set_source(int64_t (*read)(clockid_t which))
+{
+    clock_us = read ? read : system_us;
+}
+
+int64_t cluster_mono_us(void) { return clock_us(CLOCK_MONOTONIC); }
 
 static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b < 0); }
 
@@ -26,9 +36,7 @@ static void bounds(int64_t *lo_us, int64_t *hi_us)
                                .ref_us = pub_ref_us};
     pthread_mutex_unlock(&lock);
     if (!e.have) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        *lo_us = *hi_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+        *lo_us = *hi_us = clock_us(CLOCK_REALTIME);
         return;
     }
     int64_t now = cluster_mono_us();

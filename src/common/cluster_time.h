@@ -7,6 +7,7 @@
 #define DEFERD_CLUSTER_TIME_H
 
 #include <stdint.h>
+#include <time.h>
 
 /* Milliseconds since the Unix epoch on the cluster's clock, at least: ZooKeeper's clock
  * reads this or later now. What is due by it is due. */
@@ -26,5 +27,10 @@ void cluster_time_require(int on);
 int cluster_time_ready(void);
 /* Monotonic microseconds, the base of the above. */
 int64_t cluster_mono_us(void);
+
+/* Test seam: every clock read above goes through READ (CLOCK_MONOTONIC or CLOCK_REALTIME,
+ * in microseconds), so that unit tests drive time (tests/unit/engine_harness.c); NULL
+ * gives back the system's clocks. Not for the daemon. */
+void cluster_time_set_source(int64_t (*read)(clockid_t which));
 
 #endif

@@ -1,4 +1,4 @@
-/* The scripted ZooKeeper store of fake_zkstore.h: only what txnbatch.c calls. */
+/* The scripted ZooKeeper store of fake_zkstore.h: what txnbatch.c and the engine call. */
 #include "fake_zkstore.h"
 
 #include <stdio.h>
@@ -11,8 +11,12 @@ struct zkstore {
     int64_t session;
     int refuse;
     int sent;
+    int connected;
+    unsigned seq;
     int npending;
     struct fake_multi pending[FAKE_PENDING_MAX];
+    int ncalls;
+    struct fake_call calls[FAKE_PENDING_MAX];
 };
 
 static void *must(void *p)
@@ -28,10 +32,14 @@ struct zkstore *fake_zk_new(int64_t session)
 {
     struct zkstore *zs = must(calloc(1, sizeof *zs));
     zs->session = session;
+    zs->connected = 1;
+    zs->seq = 1;
     return zs;
 }
 
 void fake_zk_set_session(struct zkstore *zs, int64_t session) { zs->session = session; }
+void fake_zk_set_seq(struct zkstore *zs, unsigned seq) { zs->seq = seq; }
+void fake_zk_set_connected(struct zkstore *zs, int connected) { zs->connected = connected; }
 void fake_zk_refuse(struct zkstore *zs, int rc) { zs->refuse = rc; }
 int fake_zk_pending(const struct zkstore *zs) { return zs->npending; }
 int fake_zk_sent(const struct zkstore *zs) { return zs->sent; }
@@ -42,6 +50,20 @@ const struct fake_multi *fake_zk_multi(const struct zkstore *zs, int i)
 }
 
 int64_t zkstore_session_id(const struct zkstore *zs) { return zs->session; }
+int zkstore_connected(const struct zkstore *zs) { return zs->connected; }
+/* Always just heard from, with a session timeout of 10 s: pushes never wait for a sign of
+ * life (dispatcher.c, may_push). */
+int64_t zkstore_heard_age_ms(const struct zkstore *zs)
+{
+    (void)zs;
+    return 0;
+}
+int zkstore_negotiated_timeout(const struct zkstore *zs)
+{
+    (void)zs;
+    return 10000;
+}
+void zkstore_touch(struct zkstore *zs) { (void)zs; }
 
 int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_done_fn done,
                   void *ctx)
@@ -58,8 +80,10 @@ int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_
     m->kinds = must(calloc((size_t)nops, sizeof *m->kinds));
     m->paths = must(calloc((size_t)nops, sizeof *m->paths));
     m->lens = must(calloc((size_t)nops, sizeof *m->lens));
+    m->sequential = must(calloc((size_t)nops, sizeof *m->sequential));
     for (int k = 0; k < nops; k++) {
         m->kinds[k] = (int)ops[k].kind;
+        m->sequential[k] = ops[k].kind == ZT_CREATE && ops[k].sequential;
         m->paths[k] = must(strdup(ops[k].path));
         m->lens[k] = ops[k].len;
     }
@@ -86,6 +110,7 @@ static void answer(struct zkstore *zs, int i, struct zk_result *res)
     free(m.paths);
     free(m.kinds);
     free(m.lens);
+    free(m.sequential);
 }
 
 static void answer_ops(struct zkstore *zs, int i, int rc, int bad, int err)
@@ -97,8 +122,10 @@ static void answer_ops(struct zkstore *zs, int i, int rc, int bad, int err)
     for (int k = 0; k < n; k++) {
         errs[k] = bad < 0 || k < bad ? ZOK : k == bad ? err : ZRUNTIMEINCONSISTENCY;
         if (rc == ZOK && m->kinds[k] == ZT_CREATE)
-            names[k] = must(malloc(strlen(m->paths[k]) + 5));
-        if (names[k])
+            names[k] = must(malloc(strlen(m->paths[k]) + 11));
+        if (names[k] && m->sequential[k])
+            sprintf(names[k], "%s%010u", m->paths[k], zs->seq);
+        else if (names[k])
             sprintf(names[k], "%s-seq", m->paths[k]);
     }
     struct zk_result res = {.rc = rc, .nops = n, .op_err = errs, .op_path = names};
@@ -128,9 +155,79 @@ void fake_zk_lost(struct zkstore *zs, int i, int rc)
     free(errs);
 }
 
+/* ---- single calls ---- */
+
+static int record_call(struct zkstore *zs, enum fake_call_kind kind, const char *path, int watch,
+                       zk_done_fn done, void *ctx)
+{
+    if (zs->refuse != ZOK)
+        return zs->refuse;
+    if (zs->ncalls == FAKE_PENDING_MAX) {
+        fprintf(stderr, "fake_zkstore: more than %d calls pending\n", FAKE_PENDING_MAX);
+        abort();
+    }
+    zs->calls[zs->ncalls++] = (struct fake_call){.kind = kind, .path = must(strdup(path)),
+                                                 .watch = watch, .done = done, .ctx = ctx};
+    return ZOK;
+}
+
+int zkstore_exists(struct zkstore *zs, const char *path, int watch, zk_done_fn done, void *ctx)
+{
+    return record_call(zs, FAKE_EXISTS, path, watch, done, ctx);
+}
+
+int zkstore_get(struct zkstore *zs, const char *path, zk_done_fn done, void *ctx)
+{
+    return record_call(zs, FAKE_GET, path, 0, done, ctx);
+}
+
+int zkstore_children(struct zkstore *zs, const char *path, int watch, zk_done_fn done,
+                     void *ctx)
+{
+    return record_call(zs, FAKE_CHILDREN, path, watch, done, ctx);
+}
+
+/* Always the rule's second case: the directories are made and DONE awaits their answer. */
+int zkstore_parents_missing(struct zkstore *zs, const char *path, int *tries, zk_done_fn done,
+                            void *ctx)
+{
+    ++*tries;
+    int rc = record_call(zs, FAKE_PARENTS, path, 0, done, ctx);
+    return rc == ZOK ? ZK_PARENTS_ASKED : rc;
+}
+
+int fake_zk_calls(const struct zkstore *zs) { return zs->ncalls; }
+
+const struct fake_call *fake_zk_call(const struct zkstore *zs, int i)
+{
+    return i >= 0 && i < zs->ncalls ? &zs->calls[i] : NULL;
+}
+
+/* Takes call I off the pending list before its completion (which may make more calls). */
+void fake_zk_answer(struct zkstore *zs, int i, const struct zk_result *res)
+{
+    if (i < 0 || i >= zs->ncalls) {
+        fprintf(stderr, "fake_zkstore: no pending call %d\n", i);
+        abort();
+    }
+    struct fake_call c = zs->calls[i];
+    memmove(&zs->calls[i], &zs->calls[i + 1], (size_t)(--zs->ncalls - i) * sizeof zs->calls[0]);
+    struct zk_result r = *res;
+    if (c.done)
+        c.done(&r, c.ctx);
+    free(c.path);
+}
+
+void fake_zk_answer_rc(struct zkstore *zs, int i, int rc)
+{
+    fake_zk_answer(zs, i, &(struct zk_result){.rc = rc});
+}
+
 void fake_zk_free(struct zkstore *zs)
 {
     while (zs->npending)
         fake_zk_lost(zs, 0, ZCLOSING);
+    while (zs->ncalls)
+        fake_zk_answer_rc(zs, 0, ZCLOSING);
     free(zs);
 }

@@ -1,7 +1,8 @@
-/* A scripted stand-in for the ZooKeeper store (zkstore.h) in unit tests: zkstore_multi only
- * records the call, and the test answers each multi when and how it wants, so that the
- * order of completions is the test's to choose. Answers are delivered at once, on the
- * calling thread, as the real store delivers them on the loop thread. */
+/* A scripted stand-in for the ZooKeeper store (zkstore.h) in unit tests: zkstore_multi and
+ * the single calls the engine makes (exists, get, children, parents_missing) only record
+ * the call, and the test answers each when and how it wants, so that the order of
+ * completions is the test's to choose. Answers are delivered at once, on the calling
+ * thread, as the real store delivers them on the loop thread. */
 #ifndef DEFERD_TEST_FAKE_ZKSTORE_H
 #define DEFERD_TEST_FAKE_ZKSTORE_H
 
@@ -13,6 +14,7 @@ struct fake_multi {
     int *kinds;
     char **paths;
     size_t *lens;
+    int *sequential;
     zk_done_fn done;
     void *ctx;
 };
@@ -29,7 +31,9 @@ const struct fake_multi *fake_zk_multi(const struct zkstore *zs, int i);
 /* Multis zkstore_multi accepted so far. */
 int fake_zk_sent(const struct zkstore *zs);
 
-/* Answers pending multi I: ZOK, each operation ZOK and a sequential name PATH+"-seq". */
+/* Answers pending multi I: ZOK, each operation ZOK; a sequential create is named PATH and
+ * the ten digits of the sequence set by fake_zk_set_seq (1 unless set), any other create
+ * PATH+"-seq". */
 void fake_zk_ok(struct zkstore *zs, int i);
 /* Answers pending multi I as ZooKeeper does when operation BAD failed with ERR: rc ERR,
  * ZOK before it, ZRUNTIMEINCONSISTENCY after it. */
@@ -37,5 +41,28 @@ void fake_zk_op_fails(struct zkstore *zs, int i, int bad, int err);
 /* Answers pending multi I with an error of the connection, as the ZooKeeper client does:
  * every operation's result carries that error too. */
 void fake_zk_lost(struct zkstore *zs, int i, int rc);
+
+/* The sequence number the next sequential creates get (ZooKeeper: the parent's cversion). */
+void fake_zk_set_seq(struct zkstore *zs, unsigned seq);
+/* zkstore_connected's answer (1 from fake_zk_new). */
+void fake_zk_set_connected(struct zkstore *zs, int connected);
+
+/* One single call sent and not answered yet. */
+enum fake_call_kind { FAKE_EXISTS, FAKE_GET, FAKE_CHILDREN, FAKE_PARENTS };
+struct fake_call {
+    enum fake_call_kind kind;
+    char *path;
+    int watch;
+    zk_done_fn done;
+    void *ctx;
+};
+
+/* Single calls sent and not answered yet, oldest first; I from 0. */
+int fake_zk_calls(const struct zkstore *zs);
+const struct fake_call *fake_zk_call(const struct zkstore *zs, int i);
+/* Answers pending call I with RES (its rc, stat, data, children). */
+void fake_zk_answer(struct zkstore *zs, int i, const struct zk_result *res);
+/* Answers pending call I with RC alone. */
+void fake_zk_answer_rc(struct zkstore *zs, int i, int rc);
 
 #endif

@@ -185,11 +185,8 @@ void dispatcher_rearm(struct dispatcher *ds)
     evtimer_add(ds->timer, &tv);
 }
 
-static void on_timer(evutil_socket_t fd, short what, void *arg)
+void dispatcher_tick(struct dispatcher *ds)
 {
-    (void)fd;
-    (void)what;
-    struct dispatcher *ds = arg;
     int64_t wall = cluster_now_ms();
     mirror_tick(ds->d->mirror, wall);
     for (size_t i = 0; i < ds->nqueues; i++) {
@@ -220,6 +217,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     }
     lease_tick(ds, wall);
     dispatcher_rearm(ds);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    dispatcher_tick(arg);
 }
 
 /* ---- ids ---- */

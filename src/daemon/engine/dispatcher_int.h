@@ -57,5 +57,9 @@ struct dispatcher {
     unsigned long long stale_holds; /* how often they had to */
 };
 
+/* What the one timer does when it fires: due jobs to the ready heap, locks ahead, dispatch,
+ * leases, rearm. Also the unit tests' entry after they move the test clock
+ * (cluster_time_set_source), instead of waiting for libevent. */
+void dispatcher_tick(struct dispatcher *ds);
 
 #endif

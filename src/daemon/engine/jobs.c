@@ -42,8 +42,17 @@ static enum job_state transition_refused(const struct job *job, enum job_event e
     return job_rule(ev)->to;
 }
 
+static void (*observer)(const struct job *job, enum job_event ev); /* unit tests only */
+
+void job_transition_observe(void (*fn)(const struct job *job, enum job_event ev))
+{
+    observer = fn;
+}
+
 void job_transition(struct job *job, enum job_event ev)
 {
+    if (observer)
+        observer(job, ev);
     int to = job_next_state(job->state, ev);
     if (to < 0)
         to = (int)transition_refused(job, ev);

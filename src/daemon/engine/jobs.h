@@ -40,6 +40,10 @@ void job_unheap(struct job *job);
  * logs it). The job leaves the heap its old state names (the caller places it in the new
  * state's heap); its queue counts its jobs by state. */
 void job_transition(struct job *job, enum job_event ev);
+/* Test seam: FN sees every transition (the job before it changes, and the event), so that
+ * unit tests check which rows of the table a path took (tests/unit/engine_harness.c); NULL
+ * for none, as in the daemon. */
+void job_transition_observe(void (*fn)(const struct job *job, enum job_event ev));
 
 /* consumer_release, and its consumer may take more work. */
 void job_unhold(struct dispatcher *ds, struct job *job);

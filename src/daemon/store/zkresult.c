@@ -1,6 +1,7 @@
-/* Reading the results of ZooKeeper calls (zkstore.h): which operation failed a multi, and
- * which errors mean the session is gone. Apart from the store, so that tests of its users
- * with a scripted store (tests/unit/fake_zkstore.c) read results by the same rules. */
+/* Reading the results of ZooKeeper calls (zkstore.h): which operation failed a multi, which
+ * errors mean the session is gone, the reason a client is given. Apart from the store, so
+ * that tests of its users with a scripted store (tests/unit/fake_zkstore.c) read results by
+ * the same rules. */
 #include "zkstore.h"
 
 /* An error of the request as a whole: ZooKeeper never answered it (connection loss, a
@@ -45,4 +46,9 @@ struct refusal zk_put_refusal(int rc)
 {
     return (struct refusal){.stored = zk_outcome_unknown(rc) ? RS_MAYBE : RS_NO,
                             .reason = zk_refusal_reason(rc)};
+}
+
+const char *zk_reason(int rc)
+{
+    return rc == ZNOAUTH ? ZK_DENIED_TEXT : zk_strerror(rc);
 }

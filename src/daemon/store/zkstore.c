@@ -823,8 +823,3 @@ void zkstore_free(struct zkstore *zs)
     zkacl_free(&zs->acl);
     free(zs);
 }
-
-const char *zk_reason(int rc)
-{
-    return rc == ZNOAUTH ? ZK_DENIED_TEXT : zk_strerror(rc);
-}

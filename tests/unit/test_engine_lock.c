@@ -1,0 +1,208 @@
+/* The lock (src/daemon/engine/lock.c) over the scripted store: its transaction, the payload
+ * read after it, a job gone (NoNode), a lock another daemon holds (NodeExists: CHECKING
+ * with a watch, then HELD until the watch fires), our own lock found by that check, a lost
+ * answer, and locks taken ahead of the due time (ARMED) given back by a pause. */
+#include "check.h"
+#include "engine_harness.h"
+#include "lock.h"
+
+#define QUEUES "[queue a]\nttr = 10s\n"
+
+/* A due job and a consumer with room: one multi, then the push. */
+static void test_lock_then_push(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_listed("a", 0, 0, 1);
+    CHECK(harness_state(id) == JS_LOCKING);
+    CHECK(harness_multis() == 1);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner");
+    CHECK(c->njobs == 0);
+    harness_multi_ok(0, 1);
+    CHECK(harness_state(id) == JS_INFLIGHT);
+    CHECK(c->njobs == 1);
+    CHECK_STR(c->jobs[0].id, id);
+    CHECK(c->jobs[0].attempt == 1 && c->jobs[0].ttr_ms == 10000);
+    harness_stop();
+}
+
+/* A job whose payload is not in memory is read after the lock, then pushed. */
+static void test_payload_read(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_listed("a", 0, 0, 0);
+    harness_multi_ok(0, 1);
+    CHECK(harness_state(id) == JS_LOCKING);
+    CHECK(harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "get job");
+    CHECK(c->njobs == 0);
+    harness_get_ok(0);
+    CHECK(harness_state(id) == JS_INFLIGHT);
+    CHECK(c->njobs == 1);
+    harness_stop();
+}
+
+/* NoNode: acked or cancelled elsewhere. The job is forgotten, the consumer's slot freed. */
+static void test_lock_nonode(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_listed("a", 0, 0, 1);
+    harness_multi_fails(0, 0, ZNONODE);
+    CHECK(harness_state(id) == -1);
+    CHECK(c->c->inflight == 0 && c->njobs == 0);
+    const char *next = harness_listed("a", 0, 0, 1); /* the slot takes the next job */
+    CHECK(harness_state(next) == JS_LOCKING);
+    harness_stop();
+}
+
+/* NodeExists: another daemon holds it. CHECKING with a watch on its lock, HELD while that
+ * lock stands, offered again when the watch fires. */
+static void test_lock_nodeexists(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_listed("a", 0, 0, 1);
+    harness_multi_fails(0, 1, ZNODEEXISTS);
+    CHECK(harness_state(id) == JS_CHECKING);
+    CHECK(c->c->inflight == 0);
+    CHECK(harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "exists+watch lock");
+    harness_exists_ok(0, harness_session() + 99);
+    CHECK(harness_state(id) == JS_HELD);
+    CHECK(harness_multis() == 0);
+    char lock[LAYOUT_PATH_MAX + 8];
+    lock_path(harness_job(id), lock, sizeof lock);
+    lock_watch_fired(harness_ds(), lock);
+    harness_turn();
+    CHECK(harness_state(id) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner");
+    harness_stop();
+}
+
+/* The other daemon's lock went before our check: offered again at once. */
+static void test_lock_gone_before_check(void)
+{
+    harness_start(QUEUES);
+    harness_consumer("a", 1);
+    const char *id = harness_listed("a", 0, 0, 1);
+    harness_multi_fails(0, 1, ZNODEEXISTS);
+    harness_call_rc(0, ZNONODE);
+    CHECK(harness_state(id) == JS_LOCKING);
+    CHECK(harness_multis() == 1);
+    harness_stop();
+}
+
+/* The lock's answer was lost (the lock may have been taken): offered again ZK_RETRY_MS
+ * later; that lock then finds our own lock of the lost answer, releases it (its owner node
+ * found by listing the job's children) and takes it again. */
+static void test_lock_answer_lost(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_listed("a", 0, 0, 1);
+    harness_multi_lost(0, ZCONNECTIONLOSS);
+    CHECK(harness_state(id) == JS_DELAYED);
+    CHECK(c->c->inflight == 0);
+    harness_advance(ZK_RETRY_MS - 51);
+    CHECK(harness_state(id) == JS_DELAYED);
+    harness_advance(1); /* within 50 ms of its retry: locked ahead */
+    CHECK(harness_state(id) == JS_LOCKING);
+    harness_multi_fails(0, 1, ZNODEEXISTS);
+    harness_exists_ok(0, harness_session()); /* ours */
+    CHECK(harness_state(id) == JS_SETTLING);
+    CHECK_STR(harness_call_what(0), "children job");
+    char owner[64];
+    snprintf(owner, sizeof owner, "owner-%llx-0000000001", (unsigned long long)harness_session());
+    char *names[] = {"lock", owner};
+    fake_zk_answer(harness_zs(), 0, &(struct zk_result){.rc = ZOK, .children = names,
+                                                         .nchildren = 2});
+    harness_turn();
+    CHECK(harness_state(id) == JS_SETTLING);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock");
+    CHECK(strstr(fake_zk_multi(harness_zs(), 0)->paths[0], owner) != NULL);
+    harness_multi_ok(0, 1);
+    CHECK(harness_state(id) == JS_LOCKING); /* due: locked again for the consumer */
+    harness_multi_ok(0, 2);
+    CHECK(harness_state(id) == JS_INFLIGHT);
+    CHECK(c->njobs == 1 && c->jobs[0].attempt == 2);
+    harness_stop();
+}
+
+/* A job due within 50 ms is locked ahead while a consumer has room (lock from DELAYED),
+ * waits ARMED, and at its due time is only pushed: no second multi. */
+static void test_lock_ahead(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_listed("a", 30, 0, 1); /* the timer fires at once */
+    CHECK(harness_state(id) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner");
+    harness_multi_ok(0, 1);
+    CHECK(harness_state(id) == JS_ARMED);
+    CHECK(c->njobs == 0);
+    harness_advance(29);
+    CHECK(harness_state(id) == JS_ARMED);
+    harness_advance(1);
+    CHECK(harness_state(id) == JS_INFLIGHT);
+    CHECK(c->njobs == 1 && harness_multis() == 0);
+    harness_stop();
+}
+
+/* Paused: a lock taken ahead is given back, ARMED or READY (due, no consumer with room),
+ * and the job waits for its due time again. */
+static void test_pause_gives_back(void)
+{
+    harness_start(QUEUES);
+    harness_consumer("a", 1);
+    const char *armed = harness_listed("a", 30, 0, 1);
+    harness_advance(0);
+    harness_multi_ok(0, 1);
+    const char *busy = harness_listed("a", 0, 0, 1); /* takes the consumer's one slot */
+    harness_multi_ok(0, 1);
+    const char *ahead = harness_listed("a", 40, 0, 1);
+    CHECK(harness_state(armed) == JS_ARMED && harness_state(busy) == JS_INFLIGHT);
+    harness_advance(30);
+    CHECK(harness_state(armed) == JS_READY); /* due, the consumer is full */
+    CHECK(harness_state(ahead) == JS_DELAYED && harness_multis() == 0); /* no room: not ahead */
+    harness_pause("a", 1);
+    CHECK(harness_state(armed) == JS_SETTLING);
+    CHECK(harness_multis() == 1);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock");
+    harness_multi_ok(0, 1);
+    CHECK(harness_state(armed) == JS_READY); /* due: ready, and paused: not locked */
+    CHECK(harness_multis() == 0);
+    harness_stop();
+}
+
+/* An ARMED job given back before its due time waits DELAYED for it. */
+static void test_pause_armed(void)
+{
+    harness_start(QUEUES);
+    harness_consumer("a", 1);
+    const char *id = harness_listed("a", 40, 0, 1);
+    harness_advance(0);
+    harness_multi_ok(0, 1);
+    CHECK(harness_state(id) == JS_ARMED);
+    harness_pause("a", 1);
+    CHECK(harness_state(id) == JS_SETTLING);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock");
+    harness_multi_ok(0, 1);
+    CHECK(harness_state(id) == JS_DELAYED);
+    harness_stop();
+}
+
+int main(void)
+{
+    test_lock_then_push();
+    test_payload_read();
+    test_lock_nonode();
+    test_lock_nodeexists();
+    test_lock_gone_before_check();
+    test_lock_answer_lost();
+    test_lock_ahead();
+    test_pause_gives_back();
+    test_pause_armed();
+    return check_report("unit.engine_lock");
+}

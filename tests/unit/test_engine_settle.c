@@ -1,0 +1,289 @@
+/* ACK and NACK (src/daemon/engine/settle.c) over the scripted store: each transaction's
+ * operations, each failure of it (NoNode: cancelled or our lock gone; BadVersion; a lost
+ * answer verified by reads), the nack's move, back-off and plain release, max_attempts
+ * (dead letters at a nack and at delivery), NACK unrun=1, a consumer that leaves, and a
+ * held job cancelled (gone from its listing and from ZooKeeper). */
+#include "check.h"
+#include "engine_harness.h"
+#include "settle.h"
+
+#define QUEUES "[queue a]\nttr = 10s\nmax_attempts = 3\nbackoff_min = 1s\nbackoff_max = 3s\n" \
+               "backoff_jitter = 0\n[queue r]\nbackoff_min = 0\nbackoff_max = 0\n"
+
+/* The due time of the job named by the first word after "OK " in LINE. */
+static int64_t due_of_reply(const char *line)
+{
+    char id[LAYOUT_ID_MAX + 1], queue[QUEUE_NAME_MAX + 1];
+    struct job_name jn;
+    if (sscanf(line, "OK %200s", id) != 1 || layout_parse_id(id, queue, sizeof queue, &jn) != 0)
+        return -1;
+    return (int64_t)jn.due_ms;
+}
+
+static void test_ack(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    struct harness_reply *r = harness_ack(c, id);
+    CHECK(harness_state(id) == JS_SETTLING && !r->done);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, delete job");
+    harness_multi_ok(0, 1);
+    CHECK(r->done == 1);
+    CHECK_STR(r->line, "OK");
+    CHECK(harness_state(id) == -1);
+    CHECK(c->c->inflight == 0);
+    r = harness_ack(c, id);
+    CHECK_CONTAINS(r->line, "NOT_FOUND");
+    harness_stop();
+}
+
+/* NoNode on our owner node, and the job gone too: cancelled while held (CANCEL force=1). */
+static void test_ack_cancelled(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    struct harness_reply *r = harness_ack(c, id);
+    harness_multi_fails(0, 0, ZNONODE);
+    CHECK(harness_state(id) == JS_SETTLING && !r->done);
+    CHECK_STR(harness_call_what(0), "exists job");
+    harness_call_rc(0, ZNONODE);
+    CHECK_CONTAINS(r->line, "LEASE_LOST");
+    CHECK_CONTAINS(r->line, "cancelled");
+    CHECK(harness_state(id) == -1 && c->c->inflight == 0);
+    harness_stop();
+}
+
+/* NoNode on our owner node, the job still there: our lock went; delivered again. */
+static void test_ack_lock_gone(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    struct harness_reply *r = harness_ack(c, id);
+    harness_multi_fails(0, 0, ZNONODE);
+    harness_call_rc(0, ZOK);
+    CHECK_CONTAINS(r->line, "LEASE_LOST");
+    CHECK_CONTAINS(r->line, "lease lost");
+    CHECK(harness_state(id) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner");
+    harness_stop();
+}
+
+/* BadVersion (or NotEmpty: another holder's owner node): the lease is lost. */
+static void test_ack_badversion(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    struct harness_reply *r = harness_ack(c, id);
+    harness_multi_fails(0, 2, ZBADVERSION);
+    CHECK_CONTAINS(r->line, "LEASE_LOST");
+    CHECK(harness_calls() == 0);
+    CHECK(harness_state(id) == JS_LOCKING);
+    harness_stop();
+}
+
+/* The answer was lost: the lock is looked at, then the job. Both gone: it was applied. */
+static void test_ack_lost_applied(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    struct harness_reply *r = harness_ack(c, id);
+    harness_multi_lost(0, ZCONNECTIONLOSS);
+    CHECK(harness_state(id) == JS_SETTLING && !r->done);
+    CHECK_STR(harness_call_what(0), "exists lock");
+    harness_call_rc(0, ZNONODE);
+    CHECK_STR(harness_call_what(0), "exists job");
+    harness_call_rc(0, ZNONODE);
+    CHECK_STR(r->line, "OK");
+    CHECK(harness_state(id) == -1);
+    harness_stop();
+}
+
+/* The answer was lost and our lock is still there: not applied; the job is still held
+ * and the consumer may ack again. */
+static void test_ack_lost_not_applied(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    struct harness_reply *r = harness_ack(c, id);
+    harness_multi_lost(0, ZOPERATIONTIMEOUT);
+    harness_exists_ok(0, harness_session());
+    CHECK_CONTAINS(r->line, "UNAVAILABLE");
+    CHECK_CONTAINS(r->line, "still held");
+    CHECK(harness_state(id) == JS_INFLIGHT);
+    r = harness_ack(c, id);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, delete job");
+    harness_multi_ok(0, 1);
+    CHECK_STR(r->line, "OK");
+    harness_stop();
+}
+
+/* The answer was lost, the lock is another's now and the job is there: not ours, not
+ * applied. */
+static void test_ack_lost_other_holder(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    struct harness_reply *r = harness_ack(c, id);
+    harness_multi_lost(0, ZCONNECTIONLOSS);
+    harness_exists_ok(0, harness_session() + 7);
+    CHECK_STR(harness_call_what(0), "exists job");
+    harness_call_rc(0, ZOK);
+    CHECK_CONTAINS(r->line, "LEASE_LOST");
+    CHECK(harness_state(id) == JS_LOCKING);
+    harness_stop();
+}
+
+/* NACK with a delay: the job moves to a new name due then. */
+static void test_nack_delay(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    struct harness_reply *r = harness_nack(c, id, 5000);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, delete job, create job2");
+    harness_multi_ok(0, 1);
+    CHECK(due_of_reply(r->line) == harness_now() + 5000);
+    CHECK(harness_state(id) == -1 && c->c->inflight == 0);
+    harness_stop();
+}
+
+/* NACK without a delay: the queue's back-off, doubling from backoff_min to backoff_max. */
+static void test_nack_backoff(void)
+{
+    harness_start(QUEUES);
+    const struct queue_config *qc = dispatcher_queue(harness_ds(), "a")->cfg;
+    CHECK(settle_backoff_ms(qc, 1) == 1000 && settle_backoff_ms(qc, 2) == 2000);
+    CHECK(settle_backoff_ms(qc, 3) == 3000 && settle_backoff_ms(qc, 9) == 3000);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_listed("a", 0, 0, 1);
+    harness_multi_ok(0, 2); /* its second delivery */
+    struct harness_reply *r = harness_nack(c, id, -1);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, delete job, create job2");
+    harness_multi_ok(0, 1);
+    CHECK(due_of_reply(r->line) == harness_now() + 2000);
+    harness_stop();
+}
+
+/* No back-off: a plain release, and the job is delivered again (attempt 2). */
+static void test_nack_release(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("r", 1);
+    const char *id = harness_delivered("r");
+    struct harness_reply *r = harness_nack(c, id, -1);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock");
+    harness_multi_ok(0, 1);
+    CHECK_STR(r->line, "OK");
+    CHECK(harness_state(id) == JS_LOCKING);
+    harness_multi_ok(0, 2);
+    CHECK(c->njobs == 2 && c->jobs[1].attempt == 2);
+    harness_stop();
+}
+
+/* The last allowed attempt nacked: the dead letters. */
+static void test_nack_dead_letter(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_listed("a", 0, 0, 1);
+    harness_multi_ok(0, 3);
+    struct harness_reply *r = harness_nack(c, id, 5000);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, delete job, create dead");
+    harness_multi_ok(0, 1);
+    CHECK_CONTAINS(r->line, "OK dead=a/");
+    CHECK(harness_state(id) == -1);
+    harness_stop();
+}
+
+/* Locked for an attempt past max_attempts (its holders kept crashing): buried, never
+ * pushed, and the consumer's slot is free again. */
+static void test_bury_at_delivery(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_listed("a", 0, 0, 1);
+    harness_multi_ok(0, 4);
+    CHECK(harness_state(id) == JS_SETTLING);
+    CHECK(c->njobs == 0 && c->c->inflight == 0);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, delete job, create dead");
+    harness_multi_ok(0, 1);
+    CHECK(harness_state(id) == -1);
+    harness_stop();
+}
+
+/* NACK unrun=1: created again under its own name; its next delivery is attempt 1 again. */
+static void test_nack_unrun(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    struct harness_reply *r = harness_nack_unrun(c, id);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, delete job, create job");
+    harness_multi_ok(0, 1);
+    CHECK_STR(r->line, "OK");
+    CHECK(harness_state(id) == JS_LOCKING);
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 2 && c->jobs[1].attempt == 1);
+    harness_stop();
+}
+
+/* The consumer's connection closed: what it held is released and offered again. */
+static void test_consumer_gone(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    harness_consumer_gone(c);
+    CHECK(harness_state(id) == JS_SETTLING);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock");
+    harness_multi_ok(0, 1);
+    CHECK(harness_state(id) == JS_READY);
+    harness_stop();
+}
+
+/* A held job missing from a listing is looked up; gone for real (CANCEL force=1), its
+ * consumer is told CANCELLED at once and its ACK changes nothing. */
+static void test_cancelled_while_held(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    harness_unlisted(id);
+    CHECK(harness_state(id) == JS_INFLIGHT && c->ncancelled == 0);
+    CHECK_STR(harness_call_what(0), "exists job");
+    harness_call_rc(0, ZNONODE);
+    CHECK(c->ncancelled == 1);
+    CHECK_STR(c->cancelled, id);
+    CHECK(harness_state(id) == -1);
+    struct harness_reply *r = harness_ack(c, id);
+    CHECK_CONTAINS(r->line, "cancelled");
+    CHECK(harness_multis() == 0);
+    harness_stop();
+}
+
+int main(void)
+{
+    test_ack();
+    test_ack_cancelled();
+    test_ack_lock_gone();
+    test_ack_badversion();
+    test_ack_lost_applied();
+    test_ack_lost_not_applied();
+    test_ack_lost_other_holder();
+    test_nack_delay();
+    test_nack_backoff();
+    test_nack_release();
+    test_nack_dead_letter();
+    test_bury_at_delivery();
+    test_nack_unrun();
+    test_consumer_gone();
+    test_cancelled_while_held();
+    return check_report("unit.engine_settle");
+}
