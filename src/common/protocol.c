@@ -24,8 +24,6 @@ static const char *const errnames[] = {
     "LEASE_LOST", "QUEUE_FULL", "IN_FLIGHT", "PARTIAL", "PERMISSION_DENIED",
 };
 
-const char *proto_errcode_name(enum proto_errcode code) { return errnames[code]; }
-
 static int bad(struct proto_error *err, enum proto_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -105,7 +105,6 @@ void proto_request_clear(struct proto_request *req);
 /* Releases what a decoder holds (a group half read) when its connection closes. */
 void proto_decoder_clear(struct proto_decoder *d);
 
-const char *proto_errcode_name(enum proto_errcode code);
 int proto_format_error(char *buf, size_t len, enum proto_errcode code, const char *text);
 /* The most bytes refusal_format() writes for the daemon's fields. */
 #define PROTO_FIELDS_MAX 128
