@@ -304,7 +304,8 @@ int deferd_subscribe(deferd_client *c, const char *queues_comma_separated, unsig
  * arrival order, up to timeout_ms (-1: forever, 0: only what has already arrived). On
  * DEFERD_OK *ev is
  * overwritten (not freed: clear it first when reusing); release it with
- * deferd_job_clear(&ev->job), which is right for every kind. DEFERD_ETIMEDOUT and
+ * deferd_job_clear(&ev->job), which is right for every kind. Whatever the result, *ev is
+ * zeroed first, so deferd_job_clear() is also safe after a failure. DEFERD_ETIMEDOUT and
  * DEFERD_ENOMEM leave the connection usable. Queued pushes are never dropped by a timeout. */
 int deferd_next_event(deferd_client *c, deferd_event *ev, int timeout_ms);
 
@@ -314,7 +315,8 @@ int deferd_next_event(deferd_client *c, deferd_event *ev, int timeout_ms);
  * otherwise it only learns of an expired lease when deferd_ack()/deferd_nack() fails with
  * LEASE_LOST (which also frees the inflight slot the taken job kept).
  * On DEFERD_OK *job is overwritten (not freed: clear it first when reusing) and owns a
- * payload; release it with deferd_job_clear(). DEFERD_ETIMEDOUT and DEFERD_ENOMEM leave the
+ * payload; release it with deferd_job_clear(), which is also safe after a failure (*job
+ * is zeroed first). DEFERD_ETIMEDOUT and DEFERD_ENOMEM leave the
  * connection usable; queued jobs are never dropped by a timeout. */
 int deferd_next_job(deferd_client *c, deferd_job *job, int timeout_ms);
 

@@ -666,6 +666,7 @@ int deferd_next_event(deferd_client *c, deferd_event *ev, int timeout_ms)
 {
     if (c == NULL || ev == NULL)
         return DEFERD_EARG;
+    memset(ev, 0, sizeof *ev); /* so that deferd_job_clear() is safe after a failure */
     int rc = client_check_usable(c);
     if (rc != DEFERD_OK)
         return rc;
@@ -677,6 +678,7 @@ int deferd_next_job(deferd_client *c, deferd_job *job, int timeout_ms)
 {
     if (c == NULL || job == NULL)
         return DEFERD_EARG;
+    memset(job, 0, sizeof *job); /* so that deferd_job_clear() is safe after a failure */
     int rc = client_check_usable(c);
     if (rc != DEFERD_OK)
         return rc;

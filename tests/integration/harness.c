@@ -231,11 +231,31 @@ static void check_log_size(const struct daemon_proc *d)
             (long long)st.st_size, LOG_BYTES_MAX);
 }
 
+/* After a failed check, the end of the daemon's log goes with the test's output: CI keeps
+ * only what ctest printed, and the log explains most failures. */
+static void print_log_tail(const struct daemon_proc *d)
+{
+    enum { TAIL = 60 };
+    static char lines[TAIL][512];
+    long n = 0;
+    FILE *f = fopen(d->log, "r");
+    if (!f)
+        return;
+    while (fgets(lines[n % TAIL], sizeof lines[0], f))
+        n++;
+    fclose(f);
+    fprintf(stderr, "harness: the last %ld lines of %s:\n", n < TAIL ? n : (long)TAIL, d->log);
+    for (long i = n < TAIL ? 0 : n - TAIL; i < n; i++)
+        fputs(lines[i % TAIL], stderr);
+}
+
 void daemon_kill(struct daemon_proc *d, int sig)
 {
     if (d->pid <= 0)
         return;
     check_log_size(d);
+    if (check_failures)
+        print_log_tail(d);
     kill(d->pid, sig);
     int status;
     waitpid(d->pid, &status, 0);

@@ -193,6 +193,34 @@ static void test_pause_armed(void)
     harness_stop();
 }
 
+/* A due job waits while a lock taken ahead of an earlier due job is unanswered (it must not
+ * overtake it). When that lock ends without a push (its payload read failed, or it is over
+ * max_payload), the waiting job is dispatched at once, not at the next unrelated event. */
+static void test_prelock_given_back_unblocks(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *ahead = harness_listed("a", 30, 0, 0); /* payload read after the lock */
+    CHECK(harness_state(ahead) == JS_LOCKING && harness_multis() == 1);
+    harness_advance(30);
+    const char *next = harness_listed("a", 0, 0, 1);
+    CHECK(harness_state(next) == JS_READY); /* behind the unanswered lock taken ahead */
+    harness_multi_ok(0, 1);
+    CHECK(harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "get job");
+    harness_call_rc(0, ZCONNECTIONLOSS); /* released, offered again in ZK_RETRY_MS */
+    CHECK(harness_state(ahead) == JS_SETTLING);
+    CHECK(harness_state(next) == JS_LOCKING);
+    CHECK(harness_multis() == 2);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock");
+    CHECK_STR(harness_multi_ops(1), "check job, create lock, create-seq owner");
+    harness_multi_ok(1, 1);
+    CHECK(harness_state(next) == JS_INFLIGHT);
+    CHECK(c->njobs == 1);
+    CHECK_STR(c->jobs[0].id, next);
+    harness_stop();
+}
+
 int main(void)
 {
     test_lock_then_push();
@@ -204,5 +232,6 @@ int main(void)
     test_lock_ahead();
     test_pause_gives_back();
     test_pause_armed();
+    test_prelock_given_back_unblocks();
     return check_report("unit.engine_lock");
 }

@@ -26,8 +26,11 @@ void job_unheap(struct job *job)
         heap_remove(&job->q->ready, job->heap_pos);
     else if (job->state == JS_ARMED)
         heap_remove(&job->q->armed, job->heap_pos);
-    else if (job->state == JS_LOCKING)
+    else if (job->state == JS_LOCKING) {
         heap_remove(&job->q->prelocking, job->heap_pos);
+        /* due jobs may wait behind it (dispatcher_dispatch); it may leave without a push */
+        dispatcher_kick_soon(job->q->ds, job->q);
+    }
     else if (job->state == JS_INFLIGHT)
         heap_remove(&job->q->ds->leases, job->heap_pos);
 }
