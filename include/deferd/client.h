@@ -129,9 +129,13 @@ typedef struct deferd_put_opts {
                              * [A-Za-z0-9_.:@-], first a letter or digit): while a job with
                              * this key exists in the queue, a put with it creates nothing
                              * and returns the existing job's id as a duplicate */
+    const char *group;      /* NULL or the job's group (DEFERD_GROUP_MAX bytes, the key's
+                             * characters): a queue's groups take turns at delivery, and
+                             * per-group limits count by it (docs/limits.md) */
 } deferd_put_opts;
 
 #define DEFERD_KEY_MAX 64
+#define DEFERD_GROUP_MAX 32
 #define DEFERD_BATCH_MAX 1000   /* jobs in one batch or one ack/nack with follow-ups */
 
 /* One job of deferd_put_one(), deferd_put_batch(), deferd_ack_then(), deferd_nack_then().
@@ -330,6 +334,11 @@ void deferd_job_clear(deferd_job *job);
  * kept from an earlier delivery. DEFERD_EARG for an id without one (a Curator format
  * queue's item) or a buffer too small. */
 int deferd_job_uid(const char *job_id, char *uid, size_t len);
+
+/* The group the job was put with (deferd_put_opts.group) into group (DEFERD_GROUP_MAX + 1
+ * bytes will do), "" for a job put without one; it is part of the job's id. DEFERD_EARG for
+ * a malformed id or a buffer too small. */
+int deferd_job_group(const char *job_id, char *group, size_t len);
 
 /* Job done: the daemon deletes it. Only for jobs pushed to this connection. Fails with
  * DEFERD_ESERVER and code "LEASE_LOST" when the job's lease expired (or its lock was lost):

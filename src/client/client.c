@@ -166,6 +166,10 @@ static int check_put(deferd_client *c, const char *queue, const void *payload, s
                            DEFERD_ID_MAX + 1);
     if (opts && opts->key && check_key(c, opts->key) != DEFERD_OK)
         return DEFERD_EARG;
+    if (opts && opts->group && !names_valid_group(opts->group))
+        return client_fail(c, DEFERD_EARG, "invalid group '%.80s' (1-%d bytes of A-Z a-z 0-9 "
+                           "_ . : @ -, starting with a letter or digit)", opts->group,
+                           DEFERD_GROUP_MAX);
     return check_queue(c, queue, strlen(queue));
 }
 
@@ -702,6 +706,13 @@ void deferd_job_clear(deferd_job *job)
         return;
     free(job->payload);
     memset(job, 0, sizeof *job);
+}
+
+int deferd_job_group(const char *job_id, char *group, size_t len)
+{
+    if (job_id == NULL || group == NULL || names_job_group(job_id, group, len) != 0)
+        return DEFERD_EARG;
+    return DEFERD_OK;
 }
 
 int deferd_job_uid(const char *job_id, char *uid, size_t len)

@@ -49,6 +49,8 @@ int wire_put_header(deferd_client *c, struct out_line *l, const char *queue, siz
         rc = wire_line_add(c, l, " ttr=%" PRIu64, o->ttr_ms);
     if (rc == DEFERD_OK && o && o->key)
         rc = wire_line_add(c, l, " key=%s", o->key);
+    if (rc == DEFERD_OK && o && o->group)
+        rc = wire_line_add(c, l, " group=%s", o->group);
     if (rc == DEFERD_OK && token)
         rc = wire_line_add(c, l, " idem=%s", token);
     if (rc == DEFERD_OK)

@@ -79,7 +79,7 @@ static const struct {
     [SEC_QUEUE] = {"queue NAME", (const char *const[]){"priority", "ttr", "max_attempts",
         "max_pending", "format", "curator_path", "curator_lock_path", "curator_corrupt",
         "backoff_min", "backoff_max", "backoff_jitter", "producers", "consumers",
-        "key_retention", "pack_after", "pack_window", NULL}},
+        "key_retention", "pack_after", "pack_window", "concurrency", "group_weights", NULL}},
     [SEC_SCHEDULE] = {"schedule NAME", (const char *const[]){"queue", "payload",
         "payload_file", "priority", "ttr", "cron", "every", "anchor", "timezone", "jitter",
         "misfire", "misfire_grace", "overlap", "ahead", NULL}},
@@ -588,6 +588,36 @@ static struct queue_config *add_queue(struct load *ld, const char *name)
     return q;
 }
 
+/* group_weights = vip:4 gold:2 (blanks or commas between): the turns each group takes in
+ * a row; groups not named take 1. */
+static int parse_weights(struct load *ld, struct queue_config *q, const char *value)
+{
+    char buf[4096], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", value);
+    q->nweights = 0;
+    for (char *tok = strtok_r(buf, " ,\t", &save); tok; tok = strtok_r(NULL, " ,\t", &save)) {
+        char *colon = strrchr(tok, ':');
+        uint64_t w;
+        if (!colon)
+            return cfg_fail(ld, "'group_weights': '%s' is not GROUP:WEIGHT", tok);
+        *colon = '\0';
+        if (!names_valid_group(tok))
+            return cfg_fail(ld, "'group_weights': bad group '%s' (1-%d of A-Z a-z 0-9 _ . : @ -)",
+                            tok, NAMES_GROUP_MAX);
+        if (units_parse_u64(colon + 1, QUEUE_WEIGHT_MAX, &w) != 0 || w == 0)
+            return cfg_fail(ld, "'group_weights': weight of %s must be 1..%d, not '%s'", tok,
+                            QUEUE_WEIGHT_MAX, colon + 1);
+        for (size_t i = 0; i < q->nweights; i++)
+            if (strcmp(q->weights[i].group, tok) == 0)
+                return cfg_fail(ld, "'group_weights': group %s given twice", tok);
+        if (q->nweights == QUEUE_WEIGHTS_MAX)
+            return cfg_fail(ld, "'group_weights': more than %d groups", QUEUE_WEIGHTS_MAX);
+        snprintf(q->weights[q->nweights].group, sizeof q->weights[0].group, "%s", tok);
+        q->weights[q->nweights++].weight = (uint32_t)w;
+    }
+    return 1;
+}
+
 static int queue_key(struct load *ld, const char *qname, const char *key, const char *value)
 {
     struct queue_config *q = find_queue(ld->cfg, qname);
@@ -617,6 +647,12 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
     }
     if (strcmp(key, "key_retention") == 0)
         return cfg_set_duration(ld, &q->key_retention_ms, key, value, 0, 86400000ULL * 3650);
+    if (strcmp(key, "group_weights") == 0)
+        return parse_weights(ld, q, value);
+    if (strcmp(key, "concurrency") == 0) {
+        q->concurrency_line = ld->line;
+        return cfg_set_u32(ld, &q->concurrency, key, value, 0, QUEUE_CONCURRENCY_MAX);
+    }
     if (strcmp(key, "pack_after") == 0 || strcmp(key, "pack_window") == 0) {
         int after = key[5] == 'a';
         q->pack_line = ld->line; /* checked against lookahead: validate_packs() */
@@ -854,6 +890,10 @@ static int validate_curator(struct load *ld, const struct queue_config *q)
 {
     const char *p = q->curator_path, *l = q->curator_lock_path;
     size_t n = strlen(p);
+    if (q->format != QF_NATIVE && q->concurrency)
+        return cfg_fail_at(ld, q->concurrency_line, "[queue %s]: concurrency applies to deferd's "
+                           "own queues only, not to format = curator-* (Curator's consumers "
+                           "take items without slots)", q->name);
     if (q->format == QF_NATIVE) {
         if (!*p && !*l)
             return 0;

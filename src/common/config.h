@@ -25,6 +25,16 @@ enum queue_format { QF_NATIVE, QF_CURATOR_DELAY, QF_CURATOR_PRIORITY };
 #define CONFIG_MAX_INFLIGHT_LIMIT 10000
 #define HOLD_WRITES_DEFAULT_MS 4000 /* [daemon] hold_writes, unless session_timeout is shorter */
 
+/* [queue] concurrency: at most this many slots (engine/limit.h) */
+#define QUEUE_CONCURRENCY_MAX 10000
+/* [queue] group_weights: "name:N ..." (engine/turns.h): groups named, and a weight's bound */
+#define QUEUE_WEIGHTS_MAX 64
+#define QUEUE_WEIGHT_MAX 1000
+struct group_weight {
+    char group[NAMES_GROUP_MAX + 1];
+    uint32_t weight;
+};
+
 struct queue_config {
     char name[QUEUE_NAME_MAX + 1];
     int line;                 /* where its section starts */
@@ -38,6 +48,10 @@ struct queue_config {
     uint32_t backoff_jitter;  /* percent of the delay, spread both ways */
     uint64_t max_pending;     /* puts refused (QUEUE_FULL) at this many jobs; 0 = no limit */
     uint64_t key_retention_ms; /* an acked job's key stays taken this long; 0 = freed */
+    uint32_t concurrency;     /* jobs held at once across the cluster; 0 = no limit */
+    int concurrency_line;
+    struct group_weight weights[QUEUE_WEIGHTS_MAX]; /* turns a group takes in a row (else 1) */
+    size_t nweights;
     /* Layout version 2: jobs due beyond now + pack_after go into packs, one per window of
      * pack_window (a divisor of the 10000 s L1 bucket); 0 = never pack. Line: for errors. */
     uint64_t pack_after_ms;

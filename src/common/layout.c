@@ -52,14 +52,32 @@ static const char *split_key(const char *name, struct job_name *out, size_t *bas
     return name;
 }
 
-/* Optional tagged fields after the uid, in this order: a<prior attempts>, t<ttr ms>. */
+/* "g<group>", '~' standing for '-'. */
+static int parse_group(const char *f, size_t len, struct job_name *out)
+{
+    if (len < 2 || len - 1 > LAYOUT_GROUP_MAX)
+        return -1;
+    for (size_t i = 1; i < len; i++)
+        out->group[i - 1] = f[i] == '~' ? '-' : f[i];
+    out->group[len - 1] = '\0';
+    return names_valid_group(out->group) ? 0 : -1;
+}
+
+/* Optional tagged fields after the uid, in this order: a<prior attempts>, t<ttr ms>,
+ * g<group>. */
 static int parse_tags(const char *const *f, const size_t *len, size_t nf, struct job_name *out)
 {
-    static const char order[] = "at";
+    static const char order[] = "atg";
     size_t next = 0;
     for (size_t i = 3; i < nf; i++) {
         const char *pos = len[i] ? strchr(order + next, f[i][0]) : NULL;
         uint64_t v;
+        if (pos && *pos == 'g') {
+            if (parse_group(f[i], len[i], out) != 0)
+                return -1;
+            next = (size_t)(pos - order) + 1;
+            continue;
+        }
         if (!pos || parse_canonical(f[i] + 1, len[i] - 1, UINT32_MAX, &v) != 0 || v == 0)
             return -1;
         if (*pos == 'a')
@@ -73,7 +91,7 @@ static int parse_tags(const char *const *f, const size_t *len, size_t nf, struct
 
 int layout_parse_name(const char *name, struct job_name *out)
 {
-    enum { MAXF = 5 };
+    enum { MAXF = 6 };
     const char *f[MAXF];
     size_t len[MAXF], nf = 0, base_len;
     char base[LAYOUT_NAME_MAX + 1];
@@ -117,6 +135,16 @@ int layout_format_name(const struct job_name *jn, char *buf, size_t len)
         n += snprintf(buf + n, len - (size_t)n, "-a%u", jn->prior_attempts);
     if (n > 0 && jn->ttr_ms && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, "-t%u", jn->ttr_ms);
+    if (jn->group[0] && !names_valid_group(jn->group))
+        return -1;
+    if (n > 0 && jn->group[0] && (size_t)n + 2 + strlen(jn->group) < len) {
+        n += snprintf(buf + n, len - (size_t)n, "-g");
+        for (const char *g = jn->group; *g; g++)
+            buf[n++] = *g == '-' ? '~' : *g;
+        buf[n] = '\0';
+    } else if (jn->group[0]) {
+        return -1;
+    }
     if (jn->key[0] && !names_valid_key(jn->key))
         return -1;
     if (n > 0 && jn->key[0] && (size_t)n < len)

@@ -18,6 +18,7 @@ extern const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1]; /* [1..3] used */
 /* A pack's name: "p<window start ms>-<window width ms>-<uid>" (layout version 2). */
 #define LAYOUT_PACK_MAX 48
 #define LAYOUT_KEY_MAX NAMES_KEY_MAX
+#define LAYOUT_GROUP_MAX NAMES_GROUP_MAX
 #define LAYOUT_NAME_MAX 150
 #define LAYOUT_PATH_MAX 512
 #define LAYOUT_ID_MAX NAMES_ID_MAX
@@ -38,6 +39,7 @@ extern const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1]; /* [1..3] used */
 #define LAYOUT_COUNTS "counts"       /* <daemon uid>: a daemon's count of pending jobs */
 #define LAYOUT_COUNTS_ADMIN "admin"  /* counts/admin: deferctl's */
 #define LAYOUT_PAUSED "paused"       /* the queue's pause flag */
+#define LAYOUT_SLOTS "slots"         /* c-<i>: concurrency slots, ephemeral (engine/limit.h) */
 
 struct job_name {
     uint64_t due_ms;
@@ -45,6 +47,9 @@ struct job_name {
     uint32_t prior_attempts; /* deliveries before the job was moved (nack with delay) */
     uint32_t ttr_ms;         /* time-to-run lease; 0 = the queue's default */
     char uid[LAYOUT_UID_MAX + 1];
+    /* "" or the group it was put with (PUT group=): "-g<group>" after the tags, '-' written
+     * as '~' (names_job_group). Fair turns and per-group limits go by it. */
+    char group[LAYOUT_GROUP_MAX + 1];
     /* "" or the caller's idempotency key: while the job exists, the queue's key node
      * <root>/queues/<q>/keys/<hash>/<key> exists and names it. Last field of the name. */
     char key[LAYOUT_KEY_MAX + 1];

@@ -11,6 +11,7 @@ _Static_assert(DEFERD_QUEUE_SIZE > DEFERD_QUEUE_MAX, "a queue name's buffer");
 _Static_assert(DEFERD_ID_MAX == NAMES_ID_MAX, "job id limit");
 _Static_assert(DEFERD_ID_SIZE > NAMES_ID_MAX, "job id buffer");
 _Static_assert(DEFERD_KEY_MAX == NAMES_KEY_MAX, "key limit");
+_Static_assert(DEFERD_GROUP_MAX == NAMES_GROUP_MAX, "group limit");
 
 static int queue_byte_ok(char ch)
 {
@@ -33,16 +34,20 @@ int names_valid_queue(const char *name)
     return names_valid_queue_n(name, strnlen(name, QUEUE_NAME_MAX + 1));
 }
 
-int names_valid_key(const char *key)
+static int valid_key_n(const char *key, size_t max)
 {
-    size_t n = strnlen(key, NAMES_KEY_MAX + 1);
-    if (n == 0 || n > NAMES_KEY_MAX || !queue_byte_ok(key[0]) || strchr("_.-", key[0]))
+    size_t n = strnlen(key, max + 1);
+    if (n == 0 || n > max || !queue_byte_ok(key[0]) || strchr("_.-", key[0]))
         return 0;
     for (size_t i = 0; i < n; i++)
         if (!queue_byte_ok(key[i]) && key[i] != ':' && key[i] != '@')
             return 0;
     return 1;
 }
+
+int names_valid_key(const char *key) { return valid_key_n(key, NAMES_KEY_MAX); }
+
+int names_valid_group(const char *group) { return valid_key_n(group, NAMES_GROUP_MAX); }
 
 int names_valid_token(const char *token, uint64_t *ms)
 {
@@ -90,23 +95,54 @@ static size_t digits(const char *s)
     return n;
 }
 
-int names_job_uid(const char *id, char *uid, size_t len)
+/* The uid field of a native job id: where it starts, and its length in *n; NULL if none. */
+static const char *uid_field(const char *id, size_t *n)
 {
     if (!names_valid_job_id(id))
-        return -1;
+        return NULL;
     const char *p = strrchr(id, '/') + 1; /* the name, after the queue and any shard */
     for (int field = 0; field < 2; field++) { /* due time, priority */
-        size_t n = digits(p);
-        if (n == 0 || p[n] != '-')
-            return -1;
-        p += n + 1;
+        size_t d = digits(p);
+        if (d == 0 || p[d] != '-')
+            return NULL;
+        p += d + 1;
     }
-    size_t n = 0;
-    while ((p[n] >= '0' && p[n] <= '9') || (p[n] >= 'a' && p[n] <= 'z'))
-        n++;
-    if (n == 0 || n > NAMES_UID_MAX || (p[n] != '\0' && p[n] != '-') || n >= len)
+    *n = 0;
+    while ((p[*n] >= '0' && p[*n] <= '9') || (p[*n] >= 'a' && p[*n] <= 'z'))
+        ++*n;
+    return *n == 0 || *n > NAMES_UID_MAX || (p[*n] != '\0' && p[*n] != '-') ? NULL : p;
+}
+
+int names_job_uid(const char *id, char *uid, size_t len)
+{
+    size_t n;
+    const char *p = uid_field(id, &n);
+    if (!p || n >= len)
         return -1;
     memcpy(uid, p, n);
     uid[n] = '\0';
+    return 0;
+}
+
+int names_job_group(const char *id, char *group, size_t len)
+{
+    size_t n;
+    const char *p = len ? uid_field(id, &n) : NULL;
+    if (!p)
+        return -1;
+    group[0] = '\0';
+    p += n;
+    while (*p == '-' && p[1] != 'k') { /* tagged fields in order: a, t, g; the key is last */
+        n = strcspn(p + 1, "-");
+        if (p[1] == 'g') {
+            if (n - 1 >= len || n - 1 > NAMES_GROUP_MAX)
+                return -1;
+            for (size_t i = 0; i + 1 < n; i++)
+                group[i] = p[2 + i] == '~' ? '-' : p[2 + i];
+            group[n - 1] = '\0';
+            return names_valid_group(group) ? 0 : -1;
+        }
+        p += 1 + n;
+    }
     return 0;
 }

@@ -13,6 +13,7 @@
 #define NAMES_ID_MAX 240   /* layout.h's LAYOUT_ID_MAX */
 #define NAMES_UID_MAX 32   /* layout.h's LAYOUT_UID_MAX */
 #define NAMES_TOKEN_MAX 48 /* "<ms>-<random>": 15 digits, '-', 32 */
+#define NAMES_GROUP_MAX 32 /* layout.h's LAYOUT_GROUP_MAX */
 
 /* Queue names: 1..QUEUE_NAME_MAX of [A-Za-z0-9_.-], not starting with '.'. The _n form
  * checks the n bytes at s (a name inside a longer string). */
@@ -22,6 +23,10 @@ int names_valid_queue_n(const char *s, size_t n);
 /* Idempotency keys: 1..NAMES_KEY_MAX of [A-Za-z0-9_.:@-], starting with a letter or digit
  * (the queue's bytes plus ':' and '@'). */
 int names_valid_key(const char *key);
+
+/* Groups (PUT group=: fair turns, per-group limits): 1..NAMES_GROUP_MAX of the key's bytes
+ * ([A-Za-z0-9_.:@-], starting with a letter or digit). */
+int names_valid_group(const char *group);
 
 /* Put tokens (PUT idem=): "<ms>-<random>", the producer's clock in ms since the epoch
  * when it first tried the put (1..15 digits) and 8..32 of [0-9a-z]. Stores the ms in *ms
@@ -40,5 +45,10 @@ int names_valid_job_id_n(const char *id, size_t n);
  * to uid (size len, NUL-terminated) and returns 0; -1 for an id without one (a Curator
  * queue's item, a malformed id) or a buffer too small. */
 int names_job_uid(const char *id, char *uid, size_t len);
+
+/* The group a job was put with (PUT group=): its name's "-g<group>" field, where '~' stands
+ * for '-'. Copies it to group (size len) and returns 0; "" and 0 for a job without one; -1
+ * for a malformed id or a buffer too small. */
+int names_job_group(const char *id, char *group, size_t len);
 
 #endif

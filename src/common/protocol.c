@@ -93,6 +93,13 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
         strcpy(r->idem, v);
         return 0;
     }
+    if (strcmp(tok, "group") == 0 && r->cmd == CMD_PUT && !r->group[0]) {
+        if (!names_valid_group(v))
+            return bad(err, PE_BAD_REQUEST, "bad group '%.40s': 1-%d of [A-Za-z0-9_.:@-], "
+                       "starting with a letter or digit", v, NAMES_GROUP_MAX);
+        strcpy(r->group, v);
+        return 0;
+    }
     if (strcmp(tok, "then") == 0 && (r->cmd == CMD_ACK || r->cmd == CMD_NACK) && !r->then) {
         if (parse_num(v, PROTO_GROUP_MAX, &n, err) != 0 || n == 0)
             return bad(err, PE_BAD_REQUEST, "then must be 1..%d, got '%.20s'", PROTO_GROUP_MAX,
@@ -489,6 +496,7 @@ static void group_add(struct proto_decoder *d, struct proto_request *r)
     memcpy(p->queue, r->queue, sizeof p->queue);
     memcpy(p->key, r->key, sizeof p->key);
     memcpy(p->idem, r->idem, sizeof p->idem);
+    memcpy(p->group, r->group, sizeof p->group);
     p->has_delay = r->has_delay;
     p->has_at = r->has_at;
     p->has_prio = r->has_prio;

@@ -35,6 +35,7 @@ struct proto_put {
     char queue[QUEUE_NAME_MAX + 1];
     char key[LAYOUT_KEY_MAX + 1];                     /* "" or the idempotency key */
     char idem[NAMES_TOKEN_MAX + 1];                   /* "" or the put token */
+    char group[NAMES_GROUP_MAX + 1];                  /* "" or group= (fair turns) */
     int has_delay, has_at, has_prio, has_ttr;
     uint64_t delay_ms, at_ms, ttr_ms;
     uint32_t prio;
@@ -53,6 +54,8 @@ struct proto_request {
                                                        * RESCHEDULE by id */
     char key[LAYOUT_KEY_MAX + 1];                     /* PUT; CANCEL, RESCHEDULE by key */
     char idem[NAMES_TOKEN_MAX + 1];                   /* PUT: "" or the put token */
+    char group[NAMES_GROUP_MAX + 1];                  /* PUT: "" or group= (its job's group
+                                                       * for fair turns; not a BATCH's) */
     int force;                                        /* CANCEL force=1 */
     int unrun;                                        /* NACK unrun=1: never started */
     uint32_t then;                                    /* BATCH n; ACK, NACK then=n */

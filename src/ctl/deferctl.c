@@ -62,7 +62,8 @@ static void main_usage(FILE *f)
 static void put_usage(FILE *f)
 {
     fputs("Usage: deferctl put --queue Q [--delay DUR | --at TIME] [--priority N]\n"
-          "                    [--ttr DUR] [--key KEY] [--json] [--file PATH | PAYLOAD | -]\n"
+          "                    [--ttr DUR] [--key KEY] [--group G] [--json]\n"
+          "                    [--file PATH | PAYLOAD | -]\n"
           "       deferctl put --batch FILE [--json]\n"
           "Schedule a job and print its id. The payload is PAYLOAD, the contents of --file,\n"
           "or standard input (PAYLOAD '-', or neither given).\n\n"
@@ -76,9 +77,11 @@ static void put_usage(FILE *f)
           "  -f, --file PATH      read the payload from PATH ('-': standard input)\n"
           "  -k, --key KEY        idempotency key: while a job with KEY exists in the queue,\n"
           "                       nothing is created and its id is printed (a note on stderr)\n"
+          "  -g, --group G        the job's group: a queue's groups take turns at delivery\n"
+          "                       (1-32 of A-Z a-z 0-9 _ . : @ -; docs/limits.md)\n"
           "  -b, --batch FILE     put every job of FILE ('-': standard input), all or none; one\n"
           "                       a line: queue=Q [delay=DUR] [at=TIME] [prio=N] [ttr=DUR]\n"
-          "                       [key=K] payload=REST OF LINE (or payload64=BASE64); blank\n"
+          "                       [key=K] [group=G] payload=REST OF LINE (or payload64=BASE64); blank\n"
           "                       lines and lines starting with # are skipped. Prints one id a\n"
           "                       line, \"ID duplicate\" for a key that was taken\n"
           "  -j, --json           print {\"id\", \"duplicate\"} ({\"jobs\": [...]} for --batch)\n"
@@ -109,6 +112,7 @@ static int parse_put_opt(int opt, const char *arg, struct put_args *a)
     case 'q': a->queue = arg; return 0;
     case 'f': a->file = arg; return 0;
     case 'k': a->opts.key = arg; return 0;
+    case 'g': a->opts.group = arg; return 0;
     case 'b': a->batch = arg; return 0;
     case 'j': a->json = 1; return 0;
     case 'd':
@@ -146,11 +150,11 @@ static int parse_put(int argc, char **argv, struct put_args *a)
         { "at", required_argument, NULL, 'a' }, { "priority", required_argument, NULL, 'p' },
         { "ttr", required_argument, NULL, 't' }, { "file", required_argument, NULL, 'f' },
         { "key", required_argument, NULL, 'k' }, { "batch", required_argument, NULL, 'b' },
-        { "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        { "group", required_argument, NULL, 'g' }, { "json", no_argument, NULL, 'j' },
+        { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
     };
     int opt, rc;
-    while ((opt = getopt_long(argc, argv, "q:d:a:p:t:f:k:b:jh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "q:d:a:p:t:f:k:g:b:jh", longopts, NULL)) != -1) {
         if (opt == 'h') {
             put_usage(stdout);
             return -1;

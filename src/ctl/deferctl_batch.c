@@ -95,6 +95,8 @@ static const char *take_option(char *tok, deferd_put_item *it, int64_t now)
         o->has_ttr = 1;
     else if (strcmp(tok, "key") == 0 && !o->key && names_valid_key(v))
         o->key = v;
+    else if (strcmp(tok, "group") == 0 && !o->group && names_valid_group(v))
+        o->group = v;
     else {
         const char *problem =
             strcmp(tok, "at") ? NULL : units_time_problem(units_parse_time_ms(v, now, &n));

@@ -33,8 +33,9 @@ void ctl_work_usage(FILE *f)
           "                     [--kill-on-expiry] -- CMD [ARGS...]\n"
           "Run CMD once per job, up to N at once, with the payload on its standard input\n"
           "and DEFERD_JOB_ID, DEFERD_JOB_UID, DEFERD_QUEUE, DEFERD_ATTEMPT, DEFERD_DUE_MS,\n"
-          "DEFERD_PRIORITY, DEFERD_TTR_MS in its environment (DEFERD_JOB_UID: the job's\n"
-          "identity, the same on every delivery). Exit status 0 acks the job; anything else\n"
+          "DEFERD_PRIORITY, DEFERD_TTR_MS, DEFERD_GROUP in its environment (DEFERD_JOB_UID:\n"
+          "the job's identity, the same on every delivery; DEFERD_GROUP: its group, \"\" for\n"
+          "none). Exit status 0 acks the job; anything else\n"
           "nacks it: it is delivered again after the queue's backoff (backoff_min doubled\n"
           "per attempt, up to backoff_max), under a new id, with attempt + 1; at once and\n"
           "under the same id if the queue's backoff_min is 0; after max_attempts it goes\n"
@@ -51,7 +52,8 @@ void ctl_work_usage(FILE *f)
           "  -r, --nack-delay DUR retry a failed job after DUR instead of the backoff\n"
           "  -t, --touch          renew a running job's lease, however long CMD takes\n"
           "      --quiet          no line per acked job (failures are still reported)\n"
-          "      --kill-on-expiry SIGTERM a command whose lease expired, SIGKILL 5 s later\n"
+          "      --kill-on-expiry SIGTERM a command whose lease expired or whose deferd\n"
+          "                       connection was lost, SIGKILL 5 s later\n"
           "  -h, --help           show this help\n"
           "SIGINT/SIGTERM: let the running commands finish, then exit 0. On leaving (a\n"
           "signal or --max-jobs) work takes no new job, and jobs pushed ahead but not\n"
@@ -239,6 +241,11 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void kill_expired(struct run *r, const char *why);
+
+/* The daemon that holds our jobs' locks is gone (or unreadable): with --kill-on-expiry the
+ * running commands stop, as for an expired lease, since their locks end with its session
+ * and another daemon may deliver their jobs again (a queue's concurrency counts on it). */
 static void conn_failed(struct worker *w, int rc)
 {
     if (w->failed)
@@ -248,6 +255,13 @@ static void conn_failed(struct worker *w, int rc)
     w->failed = 1;
     w->stopping = 1;
     w->rc = EXIT_FAIL;
+    for (unsigned i = 0; w->a->kill_on_expiry && i < w->a->concurrency; i++) {
+        struct run *r = &w->runs[i];
+        if (r->pid != 0 && r->lost == CUR_HELD && !r->kill_at_ms) {
+            r->lost = CUR_EXPIRED;
+            kill_expired(r, "connection to deferd lost (its lease cannot be kept)");
+        }
+    }
 }
 
 /* A failure that leaves the connection usable: start nothing more, let the running commands
@@ -462,12 +476,12 @@ static void answer_taken(struct worker *w, const char *id)
 }
 
 /* --kill-on-expiry: the job will run elsewhere, so this run is stopped, gently first. */
-static void kill_expired(struct run *r)
+static void kill_expired(struct run *r, const char *why)
 {
-    ctl_errmsg("%s: lease expired while its command runs; the job will be delivered again "
+    ctl_errmsg("%s: %s while its command runs; the job will be delivered again "
                "(to another worker first); sending SIGTERM to the command (pid %ld), "
                "SIGKILL in %d s",
-               r->job.id, (long)r->pid, KILL_GRACE_MS / 1000);
+               r->job.id, why, (long)r->pid, KILL_GRACE_MS / 1000);
     kill(r->pid, SIGTERM);
     r->kill_at_ms = mono_ms() + KILL_GRACE_MS;
 }
@@ -484,7 +498,7 @@ static void job_taken(struct worker *w, const char *id, int cancelled)
                        "delivered again; the command runs to its end, its exit status is ignored",
                        id);
         else if (w->a->kill_on_expiry)
-            kill_expired(r);
+            kill_expired(r, "lease expired");
         else
             ctl_errmsg("%s: lease expired while its command runs; the job will be delivered "
                        "again (to another worker first)",
@@ -614,6 +628,7 @@ static void give_back(struct worker *w)
 static int set_job_env(const deferd_job *job)
 {
     char attempt[16], due[24], prio[16], ttr[16], uid[DEFERD_UID_SIZE];
+    char group[DEFERD_GROUP_MAX + 1];
     /* a Curator queue's item has no stable uid: none, rather than one from the caller */
     if (deferd_job_uid(job->id, uid, sizeof uid) == DEFERD_OK ? setenv("DEFERD_JOB_UID", uid, 1)
                                                                : unsetenv("DEFERD_JOB_UID"))
@@ -626,7 +641,9 @@ static int set_job_env(const deferd_job *job)
         setenv("DEFERD_ATTEMPT", attempt, 1) != 0 || setenv("DEFERD_DUE_MS", due, 1) != 0 ||
         setenv("DEFERD_PRIORITY", prio, 1) != 0 || setenv("DEFERD_TTR_MS", ttr, 1) != 0)
         return -1;
-    return 0;
+    if (deferd_job_group(job->id, group, sizeof group) != DEFERD_OK)
+        group[0] = '\0'; /* a Curator queue's item */
+    return setenv("DEFERD_GROUP", group, 1);
 }
 
 /* In the child: the parent learns of a failed exec through err_fd (closed by a good exec).

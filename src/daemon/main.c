@@ -104,7 +104,7 @@ static void on_watch(int type, const char *path, void *ctx)
     (void)type;
     if (!mirror_on_watch(d->mirror, path) && !curator_listing_on_watch(d->dispatcher, path) &&
         !pause_on_watch(d, path) && !layout_marker_on_watch(d, path) &&
-        !unpacker_on_watch(d->unpacker, path))
+        !unpacker_on_watch(d->unpacker, path) && !dispatcher_limit_watch(d->dispatcher, path))
         lock_watch_fired(d->dispatcher, path);
 }
 

@@ -133,6 +133,7 @@ static const struct {
     {"backoff_jitter", offsetof(struct queue_config, backoff_jitter), K_U32},
     {"max_pending", offsetof(struct queue_config, max_pending), K_U64},
     {"key_retention", offsetof(struct queue_config, key_retention_ms), K_MS},
+    {"concurrency", offsetof(struct queue_config, concurrency), K_U32},
     {"curator_corrupt", offsetof(struct queue_config, curator_delete_corrupt), K_FLAG},
 };
 
@@ -194,6 +195,12 @@ static void apply_queue(struct queue_config *live, struct queue_config *next)
     }
     if (n)
         log_info("reload: queue %s: %s", live->name, changes);
+    if (live->nweights != next->nweights ||
+        memcmp(live->weights, next->weights, next->nweights * sizeof *next->weights) != 0) {
+        memcpy(live->weights, next->weights, sizeof live->weights);
+        live->nweights = next->nweights;
+        log_info("reload: queue %s: group_weights changed", live->name);
+    }
     apply_access(live, next);
     check_restart_queue_keys(live, next);
 }
@@ -281,7 +288,7 @@ int reload_config(struct deferd *d, struct config *live, const char *const *over
     apply_queues(d, live, &next);
     apply_schedules(d, live, &next);
     pending_reloaded(d->pending);
-    dispatcher_hold_changed(d->dispatcher);
+    dispatcher_reloaded(d->dispatcher);
     log_info("reload: %s applied; %zu queue(s)", live->path, live->nqueues);
     config_free(&next);
     return 0;

@@ -6,7 +6,7 @@
  * N commands really run at once and never more, their acks reach ZooKeeper in shared
  * multis, --quiet drops only the ack lines, a failing command is nacked, leaving gives back
  * what was not started, --touch keeps several leases, and --kill-on-expiry stops a command
- * whose lease expired. */
+ * whose lease expired or whose daemon is gone. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -454,6 +454,31 @@ static void kill_on_expiry(void)
     deferd_close(prod);
 }
 
+/* --kill-on-expiry and the daemon killed (SIGKILL) while a command runs: the job's lock
+ * ends with the daemon's session, so the command is stopped (a queue's concurrency counts
+ * on it, docs/limits.md); work exits 1. Last: the daemon is gone afterwards. */
+static void daemon_lost_stops_command(void)
+{
+    deferd_client *prod = client(&d);
+    char id[DEFERD_ID_SIZE], log[300], out[16384], started[300], go[300], cmd[700];
+    CHECK(put_job(prod, "kill", "k", 0, -1, -1, id) == 0);
+    deferd_close(prod);
+    gated("lost", started, go, cmd, sizeof cmd);
+    snprintf(log, sizeof log, "%s/lost.log", dir);
+    const char *args[] = {"--queue", "kill", "--kill-on-expiry", "--", "sh", "-c", cmd, NULL};
+    pid_t w = spawn_work(log, args);
+    struct stat st;
+    for (int64_t until = now_ms() + 10000; stat(started, &st) != 0 && now_ms() < until;)
+        usleep(20000);
+    CHECK(stat(started, &st) == 0);
+    daemon_kill(&d, SIGKILL);
+    CHECK(wait_exit(w, 10000) == 1);
+    slurp(log, out, sizeof out);
+    CHECK_CONTAINS(out, "connection to deferd lost (its lease cannot be kept) while its command "
+                        "runs");
+    CHECK_CONTAINS(out, "sending SIGTERM");
+}
+
 /* -c CONFIG without -s: the socket commands use that config's [daemon] socket. */
 static void socket_from_config(void)
 {
@@ -498,7 +523,7 @@ int main(void)
     concurrent_leaving_gives_back();
     concurrent_touch();
     kill_on_expiry();
-    daemon_kill(&d, SIGTERM);
+    daemon_lost_stops_command();
     zookeeper_close(zh);
     return check_report("it_work");
 }

@@ -15,7 +15,7 @@ QUEUES = {
     "prod": "", "stats": "", "keys": "", "limited": "max_pending = 2", "batch": "", "batch2": "",
     "cons": "priority = 7\nttr = 30s", "pipe": "", "lease": "", "forced": "",
     "follow": "", "out": "", "nacks": "backoff_min = 0", "unrun": "",
-    "subq": "", "empty": "", "lastnack": "max_attempts = 1",
+    "subq": "", "empty": "", "lastnack": "max_attempts = 1", "grouped": "",
 }
 D: Daemon
 
@@ -162,6 +162,27 @@ class Consumer(unittest.TestCase):
             job.ack()
             c.flush()
             wait_for(lambda: pending("cons") == 0, "cons is empty")
+
+    def test_group(self) -> None:
+        """put(group=) and put_batch's Put(group=) reach the consumer as job.group."""
+        with D.client() as p, D.client() as c:
+            one = p.put("grouped", b"x", group="stripe-17")
+            self.assertIn("-gstripe~17", one.id)
+            self.assertEqual(deferd.job_group(one.id), "stripe-17")
+            p.put_batch([deferd.Put("grouped", b"y", group="b.2"), deferd.Put("grouped", b"z")])
+            with self.assertRaises(deferd.BadRequest):
+                p.put("grouped", b"x", group="-bad")
+            c.subscribe("grouped", inflight=3)
+            groups = set()
+            for job in c.jobs(idle=10):
+                groups.add(job.group)
+                if job.group == "b.2":  # a follow-up with a group of its own
+                    job.ack(then=[deferd.Put("grouped", b"f", group="fu")])
+                else:
+                    job.ack(wait=True)
+                if len(groups) == 4:
+                    break
+            self.assertEqual(groups, {"stripe-17", "b.2", "", "fu"})
 
     def test_pipelined_acks(self) -> None:
         n = 300

@@ -56,7 +56,7 @@ NOT_COMMANDS = re.compile(r"deferctl (\d+\.\d+\.\d+|VERSION|error: .*)")
 # A value for each placeholder of the forms; values must be valid, as deferctl checks a value
 # when it reads its option.
 PLACEHOLDERS = {
-    "Q": "emails", "QUEUE": "emails", "KEY": "invoice-1234", "K": "invoice-1234", "NAME": "nightly-report",
+    "Q": "emails", "QUEUE": "emails", "KEY": "invoice-1234", "K": "invoice-1234", "G": "acme-1", "NAME": "nightly-report",
     "ID": "emails/1763769605123-10-5f1e0c2a9b3d4e01",
     "JOB_ID": "emails/1763769605123-10-5f1e0c2a9b3d4e01", "TIME": "now+1m", "DUE": "now+1m",
     "DUR": "5s", "N": "4", "FILE": "jobs.txt", "PATH": "/tmp/doc-example", "CONFIG": "deferd.ini",

@@ -407,6 +407,14 @@ static const char *role(const char *path)
         return "dead";
     if (strstr(path, "/keys/"))
         return "key";
+    const char *slot = strstr(path, "/slots/");
+    if (slot) { /* "slot c-<i>" */
+        static char name[32];
+        snprintf(name, sizeof name, "slot %s", slot + 7);
+        return name;
+    }
+    if (n > 6 && strcmp(path + n - 6, "/slots") == 0)
+        return "slots";
     return "job2";
 }
 
@@ -448,7 +456,8 @@ int harness_calls(void) { return fake_zk_calls(h.d.zs); }
 
 const char *harness_call_what(int i)
 {
-    static const char *const kinds[] = {"exists", "get", "children", "parents"};
+    static const char *const kinds[] = {"exists", "get", "children", "parents", "create",
+                                        "delete"};
     const struct fake_call *c = fake_zk_call(h.d.zs, i);
     if (!c)
         return "(none)";

@@ -187,6 +187,21 @@ int zkstore_children(struct zkstore *zs, const char *path, int watch, zk_done_fn
     return record_call(zs, FAKE_CHILDREN, path, watch, done, ctx);
 }
 
+int zkstore_create(struct zkstore *zs, const char *path, const void *data, size_t len,
+                   int ephemeral, zk_done_fn done, void *ctx)
+{
+    (void)data;
+    (void)len;
+    (void)ephemeral;
+    return record_call(zs, FAKE_CREATE, path, 0, done, ctx);
+}
+
+int zkstore_delete(struct zkstore *zs, const char *path, int version, zk_done_fn done, void *ctx)
+{
+    (void)version;
+    return record_call(zs, FAKE_DELETE, path, 0, done, ctx);
+}
+
 /* Always the rule's second case: the directories are made and DONE awaits their answer. */
 int zkstore_parents_missing(struct zkstore *zs, const char *path, int *tries, zk_done_fn done,
                             void *ctx)

@@ -50,6 +50,22 @@ static void curator_queue(void)
     config_free(&cfg);
 }
 
+static void concurrency(void)
+{
+    struct config cfg;
+    char err[512];
+    CHECK(load_text(BASE "[queue a]\nconcurrency = 10\n[queue b]\n", NULL, 0, &cfg, err,
+                    sizeof err) == 0);
+    CHECK(config_queue(&cfg, "a")->concurrency == 10 && config_queue(&cfg, "b")->concurrency == 0);
+    config_free(&cfg);
+    CHECK(load_text(BASE "[queue a]\ngroup_weights = vip:4, gold-1:2 x:1\n", NULL, 0, &cfg, err,
+                    sizeof err) == 0);
+    const struct queue_config *a = config_queue(&cfg, "a");
+    CHECK(a->nweights == 3 && strcmp(a->weights[1].group, "gold-1") == 0 &&
+          a->weights[1].weight == 2 && a->weights[0].weight == 4);
+    config_free(&cfg);
+}
+
 static void sample(void)
 {
     struct config cfg;
@@ -621,6 +637,7 @@ int main(void)
     sample_schedule();
     schedules();
     curator_queue();
+    concurrency();
     overrides();
     queue_overrides();
     connect_string();
@@ -666,6 +683,15 @@ int main(void)
     expect_error(BASE "[queue a]\n[daemon]\nsocket_mode = 999\n", 7, "octal");
     expect_error(BASE "[queue a]\n[daemon]\nlog_level = loud\n", 7, "log_level");
     expect_error(BASE "[queue a]\nformat = kafka\n", 6, "not native, curator-delay");
+    expect_error(BASE "[queue a]\ngroup_weights = vip\n", 6, "'vip' is not GROUP:WEIGHT");
+    expect_error(BASE "[queue a]\ngroup_weights = vip:0\n", 6, "weight of vip must be 1..1000");
+    expect_error(BASE "[queue a]\ngroup_weights = a:1 a:2\n", 6, "group a given twice");
+    expect_error(BASE "[queue a]\ngroup_weights = -x:1\n", 6, "bad group '-x'");
+    expect_error(BASE "[queue a]\nconcurrency = 10001\n", 6,
+                 "'concurrency': '10001' is not a number from 0 to 10000");
+    expect_error(BASE "[queue a]\nconcurrency = some\n", 6, "'concurrency'");
+    expect_error(BASE "[queue a]\nformat = curator-delay\ncurator_path = /q\nconcurrency = 4\n",
+                 8, "concurrency applies to deferd's own queues only");
     expect_error(BASE "[queue a]\ncurator_corrupt = maybe\n", 6, "not skip or delete");
     expect_error(BASE "[queue a]\nformat = curator-delay\ncurator_path = /q\n"
                  "[queue b]\nformat = curator-priority\ncurator_path = /q\n", 8,

@@ -314,8 +314,38 @@ static void queue_nodes(void)
     CHECK(layout_queue_of("/r/queues/paused", "/r", LAYOUT_PAUSED, q, sizeof q) == -1);
 }
 
+/* Groups: "-g<group>" after the a and t tags, before the key; '-' written as '~'. */
+static void groups(void)
+{
+    struct job_name a = {.due_ms = 1700000000000ULL, .priority = 5, .prior_attempts = 2,
+                         .ttr_ms = 9000},
+                    b;
+    char name[LAYOUT_NAME_MAX + 1];
+    strcpy(a.uid, "abc");
+    strcpy(a.group, "stripe-17");
+    strcpy(a.key, "k-1");
+    CHECK(layout_format_name(&a, name, sizeof name) == 0);
+    CHECK_STR(name, "1700000000000-5-abc-a2-t9000-gstripe~17-kk-1");
+    CHECK(layout_parse_name(name, &b) == 0);
+    CHECK_STR(b.group, "stripe-17");
+    CHECK_STR(b.key, "k-1");
+    CHECK(b.prior_attempts == 2 && b.ttr_ms == 9000);
+    CHECK(layout_parse_name("1-2-abc-gx", &b) == 0 && strcmp(b.group, "x") == 0);
+    CHECK(layout_parse_name("1-2-abc", &b) == 0 && b.group[0] == '\0');
+    CHECK(layout_parse_name("1-2-abc-g", &b) != 0);      /* empty group */
+    CHECK(layout_parse_name("1-2-abc-gx-a3", &b) != 0);  /* out of order */
+    CHECK(layout_parse_name("1-2-abc-gx-gy", &b) != 0);  /* twice */
+    CHECK(layout_parse_name("1-2-abc-g~x", &b) != 0);    /* starts with '-' */
+    CHECK(layout_parse_name("1-2-abc-gx/y", &b) != 0);
+    strcpy(a.group, "bad group");
+    CHECK(layout_format_name(&a, name, sizeof name) != 0);
+    strcpy(a.group, "123456789012345678901234567890123"); /* 33 */
+    CHECK(layout_format_name(&a, name, sizeof name) != 0);
+}
+
 int main(void)
 {
+    groups();
     round_trips();
     queue_nodes();
     tokens();

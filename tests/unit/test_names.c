@@ -62,8 +62,26 @@ static void job_uids(void)
     CHECK(names_job_uid("q/1-2-abc", uid, 4) == 0 && names_job_uid("q/1-2-abc", uid, 3) == -1);
 }
 
+static void job_groups(void)
+{
+    char g[NAMES_GROUP_MAX + 1];
+    CHECK(names_job_group("q/1-2-abc-a3-t9000-gstripe~17-kx-y", g, sizeof g) == 0);
+    CHECK_STR(g, "stripe-17");
+    CHECK(names_job_group("q/s1/1-2-abc-gA.b:c@d", g, sizeof g) == 0);
+    CHECK_STR(g, "A.b:c@d");
+    CHECK(names_job_group("q/1-2-abc-kg-x", g, sizeof g) == 0); /* a key, not a group */
+    CHECK_STR(g, "");
+    CHECK(names_job_group("q/1-2-abc", g, sizeof g) == 0 && g[0] == '\0');
+    CHECK(names_job_group("q/1-2-abc-gxyz", g, 3) == -1);
+    CHECK(names_job_group("q/1-2-abc-g", g, sizeof g) == -1);
+    CHECK(names_job_group("not an id", g, sizeof g) == -1);
+    CHECK(names_valid_group("stripe-17") && !names_valid_group("-x") && !names_valid_group("") &&
+          !names_valid_group("a b") && !names_valid_group("123456789012345678901234567890123"));
+}
+
 int main(void)
 {
+    job_groups();
     queues();
     job_ids();
     job_uids();

@@ -3,6 +3,7 @@
 #include "settle.h"
 #include "jobs.h"
 #include "lease.h"
+#include "limit.h"
 #include "lock.h"
 #include "foreign_format.h"
 
@@ -67,6 +68,17 @@ static int ready_less(const void *a, const void *b)
     return x->seq < y->seq;
 }
 
+/* [queue] group_weights: the turns a group takes in a row (turns.h); read at each turn, so a
+ * reload applies at once. */
+static uint32_t group_weight(const void *ctx, const char *group)
+{
+    const struct queue_config *qc = ctx;
+    for (size_t i = 0; i < qc->nweights; i++)
+        if (strcmp(qc->weights[i].group, group) == 0)
+            return qc->weights[i].weight;
+    return 1;
+}
+
 static int armed_less(const void *a, const void *b)
 {
     const struct job *x = a, *y = b;
@@ -76,7 +88,7 @@ static int armed_less(const void *a, const void *b)
 void dispatcher_push_ready(struct job *job)
 {
     job_transition(job, JE_DUE);
-    if (heap_push(&job->q->ready, job) != 0)
+    if (turns_push(&job->q->ready, job) != 0)
         log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
 }
 
@@ -144,7 +156,9 @@ void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c)
 /* Locking ahead needs a consumer with room for every job already locked ahead. */
 static int may_prelock(struct dispatcher *ds, struct dqueue *q)
 {
-    return q->cfg->format == QF_NATIVE && !dispatcher_stopped(q) && zkstore_connected(ds->d->zs) &&
+    /* a lock taken ahead would hold a concurrency slot before its job runs */
+    return q->cfg->format == QF_NATIVE && !q->cfg->concurrency && !dispatcher_stopped(q) &&
+           zkstore_connected(ds->d->zs) &&
            !ds->clock_held && consumer_ring_room(&q->ring) > q->nprelocked;
 }
 
@@ -354,7 +368,9 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
     int locks = 0;
     if (dispatcher_stopped(q))
         return;
-    while ((job = heap_peek(&q->ready)) && may_push(ds, q) && !overtakes_prelock(q, job)) {
+    int room = 1;
+    while ((job = turns_peek(&q->ready)) && may_push(ds, q) && !overtakes_prelock(q, job) &&
+           (job->prelocked || (room = limit_room(q->limit)))) {
         if (locks++ == LOCKS_PER_TURN) { /* more after the loop has polled again */
             q->kicked = 1;
             static const struct timeval now = {0, 0};
@@ -364,7 +380,7 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
         struct consumer *c = consumer_pick(&q->ring, job->avoid, job->id);
         if (!c)
             return;
-        heap_pop(&q->ready);
+        turns_pop(&q->ready);
         if (job->ci) {
             ds->foreign->dispatch(ds, job, c);
             continue;
@@ -378,6 +394,7 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
         }
         lock_take(ds, job, c);
     }
+    limit_set_waiting(q->limit, room ? 0 : q->ready.len);
 }
 
 /* ---- jobs listed, stored and gone ---- */
@@ -552,6 +569,16 @@ void dispatcher_session_up(struct dispatcher *ds)
     }
 }
 
+int dispatcher_limit_watch(struct dispatcher *ds, const char *path)
+{
+    char queue[QUEUE_NAME_MAX + 1];
+    int rc = layout_queue_of(path, ds->d->cfg->zk_root, LAYOUT_SLOTS, queue, sizeof queue);
+    struct dqueue *q = rc == 0 ? dispatcher_queue(ds, queue) : NULL;
+    if (q)
+        limit_watch_fired(q->limit);
+    return rc != -1;
+}
+
 /* The session is gone, and our locks with it: every holder is told its lease is lost, and
  * every job is forgotten (the new session reads them again). Jobs with a call in flight are
  * freed by its completion. */
@@ -575,6 +602,8 @@ void dispatcher_revoke_all(struct dispatcher *ds)
         else
             mirror_entry_unlink(&job->listed); /* out of its bucket; the mirror is reset next */
     }
+    for (size_t i = 0; i < ds->nqueues; i++)
+        limit_session_lost(ds->queues[i]->limit);
     if (ds->foreign)
         ds->foreign->reset(ds);
 }
@@ -671,6 +700,18 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
 
 /* ---- pause and drain ---- */
 
+struct prelocked {
+    struct job **jobs;
+    size_t n, max;
+};
+
+static void collect_prelocked(struct job *job, void *arg)
+{
+    struct prelocked *p = arg;
+    if (job->prelocked && p->n < p->max)
+        p->jobs[p->n++] = job;
+}
+
 /* Locks taken ahead of a consumer are given back, so that a paused or stopping daemon
  * holds only what its consumers work on. Released jobs return to their heap by due time. */
 static void unarm(struct dispatcher *ds, struct dqueue *q)
@@ -678,18 +719,17 @@ static void unarm(struct dispatcher *ds, struct dqueue *q)
     struct job *job;
     while ((job = heap_peek(&q->armed)))
         lock_release(ds, job); /* leaves the armed heap */
-    /* Removing from the heap reorders it: collect first, then release. */
-    size_t n = 0;
-    struct job **found = q->nprelocked ? malloc(q->nprelocked * sizeof *found) : NULL;
-    for (size_t i = 0; found && i < q->ready.len && n < q->nprelocked; i++)
-        if (((struct job *)q->ready.items[i])->prelocked)
-            found[n++] = q->ready.items[i];
-    for (size_t i = 0; i < n; i++)
-        lock_release(ds, found[i]);
-    if (q->nprelocked && !found)
+    /* Removing from a heap reorders it: collect first, then release. */
+    struct prelocked found = {.max = q->nprelocked};
+    found.jobs = found.max ? malloc(found.max * sizeof *found.jobs) : NULL;
+    if (found.jobs)
+        turns_each(&q->ready, collect_prelocked, &found);
+    for (size_t i = 0; i < found.n; i++)
+        lock_release(ds, found.jobs[i]);
+    if (q->nprelocked && !found.jobs)
         log_error("queue %s: out of memory giving back locks taken ahead; they go with "
                   "their delivery or the session", q->cfg->name);
-    free(found);
+    free(found.jobs);
 }
 
 void dispatcher_set_paused(struct dispatcher *ds, struct dqueue *q, int paused)
@@ -749,7 +789,12 @@ static const struct writehold_env writehold_env = {
     dispatcher_writes_possible, dispatcher_draining, hold_ms, held_put_ended,
 };
 
-void dispatcher_hold_changed(struct dispatcher *ds) { writehold_release(ds->writehold); }
+void dispatcher_reloaded(struct dispatcher *ds)
+{
+    writehold_release(ds->writehold);
+    for (size_t i = 0; i < ds->nqueues; i++)
+        dispatcher_kick_soon(ds, ds->queues[i]);
+}
 
 void dispatcher_write_holds(const struct dispatcher *ds, struct writehold_stats *out)
 {
@@ -862,9 +907,13 @@ int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc)
     q->d = ds->d;
     q->cfg = qc;
     heap_init(&q->delayed, delayed_less, job_setpos);
-    heap_init(&q->ready, ready_less, job_setpos);
+    turns_init(&q->ready, ready_less, job_setpos, group_weight, qc);
     heap_init(&q->armed, armed_less, job_setpos);
     heap_init(&q->prelocking, armed_less, job_setpos);
+    if (!(q->limit = limit_new(q))) {
+        free(q);
+        return -1;
+    }
     q->index = ds->nqueues;
     ds->queues[ds->nqueues++] = q;
     return 0;
@@ -950,9 +999,10 @@ void dispatcher_free(struct dispatcher *ds)
     }
     for (size_t i = 0; i < ds->nqueues; i++) {
         heap_free(&ds->queues[i]->delayed);
-        heap_free(&ds->queues[i]->ready);
+        turns_free(&ds->queues[i]->ready);
         heap_free(&ds->queues[i]->armed);
         heap_free(&ds->queues[i]->prelocking);
+        limit_free(ds->queues[i]->limit);
     }
     heap_free(&ds->leases);
     settle_free_held(ds);

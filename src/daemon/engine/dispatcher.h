@@ -57,6 +57,8 @@ void dispatcher_unsubscribe(struct dispatcher *ds, struct consumer *c, struct dq
 void dispatcher_rearm(struct dispatcher *ds);
 void dispatcher_session_up(struct dispatcher *ds);
 void dispatcher_revoke_all(struct dispatcher *ds);
+/* A watch fired on PATH: 1 if it was a queue's slots directory (limit.h). */
+int dispatcher_limit_watch(struct dispatcher *ds, const char *path);
 void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len); /* for STATS */
 /* Jobs this daemon mirrors, per queue (OUT has one entry per configured queue, in order):
  * delayed includes jobs locked ahead of their due time; known counts every state. */
@@ -79,11 +81,12 @@ int dispatcher_draining(const struct dispatcher *ds);
 int dispatcher_writes_possible(const struct dispatcher *ds);
 /* Why not (a refusal's reason=): not_connected, or clock_unread. */
 enum refusal_reason dispatcher_unready_reason(const struct dispatcher *ds);
-/* Writes held while ZooKeeper is away (writehold.h); HOLD_CHANGED after [daemon]
- * hold_writes changed (SIGHUP). */
+/* Writes held while ZooKeeper is away (writehold.h). */
 struct writehold_stats;
 void dispatcher_write_holds(const struct dispatcher *ds, struct writehold_stats *out);
-void dispatcher_hold_changed(struct dispatcher *ds);
+/* After a reload (SIGHUP): held writes see a changed hold_writes, and every queue is
+ * dispatched again (a concurrency raised or removed lets waiting jobs go). */
+void dispatcher_reloaded(struct dispatcher *ds);
 /* Jobs held by consumers or with a lock, ack or release in flight, and settles waiting for
  * the connection: the drain ends when none is left. */
 size_t dispatcher_busy(const struct dispatcher *ds);

@@ -49,6 +49,8 @@ struct job {
     int64_t lease_wake;         /* lease heap key: the notice, then the expiry */
     int warned;                 /* DEADLINE notice sent for this lease */
     struct citem *ci;           /* a Curator queue's item (curator_consume.c), or NULL */
+    int32_t slot;               /* its concurrency slot (limit.h), or LIMIT_NO_SLOT (-1) */
+    uint32_t slot_gen;          /* ... taken in this session generation of the limit */
 };
 
 #endif

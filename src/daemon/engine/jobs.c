@@ -10,6 +10,7 @@
 #include "dispatcher_int.h"
 #include "dispatcher_jobs.h"
 #include "foreign_format.h"
+#include "limit.h"
 #include "log.h"
 #include "mirror.h"
 
@@ -23,7 +24,7 @@ void job_unheap(struct job *job)
     if (job->state == JS_DELAYED)
         heap_remove(&job->q->delayed, job->heap_pos);
     else if (job->state == JS_READY)
-        heap_remove(&job->q->ready, job->heap_pos);
+        turns_remove(&job->q->ready, job);
     else if (job->state == JS_ARMED)
         heap_remove(&job->q->armed, job->heap_pos);
     else if (job->state == JS_LOCKING) {
@@ -86,6 +87,7 @@ void job_unprelock(struct job *job)
 void job_free(struct dispatcher *ds, struct job *job)
 {
     job_unprelock(job);
+    limit_released(job->q->limit, job, 0); /* a slot still named: deleted if still ours */
     job_unheap(job);
     job_unhold(ds, job);
     mirror_entry_unlink(&job->listed);
@@ -188,6 +190,7 @@ struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, c
     job->jn = *jn;
     job->heap_pos = HEAP_NONE;
     job->owner_seq = OWNER_SEQ_UNKNOWN;
+    job->slot = LIMIT_NO_SLOT;
     job->seq = ++ds->seq;
     job->state = JS_HELD; /* not in a heap yet */
     q->nstate[JS_HELD]++;

@@ -14,15 +14,15 @@ static const struct job_rule rules[JE_COUNT] = {
     [JE_DUE] = {JS_READY, B(DELAYED) | B(ARMED) | B(HELD) | B(LOCKING) | B(SETTLING) |
                               B(CHECKING) | B(INFLIGHT), "nothing"},
     [JE_LOCK] = {JS_LOCKING, B(READY) | B(DELAYED),
-                 "multi(check job, create lock, create owner-S- sequential); getData when "
-                 "the payload is not in memory"},
+                 "multi(check job, create lock, create owner-S- sequential [, create slot]); "
+                 "getData when the payload is not in memory"},
     [JE_ARM] = {JS_ARMED, B(LOCKING), "nothing"},
     [JE_DELIVER] = {JS_INFLIGHT, B(LOCKING) | B(INFLIGHT) | B(SETTLING), "nothing"},
     /* ARMED, READY: a lock taken ahead given back; HELD: our own lock found by its watch */
     [JE_SETTLE] = {JS_SETTLING, B(INFLIGHT) | B(LOCKING) | B(SETTLING) | B(ARMED) | B(READY) |
                                     B(HELD),
-                   "ack multi(delete owner, lock, job); nack/release multi(delete owner, "
-                   "lock [, move]); or the reads that verify an unknown outcome"},
+                   "ack multi(delete owner, lock, job [, slot]); nack/release multi(delete "
+                   "owner, lock [, move] [, slot]); or the reads that verify an unknown outcome"},
     [JE_KEEP] = {JS_INFLIGHT, B(SETTLING), "nothing"},
     /* ARMED, READY, INFLIGHT, HELD: a release whose lock may be someone else's by now */
     [JE_CHECK] = {JS_CHECKING, B(LOCKING) | B(ARMED) | B(READY) | B(INFLIGHT) | B(HELD),

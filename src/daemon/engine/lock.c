@@ -11,6 +11,7 @@
 #include "dispatcher_int.h"
 #include "dispatcher_jobs.h"
 #include "jobs.h"
+#include "limit.h"
 #include "foreign_format.h"
 #include "log.h"
 #include "txnbatch.h"
@@ -115,10 +116,24 @@ static int owner_locked(struct job *job, const struct zk_result *res)
     return 0;
 }
 
+/* The lock's multi failed on its slot only (limit.h): nothing was taken, and the job is
+ * offered again at once with another slot, or waits for one. */
+static void slot_refused(struct dispatcher *ds, struct job *job)
+{
+    job_unheap(job); /* out of the prelocking heap */
+    job_unhold(ds, job);
+    job_unprelock(job);
+    dispatcher_schedule(ds, job, (int64_t)job->jn.due_ms);
+}
+
 static void on_locked(const struct zk_result *res, void *ctx)
 {
     struct job *job = ctx;
     struct dispatcher *ds = job->q->ds;
+    if (limit_locked(job->q->limit, job, res->rc, zk_failed_op(res), LOCK_SLOT_OP)) {
+        slot_refused(ds, job); /* another daemon took that slot: try another */
+        return;
+    }
     if (res->rc == ZOK) {
         job->gone = 0; /* the check inside the transaction just proved it exists */
         if (owner_locked(job, res) != 0) {
@@ -158,22 +173,29 @@ static void on_locked(const struct zk_result *res, void *ctx)
 void lock_take(struct dispatcher *ds, struct job *job, struct consumer *c)
 {
     struct lock_paths lp;
+    char slot[LAYOUT_PATH_MAX];
     job->lock_session = ds->d->session_id;
     job->owner_seq = OWNER_SEQ_UNKNOWN;
     lock_paths(job, &lp);
-    const struct zk_txn_op ops[] = {
+    struct zk_txn_op ops[LOCK_SLOT_OP + 1] = {
         {.kind = ZT_CHECK, .path = job->path, .version = -1},
         {.kind = ZT_CREATE, .path = lp.lock, .data = ds->ident, .len = strlen(ds->ident),
          .ephemeral = 1},
         {.kind = ZT_CREATE, .path = lp.owner, .ephemeral = 1, .sequential = 1},
     };
+    int slotted = limit_take(job->q->limit, job, &ops[LOCK_SLOT_OP], slot);
+    int nops = LOCK_SLOT_OP + (slotted == 0);
     job_transition(job, JE_LOCK);
     job->uncertain = 0;
     if (c)
         consumer_hold(c, job);
     else if (heap_push(&job->q->prelocking, job) != 0) /* see dispatcher_dispatch() */
         log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
-    int rc = txnbatch_add(ds->locks, ops, 3, on_locked, job);
+    if (slotted < 0) { /* every slot taken (a lock ahead, begun before a reload set one) */
+        slot_refused(ds, job);
+        return;
+    }
+    int rc = txnbatch_add(ds->locks, ops, nops, on_locked, job);
     if (rc != ZOK) {
         job_unheap(job); /* out of the prelocking heap */
         job_unprelock(job); /* no lock was taken: the retry starts from scratch */
@@ -262,6 +284,12 @@ static void on_released(const struct zk_result *res, void *ctx)
         dispatcher_retry_later(ds, job, "releasing the lock", res->rc);
         return;
     }
+    if (res->rc == ZNONODE && job->slot != LIMIT_NO_SLOT && zk_failed_op(res) == res->nops - 1) {
+        limit_slot_missing(job->q->limit, job); /* deleted by hand: release without it */
+        lock_release(ds, job);
+        return;
+    }
+    limit_released(job->q->limit, job, res->rc == ZOK);
     /* A lock taken ahead and given back (pause, drain) waits for its due time again; one
      * given back after a failure, for its retry time (dispatcher_place() knows it). */
     if (!job_settled_gone(ds, job) && dispatcher_place(ds, job, (int64_t)job->jn.due_ms))
@@ -297,10 +325,11 @@ static void on_owner_listed(const struct zk_result *res, void *ctx)
     }
     /* Our lock (we only get here after seeing it ours) without its owner node, deleted
      * by hand: delete the lock alone. */
-    char lock[LAYOUT_PATH_MAX + 8];
+    char lock[LAYOUT_PATH_MAX + 8], slot[LAYOUT_PATH_MAX];
     lock_path(job, lock, sizeof lock);
-    const struct zk_txn_op op = {.kind = ZT_DELETE, .path = lock, .version = -1};
-    int rc = txnbatch_add(ds->settles, &op, 1, on_released, job);
+    struct zk_txn_op ops[2] = {{.kind = ZT_DELETE, .path = lock, .version = -1}};
+    int nops = 1 + limit_release_op(job->q->limit, job, &ops[1], slot);
+    int rc = txnbatch_add(ds->settles, ops, nops, on_released, job);
     if (rc != ZOK)
         dispatcher_retry_later(ds, job, "releasing the lock", rc);
 }
@@ -334,12 +363,14 @@ void lock_release(struct dispatcher *ds, struct job *job)
         find_owner(ds, job);
         return;
     }
-    const struct zk_txn_op ops[] = {
+    char slot[LAYOUT_PATH_MAX];
+    struct zk_txn_op ops[3] = {
         {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
         {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
     };
+    int n = 2 + limit_release_op(job->q->limit, job, &ops[2], slot);
     job_transition(job, JE_SETTLE);
-    int rc = txnbatch_add(ds->settles, ops, 2, on_released, job);
+    int rc = txnbatch_add(ds->settles, ops, n, on_released, job);
     if (rc != ZOK)
         dispatcher_retry_later(ds, job, "releasing the lock", rc);
 }

@@ -19,6 +19,10 @@ struct lock_paths {
     char owner[LAYOUT_PATH_MAX + 32];
 };
 
+/* The lock's multi: check the job, create the lock, create the owner node, then (a queue
+ * with a concurrency limit) create a slot node (limit.h). */
+#define LOCK_SLOT_OP 3
+
 void lock_path(const struct job *job, char *buf, size_t len);
 void lock_paths(const struct job *job, struct lock_paths *lp);
 /* Locks JOB for consumer C (delivered once locked), or ahead of its due time when C is

@@ -364,6 +364,9 @@ void put_single(struct dispatcher *ds, struct proto_request *req, struct reply *
                            .ttr_ms = req->ttr_ms, .prio = req->prio,
                            .payload = req->payload, .len = req->len};
     memcpy(pp.idem, req->idem, sizeof pp.idem);
+    memcpy(pp.group, req->group, sizeof pp.group);
+    /* keyed puts take the put set's path; a pack has no field for a group (pack.c) */
+    int named = req->key[0] || req->group[0];
     if (!q) {
         reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->queue);
     } else if (!dispatcher_writes_possible(ds)) {
@@ -374,9 +377,9 @@ void put_single(struct dispatcher *ds, struct proto_request *req, struct reply *
         reply_err(r, PE_QUEUE_FULL, "queue '%s' holds %lld of at most %llu pending jobs",
                   req->queue, (long long)queue_pending_estimate(q),
                   (unsigned long long)q->cfg->max_pending);
-    } else if (!req->key[0] && put_packed(ds, q, req, r) == 0) {
+    } else if (!named && put_packed(ds, q, req, r) == 0) {
         return;
-    } else if (q->cfg->format != QF_NATIVE && !req->key[0]) { /* no tokens there: idem ignored */
+    } else if (q->cfg->format != QF_NATIVE && !named) { /* no tokens there: idem ignored */
         ds->foreign->put(ds, q, req, r); /* takes the payload */
         return;
     } else {

@@ -141,7 +141,7 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
                       pp->queue);
     if (q->cfg->format != QF_NATIVE)
         return refuse(code, text, tlen, PE_BAD_REQUEST, "queue '%s' is in a Curator format: "
-                      "keys, batches and follow-ups need deferd's own format", pp->queue);
+                      "keys, groups, batches and follow-ups need deferd's own format", pp->queue);
     if (queue_pending_full(q))
         return refuse(code, text, tlen, PE_QUEUE_FULL, "queue '%s' holds its max_pending jobs",
                       pp->queue);
@@ -156,6 +156,7 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
     pj->jn.priority = pp->has_prio ? pp->prio : q->cfg->priority;
     pj->jn.ttr_ms = pp->has_ttr ? (uint32_t)pp->ttr_ms : 0; /* 0: queue default */
     memcpy(pj->jn.key, pp->key, sizeof pj->jn.key);
+    memcpy(pj->jn.group, pp->group, sizeof pj->jn.group);
     pj->dup_of = same_key_before(ps, pj);
     if (pj->jn.key[0] &&
         layout_key_path(pj->key_path, sizeof pj->key_path, ps->env->d->cfg->zk_root, q->cfg->name,

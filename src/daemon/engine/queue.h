@@ -9,6 +9,7 @@
 #include "consumers.h"
 #include "heap.h"
 #include "job.h"
+#include "turns.h"
 
 struct dir;
 struct cqueue;
@@ -21,13 +22,15 @@ struct dqueue {
     struct deferd *d;
     const struct queue_config *cfg;
     size_t index;               /* position in dispatcher->queues */
-    struct heap delayed, ready;
+    struct heap delayed;
+    struct turns ready;         /* due jobs, by group in turns (turns.h) */
     struct heap armed;          /* jobs locked ahead of their due time, by due time */
     struct heap prelocking;     /* their lock transactions in flight, by due time */
     size_t nprelocked;          /* locked ahead (locking, armed or ready), no consumer yet */
     struct consumer_ring ring;
     struct dir *root;           /* mirror of jobs/, NULL until a consumer subscribes */
     struct cqueue *cq;          /* a Curator queue's listing, when consumed */
+    struct limit *limit;        /* its concurrency slots (limit.h) */
     size_t mirrored;            /* jobs in the mirror's buckets (mirror.c) */
     size_t nstate[JS_COUNT];    /* its jobs by state (job_transition), for STATS and pages
                                  * without a walk of every job */

@@ -17,6 +17,7 @@
 #include "dispatcher_int.h"
 #include "dispatcher_jobs.h"
 #include "jobs.h"
+#include "limit.h"
 #include "lease.h"
 #include "lock.h"
 #include "foreign_format.h"
@@ -47,6 +48,8 @@ struct settle {
     int unrun_same;             /* ... under the same name: reply plain OK */
     int made_parents;
     int key_op;                 /* index of the job's key node operation, or -1 */
+    int slot_op;                /* index of its concurrency slot's delete (limit.h), or -1 */
+    char slot_path[LAYOUT_PATH_MAX];
     int skip_key;               /* the key node is missing (job written by hand): leave it */
     struct putset *followups;   /* ACK/NACK then=: jobs created in the same transaction */
     char next_path[LAYOUT_PATH_MAX];
@@ -115,6 +118,7 @@ static void lease_lost_as(struct dispatcher *ds, struct settle *st, int cancelle
         reply_err(st->r, PE_LEASE_LOST, "job %s: lease lost (its lock went); this %s "
                   "changed nothing", job->id, settle_name(st));
     job_unhold(ds, job);
+    limit_released(job->q->limit, job, 0); /* ours or not, ZooKeeper says */
     if (!job_settled_gone(ds, job))
         dispatcher_make_ready(ds, job);
 }
@@ -187,6 +191,7 @@ static void reply_settled(struct settle *st)
 static void settled(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
+    limit_released(job->q->limit, job, 1); /* its delete was in the transaction applied */
     if (st->bury)
         log_warn("queue %s: job %s dead-lettered after %u attempts (max_attempts %u) as "
                  "%s (deferctl dead show %s)", job->q->cfg->name, job->id, job->attempt,
@@ -252,7 +257,7 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
     struct job *job = st->job;
     struct lock_paths lp;
     lock_paths(job, &lp);
-    struct zk_txn_op ops[5] = {
+    struct zk_txn_op ops[6] = {
         {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
         {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
         {.kind = ZT_DELETE, .path = job->path, .version = -1},
@@ -261,6 +266,8 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
     int n = st->op == SETTLE_ACK ? 3 : st->has_delay ? 4 : 2;
     st->key_op = key_op(ds, st, &ops[n]) ? n : -1;
     n += st->key_op >= 0;
+    st->slot_op = limit_release_op(job->q->limit, job, &ops[n], st->slot_path) ? n : -1;
+    n += st->slot_op >= 0;
     job_transition(job, JE_SETTLE);
     if (st->followups)
         return putset_send(st->followups, ds->settles, ops, n, on_followups_done, st);
@@ -330,6 +337,11 @@ static void on_settled(const struct zk_result *res, void *ctx)
         log_warn("queue %s: job %s: its key node is missing; settling it without", 
                  job->q->cfg->name, job->id);
         st->skip_key = 1;
+        if ((rc = send_settle(ds, st)) == ZOK)
+            return;
+    }
+    if (rc == ZNONODE && st->slot_op >= 0 && zk_failed_op(res) == st->slot_op) {
+        limit_slot_missing(job->q->limit, job); /* deleted by hand: settle without it */
         if ((rc = send_settle(ds, st)) == ZOK)
             return;
     }

@@ -136,6 +136,14 @@ void metrics_key_expired(struct metrics *m, const struct queue_config *qc)
         q->keys_expired++;
 }
 
+void metrics_limit_wait(struct metrics *m, const struct queue_config *qc, int64_t ms)
+{
+    struct qmetrics *q = metrics_queue_of(m, qc);
+    if (q)
+        observe(&q->limit_wait, metrics_lateness_le, METRICS_LATENESS_NLE,
+                ms > 0 ? (double)ms / 1e3 : 0);
+}
+
 void metrics_delivered(struct metrics *m, const struct queue_config *qc, uint32_t attempt,
                        uint32_t prior_attempts, uint64_t due_ms)
 {

@@ -42,6 +42,8 @@ void metrics_key_expired(struct metrics *m, const struct queue_config *qc);
  * delivered again keeps its old due time, which would count the earlier holder's time. */
 void metrics_delivered(struct metrics *m, const struct queue_config *qc, uint32_t attempt,
                        uint32_t prior_attempts, uint64_t due_ms);
+/* A due job of a queue with a concurrency limit waited MS for a slot (limit.h). */
+void metrics_limit_wait(struct metrics *m, const struct queue_config *qc, int64_t ms);
 /* N occurrences of schedule NAME were put, missed, or passed over by overlap = skip. A
  * schedule removed from the config keeps its counters (counters never go back). */
 void metrics_schedule(struct metrics *m, const char *name, enum metrics_sched_event ev,

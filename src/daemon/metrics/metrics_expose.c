@@ -11,6 +11,7 @@
 #include "consumers.h"
 #include "daemon.h"
 #include "dispatcher.h"
+#include "limit.h"
 #include "log.h"
 #include "metrics_int.h"
 #include "put.h"
@@ -139,6 +140,45 @@ static void web_out(struct metrics *m, struct evbuffer *out)
                                 metrics_web_result_names[r], (unsigned long long)m->web[a][r]);
 }
 
+/* Queues with concurrency (limit.h), labelled kind="concurrency" as later kinds of limit
+ * will be. */
+static void limits_out(struct metrics *m, struct evbuffer *out)
+{
+    static const struct { const char *name, *type, *help; } f[] = {
+        {"deferd_limit", "gauge", "The queue's concurrency: jobs held at once across every "
+         "daemon."},
+        {"deferd_limit_slots_taken", "gauge", "Slots held across the cluster as this daemon "
+         "last saw them (its own included)."},
+        {"deferd_limit_slots_ours", "gauge", "Slots held by this daemon's consumers (or its "
+         "lock transactions in flight)."},
+        {"deferd_limit_waiting_jobs", "gauge", "Due jobs waiting because every slot is taken."},
+        {"deferd_limit_waits_total", "counter", "Times every slot was found taken while jobs "
+         "were due."},
+        {"deferd_limit_conflicts_total", "counter", "Slots guessed free that another daemon "
+         "had taken (one lock transaction failed on it)."},
+    };
+    struct dispatcher *ds = m->d->dispatcher;
+    struct limit_stats *st = calloc(m->nqueues ? m->nqueues : 1, sizeof *st);
+    if (!st)
+        return;
+    for (size_t i = 0; i < m->nqueues; i++) {
+        struct dqueue *q = ds ? dispatcher_queue(ds, qname(m, i)) : NULL;
+        if (q)
+            limit_get_stats(q->limit, &st[i]);
+    }
+    for (size_t k = 0; k < sizeof f / sizeof *f; k++) {
+        metrics_family(out, f[k].name, f[k].type, f[k].help);
+        for (size_t i = 0; i < m->nqueues; i++) {
+            unsigned long long v[] = {st[i].max, st[i].taken, st[i].ours, st[i].waiting,
+                                      st[i].waits, st[i].conflicts};
+            if (st[i].max)
+                evbuffer_add_printf(out, "%s{queue=\"%s\",kind=\"concurrency\"} %llu\n",
+                                    f[k].name, qname(m, i), v[k]);
+        }
+    }
+    free(st);
+}
+
 /* Read from their owners at scrape time. */
 static int gauges_out(struct metrics *m, struct evbuffer *out)
 {
@@ -202,6 +242,7 @@ static int gauges_out(struct metrics *m, struct evbuffer *out)
     metrics_family(out, "deferd_writes_hold_expired_total", "counter", "Held write requests "
            "answered ERR UNAVAILABLE not stored because hold_writes ran out.");
     evbuffer_add_printf(out, "deferd_writes_hold_expired_total %llu\n", wh.expired);
+    limits_out(m, out);
     metrics_family(out, "deferd_jobs_pending_cluster", "gauge", "Queues with max_pending: jobs in "
            "the queue across all daemons, as last summed (once a second).");
     for (size_t i = 0; i < m->nqueues; i++) {
@@ -221,6 +262,14 @@ static void histograms_out(struct metrics *m, struct evbuffer *out)
     for (size_t i = 0; i < m->nqueues; i++) {
         snprintf(labels, sizeof labels, "queue=\"%s\"", qname(m, i));
         histogram_out(out, "deferd_delivery_lateness_seconds", labels, &m->q[i].lateness,
+                      metrics_lateness_le, METRICS_LATENESS_NLE);
+    }
+    metrics_family(out, "deferd_limit_wait_seconds", "histogram",
+           "Queues with concurrency: how long a due job waited for a free slot (from its due "
+           "time, or from when every slot was taken if later, to its lock).");
+    for (size_t i = 0; i < m->nqueues; i++) {
+        snprintf(labels, sizeof labels, "queue=\"%s\",kind=\"concurrency\"", qname(m, i));
+        histogram_out(out, "deferd_limit_wait_seconds", labels, &m->q[i].limit_wait,
                       metrics_lateness_le, METRICS_LATENESS_NLE);
     }
     metrics_family(out, "deferd_zookeeper_request_seconds", "histogram",
@@ -381,10 +430,14 @@ int metrics_expose_queue_counted(struct metrics *m, const char *queue,
     if (!q)
         return -1;
     const struct queue_counts *qc = &all[q - m->q];
+    struct limit_stats ls;
+    limit_get_stats(dq->limit, &ls);
     int n = snprintf(buf, len, "queue=%s put=%llu delivered=%llu redelivered=%llu acked=%llu "
                      "nacked=%llu expired=%llu dead_lettered=%llu refused_queue_full=%llu "
                      "refused_unavailable=%llu refused_failed=%llu delayed=%zu ready=%zu "
-                     "inflight=%zu pending=%zu consumers=%zu paused=%d",
+                     "inflight=%zu pending=%zu consumers=%zu paused=%d concurrency=%u "
+                     "slots_taken=%u slots_ours=%u limit_waiting=%zu limit_waits=%llu "
+                     "slot_conflicts=%llu",
                      queue, (unsigned long long)q->events[ME_PUT],
                      (unsigned long long)(q->delivered[0] + q->delivered[1]),
                      (unsigned long long)q->delivered[1], (unsigned long long)q->events[ME_ACKED],
@@ -394,7 +447,9 @@ int metrics_expose_queue_counted(struct metrics *m, const char *queue,
                      (unsigned long long)q->refused[MR_QUEUE_FULL],
                      (unsigned long long)q->refused[MR_UNAVAILABLE],
                      (unsigned long long)q->refused[MR_FAILED], qc->delayed, qc->ready,
-                     qc->inflight, qc->known, consumer_ring_size(&dq->ring), dq->paused);
+                     qc->inflight, qc->known, consumer_ring_size(&dq->ring), dq->paused, ls.max,
+                     ls.taken, ls.ours, ls.waiting, (unsigned long long)ls.waits,
+                     (unsigned long long)ls.conflicts);
     if (n > 0 && (size_t)n < len)
         n += lateness_format(q, buf + n, len - (size_t)n);
     if (n > 0 && (size_t)n < len)

@@ -38,6 +38,7 @@ struct qmetrics {
     uint64_t keys_expired;     /* kept keys deleted by the sweep */
     uint64_t delivered[2];     /* [0] first deliveries, [1] redeliveries (attempt > 1) */
     struct histogram lateness;
+    struct histogram limit_wait; /* seconds a due job waited for a concurrency slot */
     struct rate rates[RK_COUNT];
     double recent[RECENT_MAX]; /* lateness in seconds, a ring */
     size_t nrecent, recent_next;

@@ -15,6 +15,7 @@
 #include "depth.h"
 #include "dispatcher.h"
 #include "jsonw.h"
+#include "limit.h"
 #include "cluster_time.h"
 #include "units.h"
 #include "web_auth.h"
@@ -235,6 +236,20 @@ static void pause_form(struct web *w, struct evhttp_request *req, struct evbuffe
                         paused ? "resume" : "pause", paused ? "Resume" : "Pause");
 }
 
+/* A queue with concurrency (docs/limits.md): the limit, its slots and who waits for one. */
+static void limit_line(struct evbuffer *out, const struct dqueue *dq)
+{
+    struct limit_stats st;
+    limit_get_stats(dq ? dq->limit : NULL, &st);
+    if (!st.max)
+        return;
+    evbuffer_add_printf(out, "<p class=\"limit\" data-concurrency=\"%u\" data-slots-taken=\"%u\" "
+                        "data-limit-waiting=\"%zu\">Concurrency %u: %u slot%s held across the "
+                        "cluster (%u by this daemon's consumers), %zu due job%s waiting for a "
+                        "slot here</p>\n", st.max, st.taken, st.waiting, st.max, st.taken,
+                        st.taken == 1 ? "" : "s", st.ours, st.waiting, st.waiting == 1 ? "" : "s");
+}
+
 static int build_top(struct jobs_call *jc)
 {
     struct web *w = jc->c.w;
@@ -249,6 +264,7 @@ static int build_top(struct jobs_call *jc)
                         paused ? " <span class=\"paused\">paused</span>" : "", jc->queue);
     if (web_can_act(w, jc->c.req))
         pause_form(w, jc->c.req, jc->top, jc->queue, paused);
+    limit_line(jc->top, dq);
     timeline(jc->top, w->d, jc->queue);
     evbuffer_add_printf(jc->top, "<form method=\"get\" action=\"/ui/job\" class=\"find\">"
                                  "<label>Find a job by id <input name=\"id\" size=\"60\" "

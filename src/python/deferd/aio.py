@@ -207,12 +207,14 @@ class Client(BaseClient[Job, Reply]):
 
     async def put(self, queue: str, payload: Payload, delay: Optional[Seconds] = None,
                   at: Optional[When] = None, priority: Optional[int] = None,
-                  ttr: Optional[Seconds] = None, key: Optional[str] = None) -> PutResult:
+                  ttr: Optional[Seconds] = None, key: Optional[str] = None,
+                  group: Optional[str] = None) -> PutResult:
         """Schedules a job; returns its :class:`deferd.PutResult` once ZooKeeper stored it
         (``duplicate=True`` with the existing job's id when ``key`` was taken). The
         arguments are those of :meth:`deferd.Client.put`, and so is the retry of an
         ``UNAVAILABLE`` answer (:attr:`put_retry`)."""
-        tries = PutAttempts(self, Put(queue, payload, delay, at, priority, ttr, key))
+        tries = PutAttempts(self, Put(queue, payload, delay, at, priority, ttr, key,
+                                      group=group))
         while True:
             try:
                 return await self._request(tries.request(), _parse_put)

@@ -71,6 +71,8 @@ class Put:
     key: Optional[str] = None
     #: a put token (``idem=``): the same put sent again answers the job its first try made
     idem: Optional[str] = None
+    #: the job's group: a queue's groups take turns at delivery (docs/limits.md)
+    group: Optional[str] = None
 
     def encode(self) -> bytes:
         """The ``PUT`` request: header line, payload and its ``\\n``."""
@@ -90,6 +92,8 @@ class Put:
             words.append("key=" + _token("key", self.key))
         if self.idem is not None:
             words.append("idem=" + _token("idem", self.idem))
+        if self.group is not None:
+            words.append("group=" + _token("group", self.group))
         return " ".join(words).encode() + b"\n" + data + b"\n"
 
 
@@ -265,6 +269,11 @@ class BaseJob:
         return cls(client, header.id, header.queue, header.attempt, header.due_ms,
                    header.priority, header.ttr_ms, payload,
                    header.uid if header.uid is not None else job_uid(header.id))
+
+    @property
+    def group(self) -> str:
+        """The group the job was put with (``put(..., group=)``), "" for none."""
+        return job_group(self.id)
 
     @property
     def due(self) -> datetime.datetime:
@@ -626,6 +635,17 @@ def encode_subscribe(queues: Union[str, Sequence[str]], inflight: int) -> bytes:
 _UID_IN_NAME = re.compile(r"[0-9]+-[0-9]+-([0-9a-z]{1,32})(?:-|$)")
 
 
+def job_group(job_id: str) -> str:
+    """The group a job was put with (``group=``), read from its id (its name's ``-g`` field,
+    ``~`` standing for ``-``); "" for a job without one."""
+    for field in job_id.rpartition("/")[2].split("-")[3:]:
+        if field.startswith("k"):
+            break  # the key is last and may hold dashes
+        if field.startswith("g"):
+            return field[1:].replace("~", "-")
+    return ""
+
+
 def job_uid(job_id: str) -> Optional[str]:
     """The stable uid in a job id of deferd's own format (its name's third field, kept
     across nacks, reschedules and redeliveries: docs/protocol.md, job uid); None for a
@@ -843,13 +863,16 @@ class Client(BaseClient[Job, Reply]):
 
     def put(self, queue: str, payload: Payload, delay: Optional[Seconds] = None,
             at: Optional[When] = None, priority: Optional[int] = None,
-            ttr: Optional[Seconds] = None, key: Optional[str] = None) -> PutResult:
+            ttr: Optional[Seconds] = None, key: Optional[str] = None,
+            group: Optional[str] = None) -> PutResult:
         """Schedules a job and returns its id once ZooKeeper stored it.
 
         ``delay`` (seconds or timedelta) or ``at`` (datetime or epoch seconds): when it is due
         (neither: now). ``priority``: lower is more urgent. ``ttr`` (seconds, 1 s .. 7 days):
         each delivery's lease. ``key``: idempotency key; if a job with it exists, nothing is
-        created and the result has ``duplicate=True`` and that job's id.
+        created and the result has ``duplicate=True`` and that job's id. ``group``: the
+        job's group (1-32 of ``[A-Za-z0-9_.:@-]``): a queue's groups take turns at delivery
+        (docs/limits.md); the consumer reads it as ``job.group``.
 
         Without a ``key`` the put carries a put token of its own (``idem=``), so that sending
         it again cannot make a second job. An :class:`Unavailable` answer is sent again for
@@ -859,7 +882,8 @@ class Client(BaseClient[Job, Reply]):
         The error raised says which in ``stored``, and why in ``reason``. ``put_retry = 0``
         turns both off.
         """
-        tries = PutAttempts(self, Put(queue, payload, delay, at, priority, ttr, key))
+        tries = PutAttempts(self, Put(queue, payload, delay, at, priority, ttr, key,
+                                      group=group))
         while True:
             try:
                 return self._send(tries.request(), _parse_put).result()

@@ -1,0 +1,204 @@
+/* A queue's cluster-wide concurrency (deferd.ini concurrency = N, engine/limit.h): two
+ * daemons on one root, consumers with room for many more; judged from the consumers' side
+ * (a job counts from its push until its ack is sent), never more than N of the queue's jobs
+ * are held at once, and every job is done. STATS shows the limit full and the jobs that
+ * wait. A daemon killed with SIGKILL while holding every slot: the other daemon's consumers
+ * get jobs within the session timeout + 1 s, never more than N at once. A reload changes
+ * the limit for the next locks. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "httpget.h"
+
+#define LIMIT 3
+#define SESSION_MS 4000 /* the harness's session_timeout */
+
+static struct daemon_proc d[2];
+static char root[128];
+static const char *const overrides[] = {"queue.a.concurrency=3", "web.dashboard=on", NULL};
+
+enum { NCONS = 4, JOBS = 24, HOLD_MS = 80 };
+
+struct held {
+    char id[DEFERD_ID_SIZE];
+    int64_t since;
+};
+
+/* Consumers (two per daemon, room for 4 each) take every job and ack it HOLD_MS after its
+ * push; returns the largest number held at once, and counts the jobs done in *DONE. */
+static int run_consumers(deferd_client **cs, int want, int *done, int64_t deadline)
+{
+    struct held held[NCONS][8];
+    int nheld[NCONS] = {0}, most = 0;
+    while (*done < want && now_ms() < deadline) {
+        for (int k = 0; k < NCONS; k++) {
+            deferd_job job;
+            if (deferd_next_job(cs[k], &job, 5) == DEFERD_OK) {
+                CHECK(nheld[k] < 8);
+                if (nheld[k] < 8) {
+                    snprintf(held[k][nheld[k]].id, DEFERD_ID_SIZE, "%s", job.id);
+                    held[k][nheld[k]++].since = now_ms();
+                }
+                deferd_job_clear(&job);
+            }
+            int total = 0;
+            for (int j = 0; j < NCONS; j++)
+                total += nheld[j];
+            most = total > most ? total : most;
+            for (int i = 0; i < nheld[k]; i++) {
+                if (now_ms() - held[k][i].since < HOLD_MS)
+                    continue;
+                CHECK(deferd_ack(cs[k], held[k][i].id) == DEFERD_OK);
+                held[k][i--] = held[k][--nheld[k]];
+                ++*done;
+            }
+        }
+    }
+    return most;
+}
+
+static void limit_holds(void)
+{
+    deferd_client *p = client(&d[0]), *cs[NCONS];
+    for (int k = 0; k < NCONS; k++) {
+        cs[k] = client(&d[k % 2]);
+        CHECK(deferd_subscribe(cs[k], "a", 4) == DEFERD_OK);
+    }
+    char id[DEFERD_ID_SIZE];
+    for (int i = 0; i < JOBS; i++)
+        CHECK(put_job(p, "a", "limited", 300, -1, -1, id) == 0);
+    int done = 0;
+    int most = run_consumers(cs, JOBS, &done, now_ms() + 30000);
+    printf("concurrency %d: %d jobs done, at most %d held at once (room for %d)\n", LIMIT,
+           done, most, NCONS * 4);
+    CHECK(done == JOBS);
+    CHECK(most <= LIMIT);
+    CHECK(most == LIMIT); /* the limit, not the consumers, was what held them back */
+    deferd_client *s = client(&d[1]);
+    CHECK(queue_stat(s, "a", "concurrency") == LIMIT);
+    CHECK(queue_stat(s, "a", "limit_waits") >= 1);
+    deferd_close(s);
+    for (int k = 0; k < NCONS; k++)
+        deferd_close(cs[k]);
+    deferd_close(p);
+}
+
+/* Daemon 0's consumer holds every slot; daemon 1's waits (STATS: limit_waiting). SIGKILL
+ * of daemon 0: its session's slots go when ZooKeeper expires it, and daemon 1 delivers. */
+static void killed_holder(void)
+{
+    deferd_client *p = client(&d[1]), *a = client(&d[0]), *b = client(&d[1]);
+    CHECK(deferd_subscribe(a, "a", 8) == DEFERD_OK);
+    char id[DEFERD_ID_SIZE];
+    for (int i = 0; i < LIMIT + 2; i++)
+        CHECK(put_job(p, "a", "held", 0, -1, -1, id) == 0);
+    deferd_job job;
+    for (int i = 0; i < LIMIT; i++) {
+        CHECK(deferd_next_job(a, &job, 10000) == DEFERD_OK);
+        deferd_job_clear(&job);
+    }
+    CHECK(deferd_next_job(a, &job, 500) == DEFERD_ETIMEDOUT); /* no fourth slot */
+    CHECK(deferd_subscribe(b, "a", 8) == DEFERD_OK);
+    /* at least the two free jobs (a job held elsewhere counts until this daemon tries it) */
+    int64_t until = now_ms() + 10000;
+    while (queue_stat(b, "a", "limit_waiting") < 2 && now_ms() < until)
+        usleep(20000);
+    CHECK(queue_stat(b, "a", "limit_waiting") >= 2);
+    CHECK(queue_stat(b, "a", "slots_taken") == LIMIT);
+    /* the same on the dashboard's queue page and in /metrics */
+    char *body = NULL;
+    CHECK(http_request(metrics_port_in_log(d[1].log), "GET", "/ui/queues/a", 10000, &body, NULL,
+                       0) == 200);
+    CHECK(body && strstr(body, "data-concurrency=\"3\" data-slots-taken=\"3\""));
+    free(body);
+    CHECK(metric_in_log(d[1].log, "deferd_limit{queue=\"a\",kind=\"concurrency\"}") == LIMIT);
+    CHECK(metric_in_log(d[1].log, "deferd_limit_waiting_jobs{queue=\"a\",kind=\"concurrency\"}")
+          >= 2);
+    CHECK(deferd_next_job(b, &job, 500) == DEFERD_ETIMEDOUT);
+    int64_t killed = now_ms();
+    daemon_kill(&d[0], SIGKILL);
+    int got = 0;
+    while (got < LIMIT && deferd_next_job(b, &job, SESSION_MS + 3000) == DEFERD_OK) {
+        if (!got)
+            printf("killed holder: first delivery on the other daemon %lld ms after SIGKILL\n",
+                   (long long)(now_ms() - killed));
+        CHECK(now_ms() - killed <= SESSION_MS + 1000 + 500); /* + the test's own polling */
+        got++;
+        deferd_job_clear(&job);
+    }
+    CHECK(got == LIMIT);
+    CHECK(deferd_next_job(b, &job, 700) == DEFERD_ETIMEDOUT); /* still at most LIMIT */
+    deferd_close(a);
+    deferd_close(b);
+    deferd_close(p);
+}
+
+/* The harness's file for D with queue a's concurrency set to N (0: none). */
+static void write_config(const struct daemon_proc *dp, int n)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/deferd.ini", dp->dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fprintf(f, "[daemon]\nsocket = %s\nlog_level = debug\nlookahead = 2s\n"
+               "[zookeeper]\nhosts = %s\nroot = %s\nsession_timeout = 4s\n"
+               "[queue a]\npack_after = 0\nconcurrency = %d\n", dp->sock, harness_zk_hosts,
+            dp->root, n);
+    fclose(f);
+}
+
+static void hup(const struct daemon_proc *dp, const char *until)
+{
+    long mark = log_mark(dp);
+    CHECK(kill(dp->pid, SIGHUP) == 0);
+    CHECK(log_wait(dp, mark, until, 15000));
+}
+
+/* SIGHUP applies a changed concurrency to the next locks: none -> 5 -> none. */
+static void reloaded(void)
+{
+    struct daemon_proc r;
+    if (daemon_start(&r, root, "r", NULL) != 0) {
+        CHECK(0);
+        return;
+    }
+    deferd_client *p = client(&r), *c = client(&r);
+    write_config(&r, 5);
+    hup(&r, "reload: queue a: concurrency 0 -> 5");
+    char id[DEFERD_ID_SIZE];
+    for (int i = 0; i < 3; i++)
+        CHECK(put_job(p, "a", "more", 0, -1, -1, id) == 0);
+    CHECK(deferd_subscribe(c, "a", 16) == DEFERD_OK); /* 8 jobs in the queue now */
+    deferd_job job;
+    int got = 0;
+    while (got < 6 && deferd_next_job(c, &job, got < 5 ? 10000 : 1000) == DEFERD_OK) {
+        got++;
+        deferd_job_clear(&job);
+    }
+    CHECK(got == 5);
+    write_config(&r, 0);
+    hup(&r, "reload: queue a: concurrency 5 -> 0");
+    while (got < 9 && deferd_next_job(c, &job, got < 8 ? 10000 : 1000) == DEFERD_OK) {
+        got++;
+        deferd_job_clear(&job);
+    }
+    CHECK(got == 8);
+    deferd_close(c);
+    deferd_close(p);
+    daemon_kill(&r, SIGTERM);
+}
+
+int main(void)
+{
+    harness_init("concurrency", root, sizeof root);
+    if (daemons_start(d, 2, root, overrides) != 0)
+        return 1;
+    limit_holds();
+    killed_holder();
+    daemon_kill(&d[1], SIGTERM); /* gives back what its consumer held */
+    reloaded();
+    return check_report("it_concurrency");
+}
