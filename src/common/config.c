@@ -79,7 +79,7 @@ static const struct {
     [SEC_QUEUE] = {"queue NAME", (const char *const[]){"priority", "ttr", "max_attempts",
         "max_pending", "format", "curator_path", "curator_lock_path", "curator_corrupt",
         "backoff_min", "backoff_max", "backoff_jitter", "producers", "consumers",
-        "key_retention", "pack_after", "pack_window", "concurrency", "group_weights", NULL}},
+        "key_retention", "pack_after", "pack_window", "concurrency", "group_concurrency", "group_weights", NULL}},
     [SEC_SCHEDULE] = {"schedule NAME", (const char *const[]){"queue", "payload",
         "payload_file", "priority", "ttr", "cron", "every", "anchor", "timezone", "jitter",
         "misfire", "misfire_grace", "overlap", "ahead", NULL}},
@@ -649,9 +649,10 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         return cfg_set_duration(ld, &q->key_retention_ms, key, value, 0, 86400000ULL * 3650);
     if (strcmp(key, "group_weights") == 0)
         return parse_weights(ld, q, value);
-    if (strcmp(key, "concurrency") == 0) {
+    if (strcmp(key, "concurrency") == 0 || strcmp(key, "group_concurrency") == 0) {
         q->concurrency_line = ld->line;
-        return cfg_set_u32(ld, &q->concurrency, key, value, 0, QUEUE_CONCURRENCY_MAX);
+        return cfg_set_u32(ld, key[0] == 'c' ? &q->concurrency : &q->group_concurrency, key,
+                           value, 0, QUEUE_CONCURRENCY_MAX);
     }
     if (strcmp(key, "pack_after") == 0 || strcmp(key, "pack_window") == 0) {
         int after = key[5] == 'a';
@@ -890,7 +891,7 @@ static int validate_curator(struct load *ld, const struct queue_config *q)
 {
     const char *p = q->curator_path, *l = q->curator_lock_path;
     size_t n = strlen(p);
-    if (q->format != QF_NATIVE && q->concurrency)
+    if (q->format != QF_NATIVE && (q->concurrency || q->group_concurrency))
         return cfg_fail_at(ld, q->concurrency_line, "[queue %s]: concurrency applies to deferd's "
                            "own queues only, not to format = curator-* (Curator's consumers "
                            "take items without slots)", q->name);

@@ -49,6 +49,7 @@ struct queue_config {
     uint64_t max_pending;     /* puts refused (QUEUE_FULL) at this many jobs; 0 = no limit */
     uint64_t key_retention_ms; /* an acked job's key stays taken this long; 0 = freed */
     uint32_t concurrency;     /* jobs held at once across the cluster; 0 = no limit */
+    uint32_t group_concurrency; /* ... of each group (PUT group=); 0 = no limit */
     int concurrency_line;
     struct group_weight weights[QUEUE_WEIGHTS_MAX]; /* turns a group takes in a row (else 1) */
     size_t nweights;

@@ -134,6 +134,7 @@ static const struct {
     {"max_pending", offsetof(struct queue_config, max_pending), K_U64},
     {"key_retention", offsetof(struct queue_config, key_retention_ms), K_MS},
     {"concurrency", offsetof(struct queue_config, concurrency), K_U32},
+    {"group_concurrency", offsetof(struct queue_config, group_concurrency), K_U32},
     {"curator_corrupt", offsetof(struct queue_config, curator_delete_corrupt), K_FLAG},
 };
 

@@ -27,6 +27,12 @@ struct bench {
     int preload, preload_days;
     int ack_pipe;                 /* -A: consumers pipeline their acks */
     int keyed;                    /* -K: every measured job carries an idempotency key */
+    int hold_ms;                  /* -H: a consumer holds each job this long before its ack */
+    int small_groups;             /* -g K: the last 10K jobs in K groups of 10 ("s<k>"), put
+                                   * after the others, which are in group "big";
+                                   * small_late_max_ms reported */
+    int no_group_names;           /* -N: the same jobs measured, but put without groups */
+    _Atomic int64_t small_late_max;
     int blocking;                 /* -T 1: blocking deferd_put (libdeferd's put token and
                                    * retry); -T 2: the same without (deferd_set_put_retry 0) */
     int64_t t0;                   /* epoch ms: start of the measured phase */
@@ -113,6 +119,15 @@ static size_t make_job(const struct phase *ph, int i, char *buf, deferd_put_opts
             static _Thread_local char key[24];
             snprintf(key, sizeof key, "bench-%d", i);
             o->key = key;
+        }
+        if (b->small_groups && !b->no_group_names) {
+            static _Thread_local char group[16];
+            int first_small = b->n - b->small_groups * 10;
+            if (i >= first_small)
+                snprintf(group, sizeof group, "s%d", (i - first_small) / 10);
+            else
+                snprintf(group, sizeof group, "big");
+            o->group = group;
         }
     }
     buf[len] = 'x';
@@ -271,12 +286,18 @@ static void *consumer(void *arg)
                 b->due[i] = job.due_ms; /* consume-only: learn it from the job */
             int k = atomic_fetch_add(&b->delivered, 1);
             b->late[k] = at - job.due_ms;
+            int64_t m = atomic_load(&b->small_late_max);
+            while (i >= b->n - b->small_groups * 10 && b->late[k] > m &&
+                   !atomic_compare_exchange_weak(&b->small_late_max, &m, b->late[k]))
+                ;
             int64_t first = 0;
             atomic_compare_exchange_strong(&b->first_delivery, &first, at);
             atomic_store(&b->last_delivery, at);
         } else {
             atomic_fetch_add(&b->dups, 1);
         }
+        if (b->hold_ms)
+            sleep_ms(b->hold_ms); /* the job's work */
         if (b->ack_pipe) {
             /* Written by the next deferd_next_job() (or the collecting deferd_ack_recv). */
             rc = deferd_ack_send(c, job.id);
@@ -336,7 +357,8 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
            "\"put_rate\":%.0f,\"put_fail\":%d,\"delivered\":%d,\"duplicates\":%d,\"missing\":%d,"
            "\"lateness_ms_p50\":%lld,\"lateness_ms_p99\":%lld,\"lateness_ms_max\":%lld,"
            "\"e2e_rate\":%.0f,\"drain_ms\":%lld,\"put_us_p50\":%lld,\"put_us_p99\":%lld,"
-           "\"t0_ms\":%lld,\"first_delivery_ms\":%lld,\"ack_pipelined\":%d,\"ack_fail\":%d,\"keyed\":%d,\"blocking\":%d}\n",
+           "\"t0_ms\":%lld,\"first_delivery_ms\":%lld,\"ack_pipelined\":%d,\"ack_fail\":%d,\"keyed\":%d,\"blocking\":%d,"
+           "\"hold_ms\":%d,\"small_groups\":%d,\"small_late_max_ms\":%lld}\n",
            b->n, b->window_ms, b->consumers, b->inflight, b->payload, b->producers, b->depth,
            b->preload, preload_rate, atomic_load(&b->preload_fail),
            puts && put_ms > 0 ? 1000.0 * puts / (double)put_ms : 0, atomic_load(&b->put_fail),
@@ -344,7 +366,9 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
            n ? (long long)b->late[(n * 99) / 100] : -1, n ? (long long)b->late[n - 1] : -1, e2e,
            n ? (long long)(last - last_due) : -1,
            (long long)b->put_us[b->n / 2], (long long)b->put_us[(b->n * 99) / 100],
-           (long long)b->t0, (long long)first, b->ack_pipe, atomic_load(&b->ack_fail), b->keyed, b->blocking);
+           (long long)b->t0, (long long)first, b->ack_pipe, atomic_load(&b->ack_fail), b->keyed, b->blocking,
+           b->hold_ms, b->small_groups,
+           b->small_groups ? (long long)atomic_load(&b->small_late_max) : -1LL);
 }
 
 /* -T: one blocking deferd_put at a time, as a plain producer calls it: with the library's
@@ -404,7 +428,8 @@ static int usage(void)
 {
     fprintf(stderr, "usage: bench -s SOCKET [-n N] [-w WINDOW_MS] [-C CONSUMERS] "
                     "[-P PRODUCERS] [-D DEPTH] [-p PAYLOAD] [-i INFLIGHT] [-t TIMEOUT_S] "
-                    "[-L PRELOAD [-B DAYS]] [-o LATENESS_FILE] [-A] [-K] [-T 1|2]\n");
+                    "[-L PRELOAD [-B DAYS]] [-o LATENESS_FILE] [-A] [-K] [-T 1|2] [-H HOLD_MS] "
+                    "[-g SMALL_GROUPS [-N]]\n");
     return 2;
 }
 
@@ -414,7 +439,7 @@ int main(int argc, char **argv)
                       .consumers = 4, .producers = 4, .payload = 100, .inflight = 1,
                       .timeout_s = 120, .depth = 1, .preload_days = 30};
     int ch;
-    while ((ch = getopt(argc, argv, "s:n:w:C:P:p:i:t:D:L:B:o:AKT:")) != -1) {
+    while ((ch = getopt(argc, argv, "s:n:w:C:P:p:i:t:D:L:B:o:AKT:H:g:N")) != -1) {
         switch (ch) {
         case 's': b.sock = optarg; break;
         case 'n': b.n = atoi(optarg); break;
@@ -431,6 +456,9 @@ int main(int argc, char **argv)
         case 'A': b.ack_pipe = 1; break;
         case 'K': b.keyed = 1; break;
         case 'T': b.blocking = atoi(optarg); break;
+        case 'H': b.hold_ms = atoi(optarg); break;
+        case 'g': b.small_groups = atoi(optarg); break;
+        case 'N': b.no_group_names = 1; break;
         default: return usage();
         }
     }

@@ -16,7 +16,8 @@
 
 static struct daemon_proc d[2];
 static char root[128];
-static const char *const overrides[] = {"queue.a.concurrency=3", "web.dashboard=on", NULL};
+static const char *const overrides[] = {"queue.a.concurrency=3", "queue.b.group_concurrency=2",
+                                        "web.dashboard=on", NULL};
 
 enum { NCONS = 4, JOBS = 24, HOLD_MS = 80 };
 
@@ -134,6 +135,52 @@ static void killed_holder(void)
     deferd_close(p);
 }
 
+/* group_concurrency = 2 on queue b: consumers on both daemons with room for 16 hold 2 jobs
+ * of each group, no more, until one is acked; then the group's next job comes. */
+static void group_limit(void)
+{
+    deferd_client *p = client(&d[0]), *cs[2] = {client(&d[0]), client(&d[1])};
+    char id[DEFERD_ID_SIZE];
+    for (int i = 0; i < 6; i++) {
+        deferd_put_opts o = {.group = i < 4 ? "x" : "y"};
+        CHECK(deferd_put(p, "b", "g", 1, &o, id, sizeof id) == DEFERD_OK);
+    }
+    for (int k = 0; k < 2; k++)
+        CHECK(deferd_subscribe(cs[k], "b", 8) == DEFERD_OK);
+    char held[8][DEFERD_ID_SIZE];
+    int by[8], n = 0, x = 0;
+    deferd_job job;
+    for (int64_t until = now_ms() + 10000; n < 4 && now_ms() < until;)
+        for (int k = 0; k < 2 && n < 8; k++)
+            if (deferd_next_job(cs[k], &job, 50) == DEFERD_OK) {
+                snprintf(held[n], DEFERD_ID_SIZE, "%s", job.id);
+                x += strstr(job.id, "-gx") != NULL;
+                by[n++] = k;
+                deferd_job_clear(&job);
+            }
+    CHECK(n == 4 && x == 2); /* two of each group */
+    for (int k = 0; k < 2; k++) /* nothing more while they are held */
+        CHECK(deferd_next_job(cs[k], &job, 700) == DEFERD_ETIMEDOUT);
+    int acked = -1;
+    for (int i = 0; i < n && acked < 0; i++)
+        if (strstr(held[i], "-gx")) {
+            CHECK(deferd_ack(cs[by[i]], held[i]) == DEFERD_OK);
+            acked = i;
+        }
+    int got = 0;
+    for (int64_t until = now_ms() + 10000; !got && now_ms() < until;)
+        for (int k = 0; k < 2 && !got; k++)
+            if (deferd_next_job(cs[k], &job, 50) == DEFERD_OK) {
+                got = 1;
+                CHECK(strstr(job.id, "-gx") != NULL); /* x's third, in the slot x freed */
+                deferd_job_clear(&job);
+            }
+    CHECK(got);
+    for (int k = 0; k < 2; k++)
+        deferd_close(cs[k]); /* gives back what they hold */
+    deferd_close(p);
+}
+
 /* The harness's file for D with queue a's concurrency set to N (0: none). */
 static void write_config(const struct daemon_proc *dp, int n)
 {
@@ -197,6 +244,7 @@ int main(void)
     if (daemons_start(d, 2, root, overrides) != 0)
         return 1;
     limit_holds();
+    group_limit();
     killed_holder();
     daemon_kill(&d[1], SIGTERM); /* gives back what its consumer held */
     reloaded();

@@ -169,11 +169,18 @@ int64_t harness_session(void) { return h.d.session_id; }
 
 const char *harness_listed(const char *queue, int64_t due_in, uint32_t prio, int with_payload)
 {
+    return harness_listed_group(queue, due_in, prio, with_payload, "");
+}
+
+const char *harness_listed_group(const char *queue, int64_t due_in, uint32_t prio,
+                                 int with_payload, const char *group)
+{
     struct dqueue *q = dispatcher_queue(h.ds, queue);
     if (!q || h.njobs == JOBS_MAX)
         abort();
     struct job_name *jn = &h.names[h.njobs];
     *jn = (struct job_name){.due_ms = (uint64_t)(harness_now() + due_in), .priority = prio};
+    snprintf(jn->group, sizeof jn->group, "%s", group);
     snprintf(jn->uid, sizeof jn->uid, "%016x", h.njobs + 1);
     char *path = h.paths[h.njobs], *id = h.ids[h.njobs];
     h.queues[h.njobs] = q;

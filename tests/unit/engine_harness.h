@@ -66,6 +66,9 @@ const char *harness_listed(const char *queue, int64_t due_in, uint32_t prio, int
 /* A job of QUEUE due now, with its payload, locked (the newest multi answered ZOK, first
  * delivery) and pushed to whichever consumer dispatch picks: its id. */
 const char *harness_delivered(const char *queue);
+/* The same, put with GROUP (PUT group=). */
+const char *harness_listed_group(const char *queue, int64_t due_in, uint32_t prio,
+                                 int with_payload, const char *group);
 /* The mirror lists job ID (one of harness_listed's) again, as after a new session. */
 void harness_listed_again(const char *id);
 /* The mirror no longer lists job ID. */

@@ -8,7 +8,9 @@
 #include "engine_harness.h"
 #include "limit.h"
 
-#define QUEUES "[queue a]\nttr = 10s\nconcurrency = 2\n[queue free]\nttr = 10s\n"
+#define QUEUES "[queue a]\nttr = 10s\nconcurrency = 2\n[queue free]\nttr = 10s\n" \
+               "[queue g]\ngroup_concurrency = 1\n[queue both]\nconcurrency = 2\n"           \
+               "group_concurrency = 1\n"
 #define SLOTS_DIR "/t/queues/a/slots"
 
 static struct limit_stats stats(void)
@@ -185,8 +187,71 @@ static void test_session_lost(void)
     harness_stop();
 }
 
+static struct limit_stats stats_of(const char *queue)
+{
+    struct limit_stats st;
+    limit_get_stats(dispatcher_queue(harness_ds(), queue)->limit, &st);
+    return st;
+}
+
+/* group_concurrency = 1: a group's second job waits while its first is held, and the turn
+ * passes to another group, whose job goes at once; the ack frees the group's slot. */
+static void test_group_slots(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("g", 5);
+    const char *a1 = harness_listed_group("g", 0, 0, 1, "acme");
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, create slot g-0-acme");
+    harness_multi_ok(0, 1);
+    const char *a2 = harness_listed_group("g", 0, 0, 1, "acme");
+    const char *b1 = harness_listed_group("g", 0, 0, 1, "beta");
+    CHECK(harness_state(a2) == JS_READY);
+    CHECK(harness_state(b1) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, create slot g-0-beta");
+    harness_multi_ok(0, 1);
+    const char *plain = harness_listed_group("g", 0, 0, 1, ""); /* no group: no group slot */
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner");
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 3 && harness_state(a2) == JS_READY);
+    struct limit_stats st = stats_of("g");
+    CHECK(st.group_max == 1 && st.groups == 2 && st.top[0].taken == 1);
+    harness_ack(c, a1);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, delete job, delete slot g-0-acme");
+    harness_multi_ok(0, 1);
+    CHECK(harness_state(a2) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, create slot g-0-acme");
+    (void)plain;
+    harness_stop();
+}
+
+/* Both limits: the queue's slot and the group's in one multi; another daemon holding the
+ * group's slot fails the lock on the second slot operation only. */
+static void test_both_limits(void)
+{
+    harness_start(QUEUES);
+    harness_consumer("both", 5);
+    const char *j = harness_listed_group("both", 0, 0, 1, "acme");
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, create slot c-0, "
+                                    "create slot g-0-acme");
+    harness_multi_fails(0, 4, ZNODEEXISTS);
+    CHECK(harness_state(j) == JS_READY && harness_multis() == 0); /* acme's only slot: taken */
+    CHECK(stats_of("both").conflicts == 1);
+    CHECK(harness_calls() == 1); /* no slot left for the waiting job: listed with a watch */
+    CHECK_STR(harness_call_what(0), "children+watch slots");
+    answer_children(0, (char *[]){"g-0-acme"}, 1);
+    CHECK(harness_state(j) == JS_READY && harness_multis() == 0);
+    dispatcher_limit_watch(harness_ds(), "/t/queues/both/slots");
+    harness_turn();
+    answer_children(0, NULL, 0);
+    CHECK(harness_state(j) == JS_LOCKING);
+    CHECK_CONTAINS(harness_multi_ops(0), "create slot g-0-acme");
+    harness_stop();
+}
+
 int main(void)
 {
+    test_group_slots();
+    test_both_limits();
     test_slots_taken_and_freed();
     test_no_limit();
     test_slot_conflict();

@@ -369,8 +369,15 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
     if (dispatcher_stopped(q))
         return;
     int room = 1;
-    while ((job = turns_peek(&q->ready)) && may_push(ds, q) && !overtakes_prelock(q, job) &&
-           (job->prelocked || (room = limit_room(q->limit)))) {
+    size_t passed = 0; /* groups whose turn passed: their group_concurrency is used up */
+    while ((job = turns_peek(&q->ready)) && may_push(ds, q) && !overtakes_prelock(q, job)) {
+        enum limit_room lr = job->prelocked ? LIMIT_ROOM : limit_room(q->limit, job);
+        if (lr == LIMIT_GROUP_FULL && ++passed < turns_groups(&q->ready)) {
+            turns_pass(&q->ready);
+            continue;
+        }
+        if (!(room = lr == LIMIT_ROOM))
+            break;
         if (locks++ == LOCKS_PER_TURN) { /* more after the loop has polled again */
             q->kicked = 1;
             static const struct timeval now = {0, 0};
@@ -381,6 +388,7 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
         if (!c)
             return;
         turns_pop(&q->ready);
+        passed = 0;
         if (job->ci) {
             ds->foreign->dispatch(ds, job, c);
             continue;

@@ -50,6 +50,7 @@ struct job {
     int warned;                 /* DEADLINE notice sent for this lease */
     struct citem *ci;           /* a Curator queue's item (curator_consume.c), or NULL */
     int32_t slot;               /* its concurrency slot (limit.h), or LIMIT_NO_SLOT (-1) */
+    int32_t gslot;              /* its group's slot (group_concurrency), or LIMIT_NO_SLOT */
     uint32_t slot_gen;          /* ... taken in this session generation of the limit */
 };
 

@@ -190,7 +190,7 @@ struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, c
     job->jn = *jn;
     job->heap_pos = HEAP_NONE;
     job->owner_seq = OWNER_SEQ_UNKNOWN;
-    job->slot = LIMIT_NO_SLOT;
+    job->slot = job->gslot = LIMIT_NO_SLOT;
     job->seq = ++ds->seq;
     job->state = JS_HELD; /* not in a heap yet */
     q->nstate[JS_HELD]++;

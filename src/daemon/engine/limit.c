@@ -3,80 +3,72 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 #include <zookeeper/zookeeper.h>
 
+#include "cluster_time.h"
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher.h"
 #include "dispatcher_jobs.h"
 #include "job.h"
-#include "layout.h"
-#include "cluster_time.h"
 #include "log.h"
 #include "metrics.h"
 #include "queue.h"
+#include "slotset.h"
 
-/* What this daemon believes of each slot. */
-enum slot_state {
-    SL_FREE,   /* no node, as far as we know: the next lock may try it */
-    SL_TRYING, /* in one of our lock multis */
-    SL_OURS,   /* created by our lock, deleted by its settle or release */
-    SL_TAKEN,  /* another daemon's (seen, or its create failed with NodeExists) */
+/* A group's slots (group_concurrency), kept while the daemon knows of one held or waited. */
+struct glimit {
+    UT_hash_handle hh;
+    struct slotset s;
+    char group[LAYOUT_GROUP_MAX + 1];
 };
 
 struct limit {
     struct dqueue *q;
-    unsigned char *state; /* enum slot_state per slot, CAP of them */
-    uint32_t cap;         /* slots known: the largest concurrency seen */
-    uint32_t max;         /* the queue's concurrency when last looked at */
-    uint32_t nfree;       /* SL_FREE among the first MAX */
-    uint32_t cursor;      /* where the next search for a free slot starts */
-    uint32_t gen;         /* session generation: slots of an older one died with it */
+    struct slotset all;       /* the queue's concurrency */
+    struct glimit *groups;    /* by name */
+    uint32_t gen;             /* session generation: slots of an older one died with it */
     int listing, watching;
-    int64_t full_since;   /* cluster ms when due jobs began to wait for a slot, 0: none */
+    int64_t full_since;       /* cluster ms when due jobs began to wait for a slot, 0: none */
     struct limit_stats st;
 };
 
 static struct deferd *deferd_of(const struct limit *l) { return dispatcher_deferd(l->q->ds); }
 
-static int slot_path(const struct limit *l, uint32_t i, char *path)
+/* slots/c-<i> (GROUP NULL), slots/g-<i>-<group>, or the directory itself (I UINT32_MAX). */
+static int slot_path(const struct limit *l, const char *group, uint32_t i, char *path)
 {
-    char name[16];
-    snprintf(name, sizeof name, "c-%u", (unsigned)i);
+    char name[64];
+    if (group)
+        snprintf(name, sizeof name, "g-%u-%s", (unsigned)i, group);
+    else
+        snprintf(name, sizeof name, "c-%u", (unsigned)i);
     return layout_queue_path(path, LAYOUT_PATH_MAX, deferd_of(l)->cfg->zk_root, l->q->cfg->name,
                              LAYOUT_SLOTS, i == UINT32_MAX ? NULL : name);
 }
 
-static void set_state(struct limit *l, uint32_t i, enum slot_state s)
+static struct glimit *group_of(struct limit *l, const char *group, int make)
 {
-    if (i >= l->cap)
-        return;
-    if (i < l->max)
-        l->nfree += (s == SL_FREE) - (l->state[i] == SL_FREE);
-    l->state[i] = (unsigned char)s;
+    struct glimit *g;
+    HASH_FIND_STR(l->groups, group, g);
+    if (!g && make && (g = calloc(1, sizeof *g))) {
+        snprintf(g->group, sizeof g->group, "%s", group);
+        HASH_ADD_STR(l->groups, group, g);
+    }
+    if (g && slotset_follow(&g->s, l->q->cfg->group_concurrency) != 0)
+        return NULL;
+    return g;
 }
 
-/* Follows a reload of concurrency: more slots start free; fewer leave the ones above the
- * new limit to their holders, never offered again. */
-static int follow_config(struct limit *l)
+/* A group whose slots are all free again is forgotten: groups come and go by the thousand. */
+static void group_tidy(struct limit *l, struct glimit *g)
 {
-    uint32_t want = l->q->cfg->concurrency;
-    if (want == l->max)
-        return 0;
-    if (want > l->cap) {
-        unsigned char *s = realloc(l->state, want);
-        if (!s)
-            return -1;
-        memset(s + l->cap, SL_FREE, want - l->cap);
-        l->state = s;
-        l->cap = want;
-    }
-    l->max = want;
-    l->nfree = 0;
-    for (uint32_t i = 0; i < want; i++)
-        l->nfree += l->state[i] == SL_FREE;
-    l->cursor = 0;
-    return 0;
+    if (slotset_count(&g->s, SL_FREE) != g->s.cap)
+        return;
+    HASH_DEL(l->groups, g);
+    slotset_free(&g->s);
+    free(g);
 }
 
 struct limit *limit_new(struct dqueue *q)
@@ -91,11 +83,15 @@ void limit_free(struct limit *l)
 {
     if (!l)
         return;
-    free(l->state);
+    struct glimit *g, *tmp;
+    HASH_ITER(hh, l->groups, g, tmp) {
+        HASH_DEL(l->groups, g);
+        slotset_free(&g->s);
+        free(g);
+    }
+    slotset_free(&l->all);
     free(l);
 }
-
-static void list_slots(struct limit *l);
 
 static void on_dir_made(const struct zk_result *res, void *ctx)
 {
@@ -110,31 +106,53 @@ static void on_dir_made(const struct zk_result *res, void *ctx)
 static void make_dir(struct limit *l)
 {
     char path[LAYOUT_PATH_MAX];
-    if (slot_path(l, UINT32_MAX, path) == 0 &&
+    if (slot_path(l, NULL, UINT32_MAX, path) == 0 &&
         zkstore_create(deferd_of(l)->zs, path, NULL, 0, 0, on_dir_made, l) == ZOK)
         return;
     log_warn("queue %s: cannot create its slots directory", l->q->cfg->name);
 }
 
-/* The listing is the truth for every slot not in one of our own transactions. */
-static void apply_listing(struct limit *l, char **names, int n)
+/* "c-<i>" or "g-<i>-<group>": the index, and *GROUP ("" for c-); -1 for another name. */
+static long parse_slot(const char *name, const char **group)
 {
-    unsigned char *seen = calloc(l->cap ? l->cap : 1, 1);
+    char *end;
+    if ((name[0] != 'c' && name[0] != 'g') || name[1] != '-' || name[2] < '0' || name[2] > '9')
+        return -1;
+    unsigned long i = strtoul(name + 2, &end, 10);
+    if (i > QUEUE_CONCURRENCY_MAX || (name[0] == 'c' ? *end != '\0' : *end != '-'))
+        return -1;
+    *group = name[0] == 'c' ? "" : end + 1;
+    return (long)i;
+}
+
+/* Marks SEEN for one slot set: the names of GROUP ("" the queue's) in the listing. */
+static void apply_one(struct slotset *s, const char *group, char **names, int n)
+{
+    unsigned char *seen = calloc(s->cap ? s->cap : 1, 1);
     if (!seen)
         return;
     for (int k = 0; k < n; k++) {
-        char *end;
-        if (strncmp(names[k], "c-", 2) != 0)
-            continue; /* not a slot */
-        unsigned long i = strtoul(names[k] + 2, &end, 10);
-        if (!*end && end != names[k] + 2 && i < l->cap)
+        const char *g;
+        long i = parse_slot(names[k], &g);
+        if (i >= 0 && (uint32_t)i < s->cap && strcmp(g, group) == 0)
             seen[i] = 1;
     }
-    for (uint32_t i = 0; i < l->cap; i++)
-        if (l->state[i] == SL_FREE || l->state[i] == SL_TAKEN)
-            set_state(l, i, seen[i] ? SL_TAKEN : SL_FREE);
+    slotset_listed(s, seen);
     free(seen);
 }
+
+/* The listing is the truth for every slot not in one of our own transactions; groups this
+ * daemon did not know of are learnt only when it has jobs of theirs (their first take). */
+static void apply_listing(struct limit *l, char **names, int n)
+{
+    apply_one(&l->all, "", names, n);
+    struct glimit *g, *tmp;
+    HASH_ITER(hh, l->groups, g, tmp) {
+        apply_one(&g->s, g->group, names, n);
+    }
+}
+
+static int has_room(const struct limit *l);
 
 static void on_listed(const struct zk_result *res, void *ctx)
 {
@@ -153,14 +171,13 @@ static void on_listed(const struct zk_result *res, void *ctx)
                  zk_strerror(res->rc));
         return; /* the next dispatch that finds no room lists again */
     }
-    if (l->nfree)
-        dispatcher_kick_soon(l->q->ds, l->q);
+    dispatcher_kick_soon(l->q->ds, l->q);
 }
 
 static void list_slots(struct limit *l)
 {
     char path[LAYOUT_PATH_MAX];
-    if (l->listing || slot_path(l, UINT32_MAX, path) != 0)
+    if (l->listing || l->watching || slot_path(l, NULL, UINT32_MAX, path) != 0)
         return;
     if (zkstore_children(deferd_of(l)->zs, path, 1, on_listed, l) == ZOK) {
         l->listing = 1;
@@ -168,13 +185,24 @@ static void list_slots(struct limit *l)
     }
 }
 
-int limit_room(struct limit *l)
+static int has_room(const struct limit *l) { return !l->all.max || l->all.nfree; }
+
+enum limit_room limit_room(struct limit *l, const struct job *job)
 {
-    if (!l || follow_config(l) != 0 || !l->max || l->nfree)
-        return 1;
-    if (!l->watching)
+    if (!l || slotset_follow(&l->all, l->q->cfg->concurrency) != 0)
+        return LIMIT_ROOM;
+    if (!has_room(l)) {
         list_slots(l);
-    return 0;
+        return LIMIT_QUEUE_FULL;
+    }
+    /* a group this daemon holds nothing of is guessed free: no record until it takes one */
+    struct glimit *g = job->jn.group[0] && l->q->cfg->group_concurrency
+                           ? group_of(l, job->jn.group, 0) : NULL;
+    if (g && !g->s.nfree && job->gslot == LIMIT_NO_SLOT) {
+        list_slots(l);
+        return LIMIT_GROUP_FULL;
+    }
+    return LIMIT_ROOM;
 }
 
 void limit_set_waiting(struct limit *l, size_t waiting)
@@ -201,85 +229,131 @@ static void observe_wait(struct limit *l, const struct job *job)
         metrics_limit_wait(deferd_of(l)->metrics, l->q->cfg, now - from);
 }
 
-int limit_take(struct limit *l, struct job *job, struct zk_txn_op *op, char *path)
+static int current(const struct limit *l, const struct job *job)
 {
-    if (!l || follow_config(l) != 0 || !l->max)
-        return 1;
-    uint32_t i = (uint32_t)job->slot;
-    if (job->slot == LIMIT_NO_SLOT || job->slot_gen != l->gen || i >= l->cap) {
-        if (!l->nfree)
+    return l && job->slot_gen == l->gen;
+}
+
+/* One slot of S for JOB (*SLOT: kept from a lost answer, or picked), its create into OP. */
+static int take_one(struct limit *l, struct slotset *s, const char *group, struct job *job,
+                    int32_t *slot, struct zk_txn_op *op, char *path)
+{
+    if (*slot == LIMIT_NO_SLOT || !current(l, job) || (uint32_t)*slot >= s->cap) {
+        int i = slotset_pick(s);
+        if (i < 0)
             return -1;
-        for (i = l->cursor; l->state[i % l->max] != SL_FREE; i++)
-            ;
-        i %= l->max;
-        l->cursor = (i + 1) % l->max;
-        observe_wait(l, job);
+        *slot = i;
     }
-    if (slot_path(l, i, path) != 0)
+    if (slot_path(l, group, (uint32_t)*slot, path) != 0)
         return -1;
-    set_state(l, i, SL_TRYING);
-    job->slot = (int32_t)i;
-    job->slot_gen = l->gen;
+    slotset_set(s, (uint32_t)*slot, SL_TRYING);
     *op = (struct zk_txn_op){.kind = ZT_CREATE, .path = path, .data = job->id,
                              .len = strlen(job->id), .ephemeral = 1};
     return 0;
 }
 
-static int slot_current(const struct limit *l, const struct job *job)
+int limit_take(struct limit *l, struct job *job, struct zk_txn_op *ops,
+               char (*paths)[LAYOUT_PATH_MAX])
 {
-    return l && job->slot != LIMIT_NO_SLOT && job->slot_gen == l->gen &&
-           (uint32_t)job->slot < l->cap;
+    if (!l || slotset_follow(&l->all, l->q->cfg->concurrency) != 0)
+        return 0;
+    struct glimit *g = job->jn.group[0] && l->q->cfg->group_concurrency
+                           ? group_of(l, job->jn.group, 1) : NULL;
+    int n = 0, fresh = job->slot == LIMIT_NO_SLOT && job->gslot == LIMIT_NO_SLOT;
+    if (l->all.max && take_one(l, &l->all, NULL, job, &job->slot, &ops[n], paths[n]) == 0)
+        n++;
+    else if (l->all.max)
+        return -1;
+    if (g && take_one(l, &g->s, g->group, job, &job->gslot, &ops[n], paths[n]) == 0) {
+        n++;
+    } else if (g) {
+        if (job->slot != LIMIT_NO_SLOT) /* give the queue's slot back: not sent */
+            slotset_set(&l->all, (uint32_t)job->slot, SL_FREE);
+        job->slot = LIMIT_NO_SLOT;
+        return -1;
+    }
+    job->slot_gen = l->gen;
+    if (fresh && n)
+        observe_wait(l, job);
+    return n;
 }
 
-int limit_locked(struct limit *l, struct job *job, int rc, int failed_op, int slot_op)
+/* JOB's slot of S (*SLOT) is no longer in a transaction of ours: STATE says what it is. */
+static void settle_one(struct limit *l, struct slotset *s, int32_t *slot, enum slot_state st)
 {
-    if (!slot_current(l, job))
+    if (*slot != LIMIT_NO_SLOT && (uint32_t)*slot < s->cap)
+        slotset_set(s, (uint32_t)*slot, st);
+    if (st == SL_FREE || st == SL_TAKEN)
+        *slot = LIMIT_NO_SLOT;
+    if (st == SL_FREE)
+        dispatcher_kick_soon(l->q->ds, l->q);
+}
+
+int limit_locked(struct limit *l, struct job *job, int rc, int failed_op, int first)
+{
+    if (!current(l, job) || (job->slot == LIMIT_NO_SLOT && job->gslot == LIMIT_NO_SLOT))
         return 0;
-    uint32_t i = (uint32_t)job->slot;
-    if (rc == ZOK) {
-        set_state(l, i, SL_OURS);
-        return 0;
-    }
+    struct glimit *g = job->gslot != LIMIT_NO_SLOT ? group_of(l, job->jn.group, 0) : NULL;
+    struct slotset none = {0}, *gs = g ? &g->s : &none;
     if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
-        return 0; /* unknown: the job keeps the slot and tries the same one again */
-    job->slot = LIMIT_NO_SLOT;
-    if (failed_op == slot_op && rc == ZNODEEXISTS) {
-        l->st.conflicts++;
-        set_state(l, i, SL_TAKEN);
-        return 1;
+        return 0; /* unknown: the job keeps its slots and tries the same ones again */
+    if (rc == ZOK) {
+        settle_one(l, &l->all, &job->slot, SL_OURS);
+        settle_one(l, gs, &job->gslot, SL_OURS);
+        return 0;
     }
-    set_state(l, i, SL_FREE); /* the multi was rolled back */
-    if (failed_op == slot_op && rc == ZNONODE) {
+    /* the multi was rolled back: which slot failed, if one did */
+    int which = failed_op - first, queue_first = job->slot != LIMIT_NO_SLOT;
+    int bad_queue = which == 0 && queue_first, bad_group = which == queue_first;
+    int refused = (bad_queue || bad_group) && rc == ZNODEEXISTS;
+    l->st.conflicts += (uint64_t)refused;
+    settle_one(l, &l->all, &job->slot, bad_queue && refused ? SL_TAKEN : SL_FREE);
+    settle_one(l, gs, &job->gslot, bad_group && refused ? SL_TAKEN : SL_FREE);
+    if ((bad_queue || bad_group) && rc == ZNONODE) {
         make_dir(l);
         return 1;
     }
-    return 0;
+    return refused;
 }
 
-int limit_release_op(struct limit *l, struct job *job, struct zk_txn_op *op, char *path)
+int limit_release_ops(struct limit *l, struct job *job, struct zk_txn_op *ops,
+                      char (*paths)[LAYOUT_PATH_MAX])
 {
-    if (!slot_current(l, job)) {
-        job->slot = LIMIT_NO_SLOT; /* an older session's slot went with it */
+    if (!current(l, job)) {
+        job->slot = job->gslot = LIMIT_NO_SLOT; /* an older session's slots went with it */
         return 0;
     }
-    if (slot_path(l, (uint32_t)job->slot, path) != 0)
-        return 0;
-    *op = (struct zk_txn_op){.kind = ZT_DELETE, .path = path, .version = -1};
-    return 1;
+    int n = 0;
+    if (job->slot != LIMIT_NO_SLOT && slot_path(l, NULL, (uint32_t)job->slot, paths[n]) == 0) {
+        ops[n] = (struct zk_txn_op){.kind = ZT_DELETE, .path = paths[n], .version = -1};
+        n++;
+    }
+    if (job->gslot != LIMIT_NO_SLOT &&
+        slot_path(l, job->jn.group, (uint32_t)job->gslot, paths[n]) == 0) {
+        ops[n] = (struct zk_txn_op){.kind = ZT_DELETE, .path = paths[n], .version = -1};
+        n++;
+    }
+    return n;
 }
 
 struct slot_delete {
     struct limit *l;
     uint32_t i, gen;
     int64_t session;
+    char group[LAYOUT_GROUP_MAX + 1]; /* "" for the queue's slot */
     char path[LAYOUT_PATH_MAX];
 };
 
-static void slot_freed(struct limit *l, uint32_t i, uint32_t gen)
+static void slot_freed(struct limit *l, const char *group, uint32_t i, uint32_t gen)
 {
-    if (gen != l->gen || i >= l->cap)
+    if (gen != l->gen)
         return;
-    set_state(l, i, SL_FREE);
+    struct glimit *g = group[0] ? group_of(l, group, 0) : NULL;
+    if (group[0] && !g)
+        return;
+    slotset_set(g ? &g->s : &l->all, i, SL_FREE);
+    if (g)
+        group_tidy(l, g);
     dispatcher_kick_soon(l->q->ds, l->q);
 }
 
@@ -290,7 +364,7 @@ static void on_slot_deleted(const struct zk_result *res, void *ctx)
         log_warn("queue %s: deleting slot %s failed: %s; it stays taken until our session "
                  "ends", sd->l->q->cfg->name, sd->path, zk_strerror(res->rc));
     else if (res->rc != ZCLOSING)
-        slot_freed(sd->l, sd->i, sd->gen);
+        slot_freed(sd->l, sd->group, sd->i, sd->gen);
     free(sd);
 }
 
@@ -304,41 +378,57 @@ static void on_slot_checked(const struct zk_result *res, void *ctx)
                        sd) == ZOK)
         return;
     if (res->rc == ZOK || res->rc == ZNONODE)
-        slot_freed(sd->l, sd->i, sd->gen); /* not ours (any more) */
+        slot_freed(sd->l, sd->group, sd->i, sd->gen); /* not ours (any more) */
     free(sd);
 }
 
-void limit_released(struct limit *l, struct job *job, int applied)
+static void delete_guarded(struct limit *l, const struct job *job, const char *group,
+                           uint32_t i)
 {
-    if (!slot_current(l, job)) {
-        job->slot = LIMIT_NO_SLOT;
-        return;
-    }
-    uint32_t i = (uint32_t)job->slot;
-    job->slot = LIMIT_NO_SLOT;
-    if (applied) {
-        slot_freed(l, i, l->gen);
-        return;
-    }
     struct slot_delete *sd = calloc(1, sizeof *sd);
-    if (!sd || slot_path(l, i, sd->path) != 0) {
+    if (!sd || slot_path(l, group[0] ? group : NULL, i, sd->path) != 0) {
         free(sd);
         return;
     }
-    *sd = (struct slot_delete){.l = l, .i = i, .gen = l->gen, .session = job->lock_session};
-    slot_path(l, i, sd->path);
+    sd->l = l;
+    sd->i = i;
+    sd->gen = l->gen;
+    sd->session = job->lock_session;
+    snprintf(sd->group, sizeof sd->group, "%s", group);
     if (zkstore_exists(deferd_of(l)->zs, sd->path, 0, on_slot_checked, sd) != ZOK)
         free(sd);
 }
 
-void limit_slot_missing(struct limit *l, struct job *job)
+void limit_released(struct limit *l, struct job *job, int applied)
 {
-    if (slot_current(l, job)) {
-        log_warn("queue %s: job %s: its slot c-%d was deleted by someone else", l->q->cfg->name,
-                 job->id, (int)job->slot);
-        slot_freed(l, (uint32_t)job->slot, l->gen);
+    int32_t slot = job->slot, gslot = job->gslot;
+    job->slot = job->gslot = LIMIT_NO_SLOT;
+    if (!current(l, job))
+        return;
+    if (slot != LIMIT_NO_SLOT) {
+        if (applied)
+            slot_freed(l, "", (uint32_t)slot, l->gen);
+        else
+            delete_guarded(l, job, "", (uint32_t)slot);
     }
-    job->slot = LIMIT_NO_SLOT;
+    if (gslot != LIMIT_NO_SLOT) {
+        if (applied)
+            slot_freed(l, job->jn.group, (uint32_t)gslot, l->gen);
+        else
+            delete_guarded(l, job, job->jn.group, (uint32_t)gslot);
+    }
+}
+
+void limit_slot_missing(struct limit *l, struct job *job, int which)
+{
+    int queue = which == 0 && job->slot != LIMIT_NO_SLOT;
+    int32_t *slot = queue ? &job->slot : &job->gslot;
+    if (current(l, job) && *slot != LIMIT_NO_SLOT) {
+        log_warn("queue %s: job %s: its slot %s%d was deleted by someone else", l->q->cfg->name,
+                 job->id, queue ? "c-" : "g-", (int)*slot);
+        slot_freed(l, queue ? "" : job->jn.group, (uint32_t)*slot, l->gen);
+    }
+    *slot = LIMIT_NO_SLOT;
 }
 
 void limit_watch_fired(struct limit *l)
@@ -346,7 +436,7 @@ void limit_watch_fired(struct limit *l)
     if (!l)
         return;
     l->watching = 0;
-    if (l->st.waiting && l->max)
+    if (l->st.waiting)
         list_slots(l);
 }
 
@@ -356,8 +446,34 @@ void limit_session_lost(struct limit *l)
         return;
     l->gen++;
     l->watching = 0; /* watches end with the session */
-    for (uint32_t i = 0; i < l->cap; i++)
-        set_state(l, i, SL_FREE);
+    slotset_reset(&l->all);
+    struct glimit *g, *tmp;
+    HASH_ITER(hh, l->groups, g, tmp) {
+        slotset_reset(&g->s);
+        group_tidy(l, g);
+    }
+}
+
+static uint32_t held(const struct slotset *s)
+{
+    return s->cap - slotset_count(s, SL_FREE);
+}
+
+/* The busiest groups, most slots first, into TOP. */
+static void top_groups(const struct limit *l, struct limit_group_stats *top)
+{
+    struct glimit *g, *tmp, *groups = l->groups;
+    HASH_ITER(hh, groups, g, tmp) {
+        uint32_t n = held(&g->s);
+        for (int k = 0; n && k < LIMIT_TOP_GROUPS; k++) {
+            if (n <= top[k].taken)
+                continue;
+            memmove(&top[k + 1], &top[k], (size_t)(LIMIT_TOP_GROUPS - 1 - k) * sizeof *top);
+            top[k].taken = n;
+            snprintf(top[k].group, sizeof top[k].group, "%s", g->group);
+            break;
+        }
+    }
 }
 
 void limit_get_stats(const struct limit *l, struct limit_stats *out)
@@ -366,10 +482,16 @@ void limit_get_stats(const struct limit *l, struct limit_stats *out)
     if (!l)
         return;
     *out = l->st;
+    memset(out->top, 0, sizeof out->top);
     out->max = l->q->cfg->concurrency;
-    out->taken = 0;
-    for (uint32_t i = 0; i < l->cap; i++) {
-        out->ours += l->state[i] == SL_OURS || l->state[i] == SL_TRYING;
-        out->taken += l->state[i] != SL_FREE;
+    out->group_max = l->q->cfg->group_concurrency;
+    out->taken = held(&l->all);
+    out->ours = slotset_count(&l->all, SL_OURS) + slotset_count(&l->all, SL_TRYING);
+    out->groups = 0;
+    struct glimit *g, *tmp, *groups = l->groups;
+    HASH_ITER(hh, groups, g, tmp) {
+        out->ours += slotset_count(&g->s, SL_OURS) + slotset_count(&g->s, SL_TRYING);
+        out->groups += held(&g->s) > 0;
     }
+    top_groups(l, out->top);
 }

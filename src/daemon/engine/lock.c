@@ -173,18 +173,18 @@ static void on_locked(const struct zk_result *res, void *ctx)
 void lock_take(struct dispatcher *ds, struct job *job, struct consumer *c)
 {
     struct lock_paths lp;
-    char slot[LAYOUT_PATH_MAX];
+    char slots[LIMIT_OPS_MAX][LAYOUT_PATH_MAX];
     job->lock_session = ds->d->session_id;
     job->owner_seq = OWNER_SEQ_UNKNOWN;
     lock_paths(job, &lp);
-    struct zk_txn_op ops[LOCK_SLOT_OP + 1] = {
+    struct zk_txn_op ops[LOCK_SLOT_OP + LIMIT_OPS_MAX] = {
         {.kind = ZT_CHECK, .path = job->path, .version = -1},
         {.kind = ZT_CREATE, .path = lp.lock, .data = ds->ident, .len = strlen(ds->ident),
          .ephemeral = 1},
         {.kind = ZT_CREATE, .path = lp.owner, .ephemeral = 1, .sequential = 1},
     };
-    int slotted = limit_take(job->q->limit, job, &ops[LOCK_SLOT_OP], slot);
-    int nops = LOCK_SLOT_OP + (slotted == 0);
+    int slotted = limit_take(job->q->limit, job, &ops[LOCK_SLOT_OP], slots);
+    int nops = LOCK_SLOT_OP + (slotted > 0 ? slotted : 0);
     job_transition(job, JE_LOCK);
     job->uncertain = 0;
     if (c)
@@ -284,8 +284,10 @@ static void on_released(const struct zk_result *res, void *ctx)
         dispatcher_retry_later(ds, job, "releasing the lock", res->rc);
         return;
     }
-    if (res->rc == ZNONODE && job->slot != LIMIT_NO_SLOT && zk_failed_op(res) == res->nops - 1) {
-        limit_slot_missing(job->q->limit, job); /* deleted by hand: release without it */
+    int nslots = (job->slot != LIMIT_NO_SLOT) + (job->gslot != LIMIT_NO_SLOT);
+    int which = zk_failed_op(res) - (res->nops - nslots); /* among the slot deletes */
+    if (res->rc == ZNONODE && nslots && which >= 0) {
+        limit_slot_missing(job->q->limit, job, which); /* deleted by hand: release without it */
         lock_release(ds, job);
         return;
     }
@@ -325,10 +327,10 @@ static void on_owner_listed(const struct zk_result *res, void *ctx)
     }
     /* Our lock (we only get here after seeing it ours) without its owner node, deleted
      * by hand: delete the lock alone. */
-    char lock[LAYOUT_PATH_MAX + 8], slot[LAYOUT_PATH_MAX];
+    char lock[LAYOUT_PATH_MAX + 8], slots[LIMIT_OPS_MAX][LAYOUT_PATH_MAX];
     lock_path(job, lock, sizeof lock);
-    struct zk_txn_op ops[2] = {{.kind = ZT_DELETE, .path = lock, .version = -1}};
-    int nops = 1 + limit_release_op(job->q->limit, job, &ops[1], slot);
+    struct zk_txn_op ops[1 + LIMIT_OPS_MAX] = {{.kind = ZT_DELETE, .path = lock, .version = -1}};
+    int nops = 1 + limit_release_ops(job->q->limit, job, &ops[1], slots);
     int rc = txnbatch_add(ds->settles, ops, nops, on_released, job);
     if (rc != ZOK)
         dispatcher_retry_later(ds, job, "releasing the lock", rc);
@@ -363,12 +365,12 @@ void lock_release(struct dispatcher *ds, struct job *job)
         find_owner(ds, job);
         return;
     }
-    char slot[LAYOUT_PATH_MAX];
-    struct zk_txn_op ops[3] = {
+    char slots[LIMIT_OPS_MAX][LAYOUT_PATH_MAX];
+    struct zk_txn_op ops[2 + LIMIT_OPS_MAX] = {
         {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
         {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
     };
-    int n = 2 + limit_release_op(job->q->limit, job, &ops[2], slot);
+    int n = 2 + limit_release_ops(job->q->limit, job, &ops[2], slots);
     job_transition(job, JE_SETTLE);
     int rc = txnbatch_add(ds->settles, ops, n, on_released, job);
     if (rc != ZOK)

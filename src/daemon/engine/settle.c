@@ -48,8 +48,8 @@ struct settle {
     int unrun_same;             /* ... under the same name: reply plain OK */
     int made_parents;
     int key_op;                 /* index of the job's key node operation, or -1 */
-    int slot_op;                /* index of its concurrency slot's delete (limit.h), or -1 */
-    char slot_path[LAYOUT_PATH_MAX];
+    int slot_op;                /* index of its first slot delete (limit.h), or -1 */
+    char slot_paths[LIMIT_OPS_MAX][LAYOUT_PATH_MAX];
     int skip_key;               /* the key node is missing (job written by hand): leave it */
     struct putset *followups;   /* ACK/NACK then=: jobs created in the same transaction */
     char next_path[LAYOUT_PATH_MAX];
@@ -257,7 +257,7 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
     struct job *job = st->job;
     struct lock_paths lp;
     lock_paths(job, &lp);
-    struct zk_txn_op ops[6] = {
+    struct zk_txn_op ops[5 + LIMIT_OPS_MAX] = {
         {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
         {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
         {.kind = ZT_DELETE, .path = job->path, .version = -1},
@@ -266,8 +266,9 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
     int n = st->op == SETTLE_ACK ? 3 : st->has_delay ? 4 : 2;
     st->key_op = key_op(ds, st, &ops[n]) ? n : -1;
     n += st->key_op >= 0;
-    st->slot_op = limit_release_op(job->q->limit, job, &ops[n], st->slot_path) ? n : -1;
-    n += st->slot_op >= 0;
+    int nslots = limit_release_ops(job->q->limit, job, &ops[n], st->slot_paths);
+    st->slot_op = nslots ? n : -1;
+    n += nslots;
     job_transition(job, JE_SETTLE);
     if (st->followups)
         return putset_send(st->followups, ds->settles, ops, n, on_followups_done, st);
@@ -340,8 +341,9 @@ static void on_settled(const struct zk_result *res, void *ctx)
         if ((rc = send_settle(ds, st)) == ZOK)
             return;
     }
-    if (rc == ZNONODE && st->slot_op >= 0 && zk_failed_op(res) == st->slot_op) {
-        limit_slot_missing(job->q->limit, job); /* deleted by hand: settle without it */
+    if (rc == ZNONODE && st->slot_op >= 0 && zk_failed_op(res) >= st->slot_op) {
+        /* deleted by hand: settle without it */
+        limit_slot_missing(job->q->limit, job, zk_failed_op(res) - st->slot_op);
         if ((rc = send_settle(ds, st)) == ZOK)
             return;
     }

@@ -109,6 +109,14 @@ struct job *turns_pop(struct turns *t)
     return job;
 }
 
+void turns_pass(struct turns *t)
+{
+    if (t->cur) {
+        t->cur->taken = 0;
+        t->cur = t->cur->next;
+    }
+}
+
 void turns_remove(struct turns *t, struct job *job)
 {
     struct turn_group *g;

@@ -38,6 +38,9 @@ int turns_push(struct turns *t, struct job *job);
 struct job *turns_peek(const struct turns *t);
 /* Takes turns_peek()'s job; the turn passes on once its group had its weight's worth. */
 struct job *turns_pop(struct turns *t);
+/* The group whose turn it is lets the next one go first (its jobs must wait), keeping its
+ * place in the ring. */
+void turns_pass(struct turns *t);
 /* JOB leaves, wherever it is (its heap position). */
 void turns_remove(struct turns *t, struct job *job);
 /* Calls FN for every job, in no order; FN must not change T. */

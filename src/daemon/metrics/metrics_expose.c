@@ -146,7 +146,7 @@ static void limits_out(struct metrics *m, struct evbuffer *out)
 {
     static const struct { const char *name, *type, *help; } f[] = {
         {"deferd_limit", "gauge", "The queue's concurrency: jobs held at once across every "
-         "daemon."},
+         "daemon (kind=\"group_concurrency\": of each group)."},
         {"deferd_limit_slots_taken", "gauge", "Slots held across the cluster as this daemon "
          "last saw them (its own included)."},
         {"deferd_limit_slots_ours", "gauge", "Slots held by this daemon's consumers (or its "
@@ -168,12 +168,18 @@ static void limits_out(struct metrics *m, struct evbuffer *out)
     }
     for (size_t k = 0; k < sizeof f / sizeof *f; k++) {
         metrics_family(out, f[k].name, f[k].type, f[k].help);
+        for (size_t i = 0; k == 0 && i < m->nqueues; i++)
+            if (st[i].group_max)
+                evbuffer_add_printf(out, "deferd_limit{queue=\"%s\",kind=\"group_concurrency\"} "
+                                    "%u\n", qname(m, i), st[i].group_max);
         for (size_t i = 0; i < m->nqueues; i++) {
             unsigned long long v[] = {st[i].max, st[i].taken, st[i].ours, st[i].waiting,
                                       st[i].waits, st[i].conflicts};
-            if (st[i].max)
-                evbuffer_add_printf(out, "%s{queue=\"%s\",kind=\"concurrency\"} %llu\n",
-                                    f[k].name, qname(m, i), v[k]);
+            /* the queue's own figures; a queue with group limits only counts under those */
+            const char *kind = st[i].max ? "concurrency" : "group_concurrency";
+            if ((k == 0 || k == 1) ? st[i].max : st[i].max || st[i].group_max)
+                evbuffer_add_printf(out, "%s{queue=\"%s\",kind=\"%s\"} %llu\n", f[k].name,
+                                    qname(m, i), kind, v[k]);
         }
     }
     free(st);
@@ -407,6 +413,19 @@ static int lateness_format(const struct qmetrics *q, char *buf, size_t len)
     return at;
 }
 
+/* " group_concurrency=M limit_groups=G busiest_groups=a:3,b:1" ("-": none held). */
+static int groups_format(const struct limit_stats *ls, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, " group_concurrency=%u limit_groups=%u busiest_groups=",
+                     ls->group_max, ls->groups);
+    for (int k = 0; k < LIMIT_TOP_GROUPS && ls->top[k].taken && n > 0 && (size_t)n < len; k++)
+        n += snprintf(buf + n, len - (size_t)n, "%s%s:%u", k ? "," : "", ls->top[k].group,
+                      ls->top[k].taken);
+    if (n > 0 && (size_t)n < len && !ls->top[0].taken)
+        n += snprintf(buf + n, len - (size_t)n, "-");
+    return n > 0 && (size_t)n < len ? n : 0;
+}
+
 int metrics_expose_queue(struct metrics *m, const char *queue, char *buf, size_t len)
 {
     struct dispatcher *ds = m ? m->d->dispatcher : NULL;
@@ -450,6 +469,8 @@ int metrics_expose_queue_counted(struct metrics *m, const char *queue,
                      qc->inflight, qc->known, consumer_ring_size(&dq->ring), dq->paused, ls.max,
                      ls.taken, ls.ours, ls.waiting, (unsigned long long)ls.waits,
                      (unsigned long long)ls.conflicts);
+    if (n > 0 && (size_t)n < len)
+        n += groups_format(&ls, buf + n, len - (size_t)n);
     if (n > 0 && (size_t)n < len)
         n += lateness_format(q, buf + n, len - (size_t)n);
     if (n > 0 && (size_t)n < len)

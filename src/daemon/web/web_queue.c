@@ -241,13 +241,25 @@ static void limit_line(struct evbuffer *out, const struct dqueue *dq)
 {
     struct limit_stats st;
     limit_get_stats(dq ? dq->limit : NULL, &st);
-    if (!st.max)
+    if (!st.max && !st.group_max)
         return;
     evbuffer_add_printf(out, "<p class=\"limit\" data-concurrency=\"%u\" data-slots-taken=\"%u\" "
-                        "data-limit-waiting=\"%zu\">Concurrency %u: %u slot%s held across the "
-                        "cluster (%u by this daemon's consumers), %zu due job%s waiting for a "
-                        "slot here</p>\n", st.max, st.taken, st.waiting, st.max, st.taken,
-                        st.taken == 1 ? "" : "s", st.ours, st.waiting, st.waiting == 1 ? "" : "s");
+                        "data-limit-waiting=\"%zu\" data-group-concurrency=\"%u\">", st.max,
+                        st.taken, st.waiting, st.group_max);
+    if (st.max)
+        evbuffer_add_printf(out, "Concurrency %u: %u slot%s held across the cluster. ", st.max,
+                            st.taken, st.taken == 1 ? "" : "s");
+    if (st.group_max)
+        evbuffer_add_printf(out, "At most %u of each group; %u group%s hold slots. ",
+                            st.group_max, st.groups, st.groups == 1 ? "" : "s");
+    evbuffer_add_printf(out, "This daemon's consumers hold %u; %zu due job%s wait for a slot "
+                        "here.", st.ours, st.waiting, st.waiting == 1 ? "" : "s");
+    for (int k = 0; k < LIMIT_TOP_GROUPS && st.top[k].taken; k++) {
+        evbuffer_add_printf(out, "%s", k ? ", " : " Busiest groups: ");
+        web_escape(out, st.top[k].group);
+        evbuffer_add_printf(out, " (%u)", st.top[k].taken);
+    }
+    evbuffer_add_printf(out, "</p>\n");
 }
 
 static int build_top(struct jobs_call *jc)
