@@ -68,6 +68,9 @@ static int ready_less(const void *a, const void *b)
     return x->seq < y->seq;
 }
 
+/* limit.h: a slot may be free */
+static void limit_woke(struct dqueue *q) { dispatcher_kick_soon(q->ds, q); }
+
 /* [queue] group_weights: the turns a group takes in a row (turns.h); read at each turn, so a
  * reload applies at once. */
 static uint32_t group_weight(const void *ctx, const char *group)
@@ -918,7 +921,7 @@ int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc)
     turns_init(&q->ready, ready_less, job_setpos, group_weight, qc);
     heap_init(&q->armed, armed_less, job_setpos);
     heap_init(&q->prelocking, armed_less, job_setpos);
-    if (!(q->limit = limit_new(q))) {
+    if (!(q->limit = limit_new(q, limit_woke))) {
         free(q);
         return -1;
     }

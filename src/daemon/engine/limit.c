@@ -9,8 +9,6 @@
 #include "cluster_time.h"
 #include "config.h"
 #include "daemon.h"
-#include "dispatcher.h"
-#include "dispatcher_jobs.h"
 #include "job.h"
 #include "log.h"
 #include "metrics.h"
@@ -26,6 +24,7 @@ struct glimit {
 
 struct limit {
     struct dqueue *q;
+    void (*wake)(struct dqueue *q); /* a slot may be free: dispatch the queue soon */
     struct slotset all;       /* the queue's concurrency */
     struct glimit *groups;    /* by name */
     uint32_t gen;             /* session generation: slots of an older one died with it */
@@ -34,7 +33,7 @@ struct limit {
     struct limit_stats st;
 };
 
-static struct deferd *deferd_of(const struct limit *l) { return dispatcher_deferd(l->q->ds); }
+static struct deferd *deferd_of(const struct limit *l) { return l->q->d; }
 
 /* slots/c-<i> (GROUP NULL), slots/g-<i>-<group>, or the directory itself (I UINT32_MAX). */
 static int slot_path(const struct limit *l, const char *group, uint32_t i, char *path)
@@ -71,11 +70,13 @@ static void group_tidy(struct limit *l, struct glimit *g)
     free(g);
 }
 
-struct limit *limit_new(struct dqueue *q)
+struct limit *limit_new(struct dqueue *q, void (*wake)(struct dqueue *q))
 {
     struct limit *l = calloc(1, sizeof *l);
-    if (l)
+    if (l) {
         l->q = q;
+        l->wake = wake;
+    }
     return l;
 }
 
@@ -100,7 +101,7 @@ static void on_dir_made(const struct zk_result *res, void *ctx)
         log_warn("queue %s: creating its slots directory failed: %s", l->q->cfg->name,
                  zk_strerror(res->rc));
     if (res->rc != ZCLOSING)
-        dispatcher_kick_soon(l->q->ds, l->q);
+        l->wake(l->q);
 }
 
 static void make_dir(struct limit *l)
@@ -171,7 +172,7 @@ static void on_listed(const struct zk_result *res, void *ctx)
                  zk_strerror(res->rc));
         return; /* the next dispatch that finds no room lists again */
     }
-    dispatcher_kick_soon(l->q->ds, l->q);
+    l->wake(l->q);
 }
 
 static void list_slots(struct limit *l)
@@ -286,7 +287,7 @@ static void settle_one(struct limit *l, struct slotset *s, int32_t *slot, enum s
     if (st == SL_FREE || st == SL_TAKEN)
         *slot = LIMIT_NO_SLOT;
     if (st == SL_FREE)
-        dispatcher_kick_soon(l->q->ds, l->q);
+        l->wake(l->q);
 }
 
 int limit_locked(struct limit *l, struct job *job, int rc, int failed_op, int first)
@@ -354,7 +355,7 @@ static void slot_freed(struct limit *l, const char *group, uint32_t i, uint32_t 
     slotset_set(g ? &g->s : &l->all, i, SL_FREE);
     if (g)
         group_tidy(l, g);
-    dispatcher_kick_soon(l->q->ds, l->q);
+    l->wake(l->q);
 }
 
 static void on_slot_deleted(const struct zk_result *res, void *ctx)

@@ -30,7 +30,8 @@ struct job;
 
 struct limit;
 
-struct limit *limit_new(struct dqueue *q);
+/* WAKE: called when a slot may have freed (the engine dispatches Q soon). */
+struct limit *limit_new(struct dqueue *q, void (*wake)(struct dqueue *q));
 void limit_free(struct limit *l);
 
 /* May JOB be locked now? */
