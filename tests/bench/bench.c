@@ -28,6 +28,7 @@ struct bench {
     int ack_pipe;                 /* -A: consumers pipeline their acks */
     int keyed;                    /* -K: every measured job carries an idempotency key */
     int hold_ms;                  /* -H: a consumer holds each job this long before its ack */
+    int lead_ms;                  /* -l: the window starts this long after t0 (1 s) */
     int small_groups;             /* -g K: the last 10K jobs in K groups of 10 ("s<k>"), put
                                    * after the others, which are in group "big";
                                    * small_late_max_ms reported */
@@ -271,7 +272,7 @@ static void *consumer(void *arg)
         fprintf(stderr, "bench: subscribe failed: %s\n", deferd_last_error(c));
         exit(1);
     }
-    int64_t stop = b->t0 + 1000 + b->window_ms + b->timeout_s * 1000LL;
+    int64_t stop = b->t0 + b->lead_ms + b->window_ms + b->timeout_s * 1000LL;
     while (atomic_load(&b->delivered) < b->n && now_ms() < stop) {
         deferd_job job;
         int rc = deferd_next_job(c, &job, 200);
@@ -429,7 +430,7 @@ static int usage(void)
     fprintf(stderr, "usage: bench -s SOCKET [-n N] [-w WINDOW_MS] [-C CONSUMERS] "
                     "[-P PRODUCERS] [-D DEPTH] [-p PAYLOAD] [-i INFLIGHT] [-t TIMEOUT_S] "
                     "[-L PRELOAD [-B DAYS]] [-o LATENESS_FILE] [-A] [-K] [-T 1|2] [-H HOLD_MS] "
-                    "[-g SMALL_GROUPS [-N]]\n");
+                    "[-g SMALL_GROUPS [-N]] [-l LEAD_MS]\n");
     return 2;
 }
 
@@ -437,9 +438,9 @@ int main(int argc, char **argv)
 {
     struct bench b = {.sock = getenv("DEFERD_SOCKET"), .n = 10000, .window_ms = 5000,
                       .consumers = 4, .producers = 4, .payload = 100, .inflight = 1,
-                      .timeout_s = 120, .depth = 1, .preload_days = 30};
+                      .timeout_s = 120, .depth = 1, .preload_days = 30, .lead_ms = 1000};
     int ch;
-    while ((ch = getopt(argc, argv, "s:n:w:C:P:p:i:t:D:L:B:o:AKT:H:g:N")) != -1) {
+    while ((ch = getopt(argc, argv, "s:n:w:C:P:p:i:t:D:L:B:o:AKT:H:g:Nl:")) != -1) {
         switch (ch) {
         case 's': b.sock = optarg; break;
         case 'n': b.n = atoi(optarg); break;
@@ -459,6 +460,7 @@ int main(int argc, char **argv)
         case 'H': b.hold_ms = atoi(optarg); break;
         case 'g': b.small_groups = atoi(optarg); break;
         case 'N': b.no_group_names = 1; break;
+        case 'l': b.lead_ms = atoi(optarg); break;
         default: return usage();
         }
     }
@@ -506,7 +508,7 @@ int main(int argc, char **argv)
     srand(1);
     b.t0 = now_ms();
     for (int i = 0; i < b.n && b.producers > 0; i++)
-        b.due[i] = b.t0 + 1000 + (b.window_ms ? rand() % b.window_ms : 0);
+        b.due[i] = b.t0 + b.lead_ms + (b.window_ms ? rand() % b.window_ms : 0);
     for (int i = 0; i < b.consumers; i++)
         pthread_create(&th[nth++], NULL, consumer, &b);
     if (b.producers > 0)
