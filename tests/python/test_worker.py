@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from typing import Dict, List, Optional
 
@@ -294,6 +295,28 @@ class Leaving(WorkerTest):
 
 
 class DaemonRestart(WorkerTest):
+    def test_killed_daemon_marks_running_jobs_lost(self) -> None:
+        """deferd killed while a handler runs: the handler sees job.lost at once (its lock
+        goes with deferd's session), so a long handler stops (docs/limits.md)."""
+        d = Daemon("worker-lost", {"lostq": ""}).start()
+        try:
+            with d.client() as c:
+                c.put("lostq", b"a")
+            w = self.worker("until_lost", "-q", "lostq", socket=d.sock)
+            wait_for(lambda: w.events("start"), "the job started")
+            assert d.proc is not None
+            killed = time.monotonic()
+            os.kill(d.proc.pid, signal.SIGKILL)
+            d.proc.wait(10)
+            d.proc = None  # killed on purpose: not an unclean exit for stop() to report
+            wait_for(lambda: w.events("stopped"), "the handler saw job.lost", timeout=10)
+            self.assertTrue(w.events("stopped")[0]["lost"])
+            self.assertLess(time.monotonic() - killed, 5)
+            w.proc.send_signal(signal.SIGTERM)
+            w.proc.wait(30)
+        finally:
+            d.stop()
+
     def test_draining_daemon_then_reconnect(self) -> None:
         d = Daemon("worker-drain", {"dr": ""}).start()
         try:

@@ -76,3 +76,12 @@ def block(job: WorkerJob) -> None:
     finally:
         os.unlink(mark)
     note("done", job)
+
+
+def until_lost(job: WorkerJob) -> None:
+    """Works until the job is lost (at most 30 s), as a long handler should."""
+    note("start", job)
+    deadline = time.monotonic() + 30
+    while not job.lost and time.monotonic() < deadline:
+        time.sleep(0.01)
+    note("stopped", job, lost=job.lost)

@@ -104,9 +104,11 @@ class WorkerJob:
 
     @property
     def lost(self) -> bool:
-        """True once the daemon took the job back (lease expired, session lost, cancelled):
-        it will be delivered again and this run's result will not count. A long handler may
-        check it and stop early."""
+        """True once the daemon took the job back (lease expired, session lost, cancelled),
+        or the worker's connection to the daemon broke (its lock ends with the daemon's
+        session): it will be delivered again and this run's result will not count. A long
+        handler should check it and stop early: a queue's concurrency limit counts on it
+        (docs/limits.md)."""
         return self._job.lost
 
     def __repr__(self) -> str:
@@ -628,6 +630,10 @@ class Worker:
                  running=self._running, prefetched=len(self._waiting),
                  note="held jobs are released by deferd and come again")
         self._draining = False
+        for rec in self._recs.values():  # running handlers see job.lost and may stop
+            if not rec.job.settled:
+                rec.job.lost = True
+                rec.job.lost_reason = "disconnected"
         if self.client is not None:
             self.client.close()
         self.client = None
