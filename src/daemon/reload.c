@@ -135,6 +135,8 @@ static const struct {
     {"key_retention", offsetof(struct queue_config, key_retention_ms), K_MS},
     {"concurrency", offsetof(struct queue_config, concurrency), K_U32},
     {"group_concurrency", offsetof(struct queue_config, group_concurrency), K_U32},
+    {"rate", offsetof(struct queue_config, rate_n), K_U32},
+    {"rate window", offsetof(struct queue_config, rate_window_ms), K_MS},
     {"curator_corrupt", offsetof(struct queue_config, curator_delete_corrupt), K_FLAG},
 };
 

@@ -58,6 +58,12 @@ static void concurrency(void)
                     sizeof err) == 0);
     CHECK(config_queue(&cfg, "a")->concurrency == 10 && config_queue(&cfg, "b")->concurrency == 0);
     config_free(&cfg);
+    CHECK(load_text(BASE "[queue a]\nrate = 100/s\n[queue b]\nrate = 30/m\n[queue c]\nrate = 2/h\n",
+                    NULL, 0, &cfg, err, sizeof err) == 0);
+    CHECK(config_queue(&cfg, "a")->rate_n == 100 && config_queue(&cfg, "a")->rate_window_ms == 1000);
+    CHECK(config_queue(&cfg, "b")->rate_n == 30 && config_queue(&cfg, "b")->rate_window_ms == 60000);
+    CHECK(config_queue(&cfg, "c")->rate_window_ms == 3600000);
+    config_free(&cfg);
     CHECK(load_text(BASE "[queue a]\ngroup_weights = vip:4, gold-1:2 x:1\n", NULL, 0, &cfg, err,
                     sizeof err) == 0);
     const struct queue_config *a = config_queue(&cfg, "a");
@@ -683,6 +689,12 @@ int main(void)
     expect_error(BASE "[queue a]\n[daemon]\nsocket_mode = 999\n", 7, "octal");
     expect_error(BASE "[queue a]\n[daemon]\nlog_level = loud\n", 7, "log_level");
     expect_error(BASE "[queue a]\nformat = kafka\n", 6, "not native, curator-delay");
+    expect_error(BASE "[queue a]\nrate = 5\n", 6, "'rate': '5' is not N/s, N/m or N/h");
+    expect_error(BASE "[queue a]\nrate = 0/s\n", 6, "'rate': '0/s' is not N/s");
+    expect_error(BASE "[queue a]\nrate = 10001/s\n", 6, "with N from 1 to 10000");
+    expect_error(BASE "[queue a]\nrate = 5/d\n", 6, "'rate': '5/d'");
+    expect_error(BASE "[queue a]\nformat = curator-delay\ncurator_path = /q\nrate = 4/s\n", 8,
+                 "concurrency and rate apply to deferd's own queues only");
     expect_error(BASE "[queue a]\ngroup_weights = vip\n", 6, "'vip' is not GROUP:WEIGHT");
     expect_error(BASE "[queue a]\ngroup_weights = vip:0\n", 6, "weight of vip must be 1..1000");
     expect_error(BASE "[queue a]\ngroup_weights = a:1 a:2\n", 6, "group a given twice");
@@ -691,7 +703,7 @@ int main(void)
                  "'concurrency': '10001' is not a number from 0 to 10000");
     expect_error(BASE "[queue a]\nconcurrency = some\n", 6, "'concurrency'");
     expect_error(BASE "[queue a]\nformat = curator-delay\ncurator_path = /q\nconcurrency = 4\n",
-                 8, "concurrency applies to deferd's own queues only");
+                 8, "concurrency and rate apply to deferd's own queues only");
     expect_error(BASE "[queue a]\ncurator_corrupt = maybe\n", 6, "not skip or delete");
     expect_error(BASE "[queue a]\nformat = curator-delay\ncurator_path = /q\n"
                  "[queue b]\nformat = curator-priority\ncurator_path = /q\n", 8,

@@ -4,6 +4,7 @@
 #include "jobs.h"
 #include "lease.h"
 #include "limit.h"
+#include "rate.h"
 #include "lock.h"
 #include "foreign_format.h"
 
@@ -68,7 +69,7 @@ static int ready_less(const void *a, const void *b)
     return x->seq < y->seq;
 }
 
-/* limit.h: a slot may be free */
+/* limit.h, rate.h: a slot may be free, or startable */
 static void limit_woke(struct dqueue *q) { dispatcher_kick_soon(q->ds, q); }
 
 /* [queue] group_weights: the turns a group takes in a row (turns.h); read at each turn, so a
@@ -160,7 +161,8 @@ void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c)
 static int may_prelock(struct dispatcher *ds, struct dqueue *q)
 {
     /* a lock taken ahead would hold a concurrency slot before its job runs */
-    return q->cfg->format == QF_NATIVE && !q->cfg->concurrency && !dispatcher_stopped(q) &&
+    return q->cfg->format == QF_NATIVE && !q->cfg->concurrency && !q->cfg->group_concurrency &&
+           !q->cfg->rate_n && !dispatcher_stopped(q) &&
            zkstore_connected(ds->d->zs) &&
            !ds->clock_held && consumer_ring_room(&q->ring) > q->nprelocked;
 }
@@ -379,7 +381,7 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
             turns_pass(&q->ready);
             continue;
         }
-        if (!(room = lr == LIMIT_ROOM))
+        if (!(room = lr == LIMIT_ROOM && (job->prelocked || rate_room(q->rate))))
             break;
         if (locks++ == LOCKS_PER_TURN) { /* more after the loop has polled again */
             q->kicked = 1;
@@ -921,7 +923,8 @@ int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc)
     turns_init(&q->ready, ready_less, job_setpos, group_weight, qc);
     heap_init(&q->armed, armed_less, job_setpos);
     heap_init(&q->prelocking, armed_less, job_setpos);
-    if (!(q->limit = limit_new(q, limit_woke))) {
+    if (!(q->limit = limit_new(q, limit_woke)) || !(q->rate = rate_new(q, limit_woke))) {
+        limit_free(q->limit);
         free(q);
         return -1;
     }
@@ -1014,6 +1017,7 @@ void dispatcher_free(struct dispatcher *ds)
         heap_free(&ds->queues[i]->armed);
         heap_free(&ds->queues[i]->prelocking);
         limit_free(ds->queues[i]->limit);
+        rate_free(ds->queues[i]->rate);
     }
     heap_free(&ds->leases);
     settle_free_held(ds);

@@ -52,6 +52,7 @@ struct job {
     int32_t slot;               /* its concurrency slot (limit.h), or LIMIT_NO_SLOT (-1) */
     int32_t gslot;              /* its group's slot (group_concurrency), or LIMIT_NO_SLOT */
     uint32_t slot_gen;          /* ... taken in this session generation of the limit */
+    int32_t rslot;              /* the rate slot its lock multi starts (rate.h), or -1 */
 };
 
 #endif

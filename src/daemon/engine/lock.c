@@ -12,6 +12,7 @@
 #include "dispatcher_jobs.h"
 #include "jobs.h"
 #include "limit.h"
+#include "rate.h"
 #include "foreign_format.h"
 #include "log.h"
 #include "txnbatch.h"
@@ -130,7 +131,9 @@ static void on_locked(const struct zk_result *res, void *ctx)
 {
     struct job *job = ctx;
     struct dispatcher *ds = job->q->ds;
-    if (limit_locked(job->q->limit, job, res->rc, zk_failed_op(res), LOCK_SLOT_OP)) {
+    int rate_op = LOCK_SLOT_OP + (job->slot != LIMIT_NO_SLOT) + (job->gslot != LIMIT_NO_SLOT);
+    int limited = limit_locked(job->q->limit, job, res->rc, zk_failed_op(res), LOCK_SLOT_OP);
+    if (rate_locked(job->q->rate, job, res->rc, zk_failed_op(res), rate_op) || limited) {
         slot_refused(ds, job); /* another daemon took that slot: try another */
         return;
     }
@@ -173,11 +176,11 @@ static void on_locked(const struct zk_result *res, void *ctx)
 void lock_take(struct dispatcher *ds, struct job *job, struct consumer *c)
 {
     struct lock_paths lp;
-    char slots[LIMIT_OPS_MAX][LAYOUT_PATH_MAX];
+    char slots[LIMIT_OPS_MAX][LAYOUT_PATH_MAX], rate[LAYOUT_PATH_MAX];
     job->lock_session = ds->d->session_id;
     job->owner_seq = OWNER_SEQ_UNKNOWN;
     lock_paths(job, &lp);
-    struct zk_txn_op ops[LOCK_SLOT_OP + LIMIT_OPS_MAX] = {
+    struct zk_txn_op ops[LOCK_SLOT_OP + LIMIT_OPS_MAX + 1] = {
         {.kind = ZT_CHECK, .path = job->path, .version = -1},
         {.kind = ZT_CREATE, .path = lp.lock, .data = ds->ident, .len = strlen(ds->ident),
          .ephemeral = 1},
@@ -185,13 +188,17 @@ void lock_take(struct dispatcher *ds, struct job *job, struct consumer *c)
     };
     int slotted = limit_take(job->q->limit, job, &ops[LOCK_SLOT_OP], slots);
     int nops = LOCK_SLOT_OP + (slotted > 0 ? slotted : 0);
+    int rated = slotted < 0 ? 0 : rate_take(job->q->rate, job, &ops[nops], rate);
+    if (rated < 0) /* not sent after all: the slots go back */
+        limit_locked(job->q->limit, job, ZAPIERROR, -1, LOCK_SLOT_OP);
+    nops += rated > 0;
     job_transition(job, JE_LOCK);
     job->uncertain = 0;
     if (c)
         consumer_hold(c, job);
     else if (heap_push(&job->q->prelocking, job) != 0) /* see dispatcher_dispatch() */
         log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
-    if (slotted < 0) { /* every slot taken (a lock ahead, begun before a reload set one) */
+    if (slotted < 0 || rated < 0) { /* no slot (a lock ahead begun before a reload set one) */
         slot_refused(ds, job);
         return;
     }

@@ -31,6 +31,7 @@ struct dqueue {
     struct dir *root;           /* mirror of jobs/, NULL until a consumer subscribes */
     struct cqueue *cq;          /* a Curator queue's listing, when consumed */
     struct limit *limit;        /* its concurrency slots (limit.h) */
+    struct rate *rate;          /* its rate slots (rate.h) */
     size_t mirrored;            /* jobs in the mirror's buckets (mirror.c) */
     size_t nstate[JS_COUNT];    /* its jobs by state (job_transition), for STATS and pages
                                  * without a walk of every job */

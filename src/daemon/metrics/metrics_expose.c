@@ -12,6 +12,7 @@
 #include "daemon.h"
 #include "dispatcher.h"
 #include "limit.h"
+#include "rate.h"
 #include "log.h"
 #include "metrics_int.h"
 #include "put.h"
@@ -140,51 +141,6 @@ static void web_out(struct metrics *m, struct evbuffer *out)
                                 metrics_web_result_names[r], (unsigned long long)m->web[a][r]);
 }
 
-/* Queues with concurrency (limit.h), labelled kind="concurrency" as later kinds of limit
- * will be. */
-static void limits_out(struct metrics *m, struct evbuffer *out)
-{
-    static const struct { const char *name, *type, *help; } f[] = {
-        {"deferd_limit", "gauge", "The queue's concurrency: jobs held at once across every "
-         "daemon (kind=\"group_concurrency\": of each group)."},
-        {"deferd_limit_slots_taken", "gauge", "Slots held across the cluster as this daemon "
-         "last saw them (its own included)."},
-        {"deferd_limit_slots_ours", "gauge", "Slots held by this daemon's consumers (or its "
-         "lock transactions in flight)."},
-        {"deferd_limit_waiting_jobs", "gauge", "Due jobs waiting because every slot is taken."},
-        {"deferd_limit_waits_total", "counter", "Times every slot was found taken while jobs "
-         "were due."},
-        {"deferd_limit_conflicts_total", "counter", "Slots guessed free that another daemon "
-         "had taken (one lock transaction failed on it)."},
-    };
-    struct dispatcher *ds = m->d->dispatcher;
-    struct limit_stats *st = calloc(m->nqueues ? m->nqueues : 1, sizeof *st);
-    if (!st)
-        return;
-    for (size_t i = 0; i < m->nqueues; i++) {
-        struct dqueue *q = ds ? dispatcher_queue(ds, qname(m, i)) : NULL;
-        if (q)
-            limit_get_stats(q->limit, &st[i]);
-    }
-    for (size_t k = 0; k < sizeof f / sizeof *f; k++) {
-        metrics_family(out, f[k].name, f[k].type, f[k].help);
-        for (size_t i = 0; k == 0 && i < m->nqueues; i++)
-            if (st[i].group_max)
-                evbuffer_add_printf(out, "deferd_limit{queue=\"%s\",kind=\"group_concurrency\"} "
-                                    "%u\n", qname(m, i), st[i].group_max);
-        for (size_t i = 0; i < m->nqueues; i++) {
-            unsigned long long v[] = {st[i].max, st[i].taken, st[i].ours, st[i].waiting,
-                                      st[i].waits, st[i].conflicts};
-            /* the queue's own figures; a queue with group limits only counts under those */
-            const char *kind = st[i].max ? "concurrency" : "group_concurrency";
-            if ((k == 0 || k == 1) ? st[i].max : st[i].max || st[i].group_max)
-                evbuffer_add_printf(out, "%s{queue=\"%s\",kind=\"%s\"} %llu\n", f[k].name,
-                                    qname(m, i), kind, v[k]);
-        }
-    }
-    free(st);
-}
-
 /* Read from their owners at scrape time. */
 static int gauges_out(struct metrics *m, struct evbuffer *out)
 {
@@ -248,7 +204,7 @@ static int gauges_out(struct metrics *m, struct evbuffer *out)
     metrics_family(out, "deferd_writes_hold_expired_total", "counter", "Held write requests "
            "answered ERR UNAVAILABLE not stored because hold_writes ran out.");
     evbuffer_add_printf(out, "deferd_writes_hold_expired_total %llu\n", wh.expired);
-    limits_out(m, out);
+    metrics_limits_out(m, out);
     metrics_family(out, "deferd_jobs_pending_cluster", "gauge", "Queues with max_pending: jobs in "
            "the queue across all daemons, as last summed (once a second).");
     for (size_t i = 0; i < m->nqueues; i++) {
@@ -471,6 +427,13 @@ int metrics_expose_queue_counted(struct metrics *m, const char *queue,
                      (unsigned long long)ls.conflicts);
     if (n > 0 && (size_t)n < len)
         n += groups_format(&ls, buf + n, len - (size_t)n);
+    struct rate_stats rs;
+    rate_get_stats(dq->rate, &rs);
+    if (n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " rate=%u rate_window_ms=%llu rate_started=%u "
+                      "rate_waits=%llu rate_conflicts=%llu", rs.n,
+                      (unsigned long long)rs.window_ms, rs.started,
+                      (unsigned long long)rs.waits, (unsigned long long)rs.conflicts);
     if (n > 0 && (size_t)n < len)
         n += lateness_format(q, buf + n, len - (size_t)n);
     if (n > 0 && (size_t)n < len)

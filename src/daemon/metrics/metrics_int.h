@@ -70,6 +70,8 @@ struct evbuffer;
 
 /* "# HELP" and "# TYPE" lines of a family. */
 void metrics_family(struct evbuffer *out, const char *name, const char *type, const char *help);
+/* The families of cluster-wide limits (metrics_limits.c). */
+void metrics_limits_out(struct metrics *m, struct evbuffer *out);
 /* The queue depth read from ZooKeeper (depth.h), for the queues counted so far. */
 void metrics_depth_out(struct metrics *m, struct evbuffer *out);
 /* " depth_overdue=... depth_truncated=..." for STATS QUEUE; returns the length written. */

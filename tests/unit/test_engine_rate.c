@@ -1,0 +1,116 @@
+/* A queue's start rate (src/daemon/engine/rate.c) over the scripted store: unknown slots
+ * read first (exists), a slot never used started by its create, a used one by a set with
+ * the version last seen, a due job waiting until the first slot is a window old (a timer,
+ * no reads), a slot another daemon started first (BadVersion: read again, another tried),
+ * and a missing slots directory. */
+#include "check.h"
+#include "dispatcher.h"
+#include "engine_harness.h"
+#include "rate.h"
+
+#define QUEUES "[queue a]\nttr = 10s\nrate = 2/s\n"
+
+static struct rate_stats stats(void)
+{
+    struct rate_stats st;
+    rate_get_stats(dispatcher_queue(harness_ds(), "a")->rate, &st);
+    return st;
+}
+
+static void answer_exists(int i, int rc, int version, int64_t mtime)
+{
+    struct zk_result res = {.rc = rc, .has_stat = rc == ZOK};
+    res.stat.version = version;
+    res.stat.mtime = mtime;
+    fake_zk_answer(harness_zs(), i, &res);
+    harness_turn();
+}
+
+/* Two slots: both read, both missing, two jobs start them by creating them; the third waits
+ * a window, then starts the first again by a set. Time alone reads nothing. */
+static void test_two_per_second(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 5);
+    const char *j1 = harness_listed("a", 0, 0, 1);
+    CHECK(harness_state(j1) == JS_READY && harness_multis() == 0);
+    CHECK(harness_calls() == 2);
+    CHECK_STR(harness_call_what(0), "exists slot r-0");
+    CHECK_STR(harness_call_what(1), "exists slot r-1");
+    answer_exists(0, ZNONODE, 0, 0);
+    CHECK(harness_state(j1) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, create slot r-0");
+    const char *j2 = harness_listed("a", 0, 0, 1);
+    CHECK(harness_state(j2) == JS_READY); /* r-1 still being read */
+    answer_exists(0, ZNONODE, 0, 0);
+    CHECK(harness_state(j2) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(1), "check job, create lock, create-seq owner, create slot r-1");
+    harness_multi_ok(0, 1);
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 2 && stats().started == 2);
+    const char *j3 = harness_listed("a", 0, 0, 1);
+    CHECK(harness_state(j3) == JS_READY && harness_multis() == 0 && harness_calls() == 0);
+    harness_advance(999);
+    CHECK(harness_state(j3) == JS_READY && harness_calls() == 0);
+    harness_advance(2); /* the timer the first slot set */
+    CHECK(harness_state(j3) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, set slot r-0");
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 3);
+    harness_stop();
+}
+
+/* Another daemon started the slot we knew (BadVersion): only that operation failed, the
+ * slot is read again; its new start is recent, so the job takes the other slot. */
+static void test_conflict(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 5);
+    const char *j1 = harness_listed("a", 0, 0, 1);
+    int64_t old = harness_now() - 5000;
+    answer_exists(0, ZOK, 7, old);
+    answer_exists(0, ZOK, 3, old);
+    CHECK(harness_state(j1) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, set slot r-0");
+    harness_multi_fails(0, 3, ZBADVERSION);
+    CHECK(stats().conflicts == 1);
+    CHECK(harness_state(j1) == JS_LOCKING); /* offered again: r-1 is startable */
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, set slot r-1");
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 1);
+    const char *j2 = harness_listed("a", 0, 0, 1); /* r-0 unknown again: read */
+    CHECK(harness_state(j2) == JS_READY && harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "exists slot r-0");
+    answer_exists(0, ZOK, 8, harness_now() - 200); /* started 200 ms ago elsewhere */
+    CHECK(harness_state(j2) == JS_READY);
+    harness_advance(800);
+    CHECK(harness_state(j2) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, set slot r-0");
+    harness_stop();
+}
+
+/* The slots directory does not exist: the create fails with NoNode; it is made, then the job
+ * starts the slot. */
+static void test_missing_dir(void)
+{
+    harness_start(QUEUES);
+    harness_consumer("a", 5);
+    const char *j1 = harness_listed("a", 0, 0, 1);
+    answer_exists(0, ZNONODE, 0, 0);
+    answer_exists(0, ZNONODE, 0, 0);
+    harness_multi_fails(0, 3, ZNONODE);
+    CHECK(harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "create slots");
+    harness_call_rc(0, ZOK);
+    CHECK(harness_state(j1) == JS_LOCKING);
+    CHECK_CONTAINS(harness_multi_ops(0), "create slot r-");
+    harness_stop();
+}
+
+int main(void)
+{
+    test_two_per_second();
+    test_conflict();
+    test_missing_dir();
+    return check_report("unit.engine_rate");
+}
