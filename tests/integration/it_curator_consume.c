@@ -217,8 +217,8 @@ static void nack_one_part(void)
     int64_t nacked = 0;
     for (int i = 0; i < n; i++) {
         if (strcmp(jobs[i].id, p2) == 0) {
+            nacked = now_ms(); /* before it is sent: its delay counts from its arrival */
             CHECK(deferd_nack(c, jobs[i].id, 300) == DEFERD_OK);
-            nacked = now_ms();
         } else {
             CHECK(deferd_ack(c, jobs[i].id) == DEFERD_OK);
         }

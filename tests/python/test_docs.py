@@ -110,8 +110,14 @@ class Examples(unittest.TestCase):
                     with open(out_path) as f:
                         return len(re.findall(r"^sending to \S+ \(attempt 1\)$", f.read(),
                                               re.M))
-                wait_for(lambda: sent() == 3 and d.jobs("emails") == [],
-                         "the worker ran the 3 jobs and they are gone from ZooKeeper")
+                try:
+                    wait_for(lambda: sent() == 3 and d.jobs("emails") == [],
+                             "the worker ran the 3 jobs and they are gone from ZooKeeper")
+                except AssertionError as e:  # what the worker said, for the log
+                    with open(os.path.join(tmp, "err")) as f, open(out_path) as o:
+                        raise AssertionError(f"{e}; sent {sent()}, left {d.jobs('emails')}; "
+                                             f"worker stdout:\n{o.read()}\nstderr:\n"
+                                             f"{f.read()}") from None
                 p.send_signal(signal.SIGTERM)
                 self.assertEqual(p.wait(30), 0)
             finally:
