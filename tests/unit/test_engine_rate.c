@@ -107,8 +107,26 @@ static void test_missing_dir(void)
     harness_stop();
 }
 
+/* Many slots at first use: the directory is listed once; the slots not in it are never
+ * started ones, created at once without a read each. */
+static void test_listed_first(void)
+{
+    harness_start("[queue a]\nttr = 10s\nrate = 100/s\n");
+    harness_consumer("a", 5);
+    const char *j1 = harness_listed("a", 0, 0, 1);
+    CHECK(harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "children slots");
+    fake_zk_answer(harness_zs(), 0, &(struct zk_result){.rc = ZOK,
+                   .children = (char *[]){"r-0", "c-0", "r-x"}, .nchildren = 3});
+    harness_turn();
+    CHECK(harness_state(j1) == JS_LOCKING && stats().reads == 1);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, create slot r-1");
+    harness_stop();
+}
+
 int main(void)
 {
+    test_listed_first();
     test_two_per_second();
     test_conflict();
     test_missing_dir();

@@ -1,6 +1,7 @@
 #include "rate.h"
 
 #include <event2/event.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ struct rate {
     uint32_t cap, n, cursor;
     int next;                  /* the slot rate_room found, or -1 */
     int reads;                 /* exists() in flight */
+    int listing, listed;       /* the slots directory: being listed, listed once */
     int waiting;               /* the last rate_room found none */
     struct event *timer;
     struct rate_stats st;
@@ -116,8 +118,43 @@ static void on_read(const struct zk_result *res, void *ctx)
     r->wake(r->q);
 }
 
+/* Names not in the listing are slots never started: no need to read them one by one. */
+static void on_listed(const struct zk_result *res, void *ctx)
+{
+    struct rate *r = ctx;
+    r->listing = 0;
+    if (res->rc == ZCLOSING || (res->rc != ZOK && res->rc != ZNONODE))
+        return; /* read one by one instead */
+    r->listed = 1;
+    unsigned char *seen = calloc(r->cap ? r->cap : 1, 1);
+    if (!seen)
+        return;
+    for (int k = 0; res->rc == ZOK && k < res->nchildren; k++) {
+        char *end;
+        const char *name = res->children[k];
+        unsigned long i = name[0] == 'r' && name[1] == '-' ? strtoul(name + 2, &end, 10) : ULONG_MAX;
+        if (i < r->cap && !*end)
+            seen[i] = 1;
+    }
+    for (uint32_t i = 0; i < r->cap; i++)
+        if (r->slots[i].state == RS_UNKNOWN && !seen[i])
+            r->slots[i].state = RS_MISSING;
+    free(seen);
+    r->wake(r->q);
+}
+
 static void read_unknown(struct rate *r)
 {
+    char dir[LAYOUT_PATH_MAX];
+    if (!r->listed && r->n > READS_MAX) { /* many unknown at first use: one listing first */
+        if (!r->listing && slot_path(r, UINT32_MAX, dir) == 0 &&
+            zkstore_children(r->q->d->zs, dir, 0, on_listed, r) == ZOK) {
+            r->listing = 1;
+            r->st.reads++;
+        }
+        if (r->listing)
+            return;
+    }
     for (uint32_t i = 0; i < r->n && r->reads < READS_MAX; i++) {
         struct rslot *s = &r->slots[i];
         char path[LAYOUT_PATH_MAX];
