@@ -549,6 +549,23 @@ int zk_sandbox(const char *verb, const char *arg, char *out, size_t len)
     return p && pclose(p) == 0 ? 0 : -1;
 }
 
+int zk_kill_leader(const char *ensdir)
+{
+    char leader[16], path[400], pid[32] = "";
+    if (zk_sandbox("leader", ensdir, leader, sizeof leader) != 0)
+        return -1;
+    int n = atoi(leader);
+    snprintf(path, sizeof path, "%s/node%d/zk.pid", ensdir, n);
+    FILE *f = fopen(path, "r");
+    if (!f || !fgets(pid, sizeof pid, f) || atoi(pid) <= 0) {
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    fclose(f);
+    return kill(atoi(pid), SIGKILL) == 0 ? n : -1;
+}
+
 int zk_private_start(const char *dir)
 {
     char cmd[1024];

@@ -95,6 +95,9 @@ int zk_private(const char *verb, const char *dir); /* "stop" or "restart" */
 /* packaging/zk-sandbox VERB ARG (ensemble, leader, stop, restart...); its output in OUT
  * (may be NULL). 0 when it succeeded. */
 int zk_sandbox(const char *verb, const char *arg, char *out, size_t len);
+/* SIGKILL to the leader of the ensemble in ENSDIR (zk-sandbox ensemble): its member number
+ * (node<N>), or -1. */
+int zk_kill_leader(const char *ensdir);
 
 /* A synchronous ZooKeeper session for checking what deferd wrote (tests only). */
 zhandle_t *zk_connect(void);

@@ -74,22 +74,6 @@ static void *produce(void *arg)
 }
 
 /* Kills the leader with -9; returns its member number, or -1. */
-static int kill_leader(void)
-{
-    char leader[16], path[400], pid[32] = "";
-    if (zk_sandbox("leader", ensdir, leader, sizeof leader) != 0)
-        return -1;
-    int n = atoi(leader);
-    snprintf(path, sizeof path, "%s/node%d/zk.pid", ensdir, n);
-    FILE *f = fopen(path, "r");
-    if (!f || !fgets(pid, sizeof pid, f) || atoi(pid) <= 0) {
-        if (f)
-            fclose(f);
-        return -1;
-    }
-    fclose(f);
-    return kill(atoi(pid), SIGKILL) == 0 ? n : -1;
-}
 
 /* The longest "SUSPENDED -> RECONNECTED after N ms" of the daemons since MARKS; -1 when a
  * daemon did not come back with its session within 15 s. */
@@ -180,7 +164,7 @@ static int64_t one_election(int round, int64_t *killed_at)
     for (int i = 0; i < NDAEMONS; i++)
         marks[i] = log_mark(&d[i]);
     *killed_at = now_ms();
-    int member = kill_leader();
+    int member = zk_kill_leader(ensdir);
     if (member < 0)
         return -1;
     int64_t longest = wait_reconnected(marks), back = now_ms() - *killed_at;

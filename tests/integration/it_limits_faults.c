@@ -156,19 +156,12 @@ static int most_b_in_window(void)
 
 static void kill_leader(void)
 {
-    char leader[16], path[400], pid[32] = "";
-    CHECK(zk_sandbox("leader", ensdir, leader, sizeof leader) == 0);
-    snprintf(path, sizeof path, "%s/node%d/zk.pid", ensdir, atoi(leader));
-    FILE *f = fopen(path, "r");
-    CHECK(f && fgets(pid, sizeof pid, f) && atoi(pid) > 0);
-    if (f)
-        fclose(f);
-    if (atoi(pid) > 0)
-        kill(atoi(pid), SIGKILL);
+    int member = zk_kill_leader(ensdir);
     char dir[300];
-    snprintf(dir, sizeof dir, "%s/node%d", ensdir, atoi(leader));
+    CHECK(member >= 0);
+    snprintf(dir, sizeof dir, "%s/node%d", ensdir, member);
     CHECK(zk_sandbox("restart", dir, NULL, 0) == 0);
-    printf("faults: leader (member %d) killed and restarted\n", atoi(leader));
+    printf("faults: leader (member %d) killed and restarted\n", member);
 }
 
 int main(void)

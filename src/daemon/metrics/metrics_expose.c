@@ -26,11 +26,6 @@
 #define DEFERD_VERSION "unknown"
 #endif
 
-void metrics_family(struct evbuffer *out, const char *name, const char *type, const char *help)
-{
-    evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 /* LABELS is "k=\"v\"" without braces. Queue and schedule names, op names and the version
  * need no escaping: none can hold a backslash, a quote or a newline. */
 static void histogram_out(struct evbuffer *out, const char *name, const char *labels,
