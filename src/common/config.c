@@ -79,7 +79,7 @@ static const struct {
     [SEC_QUEUE] = {"queue NAME", (const char *const[]){"priority", "ttr", "max_attempts",
         "max_pending", "format", "curator_path", "curator_lock_path", "curator_corrupt",
         "backoff_min", "backoff_max", "backoff_jitter", "producers", "consumers",
-        "key_retention", "pack_after", "pack_window", "concurrency", "group_concurrency", "group_weights", "rate", NULL}},
+        "key_retention", "pack_after", "pack_window", "concurrency", "group_concurrency", "group_weights", "rate", "group_rate", NULL}},
     [SEC_SCHEDULE] = {"schedule NAME", (const char *const[]){"queue", "payload",
         "payload_file", "priority", "ttr", "cron", "every", "anchor", "timezone", "jitter",
         "misfire", "misfire_grace", "overlap", "ahead", NULL}},
@@ -588,9 +588,13 @@ static struct queue_config *add_queue(struct load *ld, const char *name)
     return q;
 }
 
-/* rate = N/s, N/m or N/h (N 1..QUEUE_CONCURRENCY_MAX), or 0 for none. */
-static int parse_rate(struct load *ld, struct queue_config *q, const char *value)
+/* rate = N/s, N/m or N/h (N 1..QUEUE_CONCURRENCY_MAX), or 0 for none; group_rate too. */
+static int parse_rate(struct load *ld, struct queue_config *q, const char *key,
+                      const char *value)
 {
+    int group = key[0] == 'g';
+    uint32_t *rate_n = group ? &q->group_rate_n : &q->rate_n;
+    uint64_t *window_ms = group ? &q->group_rate_window_ms : &q->rate_window_ms;
     static const struct { const char *unit; uint64_t ms; } units[] = {
         {"s", 1000}, {"m", 60000}, {"h", 3600000}};
     char num[24];
@@ -598,7 +602,7 @@ static int parse_rate(struct load *ld, struct queue_config *q, const char *value
     uint64_t n;
     q->concurrency_line = ld->line;
     if (strcmp(value, "0") == 0) {
-        q->rate_n = 0;
+        *rate_n = 0;
         return 1;
     }
     if (slash && (size_t)(slash - value) < sizeof num) {
@@ -607,13 +611,13 @@ static int parse_rate(struct load *ld, struct queue_config *q, const char *value
         for (size_t i = 0; i < sizeof units / sizeof *units; i++)
             if (strcmp(slash + 1, units[i].unit) == 0 &&
                 units_parse_u64(num, QUEUE_CONCURRENCY_MAX, &n) == 0 && n > 0) {
-                q->rate_n = (uint32_t)n;
-                q->rate_window_ms = units[i].ms;
+                *rate_n = (uint32_t)n;
+                *window_ms = units[i].ms;
                 return 1;
             }
     }
-    return cfg_fail(ld, "'rate': '%s' is not N/s, N/m or N/h with N from 1 to %d (or 0: none)",
-                    value, QUEUE_CONCURRENCY_MAX);
+    return cfg_fail(ld, "'%s': '%s' is not N/s, N/m or N/h with N from 1 to %d (or 0: none)",
+                    key, value, QUEUE_CONCURRENCY_MAX);
 }
 
 /* group_weights = vip:4 gold:2 (blanks or commas between): the turns each group takes in
@@ -677,8 +681,8 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
         return cfg_set_duration(ld, &q->key_retention_ms, key, value, 0, 86400000ULL * 3650);
     if (strcmp(key, "group_weights") == 0)
         return parse_weights(ld, q, value);
-    if (strcmp(key, "rate") == 0)
-        return parse_rate(ld, q, value);
+    if (strcmp(key, "rate") == 0 || strcmp(key, "group_rate") == 0)
+        return parse_rate(ld, q, key, value);
     if (strcmp(key, "concurrency") == 0 || strcmp(key, "group_concurrency") == 0) {
         q->concurrency_line = ld->line;
         return cfg_set_u32(ld, key[0] == 'c' ? &q->concurrency : &q->group_concurrency, key,
@@ -921,7 +925,8 @@ static int validate_curator(struct load *ld, const struct queue_config *q)
 {
     const char *p = q->curator_path, *l = q->curator_lock_path;
     size_t n = strlen(p);
-    if (q->format != QF_NATIVE && (q->concurrency || q->group_concurrency || q->rate_n))
+    if (q->format != QF_NATIVE && (q->concurrency || q->group_concurrency || q->rate_n ||
+                                   q->group_rate_n))
         return cfg_fail_at(ld, q->concurrency_line, "[queue %s]: concurrency and rate apply to deferd's "
                            "own queues only, not to format = curator-* (Curator's consumers "
                            "take items without slots)", q->name);

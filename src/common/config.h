@@ -52,6 +52,8 @@ struct queue_config {
     uint32_t group_concurrency; /* ... of each group (PUT group=); 0 = no limit */
     uint32_t rate_n;          /* rate = N/s|m|h: deliveries started per window; 0 = none */
     uint64_t rate_window_ms;  /* ... the window: 1 s, 1 min or 1 h */
+    uint32_t group_rate_n;    /* group_rate = N/s|m|h: the same for each group; 0 = none */
+    uint64_t group_rate_window_ms;
     int concurrency_line;
     struct group_weight weights[QUEUE_WEIGHTS_MAX]; /* turns a group takes in a row (else 1) */
     size_t nweights;

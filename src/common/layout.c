@@ -1,6 +1,8 @@
 #include "layout.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "names.h"
@@ -478,4 +480,38 @@ int layout_key_data_id(char *id, size_t len, const char *queue, const char *data
     if (dlen <= 0 || layout_parse_key_data(data, (size_t)dlen, &jn) != 0)
         return -1;
     return layout_job_id(id, len, queue, &jn);
+}
+
+static const char *const slot_prefixes[] = {"c-", "g-", "r-", "gr-"};
+
+static int slot_grouped(enum layout_slot_kind kind)
+{
+    return kind == LAYOUT_SLOT_GROUP_CONCURRENCY || kind == LAYOUT_SLOT_GROUP_RATE;
+}
+
+int layout_slot_name(char *buf, size_t len, enum layout_slot_kind kind, uint32_t i,
+                     const char *group)
+{
+    int grouped = slot_grouped(kind);
+    int n = snprintf(buf, len, "%s%u%s%s", slot_prefixes[kind], (unsigned)i, grouped ? "-" : "",
+                     grouped ? group : "");
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+long layout_parse_slot(const char *name, enum layout_slot_kind *kind, const char **group)
+{
+    for (int k = LAYOUT_SLOT_GROUP_RATE; k >= LAYOUT_SLOT_CONCURRENCY; k--) {
+        size_t plen = strlen(slot_prefixes[k]);
+        if (strncmp(name, slot_prefixes[k], plen) != 0 || name[plen] < '0' || name[plen] > '9')
+            continue;
+        char *end;
+        unsigned long i = strtoul(name + plen, &end, 10);
+        int grouped = slot_grouped((enum layout_slot_kind)k);
+        if (i > UINT32_MAX || (grouped ? *end != '-' || !end[1] : *end != '\0'))
+            return -1;
+        *kind = (enum layout_slot_kind)k;
+        *group = grouped ? end + 1 : "";
+        return (long)i;
+    }
+    return -1;
 }

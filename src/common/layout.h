@@ -39,7 +39,7 @@ extern const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1]; /* [1..3] used */
 #define LAYOUT_COUNTS "counts"       /* <daemon uid>: a daemon's count of pending jobs */
 #define LAYOUT_COUNTS_ADMIN "admin"  /* counts/admin: deferctl's */
 #define LAYOUT_PAUSED "paused"       /* the queue's pause flag */
-#define LAYOUT_SLOTS "slots"         /* c-<i>: concurrency slots, ephemeral (engine/limit.h) */
+#define LAYOUT_SLOTS "slots"         /* limits' slot nodes: layout_slot_name() */
 
 struct job_name {
     uint64_t due_ms;
@@ -159,5 +159,19 @@ int layout_pack_path(char *buf, size_t len, const char *root, const char *queue,
 void layout_pack_shard(char *buf, size_t len, const char *pack_uid);
 /* The marker's data: the layout version it names, or -1 when it is not one. */
 int layout_parse_marker(const char *data, size_t len);
+
+/* The slot nodes of a queue's limits, under <root>/queues/<q>/slots (docs/limits.md): */
+enum layout_slot_kind {
+    LAYOUT_SLOT_CONCURRENCY,       /* c-<i>: concurrency, ephemeral (engine/limit.h) */
+    LAYOUT_SLOT_GROUP_CONCURRENCY, /* g-<i>-<group>: group_concurrency, ephemeral */
+    LAYOUT_SLOT_RATE,              /* r-<i>: rate, persistent (engine/rate.h) */
+    LAYOUT_SLOT_GROUP_RATE,        /* gr-<i>-<group>: group_rate, persistent */
+};
+/* The name of slot I of KIND (GROUP: its group, ignored for the queue's own kinds). */
+int layout_slot_name(char *buf, size_t len, enum layout_slot_kind kind, uint32_t i,
+                     const char *group);
+/* A slot's name: its index, *KIND and *GROUP ("" for the queue's own kinds); -1 for a name
+ * that is not a slot's. */
+long layout_parse_slot(const char *name, enum layout_slot_kind *kind, const char **group);
 
 #endif

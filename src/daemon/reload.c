@@ -137,6 +137,8 @@ static const struct {
     {"group_concurrency", offsetof(struct queue_config, group_concurrency), K_U32},
     {"rate", offsetof(struct queue_config, rate_n), K_U32},
     {"rate window", offsetof(struct queue_config, rate_window_ms), K_MS},
+    {"group_rate", offsetof(struct queue_config, group_rate_n), K_U32},
+    {"group_rate window", offsetof(struct queue_config, group_rate_window_ms), K_MS},
     {"curator_corrupt", offsetof(struct queue_config, curator_delete_corrupt), K_FLAG},
 };
 

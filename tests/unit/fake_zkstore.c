@@ -198,8 +198,10 @@ int zkstore_create(struct zkstore *zs, const char *path, const void *data, size_
 
 int zkstore_delete(struct zkstore *zs, const char *path, int version, zk_done_fn done, void *ctx)
 {
-    (void)version;
-    return record_call(zs, FAKE_DELETE, path, 0, done, ctx);
+    int rc = record_call(zs, FAKE_DELETE, path, 0, done, ctx);
+    if (rc == ZOK)
+        zs->calls[zs->ncalls - 1].version = version;
+    return rc;
 }
 
 /* Always the rule's second case: the directories are made and DONE awaits their answer. */

@@ -53,6 +53,7 @@ struct fake_call {
     enum fake_call_kind kind;
     char *path;
     int watch;
+    int version; /* a delete's */
     zk_done_fn done;
     void *ctx;
 };

@@ -64,6 +64,13 @@ static void concurrency(void)
     CHECK(config_queue(&cfg, "b")->rate_n == 30 && config_queue(&cfg, "b")->rate_window_ms == 60000);
     CHECK(config_queue(&cfg, "c")->rate_window_ms == 3600000);
     config_free(&cfg);
+    CHECK(load_text(BASE "[queue a]\ngroup_rate = 5/m\n[queue b]\nrate = 7/s\n"
+                    "group_rate = 3/s\n", NULL, 0, &cfg, err, sizeof err) == 0);
+    CHECK(config_queue(&cfg, "a")->group_rate_n == 5 && config_queue(&cfg, "a")->rate_n == 0 &&
+          config_queue(&cfg, "a")->group_rate_window_ms == 60000);
+    CHECK(config_queue(&cfg, "b")->group_rate_n == 3 && config_queue(&cfg, "b")->rate_n == 7 &&
+          config_queue(&cfg, "b")->group_rate_window_ms == 1000);
+    config_free(&cfg);
     CHECK(load_text(BASE "[queue a]\ngroup_weights = vip:4, gold-1:2 x:1\n", NULL, 0, &cfg, err,
                     sizeof err) == 0);
     const struct queue_config *a = config_queue(&cfg, "a");
@@ -693,6 +700,9 @@ int main(void)
     expect_error(BASE "[queue a]\nrate = 0/s\n", 6, "'rate': '0/s' is not N/s");
     expect_error(BASE "[queue a]\nrate = 10001/s\n", 6, "with N from 1 to 10000");
     expect_error(BASE "[queue a]\nrate = 5/d\n", 6, "'rate': '5/d'");
+    expect_error(BASE "[queue a]\ngroup_rate = 1/x\n", 6, "'group_rate': '1/x' is not N/s");
+    expect_error(BASE "[queue a]\nformat = curator-delay\ncurator_path = /q\ngroup_rate = 4/s\n",
+                 8, "concurrency and rate apply to deferd's own queues only");
     expect_error(BASE "[queue a]\nformat = curator-delay\ncurator_path = /q\nrate = 4/s\n", 8,
                  "concurrency and rate apply to deferd's own queues only");
     expect_error(BASE "[queue a]\ngroup_weights = vip\n", 6, "'vip' is not GROUP:WEIGHT");

@@ -2,10 +2,14 @@
  * read first (exists), a slot never used started by its create, a used one by a set with
  * the version last seen, a due job waiting until the first slot is a window old (a timer,
  * no reads), a slot another daemon started first (BadVersion: read again, another tried),
- * and a missing slots directory. */
+ * and a missing slots directory. group_rate: a group's slots guessed never started (no
+ * reads), a group at its rate passing its turn, both rates in one multi, a group's guess
+ * corrected by NodeExists, a group out of its window forgotten and its nodes deleted by
+ * version, and the sweep of a group no daemon forgot. */
 #include "check.h"
 #include "dispatcher.h"
 #include "engine_harness.h"
+#include "fake_zkstore.h"
 #include "rate.h"
 
 #define QUEUES "[queue a]\nttr = 10s\nrate = 2/s\n"
@@ -124,8 +128,134 @@ static void test_listed_first(void)
     harness_stop();
 }
 
+#define GROUPS "[queue g]\nttr = 10s\ngroup_rate = 1/s\n[queue both]\nttr = 10s\n" \
+               "rate = 1/s\ngroup_rate = 1/s\n"
+
+static struct rate_stats stats_of(const char *queue)
+{
+    struct rate_stats st;
+    rate_get_stats(dispatcher_queue(harness_ds(), queue)->rate, &st);
+    return st;
+}
+
+/* group_rate = 1/s: a group's first job starts its slot by a create without a read; its
+ * second waits a window while another group's job goes at once; then a set starts it. */
+static void test_group_rate(void)
+{
+    harness_start(GROUPS);
+    struct conn *c = harness_consumer("g", 5);
+    const char *a1 = harness_listed_group("g", 0, 0, 1, "acme");
+    CHECK(harness_state(a1) == JS_LOCKING && harness_calls() == 0);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, create slot gr-0-acme");
+    harness_multi_ok(0, 1);
+    const char *a2 = harness_listed_group("g", 0, 0, 1, "acme");
+    const char *b1 = harness_listed_group("g", 0, 0, 1, "beta");
+    CHECK(harness_state(a2) == JS_READY && harness_state(b1) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, create slot gr-0-beta");
+    harness_multi_ok(0, 1);
+    const char *plain = harness_listed_group("g", 0, 0, 1, ""); /* no group: no rate */
+    CHECK(harness_state(plain) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner");
+    harness_multi_ok(0, 1);
+    struct rate_stats st = stats_of("g");
+    CHECK(st.group_n == 1 && st.group_window_ms == 1000 && st.groups == 2 && st.group_waits == 1);
+    harness_advance(999);
+    CHECK(harness_state(a2) == JS_READY && harness_multis() == 0 && harness_calls() == 0);
+    harness_advance(2);
+    CHECK(harness_state(a2) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, set slot gr-0-acme");
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 4);
+    harness_stop();
+}
+
+/* rate and group_rate: both slots in one multi; the group's refused (NodeExists: another
+ * daemon started it) fails the lock on that operation only: the queue's slot is as it was
+ * (created again, not set), the group's is read, found in its window, and the job waits. */
+static void test_both_rates(void)
+{
+    harness_start(GROUPS);
+    harness_consumer("both", 5);
+    const char *j = harness_listed_group("both", 0, 0, 1, "acme");
+    CHECK(harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "exists slot r-0");
+    answer_exists(0, ZNONODE, 0, 0);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, create slot r-0, "
+                                    "create slot gr-0-acme");
+    harness_multi_fails(0, 4, ZNODEEXISTS);
+    CHECK(stats_of("both").group_conflicts == 1 && stats_of("both").conflicts == 0);
+    CHECK(harness_state(j) == JS_READY && harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "exists slot gr-0-acme");
+    answer_exists(0, ZOK, 4, harness_now() - 300);
+    CHECK(harness_state(j) == JS_READY && harness_multis() == 0);
+    harness_advance(701);
+    CHECK(harness_state(j) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, create slot r-0, "
+                                    "set slot gr-0-acme");
+    harness_stop();
+}
+
+/* A group whose start is a window old is forgotten at the next tidy pass, and its node
+ * deleted with the version this daemon wrote; a group still in its window is kept. */
+static void test_group_forgotten(void)
+{
+    harness_start(GROUPS);
+    harness_consumer("g", 5);
+    harness_listed_group("g", 0, 0, 1, "acme");
+    harness_multi_ok(0, 1);
+    harness_advance(600);
+    harness_listed_group("g", 0, 0, 1, "beta");
+    harness_multi_ok(0, 1);
+    struct rate *r = dispatcher_queue(harness_ds(), "g")->rate;
+    rate_tidy(r); /* the first pass also sweeps: the listing */
+    CHECK(stats_of("g").groups == 2 && harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "children slots");
+    harness_call_rc(0, ZNONODE);
+    harness_advance(500); /* acme's start is a window old (and the clock's error), beta's not */
+    rate_tidy(r);
+    CHECK(stats_of("g").groups == 1 && harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "delete slot gr-0-acme");
+    CHECK(fake_zk_call(harness_zs(), 0)->version == 0);
+    harness_call_rc(0, ZOK);
+    CHECK(stats_of("g").swept == 1);
+    harness_advance(600);
+    rate_tidy(r);
+    CHECK(stats_of("g").groups == 0 && harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "delete slot gr-0-beta");
+    harness_stop();
+}
+
+/* The sweep: a group slot left behind (its daemon killed) and out of its window is deleted
+ * by its version; one in its window stays; one of a group this daemon keeps is not read. */
+static void test_sweep(void)
+{
+    harness_start(GROUPS);
+    harness_consumer("g", 5);
+    harness_listed_group("g", 0, 0, 1, "acme");
+    harness_multi_ok(0, 1);
+    rate_tidy(dispatcher_queue(harness_ds(), "g")->rate);
+    CHECK_STR(harness_call_what(0), "children slots");
+    fake_zk_answer(harness_zs(), 0, &(struct zk_result){.rc = ZOK,
+                   .children = (char *[]){"gr-0-old", "gr-0-new", "gr-0-acme", "r-0", "c-1"},
+                   .nchildren = 5});
+    harness_turn();
+    CHECK(harness_calls() == 2);
+    CHECK_STR(harness_call_what(0), "exists slot gr-0-old");
+    CHECK_STR(harness_call_what(1), "exists slot gr-0-new");
+    answer_exists(0, ZOK, 9, harness_now() - 5000);
+    answer_exists(0, ZOK, 2, harness_now() - 100);
+    CHECK(harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "delete slot gr-0-old");
+    CHECK(fake_zk_call(harness_zs(), 0)->version == 9);
+    harness_stop();
+}
+
 int main(void)
 {
+    test_group_rate();
+    test_both_rates();
+    test_group_forgotten();
+    test_sweep();
     test_listed_first();
     test_two_per_second();
     test_conflict();

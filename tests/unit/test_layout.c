@@ -343,8 +343,35 @@ static void groups(void)
     CHECK(layout_format_name(&a, name, sizeof name) != 0);
 }
 
+/* Slot names of the limits: built and read back; other names are not slots. */
+static void slot_names(void)
+{
+    char name[64];
+    enum layout_slot_kind kind;
+    const char *group;
+    CHECK(layout_slot_name(name, sizeof name, LAYOUT_SLOT_CONCURRENCY, 3, "x") == 0);
+    CHECK_STR(name, "c-3");
+    CHECK(layout_slot_name(name, sizeof name, LAYOUT_SLOT_GROUP_RATE, 12, "acme~1") == 0);
+    CHECK_STR(name, "gr-12-acme~1");
+    CHECK(layout_parse_slot(name, &kind, &group) == 12 && kind == LAYOUT_SLOT_GROUP_RATE);
+    CHECK_STR(group, "acme~1");
+    CHECK(layout_parse_slot("g-0-r-1", &kind, &group) == 0 &&
+          kind == LAYOUT_SLOT_GROUP_CONCURRENCY);
+    CHECK_STR(group, "r-1");
+    CHECK(layout_parse_slot("r-7", &kind, &group) == 7 && kind == LAYOUT_SLOT_RATE);
+    CHECK_STR(group, "");
+    CHECK(layout_parse_slot("r-7-x", &kind, &group) == -1);
+    CHECK(layout_parse_slot("g-7", &kind, &group) == -1);
+    CHECK(layout_parse_slot("gr-1-", &kind, &group) == -1);
+    CHECK(layout_parse_slot("c-", &kind, &group) == -1);
+    CHECK(layout_parse_slot("x-1", &kind, &group) == -1);
+    CHECK(layout_parse_slot("c-99999999999", &kind, &group) == -1);
+    CHECK(layout_slot_name(name, 4, LAYOUT_SLOT_GROUP_RATE, 1, "acme") == -1);
+}
+
 int main(void)
 {
+    slot_names();
     groups();
     round_trips();
     queue_nodes();

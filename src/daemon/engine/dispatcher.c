@@ -162,7 +162,7 @@ static int may_prelock(struct dispatcher *ds, struct dqueue *q)
 {
     /* a lock taken ahead would hold a concurrency slot before its job runs */
     return q->cfg->format == QF_NATIVE && !q->cfg->concurrency && !q->cfg->group_concurrency &&
-           !q->cfg->rate_n && !dispatcher_stopped(q) &&
+           !q->cfg->rate_n && !q->cfg->group_rate_n && !dispatcher_stopped(q) &&
            zkstore_connected(ds->d->zs) &&
            !ds->clock_held && consumer_ring_room(&q->ring) > q->nprelocked;
 }
@@ -377,11 +377,13 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
     size_t passed = 0; /* groups whose turn passed: their group_concurrency is used up */
     while ((job = turns_peek(&q->ready)) && may_push(ds, q) && !overtakes_prelock(q, job)) {
         enum limit_room lr = job->prelocked ? LIMIT_ROOM : limit_room(q->limit, job);
+        if (lr == LIMIT_ROOM && !job->prelocked)
+            lr = rate_room(q->rate, job);
         if (lr == LIMIT_GROUP_FULL && ++passed < turns_groups(&q->ready)) {
             turns_pass(&q->ready);
             continue;
         }
-        if (!(room = lr == LIMIT_ROOM && (job->prelocked || rate_room(q->rate))))
+        if (!(room = lr == LIMIT_ROOM))
             break;
         if (locks++ == LOCKS_PER_TURN) { /* more after the loop has polled again */
             q->kicked = 1;

@@ -53,6 +53,7 @@ struct job {
     int32_t gslot;              /* its group's slot (group_concurrency), or LIMIT_NO_SLOT */
     uint32_t slot_gen;          /* ... taken in this session generation of the limit */
     int32_t rslot;              /* the rate slot its lock multi starts (rate.h), or -1 */
+    int32_t grslot;             /* its group's rate slot (group_rate), or -1 */
 };
 
 #endif

@@ -192,7 +192,7 @@ struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, c
     job->heap_pos = HEAP_NONE;
     job->owner_seq = OWNER_SEQ_UNKNOWN;
     job->slot = job->gslot = LIMIT_NO_SLOT;
-    job->rslot = RATE_NO_SLOT;
+    job->rslot = job->grslot = RATE_NO_SLOT;
     job->seq = ++ds->seq;
     job->state = JS_HELD; /* not in a heap yet */
     q->nstate[JS_HELD]++;

@@ -38,11 +38,12 @@ static struct deferd *deferd_of(const struct limit *l) { return l->q->d; }
 /* slots/c-<i> (GROUP NULL), slots/g-<i>-<group>, or the directory itself (I UINT32_MAX). */
 static int slot_path(const struct limit *l, const char *group, uint32_t i, char *path)
 {
-    char name[64];
-    if (group)
-        snprintf(name, sizeof name, "g-%u-%s", (unsigned)i, group);
-    else
-        snprintf(name, sizeof name, "c-%u", (unsigned)i);
+    char name[LAYOUT_PATH_MAX];
+    if (i != UINT32_MAX &&
+        layout_slot_name(name, sizeof name,
+                         group ? LAYOUT_SLOT_GROUP_CONCURRENCY : LAYOUT_SLOT_CONCURRENCY, i,
+                         group) != 0)
+        return -1;
     return layout_queue_path(path, LAYOUT_PATH_MAX, deferd_of(l)->cfg->zk_root, l->q->cfg->name,
                              LAYOUT_SLOTS, i == UINT32_MAX ? NULL : name);
 }
@@ -113,17 +114,16 @@ static void make_dir(struct limit *l)
     log_warn("queue %s: cannot create its slots directory", l->q->cfg->name);
 }
 
-/* "c-<i>" or "g-<i>-<group>": the index, and *GROUP ("" for c-); -1 for another name. */
+/* "c-<i>" or "g-<i>-<group>": the index, and *GROUP ("" for c-); -1 for another name
+ * (a rate's slots among them). */
 static long parse_slot(const char *name, const char **group)
 {
-    char *end;
-    if ((name[0] != 'c' && name[0] != 'g') || name[1] != '-' || name[2] < '0' || name[2] > '9')
+    enum layout_slot_kind kind;
+    long i = layout_parse_slot(name, &kind, group);
+    if (i < 0 || i > QUEUE_CONCURRENCY_MAX ||
+        (kind != LAYOUT_SLOT_CONCURRENCY && kind != LAYOUT_SLOT_GROUP_CONCURRENCY))
         return -1;
-    unsigned long i = strtoul(name + 2, &end, 10);
-    if (i > QUEUE_CONCURRENCY_MAX || (name[0] == 'c' ? *end != '\0' : *end != '-'))
-        return -1;
-    *group = name[0] == 'c' ? "" : end + 1;
-    return (long)i;
+    return i;
 }
 
 /* Marks SEEN for one slot set: the names of GROUP ("" the queue's) in the listing. */

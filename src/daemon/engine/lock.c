@@ -176,11 +176,11 @@ static void on_locked(const struct zk_result *res, void *ctx)
 void lock_take(struct dispatcher *ds, struct job *job, struct consumer *c)
 {
     struct lock_paths lp;
-    char slots[LIMIT_OPS_MAX][LAYOUT_PATH_MAX], rate[LAYOUT_PATH_MAX];
+    char slots[LIMIT_OPS_MAX][LAYOUT_PATH_MAX], rate[RATE_OPS_MAX][LAYOUT_PATH_MAX];
     job->lock_session = ds->d->session_id;
     job->owner_seq = OWNER_SEQ_UNKNOWN;
     lock_paths(job, &lp);
-    struct zk_txn_op ops[LOCK_SLOT_OP + LIMIT_OPS_MAX + 1] = {
+    struct zk_txn_op ops[LOCK_SLOT_OP + LIMIT_OPS_MAX + RATE_OPS_MAX] = {
         {.kind = ZT_CHECK, .path = job->path, .version = -1},
         {.kind = ZT_CREATE, .path = lp.lock, .data = ds->ident, .len = strlen(ds->ident),
          .ephemeral = 1},
@@ -191,7 +191,7 @@ void lock_take(struct dispatcher *ds, struct job *job, struct consumer *c)
     int rated = slotted < 0 ? 0 : rate_take(job->q->rate, job, &ops[nops], rate);
     if (rated < 0) /* not sent after all: the slots go back */
         limit_locked(job->q->limit, job, ZAPIERROR, -1, LOCK_SLOT_OP);
-    nops += rated > 0;
+    nops += rated > 0 ? rated : 0;
     job_transition(job, JE_LOCK);
     job->uncertain = 0;
     if (c)

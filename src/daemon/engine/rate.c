@@ -1,10 +1,10 @@
 #include "rate.h"
 
 #include <event2/event.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 #include <zookeeper/zookeeper.h>
 
 #include "cluster_time.h"
@@ -15,7 +15,8 @@
 #include "queue.h"
 #include "units.h"
 
-#define READS_MAX 32 /* slot stats read at once */
+#define READS_MAX 32      /* slot stats read at once */
+#define SWEEP_READS_MAX 256 /* group slots a sweep reads in one pass */
 
 enum rslot_state {
     RS_UNKNOWN, /* not read yet, or changed by someone since */
@@ -30,18 +31,46 @@ struct rslot {
     int64_t mtime;             /* ms on ZooKeeper's clock (ours: an upper bound) */
 };
 
+/* One set of rate slots: the queue's (rate), or a group's (group_rate). A group's is freed
+ * once nothing refers to it (no slot busy, no read or listing in flight) and every start
+ * it knows is out of its window. */
+struct rwin {
+    UT_hash_handle hh;
+    struct rate *r;
+    struct rslot *slots;
+    uint32_t cap, n, cursor, busy;
+    int next;                  /* the slot win_room found, or -1 */
+    int reads;                 /* exists() in flight */
+    int listing, listed;       /* the slots directory: being listed, listed once */
+    int waiting;               /* the last win_room found none */
+    int64_t until;             /* ms: the last known start comes out of its window */
+    struct event *timer;
+    char group[LAYOUT_GROUP_MAX + 1]; /* "" the queue's */
+};
+
 struct rate {
     struct dqueue *q;
     void (*wake)(struct dqueue *q);
-    struct rslot *slots;
-    uint32_t cap, n, cursor;
-    int next;                  /* the slot rate_room found, or -1 */
-    int reads;                 /* exists() in flight */
-    int listing, listed;       /* the slots directory: being listed, listed once */
-    int waiting;               /* the last rate_room found none */
-    struct event *timer;
+    struct rwin all;
+    struct rwin *groups;       /* by name */
+    struct event *tidy_timer;  /* forgets groups out of their window; sweeps */
+    int64_t swept_at;          /* ms (cluster) of the last sweep, 0: none yet */
+    int sweeping;              /* the sweep's listing and reads in flight */
     struct rate_stats st;
 };
+
+static int grouped(const struct rwin *w) { return w->group[0] != '\0'; }
+
+static uint32_t win_limit(const struct rwin *w)
+{
+    return grouped(w) ? w->r->q->cfg->group_rate_n : w->r->q->cfg->rate_n;
+}
+
+static int64_t win_ms(const struct rwin *w)
+{
+    return (int64_t)(grouped(w) ? w->r->q->cfg->group_rate_window_ms
+                                : w->r->q->cfg->rate_window_ms);
+}
 
 struct rate *rate_new(struct dqueue *q, void (*wake)(struct dqueue *q))
 {
@@ -50,125 +79,156 @@ struct rate *rate_new(struct dqueue *q, void (*wake)(struct dqueue *q))
         return NULL;
     r->q = q;
     r->wake = wake;
-    r->next = -1;
+    r->all.r = r;
+    r->all.next = -1;
     return r;
+}
+
+static void win_free(struct rwin *w)
+{
+    if (w->timer)
+        event_free(w->timer);
+    free(w->slots);
 }
 
 void rate_free(struct rate *r)
 {
     if (!r)
         return;
-    if (r->timer)
-        event_free(r->timer);
-    free(r->slots);
+    struct rwin *g, *tmp;
+    HASH_ITER(hh, r->groups, g, tmp) {
+        HASH_DEL(r->groups, g);
+        win_free(g);
+        free(g);
+    }
+    win_free(&r->all);
+    if (r->tidy_timer)
+        event_free(r->tidy_timer);
     free(r);
 }
 
-static int slot_path(const struct rate *r, uint32_t i, char *path)
+/* Slot I's node (I UINT32_MAX: the slots directory). */
+static int slot_path(const struct rwin *w, uint32_t i, char *path)
 {
-    char name[16];
-    snprintf(name, sizeof name, "r-%u", (unsigned)i);
-    return layout_queue_path(path, LAYOUT_PATH_MAX, r->q->d->cfg->zk_root, r->q->cfg->name,
-                             LAYOUT_SLOTS, i == UINT32_MAX ? NULL : name);
+    char name[LAYOUT_PATH_MAX];
+    if (i != UINT32_MAX &&
+        layout_slot_name(name, sizeof name, grouped(w) ? LAYOUT_SLOT_GROUP_RATE : LAYOUT_SLOT_RATE,
+                         i, w->group) != 0)
+        return -1;
+    return layout_queue_path(path, LAYOUT_PATH_MAX, w->r->q->d->cfg->zk_root,
+                             w->r->q->cfg->name, LAYOUT_SLOTS, i == UINT32_MAX ? NULL : name);
 }
 
-/* Follows a reload: more slots start unknown; fewer are no longer used. */
-static int follow_config(struct rate *r)
+/* Follows a reload: more slots start unknown (a group's: never started, until ZooKeeper
+ * says otherwise); fewer are no longer used. */
+static int follow_config(struct rwin *w)
 {
-    uint32_t n = r->q->cfg->rate_n;
-    if (n > r->cap) {
-        struct rslot *s = realloc(r->slots, n * sizeof *s);
+    uint32_t n = win_limit(w);
+    if (n > w->cap) {
+        struct rslot *s = realloc(w->slots, n * sizeof *s);
         if (!s)
             return -1;
-        memset(s + r->cap, 0, (n - r->cap) * sizeof *s);
-        r->slots = s;
-        r->cap = n;
+        memset(s + w->cap, 0, (n - w->cap) * sizeof *s);
+        for (uint32_t i = w->cap; grouped(w) && i < n; i++)
+            s[i].state = RS_MISSING;
+        w->slots = s;
+        w->cap = n;
     }
-    r->n = n;
-    if (r->cursor >= n)
-        r->cursor = 0;
+    w->n = n;
+    if (w->cursor >= n)
+        w->cursor = 0;
     return 0;
 }
 
+static void known(struct rwin *w, struct rslot *s, int32_t version, int64_t mtime)
+{
+    s->state = RS_KNOWN;
+    s->version = version;
+    s->mtime = mtime;
+    if (mtime + win_ms(w) > w->until)
+        w->until = mtime + win_ms(w);
+}
+
 struct slot_read {
-    struct rate *r;
+    struct rwin *w;
     uint32_t i;
 };
 
 static void on_read(const struct zk_result *res, void *ctx)
 {
     struct slot_read *sr = ctx;
-    struct rate *r = sr->r;
-    struct rslot *s = sr->i < r->cap ? &r->slots[sr->i] : NULL;
-    r->reads--;
+    struct rwin *w = sr->w;
+    struct rslot *s = sr->i < w->cap ? &w->slots[sr->i] : NULL;
+    w->reads--;
     free(sr);
     if (res->rc == ZCLOSING || !s)
         return;
     if (res->rc == ZOK && res->has_stat) {
-        *s = (struct rslot){.state = RS_KNOWN, .busy = s->busy, .version = res->stat.version,
-                            .mtime = res->stat.mtime};
+        known(w, s, res->stat.version, res->stat.mtime);
     } else if (res->rc == ZNONODE) {
         s->state = RS_MISSING;
     } else {
         s->state = RS_UNKNOWN;
-        log_warn("queue %s: reading a rate slot failed: %s", r->q->cfg->name,
+        log_warn("queue %s: reading a rate slot failed: %s", w->r->q->cfg->name,
                  zk_strerror(res->rc));
         return; /* the next dispatch reads again */
     }
-    r->wake(r->q);
+    w->r->wake(w->r->q);
 }
 
 /* Names not in the listing are slots never started: no need to read them one by one. */
 static void on_listed(const struct zk_result *res, void *ctx)
 {
-    struct rate *r = ctx;
-    r->listing = 0;
+    struct rwin *w = ctx;
+    w->listing = 0;
     if (res->rc == ZCLOSING || (res->rc != ZOK && res->rc != ZNONODE))
         return; /* read one by one instead */
-    r->listed = 1;
-    unsigned char *seen = calloc(r->cap ? r->cap : 1, 1);
+    w->listed = 1;
+    unsigned char *seen = calloc(w->cap ? w->cap : 1, 1);
     if (!seen)
         return;
     for (int k = 0; res->rc == ZOK && k < res->nchildren; k++) {
-        char *end;
-        const char *name = res->children[k];
-        unsigned long i = name[0] == 'r' && name[1] == '-' ? strtoul(name + 2, &end, 10) : ULONG_MAX;
-        if (i < r->cap && !*end)
+        enum layout_slot_kind kind;
+        const char *group;
+        long i = layout_parse_slot(res->children[k], &kind, &group);
+        if (i >= 0 && (uint32_t)i < w->cap && strcmp(group, w->group) == 0 &&
+            kind == (grouped(w) ? LAYOUT_SLOT_GROUP_RATE : LAYOUT_SLOT_RATE))
             seen[i] = 1;
     }
-    for (uint32_t i = 0; i < r->cap; i++)
-        if (r->slots[i].state == RS_UNKNOWN && !seen[i])
-            r->slots[i].state = RS_MISSING;
+    for (uint32_t i = 0; i < w->cap; i++)
+        if (w->slots[i].state == RS_UNKNOWN && !seen[i])
+            w->slots[i].state = RS_MISSING;
     free(seen);
-    r->wake(r->q);
+    w->r->wake(w->r->q);
 }
 
-static void read_unknown(struct rate *r)
+static void read_unknown(struct rwin *w)
 {
+    struct rate *r = w->r;
     char dir[LAYOUT_PATH_MAX];
-    if (!r->listed && r->n > READS_MAX) { /* many unknown at first use: one listing first */
-        if (!r->listing && slot_path(r, UINT32_MAX, dir) == 0 &&
-            zkstore_children(r->q->d->zs, dir, 0, on_listed, r) == ZOK) {
-            r->listing = 1;
+    if (!w->listed && !grouped(w) && w->n > READS_MAX) { /* many unknown at first use */
+        if (!w->listing && slot_path(w, UINT32_MAX, dir) == 0 &&
+            zkstore_children(r->q->d->zs, dir, 0, on_listed, w) == ZOK) {
+            w->listing = 1;
             r->st.reads++;
         }
-        if (r->listing)
+        if (w->listing)
             return;
     }
-    for (uint32_t i = 0; i < r->n && r->reads < READS_MAX; i++) {
-        struct rslot *s = &r->slots[i];
+    for (uint32_t i = 0; i < w->n && w->reads < READS_MAX; i++) {
+        struct rslot *s = &w->slots[i];
         char path[LAYOUT_PATH_MAX];
         struct slot_read *sr;
-        if (s->state != RS_UNKNOWN || s->busy || slot_path(r, i, path) != 0 ||
+        if (s->state != RS_UNKNOWN || s->busy || slot_path(w, i, path) != 0 ||
             !(sr = malloc(sizeof *sr)))
             continue;
-        *sr = (struct slot_read){r, i};
+        *sr = (struct slot_read){w, i};
         if (zkstore_exists(r->q->d->zs, path, 0, on_read, sr) != ZOK) {
             free(sr);
             return;
         }
         s->state = RS_READING;
-        r->reads++;
+        w->reads++;
         r->st.reads++;
     }
 }
@@ -177,78 +237,148 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    struct rate *r = arg;
-    r->wake(r->q);
+    struct rwin *w = arg;
+    w->r->wake(w->r->q);
 }
 
 /* Every known slot is within its window: wake when the first comes out of it. */
-static void arm(struct rate *r, int64_t now)
+static void arm(struct rwin *w, int64_t now)
 {
     int64_t first = INT64_MAX;
-    for (uint32_t i = 0; i < r->n; i++)
-        if (r->slots[i].state == RS_KNOWN && !r->slots[i].busy &&
-            r->slots[i].mtime + (int64_t)r->q->cfg->rate_window_ms < first)
-            first = r->slots[i].mtime + (int64_t)r->q->cfg->rate_window_ms;
+    for (uint32_t i = 0; i < w->n; i++)
+        if (w->slots[i].state == RS_KNOWN && !w->slots[i].busy &&
+            w->slots[i].mtime + win_ms(w) < first)
+            first = w->slots[i].mtime + win_ms(w);
     if (first == INT64_MAX)
         return; /* reads or our own multis will wake it */
-    if (!r->timer && !(r->timer = evtimer_new(r->q->d->base, on_timer, r)))
+    if (!w->timer && !(w->timer = evtimer_new(w->r->q->d->base, on_timer, w)))
         return;
     struct timeval tv = units_ms_timeval(first > now ? first - now + 1 : 1);
-    evtimer_add(r->timer, &tv);
+    evtimer_add(w->timer, &tv);
 }
 
-static int startable(const struct rate *r, const struct rslot *s, int64_t now)
+static int startable(const struct rwin *w, const struct rslot *s, int64_t now)
 {
     return !s->busy && (s->state == RS_MISSING ||
-                        (s->state == RS_KNOWN &&
-                         s->mtime + (int64_t)r->q->cfg->rate_window_ms <= now));
+                        (s->state == RS_KNOWN && s->mtime + win_ms(w) <= now));
 }
 
-int rate_room(struct rate *r)
+/* 1 when a slot of W may start now (W->next names it), else reads or a timer are set. */
+static int win_room(struct rwin *w, int64_t now, uint64_t *waits)
 {
-    if (!r || follow_config(r) != 0 || !r->n)
-        return 1;
-    int64_t now = cluster_now_ms(); /* ZooKeeper's clock reads this or later */
-    for (uint32_t k = 0; k < r->n; k++) {
-        uint32_t i = (r->cursor + k) % r->n;
-        if (startable(r, &r->slots[i], now)) {
-            r->next = (int)i;
-            r->waiting = 0;
+    for (uint32_t k = 0; k < w->n; k++) {
+        uint32_t i = (w->cursor + k) % w->n;
+        if (startable(w, &w->slots[i], now)) {
+            w->next = (int)i;
+            w->waiting = 0;
             return 1;
         }
     }
-    r->next = -1;
-    r->st.waits += !r->waiting;
-    r->waiting = 1;
-    read_unknown(r);
-    arm(r, now);
+    w->next = -1;
+    *waits += !w->waiting;
+    w->waiting = 1;
+    read_unknown(w);
+    arm(w, now);
     return 0;
 }
 
-int rate_take(struct rate *r, struct job *job, struct zk_txn_op *op, char *path)
+static void tidy_later(struct rate *r, int64_t ms);
+
+/* JOB's group's slots: NULL when no group_rate applies to it (or no memory: no limit). */
+static struct rwin *group_win(struct rate *r, const struct job *job, int make)
 {
-    if (!r || !r->n)
-        return 0;
+    struct rwin *g;
+    if (!job->jn.group[0])
+        return NULL;
+    HASH_FIND_STR(r->groups, job->jn.group, g);
+    if (!g && make && r->q->cfg->group_rate_n && (g = calloc(1, sizeof *g))) {
+        g->r = r;
+        g->next = -1;
+        snprintf(g->group, sizeof g->group, "%s", job->jn.group);
+        HASH_ADD_STR(r->groups, group, g);
+    }
+    if (g && make && follow_config(g) != 0)
+        return NULL;
+    return g && g->n ? g : NULL;
+}
+
+enum limit_room rate_room(struct rate *r, const struct job *job)
+{
+    if (!r || follow_config(&r->all) != 0)
+        return LIMIT_ROOM;
+    int64_t now = cluster_now_ms(); /* ZooKeeper's clock reads this or later */
+    if (r->all.n && !win_room(&r->all, now, &r->st.waits))
+        return LIMIT_QUEUE_FULL;
+    struct rwin *g = group_win(r, job, 1);
+    if (r->q->cfg->group_rate_n && !r->swept_at)
+        tidy_later(r, 1000); /* the first sweep */
+    if (g && !win_room(g, now, &r->st.group_waits))
+        return LIMIT_GROUP_FULL;
+    return LIMIT_ROOM;
+}
+
+/* W's slot for JOB's multi into OP (PATH: its buffer), its index into *SLOT; -1: none. */
+static int win_take(struct rwin *w, const struct job *job, struct zk_txn_op *op, char *path,
+                    int32_t *slot)
+{
     int64_t now = cluster_now_ms();
-    if (r->next < 0 || (uint32_t)r->next >= r->n || !startable(r, &r->slots[r->next], now)) {
-        if (!rate_room(r))
+    uint64_t waits = 0;
+    if (w->next < 0 || (uint32_t)w->next >= w->n || !startable(w, &w->slots[w->next], now)) {
+        if (!win_room(w, now, &waits))
             return -1;
     }
-    uint32_t i = (uint32_t)r->next;
-    struct rslot *s = &r->slots[i];
-    if (slot_path(r, i, path) != 0)
+    uint32_t i = (uint32_t)w->next;
+    struct rslot *s = &w->slots[i];
+    if (slot_path(w, i, path) != 0)
         return -1;
-    r->next = -1;
-    r->cursor = (i + 1) % r->n;
+    w->next = -1;
+    w->cursor = (i + 1) % w->n;
     s->busy = 1;
-    job->rslot = (int32_t)i;
+    w->busy++;
+    *slot = (int32_t)i;
     if (s->state == RS_MISSING)
         *op = (struct zk_txn_op){.kind = ZT_CREATE, .path = path, .data = job->id,
                                  .len = strlen(job->id)};
     else
         *op = (struct zk_txn_op){.kind = ZT_SET, .path = path, .data = job->id,
                                  .len = strlen(job->id), .version = s->version};
-    return 1;
+    return 0;
+}
+
+static void win_untake(struct rwin *w, int32_t *slot)
+{
+    if (*slot != RATE_NO_SLOT && (uint32_t)*slot < w->cap) {
+        w->slots[*slot].busy = 0;
+        w->busy--;
+    }
+    *slot = RATE_NO_SLOT;
+}
+
+int rate_take(struct rate *r, struct job *job, struct zk_txn_op *ops,
+              char (*paths)[LAYOUT_PATH_MAX])
+{
+    int n = 0;
+    if (!r)
+        return 0;
+    if (follow_config(&r->all) == 0 && r->all.n) {
+        if (win_take(&r->all, job, &ops[n], paths[n], &job->rslot) != 0)
+            return -1;
+        n++;
+    }
+    struct rwin *g = group_win(r, job, 1);
+    if (g) {
+        if (win_take(g, job, &ops[n], paths[n], &job->grslot) != 0) {
+            win_untake(&r->all, &job->rslot);
+            return -1;
+        }
+        n++;
+    }
+    return n;
+}
+
+int rate_ops(const struct job *job)
+{
+    return (job->rslot != RATE_NO_SLOT) + (job->grslot != RATE_NO_SLOT);
 }
 
 static void on_dir_made(const struct zk_result *res, void *ctx)
@@ -258,19 +388,20 @@ static void on_dir_made(const struct zk_result *res, void *ctx)
         r->wake(r->q);
 }
 
-int rate_locked(struct rate *r, struct job *job, int rc, int failed_op, int op)
+/* The answer for W's slot *SLOT, operation OP of the multi: 1 when only it refused. */
+static int win_locked(struct rwin *w, int32_t *slot, int rc, int failed_op, int op)
 {
-    if (!r || job->rslot == RATE_NO_SLOT || (uint32_t)job->rslot >= r->cap) {
-        job->rslot = RATE_NO_SLOT;
+    struct rate *r = w->r;
+    if ((uint32_t)*slot >= w->cap) {
+        *slot = RATE_NO_SLOT;
         return 0;
     }
-    struct rslot *s = &r->slots[job->rslot];
-    job->rslot = RATE_NO_SLOT;
-    s->busy = 0;
+    struct rslot *s = &w->slots[*slot];
+    win_untake(w, slot);
     if (rc == ZOK) { /* started now: its mtime is at most the cluster clock's upper bound */
-        s->version = s->state == RS_MISSING ? 0 : s->version + 1;
-        s->state = RS_KNOWN;
-        s->mtime = cluster_latest_ms();
+        known(w, s, s->state == RS_MISSING ? 0 : s->version + 1, cluster_latest_ms());
+        if (grouped(w))
+            tidy_later(r, win_ms(w));
         return 0;
     }
     if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) {
@@ -280,12 +411,161 @@ int rate_locked(struct rate *r, struct job *job, int rc, int failed_op, int op)
     if (failed_op != op)
         return 0; /* rolled back: the slot is as it was */
     char dir[LAYOUT_PATH_MAX];
-    if (rc == ZNONODE && s->state == RS_MISSING && slot_path(r, UINT32_MAX, dir) == 0 &&
+    if (rc == ZNONODE && s->state == RS_MISSING && slot_path(w, UINT32_MAX, dir) == 0 &&
         zkstore_create(r->q->d->zs, dir, NULL, 0, 0, on_dir_made, r) == ZOK)
         return 1; /* the directory is missing: made, then the job tries again */
-    r->st.conflicts += rc == ZBADVERSION || rc == ZNODEEXISTS;
+    *(grouped(w) ? &r->st.group_conflicts : &r->st.conflicts) +=
+        rc == ZBADVERSION || rc == ZNODEEXISTS;
     s->state = RS_UNKNOWN; /* started by another daemon (or deleted): read it again */
     return 1;
+}
+
+int rate_locked(struct rate *r, struct job *job, int rc, int failed_op, int first)
+{
+    int refused = 0, op = first;
+    if (!r) {
+        job->rslot = job->grslot = RATE_NO_SLOT;
+        return 0;
+    }
+    if (job->rslot != RATE_NO_SLOT)
+        refused |= win_locked(&r->all, &job->rslot, rc, failed_op, op++);
+    if (job->grslot != RATE_NO_SLOT) {
+        struct rwin *g;
+        HASH_FIND_STR(r->groups, job->jn.group, g); /* kept while its slot is busy */
+        if (g)
+            refused |= win_locked(g, &job->grslot, rc, failed_op, op);
+        job->grslot = RATE_NO_SLOT;
+    }
+    return refused;
+}
+
+/* ---- groups forgotten, their slot nodes deleted ---- */
+
+static void on_slot_deleted(const struct zk_result *res, void *ctx)
+{
+    struct rate *r = ctx;
+    if (res->rc == ZOK)
+        r->st.swept++;
+    else if (res->rc != ZNONODE && res->rc != ZBADVERSION && res->rc != ZCLOSING)
+        log_warn("queue %s: deleting a group's rate slot failed: %s", r->q->cfg->name,
+                 zk_strerror(res->rc)); /* the next sweep tries again */
+}
+
+/* Deletes the slot nodes W knows (versioned: one started again meanwhile stays). */
+static void delete_known(struct rwin *w)
+{
+    char path[LAYOUT_PATH_MAX];
+    for (uint32_t i = 0; i < w->cap; i++)
+        if (w->slots[i].state == RS_KNOWN && slot_path(w, i, path) == 0)
+            zkstore_delete(w->r->q->d->zs, path, w->slots[i].version, on_slot_deleted, w->r);
+}
+
+static void tidy(struct rate *r, int64_t now)
+{
+    struct rwin *g, *tmp;
+    HASH_ITER(hh, r->groups, g, tmp) {
+        if (g->busy || g->reads || g->listing || g->until > now)
+            continue;
+        delete_known(g);
+        HASH_DEL(r->groups, g);
+        win_free(g);
+        free(g);
+    }
+}
+
+static void sweep(struct rate *r);
+static void on_tidy_timer(evutil_socket_t fd, short what, void *arg);
+
+void rate_tidy(struct rate *r)
+{
+    int64_t now = cluster_now_ms();
+    tidy(r, now);
+    if (r->q->cfg->group_rate_n && !r->sweeping &&
+        (!r->swept_at || now - r->swept_at >= RATE_SWEEP_MS)) {
+        r->swept_at = now;
+        sweep(r);
+    }
+    if (r->groups || r->q->cfg->group_rate_n)
+        tidy_later(r, r->groups ? 1000 : RATE_SWEEP_MS);
+}
+
+static void on_tidy_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rate_tidy(arg);
+}
+
+/* In MS (at least a second), or sooner if already set for later. */
+static void tidy_later(struct rate *r, int64_t ms)
+{
+    struct timeval at, now, tv = units_ms_timeval(ms < 1000 ? 1000 : ms);
+    if (!r->tidy_timer && !(r->tidy_timer = evtimer_new(r->q->d->base, on_tidy_timer, r)))
+        return;
+    if (evtimer_pending(r->tidy_timer, &at) && event_base_gettimeofday_cached(r->q->d->base,
+                                                                              &now) == 0) {
+        struct timeval want;
+        evutil_timeradd(&now, &tv, &want);
+        if (!evutil_timercmp(&want, &at, <))
+            return;
+    }
+    evtimer_add(r->tidy_timer, &tv);
+}
+
+struct sweep_read {
+    struct rate *r;
+    char group[LAYOUT_GROUP_MAX + 1];
+    char path[LAYOUT_PATH_MAX];
+};
+
+/* A group slot no daemon forgot: deleted once out of its window, if no daemon keeps its
+ * group here (one that does deletes it itself). */
+static void on_sweep_read(const struct zk_result *res, void *ctx)
+{
+    struct sweep_read *sr = ctx;
+    struct rate *r = sr->r;
+    struct rwin *g;
+    r->sweeping--;
+    HASH_FIND_STR(r->groups, sr->group, g);
+    if (res->rc == ZOK && res->has_stat && !g &&
+        res->stat.mtime + (int64_t)r->q->cfg->group_rate_window_ms <= cluster_now_ms())
+        zkstore_delete(r->q->d->zs, sr->path, res->stat.version, on_slot_deleted, r);
+    free(sr);
+}
+
+static void on_sweep_listed(const struct zk_result *res, void *ctx)
+{
+    struct rate *r = ctx;
+    r->sweeping--;
+    for (int k = 0; res->rc == ZOK && k < res->nchildren && r->sweeping < SWEEP_READS_MAX; k++) {
+        enum layout_slot_kind kind;
+        const char *group;
+        struct rwin *g;
+        struct sweep_read *sr;
+        if (layout_parse_slot(res->children[k], &kind, &group) < 0 ||
+            kind != LAYOUT_SLOT_GROUP_RATE || strlen(group) > LAYOUT_GROUP_MAX)
+            continue;
+        HASH_FIND_STR(r->groups, group, g);
+        if (g || !(sr = calloc(1, sizeof *sr)))
+            continue;
+        sr->r = r;
+        snprintf(sr->group, sizeof sr->group, "%s", group);
+        if (layout_queue_path(sr->path, sizeof sr->path, r->q->d->cfg->zk_root, r->q->cfg->name,
+                              LAYOUT_SLOTS, res->children[k]) != 0 ||
+            zkstore_exists(r->q->d->zs, sr->path, 0, on_sweep_read, sr) != ZOK) {
+            free(sr);
+            continue;
+        }
+        r->sweeping++;
+    }
+}
+
+static void sweep(struct rate *r)
+{
+    char dir[LAYOUT_PATH_MAX];
+    if (slot_path(&r->all, UINT32_MAX, dir) == 0 &&
+        zkstore_children(r->q->d->zs, dir, 0, on_sweep_listed, r) == ZOK)
+        r->sweeping++;
 }
 
 void rate_get_stats(const struct rate *r, struct rate_stats *out)
@@ -296,9 +576,12 @@ void rate_get_stats(const struct rate *r, struct rate_stats *out)
     *out = r->st;
     out->n = r->q->cfg->rate_n;
     out->window_ms = r->q->cfg->rate_window_ms;
+    out->group_n = r->q->cfg->group_rate_n;
+    out->group_window_ms = r->q->cfg->group_rate_window_ms;
+    out->groups = HASH_COUNT(r->groups);
     int64_t now = cluster_now_ms();
     out->started = 0;
-    for (uint32_t i = 0; i < r->n; i++)
-        out->started += r->slots[i].state == RS_KNOWN &&
-                        r->slots[i].mtime + (int64_t)out->window_ms > now;
+    for (uint32_t i = 0; i < r->all.n; i++)
+        out->started += r->all.slots[i].state == RS_KNOWN &&
+                        r->all.slots[i].mtime + (int64_t)out->window_ms > now;
 }

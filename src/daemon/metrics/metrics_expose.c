@@ -430,6 +430,13 @@ int metrics_expose_queue_counted(struct metrics *m, const char *queue,
                       (unsigned long long)rs.window_ms, rs.started,
                       (unsigned long long)rs.waits, (unsigned long long)rs.conflicts);
     if (n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " group_rate=%u group_rate_window_ms=%llu "
+                      "rate_groups=%u group_rate_waits=%llu group_rate_conflicts=%llu "
+                      "rate_slots_swept=%llu", rs.group_n,
+                      (unsigned long long)rs.group_window_ms, rs.groups,
+                      (unsigned long long)rs.group_waits,
+                      (unsigned long long)rs.group_conflicts, (unsigned long long)rs.swept);
+    if (n > 0 && (size_t)n < len)
         n += lateness_format(q, buf + n, len - (size_t)n);
     if (n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n,

@@ -1,5 +1,6 @@
 /* /metrics for cluster-wide limits (docs/limits.md, docs/metrics.md): one family per figure,
- * a row per queue and kind of limit (concurrency, group_concurrency, rate), read from the
+ * a row per queue and kind of limit (concurrency, group_concurrency, rate, group_rate), read
+ * from the
  * engine's limits at scrape time. */
 #include <event2/buffer.h>
 #include <stdlib.h>
@@ -18,8 +19,9 @@ static const struct {
 } fams[F_COUNT] = {
     {"deferd_limit", "gauge", "The queue's limit: jobs held at once across every daemon "
      "(kind=\"concurrency\"), of each group (\"group_concurrency\"), or started per window "
-     "(\"rate\")."},
-    {"deferd_limit_window_seconds", "gauge", "kind=\"rate\": the window the rate counts in."},
+     "(\"rate\"), of each group (\"group_rate\")."},
+    {"deferd_limit_window_seconds", "gauge", "kind=\"rate\" or \"group_rate\": the window the "
+     "rate counts in."},
     {"deferd_limit_slots_taken", "gauge", "Slots held across the cluster as this daemon "
      "believes (its own included); for a rate, slots started within the last window."},
     {"deferd_limit_slots_ours", "gauge", "Slots held by this daemon's consumers (or its lock "
@@ -60,6 +62,10 @@ static void rows(struct evbuffer *out, enum fam f, const struct row_src *s)
                           (double)r->waits, (double)r->conflicts};
     if (r->n && rv[f] >= 0)
         row(out, f, s->queue, "rate", rv[f]);
+    double gv[F_COUNT] = {r->group_n, (double)r->group_window_ms / 1000, -1, -1, -1,
+                          (double)r->group_waits, (double)r->group_conflicts};
+    if (r->group_n && gv[f] >= 0)
+        row(out, f, s->queue, "group_rate", gv[f]);
 }
 
 void metrics_limits_out(struct metrics *m, struct evbuffer *out)

@@ -17,6 +17,7 @@
 #include "jsonw.h"
 #include "limit.h"
 #include "cluster_time.h"
+#include "rate.h"
 #include "units.h"
 #include "web_auth.h"
 #include "web_call.h"
@@ -236,11 +237,39 @@ static void pause_form(struct web *w, struct evhttp_request *req, struct evbuffe
                         paused ? "resume" : "pause", paused ? "Resume" : "Pause");
 }
 
+/* "per second", "per minute", "per hour": the windows rate = N/s|m|h allows. */
+static const char *window_name(uint64_t ms)
+{
+    return ms >= 3600000 ? "hour" : ms >= 60000 ? "minute" : "second";
+}
+
+/* A queue with a rate (docs/limits.md): the rates and the starts this daemon knows of. */
+static void rate_line(struct evbuffer *out, const struct dqueue *dq)
+{
+    struct rate_stats rs;
+    rate_get_stats(dq ? dq->rate : NULL, &rs);
+    if (!rs.n && !rs.group_n)
+        return;
+    evbuffer_add_printf(out, "<p class=\"rate\" data-rate=\"%u\" data-rate-window-ms=\"%llu\" "
+                        "data-rate-started=\"%u\" data-group-rate=\"%u\">", rs.n,
+                        (unsigned long long)rs.window_ms, rs.started, rs.group_n);
+    if (rs.n)
+        evbuffer_add_printf(out, "At most %u started per %s across the cluster; %u in the last "
+                            "window, as this daemon knows. ", rs.n, window_name(rs.window_ms),
+                            rs.started);
+    if (rs.group_n)
+        evbuffer_add_printf(out, "At most %u per %s for each group; %u group%s started here "
+                            "within a window.", rs.group_n, window_name(rs.group_window_ms),
+                            rs.groups, rs.groups == 1 ? "" : "s");
+    evbuffer_add_printf(out, "</p>\n");
+}
+
 /* A queue with concurrency (docs/limits.md): the limit, its slots and who waits for one. */
 static void limit_line(struct evbuffer *out, const struct dqueue *dq)
 {
     struct limit_stats st;
     limit_get_stats(dq ? dq->limit : NULL, &st);
+    rate_line(out, dq);
     if (!st.max && !st.group_max)
         return;
     evbuffer_add_printf(out, "<p class=\"limit\" data-concurrency=\"%u\" data-slots-taken=\"%u\" "
