@@ -39,10 +39,13 @@ struct rwin {
     struct rate *r;
     struct rslot *slots;
     uint32_t cap, n, cursor, busy;
+    int64_t window_ms;         /* as of the last follow_config */
     int next;                  /* the slot win_room found, or -1 */
     int reads;                 /* exists() in flight */
     int listing, listed;       /* the slots directory: being listed, listed once */
     int waiting;               /* the last win_room found none */
+    uint64_t changes, seen;    /* slot changes so far; as of the last scan that found none */
+    int64_t wake_at;           /* ms: that scan's first slot out of its window (arm) */
     int64_t until;             /* ms: the last known start comes out of its window */
     struct event *timer;
     char group[LAYOUT_GROUP_MAX + 1]; /* "" the queue's */
@@ -134,7 +137,9 @@ static int follow_config(struct rwin *w)
         w->slots = s;
         w->cap = n;
     }
+    w->changes += w->n != n || w->window_ms != win_ms(w);
     w->n = n;
+    w->window_ms = win_ms(w);
     if (w->cursor >= n)
         w->cursor = 0;
     return 0;
@@ -142,6 +147,7 @@ static int follow_config(struct rwin *w)
 
 static void known(struct rwin *w, struct rslot *s, int32_t version, int64_t mtime)
 {
+    w->changes++;
     s->state = RS_KNOWN;
     s->version = version;
     s->mtime = mtime;
@@ -160,6 +166,7 @@ static void on_read(const struct zk_result *res, void *ctx)
     struct rwin *w = sr->w;
     struct rslot *s = sr->i < w->cap ? &w->slots[sr->i] : NULL;
     w->reads--;
+    w->changes++;
     free(sr);
     if (res->rc == ZCLOSING || !s)
         return;
@@ -181,6 +188,7 @@ static void on_listed(const struct zk_result *res, void *ctx)
 {
     struct rwin *w = ctx;
     w->listing = 0;
+    w->changes++;
     if (res->rc == ZCLOSING || (res->rc != ZOK && res->rc != ZNONODE))
         return; /* read one by one instead */
     w->listed = 1;
@@ -249,6 +257,7 @@ static void arm(struct rwin *w, int64_t now)
         if (w->slots[i].state == RS_KNOWN && !w->slots[i].busy &&
             w->slots[i].mtime + win_ms(w) < first)
             first = w->slots[i].mtime + win_ms(w);
+    w->wake_at = first;
     if (first == INT64_MAX)
         return; /* reads or our own multis will wake it */
     if (!w->timer && !(w->timer = evtimer_new(w->r->q->d->base, on_timer, w)))
@@ -263,9 +272,13 @@ static int startable(const struct rwin *w, const struct rslot *s, int64_t now)
                         (s->state == RS_KNOWN && s->mtime + win_ms(w) <= now));
 }
 
-/* 1 when a slot of W may start now (W->next names it), else reads or a timer are set. */
+/* 1 when a slot of W may start now (W->next names it), else reads or a timer are set.
+ * While none is and nothing changed since the last scan, no scan: a dispatch stays
+ * O(1) with thousands of slots in their window. */
 static int win_room(struct rwin *w, int64_t now, uint64_t *waits)
 {
+    if (w->waiting && w->seen == w->changes && now < w->wake_at)
+        return 0;
     for (uint32_t k = 0; k < w->n; k++) {
         uint32_t i = (w->cursor + k) % w->n;
         if (startable(w, &w->slots[i], now)) {
@@ -278,6 +291,7 @@ static int win_room(struct rwin *w, int64_t now, uint64_t *waits)
     *waits += !w->waiting;
     w->waiting = 1;
     read_unknown(w);
+    w->seen = w->changes; /* after the reads it sent: their answers change it */
     arm(w, now);
     return 0;
 }
@@ -350,6 +364,7 @@ static void win_untake(struct rwin *w, int32_t *slot)
     if (*slot != RATE_NO_SLOT && (uint32_t)*slot < w->cap) {
         w->slots[*slot].busy = 0;
         w->busy--;
+        w->changes++;
     }
     *slot = RATE_NO_SLOT;
 }
