@@ -21,8 +21,14 @@
 #define DAY_MS 86400000LL
 #define MAX_THREADS 256
 
+#define MAX_SOCKETS 8
+
 struct bench {
     const char *sock, *late_file;
+    char *socks[MAX_SOCKETS];     /* -s A,B,C: daemons on one root; producers use the first,
+                                   * consumers take them in turn */
+    int nsocks;
+    _Atomic int next_sock;
     int n, window_ms, consumers, producers, payload, inflight, timeout_s, depth;
     int preload, preload_days;
     int ack_pipe;                 /* -A: consumers pipeline their acks */
@@ -81,15 +87,23 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-static deferd_client *connect_or_die(const struct bench *b)
+static deferd_client *connect_to(const char *sock)
 {
     char err[256];
-    deferd_client *c = deferd_connect(b->sock, err, sizeof err);
+    deferd_client *c = deferd_connect(sock, err, sizeof err);
     if (!c) {
         fprintf(stderr, "bench: %s\n", err);
         exit(1);
     }
     return c;
+}
+
+static deferd_client *connect_or_die(const struct bench *b) { return connect_to(b->socks[0]); }
+
+/* A consumer's connection: the daemons of -s in turn. */
+static deferd_client *connect_consumer(struct bench *b)
+{
+    return connect_to(b->socks[atomic_fetch_add(&b->next_sock, 1) % b->nsocks]);
 }
 
 /* A put in flight on one producer connection. */
@@ -267,7 +281,7 @@ static int collect_acks(struct bench *b, deferd_client *c, int keep, int timeout
 static void *consumer(void *arg)
 {
     struct bench *b = arg;
-    deferd_client *c = connect_or_die(b);
+    deferd_client *c = connect_consumer(b);
     if (deferd_subscribe(c, "bench", (unsigned)b->inflight) != DEFERD_OK) {
         fprintf(stderr, "bench: subscribe failed: %s\n", deferd_last_error(c));
         exit(1);
@@ -427,7 +441,7 @@ static void run_producers(struct bench *b, int preload, pthread_t *th, int *nth)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: bench -s SOCKET [-n N] [-w WINDOW_MS] [-C CONSUMERS] "
+    fprintf(stderr, "usage: bench -s SOCKET[,SOCKET...] [-n N] [-w WINDOW_MS] [-C CONSUMERS] "
                     "[-P PRODUCERS] [-D DEPTH] [-p PAYLOAD] [-i INFLIGHT] [-t TIMEOUT_S] "
                     "[-L PRELOAD [-B DAYS]] [-o LATENESS_FILE] [-A] [-K] [-T 1|2] [-H HOLD_MS] "
                     "[-g SMALL_GROUPS [-N]] [-l LEAD_MS]\n");
@@ -465,6 +479,11 @@ int main(int argc, char **argv)
         }
     }
     if (optind != argc)
+        return usage();
+    for (char *save = NULL, *s = b.sock ? strtok_r(strdup(b.sock), ",", &save) : NULL;
+         s && b.nsocks < MAX_SOCKETS; s = strtok_r(NULL, ",", &save))
+        b.socks[b.nsocks++] = s;
+    if (b.sock && !b.nsocks)
         return usage();
     if (!b.sock || b.n <= 0 || b.consumers < 0 || b.producers < 0 || b.inflight <= 0 ||
         b.depth <= 0 || b.payload < 0 || b.window_ms < 0 || b.preload < 0 ||
