@@ -600,7 +600,7 @@ static int parse_rate(struct load *ld, struct queue_config *q, const char *key,
     char num[24];
     const char *slash = strchr(value, '/');
     uint64_t n;
-    q->concurrency_line = ld->line;
+    q->limit_line = ld->line;
     if (strcmp(value, "0") == 0) {
         *rate_n = 0;
         return 1;
@@ -684,7 +684,7 @@ static int queue_key(struct load *ld, const char *qname, const char *key, const 
     if (strcmp(key, "rate") == 0 || strcmp(key, "group_rate") == 0)
         return parse_rate(ld, q, key, value);
     if (strcmp(key, "concurrency") == 0 || strcmp(key, "group_concurrency") == 0) {
-        q->concurrency_line = ld->line;
+        q->limit_line = ld->line;
         return cfg_set_u32(ld, key[0] == 'c' ? &q->concurrency : &q->group_concurrency, key,
                            value, 0, QUEUE_CONCURRENCY_MAX);
     }
@@ -927,7 +927,7 @@ static int validate_curator(struct load *ld, const struct queue_config *q)
     size_t n = strlen(p);
     if (q->format != QF_NATIVE && (q->concurrency || q->group_concurrency || q->rate_n ||
                                    q->group_rate_n))
-        return cfg_fail_at(ld, q->concurrency_line, "[queue %s]: concurrency and rate apply to deferd's "
+        return cfg_fail_at(ld, q->limit_line, "[queue %s]: concurrency and rate apply to deferd's "
                            "own queues only, not to format = curator-* (Curator's consumers "
                            "take items without slots)", q->name);
     if (q->format == QF_NATIVE) {

@@ -54,7 +54,7 @@ struct queue_config {
     uint64_t rate_window_ms;  /* ... the window: 1 s, 1 min or 1 h */
     uint32_t group_rate_n;    /* group_rate = N/s|m|h: the same for each group; 0 = none */
     uint64_t group_rate_window_ms;
-    int concurrency_line;
+    int limit_line;           /* the line of its last limit key (concurrency, rate, ...) */
     struct group_weight weights[QUEUE_WEIGHTS_MAX]; /* turns a group takes in a row (else 1) */
     size_t nweights;
     /* Layout version 2: jobs due beyond now + pack_after go into packs, one per window of

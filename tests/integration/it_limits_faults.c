@@ -1,12 +1,13 @@
 /* Cluster-wide limits under faults (issue 40): a 3-member ensemble, three daemons, two
  * consumers on each. Queue a: concurrency = 4 and group_concurrency = 2 (jobs in groups g0,
- * g1, g2), each job worked 60 ms; queue b: rate = 10/s. Meanwhile a consumer connection is
+ * g1, g2), each job worked 60 ms; queue b: rate = 10/s and group_rate = 4/s (groups g0, g1,
+ * g2 too). Meanwhile a consumer connection is
  * cut while it holds jobs (a worker killed), daemon 0 is killed with SIGKILL (its consumers
  * stop their jobs at once, as deferctl work --kill-on-expiry and the Python worker do), and
  * the ZooKeeper leader is killed (an election). Judged from the consumers' own start and
  * finish stamps: never more than 4 of a's jobs at once, nor 2 of one group's; by ZooKeeper's
  * own stamps (each b lock's ctime, from the multi that started its rate slot), no window of
- * a second holds more than 10 of b's starts; every job done. */
+ * a second holds more than 10 of b's starts, nor 4 of one group's; every job done. */
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #define LIMIT 4
 #define GROUP_LIMIT 2
 #define RATE 10
+#define GROUP_RATE 4
 #define SPANS_MAX 4096
 
 static struct daemon_proc d[NDAEMONS];
@@ -140,14 +142,16 @@ static int most_at_once(int group)
     return most;
 }
 
-/* b's starts by ZooKeeper's clock in any window of a second. */
-static int most_b_in_window(void)
+/* b's starts (of GROUP, or every one for -1) by ZooKeeper's clock in any window of a
+ * second. */
+static int most_b_in_window(int group)
 {
     int most = 0;
     for (int i = 0; i < nspans; i++) {
         int n = 0;
         for (int j = 0; spans[i].queue_b && spans[i].zk_start >= 0 && j < nspans; j++)
-            n += spans[j].queue_b && spans[j].zk_start >= spans[i].zk_start &&
+            n += spans[j].queue_b && (group < 0 || spans[j].group == group) &&
+                 spans[j].zk_start >= spans[i].zk_start &&
                  spans[j].zk_start - spans[i].zk_start < 1000;
         most = n > most ? n : most;
     }
@@ -175,7 +179,8 @@ int main(void)
     snprintf(harness_zk_hosts, sizeof harness_zk_hosts, "%s", hosts);
     /* sessions outlast an election on a loaded machine (as in integration.election) */
     const char *const ov[] = {"queue.a.concurrency=4", "queue.a.group_concurrency=2",
-                              "queue.b.rate=10/s", "zookeeper.session_timeout=10s", NULL};
+                              "queue.b.rate=10/s", "queue.b.group_rate=4/s",
+                              "zookeeper.session_timeout=10s", NULL};
     if (daemons_start(d, NDAEMONS, root, ov) != 0)
         return 1;
     for (int k = 0; k < NCONS; k++)
@@ -190,7 +195,7 @@ int main(void)
         int b = i >= A_JOBS;
         snprintf(payload, sizeof payload, "%d", b ? i - A_JOBS : i);
         snprintf(group, sizeof group, "g%d", i % 3);
-        deferd_put_opts o = {.group = b ? NULL : group, .has_at = 1, .at_ms = due};
+        deferd_put_opts o = {.group = group, .has_at = 1, .at_ms = due};
         CHECK(deferd_put(p, b ? "b" : "a", payload, strlen(payload), &o, id, sizeof id) ==
               DEFERD_OK);
     }
@@ -229,23 +234,25 @@ int main(void)
             stage = 3;
         }
     }
-    int most = most_at_once(-1), most_b = most_b_in_window(), most_g = 0;
+    int most = most_at_once(-1), most_b = most_b_in_window(-1), most_g = 0, most_bg = 0;
     for (int g = 0; g < 3; g++) {
-        int m = most_at_once(g);
+        int m = most_at_once(g), mb = most_b_in_window(g);
         most_g = m > most_g ? m : most_g;
+        most_bg = mb > most_bg ? mb : most_bg;
     }
     printf("faults: %d deliveries in %lld ms; at most %d of a at once (limit %d), %d of one "
-           "group (limit %d), %d of b started in any second by ZooKeeper's clock (rate %d/s)\n",
-           nspans, (long long)(now_ms() - t0), most, LIMIT, most_g, GROUP_LIMIT, most_b, RATE);
-    if (most_b > RATE || getenv("LIMITS_FAULTS_TRACE"))
+           "group (limit %d), %d of b started in any second by ZooKeeper's clock (rate %d/s), %d "
+           "of one group's (group_rate %d/s)\n", nspans, (long long)(now_ms() - t0), most, LIMIT,
+           most_g, GROUP_LIMIT, most_b, RATE, most_bg, GROUP_RATE);
+    if (most_b > RATE || most_bg > GROUP_RATE || getenv("LIMITS_FAULTS_TRACE"))
         for (int i = 0; i < nspans; i++)
             if (spans[i].queue_b)
-                printf("b start %lld zk %lld\n", (long long)(spans[i].start - t0),
+                printf("b g%d start %lld zk %lld\n", spans[i].group, (long long)(spans[i].start - t0),
                        (long long)(spans[i].zk_start - t0));
     CHECK(unread <= 4);
     CHECK(stage == 3);
     CHECK(done);
-    CHECK(most <= LIMIT && most_g <= GROUP_LIMIT && most_b <= RATE);
+    CHECK(most <= LIMIT && most_g <= GROUP_LIMIT && most_b <= RATE && most_bg <= GROUP_RATE);
     CHECK(most == LIMIT); /* the limit, not the consumers, held the work back */
     for (int k = 0; k < NCONS; k++)
         if (cons[k].c)

@@ -407,7 +407,7 @@ int metrics_expose_queue_counted(struct metrics *m, const char *queue,
                      "refused_unavailable=%llu refused_failed=%llu delayed=%zu ready=%zu "
                      "inflight=%zu pending=%zu consumers=%zu paused=%d concurrency=%u "
                      "slots_taken=%u slots_ours=%u limit_waiting=%zu limit_waits=%llu "
-                     "slot_conflicts=%llu",
+                     "slot_conflicts=%llu slot_listings=%llu",
                      queue, (unsigned long long)q->events[ME_PUT],
                      (unsigned long long)(q->delivered[0] + q->delivered[1]),
                      (unsigned long long)q->delivered[1], (unsigned long long)q->events[ME_ACKED],
@@ -419,16 +419,17 @@ int metrics_expose_queue_counted(struct metrics *m, const char *queue,
                      (unsigned long long)q->refused[MR_FAILED], qc->delayed, qc->ready,
                      qc->inflight, qc->known, consumer_ring_size(&dq->ring), dq->paused, ls.max,
                      ls.taken, ls.ours, ls.waiting, (unsigned long long)ls.waits,
-                     (unsigned long long)ls.conflicts);
+                     (unsigned long long)ls.conflicts, (unsigned long long)ls.listings);
     if (n > 0 && (size_t)n < len)
         n += groups_format(&ls, buf + n, len - (size_t)n);
     struct rate_stats rs;
     rate_get_stats(dq->rate, &rs);
     if (n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, " rate=%u rate_window_ms=%llu rate_started=%u "
-                      "rate_waits=%llu rate_conflicts=%llu", rs.n,
+                      "rate_waits=%llu rate_conflicts=%llu rate_reads=%llu", rs.n,
                       (unsigned long long)rs.window_ms, rs.started,
-                      (unsigned long long)rs.waits, (unsigned long long)rs.conflicts);
+                      (unsigned long long)rs.waits, (unsigned long long)rs.conflicts,
+                      (unsigned long long)rs.reads);
     if (n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, " group_rate=%u group_rate_window_ms=%llu "
                       "rate_groups=%u group_rate_waits=%llu group_rate_conflicts=%llu "
