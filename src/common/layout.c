@@ -69,11 +69,21 @@ static int parse_group(const char *f, size_t len, struct job_name *out)
  * g<group>. */
 static int parse_tags(const char *const *f, const size_t *len, size_t nf, struct job_name *out)
 {
-    static const char order[] = "atg";
+    static const char order[] = "atgf";
     size_t next = 0;
     for (size_t i = 3; i < nf; i++) {
         const char *pos = len[i] ? strchr(order + next, f[i][0]) : NULL;
         uint64_t v;
+        if (pos && *pos == 'f') { /* the flow it is a child of: its parent's uid */
+            if (len[i] < 2 || len[i] - 1 > LAYOUT_UID_MAX)
+                return -1;
+            memcpy(out->flow, f[i] + 1, len[i] - 1);
+            out->flow[len[i] - 1] = '\0';
+            if (!layout_valid_uid(out->flow))
+                return -1;
+            next = (size_t)(pos - order) + 1;
+            continue;
+        }
         if (pos && *pos == 'g') {
             if (parse_group(f[i], len[i], out) != 0)
                 return -1;
@@ -93,7 +103,7 @@ static int parse_tags(const char *const *f, const size_t *len, size_t nf, struct
 
 int layout_parse_name(const char *name, struct job_name *out)
 {
-    enum { MAXF = 6 };
+    enum { MAXF = 7 };
     const char *f[MAXF];
     size_t len[MAXF], nf = 0, base_len;
     char base[LAYOUT_NAME_MAX + 1];
@@ -147,6 +157,10 @@ int layout_format_name(const struct job_name *jn, char *buf, size_t len)
     } else if (jn->group[0]) {
         return -1;
     }
+    if (jn->flow[0] && !layout_valid_uid(jn->flow))
+        return -1;
+    if (n > 0 && jn->flow[0] && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "-f%s", jn->flow);
     if (jn->key[0] && !names_valid_key(jn->key))
         return -1;
     if (n > 0 && jn->key[0] && (size_t)n < len)
@@ -514,4 +528,54 @@ long layout_parse_slot(const char *name, enum layout_slot_kind *kind, const char
         return (long)i;
     }
     return -1;
+}
+
+int layout_flow_data(char *buf, size_t len, const struct layout_flow *f)
+{
+    int n = snprintf(buf, len, "on=%s pending=%u acked=%u dead=%u parent=%s",
+                     f->on_complete ? "complete" : "success", (unsigned)f->pending,
+                     (unsigned)f->acked, (unsigned)f->dead, f->parent);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int layout_parse_flow_data(const char *data, size_t len, struct layout_flow *f)
+{
+    char buf[LAYOUT_ID_MAX + 96], on[16], parent[LAYOUT_ID_MAX + 2];
+    unsigned pending, acked, dead;
+    int used = 0;
+    if (len >= sizeof buf)
+        return -1;
+    memcpy(buf, data, len);
+    buf[len] = '\0';
+    memset(f, 0, sizeof *f);
+    if (sscanf(buf, "on=%15s pending=%u acked=%u dead=%u parent=%241s%n", on, &pending, &acked,
+               &dead, parent, &used) != 5 || (size_t)used != len ||
+        strlen(parent) > LAYOUT_ID_MAX || (strcmp(on, "success") && strcmp(on, "complete")))
+        return -1;
+    struct job_name jn;
+    char queue[LAYOUT_ID_MAX + 1];
+    if (layout_parse_id(parent, queue, sizeof queue, &jn) != 0)
+        return -1;
+    f->on_complete = on[0] == 'c';
+    f->pending = pending;
+    f->acked = acked;
+    f->dead = dead;
+    memcpy(f->parent, parent, strlen(parent) + 1);
+    return 0;
+}
+
+int layout_flow_path(char *buf, size_t len, const char *root, const char *flow,
+                     const char *child)
+{
+    int n = layout_root_path(buf, len, root, LAYOUT_FLOWS, flow) == 0 ? (int)strlen(buf) : -1;
+    n = flow ? add_part(buf, len, n, child) : n;
+    return n < 0 ? -1 : 0;
+}
+
+int layout_flow_marker_path(char *buf, size_t len, const char *root, const char *flow,
+                            const char *child_uid)
+{
+    char name[LAYOUT_UID_MAX + 8];
+    snprintf(name, sizeof name, "%s%s", LAYOUT_FLOW_CHILD, child_uid);
+    return layout_flow_path(buf, len, root, flow, name);
 }

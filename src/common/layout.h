@@ -30,6 +30,9 @@ extern const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1]; /* [1..3] used */
 #define LAYOUT_QUEUES "queues"
 #define LAYOUT_DAEMONS "daemons"     /* <ident>: a daemon's clock samples (ephemeral) */
 #define LAYOUT_SCHEDULES "schedules" /* <name>: a schedule's state */
+#define LAYOUT_FLOWS "flows"         /* <parent uid>: a flow waiting for its children */
+#define LAYOUT_FLOW_PARENT "parent"  /* flows/<uid>/parent: the parent's payload */
+#define LAYOUT_FLOW_CHILD "c-"       /* flows/<uid>/c-<child uid>: a child not settled yet */
 /* Under <root>/queues/<queue>: */
 #define LAYOUT_JOBS "jobs"
 #define LAYOUT_DEAD "dead"
@@ -50,6 +53,9 @@ struct job_name {
     /* "" or the group it was put with (PUT group=): "-g<group>" after the tags, '-' written
      * as '~' (names_job_group). Fair turns and per-group limits go by it. */
     char group[LAYOUT_GROUP_MAX + 1];
+    /* "" or the flow the job is a child of (FLOW): its parent's uid, "-f<uid>" after the
+     * group; the flow's nodes are <root>/flows/<uid> (layout_flow_path). */
+    char flow[LAYOUT_UID_MAX + 1];
     /* "" or the caller's idempotency key: while the job exists, the queue's key node
      * <root>/queues/<q>/keys/<hash>/<key> exists and names it. Last field of the name. */
     char key[LAYOUT_KEY_MAX + 1];
@@ -159,6 +165,23 @@ int layout_pack_path(char *buf, size_t len, const char *root, const char *queue,
 void layout_pack_shard(char *buf, size_t len, const char *pack_uid);
 /* The marker's data: the layout version it names, or -1 when it is not one. */
 int layout_parse_marker(const char *data, size_t len);
+
+/* A flow (docs/flows.md): its node <root>/flows/<parent uid> holds this, as text; the
+ * parent's payload is its child LAYOUT_FLOW_PARENT, each child not settled yet has a marker
+ * LAYOUT_FLOW_CHILD<child uid> holding the child's id. */
+struct layout_flow {
+    int on_complete;               /* on=complete: due once every child settled, however */
+    uint32_t pending, acked, dead; /* children not settled yet, acked, dead-lettered */
+    char parent[LAYOUT_ID_MAX + 1]; /* the parent's id: it is created under that name */
+};
+int layout_flow_data(char *buf, size_t len, const struct layout_flow *f);
+int layout_parse_flow_data(const char *data, size_t len, struct layout_flow *f);
+/* <root>/flows/<flow>[/<child>] (CHILD NULL: the flow's node; FLOW NULL: the directory). */
+int layout_flow_path(char *buf, size_t len, const char *root, const char *flow,
+                     const char *child);
+/* <root>/flows/<flow>/c-<child uid>: CHILD_UID's marker. */
+int layout_flow_marker_path(char *buf, size_t len, const char *root, const char *flow,
+                            const char *child_uid);
 
 /* The slot nodes of a queue's limits, under <root>/queues/<q>/slots (docs/limits.md): */
 enum layout_slot_kind {

@@ -107,6 +107,12 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
         r->then = (uint32_t)n;
         return 0;
     }
+    if (strcmp(tok, "on") == 0 && r->cmd == CMD_FLOW) {
+        if (strcmp(v, "success") != 0 && strcmp(v, "complete") != 0)
+            return bad(err, PE_BAD_REQUEST, "FLOW on= is success or complete, not '%.20s'", v);
+        r->flow_on = v[0] == 's' ? FLOW_ON_SUCCESS : FLOW_ON_COMPLETE;
+        return 0;
+    }
     if (strcmp(tok, "force") == 0 && r->cmd == CMD_CANCEL && strcmp(v, "1") == 0) {
         r->force = 1;
         return 0;
@@ -199,7 +205,7 @@ static int parse_command(char **tok, int n, struct proto_request *r, struct prot
         {"PUT", CMD_PUT, 2}, {"SUB", CMD_SUB, 1}, {"ACK", CMD_ACK, 1},
         {"NACK", CMD_NACK, 1}, {"TOUCH", CMD_TOUCH, 1}, {"PING", CMD_PING, 0},
         {"STATS", CMD_STATS, 0}, {"BATCH", CMD_BATCH, 1}, {"CANCEL", CMD_CANCEL, 1},
-        {"RESCHEDULE", CMD_RESCHEDULE, 1}, {"UNSUB", CMD_UNSUB, 0},
+        {"RESCHEDULE", CMD_RESCHEDULE, 1}, {"UNSUB", CMD_UNSUB, 0}, {"FLOW", CMD_FLOW, 1},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(tok[0], cmds[i].name) != 0)
@@ -221,6 +227,14 @@ static int parse_command(char **tok, int n, struct proto_request *r, struct prot
             if (parse_num(tok[1], PROTO_GROUP_MAX, &k, err) != 0 || k == 0)
                 return bad(err, PE_BAD_REQUEST, "BATCH takes 1..%d jobs, not '%.20s'",
                            PROTO_GROUP_MAX, tok[1]);
+            r->then = (uint32_t)k;
+            return 0;
+        }
+        case CMD_FLOW: {
+            uint64_t k;
+            if (parse_num(tok[1], PROTO_GROUP_MAX, &k, err) != 0 || k < 2)
+                return bad(err, PE_BAD_REQUEST, "FLOW takes 2..%d jobs (its parent, then its "
+                           "children), not '%.20s'", PROTO_GROUP_MAX, tok[1]);
             r->then = (uint32_t)k;
             return 0;
         }
@@ -354,6 +368,8 @@ static uint32_t group_hint(const char *line, size_t n)
     buf[n] = '\0';
     if (strncmp(buf, "BATCH ", 6) == 0)
         v = strtoul(buf + 6, NULL, 10);
+    else if (strncmp(buf, "FLOW ", 5) == 0)
+        v = strtoul(buf + 5, NULL, 10);
     else if ((strncmp(buf, "ACK ", 4) == 0 || strncmp(buf, "NACK ", 5) == 0) &&
              (p = strstr(buf, " then=")))
         v = strtoul(p + 6, NULL, 10);
@@ -470,7 +486,8 @@ void proto_decoder_clear(struct proto_decoder *d)
 
 static int opens_group(const struct proto_request *r)
 {
-    return r->cmd == CMD_BATCH || ((r->cmd == CMD_ACK || r->cmd == CMD_NACK) && r->then);
+    return r->cmd == CMD_BATCH || r->cmd == CMD_FLOW ||
+           ((r->cmd == CMD_ACK || r->cmd == CMD_NACK) && r->then);
 }
 
 static void group_fail(struct proto_decoder *d, size_t item, enum proto_errcode code,

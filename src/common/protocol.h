@@ -22,8 +22,17 @@ struct evbuffer;
 
 enum proto_cmd {
     CMD_PUT, CMD_SUB, CMD_ACK, CMD_NACK, CMD_TOUCH, CMD_PING, CMD_STATS, CMD_BATCH,
-    CMD_CANCEL, CMD_RESCHEDULE, CMD_UNSUB,
+    CMD_CANCEL, CMD_RESCHEDULE, CMD_UNSUB, CMD_FLOW,
 };
+
+/* When a flow's parent becomes due (FLOW on=): every child acked, or every child settled. */
+enum proto_flow_on { FLOW_ON_SUCCESS, FLOW_ON_COMPLETE };
+
+/* A request that stores jobs: PUT, BATCH, FLOW. */
+static inline int proto_stores_jobs(int cmd)
+{
+    return cmd == CMD_PUT || cmd == CMD_BATCH || cmd == CMD_FLOW;
+}
 
 enum proto_errcode {
     PE_BAD_REQUEST, PE_UNKNOWN_QUEUE, PE_TOO_LARGE, PE_NOT_FOUND, PE_UNAVAILABLE, PE_INTERNAL,
@@ -58,7 +67,8 @@ struct proto_request {
                                                        * for fair turns; not a BATCH's) */
     int force;                                        /* CANCEL force=1 */
     int unrun;                                        /* NACK unrun=1: never started */
-    uint32_t then;                                    /* BATCH n; ACK, NACK then=n */
+    uint32_t then;                                    /* BATCH n, FLOW n; ACK, NACK then=n */
+    enum proto_flow_on flow_on;                       /* FLOW on= (success by default) */
     struct proto_put *items;                          /* the group's jobs, malloc'd */
     size_t nitems;
     int has_delay, has_at, has_prio, has_ttr;

@@ -343,6 +343,48 @@ static void groups(void)
     CHECK(layout_format_name(&a, name, sizeof name) != 0);
 }
 
+/* A flow's child names its flow (-f<parent uid>, after the group); the flow's node data
+ * reads back; bad data is refused. */
+static void flow_names(void)
+{
+    struct job_name jn = {.due_ms = 1700000000000ULL, .priority = 5}, back;
+    char name[LAYOUT_NAME_MAX + 1], path[LAYOUT_PATH_MAX];
+    strcpy(jn.uid, "abc123");
+    strcpy(jn.group, "acme-1");
+    strcpy(jn.flow, "p0p0p0");
+    CHECK(layout_format_name(&jn, name, sizeof name) == 0);
+    CHECK_STR(name, "1700000000000-5-abc123-gacme~1-fp0p0p0");
+    CHECK(layout_parse_name(name, &back) == 0);
+    CHECK_STR(back.flow, "p0p0p0");
+    CHECK_STR(back.group, "acme-1");
+    CHECK(layout_parse_name("1700000000000-5-abc123-fp0-gx", &back) == -1); /* order */
+    CHECK(layout_parse_name("1700000000000-5-abc123-f", &back) == -1);
+    CHECK(layout_parse_name("1700000000000-5-abc123-fAB", &back) == -1);
+    CHECK(layout_parse_name("1700000000000-5-abc123-a2-t5000-gg-fzz-kkey", &back) == 0);
+    CHECK_STR(back.flow, "zz");
+    CHECK_STR(back.key, "key");
+    strcpy(jn.flow, "UP");
+    CHECK(layout_format_name(&jn, name, sizeof name) == -1);
+    struct layout_flow f = {.on_complete = 1, .pending = 3, .acked = 4, .dead = 1}, g;
+    strcpy(f.parent, "reports/1700000000000-5-abc123");
+    char data[400];
+    CHECK(layout_flow_data(data, sizeof data, &f) == 0);
+    CHECK_STR(data, "on=complete pending=3 acked=4 dead=1 parent=reports/1700000000000-5-abc123");
+    CHECK(layout_parse_flow_data(data, strlen(data), &g) == 0);
+    CHECK(g.on_complete && g.pending == 3 && g.acked == 4 && g.dead == 1);
+    CHECK_STR(g.parent, f.parent);
+    CHECK(layout_parse_flow_data(data, strlen(data) - 1, &g) == 0); /* a shorter parent id */
+    CHECK(layout_parse_flow_data("on=maybe pending=1 acked=0 dead=0 parent=a/1-2-u", 48, &g) == -1);
+    CHECK(layout_parse_flow_data("on=success pending=1 acked=0 dead=0 parent=nope", 47, &g) == -1);
+    CHECK(layout_parse_flow_data("on=success pending=1 acked=0 dead=0 parent=a/1-2-u x", 52, &g) == -1);
+    CHECK(layout_flow_path(path, sizeof path, "/d", "p0", NULL) == 0);
+    CHECK_STR(path, "/d/flows/p0");
+    CHECK(layout_flow_marker_path(path, sizeof path, "/d", "p0", "c1") == 0);
+    CHECK_STR(path, "/d/flows/p0/c-c1");
+    CHECK(layout_flow_path(path, sizeof path, "/d", NULL, NULL) == 0);
+    CHECK_STR(path, "/d/flows");
+}
+
 /* Slot names of the limits: built and read back; other names are not slots. */
 static void slot_names(void)
 {
@@ -372,6 +414,7 @@ static void slot_names(void)
 int main(void)
 {
     slot_names();
+    flow_names();
     groups();
     round_trips();
     queue_nodes();

@@ -309,6 +309,39 @@ static void groups(void)
     proto_decoder_clear(&d);
 }
 
+/* FLOW <n> [on=]: a parent and its children, read as a group; a refused header's jobs are
+ * read and dropped. */
+static void flows(void)
+{
+    struct proto_decoder d;
+    struct outcome o;
+    proto_decoder_init(&d, 100);
+    struct evbuffer *in = evbuffer_new();
+    struct proto_request req;
+    struct proto_error err;
+    const char ok[] = "FLOW 3 on=complete\nPUT a 1\np\nPUT b 1 delay=5\nx\nPUT b 1\ny\n";
+    evbuffer_add(in, ok, sizeof ok - 1);
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_REQUEST);
+    CHECK(req.cmd == CMD_FLOW && req.nitems == 3 && req.flow_on == FLOW_ON_COMPLETE);
+    CHECK(proto_stores_jobs(req.cmd));
+    proto_request_clear(&req);
+    const char dflt[] = "FLOW 2\nPUT a 0\n\nPUT a 0\n\n";
+    evbuffer_add(in, dflt, sizeof dflt - 1);
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_REQUEST);
+    CHECK(req.cmd == CMD_FLOW && req.nitems == 2 && req.flow_on == FLOW_ON_SUCCESS);
+    proto_request_clear(&req);
+    evbuffer_free(in);
+    const char one[] = "FLOW 1\nPUT a 1\nx\nPING\n";
+    feed(&d, one, sizeof one - 1, &o);
+    CHECK(o.nerr == 1 && o.nreq == 1 && o.last.cmd == CMD_PING);
+    CHECK_CONTAINS(o.lasterr.text, "FLOW takes 2..1000 jobs");
+    const char badon[] = "FLOW 2 on=maybe\nPUT a 1\nx\nPUT a 1\ny\nPING\n";
+    feed(&d, badon, sizeof badon - 1, &o);
+    CHECK(o.nerr == 1 && o.nreq == 1 && o.last.cmd == CMD_PING);
+    CHECK_CONTAINS(o.lasterr.text, "on= is success or complete");
+    proto_decoder_clear(&d);
+}
+
 /* CANCEL and RESCHEDULE take an id, or a queue and key=, never both. */
 static void targets(void)
 {
@@ -346,6 +379,7 @@ static void leaving(void)
 
 int main(void)
 {
+    flows();
     srand(99);
     leaving();
     valid_requests();

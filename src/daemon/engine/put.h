@@ -12,6 +12,8 @@ struct reply;
 
 void put_single(struct dispatcher *ds, struct proto_request *req, struct reply *r);
 void put_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r);
+/* FLOW: a parent stored waiting (flow.h) and its children, all or none. */
+void put_flow(struct dispatcher *ds, struct proto_request *req, struct reply *r);
 /* PUT and BATCH requests taken on and not answered yet: the server holds further ones back
  * above [daemon] max_open_puts. */
 size_t put_open_count(const struct dispatcher *ds);

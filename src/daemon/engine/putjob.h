@@ -25,6 +25,7 @@ struct putjob {
     char path[LAYOUT_PATH_MAX]; /* its znode, or its pack's */
     char key_path[LAYOUT_PATH_MAX];
     char token_path[LAYOUT_PATH_MAX]; /* "" or its put token's node (PUT idem=) */
+    char marker_path[LAYOUT_PATH_MAX]; /* a flow's child: its marker (flow.h), else "" */
     int retried;                /* its token was taken: a try before stored it; id names that */
     char key_data[LAYOUT_ID_MAX + 1]; /* the key's node data */
     char token_data[LAYOUT_ID_MAX + 1]; /* the token's (tokens_create_op) */

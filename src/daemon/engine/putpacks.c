@@ -51,8 +51,8 @@ static int pack_for(struct putpacks *pp, const struct put_env *env, struct dqueu
 int putpacks_join(struct putpacks *pp, const struct put_env *env, struct putjob *pj)
 {
     struct dqueue *q = pj->q;
-    /* a pack's format (pack.c) has no field for a group: such jobs stay znodes */
-    if (pj->jn.group[0] || !packer_wants(env->d->packer, q, pj->jn.due_ms, pj->len))
+    /* a pack's format (pack.c) has no field for a group or a flow: such jobs stay znodes */
+    if (pj->jn.group[0] || pj->jn.flow[0] || !packer_wants(env->d->packer, q, pj->jn.due_ms, pj->len))
         return 1;
     uint64_t start = packer_window_start(q, pj->jn.due_ms);
     size_t size = pack_job_size(&pj->jn, start, pj->len), i;

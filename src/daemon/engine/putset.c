@@ -25,7 +25,7 @@
 #define PREFIX_MAX 8
 #define JOB_OVERHEAD (2 * (LAYOUT_PATH_MAX + TXN_OP_OVERHEAD))
 
-enum { OP_PREFIX, OP_TOKEN, OP_KEY, OP_JOB, OP_PACK };
+enum { OP_PREFIX, OP_TOKEN, OP_KEY, OP_JOB, OP_PACK, OP_MARKER };
 
 struct putset {
     const struct put_env *env;
@@ -37,6 +37,7 @@ struct putset {
     int *op_job;                /* per operation of the last send: its job or pack, or -1 */
     unsigned char *op_what;     /* per operation: OP_KEY, OP_JOB, OP_PACK */
     struct putpacks packs;
+    char flow[LAYOUT_UID_MAX + 1]; /* FLOW: the children's flow (its parent's uid), or "" */
     int rounds, lookups, lookup_rc;
     struct putjob *checking;    /* its directories' creates are being asked why */
     int counted;                /* putset_created() done */
@@ -83,6 +84,11 @@ void putset_free(struct putset *ps)
 }
 
 size_t putset_count(const struct putset *ps) { return ps->n; }
+
+void putset_flow(struct putset *ps, const char *parent_uid)
+{
+    snprintf(ps->flow, sizeof ps->flow, "%s", parent_uid);
+}
 const struct token_refusal *putset_token_refusal(const struct putset *ps)
 {
     return ps->token_refused ? &ps->token_refusal : NULL;
@@ -157,6 +163,7 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
     pj->jn.ttr_ms = pp->has_ttr ? (uint32_t)pp->ttr_ms : 0; /* 0: queue default */
     memcpy(pj->jn.key, pp->key, sizeof pj->jn.key);
     memcpy(pj->jn.group, pp->group, sizeof pj->jn.group);
+    memcpy(pj->jn.flow, ps->flow, sizeof pj->jn.flow);
     pj->dup_of = same_key_before(ps, pj);
     if (pj->jn.key[0] &&
         layout_key_path(pj->key_path, sizeof pj->key_path, ps->env->d->cfg->zk_root, q->cfg->name,
@@ -283,6 +290,10 @@ static int name_job(struct putset *ps, struct putjob *pj)
     if (rc == ZOK && (layout_key_data(pj->key_data, sizeof pj->key_data, &pj->jn) != 0 ||
                       layout_job_id(pj->id, sizeof pj->id, pj->q->cfg->name, &pj->jn) != 0))
         rc = ZK_ETOOLONG;
+    if (rc == ZOK && pj->jn.flow[0] &&
+        layout_flow_marker_path(pj->marker_path, sizeof pj->marker_path,
+                                ps->env->d->cfg->zk_root, pj->jn.flow, pj->jn.uid) != 0)
+        rc = ZK_ETOOLONG;
     pj->named = rc == ZOK;
     return rc;
 }
@@ -315,6 +326,11 @@ static int job_ops(struct putjob *pj, struct zk_txn_op *ops, unsigned char *what
     what[n] = OP_JOB;
     ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->path, .data = pj->payload,
                                   .len = pj->len};
+    if (pj->marker_path[0]) { /* a flow's child: counted by its marker (flow.h) */
+        what[n] = OP_MARKER;
+        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->marker_path,
+                                      .data = pj->id, .len = strlen(pj->id)};
+    }
     return n;
 }
 
@@ -351,7 +367,7 @@ static int grow_ops(struct putset *ps, size_t max)
 
 static int send_again(struct putset *ps)
 {
-    size_t max = (size_t)ps->nprefix + 4 * ps->n + 1; /* token, key, job or pack per job */
+    size_t max = (size_t)ps->nprefix + 5 * ps->n + 1; /* token, key, job or pack, marker */
     struct zk_txn_op *ops = calloc(max, sizeof *ops);
     int rc = ops ? grow_ops(ps, max) : ZK_ENOMEM, nops = 0;
     for (int i = 0; rc == ZOK && i < ps->nprefix; i++) {
@@ -599,6 +615,10 @@ static void on_sent(const struct zk_result *res, void *ctx)
     struct putjob *pj = &ps->jobs[ps->op_job[bad]];
     if (ps->op_what[bad] == OP_TOKEN) {
         token_failed(ps, pj, over ? ZSYSTEMERROR : res->op_err[bad]);
+        return;
+    }
+    if (ps->op_what[bad] == OP_MARKER) { /* made with its flow's node: cannot fail alone */
+        failed(ps, pj, pj->marker_path, res->op_err[bad]);
         return;
     }
     int key_op = ps->op_what[bad] == OP_KEY;

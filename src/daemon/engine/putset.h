@@ -40,6 +40,9 @@ const struct token_refusal *putset_token_refusal(const struct putset *ps);
 int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code, char *text,
                size_t tlen);
 size_t putset_count(const struct putset *ps);
+/* FLOW: the jobs added from now on are children of the flow whose parent has PARENT_UID:
+ * their names carry it, and each is created with its marker (flow.h). Never packed. */
+void putset_flow(struct putset *ps, const char *parent_uid);
 /* Every job has a key: sending the set again can never store one of them twice (the key
  * answers the job an earlier send stored). */
 int putset_all_keyed(const struct putset *ps);

@@ -20,6 +20,7 @@
 #include "limit.h"
 #include "lease.h"
 #include "lock.h"
+#include "flow.h"
 #include "foreign_format.h"
 #include "jobedit.h"
 #include "log.h"
@@ -51,6 +52,7 @@ struct settle {
     int slot_op;                /* index of its first slot delete (limit.h), or -1 */
     char slot_paths[LIMIT_OPS_MAX][LAYOUT_PATH_MAX];
     int skip_key;               /* the key node is missing (job written by hand): leave it */
+    struct flow_settle flow;    /* a flow's child: its count and the parent's release */
     struct putset *followups;   /* ACK/NACK then=: jobs created in the same transaction */
     char next_path[LAYOUT_PATH_MAX];
     char next_id[LAYOUT_ID_MAX + 1];
@@ -60,6 +62,7 @@ struct settle {
 
 static void settle_free(struct settle *st)
 {
+    flow_settle_clear(&st->flow);
     putset_free(st->followups);
     free(st);
 }
@@ -252,12 +255,32 @@ static int key_op(struct dispatcher *ds, struct settle *st, struct zk_txn_op *op
 static void on_followups_done(struct putset *ps, int rc, const struct zk_result *res,
                               void *ctx);
 
+/* The settle ends the job: a flow's child is counted in its transaction. */
+static int ends_job(const struct settle *st) { return st->op == SETTLE_ACK || st->bury; }
+
+static int send_settle(struct dispatcher *ds, struct settle *st);
+
+/* The flow was read (or is to be left out): the settle goes, or fails with RC. */
+static void on_flow_read(void *ctx, int rc)
+{
+    struct settle *st = ctx;
+    if (rc == ZOK && (rc = send_settle(st->job->q->ds, st)) == ZOK)
+        return;
+    settle_failed(st, rc);
+    settle_free(st);
+}
+
 static int send_settle(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
     struct lock_paths lp;
+    if (ends_job(st) && flow_settle_needs_read(job, &st->flow)) {
+        job_transition(job, JE_SETTLE); /* its lease stops: the read is part of the settle */
+        return flow_settle_read(ds->d->zs, dispatcher_root(ds), job, &st->flow, on_flow_read,
+                                st);
+    }
     lock_paths(job, &lp);
-    struct zk_txn_op ops[5 + LIMIT_OPS_MAX] = {
+    struct zk_txn_op ops[5 + LIMIT_OPS_MAX + FLOW_OPS_MAX] = {
         {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
         {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
         {.kind = ZT_DELETE, .path = job->path, .version = -1},
@@ -269,6 +292,8 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
     int nslots = limit_release_ops(job->q->limit, job, &ops[n], st->slot_paths);
     st->slot_op = nslots ? n : -1;
     n += nslots;
+    if (ends_job(st))
+        n += flow_settle_ops(dispatcher_root(ds), job, st->bury, &st->flow, &ops[n], n);
     job_transition(job, JE_SETTLE);
     if (st->followups)
         return putset_send(st->followups, ds->settles, ops, n, on_followups_done, st);
@@ -315,12 +340,12 @@ static void on_parents_checked(const struct zk_result *res, void *ctx)
 
 /* The move's create failed with NoNode: its bucket is missing (zkstore_parents_missing's
  * rule, twice at most). 1 when the settle goes on. */
-static int make_next_parents(struct dispatcher *ds, struct settle *st)
+static int make_parents_of(struct dispatcher *ds, struct settle *st, const char *path)
 {
     if (st->made_parents >= 2)
         return 0;
-    int rc = zkstore_parents_missing(ds->d->zs, st->next_path, &st->made_parents,
-                                     on_parents_checked, st);
+    int rc = zkstore_parents_missing(ds->d->zs, path, &st->made_parents, on_parents_checked,
+                                     st);
     return rc == ZK_PARENTS_RESEND ? send_settle(ds, st) == ZOK : rc == ZK_PARENTS_ASKED;
 }
 
@@ -332,8 +357,15 @@ static void on_settled(const struct zk_result *res, void *ctx)
     int rc = res->rc;
     int no_bucket = rc == ZNONODE && st->has_delay && res->op_err && res->nops > 3 &&
                     res->op_err[3] == ZNONODE && zk_failed_op(res) == 3;
-    if (no_bucket && make_next_parents(ds, st))
+    if (no_bucket && make_parents_of(ds, st, st->next_path))
         return;
+    if (rc != ZOK && !uncertain(rc)) { /* a flow's child: refused on the flow's part? */
+        enum flow_refusal why = flow_settle_refused(&st->flow, res);
+        if (why == FLOW_NO_BUCKET && make_parents_of(ds, st, st->flow.parent_path))
+            return;
+        if ((why == FLOW_READ_AGAIN || why == FLOW_WITHOUT) && (rc = send_settle(ds, st)) == ZOK)
+            return;
+    }
     if (rc == ZNONODE && st->key_op >= 0 && key_node_missing(res, st->key_op)) {
         log_warn("queue %s: job %s: its key node is missing; settling it without", 
                  job->q->cfg->name, job->id);

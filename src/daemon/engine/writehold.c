@@ -37,7 +37,7 @@ struct held_request {
 
 static void request_free(struct held_request *hr)
 {
-    int was_put = hr->req.cmd == CMD_PUT || hr->req.cmd == CMD_BATCH;
+    int was_put = proto_stores_jobs(hr->req.cmd);
     struct writehold *wh = hr->wh;
     proto_request_clear(&hr->req);
     free(hr);
@@ -66,10 +66,10 @@ static void request_fail(struct dispatcher *ds, void *ctx, enum refusal_reason w
 {
     (void)ds;
     struct held_request *hr = ctx;
-    int put = hr->req.cmd == CMD_PUT || hr->req.cmd == CMD_BATCH;
+    int put = proto_stores_jobs(hr->req.cmd);
     const char *what = hr->req.cmd == CMD_CANCEL ? "nothing was cancelled"
                        : hr->req.cmd == CMD_RESCHEDULE ? "nothing was rescheduled"
-                       : hr->req.cmd == CMD_BATCH ? "not stored: none of the jobs"
+                       : hr->req.cmd == CMD_BATCH || hr->req.cmd == CMD_FLOW ? "not stored: none of the jobs"
                        : "not stored";
     struct refusal f = {.stored = put ? RS_NO : RS_UNSAID, .reason = why};
     reply_refuse(hr->r, PE_UNAVAILABLE, &f, "%s (%s)", what, why_text(why));
@@ -220,7 +220,7 @@ int writehold_take(struct writehold *wh, writehold_fn *fn, struct proto_request 
     if (!may_hold(wh) || !(hr = calloc(1, sizeof *hr)))
         return 0;
     *hr = (struct held_request){.wh = wh, .fn = fn, .req = *req, .r = r};
-    if (!add(wh, &request_ops, hr, req->cmd == CMD_PUT || req->cmd == CMD_BATCH, 0)) {
+    if (!add(wh, &request_ops, hr, proto_stores_jobs(req->cmd), 0)) {
         free(hr);
         return 0;
     }

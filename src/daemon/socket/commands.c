@@ -50,6 +50,13 @@ static void handle_batch(struct deferd *d, struct conn *c, struct proto_request 
     put_batch(d->dispatcher, req, r);
 }
 
+static void handle_flow(struct deferd *d, struct conn *c, struct proto_request *req,
+                        struct reply *r)
+{
+    (void)c;
+    put_flow(d->dispatcher, req, r);
+}
+
 static void handle_cancel(struct deferd *d, struct conn *c, struct proto_request *req,
                           struct reply *r)
 {
@@ -213,6 +220,7 @@ static void handle_stats(struct deferd *d, struct conn *c, struct proto_request 
 static const struct command commands[] = {
     [CMD_PUT] = {"PUT", handle_put, 1, 1},
     [CMD_BATCH] = {"BATCH", handle_batch, 1, 1},
+    [CMD_FLOW] = {"FLOW", handle_flow, 1, 1},
     [CMD_CANCEL] = {"CANCEL", handle_cancel, 1, 0},
     [CMD_RESCHEDULE] = {"RESCHEDULE", handle_reschedule, 1, 0},
     [CMD_SUB] = {"SUB", handle_sub, 1, 1},
@@ -291,7 +299,7 @@ void commands_handle(struct deferd *d, struct conn *c, struct proto_request *req
     if (cmd->takes_on_work && dispatcher_draining(d->dispatcher)) {
         /* Shutting down: held jobs may still be settled, nothing new is taken on. */
         proto_request_clear(req);
-        int put = req->cmd == CMD_PUT || req->cmd == CMD_BATCH;
+        int put = proto_stores_jobs(req->cmd);
         reply_refuse(r, PE_UNAVAILABLE, &(struct refusal){.stored = put ? RS_NO : RS_UNSAID,
                                                           .reason = RR_DRAINING},
                      "deferd is shutting down; nothing was stored");

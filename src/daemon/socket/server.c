@@ -290,7 +290,7 @@ static void unpark_unlink(struct conn *c)
 static int must_wait(struct conn *c, const struct proto_request *req)
 {
     struct server *s = c->srv;
-    if (req->cmd != CMD_PUT && req->cmd != CMD_BATCH)
+    if (!proto_stores_jobs(req->cmd))
         return 0;
     return s->park_head || put_open_count(s->d->dispatcher) >= s->d->cfg->max_open_puts;
 }

@@ -1,0 +1,184 @@
+/* Flows (FLOW, docs/flows.md): a parent stored waiting in <root>/flows/<uid> until its
+ * children are settled, then created as a job by the transaction of its last child,
+ * whichever daemon settles it. Two daemons on one root: the parent is not a job while any
+ * child is pending (judged in ZooKeeper), becomes one with the last child's ack, and is
+ * delivered once with its own id and payload; the flow's nodes are gone after. on=success
+ * with a dead child sends the parent to the dead letters, on=complete delivers it. Children
+ * of one flow acked at once on both daemons: counted once each (the flow's node is set by
+ * version; a daemon that loses reads again), the parent delivered once. Refusals: key= in a
+ * flow, one job alone. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct daemon_proc d[2];
+static char root[128];
+static zhandle_t *zh;
+static const char *const overrides[] = {"queue.emails.max_attempts=1", NULL};
+
+/* Sends a FLOW of a parent in PQ and N children in CQ (payloads "c<i>"); ids into IDS
+ * (the parent's first). 0 when stored. */
+static int put_flow(const char *on, const char *pq, const char *cq, int n,
+                    char ids[][DEFERD_ID_SIZE])
+{
+    char req[8192], out[8192];
+    int k = snprintf(req, sizeof req, "FLOW %d%s%s\nPUT %s 6\nparent\n", n + 1, on ? " on=" : "",
+                     on ? on : "", pq);
+    for (int i = 0; i < n; i++)
+        k += snprintf(req + k, sizeof req - (size_t)k, "PUT %s %d\nc%d\n", cq,
+                      i < 10 ? 2 : 3, i);
+    if (raw_request(&d[0], req, 1, out, sizeof out, 10000) != 1 || strncmp(out, "OK n=", 5)) {
+        printf("flow: %s", out);
+        return -1;
+    }
+    char *p = strstr(out, "ids=");
+    CHECK(p != NULL);
+    p = p ? p + 4 : out;
+    for (int i = 0; i <= n; i++) {
+        size_t len = strcspn(p, ",\r\n");
+        if (len == 0 || len >= DEFERD_ID_SIZE)
+            return -1;
+        memcpy(ids[i], p, len);
+        ids[i][len] = '\0';
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+static int flow_node(const char *parent_id, char *data, size_t len)
+{
+    char path[400];
+    const char *uid = strrchr(parent_id, '/') + 1; /* <due>-<prio>-<uid>... */
+    const char *u = strchr(strchr(uid, '-') + 1, '-') + 1;
+    snprintf(path, sizeof path, "%s/flows/%.*s", root, (int)strcspn(u, "-"), u);
+    return zk_get(zh, path, data, len);
+}
+
+/* Takes N jobs of QUEUE from C and acks (or nacks, NACK) each. */
+static int settle_jobs(deferd_client *c, int n, int nack)
+{
+    deferd_job job;
+    int done = 0;
+    for (int64_t until = now_ms() + 10000; done < n && now_ms() < until;)
+        if (deferd_next_job(c, &job, 100) == DEFERD_OK) {
+            CHECK((nack ? deferd_nack(c, job.id, -1) : deferd_ack(c, job.id)) == DEFERD_OK);
+            deferd_job_clear(&job);
+            done++;
+        }
+    return done;
+}
+
+/* A parent in b waits for three children in a; two acked: still waiting; the last: the
+ * parent is a job, delivered once, and the flow leaves nothing behind. */
+static void fan_in(deferd_client *ca, deferd_client *cb)
+{
+    char ids[4][DEFERD_ID_SIZE], data[512];
+    CHECK(put_flow(NULL, "b", "a", 3, ids) == 0);
+    CHECK(flow_node(ids[0], data, sizeof data) > 0);
+    CHECK_CONTAINS(data, "on=success pending=3 acked=0 dead=0");
+    CHECK(zk_count_jobs(zh, root, "b") == 0 && zk_count_jobs(zh, root, "a") == 3);
+    CHECK(settle_jobs(ca, 2, 0) == 2);
+    CHECK(flow_node(ids[0], data, sizeof data) > 0);
+    CHECK_CONTAINS(data, "pending=1 acked=2 dead=0");
+    CHECK(zk_count_jobs(zh, root, "b") == 0); /* not a job while a child is pending */
+    CHECK(settle_jobs(ca, 1, 0) == 1);
+    CHECK(zk_count_jobs(zh, root, "b") == 1 && flow_node(ids[0], data, sizeof data) < 0);
+    deferd_job job;
+    CHECK(deferd_next_job(cb, &job, 5000) == DEFERD_OK);
+    CHECK_STR(job.id, ids[0]);
+    CHECK(job.len == 6 && memcmp(job.payload, "parent", 6) == 0);
+    CHECK(deferd_ack(cb, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    CHECK(deferd_next_job(cb, &job, 300) != DEFERD_OK); /* once */
+}
+
+/* on=success: a dead child sends the parent to the dead letters; on=complete: delivered. */
+static void dead_child(deferd_client *ce, deferd_client *cb)
+{
+    char ids[3][DEFERD_ID_SIZE], data[512];
+    CHECK(put_flow(NULL, "b", "emails", 2, ids) == 0);
+    CHECK(settle_jobs(ce, 1, 1) == 1); /* max_attempts 1: dead-lettered */
+    CHECK(flow_node(ids[0], data, sizeof data) > 0);
+    CHECK_CONTAINS(data, "pending=1 acked=0 dead=1");
+    CHECK(settle_jobs(ce, 1, 0) == 1);
+    char out[256];
+    CHECK(run_deferctl(&d[0], "dead list b", out, sizeof out) == 0);
+    CHECK(strstr(out, strchr(ids[0], '/') + 1) != NULL);
+    CHECK(zk_count_jobs(zh, root, "b") == 0 && flow_node(ids[0], data, sizeof data) < 0);
+    CHECK(put_flow("complete", "b", "emails", 2, ids) == 0);
+    CHECK(settle_jobs(ce, 1, 1) == 1 && settle_jobs(ce, 1, 0) == 1);
+    deferd_job job;
+    CHECK(deferd_next_job(cb, &job, 5000) == DEFERD_OK);
+    CHECK_STR(job.id, ids[0]);
+    CHECK(deferd_ack(cb, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+}
+
+/* 40 children acked by consumers of both daemons at once: each counted once, the parent
+ * created once, by whichever daemon acked the last. */
+static void contended(deferd_client **ca, deferd_client *cb)
+{
+    enum { N = 40 };
+    char ids[N + 1][DEFERD_ID_SIZE], data[512];
+    CHECK(deferd_subscribe(ca[1], "a", 8) == DEFERD_OK);
+    CHECK(put_flow(NULL, "b", "a", N, ids) == 0);
+    int done = 0;
+    deferd_job job;
+    for (int64_t until = now_ms() + 20000; done < N && now_ms() < until;)
+        for (int k = 0; k < 2; k++)
+            if (deferd_next_job(ca[k], &job, 20) == DEFERD_OK) {
+                CHECK(deferd_ack(ca[k], job.id) == DEFERD_OK);
+                deferd_job_clear(&job);
+                done++;
+            }
+    CHECK(done == N);
+    CHECK(deferd_next_job(cb, &job, 5000) == DEFERD_OK);
+    CHECK_STR(job.id, ids[0]);
+    CHECK(deferd_ack(cb, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    CHECK(deferd_next_job(cb, &job, 300) != DEFERD_OK);
+    CHECK(flow_node(ids[0], data, sizeof data) < 0);
+    printf("flows: %d children acked on two daemons, the parent delivered once\n", N);
+}
+
+static void refusals(void)
+{
+    char out[512];
+    CHECK(raw_request(&d[0], "FLOW 2\nPUT b 1\np\nPUT a 1 key=k1\nc\n", 1, out, sizeof out,
+                      5000) == 1);
+    CHECK_CONTAINS(out, "ERR BAD_REQUEST item 2: a FLOW's jobs take no key=");
+    CHECK(raw_request(&d[0], "FLOW 1\nPUT b 1\np\nPING\n", 2, out, sizeof out, 5000) == 2);
+    CHECK_CONTAINS(out, "FLOW takes 2..1000 jobs");
+    CHECK_CONTAINS(out, "OK");
+    CHECK(raw_request(&d[0], "FLOW 2\nPUT nope 1\np\nPUT a 1\nc\n", 1, out, sizeof out,
+                      5000) == 1);
+    CHECK_CONTAINS(out, "ERR UNKNOWN_QUEUE item 1");
+    CHECK(zk_count_jobs(zh, root, "a") == 0);
+}
+
+int main(void)
+{
+    harness_init("flows", root, sizeof root);
+    if (daemons_start(d, 2, root, overrides) != 0)
+        return 1;
+    zh = zk_connect();
+    deferd_client *ca[2] = {client(&d[0]), client(&d[1])}, *cb = client(&d[1]),
+                  *ce = client(&d[0]);
+    CHECK(deferd_subscribe(ca[0], "a", 8) == DEFERD_OK);
+    CHECK(deferd_subscribe(cb, "b", 1) == DEFERD_OK);
+    CHECK(deferd_subscribe(ce, "emails", 1) == DEFERD_OK);
+    refusals();
+    fan_in(ca[0], cb);
+    dead_child(ce, cb);
+    contended(ca, cb);
+    for (int k = 0; k < 2; k++)
+        deferd_close(ca[k]);
+    deferd_close(cb);
+    deferd_close(ce);
+    zookeeper_close(zh);
+    daemon_kill(&d[0], SIGTERM);
+    daemon_kill(&d[1], SIGTERM);
+    return check_report("it_flows");
+}
