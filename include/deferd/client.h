@@ -391,6 +391,17 @@ int deferd_put_one(deferd_client *c, deferd_put_item *item);
 int deferd_put_batch(deferd_client *c, deferd_put_item *items, size_t n, unsigned *parts,
                      size_t *stored);
 
+/* Puts a flow (FLOW, docs/flows.md): items[0] is the parent, items[1..n-1] its children
+ * (n 2 .. DEFERD_BATCH_MAX), all stored or none, in one ZooKeeper transaction. The parent
+ * waits until its children are settled: every child acked (ON "success", or NULL), or every
+ * child acked or dead-lettered ("complete"); with "success" a dead child sends the parent
+ * to its queue's dead letters instead. Then it is due at its own due time (at once if that
+ * passed). On DEFERD_OK every item's id is set, the parent's first. Items take no key and
+ * no put token, and a flow is never sent again by the library: after a lost answer
+ * (deferd_last_error_stored() "maybe") look for the parent's children before putting it
+ * again. Errors as for deferd_put_batch(), nothing stored. */
+int deferd_put_flow(deferd_client *c, deferd_put_item *items, size_t n, const char *on);
+
 /* Acks a held job and creates n follow-up jobs (1 .. DEFERD_BATCH_MAX) in one ZooKeeper
  * transaction: either all of it happens or none. On DEFERD_OK every item's id and duplicate
  * are set (a duplicate follow-up was not created). Errors as for deferd_ack(), or an item

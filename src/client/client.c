@@ -504,6 +504,27 @@ int deferd_put_batch(deferd_client *c, deferd_put_item *items, size_t n, unsigne
     return rc;
 }
 
+int deferd_put_flow(deferd_client *c, deferd_put_item *items, size_t n, const char *on)
+{
+    if (c == NULL)
+        return DEFERD_EARG;
+    if (n < 2)
+        return client_fail(c, DEFERD_EARG, "a flow is a parent and at least one child");
+    if (on && strcmp(on, "success") != 0 && strcmp(on, "complete") != 0)
+        return client_fail(c, DEFERD_EARG, "on is \"success\" or \"complete\", not \"%.20s\"",
+                           on);
+    for (size_t i = 0; i < n; i++)
+        if (items && items[i].opts.key)
+            return client_fail(c, DEFERD_EARG, "item %zu: a flow's jobs take no key", i + 1);
+    struct out_line l = { .len = 0 };
+    int rc = check_items(c, items, n);
+    if (rc == DEFERD_OK)
+        rc = wire_line_add(c, &l, "FLOW %zu%s%s", n, on ? " on=" : "", on ? on : "");
+    if (rc == DEFERD_OK)
+        rc = transact_items(c, &l, items, n);
+    return rc == DEFERD_OK ? wire_items_reply(c, c->reply, items, n, NULL) : rc;
+}
+
 int deferd_ack_then(deferd_client *c, const char *job_id, deferd_put_item *items, size_t n)
 {
     if (c == NULL)

@@ -65,6 +65,7 @@ static void put_usage(FILE *f)
           "                    [--ttr DUR] [--key KEY] [--group G] [--json]\n"
           "                    [--file PATH | PAYLOAD | -]\n"
           "       deferctl put --batch FILE [--json]\n"
+          "       deferctl put --flow FILE [--on success|complete] [--json]\n"
           "Schedule a job and print its id. The payload is PAYLOAD, the contents of --file,\n"
           "or standard input (PAYLOAD '-', or neither given).\n\n"
           "  -q, --queue Q        queue to put the job in (required)\n"
@@ -84,6 +85,12 @@ static void put_usage(FILE *f)
           "                       [key=K] [group=G] payload=REST OF LINE (or payload64=BASE64); blank\n"
           "                       lines and lines starting with # are skipped. Prints one id a\n"
           "                       line, \"ID duplicate\" for a key that was taken\n"
+          "      --flow FILE      a flow (docs/flows.md): FILE's first job (lines as for --batch,\n"
+          "                       no key=) is the parent, the others its children, all or\n"
+          "                       none; the parent waits until every child is acked. Prints\n"
+          "                       the parent's id, then the children's, one a line\n"
+          "      --on complete    the parent waits until every child is acked or dead-lettered\n"
+          "                       (default success: a dead child sends it to the dead letters)\n"
           "  -j, --json           print {\"id\", \"duplicate\"} ({\"jobs\": [...]} for --batch)\n"
           "  -h, --help           show this help\n", f);
 }
@@ -101,6 +108,8 @@ struct put_args {
     const char *file;
     const char *payload;          /* positional argument, "-" = stdin */
     const char *batch;            /* --batch FILE */
+    const char *flow;             /* --flow FILE */
+    const char *on;               /* --on success|complete */
     int json;
     deferd_put_opts opts;
 };
@@ -114,6 +123,12 @@ static int parse_put_opt(int opt, const char *arg, struct put_args *a)
     case 'k': a->opts.key = arg; return 0;
     case 'g': a->opts.group = arg; return 0;
     case 'b': a->batch = arg; return 0;
+    case 'F': a->flow = arg; return 0;
+    case 'O':
+        if (strcmp(arg, "success") != 0 && strcmp(arg, "complete") != 0)
+            return ctl_usage_error("put ", "--on is success or complete, not '%s'", arg);
+        a->on = arg;
+        return 0;
     case 'j': a->json = 1; return 0;
     case 'd':
         if (units_parse_duration_ms(arg, &a->opts.delay_ms) != 0)
@@ -151,6 +166,7 @@ static int parse_put(int argc, char **argv, struct put_args *a)
         { "ttr", required_argument, NULL, 't' }, { "file", required_argument, NULL, 'f' },
         { "key", required_argument, NULL, 'k' }, { "batch", required_argument, NULL, 'b' },
         { "group", required_argument, NULL, 'g' }, { "json", no_argument, NULL, 'j' },
+        { "flow", required_argument, NULL, 'F' }, { "on", required_argument, NULL, 'O' },
         { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
     };
     int opt, rc;
@@ -163,6 +179,16 @@ static int parse_put(int argc, char **argv, struct put_args *a)
             return rc;
     }
     const deferd_put_opts *o = &a->opts;
+    if (a->on && !a->flow)
+        return ctl_usage_error("put ", "--on goes with --flow");
+    if (a->flow && a->batch)
+        return ctl_usage_error("put ", "give --batch or --flow, not both");
+    if (a->flow && (a->queue || a->file || optind < argc || o->has_delay || o->has_at ||
+                    o->has_priority || o->has_ttr || o->key || o->group))
+        return ctl_usage_error("put ", "--flow takes the jobs and their options from its file "
+                                       "only");
+    if (a->flow)
+        return 0;
     if (a->batch && (a->queue || a->file || optind < argc || o->has_delay || o->has_at ||
                      o->has_priority || o->has_ttr || o->key))
         return ctl_usage_error("put ", "--batch takes the jobs and their options from its file "
@@ -227,6 +253,8 @@ static int cmd_put(const char *sock, int argc, char **argv)
         return rc < 0 ? EXIT_OK : rc;
     if (a.batch)
         return ctl_put_batch(sock, a.batch, a.json);
+    if (a.flow)
+        return ctl_put_flow(sock, a.flow, a.on, a.json);
     char *data, *owned;
     size_t len;
     if (load_payload(&a, &data, &len, &owned) != 0)

@@ -10,6 +10,8 @@
 
 /* put --batch FILE (deferctl_batch.c). */
 int ctl_put_batch(const char *sock, const char *file, int json);
+/* put --flow FILE [--on ON]: FILE's first job the parent, the rest its children. */
+int ctl_put_flow(const char *sock, const char *file, const char *on, int json);
 
 /* work (deferctl_work.c). */
 int ctl_cmd_work(const char *sock, int argc, char **argv);

@@ -290,3 +290,65 @@ int ctl_put_batch(const char *sock, const char *file, int json)
     free(data);
     return rc;
 }
+
+/* The flow's jobs sent as one FLOW; prints the parent's id, then the children's. */
+static int send_flow(deferd_client *c, struct batch *b, const char *on, struct jsonw *w,
+                     int json)
+{
+    int err;
+    for (int tries = 0;; tries++) {
+        err = deferd_put_flow(c, b->items, b->n, on);
+        if (!ctl_zk_starting(c, err, tries))
+            break;
+        poll(NULL, 0, 100);
+    }
+    if (err != DEFERD_OK)
+        return ctl_lib_fail(c, "put --flow", err);
+    if (!json) {
+        print_items(w, b->items, b->n, 0);
+        return EXIT_OK;
+    }
+    jsonw_str(w, "parent", b->items[0].id);
+    jsonw_arr_begin(w, "children");
+    for (size_t i = 1; i < b->n; i++)
+        jsonw_str(w, NULL, b->items[i].id);
+    jsonw_arr_end(w);
+    return EXIT_OK;
+}
+
+int ctl_put_flow(const char *sock, const char *file, const char *on, int json)
+{
+    char *data = NULL;
+    size_t len = 0;
+    struct batch b = {0};
+    if (ctl_read_path(file, &data, &len) != 0) {
+        fprintf(stderr, "deferctl: cannot read %s: %s\n",
+                strcmp(file, "-") ? file : "standard input", strerror(errno));
+        return EXIT_FAIL;
+    }
+    int rc = parse_file(file, data, len, &b);
+    if (rc == EXIT_OK && (b.n < 2 || b.n > DEFERD_BATCH_MAX)) {
+        fprintf(stderr, "deferctl: %s: a flow is a parent and 1 to %d children, not %zu jobs\n",
+                file, DEFERD_BATCH_MAX - 1, b.n);
+        rc = EXIT_USAGE;
+    }
+    deferd_client *c = rc == EXIT_OK ? ctl_connect(sock) : NULL;
+    if (rc == EXIT_OK && c) {
+        struct jsonw w;
+        jsonw_init(&w, stdout);
+        if (json)
+            jsonw_obj_begin(&w, NULL);
+        rc = send_flow(c, &b, on, &w, json);
+        if (json) {
+            jsonw_bool(&w, "stored", rc == EXIT_OK);
+            jsonw_obj_end(&w);
+            jsonw_finish(&w);
+        }
+    } else if (rc == EXIT_OK) {
+        rc = EXIT_FAIL;
+    }
+    deferd_close(c);
+    batch_free(&b);
+    free(data);
+    return rc;
+}

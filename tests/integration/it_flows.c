@@ -143,6 +143,37 @@ static void contended(deferd_client **ca, deferd_client *cb)
     printf("flows: %d children acked on two daemons, the parent delivered once\n", N);
 }
 
+/* deferctl put --flow FILE (libdeferd's deferd_put_flow): the parent's id first. */
+static void deferctl_flow(deferd_client *ca, deferd_client *cb)
+{
+    char file[300], out[2048], args[400], data[512];
+    snprintf(file, sizeof file, "%s/flow.txt", d[0].dir);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs("# the parent first\nqueue=b prio=3 payload=the parent\nqueue=a payload=one\n"
+          "queue=a payload64=dHdv\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "put --flow %s --on complete", file);
+    CHECK(run_deferctl(&d[0], args, out, sizeof out) == 0);
+    char parent[DEFERD_ID_SIZE];
+    snprintf(parent, sizeof parent, "%.*s", (int)strcspn(out, "\n"), out);
+    CHECK(strncmp(parent, "b/", 2) == 0 && strstr(out, "\na/") != NULL);
+    CHECK(flow_node(parent, data, sizeof data) > 0);
+    CHECK_CONTAINS(data, "on=complete pending=2 acked=0 dead=0 parent=b/");
+    CHECK(settle_jobs(ca, 2, 0) == 2);
+    deferd_job job;
+    CHECK(deferd_next_job(cb, &job, 5000) == DEFERD_OK);
+    CHECK_STR(job.id, parent);
+    CHECK(job.len == 10 && memcmp(job.payload, "the parent", 10) == 0);
+    CHECK(deferd_ack(cb, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    snprintf(args, sizeof args, "put --flow %s --queue a", file);
+    CHECK(run_deferctl(&d[0], args, out, sizeof out) == 2);
+    CHECK(run_deferctl(&d[0], "put --queue a --on complete x", out, sizeof out) == 2);
+}
+
 static void refusals(void)
 {
     char out[512];
@@ -171,6 +202,7 @@ int main(void)
     CHECK(deferd_subscribe(ce, "emails", 1) == DEFERD_OK);
     refusals();
     fan_in(ca[0], cb);
+    deferctl_flow(ca[0], cb);
     dead_child(ce, cb);
     contended(ca, cb);
     for (int k = 0; k < 2; k++)

@@ -16,6 +16,7 @@ QUEUES = {
     "cons": "priority = 7\nttr = 30s", "pipe": "", "lease": "", "forced": "",
     "follow": "", "out": "", "nacks": "backoff_min = 0", "unrun": "",
     "subq": "", "empty": "", "lastnack": "max_attempts = 1", "grouped": "",
+    "fanout": "", "fanin": "",
 }
 D: Daemon
 
@@ -130,6 +131,32 @@ class Producer(unittest.TestCase):
             self.assertIn("item 2", e.exception.text)
             self.assertEqual((pending("batch"), pending("batch2")), (2, 1))  # none stored
             c.ping()
+
+    def test_put_flow(self) -> None:
+        """The parent waits until both children are acked, then comes with its own id."""
+        with D.client() as p, D.client() as c:
+            res = p.put_flow(deferd.Put("fanin", b"assemble"),
+                             [("fanout", b"page 1"), {"queue": "fanout", "payload": b"page 2"}])
+            self.assertEqual(len(res.ids), 3)
+            self.assertTrue(res.ids[0].startswith("fanin/") and res.ids[1].startswith("fanout/"))
+            self.assertEqual((pending("fanin"), pending("fanout")), (0, 2))
+            c.subscribe(["fanout", "fanin"], inflight=4)
+            seen = []
+            for _ in range(2):
+                job = c.next_job(timeout=10)
+                self.assertIsNotNone(job)
+                seen.append(job.id)
+                self.assertEqual(pending("fanin"), 0)  # not due while a child is pending
+                job.ack()
+            self.assertEqual(sorted(seen), sorted(res.ids[1:]))
+            parent = c.next_job(timeout=10)
+            self.assertIsNotNone(parent)
+            self.assertEqual((parent.id, parent.payload), (res.ids[0], b"assemble"))
+            parent.ack()
+            with self.assertRaises(ValueError):
+                p.put_flow(("fanin", b"x"), [("fanout", b"y")], on="maybe")
+            with self.assertRaises(ValueError):
+                p.put_flow(("fanin", b"x"), [])
 
 
 class Consumer(unittest.TestCase):

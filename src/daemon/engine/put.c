@@ -130,7 +130,8 @@ static int send_part(struct put *p)
                        p->flow ? 2 : 0, on_part_done, p);
 }
 
-/* "n=<n> ids=<parent>,<child>,...": a flow's reply. */
+/* "n=<n> ids=<parent>,<child>,... dup=-": a flow's reply, as a batch's (no duplicates:
+ * a flow's jobs take no keys). */
 static void reply_flow(struct put *p)
 {
     struct putset *ps = p->parts[0];
@@ -143,6 +144,8 @@ static void reply_flow(struct put *p)
     k = (size_t)snprintf(text, len, "n=%zu ids=%s", n + 1, p->flow->parent_id);
     for (size_t i = 0; i < n && k < len; i++)
         k += (size_t)snprintf(text + k, len - k, ",%s", putset_job(ps, i)->id);
+    if (k < len)
+        snprintf(text + k, len - k, " dup=-");
     reply_ok(p->r, text);
     free(text);
 }

@@ -24,7 +24,7 @@ from typing import Any, AsyncIterator, Callable, Dict, Iterable, Optional, Seque
 from .client import (BaseClient, BaseJob, BaseReply, BatchResult, Event, Payload, Put,
                      PutLike, PutResult, Seconds, When, _parse_batch, _parse_empty,
                      _parse_opt_id, _parse_pong, _parse_put, _parse_stats, encode_ack,
-                     encode_batch, encode_cancel, encode_nack, encode_reschedule, encode_stats,
+                     encode_batch, encode_cancel, encode_flow, encode_nack, encode_reschedule, encode_stats,
                      encode_subscribe, encode_unsubscribe, PutAttempts)
 from .errors import ConnectFailed, DeferdError, Disconnected
 
@@ -228,6 +228,11 @@ class Client(BaseClient[Job, Reply]):
         """Stores several jobs, all or none (``BATCH``); items as for
         :meth:`deferd.Client.put_batch`."""
         return await self._request(encode_batch(items), _parse_batch)
+
+    async def put_flow(self, parent: PutLike, children: Iterable[PutLike],
+                       on: str = "success") -> BatchResult:
+        """Stores a flow, all or none (``FLOW``); as :meth:`deferd.Client.put_flow`."""
+        return await self._request(encode_flow(parent, children, on), _parse_batch)
 
     async def cancel(self, job_id: Optional[str] = None, *, queue: Optional[str] = None,
                      key: Optional[str] = None, force: bool = False) -> str:

@@ -602,6 +602,18 @@ def encode_batch(items: Iterable[PutLike]) -> bytes:
     return f"BATCH {n}\n".encode() + puts
 
 
+def encode_flow(parent: PutLike, children: Iterable[PutLike], on: str = "success") -> bytes:
+    """``FLOW <n> on=<on>``: the parent's ``PUT``, then its children's (docs/flows.md)."""
+    if on not in ("success", "complete"):
+        raise ValueError("on is 'success' or 'complete'")
+    jobs = [_as_put(parent), *(_as_put(c) for c in children)]
+    if len(jobs) < 2:
+        raise ValueError("a flow has at least one child")
+    if any(j.key is not None or j.idem is not None for j in jobs):
+        raise ValueError("a flow's jobs take no key or idem")
+    return f"FLOW {len(jobs)} on={on}\n".encode() + b"".join(j.encode() for j in jobs)
+
+
 def encode_cancel(job_id: Optional[str], queue: Optional[str], key: Optional[str],
                   force: bool) -> bytes:
     """``CANCEL`` by id, or by queue and key."""
@@ -899,6 +911,16 @@ class Client(BaseClient[Job, Reply]):
         first invalid item (nothing stored), or :class:`Partial` for a batch split into parts
         whose later part failed."""
         return self._send(encode_batch(items), _parse_batch).result()
+
+    def put_flow(self, parent: PutLike, children: Iterable[PutLike],
+                 on: str = "success") -> BatchResult:
+        """Stores a flow, all or none (``FLOW``, docs/flows.md): ``parent`` waits until its
+        ``children`` are settled (``on="success"``: every one acked, a dead one sends the
+        parent to the dead letters; ``"complete"``: acked or dead-lettered), then it is due.
+        Items as for :meth:`put_batch`, without ``key`` or ``idem``. The result's ids are the
+        parent's, then the children's. Never sent again on its own: after ``stored=maybe``
+        look for the parent's children before putting the flow again."""
+        return self._send(encode_flow(parent, children, on), _parse_batch).result()
 
     def cancel(self, job_id: Optional[str] = None, *, queue: Optional[str] = None,
                key: Optional[str] = None, force: bool = False) -> str:
