@@ -107,6 +107,13 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
         r->then = (uint32_t)n;
         return 0;
     }
+    if (strcmp(tok, "parent") == 0 && r->cmd == CMD_PUT && !r->flow_parent) {
+        if (parse_num(v, PROTO_GROUP_MAX, &n, err) != 0 || n == 0)
+            return bad(err, PE_BAD_REQUEST, "parent= is a FLOW's item, 1..%d, not '%.20s'",
+                       PROTO_GROUP_MAX, v);
+        r->flow_parent = (uint32_t)n;
+        return 0;
+    }
     if (strcmp(tok, "on") == 0 && r->cmd == CMD_FLOW) {
         if (strcmp(v, "success") != 0 && strcmp(v, "complete") != 0)
             return bad(err, PE_BAD_REQUEST, "FLOW on= is success or complete, not '%.20s'", v);
@@ -514,6 +521,7 @@ static void group_add(struct proto_decoder *d, struct proto_request *r)
     memcpy(p->key, r->key, sizeof p->key);
     memcpy(p->idem, r->idem, sizeof p->idem);
     memcpy(p->group, r->group, sizeof p->group);
+    p->flow_parent = d->group.cmd == CMD_FLOW ? r->flow_parent : 0;
     p->has_delay = r->has_delay;
     p->has_at = r->has_at;
     p->has_prio = r->has_prio;
@@ -540,6 +548,8 @@ static int group_take(struct proto_decoder *d, enum proto_result *res,
     }
     else if (req->cmd != CMD_PUT)
         group_fail(d, item, PE_BAD_REQUEST, "expected a PUT");
+    else if (req->flow_parent && d->group.cmd != CMD_FLOW)
+        group_fail(d, item, PE_BAD_REQUEST, "parent= is for the jobs of a FLOW");
     else if (d->group_bytes + req->len > PROTO_GROUP_BYTES_MAX)
         group_too_large(d, item);
     else if (d->group.items) /* else out of memory, failed already */

@@ -45,6 +45,7 @@ struct proto_put {
     char key[LAYOUT_KEY_MAX + 1];                     /* "" or the idempotency key */
     char idem[NAMES_TOKEN_MAX + 1];                   /* "" or the put token */
     char group[NAMES_GROUP_MAX + 1];                  /* "" or group= (fair turns) */
+    uint32_t flow_parent;                             /* FLOW: parent=<item>, 0: none */
     int has_delay, has_at, has_prio, has_ttr;
     uint64_t delay_ms, at_ms, ttr_ms;
     uint32_t prio;
@@ -65,6 +66,7 @@ struct proto_request {
     char idem[NAMES_TOKEN_MAX + 1];                   /* PUT: "" or the put token */
     char group[NAMES_GROUP_MAX + 1];                  /* PUT: "" or group= (its job's group
                                                        * for fair turns; not a BATCH's) */
+    uint32_t flow_parent;                             /* PUT in a FLOW: parent=<item> */
     int force;                                        /* CANCEL force=1 */
     int unrun;                                        /* NACK unrun=1: never started */
     uint32_t then;                                    /* BATCH n, FLOW n; ACK, NACK then=n */

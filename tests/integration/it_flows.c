@@ -16,6 +16,7 @@
 static struct daemon_proc d[2];
 static char root[128];
 static zhandle_t *zh;
+static deferd_client *ce_global; /* the consumer of emails (max_attempts 1) */
 static const char *const overrides[] = {"queue.emails.max_attempts=1", NULL};
 
 /* Sends a FLOW of a parent in PQ and N children in CQ (payloads "c<i>"); ids into IDS
@@ -63,7 +64,10 @@ static int settle_jobs(deferd_client *c, int n, int nack)
     int done = 0;
     for (int64_t until = now_ms() + 10000; done < n && now_ms() < until;)
         if (deferd_next_job(c, &job, 100) == DEFERD_OK) {
-            CHECK((nack ? deferd_nack(c, job.id, -1) : deferd_ack(c, job.id)) == DEFERD_OK);
+            int rc = nack ? deferd_nack(c, job.id, -1) : deferd_ack(c, job.id);
+            if (rc != DEFERD_OK)
+                printf("flows: settling %s: %s\n", job.id, deferd_last_error(c));
+            CHECK(rc == DEFERD_OK);
             deferd_job_clear(&job);
             done++;
         }
@@ -174,6 +178,73 @@ static void deferctl_flow(deferd_client *ca, deferd_client *cb)
     CHECK(run_deferctl(&d[0], "put --queue a --on complete x", out, sizeof out) == 2);
 }
 
+/* Two levels: report <- sections <- pages (parent= names a section). A section is released
+ * by its last page, the report by its last section. */
+static void nested(deferd_client *ca, deferd_client *cb)
+{
+    char out[4096], data[512], ids[6][DEFERD_ID_SIZE];
+    const char req[] = "FLOW 6\nPUT b 6\nreport\nPUT b 1\nA\nPUT b 1\nB\n"
+                       "PUT a 2 parent=2\na1\nPUT a 2 parent=2\na2\nPUT a 2 parent=3\nb1\n";
+    CHECK(raw_request(&d[0], req, 1, out, sizeof out, 5000) == 1);
+    CHECK(strncmp(out, "OK n=6 ids=", 11) == 0);
+    char *p = out + 11;
+    for (int i = 0; i < 6; i++) {
+        size_t len = strcspn(p, ", \r\n");
+        snprintf(ids[i], sizeof ids[i], "%.*s", (int)len, p);
+        p += len + 1;
+    }
+    CHECK(strstr(ids[1], "-f") != NULL && strstr(ids[3], "-f") != NULL);
+    CHECK(flow_node(ids[1], data, sizeof data) > 0);
+    CHECK_CONTAINS(data, "pending=2");
+    CHECK(flow_node(ids[0], data, sizeof data) > 0);
+    CHECK_CONTAINS(data, "pending=2");
+    deferd_job job;
+    int acked_a = 0, got_b1 = 0;
+    for (int64_t until = now_ms() + 10000; (acked_a < 2 || !got_b1) && now_ms() < until;)
+        if (deferd_next_job(ca, &job, 100) == DEFERD_OK) {
+            if (job.payload[0] == 'a')
+                acked_a++;
+            else
+                CHECK_STR(job.id, ids[5]); /* b1: held until section A is done */
+            got_b1 += job.payload[0] == 'b';
+            if (job.payload[0] == 'a')
+                CHECK(deferd_ack(ca, job.id) == DEFERD_OK);
+            deferd_job_clear(&job);
+        }
+    CHECK(acked_a == 2 && got_b1 == 1);
+    CHECK(deferd_next_job(cb, &job, 5000) == DEFERD_OK); /* section A, released */
+    CHECK_STR(job.id, ids[1]);
+    CHECK(flow_node(ids[0], data, sizeof data) > 0 && zk_count_jobs(zh, root, "b") == 1);
+    CHECK(deferd_ack(cb, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    CHECK(flow_node(ids[0], data, sizeof data) > 0);
+    CHECK_CONTAINS(data, "pending=1 acked=1");
+    CHECK(deferd_ack(ca, ids[5]) == DEFERD_OK); /* b1: section B released */
+    CHECK(deferd_next_job(cb, &job, 5000) == DEFERD_OK);
+    CHECK_STR(job.id, ids[2]);
+    CHECK(deferd_ack(cb, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    CHECK(deferd_next_job(cb, &job, 5000) == DEFERD_OK); /* the report */
+    CHECK_STR(job.id, ids[0]);
+    CHECK(deferd_ack(cb, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    /* a dead page: its section dead-lettered, counted dead in the report's flow; the
+     * report dead-lettered once its other child is acked (on=success) */
+    const char dreq[] = "FLOW 4\nPUT b 6\nreport\nPUT b 1\nS\nPUT emails 1 parent=2\np\n"
+                        "PUT a 1\no\n";
+    CHECK(raw_request(&d[0], dreq, 1, out, sizeof out, 5000) == 1);
+    CHECK(strncmp(out, "OK n=4 ids=", 11) == 0);
+    snprintf(ids[0], sizeof ids[0], "%.*s", (int)strcspn(out + 11, ","), out + 11);
+    CHECK(settle_jobs(ce_global, 1, 1) == 1); /* the page, dead */
+    CHECK(flow_node(ids[0], data, sizeof data) > 0);
+    CHECK_CONTAINS(data, "pending=1 acked=0 dead=1");
+    CHECK(settle_jobs(ca, 1, 0) == 1);
+    CHECK(flow_node(ids[0], data, sizeof data) < 0);
+    CHECK(run_deferctl(&d[0], "dead list b", out, sizeof out) == 0);
+    CHECK(strstr(out, strchr(ids[0], '/') + 1) != NULL);
+    CHECK(zk_count_jobs(zh, root, "b") == 0);
+}
+
 static void refusals(void)
 {
     char out[512];
@@ -186,6 +257,13 @@ static void refusals(void)
     CHECK(raw_request(&d[0], "FLOW 2\nPUT nope 1\np\nPUT a 1\nc\n", 1, out, sizeof out,
                       5000) == 1);
     CHECK_CONTAINS(out, "ERR UNKNOWN_QUEUE item 1");
+    CHECK(raw_request(&d[0], "FLOW 3\nPUT b 1\np\nPUT a 1 parent=3\nc\nPUT a 1\nc\n", 1, out,
+                      sizeof out, 5000) == 1);
+    CHECK_CONTAINS(out, "ERR BAD_REQUEST item 2: parent=3 must name an earlier job");
+    CHECK(raw_request(&d[0], "BATCH 1\nPUT a 1 parent=1\nc\n", 1, out, sizeof out, 5000) == 1);
+    CHECK_CONTAINS(out, "parent= is for the jobs of a FLOW");
+    CHECK(raw_request(&d[0], "PUT a 1 parent=1\nc\n", 1, out, sizeof out, 5000) == 1);
+    CHECK_CONTAINS(out, "parent= is for the jobs of a FLOW");
     CHECK(zk_count_jobs(zh, root, "a") == 0);
 }
 
@@ -203,6 +281,8 @@ int main(void)
     refusals();
     fan_in(ca[0], cb);
     deferctl_flow(ca[0], cb);
+    ce_global = ce;
+    nested(ca[0], cb);
     dead_child(ce, cb);
     contended(ca, cb);
     for (int k = 0; k < 2; k++)

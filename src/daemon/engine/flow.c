@@ -7,7 +7,8 @@
 #include "job.h"
 #include "log.h"
 
-/* The settle ends the child: its ack, or its move to the dead letters. */
+#define REREADS_MAX 3 /* a flow that changes under every read of it: settled without it */
+
 int flow_settle_needs_read(const struct job *job, const struct flow_settle *fs)
 {
     return job->jn.flow[0] && !fs->read && !fs->skip;
@@ -15,16 +16,22 @@ int flow_settle_needs_read(const struct job *job, const struct flow_settle *fs)
 
 void flow_settle_clear(struct flow_settle *fs)
 {
-    free(fs->payload);
-    fs->payload = NULL;
-    fs->len = 0;
+    for (int k = 0; fs->lv && k < FLOW_DEPTH_MAX; k++)
+        free(fs->lv[k].payload);
+    free(fs->lv);
+    fs->lv = NULL;
+    fs->nlv = 0;
     fs->read = 0;
+    fs->nops = 0;
 }
 
 struct flow_read {
     struct zkstore *zs;
+    const char *root;
     const struct job *job;
+    int dead;
     struct flow_settle *fs;
+    int k;                     /* the level being read */
     void (*done)(void *ctx, int rc);
     void *ctx;
 };
@@ -37,152 +44,245 @@ static void read_end(struct flow_read *fr, int rc)
     done(ctx, rc);
 }
 
+/* Level K's paths: the flow of FLOW's node, its parent's node, CHILD's marker. */
+static int level_paths(const char *root, struct flow_level *lv, const char *flow,
+                       const char *child)
+{
+    return layout_flow_path(lv->flow_path, sizeof lv->flow_path, root, flow, NULL) ||
+           layout_flow_path(lv->parent_node, sizeof lv->parent_node, root, flow,
+                            LAYOUT_FLOW_PARENT) ||
+           layout_flow_marker_path(lv->marker_path, sizeof lv->marker_path, root, flow, child);
+}
+
+static void read_level(struct flow_read *fr, const char *flow, const char *child, int dead);
+
+/* Reading ends at level K (the flows above, if any, are not counted in). */
+static void read_ends_at(struct flow_read *fr, int k)
+{
+    fr->fs->nlv = k;
+    fr->fs->read = k > 0;
+    fr->fs->skip = k == 0;
+    read_end(fr, ZOK);
+}
+
+/* A flow changed while it was read: from the child's flow again, a few times. */
+static void read_again(struct flow_read *fr)
+{
+    if (++fr->fs->rereads > REREADS_MAX) {
+        log_error("flow %s: changed under %d reads; job %s is settled without it",
+                  fr->job->jn.flow, REREADS_MAX, fr->job->id);
+        read_ends_at(fr, 0);
+        return;
+    }
+    for (int k = 0; k < FLOW_DEPTH_MAX; k++) {
+        free(fr->fs->lv[k].payload);
+        fr->fs->lv[k] = (struct flow_level){0};
+    }
+    fr->k = 0;
+    read_level(fr, fr->job->jn.flow, fr->job->jn.uid, fr->dead);
+}
+
+/* The released parent goes to the dead letters and is itself a flow's child: count it. */
+static int parent_dead_in_flow(struct flow_read *fr, struct flow_level *lv)
+{
+    char queue[LAYOUT_ID_MAX + 1];
+    struct job_name jn;
+    int dead = !lv->fl.on_complete && lv->fl.dead + (unsigned)lv->dead > 0;
+    if (!dead || fr->k + 1 >= FLOW_DEPTH_MAX ||
+        layout_parse_id(lv->fl.parent, queue, sizeof queue, &jn) != 0 || !jn.flow[0])
+        return 0;
+    fr->k++;
+    read_level(fr, jn.flow, jn.uid, 1);
+    return 1;
+}
+
 static void on_parent_read(const struct zk_result *res, void *ctx)
 {
     struct flow_read *fr = ctx;
-    struct flow_settle *fs = fr->fs;
-    if (res->rc == ZOK) {
-        fs->len = (size_t)(res->datalen > 0 ? res->datalen : 0);
-        if (fs->len && !(fs->payload = malloc(fs->len))) {
-            read_end(fr, ZSYSTEMERROR);
-            return;
-        }
-        if (fs->len)
-            memcpy(fs->payload, res->data, fs->len);
-        fs->read = 1;
-    } else if (res->rc == ZNONODE && ++fs->rereads <= 3) { /* released meanwhile: again */
-        log_debug("flow %s: its parent's node is gone; reading the flow again",
-                  fr->job->jn.flow);
-    } else if (res->rc == ZNONODE) {
-        log_error("flow %s: %s holds counts but no parent; job %s is settled without it",
-                  fr->job->jn.flow, fs->flow_path, fr->job->id);
-        fs->skip = 1;
-    } else {
-        read_end(fr, res->rc);
-        return;
-    }
-    read_end(fr, ZOK); /* not read nor skipped: the settle reads the flow again */
-}
-
-static int paths(const char *root, const struct job *job, struct flow_settle *fs)
-{
-    return layout_flow_path(fs->flow_path, sizeof fs->flow_path, root, job->jn.flow, NULL) ||
-           layout_flow_path(fs->parent_node, sizeof fs->parent_node, root, job->jn.flow,
-                            LAYOUT_FLOW_PARENT) ||
-           layout_flow_marker_path(fs->marker_path, sizeof fs->marker_path, root,
-                                   job->jn.flow, job->jn.uid);
-}
-
-static void on_flow_read(const struct zk_result *res, void *ctx)
-{
-    struct flow_read *fr = ctx;
-    struct flow_settle *fs = fr->fs;
-    if (res->rc == ZNONODE) { /* released already (not by this child), or cancelled */
-        fs->skip = 1;
-        read_end(fr, ZOK);
+    struct flow_level *lv = &fr->fs->lv[fr->k];
+    if (res->rc == ZNONODE) { /* released meanwhile (not by this child) */
+        read_again(fr);
         return;
     }
     if (res->rc != ZOK) {
         read_end(fr, res->rc);
         return;
     }
-    if (layout_parse_flow_data(res->data, (size_t)(res->datalen > 0 ? res->datalen : 0),
-                               &fs->fl) != 0) {
-        log_error("flow %s: its node %s holds no flow's counts; job %s is settled without it",
-                  fr->job->jn.flow, fs->flow_path, fr->job->id);
-        fs->skip = 1;
-        read_end(fr, ZOK);
+    lv->len = (size_t)(res->datalen > 0 ? res->datalen : 0);
+    if (lv->len && !(lv->payload = malloc(lv->len))) {
+        read_end(fr, ZSYSTEMERROR);
         return;
     }
-    fs->version = res->stat.version;
-    if (fs->fl.pending > 1) {
-        fs->read = 1;
-        read_end(fr, ZOK);
+    if (lv->len)
+        memcpy(lv->payload, res->data, lv->len);
+    if (!parent_dead_in_flow(fr, lv))
+        read_ends_at(fr, fr->k + 1);
+}
+
+static void on_flow_read(const struct zk_result *res, void *ctx)
+{
+    struct flow_read *fr = ctx;
+    struct flow_level *lv = &fr->fs->lv[fr->k];
+    if (res->rc != ZOK && res->rc != ZNONODE) {
+        read_end(fr, res->rc);
         return;
     }
-    int rc = zkstore_get(fr->zs, fs->parent_node, on_parent_read, fr);
+    /* gone: released already (not by this child), or cancelled; above the child's own
+     * flow, a parent's flow cancelled: the dead parent is counted in none */
+    if (res->rc == ZNONODE ||
+        layout_parse_flow_data(res->data, (size_t)(res->datalen > 0 ? res->datalen : 0),
+                               &lv->fl) != 0) {
+        if (res->rc == ZOK)
+            log_error("flow: %s holds no flow's counts; job %s is settled without it",
+                      lv->flow_path, fr->job->id);
+        read_ends_at(fr, fr->k);
+        return;
+    }
+    lv->version = res->stat.version;
+    lv->last = lv->fl.pending <= 1;
+    if (!lv->last) {
+        read_ends_at(fr, fr->k + 1);
+        return;
+    }
+    int rc = zkstore_get(fr->zs, lv->parent_node, on_parent_read, fr);
     if (rc != ZOK)
         read_end(fr, rc);
 }
 
-int flow_settle_read(struct zkstore *zs, const char *root, struct job *job,
+static void read_level(struct flow_read *fr, const char *flow, const char *child, int dead)
+{
+    struct flow_level *lv = &fr->fs->lv[fr->k];
+    lv->dead = dead;
+    int rc = level_paths(fr->root, lv, flow, child) != 0
+                 ? ZBADARGUMENTS : zkstore_get(fr->zs, lv->flow_path, on_flow_read, fr);
+    if (rc != ZOK)
+        read_end(fr, rc);
+}
+
+int flow_settle_read(struct zkstore *zs, const char *root, struct job *job, int dead,
                      struct flow_settle *fs, void (*done)(void *ctx, int rc), void *ctx)
 {
     struct flow_read *fr = malloc(sizeof *fr);
     flow_settle_clear(fs);
-    if (!fr)
+    if (!fr || !(fs->lv = calloc(FLOW_DEPTH_MAX, sizeof *fs->lv))) {
+        free(fr);
         return ZSYSTEMERROR;
-    if (paths(root, job, fs) != 0) {
-        free(fr);
-        return ZBADARGUMENTS;
     }
-    *fr = (struct flow_read){zs, job, fs, done, ctx};
-    int rc = zkstore_get(zs, fs->flow_path, on_flow_read, fr);
-    if (rc != ZOK)
-        free(fr);
-    return rc;
+    *fr = (struct flow_read){zs, root, job, dead, fs, 0, done, ctx};
+    read_level(fr, job->jn.flow, job->jn.uid, dead);
+    return ZOK;
 }
 
-/* Where the parent goes: its queue's jobs, or its dead letters (on=success, a child dead). */
-static int parent_path(const char *root, struct flow_settle *fs, int dead)
+/* Where a released parent goes: its queue's jobs, or its dead letters (on=success, a child
+ * dead). */
+static int parent_path(const char *root, struct flow_level *lv)
 {
     char queue[LAYOUT_ID_MAX + 1];
     struct job_name jn;
-    if (layout_parse_id(fs->fl.parent, queue, sizeof queue, &jn) != 0)
+    if (layout_parse_id(lv->fl.parent, queue, sizeof queue, &jn) != 0)
         return -1;
-    if (!fs->fl.on_complete && fs->fl.dead + (dead != 0) > 0)
-        return layout_dead_path(fs->parent_path, sizeof fs->parent_path, root, queue, &jn);
-    return layout_job_path(fs->parent_path, sizeof fs->parent_path, root, queue, &jn);
+    if (!lv->fl.on_complete && lv->fl.dead + (unsigned)lv->dead > 0)
+        return layout_dead_path(lv->parent_path, sizeof lv->parent_path, root, queue, &jn);
+    return layout_job_path(lv->parent_path, sizeof lv->parent_path, root, queue, &jn);
 }
 
-int flow_settle_ops(const char *root, const struct job *job, int dead,
-                    struct flow_settle *fs, struct zk_txn_op *ops, int first)
+/* Level LV's operations into OPS: its child's marker, then its counts, or (the last child)
+ * the flow's nodes and the parent's creation. */
+static int level_ops(const char *root, struct flow_level *lv, struct zk_txn_op *ops)
+{
+    ops[0] = (struct zk_txn_op){.kind = ZT_DELETE, .path = lv->marker_path, .version = -1};
+    if (lv->last) {
+        if (parent_path(root, lv) != 0)
+            return -1;
+        ops[1] = (struct zk_txn_op){.kind = ZT_DELETE, .path = lv->parent_node, .version = -1};
+        ops[2] = (struct zk_txn_op){.kind = ZT_DELETE, .path = lv->flow_path,
+                                    .version = lv->version};
+        ops[3] = (struct zk_txn_op){.kind = ZT_CREATE, .path = lv->parent_path,
+                                    .data = lv->payload, .len = lv->len};
+        return 4;
+    }
+    struct layout_flow next = lv->fl;
+    next.pending--;
+    *(lv->dead ? &next.dead : &next.acked) += 1;
+    if (layout_flow_data(lv->data, sizeof lv->data, &next) != 0)
+        return -1;
+    ops[1] = (struct zk_txn_op){.kind = ZT_SET, .path = lv->flow_path, .data = lv->data,
+                                .len = strlen(lv->data), .version = lv->version};
+    return 2;
+}
+
+int flow_settle_ops(const char *root, struct flow_settle *fs, struct zk_txn_op *ops, int first)
 {
     fs->first_op = first;
     fs->nops = 0;
-    if (!job->jn.flow[0] || fs->skip || !fs->read)
+    if (fs->skip || !fs->read)
         return 0;
-    ops[0] = (struct zk_txn_op){.kind = ZT_DELETE, .path = fs->marker_path, .version = -1};
-    if (fs->fl.pending <= 1) { /* the last: the parent becomes a job */
-        if (parent_path(root, fs, dead) != 0)
-            return 0;
-        ops[1] = (struct zk_txn_op){.kind = ZT_DELETE, .path = fs->parent_node, .version = -1};
-        ops[2] = (struct zk_txn_op){.kind = ZT_DELETE, .path = fs->flow_path,
-                                    .version = fs->version};
-        ops[3] = (struct zk_txn_op){.kind = ZT_CREATE, .path = fs->parent_path,
-                                    .data = fs->payload, .len = fs->len};
-        return fs->nops = 4;
+    for (int k = 0; k < fs->nlv; k++) {
+        int n = level_ops(root, &fs->lv[k], ops + fs->nops);
+        if (n < 0)
+            return fs->nops = 0;
+        fs->nops += n;
     }
-    struct layout_flow next = fs->fl;
-    next.pending--;
-    *(dead ? &next.dead : &next.acked) += 1;
-    if (layout_flow_data(fs->data, sizeof fs->data, &next) != 0)
-        return 0;
-    ops[1] = (struct zk_txn_op){.kind = ZT_SET, .path = fs->flow_path, .data = fs->data,
-                                .len = strlen(fs->data), .version = fs->version};
-    return fs->nops = 2;
+    return fs->nops;
+}
+
+/* The level and the operation within it of the transaction's operation OP. */
+static struct flow_level *level_of(struct flow_settle *fs, int op, int *within)
+{
+    int at = fs->first_op;
+    for (int k = 0; k < fs->nlv; k++) {
+        int n = fs->lv[k].last ? 4 : 2;
+        if (op < at + n) {
+            *within = op - at;
+            return &fs->lv[k];
+        }
+        at += n;
+    }
+    return NULL;
 }
 
 enum flow_refusal flow_settle_refused(struct flow_settle *fs, const struct zk_result *res)
 {
-    int op = zk_failed_op(res);
-    if (!fs->nops || op < fs->first_op || op >= fs->first_op + fs->nops || !res->op_err)
+    int op = zk_failed_op(res), k;
+    struct flow_level *lv;
+    if (!fs->nops || op < fs->first_op || op >= fs->first_op + fs->nops || !res->op_err ||
+        !(lv = level_of(fs, op, &k)))
         return FLOW_NOT_OURS;
-    int k = op - fs->first_op, err = res->op_err[op], last = fs->nops == 4;
+    int err = res->op_err[op], child = lv == fs->lv;
     if (k == 3 && err == ZNONODE)
         return FLOW_NO_BUCKET;
-    if (err == ZBADVERSION && (k == 1 || k == 2)) { /* counted by someone meanwhile */
-        flow_settle_clear(fs);
-        return FLOW_READ_AGAIN;
+    if (child && ((k == 0 && err == ZNONODE) || ((k == 1 || k == 2) && err == ZNONODE))) {
+        flow_settle_clear(fs); /* not in the flow any more, or the flow is gone */
+        fs->skip = 1;
+        return FLOW_WITHOUT;
     }
-    if (!(k == 0 && err == ZNONODE)) /* the child's marker alone is the expected refusal */
-        log_error("flow: %s %s refused (%s) while counting a child; settling it without",
-                  last && k == 3 ? "creating the parent" : "its node",
-                  k == 0 ? fs->marker_path : k == 3 ? fs->parent_path : fs->flow_path,
-                  zerror(err));
-    flow_settle_clear(fs);
-    fs->skip = 1;
-    return FLOW_WITHOUT;
+    if (err != ZBADVERSION)
+        log_warn("flow: %s refused (%s) while counting a child; reading the flows again",
+                 k == 0 ? lv->marker_path : k == 3 ? lv->parent_path : lv->flow_path,
+                 zerror(err));
+    if (++fs->rereads > REREADS_MAX) {
+        flow_settle_clear(fs);
+        fs->skip = 1;
+        return FLOW_WITHOUT;
+    }
+    flow_settle_clear(fs); /* counted by someone meanwhile: read again, send again */
+    return FLOW_READ_AGAIN;
 }
 
-int flow_settle_released(const struct flow_settle *fs) { return fs->nops == 4; }
+const char *flow_missing_dir(const struct flow_settle *fs, const struct zk_result *res)
+{
+    int k, op = zk_failed_op(res);
+    struct flow_level *lv = level_of((struct flow_settle *)fs, op, &k);
+    return lv ? lv->parent_path : "";
+}
+
+int flow_settle_released(const struct flow_settle *fs, int *dead)
+{
+    int n = 0;
+    for (int k = 0; fs->read && k < fs->nlv; k++)
+        if (fs->lv[k].last) {
+            n++;
+            *dead = !fs->lv[k].fl.on_complete && fs->lv[k].fl.dead + (unsigned)fs->lv[k].dead;
+        }
+    return n;
+}

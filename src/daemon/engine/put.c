@@ -11,6 +11,7 @@
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "dispatcher_jobs.h"
+#include "flow.h"
 #include "foreign_format.h"
 #include "log.h"
 #include "metrics.h"
@@ -25,20 +26,10 @@
 #include "units.h"
 #include "zkstore.h"
 
-/* FLOW: the flow's node and its parent's, created before the children (flow.h). */
-struct flowput {
-    struct zk_txn_op ops[2];
-    char path[LAYOUT_PATH_MAX], parent_node[LAYOUT_PATH_MAX];
-    char data[LAYOUT_ID_MAX + 96];
-    char parent_id[LAYOUT_ID_MAX + 1];
-    unsigned char *payload;     /* the parent's */
-    int made_dir;               /* <root>/flows was missing: made */
-};
-
 struct put {
     struct dispatcher *ds;
     struct reply *r;
-    struct flowput *flow;       /* FLOW: reply with n= and ids=, the parent's first */
+    int flow;                   /* FLOW: reply with n=, ids= (the parent's first), dup=- */
     int batch;                  /* BATCH: reply with n=, parts=, ids=, dup= */
     int unsure;                 /* the current part's first send may have been applied */
     int64_t held_since;         /* monotonic: first held to find out (0: never); a put held
@@ -55,9 +46,6 @@ static void put_free(struct put *p)
     for (size_t i = 0; i < p->nparts; i++)
         putset_free(p->parts[i]);
     free(p->parts);
-    if (p->flow)
-        free(p->flow->payload);
-    free(p->flow);
     free(p);
 }
 
@@ -126,50 +114,18 @@ static void on_part_done(struct putset *ps, int rc, const struct zk_result *res,
 
 static int send_part(struct put *p)
 {
-    return putset_send(p->parts[p->sent], p->ds->puts, p->flow ? p->flow->ops : NULL,
-                       p->flow ? 2 : 0, on_part_done, p);
+    return putset_send(p->parts[p->sent], p->ds->puts, NULL, 0, on_part_done, p);
 }
 
-/* "n=<n> ids=<parent>,<child>,... dup=-": a flow's reply, as a batch's (no duplicates:
- * a flow's jobs take no keys). */
+/* "n=<n> ids=<parent>,<child>,... dup=-": a flow's reply, as a batch's without parts=. */
 static void reply_flow(struct put *p)
 {
-    struct putset *ps = p->parts[0];
-    size_t n = putset_count(ps), len = (n + 1) * (LAYOUT_ID_MAX + 1) + 32, k;
-    char *text = malloc(len);
-    if (!text) {
+    char *text = NULL;
+    if (putset_format(p->parts, 1, 0, &text) != 0)
         reply_err(p->r, PE_INTERNAL, "out of memory (the flow was stored)");
-        return;
-    }
-    k = (size_t)snprintf(text, len, "n=%zu ids=%s", n + 1, p->flow->parent_id);
-    for (size_t i = 0; i < n && k < len; i++)
-        k += (size_t)snprintf(text + k, len - k, ",%s", putset_job(ps, i)->id);
-    if (k < len)
-        snprintf(text + k, len - k, " dup=-");
-    reply_ok(p->r, text);
+    else
+        reply_ok(p->r, text);
     free(text);
-}
-
-static void on_flows_dir(const struct zk_result *res, void *ctx)
-{
-    struct put *p = ctx;
-    int rc = res->rc == ZNODEEXISTS ? ZOK : res->rc;
-    if (rc == ZOK && (rc = send_part(p)) == ZOK)
-        return;
-    reply_failed(p, 0, rc);
-    put_free(p);
-}
-
-/* The flow's node failed for want of <root>/flows (a root that never had a flow): made,
- * then sent again. 1 when it is being made. */
-static int make_flows_dir(struct put *p, int rc, const struct zk_result *res)
-{
-    char dir[LAYOUT_PATH_MAX];
-    if (!p->flow || p->flow->made_dir || rc != ZNONODE || !res || zk_failed_op(res) != 0 ||
-        layout_flow_path(dir, sizeof dir, dispatcher_root(p->ds), NULL, NULL) != 0)
-        return 0;
-    p->flow->made_dir = 1;
-    return zkstore_create(p->ds->d->zs, dir, NULL, 0, 0, on_flows_dir, p) == ZOK;
 }
 
 /* ---- a part whose answer the connection lost: found out once it is back ---- */
@@ -186,7 +142,7 @@ static const struct putjob *witness(const struct putset *ps)
         if (pj->pack >= 0)
             return NULL;
         /* unkeyed: nobody knows its id (the put was never answered), so nobody cancelled it */
-        if (pj->named && !pj->dup && pj->dup_of < 0 && !pj->jn.key[0] &&
+        if (pj->named && !pj->dup && pj->dup_of < 0 && !pj->jn.key[0] && !pj->flow_children &&
             (!w || pj->jn.due_ms > w->jn.due_ms))
             w = pj;
     }
@@ -291,8 +247,7 @@ static void on_part_done(struct putset *ps, int rc, const struct zk_result *res,
 {
     struct put *p = ctx;
     (void)ps;
-    if (make_flows_dir(p, rc, res))
-        return;
+    (void)res;
     if (rc == ZOK)
         p->unsure = 0; /* this part is settled; the next starts sure */
     if (rc == ZOK && ++p->sent < p->nparts && (rc = send_part(p)) == ZOK)
@@ -430,6 +385,8 @@ void put_single(struct dispatcher *ds, struct proto_request *req, struct reply *
     int named = req->key[0] || req->group[0];
     if (!q) {
         reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", req->queue);
+    } else if (req->flow_parent) {
+        reply_err(r, PE_BAD_REQUEST, "parent= is for the jobs of a FLOW; nothing was stored");
     } else if (!dispatcher_writes_possible(ds)) {
         if (!writehold_take(ds->writehold, put_single, req, r))
             refuse_unavailable(ds, q, r);
@@ -478,78 +435,59 @@ void put_batch(struct dispatcher *ds, struct proto_request *req, struct reply *r
     proto_request_clear(req); /* payloads taken by the jobs are NULL here */
 }
 
-/* ---- FLOW: a parent waiting for its children ---- */
+/* ---- FLOW: parents waiting for their children ---- */
 
-/* Item I of a flow: refused (-1, replied) when it takes what a flow cannot keep yet. */
+/* Item I of a flow: refused (-1, replied) when it takes what a flow cannot keep, or names
+ * a parent that does not come before it. */
 static int flow_item_refused(const struct proto_put *pp, size_t i, struct reply *r)
 {
-    if (!pp->key[0] && !pp->idem[0])
-        return 0;
-    reply_err(r, PE_BAD_REQUEST, "item %zu: a FLOW's jobs take no %s= (a flow's parent and "
-              "children are created once, in one transaction); nothing was stored", i + 1,
-              pp->key[0] ? "key" : "idem");
-    return -1;
-}
-
-/* The parent: named now (it is created under this name when its last child settles), its
- * payload kept in the flow's node for the parent; the flow's node counts the children. */
-static int plan_parent(struct dispatcher *ds, struct flowput *fp, struct proto_put *pp,
-                       size_t children, enum proto_flow_on on, struct reply *r)
-{
-    struct dqueue *q = dispatcher_queue(ds, pp->queue);
-    if (!q || q->cfg->format != QF_NATIVE) {
-        reply_err(r, q ? PE_BAD_REQUEST : PE_UNKNOWN_QUEUE, q ? "item 1: queue '%s' is in a "
-                  "Curator format: flows need deferd's own format; nothing was stored"
-                  : "item 1: no queue '%s' is configured; nothing was stored", pp->queue);
+    if (pp->key[0] || pp->idem[0]) {
+        reply_err(r, PE_BAD_REQUEST, "item %zu: a FLOW's jobs take no %s= (a flow is created "
+                  "once, in one transaction); nothing was stored", i + 1,
+                  pp->key[0] ? "key" : "idem");
         return -1;
     }
-    struct job_name jn = {.priority = pp->has_prio ? pp->prio : q->cfg->priority,
-                          .ttr_ms = pp->has_ttr ? (uint32_t)pp->ttr_ms : 0};
-    jn.due_ms = pp->has_at ? pp->at_ms : (uint64_t)cluster_latest_ms() + pp->delay_ms;
-    memcpy(jn.group, pp->group, sizeof jn.group);
-    uid_next(&ds->uids, jn.uid);
-    struct layout_flow fl = {.on_complete = on == FLOW_ON_COMPLETE, .pending = (uint32_t)children};
-    const char *root = dispatcher_root(ds);
-    if (jn.due_ms > LAYOUT_DUE_MAX ||
-        layout_job_id(fp->parent_id, sizeof fp->parent_id, pp->queue, &jn) != 0 ||
-        (memcpy(fl.parent, fp->parent_id, sizeof fl.parent), 0) ||
-        layout_flow_data(fp->data, sizeof fp->data, &fl) != 0 ||
-        layout_flow_path(fp->path, sizeof fp->path, root, jn.uid, NULL) != 0 ||
-        layout_flow_path(fp->parent_node, sizeof fp->parent_node, root, jn.uid,
-                         LAYOUT_FLOW_PARENT) != 0) {
-        reply_err(r, PE_BAD_REQUEST, "item 1: the parent's name or due time is out of range; "
-                  "nothing was stored");
+    if (pp->flow_parent && (i == 0 || pp->flow_parent > i)) {
+        reply_err(r, PE_BAD_REQUEST, "item %zu: parent=%u must name an earlier job of the "
+                  "flow (1 .. %zu); nothing was stored", i + 1, (unsigned)pp->flow_parent, i);
         return -1;
     }
-    fp->payload = pp->payload;
-    pp->payload = NULL;
-    fp->ops[0] = (struct zk_txn_op){.kind = ZT_CREATE, .path = fp->path, .data = fp->data,
-                                    .len = strlen(fp->data)};
-    fp->ops[1] = (struct zk_txn_op){.kind = ZT_CREATE, .path = fp->parent_node,
-                                    .data = fp->payload, .len = pp->len};
     return 0;
 }
 
-/* The children, one put set after the parent's nodes; all of it one transaction. */
-static int plan_children(struct put *p, struct proto_request *req, size_t parent_len)
+/* Every job of the flow in one put set, each child linked to its parent (item 1 unless
+ * parent= names another): one transaction. */
+static int plan_flow(struct put *p, struct proto_request *req)
 {
     enum proto_errcode code;
     char text[300];
-    struct putset *ps = putset_new(&p->ds->put_env, req->nitems - 1);
+    struct putset *ps = putset_new(&p->ds->put_env, req->nitems);
     if (!ps || !(p->parts = calloc(1, sizeof *p->parts))) {
         putset_free(ps);
         return reply_err(p->r, PE_INTERNAL, "out of memory"), -1;
     }
     p->parts[0] = ps;
     p->nparts = 1;
-    putset_flow(ps, strrchr(p->flow->path, '/') + 1);
-    for (size_t i = 1; i < req->nitems; i++)
-        if (putset_add(ps, &req->items[i], &code, text, sizeof text) != 0) {
+    unsigned char depth[PROTO_GROUP_MAX] = {0}; /* of each job: flows above it */
+    for (size_t i = 0; i < req->nitems; i++) {
+        struct proto_put *pp = &req->items[i];
+        size_t parent = pp->flow_parent ? pp->flow_parent - 1 : 0;
+        if (flow_item_refused(pp, i, p->r) != 0)
+            return -1;
+        depth[i] = i ? depth[parent] + 1 : 0;
+        if (depth[i] > FLOW_DEPTH_MAX) {
+            reply_err(p->r, PE_BAD_REQUEST, "item %zu: flows nest %d deep at most; nothing was "
+                      "stored", i + 1, FLOW_DEPTH_MAX);
+            return -1;
+        }
+        if (putset_add(ps, pp, &code, text, sizeof text) != 0) {
             reply_err(p->r, code, "item %zu: %s; nothing was stored", i + 1, text);
             return -1;
         }
-    size_t bytes = putset_bytes(ps) + parent_len + 2 * (LAYOUT_PATH_MAX + TXN_OP_OVERHEAD) +
-                   (req->nitems - 1) * (LAYOUT_PATH_MAX + TXN_OP_OVERHEAD);
+        if (i > 0)
+            putset_flow_child(ps, i, parent, req->flow_on == FLOW_ON_COMPLETE);
+    }
+    size_t bytes = putset_bytes(ps) + req->nitems * 2 * (LAYOUT_PATH_MAX + TXN_OP_OVERHEAD);
     if (bytes > TXN_ITEM_BYTES_MAX) {
         reply_err(p->r, PE_TOO_LARGE, "the flow needs %zu bytes, over the %d one ZooKeeper "
                   "transaction carries; nothing was stored", bytes, TXN_ITEM_BYTES_MAX);
@@ -561,23 +499,13 @@ static int plan_children(struct put *p, struct proto_request *req, size_t parent
 static void flow_jobs(struct dispatcher *ds, struct proto_request *req, struct reply *r)
 {
     struct put *p = calloc(1, sizeof *p);
-    struct flowput *fp = calloc(1, sizeof *fp);
-    if (!p || !fp) {
-        free(p);
-        free(fp);
+    if (!p) {
         reply_err(r, PE_INTERNAL, "out of memory");
         return;
     }
-    *p = (struct put){.ds = ds, .r = r, .batch = 1, .flow = fp};
+    *p = (struct put){.ds = ds, .r = r, .batch = 1, .flow = 1};
     ds->puts_open++;
-    size_t parent_len = req->items[0].len;
-    for (size_t i = 0; i < req->nitems; i++)
-        if (flow_item_refused(&req->items[i], i, r) != 0) {
-            put_free(p);
-            return;
-        }
-    if (plan_parent(ds, fp, &req->items[0], req->nitems - 1, req->flow_on, r) != 0 ||
-        plan_children(p, req, parent_len) != 0) {
+    if (plan_flow(p, req) != 0) {
         put_free(p);
         return;
     }

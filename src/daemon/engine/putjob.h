@@ -26,6 +26,11 @@ struct putjob {
     char key_path[LAYOUT_PATH_MAX];
     char token_path[LAYOUT_PATH_MAX]; /* "" or its put token's node (PUT idem=) */
     char marker_path[LAYOUT_PATH_MAX]; /* a flow's child: its marker (flow.h), else "" */
+    int flow_parent;            /* FLOW: the job of the set whose child it is, or -1 */
+    unsigned flow_children;     /* FLOW: its children in the set; > 0: it waits for them,
+                                 * stored as a flow (path: the flow's node), not as a job */
+    char flow_node[LAYOUT_PATH_MAX]; /* a waiting parent's payload node */
+    char flow_data[LAYOUT_ID_MAX + 96]; /* its flow's counts (layout_flow) */
     int retried;                /* its token was taken: a try before stored it; id names that */
     char key_data[LAYOUT_ID_MAX + 1]; /* the key's node data */
     char token_data[LAYOUT_ID_MAX + 1]; /* the token's (tokens_create_op) */

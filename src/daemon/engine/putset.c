@@ -25,7 +25,7 @@
 #define PREFIX_MAX 8
 #define JOB_OVERHEAD (2 * (LAYOUT_PATH_MAX + TXN_OP_OVERHEAD))
 
-enum { OP_PREFIX, OP_TOKEN, OP_KEY, OP_JOB, OP_PACK, OP_MARKER };
+enum { OP_PREFIX, OP_TOKEN, OP_KEY, OP_JOB, OP_PACK, OP_MARKER, OP_FLOW };
 
 struct putset {
     const struct put_env *env;
@@ -37,7 +37,7 @@ struct putset {
     int *op_job;                /* per operation of the last send: its job or pack, or -1 */
     unsigned char *op_what;     /* per operation: OP_KEY, OP_JOB, OP_PACK */
     struct putpacks packs;
-    char flow[LAYOUT_UID_MAX + 1]; /* FLOW: the children's flow (its parent's uid), or "" */
+    int flow_on_complete;       /* FLOW on=complete */
     int rounds, lookups, lookup_rc;
     struct putjob *checking;    /* its directories' creates are being asked why */
     int counted;                /* putset_created() done */
@@ -85,9 +85,25 @@ void putset_free(struct putset *ps)
 
 size_t putset_count(const struct putset *ps) { return ps->n; }
 
-void putset_flow(struct putset *ps, const char *parent_uid)
+int putset_flow_child(struct putset *ps, size_t child, size_t parent, int on_complete)
 {
-    snprintf(ps->flow, sizeof ps->flow, "%s", parent_uid);
+    if (child >= ps->n || parent >= child)
+        return -1;
+    ps->jobs[child].flow_parent = (int)parent;
+    ps->jobs[parent].flow_children++;
+    ps->flow_on_complete = on_complete;
+    return 0;
+}
+
+/* A waiting parent is named anew (its uid was taken): so are its children, whose names
+ * carry its uid, and theirs. */
+static void unname_children(struct putset *ps, size_t parent)
+{
+    for (size_t i = parent + 1; i < ps->n; i++)
+        if (ps->jobs[i].flow_parent == (int)parent && ps->jobs[i].named) {
+            ps->jobs[i].named = 0;
+            unname_children(ps, i);
+        }
 }
 const struct token_refusal *putset_token_refusal(const struct putset *ps)
 {
@@ -163,7 +179,7 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
     pj->jn.ttr_ms = pp->has_ttr ? (uint32_t)pp->ttr_ms : 0; /* 0: queue default */
     memcpy(pj->jn.key, pp->key, sizeof pj->jn.key);
     memcpy(pj->jn.group, pp->group, sizeof pj->jn.group);
-    memcpy(pj->jn.flow, ps->flow, sizeof pj->jn.flow);
+    pj->flow_parent = -1;
     pj->dup_of = same_key_before(ps, pj);
     if (pj->jn.key[0] &&
         layout_key_path(pj->key_path, sizeof pj->key_path, ps->env->d->cfg->zk_root, q->cfg->name,
@@ -278,21 +294,39 @@ static int place_job(struct putset *ps, struct putjob *pj)
     return rc == ZOK ? choose_shard(ps->env, ps->b, pj) : rc;
 }
 
+/* A waiting parent's nodes: its flow's node (its path) and its payload's; its counts. */
+static int place_flow(struct putset *ps, struct putjob *pj)
+{
+    const char *root = ps->env->d->cfg->zk_root;
+    struct layout_flow fl = {.on_complete = ps->flow_on_complete, .pending = pj->flow_children};
+    if (layout_flow_path(pj->path, sizeof pj->path, root, pj->jn.uid, NULL) != 0 ||
+        layout_flow_path(pj->flow_node, sizeof pj->flow_node, root, pj->jn.uid,
+                         LAYOUT_FLOW_PARENT) != 0 ||
+        layout_job_id(fl.parent, sizeof fl.parent, pj->q->cfg->name, &pj->jn) != 0 ||
+        layout_flow_data(pj->flow_data, sizeof pj->flow_data, &fl) != 0)
+        return ZK_ETOOLONG;
+    return ZOK;
+}
+
 static int name_job(struct putset *ps, struct putjob *pj)
 {
     uid_next(ps->env->uids, pj->jn.uid);
     pj->jn.shard[0] = '\0';
-    int rc = place_job(ps, pj);
+    pj->marker_path[0] = '\0';
+    if (pj->flow_parent >= 0) { /* a flow's child: its name carries its parent's uid */
+        const struct putjob *parent = &ps->jobs[pj->flow_parent];
+        memcpy(pj->jn.flow, parent->jn.uid, sizeof pj->jn.flow);
+        if (layout_flow_marker_path(pj->marker_path, sizeof pj->marker_path,
+                                    ps->env->d->cfg->zk_root, pj->jn.flow, pj->jn.uid) != 0)
+            return ZK_ETOOLONG;
+    }
+    int rc = pj->flow_children ? place_flow(ps, pj) : place_job(ps, pj);
     if (rc == ZOK && pj->jn.key[0])
         rc = prepare_key_dir(ps->env, pj->key_path);
     if (rc == ZOK && pj->token_path[0])
         rc = tokens_prepare_dir(ps->env->d->zs, ps->env->keydirs, pj->token_path);
     if (rc == ZOK && (layout_key_data(pj->key_data, sizeof pj->key_data, &pj->jn) != 0 ||
                       layout_job_id(pj->id, sizeof pj->id, pj->q->cfg->name, &pj->jn) != 0))
-        rc = ZK_ETOOLONG;
-    if (rc == ZOK && pj->jn.flow[0] &&
-        layout_flow_marker_path(pj->marker_path, sizeof pj->marker_path,
-                                ps->env->d->cfg->zk_root, pj->jn.flow, pj->jn.uid) != 0)
         rc = ZK_ETOOLONG;
     pj->named = rc == ZOK;
     return rc;
@@ -323,9 +357,18 @@ static int job_ops(struct putjob *pj, struct zk_txn_op *ops, unsigned char *what
     }
     if (pj->pack >= 0)
         return n;
-    what[n] = OP_JOB;
-    ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->path, .data = pj->payload,
-                                  .len = pj->len};
+    if (pj->flow_children) { /* a waiting parent: its flow's node, then its payload's */
+        what[n] = OP_FLOW;
+        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->path,
+                                      .data = pj->flow_data, .len = strlen(pj->flow_data)};
+        what[n] = OP_FLOW;
+        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->flow_node,
+                                      .data = pj->payload, .len = pj->len};
+    } else {
+        what[n] = OP_JOB;
+        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->path, .data = pj->payload,
+                                      .len = pj->len};
+    }
     if (pj->marker_path[0]) { /* a flow's child: counted by its marker (flow.h) */
         what[n] = OP_MARKER;
         ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->marker_path,
@@ -367,7 +410,8 @@ static int grow_ops(struct putset *ps, size_t max)
 
 static int send_again(struct putset *ps)
 {
-    size_t max = (size_t)ps->nprefix + 5 * ps->n + 1; /* token, key, job or pack, marker */
+    size_t max = (size_t)ps->nprefix + 5 * ps->n + 1; /* token, key, job (2 for a flow) or
+                                                          * pack, marker */
     struct zk_txn_op *ops = calloc(max, sizeof *ops);
     int rc = ops ? grow_ops(ps, max) : ZK_ENOMEM, nops = 0;
     for (int i = 0; rc == ZOK && i < ps->nprefix; i++) {
@@ -436,7 +480,8 @@ void putset_created(struct putset *ps)
             continue; /* a retried put's job was made by its first try */
         metrics_event(env->d->metrics, pj->q->cfg, ME_PUT);
         queue_pending_changed(pj->q, +1);
-        if (pj->pack >= 0) /* far: the mirror sees it once it is unpacked */
+        if (pj->pack >= 0 || pj->flow_children) /* far: seen once unpacked; a waiting parent:
+                                                  * once its last child made it a job */
             continue;
         env->stored(env->engine, pj->q, pj->path, (int64_t)pj->jn.due_ms, &pj->payload, pj->len);
     }
@@ -492,6 +537,7 @@ static int repair(struct putset *ps, struct putjob *pj, int key_op, int rc)
     }
     if (rc == ZNODEEXISTS) { /* the uid is taken (a clock and counter collision) */
         pj->named = 0;
+        unname_children(ps, (size_t)(pj - ps->jobs));
         return send_again(ps);
     }
     return rc;

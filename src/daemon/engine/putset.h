@@ -40,9 +40,11 @@ const struct token_refusal *putset_token_refusal(const struct putset *ps);
 int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code, char *text,
                size_t tlen);
 size_t putset_count(const struct putset *ps);
-/* FLOW: the jobs added from now on are children of the flow whose parent has PARENT_UID:
- * their names carry it, and each is created with its marker (flow.h). Never packed. */
-void putset_flow(struct putset *ps, const char *parent_uid);
+/* FLOW: job CHILD of the set is a child of job PARENT (an earlier one): its name carries
+ * the parent's uid and it is created with its marker (flow.h); the parent waits for its
+ * children (stored as a flow, not a job; on=complete: ON_COMPLETE). Neither is packed. -1
+ * for a parent that does not come before the child. */
+int putset_flow_child(struct putset *ps, size_t child, size_t parent, int on_complete);
 /* Every job has a key: sending the set again can never store one of them twice (the key
  * answers the job an earlier send stored). */
 int putset_all_keyed(const struct putset *ps);

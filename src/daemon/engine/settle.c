@@ -276,8 +276,8 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
     struct lock_paths lp;
     if (ends_job(st) && flow_settle_needs_read(job, &st->flow)) {
         job_transition(job, JE_SETTLE); /* its lease stops: the read is part of the settle */
-        return flow_settle_read(ds->d->zs, dispatcher_root(ds), job, &st->flow, on_flow_read,
-                                st);
+        return flow_settle_read(ds->d->zs, dispatcher_root(ds), job, st->bury, &st->flow,
+                                on_flow_read, st);
     }
     lock_paths(job, &lp);
     struct zk_txn_op ops[5 + LIMIT_OPS_MAX + FLOW_OPS_MAX] = {
@@ -293,7 +293,7 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
     st->slot_op = nslots ? n : -1;
     n += nslots;
     if (ends_job(st))
-        n += flow_settle_ops(dispatcher_root(ds), job, st->bury, &st->flow, &ops[n], n);
+        n += flow_settle_ops(dispatcher_root(ds), &st->flow, &ops[n], n);
     job_transition(job, JE_SETTLE);
     if (st->followups)
         return putset_send(st->followups, ds->settles, ops, n, on_followups_done, st);
@@ -361,7 +361,7 @@ static void on_settled(const struct zk_result *res, void *ctx)
         return;
     if (rc != ZOK && !uncertain(rc)) { /* a flow's child: refused on the flow's part? */
         enum flow_refusal why = flow_settle_refused(&st->flow, res);
-        if (why == FLOW_NO_BUCKET && make_parents_of(ds, st, st->flow.parent_path))
+        if (why == FLOW_NO_BUCKET && make_parents_of(ds, st, flow_missing_dir(&st->flow, res)))
             return;
         if ((why == FLOW_READ_AGAIN || why == FLOW_WITHOUT) && (rc = send_settle(ds, st)) == ZOK)
             return;
