@@ -245,6 +245,43 @@ static void nested(deferd_client *ca, deferd_client *cb)
     CHECK(zk_count_jobs(zh, root, "b") == 0);
 }
 
+/* CANCEL: a child is refused (its parent waits for it); the top parent cancels the flow:
+ * its nodes go, its children run on and are settled as plain jobs. */
+static void cancels(deferd_client *ca, deferd_client *cb)
+{
+    char out[4096], req[600], ids[3][DEFERD_ID_SIZE], data[512];
+    const char flow[] = "FLOW 3\nPUT b 1\nP\nPUT a 1 delay=600000\nx\nPUT a 1 delay=600000\ny\n";
+    CHECK(raw_request(&d[0], flow, 1, out, sizeof out, 5000) == 1);
+    CHECK(strncmp(out, "OK n=3 ids=", 11) == 0);
+    char *p = out + 11;
+    for (int i = 0; i < 3; i++) {
+        size_t len = strcspn(p, ", \r\n");
+        snprintf(ids[i], sizeof ids[i], "%.*s", (int)len, p);
+        p += len + 1;
+    }
+    snprintf(req, sizeof req, "CANCEL %s\n", ids[1]);
+    CHECK(raw_request(&d[1], req, 1, out, sizeof out, 5000) == 1);
+    CHECK_CONTAINS(out, "ERR BAD_REQUEST job");
+    CHECK_CONTAINS(out, "is a child in a flow");
+    CHECK(zk_job_exists(zh, root, ids[1]));
+    snprintf(req, sizeof req, "CANCEL %s\n", ids[0]);
+    CHECK(raw_request(&d[1], req, 1, out, sizeof out, 5000) == 1);
+    CHECK(strncmp(out, "OK ", 3) == 0 && strstr(out, ids[0]) != NULL);
+    CHECK(flow_node(ids[0], data, sizeof data) < 0);
+    CHECK(zk_job_exists(zh, root, ids[1]) && zk_job_exists(zh, root, ids[2]));
+    CHECK(raw_request(&d[1], req, 1, out, sizeof out, 5000) == 1);
+    CHECK_CONTAINS(out, "ERR NOT_FOUND");
+    for (int i = 1; i < 3; i++) { /* due now: delivered and acked as plain jobs */
+        snprintf(req, sizeof req, "RESCHEDULE %s delay=0\n", ids[i]);
+        CHECK(raw_request(&d[0], req, 1, out, sizeof out, 5000) == 1);
+        CHECK(strncmp(out, "OK ", 3) == 0);
+    }
+    CHECK(settle_jobs(ca, 2, 0) == 2);
+    deferd_job job;
+    CHECK(deferd_next_job(cb, &job, 500) != DEFERD_OK); /* no parent */
+    CHECK(zk_count_jobs(zh, root, "a") == 0 && zk_count_jobs(zh, root, "b") == 0);
+}
+
 static void refusals(void)
 {
     char out[512];
@@ -283,6 +320,7 @@ int main(void)
     deferctl_flow(ca[0], cb);
     ce_global = ce;
     nested(ca[0], cb);
+    cancels(ca[0], cb);
     dead_child(ce, cb);
     contended(ca, cb);
     for (int k = 0; k < 2; k++)

@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "dispatcher_jobs.h"
+#include "flow.h"
 #include "jobedit.h"
 #include "log.h"
 #include "pack.h"
@@ -32,6 +33,7 @@ struct change {
     struct dqueue *q;
     struct reply *r;
     int reschedule, force, by_key, tries, skip_key, made_parents;
+    int flow_tried;             /* a waiting parent's flow looked for (flow_cancel) */
     unsigned round_trips;       /* ZooKeeper calls sent for it, for STATS */
     uint64_t due_ms;            /* RESCHEDULE: the new due time */
     struct job_name jn, next;
@@ -96,9 +98,39 @@ static const char *change_id(struct change *ch, char *buf, size_t len)
 
 static void act(struct change *ch);
 
+static void changed(struct change *ch);
+static void not_found(struct change *ch);
+
+/* Not a job: a waiting parent's flow, cancelled (ZOK), or none (ZNONODE). */
+static void on_flow_cancelled(void *ctx, int rc)
+{
+    struct change *ch = ctx;
+    char path[LAYOUT_PATH_MAX];
+    if (rc == ZOK) {
+        changed(ch);
+    } else if (rc == ZNONODE) {
+        not_found(ch);
+    } else if (rc == ZBADVERSION) {
+        change_end(ch, PE_UNAVAILABLE, "the flow's children kept changing it; nothing was "
+                   "cancelled, try again");
+    } else {
+        layout_flow_path(path, sizeof path, dispatcher_root(ch->ds), ch->jn.uid, NULL);
+        change_zerr(ch, "cancelling the flow", path, rc);
+    }
+}
+
 static void not_found(struct change *ch)
 {
     char text[400], id[LAYOUT_ID_MAX + 1];
+    if (!ch->by_key && !ch->reschedule && !ch->flow_tried && !ch->jn.flow[0] &&
+        !ch->jn.shard[0]) { /* a parent waiting for its children? */
+        ch->flow_tried = 1;
+        ch->round_trips += 3;
+        int rc = flow_cancel(ch->ds->d->zs, dispatcher_root(ch->ds),
+                             change_id(ch, id, sizeof id), ch->jn.uid, on_flow_cancelled, ch);
+        if (rc == ZOK)
+            return;
+    }
     if (ch->pack_gone == 1) { /* not in its bucket: then in the shard of its pack */
         ch->pack_gone = 2;
         layout_pack_shard(ch->jn.shard, sizeof ch->jn.shard, ch->pack_uid);
@@ -529,6 +561,15 @@ static struct change *change_new(struct dispatcher *ds, struct proto_request *re
 
 void cancel_job(struct dispatcher *ds, struct proto_request *req, struct reply *r)
 {
+    struct job_name jn;
+    char queue[QUEUE_NAME_MAX + 1];
+    if (req->id[0] && layout_parse_id(req->id, queue, sizeof queue, &jn) == 0 && jn.flow[0]) {
+        /* its flow counts on it: cancelled, its parent would wait for ever */
+        reply_err(r, PE_BAD_REQUEST, "job %s is a child in a flow (its parent waits for it): "
+                  "ack or nack it, or cancel the flow's top parent; nothing was cancelled",
+                  req->id);
+        return;
+    }
     struct change *ch = change_new(ds, req, r, cancel_job);
     if (ch)
         start(ch);

@@ -286,3 +286,107 @@ int flow_settle_released(const struct flow_settle *fs, int *dead)
         }
     return n;
 }
+
+/* ---- CANCEL of a waiting parent ---- */
+
+struct flow_cancel {
+    struct zkstore *zs;
+    int tries;
+    int32_t version;
+    char path[LAYOUT_PATH_MAX], parent_id[LAYOUT_ID_MAX + 1];
+    void (*done)(void *ctx, int rc);
+    void *ctx;
+};
+
+static void cancel_end(struct flow_cancel *fc, int rc)
+{
+    void (*done)(void *ctx, int rc) = fc->done;
+    void *ctx = fc->ctx;
+    free(fc);
+    done(ctx, rc);
+}
+
+static void cancel_read(struct flow_cancel *fc);
+
+static void on_cancelled(const struct zk_result *res, void *ctx)
+{
+    struct flow_cancel *fc = ctx;
+    /* a child settled or counted meanwhile (BadVersion, a marker gone, NotEmpty): again */
+    if ((res->rc == ZBADVERSION || res->rc == ZNONODE || res->rc == ZNOTEMPTY) &&
+        ++fc->tries < REREADS_MAX) {
+        cancel_read(fc);
+        return;
+    }
+    cancel_end(fc, res->rc == ZNONODE || res->rc == ZNOTEMPTY ? ZBADVERSION : res->rc);
+}
+
+static void on_markers(const struct zk_result *res, void *ctx)
+{
+    struct flow_cancel *fc = ctx;
+    if (res->rc != ZOK) {
+        cancel_end(fc, res->rc);
+        return;
+    }
+    struct zk_txn_op *ops = calloc((size_t)res->nchildren + 1, sizeof *ops);
+    char (*paths)[LAYOUT_PATH_MAX] = calloc((size_t)res->nchildren + 1, sizeof *paths);
+    int n = 0, rc = ops && paths ? ZOK : ZSYSTEMERROR;
+    for (int i = 0; rc == ZOK && i < res->nchildren; i++) {
+        if (snprintf(paths[n], LAYOUT_PATH_MAX, "%s/%s", fc->path, res->children[i]) >=
+            LAYOUT_PATH_MAX) {
+            rc = ZBADARGUMENTS;
+            break;
+        }
+        ops[n] = (struct zk_txn_op){.kind = ZT_DELETE, .path = paths[n], .version = -1};
+        n++;
+    }
+    if (rc == ZOK) {
+        ops[n++] = (struct zk_txn_op){.kind = ZT_DELETE, .path = fc->path, .version = fc->version};
+        rc = zkstore_multi(fc->zs, ops, n, on_cancelled, fc);
+    }
+    free(ops);
+    free(paths);
+    if (rc != ZOK)
+        cancel_end(fc, rc);
+}
+
+static void on_cancel_read(const struct zk_result *res, void *ctx)
+{
+    struct flow_cancel *fc = ctx;
+    struct layout_flow fl;
+    if (res->rc != ZOK) {
+        cancel_end(fc, res->rc);
+        return;
+    }
+    if (layout_parse_flow_data(res->data, (size_t)(res->datalen > 0 ? res->datalen : 0),
+                               &fl) != 0 || strcmp(fl.parent, fc->parent_id) != 0) {
+        cancel_end(fc, ZNONODE); /* not this parent's flow */
+        return;
+    }
+    fc->version = res->stat.version;
+    int rc = zkstore_children(fc->zs, fc->path, 0, on_markers, fc);
+    if (rc != ZOK)
+        cancel_end(fc, rc);
+}
+
+static void cancel_read(struct flow_cancel *fc)
+{
+    int rc = zkstore_get(fc->zs, fc->path, on_cancel_read, fc);
+    if (rc != ZOK)
+        cancel_end(fc, rc);
+}
+
+int flow_cancel(struct zkstore *zs, const char *root, const char *parent_id, const char *uid,
+                void (*done)(void *ctx, int rc), void *ctx)
+{
+    struct flow_cancel *fc = calloc(1, sizeof *fc);
+    if (!fc)
+        return ZSYSTEMERROR;
+    *fc = (struct flow_cancel){.zs = zs, .done = done, .ctx = ctx};
+    snprintf(fc->parent_id, sizeof fc->parent_id, "%s", parent_id);
+    if (layout_flow_path(fc->path, sizeof fc->path, root, uid, NULL) != 0) {
+        free(fc);
+        return ZBADARGUMENTS;
+    }
+    cancel_read(fc);
+    return ZOK;
+}

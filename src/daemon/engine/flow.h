@@ -80,4 +80,11 @@ const char *flow_missing_dir(const struct flow_settle *fs, const struct zk_resul
 int flow_settle_released(const struct flow_settle *fs, int *dead);
 void flow_settle_clear(struct flow_settle *fs);
 
+/* CANCEL of a waiting parent, PARENT_ID (uid UID), not itself a flow's child: its flow's
+ * nodes are deleted in one transaction (its markers, its payload, its node by version);
+ * its children run on, settled as plain jobs. DONE(CTX, RC): ZOK cancelled, ZNONODE no
+ * such waiting parent (released or cancelled already), else the error. */
+int flow_cancel(struct zkstore *zs, const char *root, const char *parent_id, const char *uid,
+                void (*done)(void *ctx, int rc), void *ctx);
+
 #endif
