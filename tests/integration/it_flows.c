@@ -282,6 +282,19 @@ static void cancels(deferd_client *ca, deferd_client *cb)
     CHECK(zk_count_jobs(zh, root, "a") == 0 && zk_count_jobs(zh, root, "b") == 0);
 }
 
+/* A number of daemon K's STATS line, or -1. */
+static long stat_of(int k, const char *field)
+{
+    char out[8192], key[64];
+    if (raw_request(&d[k], "STATS\n", 1, out, sizeof out, 5000) != 1)
+        return -1;
+    snprintf(key, sizeof key, " %s=", field);
+    if (getenv("FLOWS_TRACE"))
+        printf("STATS %d: %s\n", k, out);
+    const char *p = strstr(out, key);
+    return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
 static void refusals(void)
 {
     char out[512];
@@ -323,6 +336,15 @@ int main(void)
     cancels(ca[0], cb);
     dead_child(ce, cb);
     contended(ca, cb);
+    /* every flow was put through daemon 0: 11 waiting parents (fan_in 1, deferctl 1,
+     * dead_child 2, contended 1, nested 3 + 2, cancels 1); released by either daemon: 7
+     * made jobs, 3 dead letters */
+    CHECK(stat_of(0, "flows_opened") == 11 && stat_of(1, "flows_opened") == 0);
+    long released = stat_of(0, "flows_released") + stat_of(1, "flows_released");
+    long dead = stat_of(0, "flows_dead_lettered") + stat_of(1, "flows_dead_lettered");
+    printf("flows: opened %ld %ld, released %ld, dead-lettered %ld, version conflicts %ld + %ld\n", stat_of(0, "flows_opened"), stat_of(1, "flows_opened"), released,
+           dead, stat_of(0, "flow_conflicts"), stat_of(1, "flow_conflicts"));
+    CHECK(released == 7 && dead == 3);
     for (int k = 0; k < 2; k++)
         deferd_close(ca[k]);
     deferd_close(cb);

@@ -40,6 +40,7 @@ static struct {
     struct conn *conns[CONNS_MAX];
     int nconns;
     int64_t suspended_at;
+    char next_flow[LAYOUT_UID_MAX + 1]; /* the next job listed is this flow's child */
     char text[512];
     struct step {               /* a transition seen (job_transition_observe) */
         char id[LAYOUT_ID_MAX + 1];
@@ -182,6 +183,8 @@ const char *harness_listed_group(const char *queue, int64_t due_in, uint32_t pri
     *jn = (struct job_name){.due_ms = (uint64_t)(harness_now() + due_in), .priority = prio};
     snprintf(jn->group, sizeof jn->group, "%s", group);
     snprintf(jn->uid, sizeof jn->uid, "%016x", h.njobs + 1);
+    memcpy(jn->flow, h.next_flow, sizeof jn->flow);
+    h.next_flow[0] = '\0';
     char *path = h.paths[h.njobs], *id = h.ids[h.njobs];
     h.queues[h.njobs] = q;
     if (layout_job_path(path, LAYOUT_PATH_MAX, h.cfg.zk_root, queue, jn) != 0 ||
@@ -213,6 +216,11 @@ const char *harness_delivered(const char *queue)
     const char *id = harness_listed(queue, 0, 0, 1);
     harness_multi_ok(harness_multis() - 1, 1);
     return id;
+}
+
+void harness_next_in_flow(const char *flow_uid)
+{
+    snprintf(h.next_flow, sizeof h.next_flow, "%s", flow_uid);
 }
 
 void harness_unlisted(const char *id)
@@ -414,6 +422,11 @@ static const char *role(const char *path)
         return "dead";
     if (strstr(path, "/keys/"))
         return "key";
+    if (strstr(path, "/flows/")) { /* "flow", "flow parent", "marker" */
+        const char *last = strrchr(path, '/') + 1;
+        return strncmp(last, "c-", 2) == 0 ? "marker"
+               : strcmp(last, "parent") == 0 ? "flow parent" : "flow";
+    }
     const char *slot = strstr(path, "/slots/");
     if (slot) { /* "slot c-<i>" */
         static char name[32];

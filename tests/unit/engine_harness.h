@@ -69,6 +69,8 @@ const char *harness_delivered(const char *queue);
 /* The same, put with GROUP (PUT group=). */
 const char *harness_listed_group(const char *queue, int64_t due_in, uint32_t prio,
                                  int with_payload, const char *group);
+/* The next job harness_listed* makes is a child of the flow FLOW_UID (-f in its name). */
+void harness_next_in_flow(const char *flow_uid);
 /* The mirror lists job ID (one of harness_listed's) again, as after a new session. */
 void harness_listed_again(const char *id);
 /* The mirror no longer lists job ID. */

@@ -81,7 +81,14 @@ int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_
     m->paths = must(calloc((size_t)nops, sizeof *m->paths));
     m->lens = must(calloc((size_t)nops, sizeof *m->lens));
     m->sequential = must(calloc((size_t)nops, sizeof *m->sequential));
+    m->datas = must(calloc((size_t)nops, sizeof *m->datas));
+    m->versions = must(calloc((size_t)nops, sizeof *m->versions));
     for (int k = 0; k < nops; k++) {
+        size_t n = ops[k].len < 255 ? ops[k].len : 255;
+        m->datas[k] = must(calloc(n + 1, 1));
+        if (n)
+            memcpy(m->datas[k], ops[k].data, n);
+        m->versions[k] = ops[k].version;
         m->kinds[k] = (int)ops[k].kind;
         m->sequential[k] = ops[k].kind == ZT_CREATE && ops[k].sequential;
         m->paths[k] = must(strdup(ops[k].path));
@@ -105,9 +112,13 @@ static void answer(struct zkstore *zs, int i, struct zk_result *res)
     memmove(&zs->pending[i], &zs->pending[i + 1],
             (size_t)(--zs->npending - i) * sizeof zs->pending[0]);
     m.done(res, m.ctx);
-    for (int k = 0; k < m.nops; k++)
+    for (int k = 0; k < m.nops; k++) {
         free(m.paths[k]);
+        free(m.datas[k]);
+    }
     free(m.paths);
+    free(m.datas);
+    free(m.versions);
     free(m.kinds);
     free(m.lens);
     free(m.sequential);

@@ -14,6 +14,8 @@ struct fake_multi {
     int *kinds;
     char **paths;
     size_t *lens;
+    char **datas;               /* each operation's data as a string (cut at 255 bytes) */
+    int *versions;
     int *sequential;
     zk_done_fn done;
     void *ctx;

@@ -59,6 +59,16 @@ void dispatcher_session_up(struct dispatcher *ds);
 void dispatcher_revoke_all(struct dispatcher *ds);
 /* A watch fired on PATH: 1 if it was a queue's slots directory (limit.h). */
 int dispatcher_limit_watch(struct dispatcher *ds, const char *path);
+
+/* Flows (docs/flows.md), as this daemon saw them since it started. */
+struct flow_counts {
+    unsigned long long opened;        /* waiting parents it stored (FLOW) */
+    unsigned long long released;      /* parents its settles made jobs */
+    unsigned long long dead_lettered; /* ... made dead letters (on=success, a dead child) */
+    unsigned long long conflicts;     /* a child's settle that found its flow changed since
+                                       * it read it (another child counted): read again */
+};
+void dispatcher_flow_counts(const struct dispatcher *ds, struct flow_counts *out);
 void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len); /* for STATS */
 /* Jobs this daemon mirrors, per queue (OUT has one entry per configured queue, in order):
  * delayed includes jobs locked ahead of their due time; known counts every state. */

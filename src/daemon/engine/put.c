@@ -121,6 +121,8 @@ static int send_part(struct put *p)
 static void reply_flow(struct put *p)
 {
     char *text = NULL;
+    for (size_t i = 0; i < putset_count(p->parts[0]); i++)
+        p->ds->flows.opened += putset_job(p->parts[0], i)->flow_children > 0;
     if (putset_format(p->parts, 1, 0, &text) != 0)
         reply_err(p->r, PE_INTERNAL, "out of memory (the flow was stored)");
     else

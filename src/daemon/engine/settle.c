@@ -191,9 +191,24 @@ static void reply_settled(struct settle *st)
     free(text);
 }
 
+/* The settle released parents of flows (flow.h): counted, and the top one logged. */
+static void flows_released(struct dispatcher *ds, struct settle *st)
+{
+    int dead = 0, n = flow_settle_released(&st->flow, &dead);
+    if (!n)
+        return;
+    /* below the top one, each released parent went to the dead letters (and up) */
+    ds->flows.released += dead == 0;
+    ds->flows.dead_lettered += (unsigned long long)n - 1 + (dead != 0);
+    log_info("queue %s: job %s was the last child of its flow: %d parent%s released, the last "
+             "%s", st->job->q->cfg->name, st->job->id, n, n == 1 ? "" : "s",
+             dead ? "to the dead letters" : "due");
+}
+
 static void settled(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
+    flows_released(ds, st);
     limit_released(job->q->limit, job, 1); /* its delete was in the transaction applied */
     if (st->bury)
         log_warn("queue %s: job %s dead-lettered after %u attempts (max_attempts %u) as "
@@ -361,6 +376,7 @@ static void on_settled(const struct zk_result *res, void *ctx)
         return;
     if (rc != ZOK && !uncertain(rc)) { /* a flow's child: refused on the flow's part? */
         enum flow_refusal why = flow_settle_refused(&st->flow, res);
+        ds->flows.conflicts += why == FLOW_READ_AGAIN;
         if (why == FLOW_NO_BUCKET && make_parents_of(ds, st, flow_missing_dir(&st->flow, res)))
             return;
         if ((why == FLOW_READ_AGAIN || why == FLOW_WITHOUT) && (rc = send_settle(ds, st)) == ZOK)

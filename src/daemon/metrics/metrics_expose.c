@@ -304,6 +304,25 @@ static void tokens_out(struct metrics *m, struct evbuffer *out)
     evbuffer_add_printf(out, "deferd_tokens_swept_total %llu\n", (unsigned long long)tc.tokens);
 }
 
+static void flows_out(struct metrics *m, struct evbuffer *out)
+{
+    struct flow_counts fc = {0};
+    if (m->d->dispatcher)
+        dispatcher_flow_counts(m->d->dispatcher, &fc);
+    metrics_family(out, "deferd_flows_total", "counter",
+                   "Flows (docs/flows.md) by what this daemon did: opened (waiting parents it "
+                   "stored), released (parents its settles made jobs), dead_lettered (made "
+                   "dead letters: on=success with a dead child).");
+    evbuffer_add_printf(out, "deferd_flows_total{event=\"opened\"} %llu\n"
+                        "deferd_flows_total{event=\"released\"} %llu\n"
+                        "deferd_flows_total{event=\"dead_lettered\"} %llu\n", fc.opened,
+                        fc.released, fc.dead_lettered);
+    metrics_family(out, "deferd_flow_conflicts_total", "counter",
+                   "A flow's child's settle that found the flow changed since it read it "
+                   "(another child counted first): read and sent again.");
+    evbuffer_add_printf(out, "deferd_flow_conflicts_total %llu\n", fc.conflicts);
+}
+
 int metrics_expose(struct metrics *m, struct evbuffer *out)
 {
     if (!m || metrics_sync_queues(m) != 0)
@@ -314,6 +333,7 @@ int metrics_expose(struct metrics *m, struct evbuffer *out)
                    "When the daemon started, Unix time.");
     evbuffer_add_printf(out, "deferd_start_time_seconds %.3f\n", (double)m->start_wall_ms / 1e3);
     counters_out(m, out);
+    flows_out(m, out);
     schedules_out(m, out);
     web_out(m, out);
     if (gauges_out(m, out) != 0)
