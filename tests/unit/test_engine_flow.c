@@ -80,6 +80,69 @@ static void test_child_counted(void)
     harness_stop();
 }
 
+/* Children of one flow settled here one after the other: the first reads the flow, the
+ * next take the version and counts the one before leaves (no read, no conflict), sent while
+ * the first is still unanswered; the last reads again (the parent's payload). A failed
+ * settle drops what the daemon knew: the next reads. */
+static void test_cached_counts(void)
+{
+    harness_start("[queue a]\nttr = 10s\n[queue b]\n");
+    struct conn *c = harness_consumer("a", 4);
+    const char *k1 = delivered_child(), *k2 = delivered_child(), *k3 = delivered_child();
+    struct harness_reply *r1 = harness_ack(c, k1);
+    flow_read(0, "success", 3, 0, 0, 5);
+    struct harness_reply *r2 = harness_ack(c, k2);
+    CHECK(harness_calls() == 0 && harness_multis() == 2);
+    const struct fake_multi *m = fake_zk_multi(harness_zs(), 1);
+    CHECK(m && m->nops == 5 && m->versions[4] == 6);
+    CHECK_STR(m ? m->datas[4] : "", "on=success pending=1 acked=2 dead=0 parent=" PARENT);
+    harness_multi_ok(0, 1);
+    harness_multi_ok(0, 1);
+    CHECK(r1->done && r2->done && counts().conflicts == 0);
+    struct harness_reply *r3 = harness_ack(c, k3);
+    CHECK(harness_multis() == 0 && harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "get flow");
+    flow_read(0, "success", 1, 2, 0, 7);
+    parent_read(0);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, delete job, delete marker, "
+                                    "delete flow parent, delete flow, create job2");
+    harness_multi_ok(0, 1);
+    CHECK(r3->done && counts().released == 1);
+    harness_stop();
+}
+
+/* Two children acked while the flow is being read: one read; the second waits for it and
+ * takes the version the first leaves. A BadVersion (another daemon counted) makes the next
+ * settle read again, once for both. */
+static void test_one_read_at_a_time(void)
+{
+    harness_start("[queue a]\nttr = 10s\n[queue b]\n");
+    struct conn *c = harness_consumer("a", 4);
+    const char *k1 = delivered_child(), *k2 = delivered_child(), *k3 = delivered_child();
+    struct harness_reply *r1 = harness_ack(c, k1), *r2 = harness_ack(c, k2);
+    CHECK(harness_calls() == 1 && harness_multis() == 0);
+    flow_read(0, "success", 5, 0, 0, 5);
+    /* both in one multi (txnbatch): the second's set follows the first's */
+    CHECK(harness_calls() == 0 && harness_multis() == 1);
+    const struct fake_multi *m = fake_zk_multi(harness_zs(), 0);
+    CHECK(m && m->nops == 10 && m->versions[4] == 5 && m->versions[9] == 6);
+    harness_multi_fails(0, 9, ZBADVERSION); /* another daemon counted one in between */
+    CHECK(!r1->done && !r2->done);          /* k1 rolled back and sent again; k2 reads */
+    CHECK(harness_multis() == 1 && harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "get flow");
+    harness_multi_ok(0, 1);
+    CHECK(r1->done && !r2->done);
+    struct harness_reply *r3 = harness_ack(c, k3);
+    CHECK(harness_calls() == 1 && harness_multis() == 0); /* waits for k2's read */
+    flow_read(0, "success", 3, 2, 0, 7);
+    m = fake_zk_multi(harness_zs(), 0);
+    CHECK(harness_multis() == 1 && m && m->nops == 10 && m->versions[4] == 7 &&
+          m->versions[9] == 8);
+    harness_multi_ok(0, 1);
+    CHECK(r2->done && r3->done && counts().conflicts == 1);
+    harness_stop();
+}
+
 /* The last child: the parent's payload read, the flow's nodes deleted and the parent
  * created as a job, all in the ack's transaction. */
 static void test_last_child_releases(void)
@@ -175,6 +238,8 @@ static void test_dead_child(void)
 int main(void)
 {
     test_child_counted();
+    test_cached_counts();
+    test_one_read_at_a_time();
     test_last_child_releases();
     test_marker_gone();
     test_flow_gone();

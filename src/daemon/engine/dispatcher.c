@@ -1,4 +1,5 @@
 #include "dispatcher_int.h"
+#include "flowcache.h"
 #include "dispatcher_jobs.h"
 #include "settle.h"
 #include "jobs.h"
@@ -972,7 +973,8 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->timer = evtimer_new(d->base, on_timer, ds);
     ds->kick = event_new(d->base, -1, 0, on_kick, ds);
     ds->later = evtimer_new(d->base, on_kick, ds);
-    if (!ds->timer || !ds->kick || !ds->later || uid_init(&ds->uids) != 0) {
+    ds->flow_cache = flow_cache_new();
+    if (!ds->timer || !ds->kick || !ds->later || !ds->flow_cache || uid_init(&ds->uids) != 0) {
         dispatcher_free(ds);
         return NULL;
     }
@@ -1032,6 +1034,7 @@ void dispatcher_free(struct dispatcher *ds)
     }
     heap_free(&ds->leases);
     settle_free_held(ds);
+    flow_cache_free(ds->flow_cache);
     writehold_free(ds->writehold);
     if (ds->foreign)
         ds->foreign->free(ds);

@@ -51,6 +51,7 @@ struct dispatcher {
     /* CANCEL and RESCHEDULE answered, and the ZooKeeper calls they sent (cancel.c) */
     unsigned long long changes, change_round_trips;
     struct flow_counts flows;   /* flow.h: counted by put.c and settle.c */
+    struct flow_cache *flow_cache; /* flow.h: the flows this daemon's settles count in */
     unsigned change_round_trips_max;
     int draining;               /* SIGTERM: no new locks or pushes on any queue */
     int clock_held;             /* the cluster clock cannot be trusted (clock_sync.h) */

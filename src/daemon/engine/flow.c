@@ -4,10 +4,18 @@
 #include <string.h>
 #include <zookeeper/zookeeper.h>
 
+#include "flowcache.h"
 #include "job.h"
 #include "log.h"
 
-#define REREADS_MAX 3 /* a flow that changes under every read of it: settled without it */
+#define REREADS_MAX 3 /* a flow inconsistent under every read of it: settled without it */
+
+/* The counts after one more child counted (DEAD: as dead). */
+static void count_one(struct layout_flow *fl, int dead)
+{
+    fl->pending--;
+    *(dead ? &fl->dead : &fl->acked) += 1;
+}
 
 int flow_settle_needs_read(const struct job *job, const struct flow_settle *fs)
 {
@@ -26,6 +34,7 @@ void flow_settle_clear(struct flow_settle *fs)
 }
 
 struct flow_read {
+    struct flow_cache *cache;
     struct zkstore *zs;
     const char *root;
     const struct job *job;
@@ -36,12 +45,23 @@ struct flow_read {
     void *ctx;
 };
 
+/* The read ends: the settle goes on (RC), then the settles of the same flow that waited
+ * for this read (after it: their versions follow its own). */
 static void read_end(struct flow_read *fr, int rc)
 {
     void (*done)(void *ctx, int rc) = fr->done;
     void *ctx = fr->ctx;
+    struct flow_cache *cache = fr->cache;
+    struct flow_level lv0 = fr->fs->nlv > 0 && fr->fs->lv ? fr->fs->lv[0]
+                                                          : (struct flow_level){0};
+    char uid[LAYOUT_UID_MAX + 1];
+    int known = rc == ZOK && fr->fs->read && fr->fs->nlv > 0 && !lv0.last;
+    snprintf(uid, sizeof uid, "%s", fr->job->jn.flow);
+    fr->fs->cached = known;
+    lv0.payload = NULL;
     free(fr);
     done(ctx, rc);
+    flowcache_read_end(cache, uid, known, lv0.version, &lv0.fl, lv0.dead);
 }
 
 /* Level K's paths: the flow of FLOW's node, its parent's node, CHILD's marker. */
@@ -65,10 +85,10 @@ static void read_ends_at(struct flow_read *fr, int k)
     read_end(fr, ZOK);
 }
 
-/* A flow changed while it was read: from the child's flow again, a few times. */
+/* A flow changed while it was read (released meanwhile): from the child's flow again. */
 static void read_again(struct flow_read *fr)
 {
-    if (++fr->fs->rereads > REREADS_MAX) {
+    if (++fr->fs->rereads > 100 * REREADS_MAX) {
         log_error("flow %s: changed under %d reads; job %s is settled without it",
                   fr->job->jn.flow, REREADS_MAX, fr->job->id);
         read_ends_at(fr, 0);
@@ -159,8 +179,50 @@ static void read_level(struct flow_read *fr, const char *flow, const char *child
         read_end(fr, rc);
 }
 
-int flow_settle_read(struct zkstore *zs, const char *root, struct job *job, int dead,
-                     struct flow_settle *fs, void (*done)(void *ctx, int rc), void *ctx)
+int flow_settle_predict(struct flow_cache *cache, const char *root, const struct job *job,
+                        int dead, struct flow_settle *fs)
+{
+    int32_t version;
+    struct layout_flow fl;
+    if (!flowcache_take(cache, job->jn.flow, dead, &version, &fl))
+        return 0; /* not known, being read, or the last child: read */
+    flow_settle_clear(fs);
+    if (!(fs->lv = calloc(FLOW_DEPTH_MAX, sizeof *fs->lv)) ||
+        level_paths(root, &fs->lv[0], job->jn.flow, job->jn.uid) != 0) {
+        flowcache_answered(cache, job->jn.flow, 0, 0); /* taken, never sent */
+        flow_settle_clear(fs);
+        return 0;
+    }
+    fs->lv[0].version = version;
+    fs->lv[0].fl = fl;
+    fs->lv[0].dead = dead;
+    fs->nlv = 1;
+    fs->read = fs->cached = 1;
+    snprintf(fs->uid, sizeof fs->uid, "%s", job->jn.flow);
+    return 1;
+}
+
+void flow_settle_answered(struct flow_cache *cache, struct flow_settle *fs, int rc)
+{
+    if (!fs->cached)
+        return;
+    fs->cached = 0;
+    flowcache_answered(cache, fs->uid, rc == ZOK, fs->nlv > 0 && fs->lv && fs->lv[0].last);
+}
+
+/* Another settle of the same flow read it meanwhile: this one takes or reads now. */
+static void on_waited(void *ctx)
+{
+    struct flow_read *fr = ctx;
+    void (*done)(void *ctx, int rc) = fr->done;
+    void *dctx = fr->ctx;
+    free(fr);
+    done(dctx, ZOK);
+}
+
+int flow_settle_read(struct flow_cache *cache, struct zkstore *zs, const char *root,
+                     struct job *job, int dead, struct flow_settle *fs,
+                     void (*done)(void *ctx, int rc), void *ctx)
 {
     struct flow_read *fr = malloc(sizeof *fr);
     flow_settle_clear(fs);
@@ -168,7 +230,10 @@ int flow_settle_read(struct zkstore *zs, const char *root, struct job *job, int 
         free(fr);
         return ZSYSTEMERROR;
     }
-    *fr = (struct flow_read){zs, root, job, dead, fs, 0, done, ctx};
+    *fr = (struct flow_read){cache, zs, root, job, dead, fs, 0, done, ctx};
+    snprintf(fs->uid, sizeof fs->uid, "%s", job->jn.flow);
+    if (flowcache_wait(cache, job->jn.flow, on_waited, fr))
+        return ZOK;
     read_level(fr, job->jn.flow, job->jn.uid, dead);
     return ZOK;
 }
@@ -202,8 +267,7 @@ static int level_ops(const char *root, struct flow_level *lv, struct zk_txn_op *
         return 4;
     }
     struct layout_flow next = lv->fl;
-    next.pending--;
-    *(lv->dead ? &next.dead : &next.acked) += 1;
+    count_one(&next, lv->dead);
     if (layout_flow_data(lv->data, sizeof lv->data, &next) != 0)
         return -1;
     ops[1] = (struct zk_txn_op){.kind = ZT_SET, .path = lv->flow_path, .data = lv->data,
@@ -256,11 +320,13 @@ enum flow_refusal flow_settle_refused(struct flow_settle *fs, const struct zk_re
         fs->skip = 1;
         return FLOW_WITHOUT;
     }
+    /* BadVersion: another daemon counted first; every round one of them succeeds, so it
+     * is read again as long as it takes. Anything else is odd: a few times. */
     if (err != ZBADVERSION)
         log_warn("flow: %s refused (%s) while counting a child; reading the flows again",
                  k == 0 ? lv->marker_path : k == 3 ? lv->parent_path : lv->flow_path,
                  zerror(err));
-    if (++fs->rereads > REREADS_MAX) {
+    if (err != ZBADVERSION && ++fs->rereads > REREADS_MAX) {
         flow_settle_clear(fs);
         fs->skip = 1;
         return FLOW_WITHOUT;
@@ -389,4 +455,22 @@ int flow_cancel(struct zkstore *zs, const char *root, const char *parent_id, con
     }
     cancel_read(fc);
     return ZOK;
+}
+
+int flow_settle_parent_job(struct flow_settle *fs, const char **path, char *queue,
+                           size_t qlen, int64_t *due_ms, unsigned char **payload, size_t *len)
+{
+    struct job_name jn;
+    int dead = 0;
+    if (!flow_settle_released(fs, &dead) || dead)
+        return 0;
+    struct flow_level *lv = &fs->lv[fs->nlv - 1]; /* the top one released: the job */
+    if (!lv->last || layout_parse_id(lv->fl.parent, queue, qlen, &jn) != 0)
+        return 0;
+    *path = lv->parent_path;
+    *due_ms = (int64_t)jn.due_ms;
+    *payload = lv->payload;
+    *len = lv->len;
+    lv->payload = NULL;
+    return 1;
 }

@@ -27,6 +27,8 @@ struct job;
 #define FLOW_DEPTH_MAX 8 /* levels of flows in flows (a FLOW's parent= chains) */
 #define FLOW_OPS_MAX (4 * FLOW_DEPTH_MAX) /* a child's settle's operations on its flows */
 
+struct flow_cache; /* flowcache.h */
+
 /* One flow a settle counts in: the child's own, then (a parent dead-lettered) its parent's. */
 struct flow_level {
     int32_t version;           /* of the flow's node, as read */
@@ -47,6 +49,8 @@ struct flow_settle {
                                 * it any more (counted already, or the flow was cancelled) */
     int rereads;               /* a flow changed while read: read again */
     int first_op, nops;        /* the flows' operations in the settle's transaction */
+    int cached;                /* counted in the cache (flowcache.h): answered to it */
+    char uid[LAYOUT_UID_MAX + 1]; /* the child's flow, for the cache */
     struct flow_level *lv;     /* malloc'd: the child's flow first */
     int nlv;
 };
@@ -57,8 +61,13 @@ int flow_settle_needs_read(const struct job *job, const struct flow_settle *fs);
 /* Reads JOB's flow (and the parent's payload if JOB is its last child, and up while a
  * released parent goes to the dead letters). DEAD: JOB goes to the dead letters. DONE(CTX,
  * RC) later: ZOK when the settle can be sent (FS read, or marked skip), else the error. */
-int flow_settle_read(struct zkstore *zs, const char *root, struct job *job, int dead,
-                     struct flow_settle *fs, void (*done)(void *ctx, int rc), void *ctx);
+/* The child's flow from the cache, when it knows it and the child is not its last: 1 and FS
+ * ready (no read), else 0. */
+int flow_settle_predict(struct flow_cache *cache, const char *root, const struct job *job,
+                        int dead, struct flow_settle *fs);
+int flow_settle_read(struct flow_cache *cache, struct zkstore *zs, const char *root,
+                     struct job *job, int dead, struct flow_settle *fs,
+                     void (*done)(void *ctx, int rc), void *ctx);
 /* ROOT: the daemon's zk_root. The flows' operations for the settle's transaction into OPS
  * (FLOW_OPS_MAX of room; the settle's own come first, FIRST of them): how many (0: none). */
 int flow_settle_ops(const char *root, struct flow_settle *fs, struct zk_txn_op *ops,
@@ -76,6 +85,14 @@ enum flow_refusal {
 enum flow_refusal flow_settle_refused(struct flow_settle *fs, const struct zk_result *res);
 /* After FLOW_NO_BUCKET: the path whose directories are missing. */
 const char *flow_missing_dir(const struct flow_settle *fs, const struct zk_result *res);
+/* The settle's transaction came back (RC; ZOK: applied): the cache follows. Call before
+ * flow_settle_refused() or flow_settle_released(). */
+void flow_settle_answered(struct flow_cache *cache, struct flow_settle *fs, int rc);
+/* The settle was applied and made a parent a job (not a dead letter): its path, due time
+ * and payload (taken: *PAYLOAD is the caller's to free), so that this daemon delivers it
+ * without waiting to list it; 0 when it made none. */
+int flow_settle_parent_job(struct flow_settle *fs, const char **path, char *queue,
+                           size_t qlen, int64_t *due_ms, unsigned char **payload, size_t *len);
 /* The settle was applied: parents released (0: none), the last of them dead-lettered. */
 int flow_settle_released(const struct flow_settle *fs, int *dead);
 void flow_settle_clear(struct flow_settle *fs);

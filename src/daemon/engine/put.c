@@ -457,6 +457,21 @@ static int flow_item_refused(const struct proto_put *pp, size_t i, struct reply 
     return 0;
 }
 
+/* What a flow's transaction takes at most, as txnbatch_bytes() counts it: a job's create
+ * (its path: root, queue, buckets, a name of LAYOUT_NAME_MAX), its marker's (its path under
+ * <root>/flows and the job's id as data); a waiting parent's two nodes instead of a job. */
+static size_t flow_bytes(const char *root, const struct proto_request *req)
+{
+    size_t bytes = 0, r = strlen(root);
+    for (size_t i = 0; i < req->nitems; i++) {
+        size_t q = strlen(req->items[i].queue);
+        bytes += req->items[i].len + (r + q + 40 + LAYOUT_NAME_MAX + TXN_OP_OVERHEAD) +
+                 (r + 80 + TXN_OP_OVERHEAD) + (q + 1 + LAYOUT_NAME_MAX) +
+                 (r + 80 + TXN_OP_OVERHEAD + 96 + q + 1 + LAYOUT_NAME_MAX); /* if a parent */
+    }
+    return bytes;
+}
+
 /* Every job of the flow in one put set, each child linked to its parent (item 1 unless
  * parent= names another): one transaction. */
 static int plan_flow(struct put *p, struct proto_request *req)
@@ -489,7 +504,7 @@ static int plan_flow(struct put *p, struct proto_request *req)
         if (i > 0)
             putset_flow_child(ps, i, parent, req->flow_on == FLOW_ON_COMPLETE);
     }
-    size_t bytes = putset_bytes(ps) + req->nitems * 2 * (LAYOUT_PATH_MAX + TXN_OP_OVERHEAD);
+    size_t bytes = flow_bytes(dispatcher_root(p->ds), req);
     if (bytes > TXN_ITEM_BYTES_MAX) {
         reply_err(p->r, PE_TOO_LARGE, "the flow needs %zu bytes, over the %d one ZooKeeper "
                   "transaction carries; nothing was stored", bytes, TXN_ITEM_BYTES_MAX);

@@ -200,6 +200,18 @@ static void flows_released(struct dispatcher *ds, struct settle *st)
     /* below the top one, each released parent went to the dead letters (and up) */
     ds->flows.released += dead == 0;
     ds->flows.dead_lettered += (unsigned long long)n - 1 + (dead != 0);
+    const char *path;
+    char queue[LAYOUT_ID_MAX + 1];
+    int64_t due;
+    unsigned char *payload;
+    size_t len;
+    struct dqueue *q;
+    /* made a job here: delivered without waiting to list it, as a job put here */
+    if (flow_settle_parent_job(&st->flow, &path, queue, sizeof queue, &due, &payload, &len)) {
+        if ((q = dispatcher_queue(ds, queue)))
+            ds->put_env.stored(ds->put_env.engine, q, path, due, &payload, len);
+        free(payload);
+    }
     log_info("queue %s: job %s was the last child of its flow: %d parent%s released, the last "
              "%s", st->job->q->cfg->name, st->job->id, n, n == 1 ? "" : "s",
              dead ? "to the dead letters" : "due");
@@ -289,10 +301,11 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
     struct lock_paths lp;
-    if (ends_job(st) && flow_settle_needs_read(job, &st->flow)) {
+    if (ends_job(st) && flow_settle_needs_read(job, &st->flow) &&
+        !flow_settle_predict(ds->flow_cache, dispatcher_root(ds), job, st->bury, &st->flow)) {
         job_transition(job, JE_SETTLE); /* its lease stops: the read is part of the settle */
-        return flow_settle_read(ds->d->zs, dispatcher_root(ds), job, st->bury, &st->flow,
-                                on_flow_read, st);
+        return flow_settle_read(ds->flow_cache, ds->d->zs, dispatcher_root(ds), job, st->bury,
+                                &st->flow, on_flow_read, st);
     }
     lock_paths(job, &lp);
     struct zk_txn_op ops[5 + LIMIT_OPS_MAX + FLOW_OPS_MAX] = {
@@ -370,6 +383,7 @@ static void on_settled(const struct zk_result *res, void *ctx)
     struct job *job = st->job;
     struct dispatcher *ds = job->q->ds;
     int rc = res->rc;
+    flow_settle_answered(ds->flow_cache, &st->flow, rc);
     int no_bucket = rc == ZNONODE && st->has_delay && res->op_err && res->nops > 3 &&
                     res->op_err[3] == ZNONODE && zk_failed_op(res) == 3;
     if (no_bucket && make_parents_of(ds, st, st->next_path))
