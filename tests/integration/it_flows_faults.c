@@ -1,0 +1,240 @@
+/* Flows under faults (issue 41): a 3-member ensemble, three daemons, two consumers on each.
+ * 100 flows of 100 children (queue a), their parents in queue b. Meanwhile a consumer is cut
+ * while it holds jobs (a worker killed), daemon 0 is killed with SIGKILL (its consumers go
+ * with it) and the ZooKeeper leader is killed (an election). Judged from the consumers' own
+ * stamps: every parent delivered and acked; none delivered before the last ack that settled
+ * one of its children was sent (every ack sent counts but those answered as failed: an ack
+ * whose answer was lost may have settled its child); a parent's first delivery once (a
+ * second only as a redelivery after a fault); none stuck: at the end no job and no flow's
+ * node is left. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define NDAEMONS 3
+#define NCONS (2 * NDAEMONS)
+#define FLOWS 100
+#define CHILDREN 100
+#define HELD_MAX 64
+
+static struct daemon_proc d[NDAEMONS];
+static char root[128], ensdir[256];
+
+struct flow {
+    char parent[DEFERD_ID_SIZE];
+    int64_t last_ack_sent;      /* the latest ack of a child that may have settled it */
+    int64_t first_delivery;     /* the parent's, 0: not yet */
+    int first_attempts;         /* deliveries of the parent with attempt 1 */
+    int acked;                  /* the parent's ack answered OK */
+};
+static struct flow flows[FLOWS];
+
+struct cons {
+    deferd_client *c;
+    int daemon;
+    struct { char id[DEFERD_ID_SIZE]; int flow; int64_t sent; int parent; } acks[HELD_MAX * 4];
+    int nacks;
+};
+static struct cons cons[NCONS];
+
+static void connect_cons(struct cons *k, int daemon)
+{
+    *k = (struct cons){.c = client(&d[daemon]), .daemon = daemon};
+    CHECK(k->c && deferd_subscribe(k->c, "a,b", 16) == DEFERD_OK);
+}
+
+/* The connection goes: acks sent and not answered may have settled their jobs. */
+static void drop_cons(struct cons *k)
+{
+    deferd_close(k->c);
+    k->c = NULL;
+    k->nacks = 0;
+}
+
+static int flow_of(const deferd_job *job)
+{
+    int f = atoi((const char *)job->payload);
+    return f >= 0 && f < FLOWS ? f : 0;
+}
+
+/* Answers of acks: a failed one did not settle its job (it comes again). */
+static void collect(struct cons *k)
+{
+    char id[DEFERD_ID_SIZE];
+    int rc;
+    while (k->c && deferd_acks_outstanding(k->c) > 0 &&
+           (rc = deferd_ack_recv(k->c, id, sizeof id, 0)) != DEFERD_ETIMEDOUT) {
+        for (int i = 0; i < k->nacks; i++) {
+            if (strcmp(k->acks[i].id, id) != 0)
+                continue;
+            struct flow *f = &flows[k->acks[i].flow];
+            if (rc == DEFERD_OK && k->acks[i].parent)
+                f->acked = 1;
+            else if (rc == DEFERD_OK && k->acks[i].sent > f->last_ack_sent)
+                f->last_ack_sent = k->acks[i].sent;
+            k->acks[i] = k->acks[--k->nacks];
+            break;
+        }
+        if (rc != DEFERD_OK && rc != DEFERD_ESERVER) { /* the connection broke */
+            drop_cons(k);
+            return;
+        }
+    }
+}
+
+/* Acks not answered when their connection went: each may have settled its child. */
+static void count_unanswered(struct cons *k)
+{
+    for (int i = 0; i < k->nacks; i++)
+        if (!k->acks[i].parent && k->acks[i].sent > flows[k->acks[i].flow].last_ack_sent)
+            flows[k->acks[i].flow].last_ack_sent = k->acks[i].sent;
+}
+
+static void take(struct cons *k)
+{
+    deferd_job job;
+    if (!k->c || k->nacks >= HELD_MAX || deferd_next_job(k->c, &job, 1) != DEFERD_OK)
+        return;
+    int f = flow_of(&job), parent = strcmp(job.queue, "b") == 0;
+    int64_t now = now_ms();
+    if (parent) {
+        CHECK_STR(job.id, flows[f].parent);
+        if (!flows[f].first_delivery)
+            flows[f].first_delivery = now;
+        flows[f].first_attempts += job.attempt == 1;
+        if (now < flows[f].last_ack_sent)
+            printf("faults: flow %d: parent delivered %lld ms before its last child's ack\n",
+                   f, (long long)(flows[f].last_ack_sent - now));
+        CHECK(now >= flows[f].last_ack_sent);
+    }
+    snprintf(k->acks[k->nacks].id, DEFERD_ID_SIZE, "%s", job.id);
+    k->acks[k->nacks].flow = f;
+    k->acks[k->nacks].parent = parent;
+    k->acks[k->nacks].sent = now;
+    if (deferd_ack_send(k->c, job.id) == DEFERD_OK)
+        k->nacks++;
+    deferd_job_clear(&job);
+}
+
+static int flows_left(zhandle_t *zh)
+{
+    char dir[300];
+    struct String_vector sv = {0};
+    snprintf(dir, sizeof dir, "%s/flows", root);
+    if (zoo_get_children(zh, dir, 0, &sv) != ZOK)
+        return -1;
+    int n = sv.count;
+    deallocate_String_vector(&sv);
+    return n;
+}
+
+static void put_flows(deferd_client *p)
+{
+    static deferd_put_item items[CHILDREN + 1];
+    static char payloads[FLOWS][8];
+    for (int f = 0; f < FLOWS; f++) {
+        snprintf(payloads[f], sizeof payloads[f], "%d", f);
+        for (int i = 0; i <= CHILDREN; i++)
+            items[i] = (deferd_put_item){.queue = i ? "a" : "b", .payload = payloads[f],
+                                         .len = strlen(payloads[f])};
+        int rc = deferd_put_flow(p, items, CHILDREN + 1, "success");
+        if (rc != DEFERD_OK)
+            printf("faults: flow %d: %s\n", f, deferd_last_error(p));
+        CHECK(rc == DEFERD_OK);
+        snprintf(flows[f].parent, DEFERD_ID_SIZE, "%s", items[0].id);
+    }
+}
+
+int main(void)
+{
+    harness_init("flows_faults", root, sizeof root);
+    snprintf(ensdir, sizeof ensdir, "/tmp/deferd-it-%d-ens", (int)getpid());
+    char hosts[100];
+    if (zk_sandbox("ensemble", ensdir, hosts, sizeof hosts) != 0)
+        return 1;
+    hosts[strcspn(hosts, "\n")] = '\0';
+    snprintf(harness_zk_hosts, sizeof harness_zk_hosts, "%s", hosts);
+    const char *const ov[] = {"zookeeper.session_timeout=10s", NULL};
+    if (daemons_start(d, NDAEMONS, root, ov) != 0)
+        return 1;
+    deferd_client *p = client(&d[1]);
+    put_flows(p);
+    deferd_close(p);
+    for (int k = 0; k < NCONS; k++)
+        connect_cons(&cons[k], k % NDAEMONS);
+    zhandle_t *zh = zk_connect();
+    int64_t t0 = now_ms(), deadline = t0 + 60000, next_count = t0 + 2000;
+    int stage = 0, done = 0, member = -1;
+    while (!done && now_ms() < deadline) {
+        for (int k = 0; k < NCONS; k++) {
+            for (int j = 0; j < 8; j++)
+                take(&cons[k]);
+            collect(&cons[k]);
+        }
+        int64_t t = now_ms() - t0;
+        if (stage == 0 && t > 1000 && cons[3].nacks) { /* a worker killed while it holds */
+            printf("faults: consumer 3 cut with %d acks unanswered at %lld ms\n",
+                   cons[3].nacks, (long long)t);
+            count_unanswered(&cons[3]);
+            drop_cons(&cons[3]);
+            connect_cons(&cons[3], 1);
+            stage = 1;
+        } else if (stage == 1 && t > 2500) { /* daemon 0 killed: its consumers go */
+            daemon_kill(&d[0], SIGKILL);
+            for (int k = 0; k < NCONS; k++)
+                if (cons[k].daemon == 0 && cons[k].c) {
+                    count_unanswered(&cons[k]);
+                    drop_cons(&cons[k]);
+                }
+            printf("faults: daemon 0 killed at %lld ms\n", (long long)t);
+            stage = 2;
+        } else if (stage == 2 && t > 4500) {
+            member = zk_kill_leader(ensdir);
+            char dir[300];
+            CHECK(member >= 0);
+            snprintf(dir, sizeof dir, "%s/node%d", ensdir, member);
+            CHECK(zk_sandbox("restart", dir, NULL, 0) == 0);
+            printf("faults: leader (member %d) killed and restarted at %lld ms\n", member,
+                   (long long)(now_ms() - t0));
+            stage = 3;
+        }
+        if (stage == 3 && now_ms() >= next_count) {
+            int all = 1;
+            for (int f = 0; f < FLOWS && all; f++)
+                all = flows[f].acked;
+            int fl = flows_left(zh), ja = zk_count_jobs(zh, root, "a"),
+                jb = zk_count_jobs(zh, root, "b");
+            if (fl < 0 || ja < 0 || jb < 0) { /* this test's own session, cut by the election */
+                zookeeper_close(zh);
+                zh = zk_connect();
+            }
+            done = all && fl == 0 && ja == 0 && jb == 0;
+            next_count = now_ms() + 500;
+        }
+    }
+    int delivered = 0, acked = 0, twice = 0;
+    for (int f = 0; f < FLOWS; f++) {
+        delivered += flows[f].first_delivery != 0;
+        acked += flows[f].acked;
+        twice += flows[f].first_attempts > 1;
+    }
+    printf("faults: %d flows of %d children in %lld ms: %d parents delivered, %d acked, %d "
+           "delivered twice as a first attempt\n", FLOWS, CHILDREN, (long long)(now_ms() - t0),
+           delivered, acked, twice);
+    printf("faults: left: %d flows, %d jobs in a, %d in b\n", flows_left(zh),
+           zk_count_jobs(zh, root, "a"), zk_count_jobs(zh, root, "b"));
+    CHECK(stage == 3 && done);
+    CHECK(delivered == FLOWS && acked == FLOWS && twice == 0);
+    CHECK(flows_left(zh) == 0);
+    for (int k = 0; k < NCONS; k++)
+        if (cons[k].c)
+            drop_cons(&cons[k]);
+    for (int i = 1; i < NDAEMONS; i++)
+        daemon_kill(&d[i], SIGTERM);
+    zookeeper_close(zh);
+    zk_sandbox("stop", ensdir, NULL, 0);
+    return check_report("it_flows_faults");
+}
