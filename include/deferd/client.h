@@ -408,6 +408,11 @@ int deferd_put_flow(deferd_client *c, deferd_put_item *items, size_t n, const ch
  * error as for deferd_put_batch() ("TOO_LARGE" when it all does not fit one ZooKeeper
  * transaction); then nothing was created and the job is still held. */
 int deferd_ack_then(deferd_client *c, const char *job_id, deferd_put_item *items, size_t n);
+/* The same for a flow's child (docs/flows.md): the n follow-ups join the job's flow, in the
+ * same transaction as its ack, so its parent also waits for them (a crawler that grows its
+ * flow). Items take no key. "NOT_FOUND" when the flow is gone (released or cancelled);
+ * "BAD_REQUEST" when the job is no flow's child. Nothing changed on an error. */
+int deferd_ack_join(deferd_client *c, const char *job_id, deferd_put_item *items, size_t n);
 
 /* Nacks a held job (delay_ms as for deferd_nack()) and creates n follow-up jobs in one
  * transaction. new_id (if not NULL) gets the job's new id when it was moved, else "". */

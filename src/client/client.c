@@ -525,7 +525,8 @@ int deferd_put_flow(deferd_client *c, deferd_put_item *items, size_t n, const ch
     return rc == DEFERD_OK ? wire_items_reply(c, c->reply, items, n, NULL) : rc;
 }
 
-int deferd_ack_then(deferd_client *c, const char *job_id, deferd_put_item *items, size_t n)
+static int ack_with(deferd_client *c, const char *job_id, deferd_put_item *items, size_t n,
+                    int join)
 {
     if (c == NULL)
         return DEFERD_EARG;
@@ -533,11 +534,25 @@ int deferd_ack_then(deferd_client *c, const char *job_id, deferd_put_item *items
     int rc = check_job_id(c, job_id);
     if (rc == DEFERD_OK)
         rc = check_items(c, items, n);
+    for (size_t i = 0; rc == DEFERD_OK && join && i < n; i++)
+        if (items[i].opts.key)
+            rc = client_fail(c, DEFERD_EARG, "item %zu: a follow-up that joins a flow takes "
+                             "no key", i + 1);
     if (rc == DEFERD_OK)
-        rc = wire_line_add(c, &l, "ACK %s then=%zu", job_id, n);
+        rc = wire_line_add(c, &l, "ACK %s then=%zu%s", job_id, n, join ? " join=1" : "");
     if (rc == DEFERD_OK)
         rc = transact_items(c, &l, items, n);
     return rc == DEFERD_OK ? wire_items_reply(c, c->reply, items, n, NULL) : rc;
+}
+
+int deferd_ack_then(deferd_client *c, const char *job_id, deferd_put_item *items, size_t n)
+{
+    return ack_with(c, job_id, items, n, 0);
+}
+
+int deferd_ack_join(deferd_client *c, const char *job_id, deferd_put_item *items, size_t n)
+{
+    return ack_with(c, job_id, items, n, 1);
 }
 
 int deferd_nack_then(deferd_client *c, const char *job_id, int64_t delay_ms,

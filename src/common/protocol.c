@@ -114,6 +114,10 @@ static int parse_option(char *tok, struct proto_request *r, struct proto_error *
         r->flow_parent = (uint32_t)n;
         return 0;
     }
+    if (strcmp(tok, "join") == 0 && r->cmd == CMD_ACK && strcmp(v, "1") == 0 && !r->flow_join) {
+        r->flow_join = 1;
+        return 0;
+    }
     if (strcmp(tok, "on") == 0 && r->cmd == CMD_FLOW) {
         if (strcmp(v, "success") != 0 && strcmp(v, "complete") != 0)
             return bad(err, PE_BAD_REQUEST, "FLOW on= is success or complete, not '%.20s'", v);

@@ -67,6 +67,8 @@ struct proto_request {
     char group[NAMES_GROUP_MAX + 1];                  /* PUT: "" or group= (its job's group
                                                        * for fair turns; not a BATCH's) */
     uint32_t flow_parent;                             /* PUT in a FLOW: parent=<item> */
+    int flow_join;                                    /* ACK join=1: follow-ups join the
+                                                       * job's flow */
     int force;                                        /* CANCEL force=1 */
     int unrun;                                        /* NACK unrun=1: never started */
     uint32_t then;                                    /* BATCH n, FLOW n; ACK, NACK then=n */

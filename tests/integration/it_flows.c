@@ -282,6 +282,57 @@ static void cancels(deferd_client *ca, deferd_client *cb)
     CHECK(zk_count_jobs(zh, root, "a") == 0 && zk_count_jobs(zh, root, "b") == 0);
 }
 
+/* A crawler: the flow starts with one seed; each page acked with join=1 adds the links it
+ * found to the flow, in its ack's transaction; the parent waits for all of them. */
+static void crawler(deferd_client *ca, deferd_client *cb)
+{
+    char ids[2][DEFERD_ID_SIZE], data[512];
+    CHECK(put_flow(NULL, "b", "a", 1, ids) == 0);
+    deferd_job job;
+    int pages = 0, links = 0;
+    while (pages < 7 && deferd_next_job(ca, &job, 5000) == DEFERD_OK) {
+        pages++;
+        /* the seed finds 3 links, each of those 1 more (1 + 3 + 3 pages in all) */
+        int found = job.payload[0] == 'c' ? 3 : job.payload[0] == 'l' ? 1 : 0;
+        deferd_put_item items[3];
+        for (int i = 0; i < found; i++)
+            items[i] = (deferd_put_item){.queue = "a", .payload = found == 3 ? "l" : "m",
+                                         .len = 1};
+        int rc = found ? deferd_ack_join(ca, job.id, items, (size_t)found)
+                       : deferd_ack(ca, job.id);
+        if (rc != DEFERD_OK)
+            printf("flows: crawler ack: %s\n", deferd_last_error(ca));
+        CHECK(rc == DEFERD_OK);
+        links += found;
+        char tag[40];
+        snprintf(tag, sizeof tag, "-f%s", strrchr(ids[0], '-') + 1); /* the parent's uid */
+        for (int i = 0; i < found; i++)
+            CHECK(strstr(items[i].id, tag) != NULL);
+        deferd_job_clear(&job);
+        if (pages == 1) {
+            CHECK(flow_node(ids[0], data, sizeof data) > 0);
+            CHECK_CONTAINS(data, "pending=3 acked=1");
+        }
+    }
+    CHECK(pages == 7 && links == 6);
+    CHECK(deferd_next_job(cb, &job, 5000) == DEFERD_OK);
+    CHECK_STR(job.id, ids[0]);
+    CHECK(deferd_ack(cb, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    CHECK(flow_node(ids[0], data, sizeof data) < 0);
+    /* join=1 of a job in no flow, and a follow-up with a key that would join */
+    char id[DEFERD_ID_SIZE];
+    CHECK(put_job(ca, "a", "plain", 0, -1, -1, id) == 0);
+    CHECK(deferd_next_job(ca, &job, 5000) == DEFERD_OK);
+    deferd_put_item it = {.queue = "a", .payload = "x", .len = 1};
+    CHECK(deferd_ack_join(ca, job.id, &it, 1) == DEFERD_ESERVER);
+    CHECK_CONTAINS(deferd_last_error(ca), "is not a flow's child");
+    it.opts.key = "k1";
+    CHECK(deferd_ack_join(ca, job.id, &it, 1) == DEFERD_EARG);
+    CHECK(deferd_ack(ca, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+}
+
 /* A number of daemon K's STATS line, or -1. */
 static long stat_of(int k, const char *field)
 {
@@ -334,17 +385,18 @@ int main(void)
     ce_global = ce;
     nested(ca[0], cb);
     cancels(ca[0], cb);
+    crawler(ca[0], cb);
     dead_child(ce, cb);
     contended(ca, cb);
-    /* every flow was put through daemon 0: 11 waiting parents (fan_in 1, deferctl 1,
-     * dead_child 2, contended 1, nested 3 + 2, cancels 1); released by either daemon: 7
-     * made jobs, 3 dead letters */
-    CHECK(stat_of(0, "flows_opened") == 11 && stat_of(1, "flows_opened") == 0);
+    /* every flow was put through daemon 0: 12 waiting parents (fan_in 1, deferctl 1,
+     * dead_child 2, contended 1, nested 3 + 2, cancels 1, crawler 1); released by either
+     * daemon: 8 made jobs, 3 dead letters */
+    CHECK(stat_of(0, "flows_opened") == 12 && stat_of(1, "flows_opened") == 0);
     long released = stat_of(0, "flows_released") + stat_of(1, "flows_released");
     long dead = stat_of(0, "flows_dead_lettered") + stat_of(1, "flows_dead_lettered");
     printf("flows: opened %ld %ld, released %ld, dead-lettered %ld, version conflicts %ld + %ld\n", stat_of(0, "flows_opened"), stat_of(1, "flows_opened"), released,
            dead, stat_of(0, "flow_conflicts"), stat_of(1, "flow_conflicts"));
-    CHECK(released == 7 && dead == 3);
+    CHECK(released == 8 && dead == 3);
     for (int k = 0; k < 2; k++)
         deferd_close(ca[k]);
     deferd_close(cb);

@@ -16,7 +16,7 @@ QUEUES = {
     "cons": "priority = 7\nttr = 30s", "pipe": "", "lease": "", "forced": "",
     "follow": "", "out": "", "nacks": "backoff_min = 0", "unrun": "",
     "subq": "", "empty": "", "lastnack": "max_attempts = 1", "grouped": "",
-    "fanout": "", "fanin": "",
+    "fanout": "", "fanin": "", "seeds": "", "grown": "",
 }
 D: Daemon
 
@@ -157,6 +157,27 @@ class Producer(unittest.TestCase):
                 p.put_flow(("fanin", b"x"), [("fanout", b"y")], on="maybe")
             with self.assertRaises(ValueError):
                 p.put_flow(("fanin", b"x"), [])
+
+    def test_flow_grows(self) -> None:
+        """A child acked with join=True adds its follow-ups to the flow: the parent waits."""
+        with D.client() as p, D.client() as c:
+            res = p.put_flow(("grown", b"report"), [("seeds", b"seed")])
+            c.subscribe(["seeds", "grown"], inflight=4)
+            seed = c.next_job(timeout=10)
+            self.assertEqual(seed.id, res.ids[1])
+            links = seed.ack(then=[("seeds", b"link 1"), ("seeds", b"link 2")], join=True)
+            self.assertEqual(len(links.ids), 2)
+            self.assertEqual(pending("grown"), 0)
+            for _ in range(2):
+                job = c.next_job(timeout=10)
+                self.assertIn(job.id, links.ids)
+                self.assertEqual(pending("grown"), 0)
+                job.ack(wait=True)
+            parent = c.next_job(timeout=10)
+            self.assertEqual(parent.id, res.ids[0])
+            parent.ack()
+            with self.assertRaises(ValueError):
+                deferd.client.encode_ack("a/1-2-u", None, True)
 
 
 class Consumer(unittest.TestCase):

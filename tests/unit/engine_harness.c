@@ -585,6 +585,12 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
     return -1;
 }
 
+void putset_flow_join(struct putset *ps, const char *flow_uid)
+{
+    (void)ps, (void)flow_uid;
+    not_reached("putset_flow_join");
+}
+
 size_t putset_bytes(const struct putset *ps)
 {
     (void)ps;

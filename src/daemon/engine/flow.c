@@ -10,10 +10,10 @@
 
 #define REREADS_MAX 3 /* a flow inconsistent under every read of it: settled without it */
 
-/* The counts after one more child counted (DEAD: as dead). */
-static void count_one(struct layout_flow *fl, int dead)
+/* The counts after one more child counted (DEAD: as dead), ADDED children added. */
+static void count_one(struct layout_flow *fl, int dead, unsigned added)
 {
-    fl->pending--;
+    fl->pending = fl->pending - 1 + added;
     *(dead ? &fl->dead : &fl->acked) += 1;
 }
 
@@ -61,7 +61,7 @@ static void read_end(struct flow_read *fr, int rc)
     lv0.payload = NULL;
     free(fr);
     done(ctx, rc);
-    flowcache_read_end(cache, uid, known, lv0.version, &lv0.fl, lv0.dead);
+    flowcache_read_end(cache, uid, known, lv0.version, &lv0.fl, lv0.dead, lv0.added);
 }
 
 /* Level K's paths: the flow of FLOW's node, its parent's node, CHILD's marker. */
@@ -159,7 +159,7 @@ static void on_flow_read(const struct zk_result *res, void *ctx)
         return;
     }
     lv->version = res->stat.version;
-    lv->last = lv->fl.pending <= 1;
+    lv->last = lv->fl.pending + lv->added <= 1;
     if (!lv->last) {
         read_ends_at(fr, fr->k + 1);
         return;
@@ -173,6 +173,7 @@ static void read_level(struct flow_read *fr, const char *flow, const char *child
 {
     struct flow_level *lv = &fr->fs->lv[fr->k];
     lv->dead = dead;
+    lv->added = fr->k == 0 ? fr->fs->added : 0; /* ACK join=1: the child's own flow grows */
     int rc = level_paths(fr->root, lv, flow, child) != 0
                  ? ZBADARGUMENTS : zkstore_get(fr->zs, lv->flow_path, on_flow_read, fr);
     if (rc != ZOK)
@@ -184,7 +185,7 @@ int flow_settle_predict(struct flow_cache *cache, const char *root, const struct
 {
     int32_t version;
     struct layout_flow fl;
-    if (!flowcache_take(cache, job->jn.flow, dead, &version, &fl))
+    if (!flowcache_take(cache, job->jn.flow, dead, fs->added, &version, &fl))
         return 0; /* not known, being read, or the last child: read */
     flow_settle_clear(fs);
     if (!(fs->lv = calloc(FLOW_DEPTH_MAX, sizeof *fs->lv)) ||
@@ -196,6 +197,7 @@ int flow_settle_predict(struct flow_cache *cache, const char *root, const struct
     fs->lv[0].version = version;
     fs->lv[0].fl = fl;
     fs->lv[0].dead = dead;
+    fs->lv[0].added = fs->added;
     fs->nlv = 1;
     fs->read = fs->cached = 1;
     snprintf(fs->uid, sizeof fs->uid, "%s", job->jn.flow);
@@ -267,7 +269,7 @@ static int level_ops(const char *root, struct flow_level *lv, struct zk_txn_op *
         return 4;
     }
     struct layout_flow next = lv->fl;
-    count_one(&next, lv->dead);
+    count_one(&next, lv->dead, lv->added);
     if (layout_flow_data(lv->data, sizeof lv->data, &next) != 0)
         return -1;
     ops[1] = (struct zk_txn_op){.kind = ZT_SET, .path = lv->flow_path, .data = lv->data,

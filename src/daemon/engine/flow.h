@@ -35,6 +35,7 @@ struct flow_level {
     struct layout_flow fl;     /* its counts, as read */
     int last;                  /* the settling child is its last: the parent is released */
     int dead;                  /* the child counts as dead here */
+    unsigned added;            /* children its settle adds here (ACK join=1) */
     unsigned char *payload;    /* the parent's, when released */
     size_t len;
     char flow_path[LAYOUT_PATH_MAX], marker_path[LAYOUT_PATH_MAX];
@@ -50,6 +51,8 @@ struct flow_settle {
     int rereads;               /* a flow changed while read: read again */
     int first_op, nops;        /* the flows' operations in the settle's transaction */
     int cached;                /* counted in the cache (flowcache.h): answered to it */
+    unsigned added;            /* ACK join=1: the follow-ups join the child's flow; set by
+                                * the caller before the first read */
     char uid[LAYOUT_UID_MAX + 1]; /* the child's flow, for the cache */
     struct flow_level *lv;     /* malloc'd: the child's flow first */
     int nlv;

@@ -69,23 +69,23 @@ static struct flow_entry *entry_of(struct flow_cache *c, const char *uid, int ma
 }
 
 /* One child more counted, as the settle just sent will leave it. */
-static void move_on(struct flow_entry *e, int dead)
+static void move_on(struct flow_entry *e, int dead, unsigned added)
 {
     e->version++;
-    e->fl.pending--;
+    e->fl.pending = e->fl.pending - 1 + added;
     *(dead ? &e->fl.dead : &e->fl.acked) += 1;
     e->in_flight++;
 }
 
-int flowcache_take(struct flow_cache *c, const char *uid, int dead, int32_t *version,
-                   struct layout_flow *fl)
+int flowcache_take(struct flow_cache *c, const char *uid, int dead, unsigned added,
+                   int32_t *version, struct layout_flow *fl)
 {
     struct flow_entry *e = entry_of(c, uid, 0);
-    if (!e || !e->known || e->reading || e->fl.pending <= 1)
+    if (!e || !e->known || e->reading || e->fl.pending + added <= 1)
         return 0;
     *version = e->version;
     *fl = e->fl;
-    move_on(e, dead);
+    move_on(e, dead, added);
     return 1;
 }
 
@@ -108,7 +108,7 @@ int flowcache_wait(struct flow_cache *c, const char *uid, void (*done)(void *ctx
 }
 
 void flowcache_read_end(struct flow_cache *c, const char *uid, int known, int32_t version,
-                        const struct layout_flow *fl, int dead)
+                        const struct layout_flow *fl, int dead, unsigned added)
 {
     struct flow_entry *e = entry_of(c, uid, 0);
     if (!e)
@@ -118,7 +118,7 @@ void flowcache_read_end(struct flow_cache *c, const char *uid, int known, int32_
     if (known) {
         e->version = version;
         e->fl = *fl;
-        move_on(e, dead);
+        move_on(e, dead, added);
     }
     struct waiter *w = e->waiters; /* each may read, wait or drop again: detached first */
     e->waiters = NULL;

@@ -38,6 +38,7 @@ struct putset {
     unsigned char *op_what;     /* per operation: OP_KEY, OP_JOB, OP_PACK */
     struct putpacks packs;
     int flow_on_complete;       /* FLOW on=complete */
+    char join[LAYOUT_UID_MAX + 1]; /* ACK join=1: the flow the set's jobs join, or "" */
     int rounds, lookups, lookup_rc;
     struct putjob *checking;    /* its directories' creates are being asked why */
     int counted;                /* putset_created() done */
@@ -84,6 +85,11 @@ void putset_free(struct putset *ps)
 }
 
 size_t putset_count(const struct putset *ps) { return ps->n; }
+
+void putset_flow_join(struct putset *ps, const char *flow_uid)
+{
+    snprintf(ps->join, sizeof ps->join, "%s", flow_uid);
+}
 
 int putset_flow_child(struct putset *ps, size_t child, size_t parent, int on_complete)
 {
@@ -313,9 +319,10 @@ static int name_job(struct putset *ps, struct putjob *pj)
     uid_next(ps->env->uids, pj->jn.uid);
     pj->jn.shard[0] = '\0';
     pj->marker_path[0] = '\0';
-    if (pj->flow_parent >= 0) { /* a flow's child: its name carries its parent's uid */
-        const struct putjob *parent = &ps->jobs[pj->flow_parent];
-        memcpy(pj->jn.flow, parent->jn.uid, sizeof pj->jn.flow);
+    if (pj->flow_parent >= 0 || ps->join[0]) { /* a flow's child: its name carries its
+                                                  * parent's uid */
+        memcpy(pj->jn.flow, pj->flow_parent >= 0 ? ps->jobs[pj->flow_parent].jn.uid : ps->join,
+               sizeof pj->jn.flow);
         if (layout_flow_marker_path(pj->marker_path, sizeof pj->marker_path,
                                     ps->env->d->cfg->zk_root, pj->jn.flow, pj->jn.uid) != 0)
             return ZK_ETOOLONG;

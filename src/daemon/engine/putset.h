@@ -45,6 +45,9 @@ size_t putset_count(const struct putset *ps);
  * children (stored as a flow, not a job; on=complete: ON_COMPLETE). Neither is packed. -1
  * for a parent that does not come before the child. */
 int putset_flow_child(struct putset *ps, size_t child, size_t parent, int on_complete);
+/* ACK join=1: every job of the set is a child of the existing flow FLOW_UID (its name
+ * carries it, and it is created with its marker). */
+void putset_flow_join(struct putset *ps, const char *flow_uid);
 /* Every job has a key: sending the set again can never store one of them twice (the key
  * answers the job an earlier send stored). */
 int putset_all_keyed(const struct putset *ps);

@@ -291,6 +291,15 @@ static int send_settle(struct dispatcher *ds, struct settle *st);
 static void on_flow_read(void *ctx, int rc)
 {
     struct settle *st = ctx;
+    if (rc == ZOK && st->flow.skip && st->flow.added) { /* ACK join=1, the flow gone */
+        reply_err(st->r, PE_NOT_FOUND, "job %s: its flow is gone (its parent was released or "
+                  "cancelled): its follow-ups cannot join it; nothing was changed",
+                  st->job->id);
+        lease_arm(st->job->q->ds, st->job); /* still held, as before the ack */
+        job_transition(st->job, JE_KEEP);
+        settle_free(st);
+        return;
+    }
     if (rc == ZOK && (rc = send_settle(st->job->q->ds, st)) == ZOK)
         return;
     settle_failed(st, rc);
@@ -568,7 +577,21 @@ static int take_followups(struct dispatcher *ds, struct settle *st, struct proto
         reply_err(st->r, PE_INTERNAL, "out of memory");
         return -1;
     }
+    if (req->flow_join && !st->job->jn.flow[0]) {
+        reply_err(st->r, PE_BAD_REQUEST, "job %s is not a flow's child: join=1 adds children "
+                  "to the acked job's flow; nothing was changed", st->job->id);
+        return -1;
+    }
+    if (req->flow_join) {
+        putset_flow_join(st->followups, st->job->jn.flow);
+        st->flow.added = (unsigned)req->nitems;
+    }
     for (size_t i = 0; i < req->nitems; i++) {
+        if (req->flow_join && req->items[i].key[0]) { /* a duplicate would never settle */
+            reply_err(st->r, PE_BAD_REQUEST, "item %zu: a follow-up that joins a flow takes "
+                      "no key; nothing was changed", i + 1);
+            return -1;
+        }
         if (req->items[i].idem[0]) { /* they go with the ack, whose own retry is its job id */
             reply_err(st->r, PE_BAD_REQUEST, "item %zu: a follow-up takes no idem token; "
                       "nothing was changed", i + 1);

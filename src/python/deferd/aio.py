@@ -90,7 +90,7 @@ class Job(BaseJob):
         return await reply.result() if wait else reply
 
     async def ack(self, then: Optional[Iterable[PutLike]] = None,
-                  wait: Optional[bool] = None) -> Any:
+                  wait: Optional[bool] = None, join: bool = False) -> Any:
         """Acknowledges the job: it is deleted.
 
         With ``then``, the follow-up jobs are created in the same ZooKeeper transaction (all
@@ -98,9 +98,10 @@ class Job(BaseJob):
         by default, the ack is pipelined: written without waiting for its reply, it returns
         the :class:`Reply`; a failure is raised by the next :meth:`Client.next_job`,
         :meth:`Client.next_event` or :meth:`Client.flush` (or given to ``on_ack_error``).
-        ``wait=True`` waits and raises here.
+        ``wait=True`` waits and raises here. ``join=True``: the follow-ups join the job's
+        flow (docs/flows.md).
         """
-        return await self._settle(*encode_ack(self.id, then), wait)
+        return await self._settle(*encode_ack(self.id, then, join), wait)
 
     async def nack(self, delay: Optional[Seconds] = None, unrun: bool = False,
                    then: Optional[Iterable[PutLike]] = None, wait: Optional[bool] = None) -> Any:

@@ -317,17 +317,19 @@ class Job(BaseJob):
         return self.reply.result() if wait else self.reply
 
     def ack(self, then: Optional[Iterable[PutLike]] = None,
-            wait: Optional[bool] = None) -> Any:
+            wait: Optional[bool] = None, join: bool = False) -> Any:
         """Acknowledges the job: it is deleted.
 
         With ``then``, the follow-up jobs are created in the same ZooKeeper transaction as the
-        ack (all or none, with it); the call waits and returns a :class:`BatchResult`.
+        ack (all or none, with it); the call waits and returns a :class:`BatchResult`. With
+        ``join=True`` (a flow's child, docs/flows.md) they join the job's flow: its parent
+        waits for them too.
         Otherwise, by default (``Client(pipeline=True)``), the ack is sent without waiting:
         the returned :class:`Reply` is checked as it arrives and a failure is raised by the
         next :meth:`Client.next_job`, :meth:`Client.next_event` or :meth:`Client.flush`.
         ``wait=True`` waits and raises here.
         """
-        return self._settle(*encode_ack(self.id, then), wait)
+        return self._settle(*encode_ack(self.id, then, join), wait)
 
     def nack(self, delay: Optional[Seconds] = None, unrun: bool = False,
              then: Optional[Iterable[PutLike]] = None, wait: Optional[bool] = None) -> Any:
@@ -674,12 +676,16 @@ def encode_unsubscribe(queues: Union[None, str, Sequence[str]]) -> bytes:
 Settle = Tuple[bytes, Callable[[str], Any], bool]
 
 
-def encode_ack(job_id: str, then: Optional[Iterable[PutLike]]) -> Settle:
-    """``ACK``, with ``then=`` follow-ups if given: ``(request, reply parser, whether the
-    caller waits by default)`` (follow-ups are waited for: their ids are the answer)."""
+def encode_ack(job_id: str, then: Optional[Iterable[PutLike]], join: bool = False) -> Settle:
+    """``ACK``, with ``then=`` follow-ups if given (``join=1``: they join the job's flow):
+    ``(request, reply parser, whether the caller waits by default)`` (follow-ups are waited
+    for: their ids are the answer)."""
+    if join and then is None:
+        raise ValueError("join=True goes with then=")
     if then is not None:
         n, puts = _puts(then)
-        return f"ACK {job_id} then={n}\n".encode() + puts, _parse_then, True
+        extra = " join=1" if join else ""
+        return f"ACK {job_id} then={n}{extra}\n".encode() + puts, _parse_then, True
     return f"ACK {job_id}\n".encode(), _parse_empty, False
 
 
