@@ -5,9 +5,11 @@ children and plain jobs, `fanin` for parents). Prints JSON lines:
   of both queues acks each child and waits for the ack's reply; the parent's push is
   stamped as it arrives. Per flow: the parent's arrival minus the last child's ack reply.
 * throughput: one flow of CHILDREN children acked by 8 consumers (a thread and a connection
-  each, every ack waited for), against CHILDREN plain jobs (one BATCH) taken by the same
+  each, every ack waited for), against CHILDREN plain jobs (BATCHes) taken by the same
   consumers, ROUNDS pairs alternating: jobs per second from the first job taken to the last
   ack answered, the ratio, and the flow's version conflicts per child (STATS flow_conflicts).
+  A flow of more than 999 children is grown first: its seeds (queue `seeds`), acked with
+  join=1, add 500 children each (the seeds are not counted in the figures).
 """
 import json
 import sys
@@ -82,12 +84,30 @@ def conflicts(sock):
         return int(c.stats().get("flow_conflicts", 0))
 
 
+def grown_flow(sock, children):
+    """A flow of CHILDREN children in `bench`: put with seeds that add them (join=1)."""
+    seeds = (children + 499) // 500
+    with deferd.Client(sock) as p, deferd.Client(sock) as s:
+        res = p.put_flow(("fanin", b"parent"), [("seeds", b"seed")] * seeds)
+        s.subscribe(["seeds"], inflight=1)
+        left = children
+        for _ in range(seeds):
+            job = s.next_job(timeout=30)
+            n = min(500, left)
+            job.ack(then=[("bench", b"c")] * n, join=True)
+            left -= n
+    return res
+
+
 def throughput(sock, children, rounds):
     ratios = []
     for r in range(rounds):
         with deferd.Client(sock) as p:
             before = conflicts(sock)
-            res = p.put_flow(("fanin", b"parent"), [("bench", b"c")] * children)
+            if children > 999:
+                res = grown_flow(sock, children)
+            else:
+                res = p.put_flow(("fanin", b"parent"), [("bench", b"c")] * children)
             t0, t1 = consume(sock, children, None)
             flow_rate = children / (t1 - t0)
             with deferd.Client(sock) as c:
@@ -97,7 +117,8 @@ def throughput(sock, children, rounds):
                 if job is not None:
                     job.ack().result()
             per_child = (conflicts(sock) - before) / children
-            p.put_batch([("bench", b"c")] * children)
+            for first in range(0, children, 999):
+                p.put_batch([("bench", b"c")] * min(999, children - first))
             t0, t1 = consume(sock, children, None)
             plain_rate = children / (t1 - t0)
         ratios.append(flow_rate / plain_rate)
