@@ -88,6 +88,17 @@ struct admin_job {
                              * the job (not its consumer's), "" when not locked */
     char *payload;          /* show: malloc'd (admin_job_clear), else NULL */
     int len;
+    /* show, flows (docs/flows.md): a child's parent id ("" for none, or its flow gone);
+     * a parent waiting for its children (waiting): its flow's counts and the children
+     * not settled yet, each pending or held (malloc'd, admin_job_clear) */
+    char flow_parent[LAYOUT_ID_MAX + 1];
+    int waiting;
+    struct layout_flow flow;
+    struct admin_flow_child {
+        char id[LAYOUT_ID_MAX + 1];
+        int held;
+    } *children;
+    size_t nchildren;
 };
 
 struct admin_list_opts {

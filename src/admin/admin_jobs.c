@@ -472,6 +472,76 @@ static int show_packed(const struct admin_packed *pk, struct admin_job *out)
     return 0;
 }
 
+/* The counts of the flow whose parent has UID into FL; ZNONODE when there is none. */
+static int read_flow_node(struct admin *a, const char *uid, struct layout_flow *fl)
+{
+    char path[LAYOUT_PATH_MAX], data[LAYOUT_ID_MAX + 128];
+    int len = (int)sizeof data - 1;
+    if (layout_flow_path(path, sizeof path, a->cfg.zk_root, uid, NULL) != 0)
+        return ZBADARGUMENTS;
+    int rc = zoo_get(a->zh, path, 0, data, &len, NULL);
+    if (rc != ZOK)
+        return rc;
+    return layout_parse_flow_data(data, (size_t)(len > 0 ? len : 0), fl) == 0 ? ZOK : ZNONODE;
+}
+
+/* A child's state: pending (its znode, not locked) or held (locked). */
+static void child_state(struct admin *a, struct admin_flow_child *c)
+{
+    struct located at = {0};
+    char err[200], lock[LAYOUT_PATH_MAX + 8];
+    if (locate(a, c->id, &at, err, sizeof err) == 0 && !at.pk.in &&
+        layout_lock_path(lock, sizeof lock, at.path) == 0)
+        c->held = zoo_exists(a->zh, lock, 0, NULL) == ZOK;
+    if (at.pk.in)
+        admin_packed_clear(&at.pk);
+}
+
+/* Its children not settled yet: the markers' data (their ids). */
+static int read_children(struct admin *a, const char *uid, struct admin_job *out)
+{
+    char dir[LAYOUT_PATH_MAX], path[LAYOUT_PATH_MAX + 64];
+    struct String_vector sv = {0};
+    if (layout_flow_path(dir, sizeof dir, a->cfg.zk_root, uid, NULL) != 0)
+        return ZBADARGUMENTS;
+    int rc = zoo_get_children(a->zh, dir, 0, &sv);
+    if (rc != ZOK)
+        return rc;
+    out->children = calloc(sv.count ? (size_t)sv.count : 1, sizeof *out->children);
+    for (int i = 0; out->children && i < sv.count; i++) {
+        struct admin_flow_child *c = &out->children[out->nchildren];
+        int len = LAYOUT_ID_MAX;
+        if (strncmp(sv.data[i], LAYOUT_FLOW_CHILD, strlen(LAYOUT_FLOW_CHILD)) != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, sv.data[i]);
+        if (zoo_get(a->zh, path, 0, c->id, &len, NULL) != ZOK || len <= 0)
+            continue;
+        c->id[len] = '\0';
+        child_state(a, c);
+        out->nchildren++;
+    }
+    deallocate_String_vector(&sv);
+    return out->children ? ZOK : ZSYSTEMERROR;
+}
+
+/* ID is no job: a parent waiting for its children? Its flow's counts, payload, children. */
+static int read_waiting(struct admin *a, const char *id, const struct job_name *jn,
+                        struct admin_job *out)
+{
+    char path[LAYOUT_PATH_MAX];
+    int rc = read_flow_node(a, jn->uid, &out->flow);
+    if (rc != ZOK || strcmp(out->flow.parent, id) != 0)
+        return rc == ZOK ? ZNONODE : rc;
+    if (layout_flow_path(path, sizeof path, a->cfg.zk_root, jn->uid, LAYOUT_FLOW_PARENT) != 0)
+        return ZBADARGUMENTS;
+    if ((rc = read_job(a, path, out)) != ZOK)
+        return rc;
+    out->locked = 0;
+    out->attempts = 0;
+    out->waiting = 1;
+    return read_children(a, jn->uid, out);
+}
+
 int admin_show(struct admin *a, const char *id, struct admin_job *out, char *err,
                size_t errlen)
 {
@@ -495,8 +565,15 @@ int admin_show(struct admin *a, const char *id, struct admin_job *out, char *err
         rc = read_job(a, at.path, out);
         out->attempts = at.jn.prior_attempts; /* a<N> of a dead job counts them all */
     }
+    if (rc == ZNONODE && !at.jn.shard[0]) { /* not a job: a parent waiting for its flow? */
+        out->dead = 0;
+        rc = read_waiting(a, id, &at.jn, out);
+    }
     if (rc == ZNONODE)
         return not_found(err, errlen, id);
+    struct layout_flow fl;
+    if (rc == ZOK && at.jn.flow[0] && read_flow_node(a, at.jn.flow, &fl) == ZOK)
+        snprintf(out->flow_parent, sizeof out->flow_parent, "%s", fl.parent);
     return rc == ZOK ? 0 : admin_failed(err, errlen, "reading", at.path, rc);
 }
 
@@ -505,6 +582,9 @@ void admin_job_clear(struct admin_job *job)
     free(job->payload);
     job->payload = NULL;
     job->len = 0;
+    free(job->children);
+    job->children = NULL;
+    job->nchildren = 0;
 }
 
 /* ---- cancel and reschedule, by id or by key ---- */

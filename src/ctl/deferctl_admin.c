@@ -39,6 +39,8 @@ static const char *job_state(const struct admin_job *j, int64_t now)
 {
     if (j->dead)
         return "dead";
+    if (j->waiting)
+        return "waiting-for-children"; /* a flow's parent (docs/flows.md) */
     if (j->locked)
         return "in-flight";
     if (j->jn.pack[0])
@@ -299,8 +301,40 @@ static void show_human(const struct admin_job *j, int64_t now)
     if (j->locked)
         printf("held by:  deferd at %s (a consumer of that daemon runs it)\n",
                j->holder[0] ? j->holder : "?");
+    if (j->flow_parent[0])
+        printf("flow:     a child of %s (which waits for it)\n", j->flow_parent);
+    if (j->waiting) {
+        printf("flow:     waits until every child is %s: %u pending, %u acked, %u dead\n",
+               j->flow.on_complete ? "acked or dead-lettered" : "acked", j->flow.pending,
+               j->flow.acked, j->flow.dead);
+        for (size_t i = 0; i < j->nchildren; i++)
+            printf("child:    %s %s\n", j->children[i].id,
+                   j->children[i].held ? "held" : "pending");
+    }
     printf("bytes:    %d\n\n", j->len);
     fwrite(j->payload, 1, (size_t)j->len, stdout);
+}
+
+/* A flow's parent waiting: {"on", "pending", "acked", "dead", "children": [{"id", "held"}]} */
+static void flow_json(struct jsonw *w, const struct admin_job *j)
+{
+    jsonw_str(w, "flow_parent", j->flow_parent[0] ? j->flow_parent : NULL);
+    if (!j->waiting)
+        return;
+    jsonw_obj_begin(w, "flow");
+    jsonw_str(w, "on", j->flow.on_complete ? "complete" : "success");
+    jsonw_uint(w, "pending", j->flow.pending);
+    jsonw_uint(w, "acked", j->flow.acked);
+    jsonw_uint(w, "dead", j->flow.dead);
+    jsonw_arr_begin(w, "children");
+    for (size_t i = 0; i < j->nchildren; i++) {
+        jsonw_obj_begin(w, NULL);
+        jsonw_str(w, "id", j->children[i].id);
+        jsonw_bool(w, "held", j->children[i].held);
+        jsonw_obj_end(w);
+    }
+    jsonw_arr_end(w);
+    jsonw_obj_end(w);
 }
 
 static void show_json(const struct admin_job *j, int64_t now)
@@ -310,6 +344,7 @@ static void show_json(const struct admin_job *j, int64_t now)
     jsonw_obj_begin(&w, NULL);
     job_json(&w, j, now);
     jsonw_str(&w, "holder", j->locked && j->holder[0] ? j->holder : NULL);
+    flow_json(&w, j);
     jsonw_strn(&w, "payload", j->payload, (size_t)j->len);
     jsonw_base64(&w, "payload_base64", j->payload, (size_t)j->len);
     jsonw_obj_end(&w);

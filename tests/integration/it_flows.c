@@ -38,7 +38,7 @@ static int put_flow(const char *on, const char *pq, const char *cq, int n,
     CHECK(p != NULL);
     p = p ? p + 4 : out;
     for (int i = 0; i <= n; i++) {
-        size_t len = strcspn(p, ",\r\n");
+        size_t len = strcspn(p, ", \r\n");
         if (len == 0 || len >= DEFERD_ID_SIZE)
             return -1;
         memcpy(ids[i], p, len);
@@ -83,6 +83,26 @@ static void fan_in(deferd_client *ca, deferd_client *cb)
     CHECK(flow_node(ids[0], data, sizeof data) > 0);
     CHECK_CONTAINS(data, "on=success pending=3 acked=0 dead=0");
     CHECK(zk_count_jobs(zh, root, "b") == 0 && zk_count_jobs(zh, root, "a") == 3);
+    /* deferctl show: the parent waits, its three children pending; a child names it */
+    char args[300], out[4096];
+    snprintf(args, sizeof args, "show %s", ids[0]);
+    CHECK(run_deferctl(&d[0], args, out, sizeof out) == 0);
+    CHECK_CONTAINS(out, "state:    waiting-for-children");
+    CHECK_CONTAINS(out, "every child is acked: 3 pending, 0 acked, 0 dead");
+    for (int i = 1; i <= 3; i++) {
+        char line[300];
+        snprintf(line, sizeof line, "child:    %s pending", ids[i]);
+        CHECK_CONTAINS(out, line);
+    }
+    CHECK(strstr(out, "\n\nparent") != NULL); /* its payload */
+    snprintf(args, sizeof args, "show %s --json", ids[0]);
+    CHECK(run_deferctl(&d[0], args, out, sizeof out) == 0);
+    CHECK_CONTAINS(out, "\"flow\":{\"on\":\"success\",\"pending\":3,\"acked\":0");
+    snprintf(args, sizeof args, "show %s", ids[1]);
+    CHECK(run_deferctl(&d[0], args, out, sizeof out) == 0);
+    char named[300];
+    snprintf(named, sizeof named, "flow:     a child of %s", ids[0]);
+    CHECK_CONTAINS(out, named);
     CHECK(settle_jobs(ca, 2, 0) == 2);
     CHECK(flow_node(ids[0], data, sizeof data) > 0);
     CHECK_CONTAINS(data, "pending=1 acked=2 dead=0");
