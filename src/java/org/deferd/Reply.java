@@ -10,9 +10,9 @@ import java.util.concurrent.TimeoutException;
  * {@link #get()} waits for it. A failure nobody waited for is reported by the client: to its
  * ack-error listener, or raised by the next {@link Client#nextJob} or {@link Client#flush}.
  *
- * @param <T> the parsed value of the {@code OK} reply
+ * <p>Thread-safety: thread-safe; any thread may wait for it.
  *
- * <p>Thread-safety: thread-safe.
+ * @param <T> the parsed value of the {@code OK} reply
  */
 public final class Reply<T> {
     private final CompletableFuture<T> future = new CompletableFuture<>();

@@ -21,6 +21,15 @@ public final class WorkerTest {
 
     public WorkerTest() throws IOException {
         dir = Files.createTempDirectory("deferd-java-worker");
+        Runtime.getRuntime().addShutdownHook(new Thread(this::removeDir));
+    }
+
+    private void removeDir() {
+        try (var files = Files.walk(dir)) {
+            files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            // a temp dir left behind: nothing to fail for
+        }
     }
 
     private Process start(String handler, String... args) throws IOException {
