@@ -1,6 +1,7 @@
 package org.deferd;
 
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -9,7 +10,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -23,7 +23,9 @@ import java.util.function.Supplier;
  * Leases are renewed while a job waits or runs (every half ttr, and on {@code DEADLINE}).
  * SIGTERM or SIGINT (or {@code --max-jobs}) makes it leave cleanly: no new job starts, jobs
  * pushed ahead but not started are given back unrun (their attempt is not spent), running
- * ones finish and are settled, for at most {@code --drain-timeout}; then it exits 0. Each job
+ * ones finish and are settled, for at most {@code --drain-timeout}; then it exits 0. On
+ * {@code STATE DRAINING} the jobs not started are given back too, and a connection that ends
+ * is made again (for up to {@code --reconnect}). Each job
  * done or failed is logged with its uid. See docs/java.md, "Worker".
  *
  * <p>Thread-safety: {@link #run()} once, from one thread; {@link #stop(String)} from any
@@ -42,7 +44,8 @@ public final class Worker {
     private final Handler handler;
     private final WorkerOptions options;
     private final WorkerLog log;
-    private final Semaphore slots;
+    private final ArrayDeque<Job> waiting = new ArrayDeque<>(); // held, not started: guarded by this
+    private int freeThreads; // guarded by this
     private final Map<Job, ScheduledFuture<?>> renewals = new ConcurrentHashMap<>();
     private final Map<Job, Integer> settleTries = new ConcurrentHashMap<>();
     private final Map<Job, Boolean> quiet = new ConcurrentHashMap<>();
@@ -53,9 +56,10 @@ public final class Worker {
     private final AtomicInteger retried = new AtomicInteger();
     private volatile String stopReason;
     private volatile boolean abort;
+    private volatile boolean draining; // deferd said DRAINING: its closing the connection is expected
     private int started;
-    private int givenBack;
-    private Client client;
+    private final AtomicInteger givenBack = new AtomicInteger();
+    private volatile Client client;
     private ExecutorService pool;
     private ScheduledExecutorService timer;
 
@@ -69,7 +73,7 @@ public final class Worker {
         this.handler = handler;
         this.options = options;
         this.log = new WorkerLog(System.err);
-        this.slots = new Semaphore(options.concurrency());
+        this.freeThreads = options.concurrency();
     }
 
     /**
@@ -145,25 +149,74 @@ public final class Worker {
                 "inflight", options.inflight(), "socket", client.socketPath(), "pid",
                 ProcessHandle.current().pid());
         int exit = EXIT_OK;
-        try {
-            dispatch();
-            exit = leave();
-        } catch (DisconnectedException e) {
-            log.log("error", "disconnected", "error", e.text(), "running", running.get(),
-                    "note", "held jobs are released by deferd and come again");
-            stop("disconnected");
-            pool.shutdown();
-            exit = EXIT_CONNECTION;
+        while (true) {
+            try {
+                dispatch();
+                exit = leave();
+                break;
+            } catch (DisconnectedException e) {
+                boolean expected = draining;
+                log.log(expected ? "warning" : "error", "disconnected", "error", e.text(),
+                        "running", running.get(), "note",
+                        "held jobs are released by deferd and come again");
+                if (stopReason != null || !reconnect()) {
+                    stop("disconnected");
+                    pool.shutdown();
+                    exit = EXIT_CONNECTION;
+                    break;
+                }
+            }
         }
         timer.shutdownNow();
         close();
         log.log(exit == EXIT_OK ? "info" : "error", "stopped", "reason", stopReason, "started",
                 started, "acked", acked.get(), "failed", failed.get(), "retried", retried.get(),
-                "given_back", givenBack, "exit", exit);
+                "given_back", givenBack.get(), "exit", exit);
         return exit;
     }
 
-    /** Takes jobs and starts them while a thread is free, until told to stop. */
+    /**
+     * Connects and subscribes again, for up to {@code --reconnect}, pausing 0.1 s, then twice
+     * as long each time (at most 2 s). Running handlers go on; their jobs were released with
+     * the old connection, so their results are not reported (they come again).
+     *
+     * @return true once connected; false when the time ran out or the worker was stopped
+     */
+    private boolean reconnect() {
+        draining = false;
+        long until = System.nanoTime() + options.reconnect().toNanos();
+        long pause = 100;
+        while (stopReason == null && System.nanoTime() + pause * 1_000_000L <= until) {
+            try {
+                Thread.sleep(pause);
+                Client fresh = Client.builder().socket(options.socket()).onEvent(this::onEvent)
+                        .onAckError(this::onAckError).connect();
+                try {
+                    fresh.subscribe(options.queues(), options.inflight());
+                } catch (DeferdException e) {
+                    fresh.close();
+                    throw e;
+                }
+                client.close();
+                client = fresh;
+                log.log("info", "reconnected", "socket", fresh.socketPath());
+                return true;
+            } catch (DeferdException e) {
+                pause = Math.min(pause * 2, 2000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+        log.log("error", "connect_failed", "socket", client.socketPath(), "note",
+                "gave up after --reconnect " + options.reconnect().toSeconds() + " s");
+        return false;
+    }
+
+    /**
+     * Takes jobs as they come: each starts at once on a free thread, or waits in
+     * {@link #waiting} (its lease renewed) until a handler finishes; until told to stop.
+     */
     private void dispatch() throws DisconnectedException {
         while (stopReason == null) {
             Job job = client.nextJob(POLL);
@@ -175,39 +228,66 @@ public final class Worker {
                 continue;
             }
             renewEvery(job, renewPeriod(job));
-            if (!takeSlot()) {
-                giveBack(job);
-                return;
-            }
-            started++;
-            running.incrementAndGet();
-            pool.execute(() -> runJob(job));
-            if (options.maxJobs() > 0 && started >= options.maxJobs()) {
-                stop("max-jobs");
-            }
+            offer(job);
         }
     }
 
-    /** Waits for a free handler thread; false when told to stop meanwhile. */
-    private boolean takeSlot() {
-        try {
-            while (!slots.tryAcquire(POLL.toMillis(), TimeUnit.MILLISECONDS)) {
-                if (stopReason != null) {
-                    return false;
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        }
+    /** Starts {@code job} on a free thread, else keeps it waiting; gives it back once stopping. */
+    private synchronized void offer(Job job) {
         if (stopReason != null) {
-            slots.release();
-            return false;
+            giveBack(job);
+        } else if (freeThreads > 0) {
+            freeThreads--;
+            start(job);
+            pool.execute(() -> runJobs(job));
+        } else {
+            waiting.add(job);
         }
-        return true;
+    }
+
+    /** A handler finished: the job it runs next, or null (its thread is free again). */
+    private synchronized Job next() {
+        Job job = stopReason == null ? waiting.poll() : null;
+        if (job == null) {
+            freeThreads++;
+        } else {
+            start(job);
+        }
+        return job;
+    }
+
+    private void start(Job job) {
+        started++;
+        running.incrementAndGet();
+        if (options.maxJobs() > 0 && started >= options.maxJobs()) {
+            stop("max-jobs");
+        }
+    }
+
+    /** Gives back the jobs waiting for a thread (never started: their attempt is not spent). */
+    private synchronized void giveBackWaiting() {
+        for (Job job; (job = waiting.poll()) != null; ) {
+            giveBack(job);
+        }
+    }
+
+    private void runJobs(Job first) {
+        for (Job job = first; job != null; job = next()) {
+            runJob(job);
+        }
     }
 
     private void runJob(Job job) {
+        if (job.isLost()) { // taken back while it waited for a thread
+            stopRenewing(job);
+            try {
+                answerLost(job);
+            } catch (DisconnectedException e) {
+                // the job comes again anyway
+            }
+            running.decrementAndGet();
+            return;
+        }
         long t0 = System.nanoTime();
         Throwable error = null;
         try {
@@ -224,7 +304,6 @@ public final class Worker {
                     "note", "the connection was lost while it ran; the job comes again");
         } finally {
             running.decrementAndGet();
-            slots.release();
         }
     }
 
@@ -262,7 +341,8 @@ public final class Worker {
     /** Leaves: gives back what was pushed ahead, waits for running jobs (a bound). */
     private int leave() {
         log.log("info", "leaving", "reason", stopReason, "running", running.get());
-        givenBack += client.giveBack();
+        giveBackWaiting();
+        givenBack.addAndGet(client.giveBack());
         pool.shutdown();
         long until = System.nanoTime() + options.drainTimeout().toNanos();
         try {
@@ -282,10 +362,26 @@ public final class Worker {
         return EXIT_OK;
     }
 
+    /** deferd is draining: what waits here or in the client goes back, so that it can exit. */
+    private void giveBackPrefetched(Client c) {
+        int before = givenBack.get();
+        try {
+            giveBackWaiting();
+            givenBack.addAndGet(c.giveBack());
+        } catch (DeferdException e) {
+            // the connection ends anyway; its jobs come again
+        }
+        log.log("info", "gave_back", "jobs", givenBack.get() - before, "note", "deferd is draining");
+    }
+
     private void giveBack(Job job) {
         stopRenewing(job);
+        if (job.isLost()) {
+            answerLost(job);
+            return;
+        }
         send(job, job::nackUnrun);
-        givenBack++;
+        givenBack.incrementAndGet();
     }
 
     /** A job taken back before it started: answered only to free its inflight place. */
@@ -340,6 +436,11 @@ public final class Worker {
         } else if (event instanceof Event.State s) {
             boolean bad = !s.state().equals("CONNECTED") && !s.state().equals("RECONNECTED");
             log.log(bad ? "warning" : "info", "state", "state", s.state());
+            if (s.state().equals("DRAINING")) { // let deferd exit soon: the jobs not started go back
+                draining = true;
+                Client drainingClient = client;
+                timer.execute(() -> giveBackPrefetched(drainingClient));
+            }
         }
     }
 

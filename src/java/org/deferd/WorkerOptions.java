@@ -15,16 +15,18 @@ import java.util.List;
  * @param socket the daemon's socket, or null for {@code $DEFERD_SOCKET}, else the default
  * @param maxJobs leave after starting this many jobs (0: never)
  * @param drainTimeout how long leaving waits for running handlers before giving up on them
+ * @param reconnect how long to keep trying to connect again after the connection broke (zero:
+ *     exit at once)
  * @param verbose also a line per lease renewal
  * @param handlerClass the handler's class name (command line only), or null
  */
 public record WorkerOptions(List<String> queues, int concurrency, int inflight, String socket,
-                            int maxJobs, Duration drainTimeout, boolean verbose,
-                            String handlerClass) {
+                            int maxJobs, Duration drainTimeout, Duration reconnect,
+                            boolean verbose, String handlerClass) {
     /** The command line's usage line. */
     public static final String USAGE = "usage: java -cp deferd.jar:YOUR.jar org.deferd.Worker"
             + " --queue Q[,Q2] [--concurrency N] [--inflight M] [--socket PATH] [--max-jobs K]"
-            + " [--drain-timeout SECONDS] [--verbose] HANDLER_CLASS";
+            + " [--drain-timeout SECONDS] [--reconnect SECONDS] [--verbose] HANDLER_CLASS";
 
     /**
      * Checks the settings.
@@ -35,6 +37,7 @@ public record WorkerOptions(List<String> queues, int concurrency, int inflight, 
      * @param socket the daemon's socket, or null
      * @param maxJobs leave after starting this many jobs (0: never)
      * @param drainTimeout how long leaving waits for running handlers
+     * @param reconnect how long to keep trying to connect again (zero: never)
      * @param verbose also a line per lease renewal
      * @param handlerClass the handler's class name, or null
      */
@@ -53,7 +56,8 @@ public record WorkerOptions(List<String> queues, int concurrency, int inflight, 
     }
 
     /**
-     * The usual settings: {@code inflight} twice the concurrency, a drain timeout of 30 s.
+     * The usual settings: {@code inflight} twice the concurrency, a drain timeout of 30 s, 30 s
+     * of trying to connect again.
      *
      * @param queues the queues to consume
      * @param concurrency handler calls at once
@@ -61,7 +65,7 @@ public record WorkerOptions(List<String> queues, int concurrency, int inflight, 
      */
     public static WorkerOptions of(List<String> queues, int concurrency) {
         return new WorkerOptions(queues, concurrency, 2 * concurrency, null, 0,
-                Duration.ofSeconds(30), false, null);
+                Duration.ofSeconds(30), Duration.ofSeconds(30), false, null);
     }
 
     /**
@@ -78,6 +82,7 @@ public record WorkerOptions(List<String> queues, int concurrency, int inflight, 
         String socket = null;
         int maxJobs = 0;
         Duration drain = Duration.ofSeconds(30);
+        Duration reconnect = Duration.ofSeconds(30);
         boolean verbose = false;
         String handler = null;
         for (int i = 0; i < args.length; i++) {
@@ -94,8 +99,8 @@ public record WorkerOptions(List<String> queues, int concurrency, int inflight, 
                 case "--inflight" -> inflight = positive(value(args, ++i, a), a);
                 case "-s", "--socket" -> socket = value(args, ++i, a);
                 case "--max-jobs" -> maxJobs = positive(value(args, ++i, a), a);
-                case "--drain-timeout" -> drain = Duration.ofMillis(
-                        Math.round(Double.parseDouble(value(args, ++i, a)) * 1000));
+                case "--drain-timeout" -> drain = seconds(value(args, ++i, a), a);
+                case "--reconnect" -> reconnect = seconds(value(args, ++i, a), a);
                 case "-v", "--verbose" -> verbose = true;
                 default -> {
                     if (a.startsWith("-") || handler != null) {
@@ -109,7 +114,7 @@ public record WorkerOptions(List<String> queues, int concurrency, int inflight, 
             throw new IllegalArgumentException("no HANDLER_CLASS given");
         }
         return new WorkerOptions(queues, concurrency, inflight < 0 ? 2 * concurrency : inflight,
-                socket, maxJobs, drain, verbose, handler);
+                socket, maxJobs, drain, reconnect, verbose, handler);
     }
 
     private static String value(String[] args, int i, String option) {
@@ -117,6 +122,18 @@ public record WorkerOptions(List<String> queues, int concurrency, int inflight, 
             throw new IllegalArgumentException(option + " needs a value");
         }
         return args[i];
+    }
+
+    private static Duration seconds(String text, String option) {
+        try {
+            double s = Double.parseDouble(text);
+            if (s >= 0 && s < 1e9) {
+                return Duration.ofMillis(Math.round(s * 1000));
+            }
+        } catch (NumberFormatException e) {
+            // said below
+        }
+        throw new IllegalArgumentException(option + " must be a number of seconds: " + text);
     }
 
     private static int positive(String text, String option) {

@@ -2,11 +2,9 @@ package org.deferd;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
-import java.nio.channels.Channels;
+import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
@@ -19,14 +17,19 @@ import java.util.function.Function;
 /**
  * A scripted daemon on a Unix socket of its own, for WireTest: it reads requests (a PUT's
  * payload with its line) and answers each with what {@code script} returns for its header
- * line (several lines at once are fine; null closes the connection). Requests are kept.
+ * line (several lines at once are fine; null closes the connection, and so does an answer
+ * ending in {@link #CLOSE}, once sent). Requests are kept. It takes one connection at a
+ * time, and the next one once that ended.
  */
 final class FakeDaemon implements AutoCloseable {
+    static final String CLOSE = "<close>";
+
     final List<String> requests = new CopyOnWriteArrayList<>();
     private final Path dir;
     private final ServerSocketChannel server;
     private final Thread thread;
-    private volatile OutputStream out;
+    private volatile SocketChannel conn;
+    private final ByteBuffer in = ByteBuffer.allocate(1 << 16).flip();
 
     FakeDaemon(Function<String, String> script) throws IOException {
         dir = Files.createTempDirectory("deferd-java-fake");
@@ -43,34 +46,64 @@ final class FakeDaemon implements AutoCloseable {
 
     /** Sends {@code text} now, between replies (a push). */
     void push(String text) throws IOException {
-        out.write(text.getBytes(StandardCharsets.UTF_8));
-        out.flush();
+        // the channel itself, not Channels' streams: those lock out writes while a read waits
+        ByteBuffer b = ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8));
+        while (b.hasRemaining()) {
+            conn.write(b);
+        }
     }
 
     private void serve(Function<String, String> script) {
-        try (SocketChannel ch = server.accept()) {
-            InputStream in = Channels.newInputStream(ch);
-            out = Channels.newOutputStream(ch);
-            for (String line; (line = readLine(in)) != null; ) {
+        while (server.isOpen()) {
+            try (SocketChannel ch = server.accept()) {
+                converse(ch, script);
+            } catch (IOException e) {
+                // closed: the test is over
+            }
+        }
+    }
+
+    private void converse(SocketChannel ch, Function<String, String> script) {
+        try {
+            conn = ch;
+            in.clear().flip();
+            for (String line; (line = readLine(ch)) != null; ) {
                 String[] w = line.split(" ");
                 if (w[0].equals("PUT")) {
-                    in.readNBytes(Integer.parseInt(w[2]) + 1);
+                    for (int i = Integer.parseInt(w[2]) + 1; i > 0; i--) {
+                        readByte(ch);
+                    }
                 }
                 requests.add(line);
                 String reply = script.apply(line);
                 if (reply == null) {
                     return;
                 }
-                push(reply);
+                push(reply.replace(CLOSE, ""));
+                if (reply.endsWith(CLOSE)) {
+                    return;
+                }
             }
         } catch (IOException e) {
             // the client went away: the test says what it expected
         }
     }
 
-    private static String readLine(InputStream in) throws IOException {
+    private int readByte(SocketChannel ch) throws IOException {
+        if (!in.hasRemaining()) {
+            in.clear();
+            int n = ch.read(in);
+            in.flip();
+            if (n < 0) {
+                return -1;
+            }
+        }
+        return in.get() & 0xff;
+    }
+
+    private String readLine(SocketChannel ch) throws IOException {
         ByteArrayOutputStream b = new ByteArrayOutputStream();
-        for (int c; (c = in.read()) != '\n'; ) {
+        for (int c; (c = readByte(ch)) != '\n'; ) {
             if (c < 0) {
                 return null;
             }

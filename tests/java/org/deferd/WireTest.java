@@ -262,4 +262,45 @@ public final class WireTest {
                 () -> Client.connect("/nonexistent/deferd.sock"));
         Check.isTrue(e.getMessage().contains("/nonexistent/deferd.sock"), e.getMessage());
     }
+
+    /**
+     * The worker on DRAINING gives back what it has not started, lets the running job finish
+     * and acks it, and when deferd then closes the connection, connects again and goes on.
+     */
+    public void testWorkerDrainingAndReconnect() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger subs = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        try (FakeDaemon d = new FakeDaemon(line -> {
+            if (line.startsWith("SUB")) {
+                return subs.incrementAndGet() == 1
+                        ? "OK\nJOB q/1-1-a1 q 1 1 1 60000 2\nj1\nJOB q/2-1-a2 q 1 1 1 60000 2\nj2\n"
+                            + "JOB q/3-1-a3 q 1 1 1 60000 2\nj3\n"
+                        : "OK\nJOB q/4-1-a4 q 1 1 1 60000 2\nj4\n";
+            }
+            return line.equals("ACK q/1-1-a1") ? "OK\n" + FakeDaemon.CLOSE : "OK\n";
+        })) {
+            Worker w = new Worker(job -> {
+                if (job.uid().equals("a1")) {
+                    release.await();
+                }
+            }, new WorkerOptions(List.of("q"), 1, 3, d.socket(), 0, Duration.ofSeconds(5),
+                    Duration.ofSeconds(10), false, null));
+            java.util.concurrent.CompletableFuture<Integer> exit =
+                    java.util.concurrent.CompletableFuture.supplyAsync(w::run);
+            Check.waitFor(() -> subs.get() == 1 && d.requests.size() == 1, "subscribed", Duration.ofSeconds(10));
+            Thread.sleep(200); // a1 runs, a2 and a3 wait for the one thread
+            d.push("STATE DRAINING\n");
+            Check.waitFor(() -> d.requests.containsAll(List.of("UNSUB", "NACK q/2-1-a2 unrun=1",
+                    "NACK q/3-1-a3 unrun=1")), "a2 and a3 given back: " + d.requests, Duration.ofSeconds(10));
+            Check.isTrue(!d.requests.contains("ACK q/1-1-a1"), "a1 still runs");
+            release.countDown();
+            Check.waitFor(() -> d.requests.contains("ACK q/4-1-a4"), "connected again and ran a4: "
+                    + d.requests, Duration.ofSeconds(10));
+            Check.equal(2, subs.get(), "subscribed twice");
+            Check.isTrue(d.requests.indexOf("ACK q/1-1-a1") < d.requests.lastIndexOf("SUB q inflight=3"),
+                    "a1 acked before the connection ended: " + d.requests);
+            w.stop("test");
+            Check.equal(Worker.EXIT_OK, exit.get(10, java.util.concurrent.TimeUnit.SECONDS), "exit status");
+        }
+    }
 }
