@@ -19,7 +19,6 @@ import java.util.regex.Pattern;
 final class Wire {
     /** One field of an ERR reply's text; the first word that is not one starts the text. */
     private static final Pattern FIELD = Pattern.compile("([a-z_]+)=([A-Za-z0-9_.,-]+)(?: |$)");
-    private static final Pattern UID_IN_NAME = Pattern.compile("[0-9]+-[0-9]+-([0-9a-z]{1,32})(?:-|$)");
 
     private Wire() {
     }
@@ -89,22 +88,35 @@ final class Wire {
 
     /**
      * Parses {@code JOB <id> <queue> <attempt> <due ms> <prio> <ttr ms> <length> [key=value
-     * ...]}; of the keys, {@code uid} is kept and unknown ones skipped.
+     * ...]}; of the keys, {@code uid} is kept and unknown ones skipped. By hand, not with
+     * split and a regular expression: it runs for every job a consumer gets.
      */
     static JobHeader jobHeader(String line) {
-        String[] w = line.split(" ", -1);
-        if (w.length < 8 || !w[0].equals("JOB")) {
+        String[] w = new String[8];
+        int at = 0;
+        for (int i = 0; i < 8; i++) {
+            int sp = line.indexOf(' ', at);
+            int end = i < 7 ? sp : sp < 0 ? line.length() : sp;
+            if (end < 0) {
+                throw new ProtocolException("bad JOB push: " + line);
+            }
+            w[i] = line.substring(at, end);
+            at = end + 1;
+        }
+        if (!w[0].equals("JOB")) {
             throw new ProtocolException("bad JOB push: " + line);
         }
         String uid = null;
-        for (int i = 8; i < w.length; i++) {
-            int eq = w[i].indexOf('=');
-            if (eq < 1) {
+        for (int i = at; i < line.length(); ) {
+            int sp = line.indexOf(' ', i);
+            String word = line.substring(i, sp < 0 ? line.length() : sp);
+            if (word.indexOf('=') < 1) {
                 throw new ProtocolException("bad JOB push: " + line);
             }
-            if (w[i].startsWith("uid=")) {
-                uid = w[i].substring(4);
+            if (word.startsWith("uid=")) {
+                uid = word.substring(4);
             }
+            i = sp < 0 ? line.length() : sp + 1;
         }
         try {
             return new JobHeader(w[1], w[2], Integer.parseInt(w[3]), Long.parseLong(w[4]),
@@ -115,10 +127,37 @@ final class Wire {
         }
     }
 
-    /** The stable uid in a job id of deferd's own format (its name's third field), or null. */
+    /**
+     * The stable uid in a job id of deferd's own format: its name's third field
+     * ({@code <due ms>-<prio>-<uid>[-...]}, 1-32 of {@code [0-9a-z]}), or null (a Curator
+     * format queue's item has none).
+     */
     static String jobUid(String jobId) {
-        Matcher m = UID_IN_NAME.matcher(jobId.substring(jobId.lastIndexOf('/') + 1));
-        return m.lookingAt() ? m.group(1) : null;
+        String name = jobId.substring(jobId.lastIndexOf('/') + 1);
+        int a = digitsThenDash(name, 0);
+        int b = a < 0 ? -1 : digitsThenDash(name, a);
+        if (b < 0) {
+            return null;
+        }
+        int end = b;
+        while (end < name.length() && end - b < 33 && isUidChar(name.charAt(end))) {
+            end++;
+        }
+        boolean ends = end == name.length() || name.charAt(end) == '-';
+        return ends && end > b && end - b <= 32 ? name.substring(b, end) : null;
+    }
+
+    /** After one or more digits from {@code from} and a dash: the index after it, or -1. */
+    private static int digitsThenDash(String s, int from) {
+        int i = from;
+        while (i < s.length() && s.charAt(i) >= '0' && s.charAt(i) <= '9') {
+            i++;
+        }
+        return i > from && i < s.length() && s.charAt(i) == '-' ? i + 1 : -1;
+    }
+
+    private static boolean isUidChar(char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z');
     }
 
     /** The group in a job id (its name's {@code -g} field, {@code ~} for {@code -}), or "". */

@@ -111,6 +111,14 @@ public final class WireTest {
         Check.equal("5f1e0c2a9b3d4e01", Wire.jobUid("q/17-1-5f1e0c2a9b3d4e01-kkey"), "uid in id");
         Check.equal("5f1e", Wire.jobUid("q/shard/17-1-5f1e"), "uid in a sharded id");
         Check.equal(null, Wire.jobUid("reminders/queue-|1A2016B292A|0000001999#2"), "curator item");
+        Check.equal(null, Wire.jobUid("q/17-1-ABC"), "upper case is no uid");
+        Check.equal(null, Wire.jobUid("q/17-1-" + "a".repeat(33)), "33 characters are no uid");
+        Check.equal("a".repeat(32), Wire.jobUid("q/17-1-" + "a".repeat(32)), "32 are");
+        Check.equal(null, Wire.jobUid("q/17-x-abc"), "the priority is digits");
+        Check.equal(null, Wire.jobUid("q/17-1-"), "an empty uid");
+        Wire.JobHeader v1 = Wire.jobHeader("JOB q/17-1-ab q 1 17 1 1000 0");
+        Check.equal("ab", v1.uid(), "no uid= word: from the id");
+        Check.equal(0, v1.length(), "eight words");
         Check.equal("", Wire.jobGroup("q/17-1-abc-kg-1"), "a key starting with g is no group");
         Check.raises(ProtocolException.class, () -> Wire.jobHeader("JOB q/1 q x 1 1 1 1"));
         Check.raises(ProtocolException.class, () -> Wire.jobHeader("JOB q/1 q 1 1 1 1 1 junk"));
