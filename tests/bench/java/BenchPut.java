@@ -12,8 +12,9 @@ import org.deferd.Put;
  * Blocking puts with put tokens (Client.put, one at a time per connection) for
  * tests/bench/clients, as build/bench -C 0 -T 1 does them with libdeferd: P producer threads,
  * a connection each, N jobs in all, 64-byte payloads, due within WINDOW_MS after 1 s. Prints
- * one JSON line: put_rate, put_fail and the put latency's p50 and p99 in µs.
- * usage: java -cp deferd.jar:. BenchPut SOCKET N PRODUCERS WINDOW_MS
+ * one JSON line: put_rate, put_fail and the put latency's p50 and p99 in µs. With "shared",
+ * the producer threads share one Client (it is thread-safe) instead of one each.
+ * usage: java -cp deferd.jar:. BenchPut SOCKET N PRODUCERS WINDOW_MS [shared]
  */
 public final class BenchPut {
     private BenchPut() {
@@ -24,6 +25,8 @@ public final class BenchPut {
         int n = Integer.parseInt(args[1]);
         int producers = Integer.parseInt(args[2]);
         int window = Integer.parseInt(args[3]);
+        boolean shared = args.length > 4 && args[4].equals("shared");
+        Client one = shared ? Client.builder().socket(sock).connect() : null;
         AtomicInteger next = new AtomicInteger();
         AtomicInteger failed = new AtomicInteger();
         long[] us = new long[n];
@@ -33,7 +36,8 @@ public final class BenchPut {
         long t0 = System.nanoTime();
         for (int p = 0; p < producers; p++) {
             Thread t = new Thread(() -> {
-                try (Client c = Client.builder().socket(sock).connect()) {
+                try (Client own = shared ? null : Client.builder().socket(sock).connect()) {
+                    Client c = shared ? one : own;
                     for (int i; (i = next.getAndIncrement()) < n; ) {
                         long delay = 1000 + ThreadLocalRandom.current().nextInt(Math.max(1, window));
                         long s = System.nanoTime();
@@ -53,9 +57,13 @@ public final class BenchPut {
             t.join();
         }
         double seconds = (System.nanoTime() - t0) / 1e9;
+        if (one != null) {
+            one.close();
+        }
         Arrays.sort(us);
-        System.out.printf("{\"client\":\"java\",\"n\":%d,\"producers\":%d,\"put_rate\":%d,"
-                + "\"put_fail\":%d,\"put_us_p50\":%d,\"put_us_p99\":%d}%n", n, producers,
+        System.out.printf("{\"client\":\"java\",\"n\":%d,\"producers\":%d,\"connections\":%d,"
+                + "\"put_rate\":%d,\"put_fail\":%d,\"put_us_p50\":%d,\"put_us_p99\":%d}%n", n,
+                producers, shared ? 1 : producers,
                 Math.round(n / seconds), failed.get(), us[n / 2], us[(n * 99) / 100]);
     }
 }
