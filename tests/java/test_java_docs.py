@@ -14,37 +14,20 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
 import unittest
 
-from harness import Daemon, sample_queues, wait_for
+from harness import Daemon, named_blocks, run_until_then_term, sample_queues, sh_commands
 
 DOC = os.environ.get("DEFERD_JAVA_DOCS") or os.path.join(
     os.path.dirname(__file__), "..", "..", "docs", "java.md")
 JAR = os.environ.get("DEFERD_JAR", "")
 
 
-def page() -> str:
-    with open(DOC) as f:
-        return f.read()
-
-
 def blocks() -> dict:
     """The page's ```java blocks by the class their first line names (// Name.java)."""
-    out = {}
-    for code in re.findall(r"^```java\n(.*?)^```$", page(), re.S | re.M):
-        m = re.match(r"// (\w+)\.java\n", code)
-        if m:
-            out[m.group(1)] = code
-    return out
-
-
-def commands() -> list:
-    """The lines of the page's ```sh blocks."""
-    return [line for code in re.findall(r"^```sh\n(.*?)^```$", page(), re.S | re.M)
-            for line in code.splitlines() if line.strip()]
+    return named_blocks(DOC, "java", r"// (\w+)\.java\n")
 
 
 class Examples(unittest.TestCase):
@@ -97,7 +80,7 @@ class Examples(unittest.TestCase):
             d.stop()
 
     def test_worker(self) -> None:
-        [cmd] = [c for c in commands() if " org.deferd.Worker " in c]
+        [cmd] = [c for c in sh_commands(DOC) if " org.deferd.Worker " in c]
         argv = shlex.split(cmd)
         self.assertEqual(argv[0], "java")
         argv[0] = os.environ["DEFERD_JAVA"]
@@ -105,29 +88,11 @@ class Examples(unittest.TestCase):
         d = Daemon("java-docsw", sample_queues()).start()
         try:
             env = self.produce(d)
-            out_path = os.path.join(self.dir, "out")
-            err_path = os.path.join(self.dir, "err")
-            with open(out_path, "w") as out, open(err_path, "w") as err:
-                p = subprocess.Popen(argv, cwd=self.dir, env=env, stdout=out, stderr=err)
-            try:
-                def sent() -> int:
-                    with open(out_path) as f:
-                        return len(re.findall(r"^sending to \S+ \(attempt 1\)$", f.read(),
-                                              re.M))
-                try:
-                    wait_for(lambda: sent() == 3 and d.jobs("emails") == [],
-                             "the worker ran the 3 jobs and they are gone from ZooKeeper")
-                except AssertionError as e:
-                    with open(err_path) as f:
-                        raise AssertionError(f"{e}; worker stderr:\n{f.read()}") from None
-                p.send_signal(signal.SIGTERM)
-                self.assertEqual(p.wait(30), 0)
-            finally:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            with open(err_path) as f:
-                log = f.read()
+            _, log = run_until_then_term(
+                argv, self.dir, env,
+                lambda out: len(re.findall(r"^sending to \S+ \(attempt 1\)$", out, re.M)) == 3
+                and d.jobs("emails") == [],
+                "the worker ran the 3 jobs and they are gone from ZooKeeper")
             self.assertEqual(len(re.findall(r"event=job_done queue=emails .* uid=\w+", log)), 3, log)
             self.assertEqual(d.queue_stat("emails", "acked"), 3)
         finally:

@@ -468,6 +468,18 @@ public final class Client implements AutoCloseable {
      */
     public int giveBack() {
         unsubscribe();
+        return giveBackReceived();
+    }
+
+    /**
+     * The second half of {@link #giveBack()}, for a program that unsubscribed itself and gave
+     * back jobs of its own first: gives back each job received but not taken by
+     * {@link #nextJob} ({@code NACK unrun=1}) and waits for the replies. Unsubscribe first,
+     * or the places these free are filled again at once.
+     *
+     * @return how many jobs were given back
+     */
+    public int giveBackReceived() {
         List<Reply<?>> replies = new ArrayList<>();
         int given = 0;
         for (Object o; (o = jobs.poll()) != null; ) {

@@ -341,8 +341,9 @@ public final class Worker {
     /** Leaves: gives back what was pushed ahead, waits for running jobs (a bound). */
     private int leave() {
         log.log("info", "leaving", "reason", stopReason, "running", running.get());
+        client.unsubscribe(); // first: else the places the jobs given back free are filled again
         giveBackWaiting();
-        givenBack.addAndGet(client.giveBack());
+        givenBack.addAndGet(client.giveBackReceived());
         pool.shutdown();
         long until = System.nanoTime() + options.drainTimeout().toNanos();
         try {
@@ -366,8 +367,9 @@ public final class Worker {
     private void giveBackPrefetched(Client c) {
         int before = givenBack.get();
         try {
+            c.unsubscribe();
             giveBackWaiting();
-            givenBack.addAndGet(c.giveBack());
+            givenBack.addAndGet(c.giveBackReceived());
         } catch (DeferdException e) {
             // the connection ends anyway; its jobs come again
         }

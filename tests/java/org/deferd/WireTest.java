@@ -300,6 +300,9 @@ public final class WireTest {
             d.push("STATE DRAINING\n");
             Check.waitFor(() -> d.requests.containsAll(List.of("UNSUB", "NACK q/2-1-a2 unrun=1",
                     "NACK q/3-1-a3 unrun=1")), "a2 and a3 given back: " + d.requests, Duration.ofSeconds(10));
+            Check.isTrue(d.requests.indexOf("UNSUB") < d.requests.indexOf("NACK q/2-1-a2 unrun=1"),
+                    "UNSUB before the jobs go back, so that their places are not filled again: "
+                    + d.requests);
             Check.isTrue(!d.requests.contains("ACK q/1-1-a1"), "a1 still runs");
             release.countDown();
             Check.waitFor(() -> d.requests.contains("ACK q/4-1-a4"), "connected again and ran a4: "
