@@ -322,7 +322,7 @@ public final class Client implements AutoCloseable {
     }
 
     private String change(String line) {
-        return send(Wire.ascii(line + "\n"), Wire::optionalId, null, false).get();
+        return send(Wire.utf8(line + "\n"), Wire::optionalId, null, false).get();
     }
 
     /**
@@ -331,7 +331,7 @@ public final class Client implements AutoCloseable {
      * @return field name to value (decimal, {@code items/multis}, hex, words or {@code -})
      */
     public Map<String, String> stats() {
-        return send(Wire.ascii("STATS\n"), Wire::okFields, null, false).get();
+        return send(Wire.utf8("STATS\n"), Wire::okFields, null, false).get();
     }
 
     /**
@@ -341,13 +341,13 @@ public final class Client implements AutoCloseable {
      * @return field name to value
      */
     public Map<String, String> stats(String queue) {
-        return send(Wire.ascii("STATS " + Wire.word("queue", queue) + "\n"), Wire::okFields,
+        return send(Wire.utf8("STATS " + Wire.word("queue", queue) + "\n"), Wire::okFields,
                 null, false).get();
     }
 
     /** A round trip to the daemon ({@code PING}, answered {@code OK PONG}). */
     public void ping() {
-        send(Wire.ascii("PING\n"), Wire::pong, null, false).get();
+        send(Wire.utf8("PING\n"), Wire::pong, null, false).get();
     }
 
     // -- consuming ----------------------------------------------------------------------
@@ -361,7 +361,7 @@ public final class Client implements AutoCloseable {
      */
     public void subscribe(List<String> queues, int inflight) {
         String names = Wire.word("queues", String.join(",", queues));
-        send(Wire.ascii("SUB " + names + " inflight=" + inflight + "\n"), Wire::empty, null,
+        send(Wire.utf8("SUB " + names + " inflight=" + inflight + "\n"), Wire::empty, null,
                 false).get();
     }
 
@@ -375,7 +375,7 @@ public final class Client implements AutoCloseable {
     public void unsubscribe(String... queues) {
         String line = queues.length == 0 ? "UNSUB\n"
                 : "UNSUB " + Wire.word("queues", String.join(",", queues)) + "\n";
-        send(Wire.ascii(line), Wire::empty, null, false).get();
+        send(Wire.utf8(line), Wire::empty, null, false).get();
     }
 
     /**
@@ -493,10 +493,10 @@ public final class Client implements AutoCloseable {
             Job job = (Job) o;
             job.startSettle();
             if (job.isLost()) { // taken back already: answered only to free its place
-                replies.add(send(Wire.ascii("ACK " + job.id() + "\n"), Wire::empty, job, false,
+                replies.add(send(Wire.utf8("ACK " + job.id() + "\n"), Wire::empty, job, false,
                         true));
             } else {
-                replies.add(send(Wire.ascii("NACK " + job.id() + " unrun=1\n"), Wire::nackReply,
+                replies.add(send(Wire.utf8("NACK " + job.id() + " unrun=1\n"), Wire::nackReply,
                         job, false, true));
                 given++;
             }
@@ -544,7 +544,7 @@ public final class Client implements AutoCloseable {
 
     <T> Reply<T> settle(Job job, String line, List<Put> followUps, Function<String, T> parse) {
         job.startSettle();
-        byte[] data = followUps == null ? Wire.ascii(line) : Wire.withPuts(line, followUps);
+        byte[] data = followUps == null ? Wire.utf8(line) : Wire.withPuts(line, followUps);
         try {
             return send(data, parse, job, followUps == null, true);
         } catch (DeferdException e) {
@@ -554,7 +554,7 @@ public final class Client implements AutoCloseable {
     }
 
     Reply<Void> touch(Job job) {
-        return send(Wire.ascii("TOUCH " + job.id() + "\n"), Wire::empty, job, true, false);
+        return send(Wire.utf8("TOUCH " + job.id() + "\n"), Wire::empty, job, true, false);
     }
 
     private <T> Reply<T> send(byte[] data, Function<String, T> parse, Job job, boolean background) {

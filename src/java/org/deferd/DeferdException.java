@@ -1,7 +1,6 @@
 package org.deferd;
 
 import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -113,9 +112,5 @@ public class DeferdException extends RuntimeException {
 
     void setJob(Job job) {
         this.job = job;
-    }
-
-    static Map<String, String> noFields() {
-        return new LinkedHashMap<>();
     }
 }

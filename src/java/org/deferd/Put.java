@@ -193,7 +193,7 @@ public final class Put {
         if (group != null) {
             h.append(" group=").append(group);
         }
-        byte[] head = h.append('\n').toString().getBytes(StandardCharsets.US_ASCII);
+        byte[] head = h.append('\n').toString().getBytes(StandardCharsets.UTF_8);
         byte[] out = Arrays.copyOf(head, head.length + payload.length + 1);
         System.arraycopy(payload, 0, out, head.length, payload.length);
         out[out.length - 1] = '\n';

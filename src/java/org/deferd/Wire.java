@@ -37,7 +37,7 @@ final class Wire {
         return value;
     }
 
-    static byte[] ascii(String line) {
+    static byte[] utf8(String line) {
         return line.getBytes(StandardCharsets.UTF_8);
     }
 
@@ -60,7 +60,7 @@ final class Wire {
     /** {@code BATCH <n>} or a settle's {@code then=<n>} line's tail: the PUT requests. */
     static byte[] withPuts(String line, List<Put> puts) {
         List<byte[]> parts = new ArrayList<>(puts.size() + 1);
-        parts.add(ascii(line));
+        parts.add(utf8(line));
         for (Put p : puts) {
             parts.add(p.encode(null));
         }
