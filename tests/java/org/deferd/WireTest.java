@@ -278,6 +278,7 @@ public final class WireTest {
     public void testWorkerDrainingAndReconnect() throws Exception {
         java.util.concurrent.atomic.AtomicInteger subs = new java.util.concurrent.atomic.AtomicInteger();
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch running = new java.util.concurrent.CountDownLatch(1);
         try (FakeDaemon d = new FakeDaemon(line -> {
             if (line.startsWith("SUB")) {
                 return subs.incrementAndGet() == 1
@@ -289,15 +290,15 @@ public final class WireTest {
         })) {
             Worker w = new Worker(job -> {
                 if (job.uid().equals("a1")) {
+                    running.countDown();
                     release.await();
                 }
             }, new WorkerOptions(List.of("q"), 1, 3, d.socket(), 0, Duration.ofSeconds(5),
                     Duration.ofSeconds(10), false, null));
             java.util.concurrent.CompletableFuture<Integer> exit =
                     java.util.concurrent.CompletableFuture.supplyAsync(w::run);
-            Check.waitFor(() -> subs.get() == 1 && d.requests.size() == 1, "subscribed", Duration.ofSeconds(10));
-            Thread.sleep(200); // a1 runs, a2 and a3 wait for the one thread
-            d.push("STATE DRAINING\n");
+            Check.isTrue(running.await(10, java.util.concurrent.TimeUnit.SECONDS), "a1 runs");
+            d.push("STATE DRAINING\n"); // a2 and a3 wait for the one thread, here or in the client
             Check.waitFor(() -> d.requests.containsAll(List.of("UNSUB", "NACK q/2-1-a2 unrun=1",
                     "NACK q/3-1-a3 unrun=1")), "a2 and a3 given back: " + d.requests, Duration.ofSeconds(10));
             Check.isTrue(d.requests.indexOf("UNSUB") < d.requests.indexOf("NACK q/2-1-a2 unrun=1"),
