@@ -658,39 +658,17 @@ public final class Client implements AutoCloseable {
         }
     }
 
+    /** The event of a one-line push; marks the held job it names. */
     private Event event(String line) {
-        String[] w = line.split(" ");
-        switch (w[0]) {
-            case "DEADLINE":
-                if (w.length == 3 && w[2].chars().allMatch(Character::isDigit) && !w[2].isEmpty()) {
-                    Job job = held.get(w[1]);
-                    long left = Long.parseLong(w[2]);
-                    if (job != null) {
-                        job.markDeadline(left);
-                    }
-                    return new Event.Deadline(w[1], left, job);
-                }
-                break;
-            case "EXPIRED":
-            case "CANCELLED":
-                if (w.length == 2) {
-                    Job job = held.get(w[1]);
-                    if (job != null) {
-                        job.markLost(w[0].toLowerCase(java.util.Locale.ROOT));
-                    }
-                    return w[0].equals("EXPIRED") ? new Event.Expired(w[1], job)
-                            : new Event.Cancelled(w[1], job);
-                }
-                break;
-            case "STATE":
-                if (w.length == 2) {
-                    return new Event.State(w[1]);
-                }
-                break;
-            default:
-                break;
+        Event event = Wire.event(line, held::get);
+        if (event instanceof Event.Deadline d && d.job() != null) {
+            d.job().markDeadline(d.msLeft());
+        } else if (event instanceof Event.Expired e && e.job() != null) {
+            e.job().markLost("expired");
+        } else if (event instanceof Event.Cancelled c && c.job() != null) {
+            c.job().markLost("cancelled");
         }
-        return new Event.Unknown(line);
+        return event;
     }
 
     private void report(Reply<?> reply) {

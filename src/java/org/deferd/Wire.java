@@ -230,6 +230,40 @@ final class Wire {
         return id == null || id.startsWith("dead=") ? null : id;
     }
 
+    /**
+     * The event of a one-line push ({@code DEADLINE}, {@code EXPIRED}, {@code CANCELLED},
+     * {@code STATE}); one this client does not know, or of another shape, is
+     * {@link Event.Unknown}. {@code held} finds the job an id names (null if none).
+     */
+    static Event event(String line, java.util.function.Function<String, Job> held) {
+        String[] w = line.split(" ");
+        switch (w[0]) {
+            case "DEADLINE":
+                if (w.length == 3 && !w[2].isEmpty() && w[2].chars().allMatch(Character::isDigit)) {
+                    return new Event.Deadline(w[1], Long.parseLong(w[2]), held.apply(w[1]));
+                }
+                break;
+            case "EXPIRED":
+                if (w.length == 2) {
+                    return new Event.Expired(w[1], held.apply(w[1]));
+                }
+                break;
+            case "CANCELLED":
+                if (w.length == 2) {
+                    return new Event.Cancelled(w[1], held.apply(w[1]));
+                }
+                break;
+            case "STATE":
+                if (w.length == 2) {
+                    return new Event.State(w[1]);
+                }
+                break;
+            default:
+                break;
+        }
+        return new Event.Unknown(line);
+    }
+
     static Void empty(String rest) {
         return null;
     }

@@ -9,7 +9,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -46,7 +45,6 @@ public final class Worker {
     private final WorkerLog log;
     private final ArrayDeque<Job> waiting = new ArrayDeque<>(); // held, not started: guarded by this
     private int freeThreads; // guarded by this
-    private final Map<Job, ScheduledFuture<?>> renewals = new ConcurrentHashMap<>();
     private final Map<Job, Integer> settleTries = new ConcurrentHashMap<>();
     private final Map<Job, Boolean> quiet = new ConcurrentHashMap<>();
     private final Map<Throwable, Boolean> handled = new ConcurrentHashMap<>();
@@ -62,6 +60,7 @@ public final class Worker {
     private volatile Client client;
     private ExecutorService pool;
     private ScheduledExecutorService timer;
+    private LeaseRenewer leases;
 
     /**
      * A worker that runs {@code handler} with these options; {@link #run()} starts it.
@@ -145,6 +144,7 @@ public final class Worker {
         }
         pool = Executors.newFixedThreadPool(options.concurrency(), named("deferd-worker", false));
         timer = Executors.newSingleThreadScheduledExecutor(named("deferd-renew", true));
+        leases = new LeaseRenewer(timer, this::touched);
         log.log("info", "started", "queues", queues, "concurrency", options.concurrency(),
                 "inflight", options.inflight(), "socket", client.socketPath(), "pid",
                 ProcessHandle.current().pid());
@@ -227,7 +227,7 @@ public final class Worker {
                 answerLost(job);
                 continue;
             }
-            renewEvery(job, renewPeriod(job));
+            leases.start(job);
             offer(job);
         }
     }
@@ -279,7 +279,7 @@ public final class Worker {
 
     private void runJob(Job job) {
         if (job.isLost()) { // taken back while it waited for a thread
-            stopRenewing(job);
+            leases.stop(job);
             try {
                 answerLost(job);
             } catch (DisconnectedException e) {
@@ -296,7 +296,7 @@ public final class Worker {
             error = t;
         }
         long ms = (System.nanoTime() - t0) / 1_000_000;
-        stopRenewing(job);
+        leases.stop(job);
         try {
             settle(job, error, ms);
         } catch (DisconnectedException e) {
@@ -377,7 +377,7 @@ public final class Worker {
     }
 
     private void giveBack(Job job) {
-        stopRenewing(job);
+        leases.stop(job);
         if (job.isLost()) {
             answerLost(job);
             return;
@@ -392,43 +392,17 @@ public final class Worker {
         send(job, job::nackUnrun);
     }
 
-    // -- leases -------------------------------------------------------------------------
-
-    private static Duration renewPeriod(Job job) {
-        return Duration.ofMillis(Math.max(200, job.ttr().toMillis() / 2));
-    }
-
-    private void renewEvery(Job job, Duration period) {
-        long ms = period.toMillis();
-        renewals.put(job, timer.scheduleAtFixedRate(() -> touch(job), ms, ms, TimeUnit.MILLISECONDS));
-    }
-
-    private void stopRenewing(Job job) {
-        ScheduledFuture<?> f = renewals.remove(job);
-        if (f != null) {
-            f.cancel(false);
-        }
-    }
-
-    private void touch(Job job) {
-        if (job.isSettled() || job.isLost() || !renewals.containsKey(job)) {
-            return;
-        }
-        try {
-            job.touch();
-            if (options.verbose()) {
-                log.log("info", "touched", "queue", job.queue(), "id", job.id(), "uid", job.uid());
-            }
-        } catch (DisconnectedException e) {
-            // the dispatcher sees it too and leaves
+    private void touched(Job job) {
+        if (options.verbose()) {
+            log.log("info", "touched", "queue", job.queue(), "id", job.id(), "uid", job.uid());
         }
     }
 
     // -- pushes and failed answers (on the client's reader thread: never write here) --------
 
     private void onEvent(Event event) {
-        if (event instanceof Event.Deadline d && d.job() != null && renewals.containsKey(d.job())) {
-            timer.execute(() -> touch(d.job()));
+        if (event instanceof Event.Deadline d && d.job() != null) {
+            leases.deadline(d.job());
         } else if (event instanceof Event.Expired || event instanceof Event.Cancelled) {
             Job job = event instanceof Event.Expired e ? e.job() : ((Event.Cancelled) event).job();
             String id = event instanceof Event.Expired e ? e.jobId() : ((Event.Cancelled) event).jobId();
