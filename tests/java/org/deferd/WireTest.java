@@ -124,6 +124,15 @@ public final class WireTest {
         Check.raises(ProtocolException.class, () -> Wire.jobHeader("JOB q/1 q 1 1 1 1 1 junk"));
     }
 
+    public void testPushesAsEvents() {
+        Check.equal(new Event.Deadline("q/1", 250, null), Wire.event("DEADLINE q/1 250", id -> null), "deadline");
+        Check.equal(new Event.Cancelled("q/1", null), Wire.event("CANCELLED q/1", id -> null), "cancelled");
+        Check.equal(new Event.State("NEWSTATE"), Wire.event("STATE NEWSTATE", id -> null), "a state word not known");
+        for (String odd : new String[] {"DEADLINE q/1", "DEADLINE q/1 x", "EXPIRED", "STATE A B", "HELLO there"}) {
+            Check.equal(new Event.Unknown(odd), Wire.event(odd, id -> null), "unknown: " + odd);
+        }
+    }
+
     public void testBatchAndNackReplies() {
         BatchResult b = Wire.batchReply(" n=3 parts=2 ids=a/1,a/2,a/3 dup=2");
         Check.equal(List.of("a/1", "a/2", "a/3"), b.ids(), "ids");
