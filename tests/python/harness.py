@@ -13,12 +13,13 @@ from __future__ import annotations
 import configparser
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import deferd
 
@@ -63,6 +64,56 @@ def wait_for(cond: Callable[[], object], what: str, timeout: float = 20.0) -> ob
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {timeout} s: {what}")
         time.sleep(0.02)
+
+
+def named_blocks(page: str, lang: str, first_line: str) -> Dict[str, str]:
+    """A doc page's ```LANG blocks by the name their first line gives (the regular expression
+    ``first_line``'s group 1, e.g. ``# (\\w+)\\.py``); blocks without one are left out."""
+    with open(page) as f:
+        text = f.read()
+    out = {}
+    for code in re.findall(rf"^```{lang}\n(.*?)^```$", text, re.S | re.M):
+        m = re.match(first_line, code)
+        if m:
+            out[m.group(1)] = code
+    return out
+
+
+def sh_commands(page: str) -> List[str]:
+    """The non-blank lines of a doc page's ```sh blocks."""
+    with open(page) as f:
+        text = f.read()
+    return [line for code in re.findall(r"^```sh\n(.*?)^```$", text, re.S | re.M)
+            for line in code.splitlines() if line.strip()]
+
+
+def run_until_then_term(argv: Sequence[str], cwd: str, env: Dict[str, str],
+                        done: Callable[[str], bool], what: str) -> Tuple[str, str]:
+    """Runs a worker until ``done(its stdout so far)``, then SIGTERM: it must exit 0 within
+    30 s. Returns its stdout and stderr (kept in files in ``cwd``); the assertion that fails
+    says what it printed."""
+    out_path, err_path = os.path.join(cwd, "out"), os.path.join(cwd, "err")
+
+    def text(path: str) -> str:
+        with open(path) as f:
+            return f.read()
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        p = subprocess.Popen(list(argv), cwd=cwd, env=env, stdout=out, stderr=err)
+    try:
+        try:
+            wait_for(lambda: done(text(out_path)), what)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; stdout:\n{text(out_path)}\nstderr:\n"
+                                 f"{text(err_path)}") from None
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(30)
+        if rc != 0:
+            raise AssertionError(f"exit status {rc} after SIGTERM; stderr:\n{text(err_path)}")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return text(out_path), text(err_path)
 
 
 class Daemon:

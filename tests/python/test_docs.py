@@ -15,13 +15,12 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import unittest
 
-from harness import Daemon, sample_queues, wait_for
+from harness import Daemon, named_blocks, run_until_then_term, sample_queues, sh_commands
 
 DOC = os.environ.get("DEFERD_DOCS") or os.path.join(
     os.path.dirname(__file__), "..", "..", "docs", "python.md")
@@ -29,23 +28,12 @@ DOC = os.environ.get("DEFERD_DOCS") or os.path.join(
 
 def blocks() -> dict:
     """The page's ```python blocks by the name in their first comment line (# name.py)."""
-    with open(DOC) as f:
-        text = f.read()
-    out = {}
-    for code in re.findall(r"^```python\n(.*?)^```$", text, re.S | re.M):
-        first = code.splitlines()[0]
-        m = re.match(r"# (\w+)\.py", first)
-        if m:
-            out[m.group(1)] = code
-    return out
+    return named_blocks(DOC, "python", r"# (\w+)\.py")
 
 
 def commands() -> list:
     """The lines of the page's ```sh blocks."""
-    with open(DOC) as f:
-        text = f.read()
-    return [line for code in re.findall(r"^```sh\n(.*?)^```$", text, re.S | re.M)
-            for line in code.splitlines() if line.strip()]
+    return sh_commands(DOC)
 
 
 class Examples(unittest.TestCase):
@@ -102,28 +90,11 @@ class Examples(unittest.TestCase):
         d = Daemon("docsw", sample_queues()).start()
         try:
             env = self.produce(d)
-            out_path = os.path.join(tmp, "out")
-            with open(out_path, "w") as out, open(os.path.join(tmp, "err"), "w") as err:
-                p = subprocess.Popen(argv, cwd=tmp, env=env, stdout=out, stderr=err)
-            try:
-                def sent() -> int:
-                    with open(out_path) as f:
-                        return len(re.findall(r"^sending to \S+ \(attempt 1\)$", f.read(),
-                                              re.M))
-                try:
-                    wait_for(lambda: sent() == 3 and d.jobs("emails") == [],
-                             "the worker ran the 3 jobs and they are gone from ZooKeeper")
-                except AssertionError as e:  # what the worker said, for the log
-                    with open(os.path.join(tmp, "err")) as f, open(out_path) as o:
-                        raise AssertionError(f"{e}; sent {sent()}, left {d.jobs('emails')}; "
-                                             f"worker stdout:\n{o.read()}\nstderr:\n"
-                                             f"{f.read()}") from None
-                p.send_signal(signal.SIGTERM)
-                self.assertEqual(p.wait(30), 0)
-            finally:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
+            run_until_then_term(
+                argv, tmp, env,
+                lambda out: len(re.findall(r"^sending to \S+ \(attempt 1\)$", out, re.M)) == 3
+                and d.jobs("emails") == [],
+                "the worker ran the 3 jobs and they are gone from ZooKeeper")
             self.assertEqual(d.queue_stat("emails", "acked"), 3)
         finally:
             d.stop()
