@@ -12,12 +12,14 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "httpget.h"
 
 static struct daemon_proc d[2];
 static char root[128];
 static zhandle_t *zh;
 static deferd_client *ce_global; /* the consumer of emails (max_attempts 1) */
-static const char *const overrides[] = {"queue.emails.max_attempts=1", NULL};
+static const char *const overrides[] = {"queue.emails.max_attempts=1", "web.dashboard=on",
+                                        NULL};
 
 /* Sends a FLOW of a parent in PQ and N children in CQ (payloads "c<i>"); ids into IDS
  * (the parent's first). 0 when stored. */
@@ -103,6 +105,21 @@ static void fan_in(deferd_client *ca, deferd_client *cb)
     char named[300];
     snprintf(named, sizeof named, "flow:     a child of %s", ids[0]);
     CHECK_CONTAINS(out, named);
+    /* the dashboard's job page and its API say the same */
+    char *body = NULL;
+    snprintf(args, sizeof args, "/ui/job?id=%s", ids[0]);
+    CHECK(http_request(metrics_port_in_log(d[0].log), "GET", args, 10000, &body, NULL, 0) ==
+          200);
+    CHECK(body && strstr(body, "waiting-for-children") &&
+          strstr(body, "data-pending=\"3\" data-acked=\"0\"") && strstr(body, ids[2]));
+    free(body);
+    body = NULL;
+    snprintf(args, sizeof args, "/api/v1/job?id=%s", ids[1]);
+    CHECK(http_request(metrics_port_in_log(d[0].log), "GET", args, 10000, &body, NULL, 0) ==
+          200);
+    snprintf(named, sizeof named, "\"flow_parent\":\"%s\"", ids[0]);
+    CHECK(body && strstr(body, named));
+    free(body);
     CHECK(settle_jobs(ca, 2, 0) == 2);
     CHECK(flow_node(ids[0], data, sizeof data) > 0);
     CHECK_CONTAINS(data, "pending=1 acked=2 dead=0");

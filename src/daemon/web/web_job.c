@@ -38,13 +38,42 @@ static void show_job(struct admin *a, const char *err, void *ctx)
                            : admin_show(a, jc->id, &jc->job, jc->c.err, sizeof jc->c.err);
 }
 
+static const char *state_of(const struct admin_job *j)
+{
+    return j->dead ? "dead" : j->waiting ? "waiting-for-children" : j->locked ? "held"
+                                                                           : "pending";
+}
+
+/* A flow (docs/flows.md): a child's parent; a waiting parent's counts and children, as
+ * deferctl show --json says them. */
+static void flow_fill(struct jsonw *jw, const struct admin_job *j)
+{
+    jsonw_str(jw, "flow_parent", j->flow_parent[0] ? j->flow_parent : NULL);
+    if (!j->waiting)
+        return;
+    jsonw_obj_begin(jw, "flow");
+    jsonw_str(jw, "on", j->flow.on_complete ? "complete" : "success");
+    jsonw_uint(jw, "pending", j->flow.pending);
+    jsonw_uint(jw, "acked", j->flow.acked);
+    jsonw_uint(jw, "dead", j->flow.dead);
+    jsonw_arr_begin(jw, "children");
+    for (size_t i = 0; i < j->nchildren; i++) {
+        jsonw_obj_begin(jw, NULL);
+        jsonw_str(jw, "id", j->children[i].id);
+        jsonw_bool(jw, "held", j->children[i].held);
+        jsonw_obj_end(jw);
+    }
+    jsonw_arr_end(jw);
+    jsonw_obj_end(jw);
+}
+
 static void fill(struct web_call *c, struct jsonw *jw)
 {
     const struct admin_job *j = &((struct job_call *)c)->job;
     jsonw_obj_begin(jw, NULL);
     jsonw_str(jw, "id", j->id);
     jsonw_str(jw, "uid", j->jn.uid);
-    jsonw_str(jw, "state", j->dead ? "dead" : j->locked ? "held" : "pending");
+    jsonw_str(jw, "state", state_of(j));
     jsonw_uint(jw, "due_ms", j->jn.due_ms);
     jsonw_uint(jw, "priority", j->jn.priority);
     jsonw_uint(jw, "attempts", j->attempts);
@@ -60,7 +89,45 @@ static void fill(struct web_call *c, struct jsonw *jw)
     jsonw_int(jw, "bytes", j->len);
     jsonw_strn(jw, "payload", j->payload ? j->payload : "", (size_t)j->len);
     jsonw_base64(jw, "payload_base64", j->payload ? j->payload : "", (size_t)j->len);
+    flow_fill(jw, j);
     jsonw_obj_end(jw);
+}
+
+/* A link to job ID's page. */
+static void job_link(struct evbuffer *out, const char *id)
+{
+    evbuffer_add_printf(out, "<a href=\"/ui/job?id=");
+    web_escape(out, id); /* ids hold no character a query needs escaped but & and # */
+    evbuffer_add_printf(out, "\">");
+    web_escape(out, id);
+    evbuffer_add_printf(out, "</a>");
+}
+
+/* The flow's part of the page: a child's parent; a waiting parent's counts and children. */
+static void flow_html(struct evbuffer *out, const struct admin_job *j)
+{
+    if (j->flow_parent[0]) {
+        evbuffer_add_printf(out, "<p class=\"flow\" data-flow-parent=\"");
+        web_escape(out, j->flow_parent);
+        evbuffer_add_printf(out, "\">A child in a flow: its parent ");
+        job_link(out, j->flow_parent);
+        evbuffer_add_printf(out, " waits for it.</p>\n");
+    }
+    if (!j->waiting)
+        return;
+    evbuffer_add_printf(out, "<h2>Flow</h2>\n<p class=\"flow\" data-pending=\"%u\" "
+                        "data-acked=\"%u\" data-dead=\"%u\">Waits until every child is %s: "
+                        "%u pending, %u acked, %u dead.</p>\n<table id=\"children\">\n",
+                        j->flow.pending, j->flow.acked, j->flow.dead,
+                        j->flow.on_complete ? "acked or dead-lettered" : "acked",
+                        j->flow.pending, j->flow.acked, j->flow.dead);
+    for (size_t i = 0; i < j->nchildren; i++) {
+        evbuffer_add_printf(out, "<tr><td>");
+        job_link(out, j->children[i].id);
+        evbuffer_add_printf(out, "</td><td>%s</td></tr>\n",
+                            j->children[i].held ? "held" : "pending");
+    }
+    evbuffer_add_printf(out, "</table>\n");
 }
 
 static void field(struct evbuffer *out, const char *name, const char *value)
@@ -112,7 +179,7 @@ static void html(struct web_call *c)
     web_escape(out, j->jn.uid);
     evbuffer_add_printf(out, "</h1>\n<table class=\"fields\" id=\"job\">\n");
     field(out, "id", j->id);
-    field(out, "state", j->dead ? "dead" : j->locked ? "held" : "pending");
+    field(out, "state", state_of(j));
     evbuffer_add_printf(out, "<tr><th>due</th><td data-field=\"due\">");
     web_time(out, j->jn.due_ms);
     evbuffer_add_printf(out, "</td></tr>\n");
@@ -125,7 +192,9 @@ static void html(struct web_call *c)
     field(out, "packed", j->jn.pack[0] ? "yes" : "no");
     snprintf(num, sizeof num, "%d", j->len);
     field(out, "bytes", num);
-    evbuffer_add_printf(out, "</table>\n<h2>Payload</h2>\n<pre id=\"payload\">");
+    evbuffer_add_printf(out, "</table>\n");
+    flow_html(out, j);
+    evbuffer_add_printf(out, "<h2>Payload</h2>\n<pre id=\"payload\">");
     web_escape_bytes(out, j->payload ? j->payload : "", (size_t)j->len);
     evbuffer_add_printf(out, "</pre>\n");
     if (jc->can_act)
