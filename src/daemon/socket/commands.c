@@ -169,7 +169,7 @@ static void handle_ping(struct deferd *d, struct conn *c, struct proto_request *
 
 static void handle_stats_queue(struct deferd *d, const char *queue, struct reply *r)
 {
-    char text[2048];
+    char text[8192];
     if (!dispatcher_queue(d->dispatcher, queue))
         reply_err(r, PE_UNKNOWN_QUEUE, "no queue '%s' is configured", queue);
     else if (metrics_expose_queue(d->metrics, queue, text, sizeof text) != 0)
@@ -182,7 +182,7 @@ static void handle_stats(struct deferd *d, struct conn *c, struct proto_request 
                          struct reply *r)
 {
     (void)c;
-    char text[2048];
+    char text[8192];
     size_t n;
     struct unpacker_counts uc;
     struct packer_counts pc;
