@@ -4,7 +4,8 @@ import java.util.List;
 import java.util.stream.Collectors;
 
 /**
- * The answer to a batch ({@link Client#putBatch}) or to follow-ups ({@link Job#ackThen},
+ * The answer to a batch ({@link Client#putBatch}), a flow ({@link Client#putFlow}: the
+ * parent first) or to follow-ups ({@link Job#ackThen}, {@link Job#ackJoin},
  * {@link Job#nackThen}): one {@link PutResult} per item, in request order.
  *
  * <p>Thread-safety: immutable.

@@ -23,7 +23,7 @@ import java.util.function.Function;
  * One connection to a deferd daemon over its Unix socket (docs/protocol.md), with nothing
  * beyond the JDK.
  *
- * <p>Producing: {@link #put(Put)}, {@link #putBatch}, {@link #cancel}, {@link #reschedule},
+ * <p>Producing: {@link #put(Put)}, {@link #putBatch}, {@link #putFlow}, {@link #cancel}, {@link #reschedule},
  * {@link #stats()}, {@link #ping()}. Consuming: {@link #subscribe}, then {@link #nextJob};
  * answer each {@link Job} with {@link Job#ack()} or a nack; read pushes with
  * {@link #nextEvent} (or a listener); leave with {@link #giveBack()}.
@@ -250,6 +250,52 @@ public final class Client implements AutoCloseable {
      */
     public BatchResult putBatch(List<Put> puts) {
         return send(Wire.batch(puts), Wire::batchReply, null, false).get();
+    }
+
+    /**
+     * Stores a flow, all or none ({@code FLOW}, docs/flows.md): {@code parent} waits, stored
+     * but not due, until every child is acked, then becomes a job under the id this returns
+     * for it (a dead-lettered child sends the parent to its queue's dead letters instead).
+     * The same as {@link #putFlow(Put, List, String)} with {@code on} {@code "success"}.
+     *
+     * <p>Thread-safety: as the client's; may be called from any thread.
+     *
+     * @param parent the job that runs once the children are done
+     * @param children 1 .. 999 jobs, in any queues
+     * @return the ids, the parent's first, then the children's in order
+     * @throws IllegalArgumentException no child, or a job with a key or a put token
+     * @throws DeferdException the daemon's refusal (nothing stored)
+     */
+    public BatchResult putFlow(Put parent, List<Put> children) {
+        return putFlow(parent, children, "success");
+    }
+
+    /**
+     * Stores a flow, all or none ({@code FLOW <n> on=<on>}, docs/flows.md): {@code parent}
+     * waits, stored but not due, until its children are settled, then becomes a job, exactly
+     * once, under the id this returns for it, due at its own due time.
+     *
+     * <p>A flow's jobs take no key and no put token, so a flow is never sent again on its
+     * own: after an {@link UnavailableException} with {@code stored()} {@code "maybe"} the
+     * flow may have been stored; look for its parent before putting it again (its children
+     * are in their queues, their ids ending in {@code -f<parent uid>}; {@code deferctl show}
+     * of one names its parent). Nesting ({@code parent=<item>}) is
+     * not offered, as in the Python client: every child belongs to {@code parent}.
+     *
+     * <p>Thread-safety: as the client's; may be called from any thread.
+     *
+     * @param parent the job that runs once the children are done
+     * @param children 1 .. 999 jobs, in any queues
+     * @param on {@code "success"}: every child acked (a dead-lettered child sends the parent
+     *     to the dead letters); {@code "complete"}: every child acked or dead-lettered
+     * @return the ids, the parent's first, then the children's in order
+     * @throws IllegalArgumentException no child, {@code on} neither {@code "success"} nor
+     *     {@code "complete"}, or a job with a key or a put token
+     * @throws DeferdException the daemon's refusal (nothing stored), e.g.
+     *     {@link TooLargeException} beyond one ZooKeeper transaction
+     */
+    public BatchResult putFlow(Put parent, List<Put> children, String on) {
+        return send(Wire.flow(parent, children, on), Wire::batchReply, null, false).get();
     }
 
     /**
@@ -543,10 +589,16 @@ public final class Client implements AutoCloseable {
     // -- plumbing -----------------------------------------------------------------------
 
     <T> Reply<T> settle(Job job, String line, List<Put> followUps, Function<String, T> parse) {
+        return settle(job, line, followUps, parse, false);
+    }
+
+    /** {@code joins}: an {@code ACK ... join=1}, whose NOT_FOUND (its flow gone) leaves the job held. */
+    <T> Reply<T> settle(Job job, String line, List<Put> followUps, Function<String, T> parse,
+                        boolean joins) {
         job.startSettle();
         byte[] data = followUps == null ? Wire.utf8(line) : Wire.withPuts(line, followUps);
         try {
-            return send(data, parse, job, followUps == null, true);
+            return send(data, parse, job, followUps == null, true, joins);
         } catch (DeferdException e) {
             job.settleFailedStillHeld();
             throw e;
@@ -561,10 +613,15 @@ public final class Client implements AutoCloseable {
         return send(data, parse, job, background, false);
     }
 
-    @SuppressWarnings("unchecked")
     private <T> Reply<T> send(byte[] data, Function<String, T> parse, Job job, boolean background,
                               boolean settles) {
-        Reply<T> reply = new Reply<>(this, job, settles);
+        return send(data, parse, job, background, settles, false);
+    }
+
+    @SuppressWarnings("unchecked")
+    private <T> Reply<T> send(byte[] data, Function<String, T> parse, Job job, boolean background,
+                              boolean settles, boolean joins) {
+        Reply<T> reply = new Reply<>(this, job, settles, joins);
         synchronized (writeLock) {
             if (closedError != null) {
                 throw closedError;
@@ -642,7 +699,7 @@ public final class Client implements AutoCloseable {
         Job job = reply.job();
         if (job != null && reply.settles()) {
             if (error == null || error instanceof LeaseLostException
-                    || error instanceof NotFoundException) {
+                    || (error instanceof NotFoundException && !reply.joins())) {
                 held.remove(job.id());
             } else { // nothing changed (UNAVAILABLE, a bad follow-up): still held
                 job.settleFailedStillHeld();

@@ -134,6 +134,28 @@ public final class Job {
     }
 
     /**
+     * Acknowledges a flow's child and creates follow-up jobs that join its flow
+     * ({@code ACK <id> then=<n> join=1}, docs/flows.md), in the same ZooKeeper transaction:
+     * the flow's parent waits for them too (a crawler's page adding the links it found).
+     * Waits for the reply, as {@link #ackThen}.
+     *
+     * <p>Thread-safety: as {@link #ack()}; once per job, from any thread.
+     *
+     * @param followUps 1 .. 1000 jobs, without a key
+     * @return their ids
+     * @throws IllegalArgumentException no follow-up, or one with a key (nothing sent, the job
+     *     stays held)
+     * @throws BadRequestException the job is no flow's child (nothing changed, still held)
+     * @throws NotFoundException its flow is gone (released or cancelled): nothing changed,
+     *     the job is still held and may be acked or nacked (if the job itself was gone, that
+     *     answer fails in turn)
+     */
+    public BatchResult ackJoin(List<Put> followUps) {
+        String line = Wire.ackJoinLine(id(), followUps);
+        return client.settle(this, line, followUps, Wire::batchReply, true).get();
+    }
+
+    /**
      * Gives the job back; the queue's backoff decides when it is due again. Pipelined.
      *
      * @return the future reply: the job's new id, or null when it kept its id or was

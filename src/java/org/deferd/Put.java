@@ -7,7 +7,8 @@ import java.util.Arrays;
 
 /**
  * One job to create: the argument of {@link Client#put(Put)}, an item of
- * {@link Client#putBatch} or a follow-up of {@link Job#ackThen} and {@link Job#nackThen}.
+ * {@link Client#putBatch}, a job of a flow ({@link Client#putFlow}: no key, no idem) or a
+ * follow-up of {@link Job#ackThen}, {@link Job#ackJoin} (no key) and {@link Job#nackThen}.
  * Options left unset take the queue's defaults (docs/protocol.md, PUT).
  *
  * <pre>{@code

@@ -19,12 +19,14 @@ public final class Reply<T> {
     private final Client client;
     private final Job job;
     private final boolean settles;
+    private final boolean joins;
     private volatile boolean observed;
 
-    Reply(Client client, Job job, boolean settles) {
+    Reply(Client client, Job job, boolean settles, boolean joins) {
         this.client = client;
         this.job = job;
         this.settles = settles;
+        this.joins = joins;
     }
 
     /**
@@ -70,6 +72,11 @@ public final class Reply<T> {
 
     boolean settles() {
         return settles;
+    }
+
+    /** @return true for {@code ACK ... join=1}, whose NOT_FOUND (its flow gone) leaves the job held */
+    boolean joins() {
+        return joins;
     }
 
     boolean observed() {

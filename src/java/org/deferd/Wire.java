@@ -81,6 +81,49 @@ final class Wire {
         return withPuts("BATCH " + puts.size() + "\n", puts);
     }
 
+    /**
+     * {@code FLOW <n> on=<on>}, the parent's {@code PUT}, then the children's
+     * (docs/flows.md).
+     *
+     * @throws IllegalArgumentException no child, {@code on} neither {@code "success"} nor
+     *     {@code "complete"}, or a job with a key or a put token (a flow's jobs take neither)
+     */
+    static byte[] flow(Put parent, List<Put> children, String on) {
+        if (!"success".equals(on) && !"complete".equals(on)) {
+            throw new IllegalArgumentException("on is \"success\" or \"complete\": " + on);
+        }
+        if (children.isEmpty()) {
+            throw new IllegalArgumentException("a flow has at least one child");
+        }
+        List<Put> jobs = new ArrayList<>(children.size() + 1);
+        jobs.add(parent);
+        jobs.addAll(children);
+        for (Put p : jobs) {
+            if (p.key() != null || p.idem() != null) {
+                throw new IllegalArgumentException("a flow's jobs take no key or idem");
+            }
+        }
+        return withPuts("FLOW " + jobs.size() + " on=" + on + "\n", jobs);
+    }
+
+    /**
+     * {@code ACK <id> then=<n> join=1} and the follow-ups' {@code PUT}s, which join the
+     * job's flow (docs/protocol.md, Follow-up jobs).
+     *
+     * @throws IllegalArgumentException no follow-up, or one with a key
+     */
+    static String ackJoinLine(String jobId, List<Put> followUps) {
+        if (followUps.isEmpty()) {
+            throw new IllegalArgumentException("join needs at least one follow-up");
+        }
+        for (Put p : followUps) {
+            if (p.key() != null) {
+                throw new IllegalArgumentException("follow-ups that join a flow take no key");
+            }
+        }
+        return "ACK " + jobId + " then=" + followUps.size() + " join=1\n";
+    }
+
     /** The header of a {@code JOB} push; {@code length} payload bytes and a newline follow. */
     record JobHeader(String id, String queue, int attempt, long dueMs, long priority, long ttrMs,
                      int length, String uid) {

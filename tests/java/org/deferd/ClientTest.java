@@ -142,6 +142,91 @@ public final class ClientTest {
         }
     }
 
+    /** A flow of a parent and 2 children: the parent comes once both are acked, not before. */
+    public void testFlowParentAfterItsChildren() throws Exception {
+        try (Client c = Daemon.client(); Client parents = Daemon.client()) {
+            BatchResult r = c.putFlow(Put.to("q8", "report").priority(2),
+                    List.of(Put.to("q9", "c1"), Put.to("q9", "c2")));
+            Check.equal(3, r.ids().size(), "the parent's id, then the children's");
+            String parentUid = Wire.jobUid(r.ids().get(0));
+            Check.isTrue(r.ids().get(0).startsWith("q8/") && parentUid != null, "the parent's id: " + r.ids());
+            for (String child : r.ids().subList(1, 3)) {
+                Check.isTrue(child.startsWith("q9/") && child.endsWith("-f" + parentUid), "a child names its flow: " + child);
+            }
+            Check.equal(List.of(), Daemon.jobsInZooKeeper("q8"), "the parent waits, not a job yet");
+            parents.subscribe(List.of("q8"), 1);
+            c.subscribe(List.of("q9"), 2);
+            Set<String> got = new HashSet<>();
+            Job first = take(c);
+            got.add(new String(first.payload()));
+            first.ack().get();
+            Check.equal(null, parents.nextJob(Duration.ofMillis(500)), "not after one child of two");
+            Job second = take(c);
+            got.add(new String(second.payload()));
+            Check.equal(null, parents.nextJob(Duration.ofMillis(200)), "not while the last child is held");
+            second.ack().get();
+            Check.equal(Set.of("c1", "c2"), got, "both children delivered");
+            Job parent = take(parents);
+            Check.equal(r.ids().get(0), parent.id(), "the parent under the id the put gave");
+            Check.equal("report", new String(parent.payload()), "the parent's payload");
+            Check.equal(2L, parent.priority(), "its own priority");
+            Check.equal(1, parent.attempt(), "a first delivery");
+            parent.ack().get();
+        }
+        Check.equal(List.of(), Daemon.jobsInZooKeeper("q8"), "parent acked");
+        Check.equal(List.of(), Daemon.jobsInZooKeeper("q9"), "children acked");
+    }
+
+    /**
+     * A child acked with ackJoin adds children the parent waits for; ackJoin of a job in no
+     * flow is refused, and once the flow is gone too (NOT_FOUND): both leave the job held.
+     */
+    public void testAckJoinGrowsTheFlow() throws Exception {
+        try (Client c = Daemon.client(); Client parents = Daemon.client()) {
+            BatchResult r = c.putFlow(Put.to("q10", "crawl report"), List.of(Put.to("q11", "seed")), "complete");
+            String parentUid = Wire.jobUid(r.ids().get(0));
+            parents.subscribe(List.of("q10"), 1);
+            c.subscribe(List.of("q11"), 1);
+            Job seed = take(c);
+            Check.equal(r.ids().get(1), seed.id(), "the seed");
+            Check.raises(IllegalArgumentException.class, () -> seed.ackJoin(List.of(Put.to("q11", "k").key("k"))));
+            BatchResult links = seed.ackJoin(List.of(Put.to("q11", "a"), Put.to("q11", "b")));
+            Check.equal(2, links.ids().size(), "two links");
+            for (String id : links.ids()) {
+                Check.isTrue(id.endsWith("-f" + parentUid), "a link joined the flow: " + id);
+            }
+            Check.equal(null, parents.nextJob(Duration.ofMillis(500)), "the seed acked, its links pending");
+            Job a = take(c); // either link first: same due time and priority
+            a.ack().get();
+            Check.equal(null, parents.nextJob(Duration.ofMillis(300)), "one link still pending");
+            Job b = take(c);
+            Check.equal(Set.of("a", "b"), Set.of(new String(a.payload()), new String(b.payload())),
+                    "the links delivered");
+            Check.equal(new HashSet<>(links.ids()), Set.of(a.id(), b.id()), "under their ids");
+            b.ack().get();
+            Job parent = take(parents);
+            Check.equal(r.ids().get(0), parent.id(), "the parent after the joined children");
+            Check.equal("crawl report", new String(parent.payload()), "its payload");
+            parent.ack().get();
+
+            c.put(Put.to("q11", "plain"));
+            Job plain = take(c);
+            Check.raises(BadRequestException.class, () -> plain.ackJoin(List.of(Put.to("q11", "x"))));
+            Check.isTrue(!plain.isSettled() && c.held().contains(plain), "no flow: still held");
+            plain.ack().get();
+
+            BatchResult gone = c.putFlow(Put.to("q12", "cancelled"), List.of(Put.to("q11", "orphan")));
+            Job orphan = take(c);
+            Check.equal(gone.ids().get(1), orphan.id(), "the child of the flow to cancel");
+            Check.equal(gone.ids().get(0), c.cancel(gone.ids().get(0)), "the flow cancelled");
+            Check.raises(NotFoundException.class, () -> orphan.ackJoin(List.of(Put.to("q11", "y"))));
+            Check.isTrue(!orphan.isSettled() && c.held().contains(orphan), "its flow gone: still held");
+            orphan.ack().get();
+        }
+        Check.equal(List.of(), Daemon.jobsInZooKeeper("q11"), "every child acked, nothing joined a gone flow");
+        Check.equal(List.of(), Daemon.jobsInZooKeeper("q12"), "the cancelled parent never came");
+    }
+
     public void testDeadlineTouchExpired() throws Exception {
         try (Client c = Daemon.client()) {
             c.put(Put.to("s1", "lease"));

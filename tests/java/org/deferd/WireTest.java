@@ -266,6 +266,84 @@ public final class WireTest {
         }
     }
 
+    /** FLOW: the parent's PUT, then the children's; the refusals, before anything is sent. */
+    public void testFlowEncodingAndRefusals() throws Exception {
+        Check.equal("FLOW 3 on=success\nPUT reports 6 delay=5000\nreport\nPUT pages 2 prio=3\np1\n"
+                + "PUT pages 2 group=g\np2\n",
+                text(Wire.flow(Put.to("reports", "report").delay(Duration.ofSeconds(5)),
+                        List.of(Put.to("pages", "p1").priority(3), Put.to("pages", "p2").group("g")),
+                        "success")), "flow");
+        Check.equal("FLOW 2 on=complete\nPUT a 1\n1\nPUT b 0\n\n",
+                text(Wire.flow(Put.to("a", "1"), List.of(Put.to("b", "")), "complete")), "on=complete");
+        Put parent = Put.to("a", "p");
+        List<Put> one = List.of(Put.to("b", "c"));
+        Check.raises(IllegalArgumentException.class, () -> Wire.flow(parent, List.of(), "success"));
+        Check.raises(IllegalArgumentException.class, () -> Wire.flow(parent, one, "done"));
+        Check.raises(IllegalArgumentException.class, () -> Wire.flow(parent, one, null));
+        Check.raises(IllegalArgumentException.class, () -> Wire.flow(Put.to("a", "p").key("k"), one, "success"));
+        Check.raises(IllegalArgumentException.class, () -> Wire.flow(parent, List.of(Put.to("b", "c").key("k")),
+                "success"));
+        Check.raises(IllegalArgumentException.class, () -> Wire.flow(Put.to("a", "p").idem("1-ab"), one,
+                "success"));
+        Check.raises(IllegalArgumentException.class, () -> Wire.flow(parent,
+                List.of(Put.to("b", "c"), Put.to("b", "d").idem("1-ab")), "success"));
+        int[] puts = {0};
+        try (FakeDaemon d = new FakeDaemon(line -> !line.startsWith("PUT") ? ""
+                : ++puts[0] == 3 ? "OK n=3 ids=a/1-1-p,b/1-1-c-fp,b/1-1-d-fp dup=-\n"
+                : puts[0] == 5 ? "ERR UNAVAILABLE stored=maybe reason=connection_lost may\n" : "");
+             Client c = Client.connect(d.socket())) {
+            Check.raises(IllegalArgumentException.class, () -> c.putFlow(parent, List.of()));
+            Check.raises(IllegalArgumentException.class, () -> c.putFlow(parent, one, "sometimes"));
+            Check.raises(IllegalArgumentException.class, () -> c.putFlow(parent, List.of(Put.to("b", "c").key("k"))));
+            Check.equal(List.of(), d.requests, "refused before anything was sent");
+            BatchResult r = c.putFlow(parent, List.of(Put.to("b", "c"), Put.to("b", "d")));
+            Check.equal(List.of("a/1-1-p", "b/1-1-c-fp", "b/1-1-d-fp"), r.ids(), "the parent's id first");
+            Check.equal(List.of("FLOW 3 on=success", "PUT a 1", "PUT b 1", "PUT b 1"), d.requests,
+                    "success by default, no put tokens");
+            UnavailableException e = Check.raises(UnavailableException.class,
+                    () -> c.putFlow(parent, one, "complete"));
+            Check.equal("maybe", e.stored(), "stored=maybe");
+            Check.equal(7, d.requests.size(), "a flow is never sent again: " + d.requests);
+            Check.equal("FLOW 2 on=complete", d.requests.get(4), "on=complete");
+        }
+    }
+
+    /** ACK join=1: the follow-ups join the job's flow; a key is refused, the job still held. */
+    public void testAckJoin() throws Exception {
+        Check.equal("ACK q/1-1-aa then=2 join=1\n", Wire.ackJoinLine("q/1-1-aa",
+                List.of(Put.to("q", "x"), Put.to("q", "y"))), "ACK join=1 line");
+        Check.raises(IllegalArgumentException.class, () -> Wire.ackJoinLine("q/1", List.of()));
+        Check.raises(IllegalArgumentException.class, () -> Wire.ackJoinLine("q/1",
+                List.of(Put.to("q", "x"), Put.to("q", "y").key("k"))));
+        int[] puts = {0};
+        try (FakeDaemon d = new FakeDaemon(line -> line.startsWith("SUB")
+                ? "OK\nJOB q/1-1-aa-fpp q 1 1 1 60000 2\nhi\nJOB q/2-1-bb q 1 1 1 60000 2\nho\n"
+                : !line.startsWith("PUT") ? (line.contains(" then=") ? "" : "OK\n")
+                : ++puts[0] == 2 ? "OK n=2 ids=q/3-1-cc-fpp,q/3-1-dd-fpp dup=-\n"
+                : puts[0] == 3 ? "ERR BAD_REQUEST job q/2-1-bb is not a flow's child\n"
+                : puts[0] == 4 ? "ERR NOT_FOUND job q/2-1-bb: its flow is gone\n" : "");
+             Client c = Client.connect(d.socket())) {
+            c.subscribe(List.of("q"), 2);
+            Job job = c.nextJob(Duration.ofSeconds(5));
+            Job plain = c.nextJob(Duration.ofSeconds(5));
+            Check.raises(IllegalArgumentException.class, () -> job.ackJoin(List.of(Put.to("q", "k").key("k"))));
+            Check.raises(IllegalArgumentException.class, () -> job.ackJoin(List.of()));
+            Check.isTrue(!job.isSettled(), "refused client-side: still held, unanswered");
+            Check.equal(List.of("SUB q inflight=2"), d.requests, "nothing sent");
+            BatchResult r = job.ackJoin(List.of(Put.to("q", "x"), Put.to("q", "y").delay(Duration.ofMillis(5))));
+            Check.equal(List.of("q/3-1-cc-fpp", "q/3-1-dd-fpp"), r.ids(), "the follow-ups' ids");
+            Check.equal(List.of("SUB q inflight=2", "ACK q/1-1-aa-fpp then=2 join=1", "PUT q 1",
+                    "PUT q 1 delay=5"), d.requests, "ACK then= join=1 and the PUTs");
+            Check.isTrue(job.isSettled() && !c.held().contains(job), "acked");
+            Check.raises(BadRequestException.class, () -> plain.ackJoin(List.of(Put.to("q", "z"))));
+            Check.isTrue(!plain.isSettled() && c.held().contains(plain), "refused by the daemon: still held");
+            Check.raises(NotFoundException.class, () -> plain.ackJoin(List.of(Put.to("q", "z"))));
+            Check.isTrue(!plain.isSettled() && c.held().contains(plain), "its flow gone: still held");
+            plain.ack().get();
+            Check.equal(List.of(), c.held(), "a plain ack after it");
+        }
+    }
+
     /** The daemon goes away: waiting calls fail with Disconnected, and so do later ones. */
     public void testDisconnect() throws Exception {
         try (FakeDaemon d = new FakeDaemon(line -> line.startsWith("PING") ? null : "OK\n");
