@@ -706,10 +706,6 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
     if (n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, " writes_held=%zu writes_held_total=%llu"
                       " writes_hold_expired=%llu", wh.held, wh.total, wh.expired);
-    if (n > 0 && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, " flows_opened=%llu flows_released=%llu"
-                      " flows_dead_lettered=%llu flow_conflicts=%llu", ds->flows.opened,
-                      ds->flows.released, ds->flows.dead_lettered, ds->flows.conflicts);
     if (ds->draining && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, " draining=1");
     for (size_t i = 0; i < ds->nqueues && n > 0 && (size_t)n < len; i++)

@@ -214,6 +214,12 @@ static void handle_stats(struct deferd *d, struct conn *c, struct proto_request 
     snprintf(text + n, sizeof text - n, " token_sweeps=%llu token_dirs_swept=%llu"
              " tokens_swept=%llu", (unsigned long long)tc.passes, (unsigned long long)tc.dirs,
              (unsigned long long)tc.tokens);
+    n = strlen(text);
+    struct flow_counts fc; /* last: fields are added at the end, for readers that cut */
+    dispatcher_flow_counts(d->dispatcher, &fc);
+    snprintf(text + n, sizeof text - n, " flows_opened=%llu flows_released=%llu"
+             " flows_dead_lettered=%llu flow_conflicts=%llu", fc.opened, fc.released,
+             fc.dead_lettered, fc.conflicts);
     reply_ok(r, text);
 }
 
