@@ -295,8 +295,7 @@ static void on_flow_read(void *ctx, int rc)
         reply_err(st->r, PE_NOT_FOUND, "job %s: its flow is gone (its parent was released or "
                   "cancelled): its follow-ups cannot join it; nothing was changed",
                   st->job->id);
-        lease_arm(st->job->q->ds, st->job); /* still held, as before the ack */
-        job_transition(st->job, JE_KEEP);
+        lease_arm(st->job->q->ds, st->job); /* still held, as before the ack (INFLIGHT) */
         settle_free(st);
         return;
     }
