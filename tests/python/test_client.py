@@ -178,6 +178,14 @@ class Producer(unittest.TestCase):
             parent.ack()
             with self.assertRaises(ValueError):
                 deferd.client.encode_ack("a/1-2-u", None, True)
+            # a flow cancelled under its child: join fails (NOT_FOUND), the job is still held
+            res = p.put_flow(("grown", b"report"), [("seeds", b"seed 2")])
+            seed = c.next_job(timeout=10)
+            p.cancel(res.ids[0])
+            with self.assertRaises(deferd.NotFound):
+                seed.ack(then=[("seeds", b"link")], join=True)
+            seed.ack(wait=True)
+            self.assertEqual(pending("seeds"), 0)
 
 
 class Consumer(unittest.TestCase):

@@ -101,6 +101,7 @@ class Job(BaseJob):
         ``wait=True`` waits and raises here. ``join=True``: the follow-ups join the job's
         flow (docs/flows.md).
         """
+        self._joining = join
         return await self._settle(*encode_ack(self.id, then, join), wait)
 
     async def nack(self, delay: Optional[Seconds] = None, unrun: bool = False,

@@ -261,6 +261,7 @@ class BaseJob:
         self.lost_reason: Optional[str] = None
         self.deadline_ms_left: Optional[int] = None
         self.settled = False
+        self._joining = False  # the last ack's follow-ups join its flow (join=True)
         self.reply: Optional[BaseReply] = None
 
     @classmethod
@@ -290,7 +291,10 @@ class BaseJob:
                 f"attempt={self.attempt}, payload={self.payload[:32]!r})")
 
     def _answered(self, reply: BaseReply) -> None:
-        if reply.error is None or isinstance(reply.error, (LeaseLost, NotFound)):
+        # NOT_FOUND to an ack with join=True: the flow is gone, the job is still held
+        still_held = self._joining and isinstance(reply.error, NotFound)
+        if reply.error is None or (isinstance(reply.error, (LeaseLost, NotFound)) and
+                                   not still_held):
             self._client._held.pop(self.id, None)
         else:  # nothing changed (UNAVAILABLE, a bad follow-up): still held, may be sent again
             self.settled = False
@@ -329,6 +333,7 @@ class Job(BaseJob):
         next :meth:`Client.next_job`, :meth:`Client.next_event` or :meth:`Client.flush`.
         ``wait=True`` waits and raises here.
         """
+        self._joining = join
         return self._settle(*encode_ack(self.id, then, join), wait)
 
     def nack(self, delay: Optional[Seconds] = None, unrun: bool = False,
