@@ -246,7 +246,7 @@ int main(void)
     for (int k = 0; k < NCONS; k++)
         if (cons[k].c)
             drop_cons(&cons[k]);
-    for (int i = 1; i < NDAEMONS; i++)
+    for (int i = 0; i < NDAEMONS; i++) /* daemon 0 too, when a failure came before its kill */
         daemon_kill(&d[i], SIGTERM);
     zookeeper_close(zh);
     zk_sandbox("stop", ensdir, NULL, 0);
