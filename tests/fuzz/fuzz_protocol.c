@@ -76,6 +76,10 @@ static uint64_t check_request(const struct proto_request *r, int decoded)
     case CMD_BATCH:
         CHECK(r->then >= 1 && r->then <= PROTO_GROUP_MAX);
         break;
+    case CMD_FLOW: /* a parent and at least one child */
+        CHECK(r->then >= 2 && r->then <= PROTO_GROUP_MAX);
+        CHECK(r->flow_on == FLOW_ON_SUCCESS || r->flow_on == FLOW_ON_COMPLETE);
+        break;
     case CMD_PING:
     case CMD_STATS:
         break;
@@ -83,6 +87,7 @@ static uint64_t check_request(const struct proto_request *r, int decoded)
         CHECK(!"unknown command");
     }
     CHECK(!r->unrun || (r->cmd == CMD_NACK && !r->has_delay && !r->then));
+    CHECK(!r->flow_join || r->cmd == CMD_ACK);
     if (r->cmd == CMD_PUT || r->cmd == CMD_STATS || r->cmd == CMD_CANCEL ||
         r->cmd == CMD_RESCHEDULE)
         h = fnv((const unsigned char *)r->queue, strlen(r->queue), h);
@@ -92,20 +97,22 @@ static uint64_t check_request(const struct proto_request *r, int decoded)
     if (!decoded) {
         CHECK(!r->items && !r->nitems);
     } else if (r->items || r->nitems) {
-        CHECK(r->cmd == CMD_BATCH || r->cmd == CMD_ACK || r->cmd == CMD_NACK);
+        CHECK(r->cmd == CMD_BATCH || r->cmd == CMD_FLOW || r->cmd == CMD_ACK ||
+              r->cmd == CMD_NACK);
         CHECK(r->items && r->then && r->nitems == r->then);
         size_t bytes = 0;
         for (size_t i = 0; i < r->nitems; i++) {
             const struct proto_put *p = &r->items[i];
             check_put(p->queue, p->key, p->payload, p->len);
             CHECK(!(p->has_delay && p->has_at));
+            CHECK(!p->flow_parent || r->cmd == CMD_FLOW); /* parent= only inside a FLOW */
             bytes += p->len;
             h = fnv(p->payload, p->len, h);
             h = fnv((const unsigned char *)p->queue, strlen(p->queue), h);
         }
         CHECK(bytes <= PROTO_GROUP_BYTES_MAX);
     } else {
-        CHECK(r->cmd != CMD_BATCH);
+        CHECK(r->cmd != CMD_BATCH && r->cmd != CMD_FLOW);
         CHECK((r->cmd != CMD_ACK && r->cmd != CMD_NACK) || !r->then);
     }
     return h;
