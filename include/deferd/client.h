@@ -340,6 +340,12 @@ int deferd_job_uid(const char *job_id, char *uid, size_t len);
  * a malformed id or a buffer too small. */
 int deferd_job_group(const char *job_id, char *group, size_t len);
 
+/* How the children of a flow's parent ended (a FLOW with on=complete, docs/flows.md): the
+ * parent's id, as delivered, carries how many were acked and how many dead-lettered.
+ * 1 with both set; 0 (DEFERD_OK) for an id without them (any other job, or a parent still
+ * waiting); DEFERD_EARG for a malformed id. */
+int deferd_job_flow_results(const char *job_id, unsigned long *acked, unsigned long *dead);
+
 /* Job done: the daemon deletes it. Only for jobs pushed to this connection. Fails with
  * DEFERD_ESERVER and code "LEASE_LOST" when the job's lease expired (or its lock was lost):
  * the job is then delivered again, so the work may be done twice. To ack without waiting

@@ -542,6 +542,35 @@ static int read_waiting(struct admin *a, const char *id, const struct job_name *
     return read_children(a, jn->uid, out);
 }
 
+/* ID is no job and no waiting parent: an on=complete parent released since? It was created
+ * in the same bucket under its name and "-r<acked>.<dead>" (flow.c): one listing finds it,
+ * and AT becomes it. */
+static int find_released(struct admin *a, struct located *at)
+{
+    char dir[LAYOUT_PATH_MAX], name[LAYOUT_NAME_MAX + 1];
+    struct String_vector kids;
+    struct job_name jn;
+    if (at->jn.has_results || at->jn.shard[0] || layout_format_name(&at->jn, name, sizeof name) ||
+        layout_job_path(at->path, sizeof at->path, a->cfg.zk_root, at->queue, &at->jn) != 0)
+        return ZNONODE; /* (the path was the dead letter's) */
+    snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(at->path, '/') - at->path), at->path);
+    int rc = zoo_get_children(a->zh, dir, 0, &kids);
+    if (rc != ZOK)
+        return rc;
+    rc = ZNONODE;
+    size_t n = strlen(name);
+    for (int i = 0; i < kids.count && rc == ZNONODE; i++)
+        if (!strncmp(kids.data[i], name, n) && !strncmp(kids.data[i] + n, "-r", 2) &&
+            layout_parse_name(kids.data[i], &jn) == 0 && jn.has_results &&
+            !strcmp(jn.uid, at->jn.uid)) {
+            at->jn = jn;
+            snprintf(at->path + strlen(dir), sizeof at->path - strlen(dir), "/%s", kids.data[i]);
+            rc = ZOK;
+        }
+    deallocate_String_vector(&kids);
+    return rc;
+}
+
 int admin_show(struct admin *a, const char *id, struct admin_job *out, char *err,
                size_t errlen)
 {
@@ -568,6 +597,11 @@ int admin_show(struct admin *a, const char *id, struct admin_job *out, char *err
     if (rc == ZNONODE && !at.jn.shard[0]) { /* not a job: a parent waiting for its flow? */
         out->dead = 0;
         rc = read_waiting(a, id, &at.jn, out);
+    }
+    if (rc == ZNONODE && (rc = find_released(a, &at)) == ZOK) { /* or released */
+        layout_job_id(out->id, sizeof out->id, at.queue, &at.jn);
+        out->jn = at.jn;
+        rc = read_job(a, at.path, out);
     }
     if (rc == ZNONODE)
         return not_found(err, errlen, id);

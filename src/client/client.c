@@ -751,6 +751,19 @@ int deferd_job_group(const char *job_id, char *group, size_t len)
     return DEFERD_OK;
 }
 
+int deferd_job_flow_results(const char *job_id, unsigned long *acked, unsigned long *dead)
+{
+    uint32_t a, d;
+    int rc = job_id && acked && dead ? names_job_flow_results(job_id, &a, &d) : -1;
+    if (rc < 0)
+        return DEFERD_EARG;
+    if (rc == 1) {
+        *acked = a;
+        *dead = d;
+    }
+    return rc;
+}
+
 int deferd_job_uid(const char *job_id, char *uid, size_t len)
 {
     if (job_id == NULL || uid == NULL || names_job_uid(job_id, uid, len) != 0)

@@ -65,15 +65,35 @@ static int parse_group(const char *f, size_t len, struct job_name *out)
     return names_valid_group(out->group) ? 0 : -1;
 }
 
+/* "r<acked>.<dead>": a released on=complete parent's children. */
+static int parse_results(const char *f, size_t len, struct job_name *out)
+{
+    const char *dot = memchr(f, '.', len);
+    uint64_t acked, dead;
+    if (!dot || parse_canonical(f + 1, (size_t)(dot - f) - 1, UINT32_MAX, &acked) != 0 ||
+        parse_canonical(dot + 1, len - (size_t)(dot - f) - 1, UINT32_MAX, &dead) != 0)
+        return -1;
+    out->has_results = 1;
+    out->flow_acked = (uint32_t)acked;
+    out->flow_dead = (uint32_t)dead;
+    return 0;
+}
+
 /* Optional tagged fields after the uid, in this order: a<prior attempts>, t<ttr ms>,
- * g<group>. */
+ * g<group>, f<flow>, r<results>. */
 static int parse_tags(const char *const *f, const size_t *len, size_t nf, struct job_name *out)
 {
-    static const char order[] = "atgf";
+    static const char order[] = "atgfr";
     size_t next = 0;
     for (size_t i = 3; i < nf; i++) {
         const char *pos = len[i] ? strchr(order + next, f[i][0]) : NULL;
         uint64_t v;
+        if (pos && *pos == 'r') {
+            if (parse_results(f[i], len[i], out) != 0)
+                return -1;
+            next = (size_t)(pos - order) + 1;
+            continue;
+        }
         if (pos && *pos == 'f') { /* the flow it is a child of: its parent's uid */
             if (len[i] < 2 || len[i] - 1 > LAYOUT_UID_MAX)
                 return -1;
@@ -103,7 +123,7 @@ static int parse_tags(const char *const *f, const size_t *len, size_t nf, struct
 
 int layout_parse_name(const char *name, struct job_name *out)
 {
-    enum { MAXF = 7 };
+    enum { MAXF = 8 };
     const char *f[MAXF];
     size_t len[MAXF], nf = 0, base_len;
     char base[LAYOUT_NAME_MAX + 1];
@@ -161,6 +181,8 @@ int layout_format_name(const struct job_name *jn, char *buf, size_t len)
         return -1;
     if (n > 0 && jn->flow[0] && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, "-f%s", jn->flow);
+    if (n > 0 && jn->has_results && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "-r%u.%u", jn->flow_acked, jn->flow_dead);
     if (jn->key[0] && !names_valid_key(jn->key))
         return -1;
     if (n > 0 && jn->key[0] && (size_t)n < len)

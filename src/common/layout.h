@@ -56,6 +56,10 @@ struct job_name {
     /* "" or the flow the job is a child of (FLOW): its parent's uid, "-f<uid>" after the
      * group; the flow's nodes are <root>/flows/<uid> (layout_flow_path). */
     char flow[LAYOUT_UID_MAX + 1];
+    /* A released parent of an on=complete flow: how its children ended, "-r<acked>.<dead>"
+     * after the flow field, so that its delivery says how many failed (has_results). */
+    int has_results;
+    uint32_t flow_acked, flow_dead;
     /* "" or the caller's idempotency key: while the job exists, the queue's key node
      * <root>/queues/<q>/keys/<hash>/<key> exists and names it. Last field of the name. */
     char key[LAYOUT_KEY_MAX + 1];

@@ -146,3 +146,35 @@ int names_job_group(const char *id, char *group, size_t len)
     }
     return 0;
 }
+
+/* One decimal of a results field: canonical, at most UINT32_MAX; the end in *end. */
+static int results_number(const char *p, const char **end, uint32_t *v)
+{
+    size_t d = digits(p);
+    unsigned long long x = 0;
+    if (d == 0 || d > 10 || (d > 1 && p[0] == '0'))
+        return -1;
+    for (size_t i = 0; i < d; i++)
+        x = x * 10 + (unsigned)(p[i] - '0');
+    *end = p + d;
+    *v = (uint32_t)x;
+    return x > UINT32_MAX ? -1 : 0;
+}
+
+int names_job_flow_results(const char *id, uint32_t *acked, uint32_t *dead)
+{
+    size_t n;
+    const char *p = uid_field(id, &n);
+    if (!p)
+        return -1;
+    for (p += n; *p == '-' && p[1] != 'k'; p += 1 + strcspn(p + 1, "-")) {
+        const char *end;
+        if (p[1] != 'r')
+            continue;
+        if (results_number(p + 2, &end, acked) != 0 || *end != '.' ||
+            results_number(end + 1, &end, dead) != 0 || (*end != '\0' && *end != '-'))
+            return -1;
+        return 1;
+    }
+    return 0;
+}

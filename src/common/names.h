@@ -51,4 +51,9 @@ int names_job_uid(const char *id, char *uid, size_t len);
  * for a malformed id or a buffer too small. */
 int names_job_group(const char *id, char *group, size_t len);
 
+/* A released parent of an on=complete flow: its name's "-r<acked>.<dead>" field, how many
+ * of its children were acked and dead-lettered. 1 with both set; 0 for a job without it;
+ * -1 for a malformed id or field. */
+int names_job_flow_results(const char *id, uint32_t *acked, uint32_t *dead);
+
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "admin_flow_json.h"
 #include "deferctl.h"
 #include "errtext.h"
 #include "jsonw.h"
@@ -303,6 +304,9 @@ static void show_human(const struct admin_job *j, int64_t now)
                j->holder[0] ? j->holder : "?");
     if (j->flow_parent[0])
         printf("flow:     a child of %s (which waits for it)\n", j->flow_parent);
+    if (j->jn.has_results)
+        printf("flow:     released by its children: %u acked, %u dead\n", j->jn.flow_acked,
+               j->jn.flow_dead);
     if (j->waiting) {
         printf("flow:     waits until every child is %s: %u pending, %u acked, %u dead\n",
                j->flow.on_complete ? "acked or dead-lettered" : "acked", j->flow.pending,
@@ -315,28 +319,6 @@ static void show_human(const struct admin_job *j, int64_t now)
     fwrite(j->payload, 1, (size_t)j->len, stdout);
 }
 
-/* A flow's parent waiting: {"on", "pending", "acked", "dead", "children": [{"id", "held"}]} */
-static void flow_json(struct jsonw *w, const struct admin_job *j)
-{
-    jsonw_str(w, "flow_parent", j->flow_parent[0] ? j->flow_parent : NULL);
-    if (!j->waiting)
-        return;
-    jsonw_obj_begin(w, "flow");
-    jsonw_str(w, "on", j->flow.on_complete ? "complete" : "success");
-    jsonw_uint(w, "pending", j->flow.pending);
-    jsonw_uint(w, "acked", j->flow.acked);
-    jsonw_uint(w, "dead", j->flow.dead);
-    jsonw_arr_begin(w, "children");
-    for (size_t i = 0; i < j->nchildren; i++) {
-        jsonw_obj_begin(w, NULL);
-        jsonw_str(w, "id", j->children[i].id);
-        jsonw_bool(w, "held", j->children[i].held);
-        jsonw_obj_end(w);
-    }
-    jsonw_arr_end(w);
-    jsonw_obj_end(w);
-}
-
 static void show_json(const struct admin_job *j, int64_t now)
 {
     struct jsonw w;
@@ -344,7 +326,7 @@ static void show_json(const struct admin_job *j, int64_t now)
     jsonw_obj_begin(&w, NULL);
     job_json(&w, j, now);
     jsonw_str(&w, "holder", j->locked && j->holder[0] ? j->holder : NULL);
-    flow_json(&w, j);
+    admin_flow_json(&w, j);
     jsonw_strn(&w, "payload", j->payload, (size_t)j->len);
     jsonw_base64(&w, "payload_base64", j->payload, (size_t)j->len);
     jsonw_obj_end(&w);

@@ -32,6 +32,8 @@ static int ctl(const char *args, char *out, size_t olen, char *err, size_t elen)
     err[n] = '\0';
     if (f)
         fclose(f);
+    if (rc != 0) /* many checks expect a refusal; the text shows which one failed */
+        fprintf(stderr, "deferctl %s: exit %d: %s", args, rc, err);
     return rc;
 }
 

@@ -151,8 +151,37 @@ static void dead_child(deferd_client *ce, deferd_client *cb)
     CHECK(put_flow("complete", "b", "emails", 2, ids) == 0);
     CHECK(settle_jobs(ce, 1, 1) == 1 && settle_jobs(ce, 1, 0) == 1);
     deferd_job job;
+    unsigned long acked = 0, dead = 0;
+    char want[DEFERD_ID_SIZE + 16], uid[DEFERD_UID_SIZE], puid[DEFERD_UID_SIZE];
     CHECK(deferd_next_job(cb, &job, 5000) == DEFERD_OK);
-    CHECK_STR(job.id, ids[0]);
+    snprintf(want, sizeof want, "%s-r1.1", ids[0]); /* how its children ended, in its id */
+    CHECK_STR(job.id, want);
+    CHECK(deferd_job_flow_results(job.id, &acked, &dead) == 1 && acked == 1 && dead == 1);
+    CHECK(deferd_job_uid(job.id, uid, sizeof uid) == 0 &&
+          deferd_job_uid(ids[0], puid, sizeof puid) == 0);
+    CHECK_STR(uid, puid);
+    CHECK(deferd_job_flow_results(ids[0], &acked, &dead) == 0); /* as put: none yet */
+    char args[DEFERD_ID_SIZE + 32], shown[4096];
+    snprintf(args, sizeof args, "show %s", ids[0]); /* the id FLOW gave finds it */
+    CHECK(run_deferctl(&d[0], args, shown, sizeof shown) == 0);
+    snprintf(args, sizeof args, "id:       %s\n", want);
+    CHECK_CONTAINS(shown, args);
+    CHECK_CONTAINS(shown, "flow:     released by its children: 1 acked, 1 dead\n");
+    snprintf(args, sizeof args, "show --json %s", ids[0]);
+    CHECK(run_deferctl(&d[0], args, shown, sizeof shown) == 0);
+    CHECK_CONTAINS(shown, "\"flow_results\":{\"acked\":1,\"dead\":1}");
+    char *body = NULL; /* the dashboard's job page says it too */
+    snprintf(args, sizeof args, "/ui/job?id=%s", ids[0]);
+    CHECK(http_request(metrics_port_in_log(d[0].log), "GET", args, 10000, &body, NULL, 0) ==
+          200);
+    CHECK(body && strstr(body, "data-flow-acked=\"1\" data-flow-dead=\"1\"") &&
+          strstr(body, want));
+    free(body);
+    CHECK(deferd_nack(cb, job.id, 50) == DEFERD_OK); /* moved: it keeps its results */
+    deferd_job_clear(&job);
+    CHECK(deferd_next_job(cb, &job, 5000) == DEFERD_OK);
+    CHECK(deferd_job_flow_results(job.id, &acked, &dead) == 1 && acked == 1 && dead == 1);
+    CHECK(job.attempt == 2);
     CHECK(deferd_ack(cb, job.id) == DEFERD_OK);
     deferd_job_clear(&job);
 }
@@ -206,6 +235,7 @@ static void deferctl_flow(deferd_client *ca, deferd_client *cb)
     CHECK(settle_jobs(ca, 2, 0) == 2);
     deferd_job job;
     CHECK(deferd_next_job(cb, &job, 5000) == DEFERD_OK);
+    strcat(parent, "-r2.0");
     CHECK_STR(job.id, parent);
     CHECK(job.len == 10 && memcmp(job.payload, "the parent", 10) == 0);
     CHECK(deferd_ack(cb, job.id) == DEFERD_OK);

@@ -152,6 +152,15 @@ class Producer(unittest.TestCase):
             parent = c.next_job(timeout=10)
             self.assertIsNotNone(parent)
             self.assertEqual((parent.id, parent.payload), (res.ids[0], b"assemble"))
+            self.assertIsNone(parent.flow_results)
+            parent.ack()
+            # on="complete": the parent's id says how its children ended
+            res = p.put_flow(("fanin", b"report"), [("fanout", b"page")], on="complete")
+            c.next_job(timeout=10).ack()
+            parent = c.next_job(timeout=10)
+            self.assertEqual(parent.id, res.ids[0] + "-r1.0")
+            self.assertEqual((parent.flow_results, parent.uid),
+                             ((1, 0), deferd.job_uid(res.ids[0])))
             parent.ack()
             with self.assertRaises(ValueError):
                 p.put_flow(("fanin", b"x"), [("fanout", b"y")], on="maybe")

@@ -366,6 +366,16 @@ class Wire(unittest.TestCase):
             self.assertIsNone(deferd.job_uid(bad), bad)
 
 
+    def test_flow_results_from_the_id(self) -> None:
+        # a released on=complete parent's -r<acked>.<dead>; none elsewhere, none in a key
+        self.assertEqual(deferd.job_flow_results("q/1-2-abc-gx-fp0-r998.2"), (998, 2))
+        self.assertEqual(deferd.job_flow_results("q/s1/1-2-abc-a1-r0.4294967295"),
+                         (0, 4294967295))
+        for none in ("q/1-2-abc", "q/1-2-abc-kr1.2", "q/1-2-abc-r1", "q/1-2-abc-r01.1",
+                     "q/1-2-abc-r1.4294967296"):
+            self.assertIsNone(deferd.job_flow_results(none), none)
+
+
 def dead_sockets(test: unittest.TestCase) -> List[Tuple[str, str]]:
     """Two paths no daemon answers on, with the errno connecting gives: no file; a socket
     file left by a process that is gone (bound, never listened)."""

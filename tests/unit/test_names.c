@@ -79,8 +79,25 @@ static void job_groups(void)
           !names_valid_group("a b") && !names_valid_group("123456789012345678901234567890123"));
 }
 
+/* The results a released on=complete parent's id carries (-r<acked>.<dead>): the same as
+ * layout.c reads from the name. */
+static void job_flow_results(void)
+{
+    uint32_t a = 7, d = 7;
+    CHECK(names_job_flow_results("q/1-2-abc-gx-fp0-r998.2", &a, &d) == 1 && a == 998 && d == 2);
+    CHECK(names_job_flow_results("q/s1/1-2-abc-a1-fp-r0.4294967295", &a, &d) == 1 && a == 0 &&
+          d == 4294967295u);
+    CHECK(names_job_flow_results("q/1-2-abc-a3-gx", &a, &d) == 0);
+    CHECK(names_job_flow_results("q/1-2-abc-kr1.2", &a, &d) == 0); /* a key, not results */
+    const char *bad[] = {"q/1-2-abc-r1", "q/1-2-abc-r1.", "q/1-2-abc-r.1", "q/1-2-abc-r01.1",
+                         "q/1-2-abc-r1.4294967296", "q/1-2-abc-r1.2x", "not an id"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK(names_job_flow_results(bad[i], &a, &d) == -1);
+}
+
 int main(void)
 {
+    job_flow_results();
     job_groups();
     queues();
     job_ids();

@@ -250,6 +250,13 @@ static int parent_path(const char *root, struct flow_level *lv)
         return -1;
     if (!lv->fl.on_complete && lv->fl.dead + (unsigned)lv->dead > 0)
         return layout_dead_path(lv->parent_path, sizeof lv->parent_path, root, queue, &jn);
+    if (lv->fl.on_complete) { /* its name says how its children ended: "-r<acked>.<dead>" */
+        struct layout_flow end = lv->fl;
+        count_one(&end, lv->dead, lv->added);
+        jn.has_results = 1;
+        jn.flow_acked = end.acked;
+        jn.flow_dead = end.dead;
+    }
     return layout_job_path(lv->parent_path, sizeof lv->parent_path, root, queue, &jn);
 }
 

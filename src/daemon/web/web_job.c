@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "admin_flow_json.h"
 #include "config.h"
 #include "daemon.h"
 #include "jsonw.h"
@@ -44,29 +45,6 @@ static const char *state_of(const struct admin_job *j)
                                                                            : "pending";
 }
 
-/* A flow (docs/flows.md): a child's parent; a waiting parent's counts and children, as
- * deferctl show --json says them. */
-static void flow_fill(struct jsonw *jw, const struct admin_job *j)
-{
-    jsonw_str(jw, "flow_parent", j->flow_parent[0] ? j->flow_parent : NULL);
-    if (!j->waiting)
-        return;
-    jsonw_obj_begin(jw, "flow");
-    jsonw_str(jw, "on", j->flow.on_complete ? "complete" : "success");
-    jsonw_uint(jw, "pending", j->flow.pending);
-    jsonw_uint(jw, "acked", j->flow.acked);
-    jsonw_uint(jw, "dead", j->flow.dead);
-    jsonw_arr_begin(jw, "children");
-    for (size_t i = 0; i < j->nchildren; i++) {
-        jsonw_obj_begin(jw, NULL);
-        jsonw_str(jw, "id", j->children[i].id);
-        jsonw_bool(jw, "held", j->children[i].held);
-        jsonw_obj_end(jw);
-    }
-    jsonw_arr_end(jw);
-    jsonw_obj_end(jw);
-}
-
 static void fill(struct web_call *c, struct jsonw *jw)
 {
     const struct admin_job *j = &((struct job_call *)c)->job;
@@ -89,7 +67,7 @@ static void fill(struct web_call *c, struct jsonw *jw)
     jsonw_int(jw, "bytes", j->len);
     jsonw_strn(jw, "payload", j->payload ? j->payload : "", (size_t)j->len);
     jsonw_base64(jw, "payload_base64", j->payload ? j->payload : "", (size_t)j->len);
-    flow_fill(jw, j);
+    admin_flow_json(jw, j);
     jsonw_obj_end(jw);
 }
 
@@ -113,6 +91,11 @@ static void flow_html(struct evbuffer *out, const struct admin_job *j)
         job_link(out, j->flow_parent);
         evbuffer_add_printf(out, " waits for it.</p>\n");
     }
+    if (j->jn.has_results)
+        evbuffer_add_printf(out, "<p class=\"flow\" data-flow-acked=\"%u\" data-flow-dead="
+                            "\"%u\">Released by its children: %u acked, %u dead.</p>\n",
+                            j->jn.flow_acked, j->jn.flow_dead, j->jn.flow_acked,
+                            j->jn.flow_dead);
     if (!j->waiting)
         return;
     evbuffer_add_printf(out, "<h2>Flow</h2>\n<p class=\"flow\" data-pending=\"%u\" "

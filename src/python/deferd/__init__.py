@@ -13,7 +13,8 @@ so that ``import deferd`` does not load asyncio.
 from typing import Any
 
 from .client import (DEFAULT_SOCKET, BaseJob, BatchResult, Cancelled, Client, Deadline, Event,
-                     Expired, Job, Put, PutResult, Reply, State, UnknownPush, job_group, job_uid)
+                     Expired, Job, Put, PutResult, Reply, State, UnknownPush, job_flow_results,
+                     job_group, job_uid)
 from .errors import (BadRequest, ConnectFailed, DeferdError, Disconnected, InFlight, Internal,
                      LeaseLost, NotFound, Partial, PermissionDenied, ProtocolError, QueueFull,
                      TooLarge, Unavailable, UnknownQueue)
@@ -22,7 +23,8 @@ __version__ = "0.3.0"
 
 __all__ = [
     "DEFAULT_SOCKET", "BaseJob", "BatchResult", "Cancelled", "Client", "Deadline", "Event",
-    "Expired", "Job", "Put", "PutResult", "Reply", "State", "UnknownPush", "job_group", "job_uid",
+    "Expired", "Job", "Put", "PutResult", "Reply", "State", "UnknownPush", "job_flow_results",
+    "job_group", "job_uid",
     "BadRequest", "ConnectFailed", "DeferdError", "Disconnected", "InFlight", "Internal",
     "LeaseLost", "NotFound", "Partial", "PermissionDenied", "ProtocolError", "QueueFull",
     "TooLarge", "Unavailable", "UnknownQueue",

@@ -277,6 +277,12 @@ class BaseJob:
         return job_group(self.id)
 
     @property
+    def flow_results(self) -> Optional[Tuple[int, int]]:
+        """``(acked, dead)``: how the children of a flow's parent ended (``put_flow(...,
+        on="complete")``); None for any other job."""
+        return job_flow_results(self.id)
+
+    @property
     def due(self) -> datetime.datetime:
         """The due time as an aware UTC datetime."""
         return datetime.datetime.fromtimestamp(self.due_ms / 1000, datetime.timezone.utc)
@@ -663,6 +669,21 @@ def job_group(job_id: str) -> str:
         if field.startswith("g"):
             return field[1:].replace("~", "-")
     return ""
+
+
+_RESULTS = re.compile(r"r(0|[1-9][0-9]{0,9})\.(0|[1-9][0-9]{0,9})")
+
+
+def job_flow_results(job_id: str) -> Optional[Tuple[int, int]]:
+    """``(acked, dead)`` of a flow's released parent (``on="complete"``), read from its id
+    (its name's ``-r<acked>.<dead>`` field); None for a job without one."""
+    for field in job_id.rpartition("/")[2].split("-")[3:]:
+        if field.startswith("k"):
+            break  # the key is last and may hold dashes
+        m = _RESULTS.fullmatch(field)
+        if m and max(int(m.group(1)), int(m.group(2))) < 2 ** 32:
+            return int(m.group(1)), int(m.group(2))
+    return None
 
 
 def job_uid(job_id: str) -> Optional[str]:

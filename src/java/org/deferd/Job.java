@@ -52,6 +52,14 @@ public final class Job {
         return Wire.jobGroup(header.id());
     }
 
+    /**
+     * @return how the children of this flow's parent ended ({@code on = "complete"}), null
+     *     for any other job
+     */
+    public FlowResults flowResults() {
+        return Wire.jobFlowResults(header.id());
+    }
+
     /** @return 1 on the first delivery; above 1, an earlier run may have done part of it */
     public int attempt() {
         return header.attempt();

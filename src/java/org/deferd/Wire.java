@@ -217,6 +217,24 @@ final class Wire {
         return "";
     }
 
+    private static final java.util.regex.Pattern RESULTS =
+            java.util.regex.Pattern.compile("r(0|[1-9][0-9]{0,9})\\.(0|[1-9][0-9]{0,9})");
+
+    /** A released on=complete parent's "-r&lt;acked&gt;.&lt;dead&gt;" field, null for none. */
+    static FlowResults jobFlowResults(String jobId) {
+        String[] f = jobId.substring(jobId.lastIndexOf('/') + 1).split("-");
+        for (int i = 3; i < f.length && !f[i].startsWith("k"); i++) { // the key is last
+            java.util.regex.Matcher m = RESULTS.matcher(f[i]);
+            if (m.matches()) {
+                long acked = Long.parseLong(m.group(1));
+                long dead = Long.parseLong(m.group(2));
+                return acked <= 0xffffffffL && dead <= 0xffffffffL
+                        ? new FlowResults(acked, dead) : null;
+            }
+        }
+        return null;
+    }
+
     static PutResult putReply(String rest) {
         String[] w = rest.strip().split(" ");
         if (w[0].isEmpty()) {

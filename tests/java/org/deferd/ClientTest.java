@@ -205,7 +205,8 @@ public final class ClientTest {
             Check.equal(new HashSet<>(links.ids()), Set.of(a.id(), b.id()), "under their ids");
             b.ack().get();
             Job parent = take(parents);
-            Check.equal(r.ids().get(0), parent.id(), "the parent after the joined children");
+            Check.equal(r.ids().get(0) + "-r3.0", parent.id(), "the parent after the joined children");
+            Check.equal(new FlowResults(3, 0), parent.flowResults(), "on complete: how they ended");
             Check.equal("crawl report", new String(parent.payload()), "its payload");
             parent.ack().get();
 

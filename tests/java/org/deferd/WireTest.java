@@ -120,6 +120,13 @@ public final class WireTest {
         Check.equal("ab", v1.uid(), "no uid= word: from the id");
         Check.equal(0, v1.length(), "eight words");
         Check.equal("", Wire.jobGroup("q/17-1-abc-kg-1"), "a key starting with g is no group");
+        Check.equal(new FlowResults(998, 2), Wire.jobFlowResults("q/17-1-abc-gx-fp0-r998.2"), "results");
+        Check.equal(new FlowResults(0, 4294967295L), Wire.jobFlowResults("q/s/17-1-abc-a1-r0.4294967295"),
+                "results after a move, in a shard");
+        for (String none : new String[] {"q/17-1-abc", "q/17-1-abc-kr1.2", "q/17-1-abc-r1", "q/17-1-abc-r01.1",
+                "q/17-1-abc-r1.4294967296"}) {
+            Check.equal(null, Wire.jobFlowResults(none), none);
+        }
         Check.raises(ProtocolException.class, () -> Wire.jobHeader("JOB q/1 q x 1 1 1 1"));
         Check.raises(ProtocolException.class, () -> Wire.jobHeader("JOB q/1 q 1 1 1 1 1 junk"));
     }
