@@ -1,5 +1,6 @@
 /* Flows under faults (issue 41): a 3-member ensemble, three daemons, two consumers on each.
- * 100 flows of 100 children (queue a), their parents in queue b. Meanwhile a consumer is cut
+ * 100 flows of 100 children (queue a), their parents in queue b, every other one on=complete
+ * (its parent delivered with its results: 100 acked, none dead). Meanwhile a consumer is cut
  * while it holds jobs (a worker killed), daemon 0 is killed with SIGKILL (its consumers go
  * with it) and the ZooKeeper leader is killed (an election). Judged from the consumers' own
  * stamps: every parent delivered and acked; none delivered before the last ack that settled
@@ -24,7 +25,7 @@ static struct daemon_proc d[NDAEMONS];
 static char root[128], ensdir[256];
 
 struct flow {
-    char parent[DEFERD_ID_SIZE];
+    char parent[DEFERD_ID_SIZE + 8]; /* + "-r100.0" */
     int64_t last_ack_sent;      /* the latest ack of a child that may have settled it */
     int64_t first_delivery;     /* the parent's, 0: not yet */
     int first_attempts;         /* deliveries of the parent with attempt 1 */
@@ -148,11 +149,12 @@ static void put_flows(deferd_client *p)
         for (int i = 0; i <= CHILDREN; i++)
             items[i] = (deferd_put_item){.queue = i ? "a" : "b", .payload = payloads[f],
                                          .len = strlen(payloads[f])};
-        int rc = deferd_put_flow(p, items, CHILDREN + 1, "success");
+        int rc = deferd_put_flow(p, items, CHILDREN + 1, f % 2 ? "complete" : "success");
         if (rc != DEFERD_OK)
             printf("faults: flow %d: %s\n", f, deferd_last_error(p));
         CHECK(rc == DEFERD_OK);
-        snprintf(flows[f].parent, DEFERD_ID_SIZE, "%s", items[0].id);
+        /* on=complete: released with how its children ended (none dead here) */
+        snprintf(flows[f].parent, sizeof flows[f].parent, "%s%s", items[0].id, f % 2 ? "-r100.0" : "");
     }
 }
 

@@ -13,9 +13,11 @@ package org.deferd;
  * }</pre>
  *
  * <p>Thread-safety: one instance serves every job of a worker, from up to
- * {@code --concurrency} threads at once: it must be thread-safe. The worker answers the job;
- * the handler must not ack or nack it itself. A long handler may check {@link Job#isLost()}
- * and stop early: the job was taken back and comes again.
+ * {@code --concurrency} threads at once: it must be thread-safe. The worker answers the job,
+ * unless the handler acked it itself with follow-ups ({@link Job#ackThen}, or
+ * {@link Job#ackJoin} for a crawler that grows its flow): then the worker leaves it at that.
+ * The handler must not otherwise ack or nack it. A long handler may check
+ * {@link Job#isLost()} and stop early: the job was taken back and comes again.
  */
 @FunctionalInterface
 public interface Handler {

@@ -310,7 +310,9 @@ public final class Worker {
     private void settle(Job job, Throwable error, long ms) {
         Object[] fields = {"queue", job.queue(), "id", job.id(), "uid", job.uid(), "attempt",
             job.attempt(), "ms", ms};
-        if (error == null) {
+        if (job.isSettled()) { // the handler answered it (ackThen, ackJoin): not again
+            answeredByHandler(job, error, fields);
+        } else if (error == null) {
             send(job, job::ack);
             acked.incrementAndGet();
             log.log("info", "job_done", fields);
@@ -325,6 +327,18 @@ public final class Worker {
             failed.incrementAndGet();
             log.log("error", "job_failed", concat(fields, "error_type", error.getClass().getName(),
                     "error", error.getMessage(), "at", where(error), "retry_in", "backoff"));
+        }
+    }
+
+    /** The handler acked the job itself (follow-ups in the ack's transaction). */
+    private void answeredByHandler(Job job, Throwable error, Object[] fields) {
+        acked.incrementAndGet();
+        if (error == null) {
+            log.log("info", "job_done", concat(fields, "answered", "handler"));
+        } else { // too late to nack: the ack was sent
+            log.log("error", "job_failed", concat(fields, "answered", "handler", "error_type",
+                    error.getClass().getName(), "error", error.getMessage(), "at", where(error),
+                    "note", "thrown after the handler acked the job: not nacked"));
         }
     }
 

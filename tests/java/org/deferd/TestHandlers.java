@@ -55,6 +55,19 @@ public final class TestHandlers {
         }
     }
 
+    /** A crawler: a "seed" acks itself adding two links to its flow; a link is recorded. */
+    public static final class Crawl implements Handler {
+        @Override
+        public void handle(Job job) throws Exception {
+            if (new String(job.payload(), StandardCharsets.UTF_8).equals("seed")) {
+                job.ackJoin(java.util.List.of(Put.to(job.queue(), "link0"), Put.to(job.queue(), "link1")));
+                note("seed", job);
+                return;
+            }
+            note("done", job);
+        }
+    }
+
     /** Runs for $WORKER_SLEEP_MS, longer than the job's ttr. */
     public static final class Slow implements Handler {
         @Override

@@ -183,6 +183,29 @@ public final class WorkerTest {
         }
     }
 
+    /** A handler that grows its flow (ackJoin): the worker does not answer the job again. */
+    public void testHandlerGrowsItsFlow() throws Exception {
+        String parent;
+        try (Client c = Daemon.client()) {
+            parent = c.putFlow(Put.to("q7", "report"), List.of(Put.to("q6", "seed"))).ids().get(0);
+        }
+        Process w = start("Crawl", "--queue", "q6", "--concurrency", "2", "--max-jobs", "3");
+        Check.equal(0, exitOf(w), "exit status: " + log());
+        Check.equal(1L, count("seed"), "the seed ran once");
+        Check.equal(2L, count("done"), "its two links ran");
+        Check.isTrue(log().contains("answered=handler"), log());
+        Check.isTrue(!log().contains("job_failed") && !log().contains("settle_failed"), log());
+        Check.isTrue(log().contains("event=stopped reason=max-jobs started=3 acked=3"), log());
+        try (Client c = Daemon.client()) {
+            c.subscribe(List.of("q7"), 1);
+            Job p = c.nextJob(WAIT);
+            Check.isTrue(p != null, "the parent, once the seed and its links were acked");
+            Check.equal(parent, p.id(), "the flow's parent");
+            p.ack().get();
+        }
+        Check.equal(List.of(), Daemon.jobsInZooKeeper("q6"), "seed and links acked");
+    }
+
     public void testUsageErrors() throws Exception {
         Check.equal(2, exitOf(start("NoSuchHandler", "--queue", "q12")), "unknown class: " + log());
         Check.isTrue(log().contains("cannot load handler class"), log());
