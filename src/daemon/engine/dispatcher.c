@@ -322,7 +322,7 @@ void dispatcher_deliver(struct dispatcher *ds, struct job *job)
     lease_start(ds, job);
     if (push_job(job) != 0)
         log_error("queue %s: job %s: cannot queue the push", job->q->cfg->name, job->id);
-    else
+    else if (jobtrace_push(job), 1)
         metrics_delivered(ds->d->metrics, job->q->cfg, job->attempt, job->jn.prior_attempts,
                           job->given_back ? 0 : job->jn.due_ms); /* 0: no lateness sample */
     log_debug("queue %s: job %s attempt %u delivered", job->q->cfg->name, job->id, job->attempt);
@@ -717,6 +717,16 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
                           ds->queues[i]->cfg->name, (long long)queue_pending_estimate(ds->queues[i]));
     if (ds->foreign && n > 0 && (size_t)n < len)
         ds->foreign->format_stats(ds, buf + n, len - (size_t)n);
+    /* issue 43's trace (DEFERD_TXN_TRACE=1 only): absent otherwise */
+    n = n > 0 ? (int)strnlen(buf, len) : n;
+    if (n > 0 && (size_t)n < len)
+        n += txnbatch_trace_format(ds->locks, "locks", buf + n, len - (size_t)n);
+    if (n > 0 && (size_t)n < len)
+        n += txnbatch_trace_format(ds->settles, "settles", buf + n, len - (size_t)n);
+    if (n > 0 && (size_t)n < len)
+        n += txnbatch_trace_format(ds->puts, "puts", buf + n, len - (size_t)n);
+    if (n > 0 && (size_t)n < len)
+        jobtrace_format(buf + n, len - (size_t)n);
 }
 
 /* ---- pause and drain ---- */
