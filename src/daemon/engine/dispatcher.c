@@ -1003,9 +1003,15 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->parents = buckets_new(32768); /* 30 days of 100 s buckets */
     ds->keydirs = buckets_new(16384); /* 4096 per queue that uses keys */
     ds->stash = stash_new(16 * 1024 * 1024);
-    ds->locks = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
-    ds->settles = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
-    ds->puts = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 0);
+    /* Issue 43's profiling knob (not a setting): DEFERD_TXN_INFLIGHT=N (1..64) instead of
+     * TXN_INFLIGHT for locks, settles and puts alike. */
+    int txn_inflight = TXN_INFLIGHT;
+    const char *ti = getenv("DEFERD_TXN_INFLIGHT");
+    if (ti && atoi(ti) >= 1 && atoi(ti) <= 64)
+        txn_inflight = atoi(ti);
+    ds->locks = txnbatch_new(d->base, d->zs, txn_inflight, 1);
+    ds->settles = txnbatch_new(d->base, d->zs, txn_inflight, 1);
+    ds->puts = txnbatch_new(d->base, d->zs, txn_inflight, 0);
     ds->writehold = writehold_new(ds, &writehold_env, d->base);
     ds->put_env = (struct put_env){.d = d, .puts = ds->puts, .buckets = ds->buckets,
                                    .parents = ds->parents, .keydirs = ds->keydirs,
