@@ -322,7 +322,7 @@ void dispatcher_deliver(struct dispatcher *ds, struct job *job)
     lease_start(ds, job);
     if (push_job(job) != 0)
         log_error("queue %s: job %s: cannot queue the push", job->q->cfg->name, job->id);
-    else
+    else if (jobtrace_push(job), 1)
         metrics_delivered(ds->d->metrics, job->q->cfg, job->attempt, job->jn.prior_attempts,
                           job->given_back ? 0 : job->jn.due_ms); /* 0: no lateness sample */
     log_debug("queue %s: job %s attempt %u delivered", job->q->cfg->name, job->id, job->attempt);
@@ -717,6 +717,16 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
                           ds->queues[i]->cfg->name, (long long)queue_pending_estimate(ds->queues[i]));
     if (ds->foreign && n > 0 && (size_t)n < len)
         ds->foreign->format_stats(ds, buf + n, len - (size_t)n);
+    /* issue 43's trace (DEFERD_TXN_TRACE=1 only): absent otherwise */
+    n = n > 0 ? (int)strnlen(buf, len) : n;
+    if (n > 0 && (size_t)n < len)
+        n += txnbatch_trace_format(ds->locks, "locks", buf + n, len - (size_t)n);
+    if (n > 0 && (size_t)n < len)
+        n += txnbatch_trace_format(ds->settles, "settles", buf + n, len - (size_t)n);
+    if (n > 0 && (size_t)n < len)
+        n += txnbatch_trace_format(ds->puts, "puts", buf + n, len - (size_t)n);
+    if (n > 0 && (size_t)n < len)
+        jobtrace_format(buf + n, len - (size_t)n);
 }
 
 /* ---- pause and drain ---- */
@@ -993,9 +1003,15 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->parents = buckets_new(32768); /* 30 days of 100 s buckets */
     ds->keydirs = buckets_new(16384); /* 4096 per queue that uses keys */
     ds->stash = stash_new(16 * 1024 * 1024);
-    ds->locks = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
-    ds->settles = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 1);
-    ds->puts = txnbatch_new(d->base, d->zs, TXN_INFLIGHT, 0);
+    /* Issue 43's profiling knob (not a setting): DEFERD_TXN_INFLIGHT=N (1..64) instead of
+     * TXN_INFLIGHT for locks, settles and puts alike. */
+    int txn_inflight = TXN_INFLIGHT;
+    const char *ti = getenv("DEFERD_TXN_INFLIGHT");
+    if (ti && atoi(ti) >= 1 && atoi(ti) <= 64)
+        txn_inflight = atoi(ti);
+    ds->locks = txnbatch_new(d->base, d->zs, txn_inflight, 1);
+    ds->settles = txnbatch_new(d->base, d->zs, txn_inflight, 1);
+    ds->puts = txnbatch_new(d->base, d->zs, txn_inflight, 0);
     ds->writehold = writehold_new(ds, &writehold_env, d->base);
     ds->put_env = (struct put_env){.d = d, .puts = ds->puts, .buckets = ds->buckets,
                                    .parents = ds->parents, .keydirs = ds->keydirs,

@@ -54,6 +54,7 @@ struct job {
     uint32_t slot_gen;          /* ... taken in this session generation of the limit */
     int32_t rslot;              /* the rate slot its lock multi starts (rate.h), or -1 */
     int32_t grslot;             /* its group's rate slot (group_rate), or -1 */
+    int64_t tr_hold_us, tr_push_us, tr_ack_us; /* DEFERD_TXN_TRACE only (consumers.c) */
 };
 
 #endif

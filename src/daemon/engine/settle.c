@@ -633,6 +633,7 @@ void settle_ack(struct dispatcher *ds, struct consumer *c, struct proto_request 
     struct job *job = settle_held_job(ds, c, req->id, 1, r);
     if (!job || foreign_job(job, req, r))
         return;
+    jobtrace_ack(job);
     struct settle *st = settle_new(job, r, SETTLE_ACK);
     if (st && take_followups(ds, st, req) != 0)
         settle_free(st);

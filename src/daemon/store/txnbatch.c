@@ -1,8 +1,10 @@
 #include "txnbatch.h"
 
 #include <event2/event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 
 #define BATCH_ITEMS_MAX 128
@@ -15,6 +17,7 @@ struct txn_item {
     int nops;
     size_t bytes;
     int64_t session;            /* the session it was added in */
+    int64_t added_us;           /* trace only: when it began to wait (monotonic) */
     int last_of_batch;          /* take() ends a multi after it (a prefix known good) */
     zk_done_fn done;
     void *ctx;
@@ -28,13 +31,51 @@ struct txnbatch {
     int session_bound;          /* items of an earlier session fail instead of being sent */
     int closing;
     unsigned long long nitems, nmultis;
+    struct txnbatch_trace *tr;  /* DEFERD_TXN_TRACE set: timings for STATS, else NULL */
 };
+
+/* Issue 43's optional trace (DEFERD_TXN_TRACE=1 in deferd's environment): how long items
+ * wait before they are sent, how long a multi takes to be answered, and how many multis
+ * are on their way over time. Off, it costs one NULL test per add, send and answer. */
+struct txnbatch_trace {
+    unsigned long long waited, wait_us, wait_max_us;  /* items sent, their waits */
+    unsigned long long answered, rtt_us, rtt_max_us;  /* multis answered, their round trips */
+    unsigned long long ops_sent;                      /* operations in the multis sent */
+    unsigned long long full_sends;                    /* sends that filled BATCH_ITEMS_MAX */
+    int64_t last_us;                                  /* last change of inflight */
+    unsigned long long area_us;                       /* integral of inflight over time */
+    unsigned long long full_us;                       /* time with inflight == max_inflight */
+    unsigned long long busy_us;                       /* time with inflight > 0 */
+};
+
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Before inflight changes: the time since the last change counted at its old value. */
+static void trace_inflight(struct txnbatch *b, int64_t now)
+{
+    struct txnbatch_trace *tr = b->tr;
+    if (tr->last_us && now > tr->last_us) {
+        unsigned long long dt = (unsigned long long)(now - tr->last_us);
+        tr->area_us += dt * (unsigned long long)b->inflight;
+        if (b->inflight >= b->max_inflight)
+            tr->full_us += dt;
+        if (b->inflight > 0)
+            tr->busy_us += dt;
+    }
+    tr->last_us = now;
+}
 
 /* One multi on its way: its items in order, and the operations it was built from. */
 struct sent {
     struct txnbatch *b;
     struct txn_item *items;
     int nops;
+    int64_t sent_us;            /* trace only */
 };
 
 static void free_item(struct txn_item *it)
@@ -97,6 +138,15 @@ static void on_multi(const struct zk_result *res, void *ctx)
     struct txn_item *items = s->items;
     /* -1 when the multi never reached the data (connection): no per-operation results */
     int bad = res->rc == ZOK || res->nops != s->nops ? -1 : zk_failed_op(res);
+    if (b->tr) {
+        int64_t now = mono_us();
+        unsigned long long rtt = now > s->sent_us ? (unsigned long long)(now - s->sent_us) : 0;
+        trace_inflight(b, now);
+        b->tr->answered++;
+        b->tr->rtt_us += rtt;
+        if (rtt > b->tr->rtt_max_us)
+            b->tr->rtt_max_us = rtt;
+    }
     b->inflight--;
     free(s);
     if (res->rc != ZOK && bad >= 0) {
@@ -179,6 +229,22 @@ static int send_batch(struct txnbatch *b)
             for (int i = 0; i < it->nops; i++)
                 ops[k++] = it->ops[i];
         *s = (struct sent){.b = b, .items = items, .nops = nops};
+        if (b->tr) {
+            int64_t now = mono_us();
+            int n = 0;
+            s->sent_us = now;
+            for (struct txn_item *it = items; it; it = it->next, n++) {
+                unsigned long long w = now > it->added_us ? (unsigned long long)(now - it->added_us) : 0;
+                b->tr->waited++;
+                b->tr->wait_us += w;
+                if (w > b->tr->wait_max_us)
+                    b->tr->wait_max_us = w;
+                it->added_us = now; /* sent again after a rollback: its next wait from here */
+            }
+            b->tr->ops_sent += (unsigned long long)nops;
+            b->tr->full_sends += n >= BATCH_ITEMS_MAX;
+            trace_inflight(b, now);
+        }
         rc = zkstore_multi(b->zs, ops, nops, on_multi, s);
     }
     free(ops);
@@ -275,6 +341,8 @@ int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_d
         return ZK_ENOMEM;
     }
     it->session = zkstore_session_id(b->zs);
+    if (b->tr)
+        it->added_us = mono_us();
     it->done = done;
     it->ctx = ctx;
     *b->tail = it;
@@ -301,7 +369,11 @@ struct txnbatch *txnbatch_new(struct event_base *base, struct zkstore *zs, int m
     b->max_inflight = max_inflight;
     b->session_bound = session_bound;
     b->tail = &b->head;
+    const char *trace = getenv("DEFERD_TXN_TRACE");
+    if (trace && *trace && strcmp(trace, "0") != 0)
+        b->tr = calloc(1, sizeof *b->tr); /* out of memory: no trace */
     if (!(b->flush = event_new(base, -1, 0, on_flush, b))) {
+        free(b->tr);
         free(b);
         return NULL;
     }
@@ -323,5 +395,21 @@ void txnbatch_free(struct txnbatch *b)
         return;
     txnbatch_close(b);
     event_free(b->flush);
+    free(b->tr);
     free(b);
+}
+
+int txnbatch_trace_format(struct txnbatch *b, const char *name, char *buf, size_t len)
+{
+    struct txnbatch_trace *tr = b->tr;
+    if (!tr || !len)
+        return 0;
+    trace_inflight(b, mono_us());
+    /* raw sums, so that a reader can take differences between two STATS */
+    int n = snprintf(buf, len,
+                     " trace.%s=%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%d",
+                     name, b->nmultis, tr->waited, tr->wait_us, tr->wait_max_us, tr->answered,
+                     tr->rtt_us, tr->rtt_max_us, tr->ops_sent, tr->full_sends, tr->area_us,
+                     tr->full_us, tr->busy_us, b->max_inflight);
+    return n < 0 ? 0 : (size_t)n >= len ? (int)len - 1 : n;
 }

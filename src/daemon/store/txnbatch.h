@@ -54,4 +54,13 @@ size_t txnbatch_bytes(const struct zk_txn_op *ops, int nops);
 void txnbatch_counts(const struct txnbatch *b, unsigned long long *items,
                      unsigned long long *multis);
 
+/* Issue 43's optional trace (deferd run with DEFERD_TXN_TRACE=1): appends
+ * " trace.NAME=multis,waited,wait_us,wait_max_us,answered,rtt_us,rtt_max_us,ops_sent,
+ * full_sends,inflight_area_us,full_us,busy_us,max_inflight" to BUF: raw sums (microseconds
+ * of monotonic time) that a reader differences between two STATS (tests/bench/trace43.py):
+ * items' waits before they were sent, multis' round trips, the integral of multis in flight
+ * over time, the time all max_inflight were out (full) and any was (busy). Returns the
+ * length written, 0 when the trace is off. Profiling only, not a stable STATS field. */
+int txnbatch_trace_format(struct txnbatch *b, const char *name, char *buf, size_t len);
+
 #endif
