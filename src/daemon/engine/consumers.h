@@ -106,13 +106,4 @@ void consumer_unsubscribe_all(struct consumer *c,
 /* Held jobs must have been released and subscriptions dropped already. */
 void consumer_free(struct consumer *c);
 
-/* Issue 43's optional per-job trace (deferd run with DEFERD_TXN_TRACE=1), on the consumer
- * slot a job holds: held (consumer chosen; for a job locked ahead, after its lock) ->
- * pushed -> ack received -> released (settle answered). The pushes and acks are marked
- * by the engine; hold and release here. */
-void jobtrace_push(struct job *job);
-void jobtrace_ack(struct job *job);
-/* Appends " trace.jobs=..." (raw sums, see consumers.c) to BUF; 0 when the trace is off. */
-int jobtrace_format(char *buf, size_t len);
-
 #endif

@@ -8,6 +8,7 @@
 #include "rate.h"
 #include "lock.h"
 #include "foreign_format.h"
+#include "jobtrace.h"
 
 #include <event2/event.h>
 #include <stddef.h>
@@ -320,11 +321,13 @@ void dispatcher_deliver(struct dispatcher *ds, struct job *job)
     }
     job->ttr_ms = job->jn.ttr_ms ? job->jn.ttr_ms : (uint32_t)job->q->cfg->ttr_ms;
     lease_start(ds, job);
-    if (push_job(job) != 0)
+    if (push_job(job) != 0) {
         log_error("queue %s: job %s: cannot queue the push", job->q->cfg->name, job->id);
-    else if (jobtrace_push(job), 1)
+    } else {
+        jobtrace_push(job);
         metrics_delivered(ds->d->metrics, job->q->cfg, job->attempt, job->jn.prior_attempts,
                           job->given_back ? 0 : job->jn.due_ms); /* 0: no lateness sample */
+    }
     log_debug("queue %s: job %s attempt %u delivered", job->q->cfg->name, job->id, job->attempt);
     job->owner->ops->quiet(job->owner->conn);
 }

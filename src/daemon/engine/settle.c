@@ -15,6 +15,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
+#include "jobtrace.h"
 #include "dispatcher_jobs.h"
 #include "jobs.h"
 #include "limit.h"
