@@ -5,6 +5,7 @@
  * held job cancelled (gone from its listing and from ZooKeeper). */
 #include "check.h"
 #include "engine_harness.h"
+#include "consumers.h"
 #include "settle.h"
 
 #define QUEUES "[queue a]\nttr = 10s\nmax_attempts = 3\nbackoff_min = 1s\nbackoff_max = 3s\n" \
@@ -35,6 +36,37 @@ static void test_ack(void)
     CHECK(c->c->inflight == 0);
     r = harness_ack(c, id);
     CHECK_CONTAINS(r->line, "NOT_FOUND");
+    harness_stop();
+}
+
+/* The consumer's answer frees its slot as it arrives (issue 43): with inflight=1 the next
+ * job is locked while the ack is applied; an ack that fails with the job still held takes
+ * its slot again, so the consumer is over its inflight until it answers. */
+static void test_ack_frees_slot(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    const char *next = harness_listed("a", 0, 0, 1);
+    CHECK(harness_state(next) == JS_READY); /* no room: one held, inflight 1 */
+    CHECK(harness_multis() == 0);
+    struct harness_reply *r = harness_ack(c, id);
+    harness_turn();
+    CHECK(harness_state(id) == JS_SETTLING && !r->done && c->c->settling == 1);
+    CHECK(harness_state(next) == JS_LOCKING && harness_multis() == 2);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, delete job");
+    harness_multi_fails(0, 0, ZMARSHALLINGERROR); /* not applied: still held */
+    CHECK_CONTAINS(r->line, "UNAVAILABLE");
+    CHECK(harness_state(id) == JS_INFLIGHT && c->c->settling == 0);
+    CHECK(harness_multis() == 1);
+    harness_multi_ok(0, 1); /* the next job's lock */
+    CHECK(harness_state(next) == JS_INFLIGHT && c->c->inflight == 2);
+    CHECK(!consumer_has_room(c->c));
+    r = harness_ack(c, id); /* answered again: applied this time */
+    harness_multi_ok(harness_multis() - 1, 1);
+    CHECK_STR(r->line, "OK");
+    CHECK(harness_state(id) == -1 && c->c->inflight == 1 && c->c->settling == 0);
+    CHECK(!consumer_has_room(c->c));
     harness_stop();
 }
 
@@ -271,6 +303,7 @@ static void test_cancelled_while_held(void)
 int main(void)
 {
     test_ack();
+    test_ack_frees_slot();
     test_ack_cancelled();
     test_ack_lock_gone();
     test_ack_badversion();

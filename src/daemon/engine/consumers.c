@@ -56,7 +56,18 @@ int consumer_subscribe(struct consumer *c, struct consumer_ring *ring, struct dq
 
 static uint32_t slots_taken(const struct consumer *c)
 {
-    return c->inflight + c->revoked;
+    return c->inflight - c->settling + c->revoked;
+}
+
+int consumer_job_moved(struct job *job, enum job_state from, enum job_state to)
+{
+    struct consumer *c = job->owner;
+    if (!c || (from == JS_SETTLING) == (to == JS_SETTLING))
+        return 0;
+    if (to == JS_SETTLING)
+        return c->settling++, 1;
+    c->settling--;
+    return 0;
 }
 
 int consumer_has_room(const struct consumer *c)
@@ -144,6 +155,7 @@ void consumer_hold(struct consumer *c, struct job *job)
         c->held->owner_prev = job;
     c->held = job;
     c->inflight++;
+    c->settling += job->state == JS_SETTLING;
     jobtrace_hold(job);
 }
 
@@ -160,6 +172,7 @@ void consumer_release(struct consumer *c, struct job *job)
     job->owner = NULL;
     job->owner_next = job->owner_prev = NULL;
     c->inflight--;
+    c->settling -= job->state == JS_SETTLING;
     jobtrace_release(job);
 }
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "layout.h"
+#include "lifecycle.h"
 #include "protocol.h"
 
 struct conn;
@@ -58,6 +59,8 @@ struct consumer {
     uint32_t inflight_max;
     int push_uid;               /* SUB uid=1: its JOB pushes carry the stable uid */
     uint32_t inflight;          /* jobs being locked or held for this consumer */
+    uint32_t settling;          /* of those, answered (ACK/NACK) and being applied: their
+                                 * slots are free for the next pushes (issue 43) */
     struct job *held;           /* list through job->owner_next/prev */
     struct sub *subs;
 };
@@ -73,6 +76,11 @@ int consumer_has_room(const struct consumer *c);
 /* C holds JOB (its slot is taken) until consumer_release. */
 void consumer_hold(struct consumer *c, struct job *job);
 void consumer_release(struct consumer *c, struct job *job);
+/* A held job moved FROM -> TO. Its consumer's answer being applied (JS_SETTLING) gives its
+ * slot back at once, not once ZooKeeper answered: a slot then costs the lock, the push
+ * and the consumer's work, not a settle's round trip too. Back to INFLIGHT (the answer
+ * failed, the job still held) it takes the slot again. 1 when a slot was freed. */
+int consumer_job_moved(struct job *job, enum job_state from, enum job_state to);
 /* Jobs being locked for C in queues it has left (UNSUB): their pushes are still to come. */
 size_t consumer_locking(const struct consumer *c);
 /* 1 when C follows Q. */

@@ -37,8 +37,10 @@
  * connections: the rest follows in the next turns. */
 #define DUE_PER_TURN 4096
 #define LOCKS_PER_TURN 1024
-/* Multis of one kind on their way before new items wait (and so batch up). */
-#define TXN_INFLIGHT 4
+/* Multis of one kind on their way before new items wait (and so batch up). Enough to keep a
+ * ZooKeeper with a slow transaction log busy (its group commit takes what is there at each
+ * fsync: issue 43, performance.md); on a fast log they are rarely all out. */
+#define TXN_INFLIGHT 16
 /* Jobs are locked (and their payload read if needed) this long before they are due, while
  * the queue has consumers with room, so that at the due time only the push is left. */
 #define PRELOCK_MS 50

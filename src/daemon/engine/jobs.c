@@ -64,7 +64,10 @@ void job_transition(struct job *job, enum job_event ev)
     job_unheap(job);
     job->q->nstate[job->state]--;
     job->q->nstate[to]++;
+    int freed = consumer_job_moved(job, job->state, (enum job_state)to);
     job->state = (enum job_state)to;
+    if (freed) /* the consumer answered: its next job need not wait for ZooKeeper's answer */
+        dispatcher_consumer_changed(job->q->ds, job->owner);
 }
 
 void job_unhold(struct dispatcher *ds, struct job *job)
