@@ -4,7 +4,8 @@
  * window of a second holds more than 4 starts; all 16 jobs come, at the pace the rate sets;
  * STATS and /metrics show it. Then group_rate = 2/s on queue b: each group's starts judged
  * the same way (never more than 2 in a second), two groups going side by side, and once
- * their windows are over the daemons forget them and delete their slot nodes. */
+ * their windows are over the daemons forget them, leaving their slot nodes to the sweep
+ * (deleted sooner, a node made again could be started twice in a window: engine/rate.h). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -112,20 +113,14 @@ static void group_rates(deferd_client *p, deferd_client **cs)
     free(body);
     CHECK(metric_in_log(d[0].log, "deferd_limit{queue=\"b\",kind=\"group_rate\"}") ==
           GROUP_RATE);
-    CHECK(group_rate_nodes(zh, "b") > 0);
-    int left = -1;
-    for (int64_t until = now_ms() + 15000; now_ms() < until;) {
-        if ((left = group_rate_nodes(zh, "b")) == 0)
-            break;
-        usleep(100000);
-    }
-    printf("group_rate: %d group slot nodes left after the windows ended\n", left);
-    CHECK(left == 0);
-    /* each daemon forgets its groups at its own tidy pass (once a second), maybe after the
-     * other deleted the nodes */
+    /* each daemon forgets its groups at its own tidy pass (once a second) */
     CHECK(wait_queue_stat(cs[0], "b", "rate_groups", 0, 10000) &&
           wait_queue_stat(cs[1], "b", "rate_groups", 0, 10000));
-    CHECK(queue_stat(cs[0], "b", "rate_slots_swept") + queue_stat(cs[1], "b", "rate_slots_swept") >= 1);
+    int left = group_rate_nodes(zh, "b");
+    printf("group_rate: %d group slot nodes left to the sweep once forgotten\n", left);
+    CHECK(left > 0); /* none deleted while another daemon may know them */
+    CHECK(queue_stat(cs[0], "b", "rate_slots_swept") +
+          queue_stat(cs[1], "b", "rate_slots_swept") == 0);
     zookeeper_close(zh);
 }
 

@@ -4,8 +4,10 @@
  * no reads), a slot another daemon started first (BadVersion: read again, another tried),
  * and a missing slots directory. group_rate: a group's slots guessed never started (no
  * reads), a group at its rate passing its turn, both rates in one multi, a group's guess
- * corrected by NodeExists, a group out of its window forgotten and its nodes deleted by
- * version, and the sweep of a group no daemon forgot. */
+ * corrected by NodeExists, a group out of its window forgotten (its nodes left), the sweep
+ * of idle group slots, and a group slot known from long ago read before it starts again. */
+#include <string.h>
+
 #include "check.h"
 #include "dispatcher.h"
 #include "engine_harness.h"
@@ -195,8 +197,10 @@ static void test_both_rates(void)
     harness_stop();
 }
 
-/* A group whose start is a window old is forgotten at the next tidy pass, and its node
- * deleted with the version this daemon wrote; a group still in its window is kept. */
+/* A group whose start is a window old is forgotten at the next tidy pass, its node left
+ * alone (another daemon may know it); a group still in its window is kept. The sweep
+ * deletes the node, by the version it reads, only once it was idle its window and
+ * RATE_IDLE_EXTRA_MS. */
 static void test_group_forgotten(void)
 {
     harness_start(GROUPS);
@@ -213,20 +217,71 @@ static void test_group_forgotten(void)
     harness_call_rc(0, ZNONODE);
     harness_advance(500); /* acme's start is a window old (and the clock's error), beta's not */
     rate_tidy(r);
-    CHECK(stats_of("g").groups == 1 && harness_calls() == 1);
+    CHECK(stats_of("g").groups == 1 && harness_calls() == 0); /* forgotten, nothing deleted */
+    harness_advance(600);
+    rate_tidy(r);
+    CHECK(stats_of("g").groups == 0 && harness_calls() == 0);
+    harness_advance(RATE_SWEEP_MS); /* the next sweep: acme idle long enough, beta not */
+    rate_tidy(r);
+    CHECK_STR(harness_call_what(0), "children slots");
+    fake_zk_answer(harness_zs(), 0, &(struct zk_result){.rc = ZOK,
+                   .children = (char *[]){"gr-0-acme", "gr-0-beta"}, .nchildren = 2});
+    harness_turn();
+    CHECK(harness_calls() == 2);
+    int64_t idle = 1000 + RATE_IDLE_EXTRA_MS;
+    answer_exists(0, ZOK, 0, harness_now() - idle);
+    answer_exists(0, ZOK, 3, harness_now() - idle + 1);
+    CHECK(harness_calls() == 1);
     CHECK_STR(harness_call_what(0), "delete slot gr-0-acme");
     CHECK(fake_zk_call(harness_zs(), 0)->version == 0);
     harness_call_rc(0, ZOK);
     CHECK(stats_of("g").swept == 1);
-    harness_advance(600);
-    rate_tidy(r);
-    CHECK(stats_of("g").groups == 0 && harness_calls() == 1);
-    CHECK_STR(harness_call_what(0), "delete slot gr-0-beta");
     harness_stop();
 }
 
-/* The sweep: a group slot left behind (its daemon killed) and out of its window is deleted
- * by its version; one in its window stays; one of a group this daemon keeps is not read. */
+/* A group slot known from long ago is read before it is started again: the node may have
+ * been swept and made again by another daemon, at version 0 again, and a set with the
+ * version we knew would start it a second time in its window. */
+/* Answers the sweeps' listings that are pending: nothing to sweep. */
+static void no_sweeps(void)
+{
+    for (int i = 0; i < harness_calls();)
+        if (!strcmp(harness_call_what(i), "children slots"))
+            harness_call_rc(i, ZNONODE);
+        else
+            i++;
+}
+
+static void test_group_stale_slot(void)
+{
+    harness_start(GROUPS);
+    struct conn *c = harness_consumer("g", 5);
+    const char *a1 = harness_listed_group("g", 0, 0, 1, "acme");
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 1);
+    harness_ack(c, a1);
+    harness_multi_ok(0, 1);
+    /* the group stays known (a job of it waits: due later) while its slot's start grows old */
+    const char *a2 = harness_listed_group("g", RATE_IDLE_EXTRA_MS + 2000, 0, 1, "acme");
+    for (int64_t t = 0; t < RATE_IDLE_EXTRA_MS + 2000; t += 1000) {
+        harness_advance(1000);
+        no_sweeps();
+    }
+    CHECK(harness_state(a2) == JS_READY && harness_multis() == 0);
+    CHECK(harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "exists slot gr-0-acme");
+    answer_exists(0, ZOK, 0, harness_now() - 50); /* made again 50 ms ago, version 0 */
+    no_sweeps();
+    CHECK(harness_state(a2) == JS_READY && harness_multis() == 0); /* in its window: waits */
+    harness_advance(1000);
+    no_sweeps();
+    CHECK(harness_state(a2) == JS_LOCKING); /* read just now: trusted, started by a set */
+    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner, set slot gr-0-acme");
+    harness_stop();
+}
+
+/* The sweep: a group slot idle its window and RATE_IDLE_EXTRA_MS is deleted by its version;
+ * one used more recently stays; one of a group this daemon keeps is not read. */
 static void test_sweep(void)
 {
     harness_start(GROUPS);
@@ -242,7 +297,7 @@ static void test_sweep(void)
     CHECK(harness_calls() == 2);
     CHECK_STR(harness_call_what(0), "exists slot gr-0-old");
     CHECK_STR(harness_call_what(1), "exists slot gr-0-new");
-    answer_exists(0, ZOK, 9, harness_now() - 5000);
+    answer_exists(0, ZOK, 9, harness_now() - 1000 - RATE_IDLE_EXTRA_MS);
     answer_exists(0, ZOK, 2, harness_now() - 100);
     CHECK(harness_calls() == 1);
     CHECK_STR(harness_call_what(0), "delete slot gr-0-old");
@@ -255,6 +310,7 @@ int main(void)
     test_group_rate();
     test_both_rates();
     test_group_forgotten();
+    test_group_stale_slot();
     test_sweep();
     test_listed_first();
     test_two_per_second();

@@ -16,7 +16,7 @@
 #include "units.h"
 
 #define READS_MAX 32      /* slot stats read at once */
-#define SWEEP_READS_MAX 256 /* group slots a sweep reads in one pass */
+#define SWEEP_READS_MAX 1024 /* group slots a sweep reads in one pass */
 
 enum rslot_state {
     RS_UNKNOWN, /* not read yet, or changed by someone since */
@@ -29,6 +29,7 @@ struct rslot {
     unsigned char state, busy; /* busy: in one of our lock multis */
     int32_t version;
     int64_t mtime;             /* ms on ZooKeeper's clock (ours: an upper bound) */
+    int64_t seen_at;           /* ms (cluster) when read or started by us */
 };
 
 /* One set of rate slots: the queue's (rate), or a group's (group_rate). A group's is freed
@@ -73,6 +74,23 @@ static int64_t win_ms(const struct rwin *w)
 {
     return (int64_t)(grouped(w) ? w->r->q->cfg->group_rate_window_ms
                                 : w->r->q->cfg->rate_window_ms);
+}
+
+/* A group slot idle this long (its mtime) may be deleted by a sweep. */
+static int64_t idle_ms(const struct rate *r)
+{
+    return (int64_t)r->q->cfg->group_rate_window_ms + RATE_IDLE_EXTRA_MS;
+}
+
+/* A slot's version may be used to start it only while the node cannot have been deleted and
+ * made again since it was seen (a new node starts at version 0 again: the same version
+ * would start it twice in a window): its known start is younger than a sweep's idle time
+ * (with RATE_TRUST_MARGIN_MS for the clocks), or it was read just now. Groups only: the
+ * queue's slots are never deleted. */
+static int trusted(const struct rwin *w, const struct rslot *s, int64_t now)
+{
+    return !grouped(w) || s->mtime + idle_ms(w->r) - RATE_TRUST_MARGIN_MS > now ||
+           s->seen_at + RATE_FRESH_MS > now;
 }
 
 struct rate *rate_new(struct dqueue *q, void (*wake)(struct dqueue *q))
@@ -151,6 +169,7 @@ static void known(struct rwin *w, struct rslot *s, int32_t version, int64_t mtim
     s->state = RS_KNOWN;
     s->version = version;
     s->mtime = mtime;
+    s->seen_at = cluster_now_ms();
     if (mtime + win_ms(w) > w->until)
         w->until = mtime + win_ms(w);
 }
@@ -269,7 +288,17 @@ static void arm(struct rwin *w, int64_t now)
 static int startable(const struct rwin *w, const struct rslot *s, int64_t now)
 {
     return !s->busy && (s->state == RS_MISSING ||
-                        (s->state == RS_KNOWN && s->mtime + win_ms(w) <= now));
+                        (s->state == RS_KNOWN && s->mtime + win_ms(w) <= now &&
+                         trusted(w, s, now)));
+}
+
+/* Out of its window but known too long ago to trust: read it again (read_unknown). */
+static void distrust(struct rwin *w, struct rslot *s, int64_t now)
+{
+    if (!s->busy && s->state == RS_KNOWN && s->mtime + win_ms(w) <= now && !trusted(w, s, now)) {
+        s->state = RS_UNKNOWN;
+        w->changes++;
+    }
 }
 
 /* 1 when a slot of W may start now (W->next names it), else reads or a timer are set.
@@ -286,6 +315,7 @@ static int win_room(struct rwin *w, int64_t now, uint64_t *waits)
             w->waiting = 0;
             return 1;
         }
+        distrust(w, &w->slots[i], now);
     }
     w->next = -1;
     *waits += !w->waiting;
@@ -466,23 +496,13 @@ static void on_slot_deleted(const struct zk_result *res, void *ctx)
                  zk_strerror(res->rc)); /* the next sweep tries again */
 }
 
-/* Deletes the slot nodes W knows (versioned: one started again meanwhile stays). */
-static void delete_known(struct rwin *w)
-{
-    char path[LAYOUT_PATH_MAX];
-    for (uint32_t i = 0; i < w->cap; i++)
-        if (w->slots[i].state == RS_KNOWN && slot_path(w, i, path) == 0)
-            zkstore_delete(w->r->q->d->zs, path, w->slots[i].version, on_slot_deleted, w->r);
-}
-
 static void tidy(struct rate *r, int64_t now)
 {
     struct rwin *g, *tmp;
     HASH_ITER(hh, r->groups, g, tmp) {
         if (g->busy || g->reads || g->listing || g->until > now)
             continue;
-        delete_known(g);
-        HASH_DEL(r->groups, g);
+        HASH_DEL(r->groups, g); /* its nodes stay: another daemon may know them (sweep) */
         win_free(g);
         free(g);
     }
@@ -542,8 +562,7 @@ static void on_sweep_read(const struct zk_result *res, void *ctx)
     struct rwin *g;
     r->sweeping--;
     HASH_FIND_STR(r->groups, sr->group, g);
-    if (res->rc == ZOK && res->has_stat && !g &&
-        res->stat.mtime + (int64_t)r->q->cfg->group_rate_window_ms <= cluster_now_ms())
+    if (res->rc == ZOK && res->has_stat && !g && res->stat.mtime + idle_ms(r) <= cluster_now_ms())
         zkstore_delete(r->q->d->zs, sr->path, res->stat.version, on_slot_deleted, r);
     free(sr);
 }

@@ -14,9 +14,13 @@
  * by another daemon); when every known slot is within its window it sets a timer for the
  * first to come out of it: no polling of ZooKeeper. Groups come and go by the thousand: a
  * group's slots are guessed never started until ZooKeeper says otherwise, and once all of
- * them are out of their window and none is in use the daemon forgets the group and deletes
- * the slot nodes it knows (versioned: a slot started again meanwhile stays); a sweep every
- * RATE_SWEEP_MS deletes group slots out of their window that no daemon forgot (one killed).
+ * them are out of their window and none is in use the daemon forgets the group. Its nodes
+ * stay: a sweep every RATE_SWEEP_MS deletes (by version) group slots idle their window and
+ * RATE_IDLE_EXTRA_MS of a group the sweeping daemon does not keep. Deleting them sooner
+ * would let another daemon that still knows a slot start the node made again in its
+ * place with the same version (0 again): two starts in a window. So a daemon starts a
+ * group slot from what it knows only while that is younger than the idle time, else it
+ * reads it first.
  * docs/limits.md. Loop thread only. */
 #ifndef DEFERD_RATE_H
 #define DEFERD_RATE_H
@@ -33,7 +37,12 @@ struct job;
 
 #define RATE_NO_SLOT (-1)
 #define RATE_OPS_MAX 2        /* slot operations a job adds to its lock multi: queue, group */
-#define RATE_SWEEP_MS 600000  /* how often group rate slots left behind are looked for */
+#define RATE_SWEEP_MS 60000   /* how often idle group rate slots are looked for */
+/* A group slot is deleted once idle its window and this long: by then no daemon starts it
+ * with the version it knew (rate.c, trusted): a node made again would reuse it. */
+#define RATE_IDLE_EXTRA_MS 60000
+#define RATE_TRUST_MARGIN_MS 10000 /* clocks' error against that idle time */
+#define RATE_FRESH_MS 1000          /* a slot read this recently is trusted anyway */
 
 struct rate;
 
