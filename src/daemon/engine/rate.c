@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <uthash.h>
 #include <zookeeper/zookeeper.h>
 
@@ -87,6 +88,8 @@ static int64_t idle_ms(const struct rate *r)
  * would start it twice in a window): its known start is younger than a sweep's idle time
  * (with RATE_TRUST_MARGIN_MS for the clocks), or it was read just now. Groups only: the
  * queue's slots are never deleted. */
+/* Left open: a sweep deleting a slot read just now (long idle) and another daemon making it
+ * again, both between this daemon's read and its set (docs/limits.md). */
 static int trusted(const struct rwin *w, const struct rslot *s, int64_t now)
 {
     return !grouped(w) || s->mtime + idle_ms(w->r) - RATE_TRUST_MARGIN_MS > now ||
@@ -571,7 +574,14 @@ static void on_sweep_listed(const struct zk_result *res, void *ctx)
 {
     struct rate *r = ctx;
     r->sweeping--;
-    for (int k = 0; res->rc == ZOK && k < res->nchildren && r->sweeping < SWEEP_READS_MAX; k++) {
+    /* A pass reads at most SWEEP_READS_MAX: each starts at a random place in the listing,
+     * so that over passes (and daemons) every node is looked at, however many there are. */
+    uint32_t rnd = 0;
+    if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
+        rnd = (uint32_t)cluster_now_ms(); /* any start will do */
+    int from = res->rc == ZOK && res->nchildren > 0 ? (int)(rnd % (uint32_t)res->nchildren) : 0;
+    for (int j = 0; res->rc == ZOK && j < res->nchildren && r->sweeping < SWEEP_READS_MAX; j++) {
+        int k = (from + j) % res->nchildren;
         enum layout_slot_kind kind;
         const char *group;
         struct rwin *g;
