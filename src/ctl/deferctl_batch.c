@@ -256,29 +256,38 @@ static int send_batch(deferd_client *c, struct batch *b, struct jsonw *w, int js
     return EXIT_OK;
 }
 
-int ctl_put_batch(const char *sock, const char *file, int json)
+/* FILE read (DATA, freed by the caller) and parsed into B: EXIT_OK, or the exit status
+ * after saying why. */
+static int load_jobs(const char *file, char **data, struct batch *b)
 {
-    char *data = NULL;
     size_t len = 0;
-    struct batch b = {0};
-    if (ctl_read_path(file, &data, &len) != 0) {
+    if (ctl_read_path(file, data, &len) != 0) {
         fprintf(stderr, "deferctl: cannot read %s: %s\n",
                 strcmp(file, "-") ? file : "standard input", strerror(errno));
         return EXIT_FAIL;
     }
-    int rc = parse_file(file, data, len, &b);
+    return parse_file(file, *data, len, b);
+}
+
+/* What a put of a file's jobs sends, in the JSON object (JSON) or as lines. */
+struct file_put {
+    int (*send)(deferd_client *c, struct batch *b, const struct file_put *fp, struct jsonw *w);
+    const char *on; /* FLOW's on= */
+    int json;
+};
+
+/* Connects, sends B by FP and frees what was loaded: the exit status. */
+static int put_loaded(const char *sock, struct batch *b, char *data, int rc,
+                      const struct file_put *fp)
+{
     deferd_client *c = rc == EXIT_OK ? ctl_connect(sock) : NULL;
     if (rc == EXIT_OK && c) {
         struct jsonw w;
         jsonw_init(&w, stdout);
-        if (json) {
+        if (fp->json)
             jsonw_obj_begin(&w, NULL);
-            jsonw_arr_begin(&w, "jobs");
-        }
-        rc = send_batch(c, &b, &w, json);
-        if (json) {
-            jsonw_arr_end(&w);
-            jsonw_bool(&w, "complete", rc == EXIT_OK);
+        rc = fp->send(c, b, fp, &w);
+        if (fp->json) {
             jsonw_obj_end(&w);
             jsonw_finish(&w);
         }
@@ -286,69 +295,69 @@ int ctl_put_batch(const char *sock, const char *file, int json)
         rc = EXIT_FAIL;
     }
     deferd_close(c);
-    batch_free(&b);
+    batch_free(b);
     free(data);
     return rc;
 }
 
+static int send_batch_json(deferd_client *c, struct batch *b, const struct file_put *fp,
+                           struct jsonw *w)
+{
+    if (fp->json)
+        jsonw_arr_begin(w, "jobs");
+    int rc = send_batch(c, b, w, fp->json);
+    if (fp->json) {
+        jsonw_arr_end(w);
+        jsonw_bool(w, "complete", rc == EXIT_OK);
+    }
+    return rc;
+}
+
+int ctl_put_batch(const char *sock, const char *file, int json)
+{
+    char *data = NULL;
+    struct batch b = {0};
+    int rc = load_jobs(file, &data, &b);
+    return put_loaded(sock, &b, data, rc, &(struct file_put){send_batch_json, NULL, json});
+}
+
 /* The flow's jobs sent as one FLOW; prints the parent's id, then the children's. */
-static int send_flow(deferd_client *c, struct batch *b, const char *on, struct jsonw *w,
-                     int json)
+static int send_flow(deferd_client *c, struct batch *b, const struct file_put *fp,
+                     struct jsonw *w)
 {
     int err;
     for (int tries = 0;; tries++) {
-        err = deferd_put_flow(c, b->items, b->n, on);
+        err = deferd_put_flow(c, b->items, b->n, fp->on);
         if (!ctl_zk_starting(c, err, tries))
             break;
         poll(NULL, 0, 100);
     }
-    if (err != DEFERD_OK)
-        return ctl_lib_fail(c, "put --flow", err);
-    if (!json) {
-        print_items(w, b->items, b->n, 0);
-        return EXIT_OK;
+    int rc = err == DEFERD_OK ? EXIT_OK : ctl_lib_fail(c, "put --flow", err);
+    if (!fp->json) {
+        if (rc == EXIT_OK)
+            print_items(w, b->items, b->n, 0);
+        return rc;
     }
-    jsonw_str(w, "parent", b->items[0].id);
-    jsonw_arr_begin(w, "children");
-    for (size_t i = 1; i < b->n; i++)
-        jsonw_str(w, NULL, b->items[i].id);
-    jsonw_arr_end(w);
-    return EXIT_OK;
+    if (rc == EXIT_OK) {
+        jsonw_str(w, "parent", b->items[0].id);
+        jsonw_arr_begin(w, "children");
+        for (size_t i = 1; i < b->n; i++)
+            jsonw_str(w, NULL, b->items[i].id);
+        jsonw_arr_end(w);
+    }
+    jsonw_bool(w, "stored", rc == EXIT_OK);
+    return rc;
 }
 
 int ctl_put_flow(const char *sock, const char *file, const char *on, int json)
 {
     char *data = NULL;
-    size_t len = 0;
     struct batch b = {0};
-    if (ctl_read_path(file, &data, &len) != 0) {
-        fprintf(stderr, "deferctl: cannot read %s: %s\n",
-                strcmp(file, "-") ? file : "standard input", strerror(errno));
-        return EXIT_FAIL;
-    }
-    int rc = parse_file(file, data, len, &b);
+    int rc = load_jobs(file, &data, &b);
     if (rc == EXIT_OK && (b.n < 2 || b.n > DEFERD_BATCH_MAX)) {
         fprintf(stderr, "deferctl: %s: a flow is a parent and 1 to %d children, not %zu jobs\n",
                 file, DEFERD_BATCH_MAX - 1, b.n);
         rc = EXIT_USAGE;
     }
-    deferd_client *c = rc == EXIT_OK ? ctl_connect(sock) : NULL;
-    if (rc == EXIT_OK && c) {
-        struct jsonw w;
-        jsonw_init(&w, stdout);
-        if (json)
-            jsonw_obj_begin(&w, NULL);
-        rc = send_flow(c, &b, on, &w, json);
-        if (json) {
-            jsonw_bool(&w, "stored", rc == EXIT_OK);
-            jsonw_obj_end(&w);
-            jsonw_finish(&w);
-        }
-    } else if (rc == EXIT_OK) {
-        rc = EXIT_FAIL;
-    }
-    deferd_close(c);
-    batch_free(&b);
-    free(data);
-    return rc;
+    return put_loaded(sock, &b, data, rc, &(struct file_put){send_flow, on, json});
 }

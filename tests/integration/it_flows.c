@@ -240,6 +240,14 @@ static void deferctl_flow(deferd_client *ca, deferd_client *cb)
     CHECK(job.len == 10 && memcmp(job.payload, "the parent", 10) == 0);
     CHECK(deferd_ack(cb, job.id) == DEFERD_OK);
     deferd_job_clear(&job);
+    snprintf(args, sizeof args, "put --flow %s --json", file); /* the ids as JSON */
+    CHECK(run_deferctl(&d[0], args, out, sizeof out) == 0);
+    CHECK(strncmp(out, "{\"parent\":\"b/", 13) == 0 && strstr(out, "\"children\":[\"a/") &&
+          strstr(out, "],\"stored\":true}"));
+    CHECK(settle_jobs(ca, 2, 0) == 2);
+    CHECK(deferd_next_job(cb, &job, 5000) == DEFERD_OK && strstr(out, strchr(job.id, '/')));
+    CHECK(deferd_ack(cb, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
     snprintf(args, sizeof args, "put --flow %s --queue a", file);
     CHECK(run_deferctl(&d[0], args, out, sizeof out) == 2);
     CHECK(run_deferctl(&d[0], "put --queue a --on complete x", out, sizeof out) == 2);
@@ -461,15 +469,15 @@ int main(void)
     crawler(ca[0], cb);
     dead_child(ce, cb);
     contended(ca, cb);
-    /* every flow was put through daemon 0: 12 waiting parents (fan_in 1, deferctl 1,
+    /* every flow was put through daemon 0: 13 waiting parents (fan_in 1, deferctl 2,
      * dead_child 2, contended 1, nested 3 + 2, cancels 1, crawler 1); released by either
-     * daemon: 8 made jobs, 3 dead letters */
-    CHECK(stat_of(0, "flows_opened") == 12 && stat_of(1, "flows_opened") == 0);
+     * daemon: 9 made jobs, 3 dead letters */
+    CHECK(stat_of(0, "flows_opened") == 13 && stat_of(1, "flows_opened") == 0);
     long released = stat_of(0, "flows_released") + stat_of(1, "flows_released");
     long dead = stat_of(0, "flows_dead_lettered") + stat_of(1, "flows_dead_lettered");
     printf("flows: opened %ld %ld, released %ld, dead-lettered %ld, version conflicts %ld + %ld\n", stat_of(0, "flows_opened"), stat_of(1, "flows_opened"), released,
            dead, stat_of(0, "flow_conflicts"), stat_of(1, "flow_conflicts"));
-    CHECK(released == 8 && dead == 3);
+    CHECK(released == 9 && dead == 3);
     for (int k = 0; k < 2; k++)
         deferd_close(ca[k]);
     deferd_close(cb);
