@@ -549,6 +549,17 @@ int zk_sandbox(const char *verb, const char *arg, char *out, size_t len)
     return p && pclose(p) == 0 ? 0 : -1;
 }
 
+int zk_ensemble_start(char *ensdir, size_t len)
+{
+    char hosts[100];
+    snprintf(ensdir, len, "/tmp/deferd-it-%d-ens", (int)getpid());
+    if (zk_sandbox("ensemble", ensdir, hosts, sizeof hosts) != 0)
+        return -1;
+    hosts[strcspn(hosts, "\n")] = '\0';
+    snprintf(harness_zk_hosts, sizeof harness_zk_hosts, "%s", hosts);
+    return 0;
+}
+
 int zk_kill_leader(const char *ensdir)
 {
     char leader[16], path[400], pid[32] = "";

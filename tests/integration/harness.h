@@ -98,6 +98,10 @@ int zk_sandbox(const char *verb, const char *arg, char *out, size_t len);
 /* SIGKILL to the leader of the ensemble in ENSDIR (zk-sandbox ensemble): its member number
  * (node<N>), or -1. */
 int zk_kill_leader(const char *ensdir);
+/* A 3-member ensemble of its own (zk-sandbox ensemble) in ENSDIR (LEN bytes, filled in:
+ * /tmp/deferd-it-<pid>-ens), made harness_zk_hosts for the daemons started after: 0, or -1
+ * when it did not start. */
+int zk_ensemble_start(char *ensdir, size_t len);
 
 /* A synchronous ZooKeeper session for checking what deferd wrote (tests only). */
 zhandle_t *zk_connect(void);

@@ -181,12 +181,8 @@ int main(void)
 {
     harness_init("election", root, sizeof root);
     int kills = getenv("ELECTION_KILLS") ? atoi(getenv("ELECTION_KILLS")) : 3;
-    snprintf(ensdir, sizeof ensdir, "/tmp/deferd-it-%d-ens", (int)getpid());
-    char hosts[100];
-    if (zk_sandbox("ensemble", ensdir, hosts, sizeof hosts) != 0)
+    if (zk_ensemble_start(ensdir, sizeof ensdir) != 0)
         return 1;
-    hosts[strcspn(hosts, "\n")] = '\0';
-    snprintf(harness_zk_hosts, sizeof harness_zk_hosts, "%s", hosts);
     char hold[64] = "daemon.log_level=debug";
     const char *hold_env = getenv("ELECTION_HOLD_WRITES");
     if (hold_env)

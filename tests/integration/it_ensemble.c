@@ -42,12 +42,9 @@ static void consume_some(deferd_client *c, int wait_ms)
 int main(void)
 {
     harness_init("ensemble", root, sizeof root);
-    snprintf(ensdir, sizeof ensdir, "/tmp/deferd-it-%d-ens", (int)getpid());
-    char hosts[100], leader[16], member[300];
-    if (zk_sandbox("ensemble", ensdir, hosts, sizeof hosts) != 0)
+    if (zk_ensemble_start(ensdir, sizeof ensdir) != 0)
         return 1;
-    hosts[strcspn(hosts, "\n")] = '\0';
-    snprintf(harness_zk_hosts, sizeof harness_zk_hosts, "%s", hosts);
+    char leader[16], member[300];
     static const char *const ov[] = {"zookeeper.session_timeout=10s", NULL};
     if (daemon_start(&d, root, "e1", ov) != 0)
         return 1;

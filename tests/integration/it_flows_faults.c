@@ -161,12 +161,8 @@ static void put_flows(deferd_client *p)
 int main(void)
 {
     harness_init("flows_faults", root, sizeof root);
-    snprintf(ensdir, sizeof ensdir, "/tmp/deferd-it-%d-ens", (int)getpid());
-    char hosts[100];
-    if (zk_sandbox("ensemble", ensdir, hosts, sizeof hosts) != 0)
+    if (zk_ensemble_start(ensdir, sizeof ensdir) != 0)
         return 1;
-    hosts[strcspn(hosts, "\n")] = '\0';
-    snprintf(harness_zk_hosts, sizeof harness_zk_hosts, "%s", hosts);
     /* a delivery whose ack went nowhere comes again after its lease: 10 s, as the sessions */
     const char *const ov[] = {"zookeeper.session_timeout=10s", "queue.a.ttr=10s",
                               "queue.b.ttr=10s", NULL};

@@ -171,12 +171,8 @@ static void kill_leader(void)
 int main(void)
 {
     harness_init("limits_faults", root, sizeof root);
-    snprintf(ensdir, sizeof ensdir, "/tmp/deferd-it-%d-ens", (int)getpid());
-    char hosts[100];
-    if (zk_sandbox("ensemble", ensdir, hosts, sizeof hosts) != 0)
+    if (zk_ensemble_start(ensdir, sizeof ensdir) != 0)
         return 1;
-    hosts[strcspn(hosts, "\n")] = '\0';
-    snprintf(harness_zk_hosts, sizeof harness_zk_hosts, "%s", hosts);
     /* sessions outlast an election on a loaded machine (as in integration.election) */
     const char *const ov[] = {"queue.a.concurrency=4", "queue.a.group_concurrency=2",
                               "queue.b.rate=10/s", "queue.b.group_rate=4/s",
