@@ -67,9 +67,10 @@ class Worker:
         env = dict(os.environ, WORKER_DIR=self.dir,
                    PYTHONPATH=os.pathsep.join([SRC, HERE]))
         self.err_path = os.path.join(self.dir, "stderr")
+        self.sock = socket or D.sock
         with open(self.err_path, "wb") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "deferd.worker", "--socket", socket or D.sock, *args,
+                [sys.executable, "-m", "deferd.worker", "--socket", self.sock, *args,
                  handler], env=env, stdout=subprocess.DEVNULL, stderr=err, cwd=HERE)
 
     def events(self, ev: Optional[str] = None) -> List[dict]:
@@ -98,7 +99,16 @@ class Worker:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError(f"worker did not exit in {timeout} s: {self.stderr()}")
+            raise AssertionError(f"worker did not exit in {timeout} s: {self.stderr()}\n"
+                                 f"{self.daemon_log_tail()}")
+
+    def daemon_log_tail(self, lines: int = 60) -> str:
+        """The end of the log of the deferd it talked to (beside its socket), for a failure."""
+        try:
+            with open(os.path.join(os.path.dirname(self.sock), "deferd.log")) as f:
+                return "deferd.log, last lines:\n" + "".join(f.readlines()[-lines:])
+        except OSError as e:
+            return f"(no deferd.log: {e})"
 
     def close(self) -> None:
         if self.proc.poll() is None:
