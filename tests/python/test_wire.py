@@ -5,6 +5,7 @@ send, how they match replies in order among pushes, unknown pushes and codes, PA
 from __future__ import annotations
 
 import errno
+import io
 import os
 import re
 import shutil
@@ -17,6 +18,7 @@ from typing import List, Optional, Tuple
 
 import deferd
 import deferd.aio
+import deferd.worker
 
 
 # Two jobs pushed, both acked pipelined; the daemon closes before answering either.
@@ -25,6 +27,10 @@ ACKS_CUT_OFF = [
      b"OK\nJOB q/1 q 1 1 0 30000 1\na\nJOB q/2 q 1 1 0 30000 1\nb\n"),
     (b"ACK q/1\nACK q/2\n", b""),
 ]
+
+
+# SUB answered with the two jobs due before it in the same write.
+SUB_WITH_JOBS = b"OK\nJOB q/1 q 1 1 0 30000 1\na\nJOB q/2 q 1 1 0 30000 1\nb\n"
 
 
 # Where a request carries a put token the client made (" idem=<13 digits>-<16 hex>"): any
@@ -297,6 +303,36 @@ class Wire(unittest.TestCase):
                 j1.touch()
             self.assertEqual((type(e2.exception), e2.exception.code),
                              (deferd.DeferdError, "NEWCODE"))
+        f.done(self)
+
+    def test_jobs_read_with_the_sub_reply_are_ready_and_run(self) -> None:
+        # The jobs come in the same read as SUB's OK, so the socket is not readable again:
+        # a client that waited on fileno() first never saw them (a worker hung so, now and
+        # then, when the jobs were due before it subscribed).
+        f = FakeDaemon([(b"SUB q inflight=2\n", SUB_WITH_JOBS)])
+        with deferd.Client(f.path, timeout=10) as c:
+            c.subscribe("q", inflight=2)
+            self.assertEqual(c.ready, 2)
+            self.assertEqual(c.next_job(0).payload, b"a")  # type: ignore[union-attr]
+            self.assertEqual(c.ready, 1)
+        f.done(self)
+        f = FakeDaemon([(b"SUB q inflight=2\n", SUB_WITH_JOBS),
+                        (b"ACK q/1\nACK q/2\n", b"OK\nOK\n")])
+        ran: List[bytes] = []
+        both = threading.Event()
+
+        def handler(job: deferd.worker.WorkerJob) -> None:
+            ran.append(job.payload)
+            if len(ran) == 2:
+                both.set()
+        w = deferd.worker.Worker(handler, ["q"], inflight=2, socket_path=f.path, reconnect=0,
+                                 log=deferd.worker.Log(stream=io.StringIO()))
+        t = threading.Thread(target=w.run, daemon=True)
+        t.start()
+        self.assertTrue(both.wait(10), f"the worker ran {ran} of the jobs that came with OK")
+        t.join(10)  # the fake closes after the acks: the worker exits (reconnect=0)
+        self.assertFalse(t.is_alive())
+        self.assertEqual(sorted(ran), [b"a", b"b"])
         f.done(self)
 
     def test_partial_and_disconnect(self) -> None:

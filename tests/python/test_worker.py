@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 import unittest
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from harness import Daemon, wait_for
 
@@ -109,6 +109,14 @@ class Worker:
                 return "deferd.log, last lines:\n" + "".join(f.readlines()[-lines:])
         except OSError as e:
             return f"(no deferd.log: {e})"
+
+    def until(self, cond: Callable[[], object], what: str, timeout: float = 20.0) -> object:
+        """wait_for, and on failure this worker's stderr and its deferd's log tail."""
+        try:
+            return wait_for(cond, what, timeout)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nworker stderr:\n{self.stderr()}\n"
+                                 f"{self.daemon_log_tail()}") from None
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -220,9 +228,9 @@ class Running(WorkerTest):
     def test_concurrency_is_n_at_once(self) -> None:
         self.put("conc", *[f"j{i}" for i in range(6)])
         w = self.worker("block", "-q", "conc", "-c", "3", "--inflight", "6", "--max-jobs", "6")
-        wait_for(lambda: len(w.events("start")) == 3, "3 handlers running at once")
+        w.until(lambda: len(w.events("start")) == 3, "3 handlers running at once")
         # All 6 are pushed to the worker, yet only 3 run: the others wait for a thread.
-        wait_for(lambda: D.queue_stat("conc", "inflight") == 6, "6 jobs pushed to the worker")
+        w.until(lambda: D.queue_stat("conc", "inflight") == 6, "6 jobs pushed to the worker")
         self.assertEqual(len(w.events("start")), 3)
         w.release()
         self.assertExit(w, 0)
@@ -245,10 +253,10 @@ class Running(WorkerTest):
     def test_expired_lease_logged_and_failed_ack_survived(self) -> None:
         [jid] = self.put("expire", "e")
         w = self.worker("block", "-q", "expire", "--max-jobs", "2")
-        wait_for(lambda: w.events("start"), "the handler started")
+        w.until(lambda: w.events("start"), "the handler started")
         os.kill(w.proc.pid, signal.SIGSTOP)  # no renewal: the 1 s lease runs out
         try:
-            wait_for(lambda: D.queue_stat("expire", "expired") == 1, "the lease expired")
+            w.until(lambda: D.queue_stat("expire", "expired") == 1, "the lease expired")
         finally:
             os.kill(w.proc.pid, signal.SIGCONT)
         w.release()
@@ -267,11 +275,11 @@ class Leaving(WorkerTest):
     def test_sigterm_finishes_running_gives_back_prefetched(self) -> None:
         self.put("term", "t1", "t2", "t3", "t4")
         w = self.worker("block", "-q", "term", "-c", "2", "--inflight", "4")
-        wait_for(lambda: len(w.events("start")) == 2, "2 handlers running")
-        wait_for(lambda: D.queue_stat("term", "inflight") == 4, "2 more pushed ahead")
+        w.until(lambda: len(w.events("start")) == 2, "2 handlers running")
+        w.until(lambda: D.queue_stat("term", "inflight") == 4, "2 more pushed ahead")
         w.proc.send_signal(signal.SIGTERM)
         # The 2 prefetched go back while the 2 running still run (blocked): it waits.
-        wait_for(lambda: D.queue_stat("term", "inflight") == 2, "prefetched jobs given back")
+        w.until(lambda: D.queue_stat("term", "inflight") == 2, "prefetched jobs given back")
         self.assertIsNone(w.proc.poll())
         w.release()
         self.assertExit(w, 0)
@@ -297,7 +305,7 @@ class Leaving(WorkerTest):
     def test_killed_worker_job_redelivered_with_higher_attempt(self) -> None:
         self.put("kill", "k")
         w = self.worker("block", "-q", "kill")
-        wait_for(lambda: w.events("start"), "the handler started")
+        w.until(lambda: w.events("start"), "the handler started")
         os.kill(w.proc.pid, signal.SIGKILL)
         w.proc.wait()
         [again] = self.take("kill", 1)
@@ -313,13 +321,13 @@ class DaemonRestart(WorkerTest):
             with d.client() as c:
                 c.put("lostq", b"a")
             w = self.worker("until_lost", "-q", "lostq", socket=d.sock)
-            wait_for(lambda: w.events("start"), "the job started")
+            w.until(lambda: w.events("start"), "the job started")
             assert d.proc is not None
             killed = time.monotonic()
             os.kill(d.proc.pid, signal.SIGKILL)
             d.proc.wait(10)
             d.proc = None  # killed on purpose: not an unclean exit for stop() to report
-            wait_for(lambda: w.events("stopped"), "the handler saw job.lost", timeout=10)
+            w.until(lambda: w.events("stopped"), "the handler saw job.lost", timeout=10)
             self.assertTrue(w.events("stopped")[0]["lost"])
             self.assertLess(time.monotonic() - killed, 5)
             w.proc.send_signal(signal.SIGTERM)
@@ -334,18 +342,18 @@ class DaemonRestart(WorkerTest):
                 c.put("dr", b"a")
                 c.put("dr", b"b")
             w = self.worker("block", "-q", "dr", "--inflight", "2", socket=d.sock)
-            wait_for(lambda: w.events("start"), "the first job started")
-            wait_for(lambda: d.queue_stat("dr", "inflight") == 2, "the second pushed ahead")
+            w.until(lambda: w.events("start"), "the first job started")
+            w.until(lambda: d.queue_stat("dr", "inflight") == 2, "the second pushed ahead")
             assert d.proc is not None
             os.kill(d.proc.pid, signal.SIGTERM)
-            wait_for(lambda: any(f.get("state") == "DRAINING" for f in w.log("state")),
+            w.until(lambda: any(f.get("state") == "DRAINING" for f in w.log("state")),
                      "the worker got STATE DRAINING")
             w.release()
             # deferd exits once nothing is held: the running job acked, the other given back.
             self.assertEqual(d.proc.wait(20), 0)
-            wait_for(lambda: w.log("disconnected"), "the worker saw deferd go")
+            w.until(lambda: w.log("disconnected"), "the worker saw deferd go")
             d.start()  # the same socket and ZooKeeper root
-            wait_for(lambda: len(w.events("done")) == 2, "the worker connected again")
+            w.until(lambda: len(w.events("done")) == 2, "the worker connected again")
             w.proc.send_signal(signal.SIGTERM)
             self.assertExit(w, 0)
             # the job given back unrun (whichever of the two came second: put in the same

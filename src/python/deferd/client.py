@@ -775,6 +775,13 @@ class BaseClient(Generic[JobT, ReplyT]):
         return len(self._pending)
 
     @property
+    def ready(self) -> int:
+        """Jobs and events already read from the socket and not yet taken (by ``next_job``,
+        ``next_event``): a caller that waits on :meth:`fileno` must take these first, as no
+        more bytes may come for them (a reply often arrives with the jobs behind it)."""
+        return len(self._jobs) + len(self._events)
+
+    @property
     def held(self) -> List[JobT]:
         """Jobs pushed to this connection and not yet acked or nacked."""
         return list(self._held.values())
@@ -1053,7 +1060,8 @@ class Client(BaseClient[Job, Reply]):
 
     def fileno(self) -> int:
         """The socket's file descriptor, to wait for it with ``select`` beside other files;
-        then :meth:`poll` reads what came. Raises :class:`Disconnected` once closed."""
+        then :meth:`poll` reads what came. Wait only while :attr:`ready` is 0: what was
+        read with a reply is not signalled again. Raises :class:`Disconnected` once closed."""
         if self._sock is None:
             raise self._closed_error or Disconnected("not connected")
         return self._sock.fileno()

@@ -357,6 +357,10 @@ class Worker:
         return not self._recs and not self._resettle and self.client.unanswered == 0
 
     def _timeout(self, now: float) -> Optional[float]:
+        # Jobs and events read along with a reply (SUB's, say) make the socket no more
+        # readable: waiting on it then would leave them unstarted for ever.
+        if self._events or self._ack_errors or (self.client is not None and self.client.ready):
+            return 0.0
         times = [t for t, _, _ in self._renew[:1] + self._resettle[:1]]
         if self.client is None and self._reconnect_at is not None and not self._leaving:
             times.append(self._reconnect_at)
