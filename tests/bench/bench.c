@@ -47,6 +47,8 @@ struct bench {
     int64_t *due;                 /* per job */
     int64_t *late;                /* per delivery, in delivery order */
     int64_t *put_us;              /* per put: send to its reply */
+    _Atomic int64_t *stored;      /* per put: epoch ms its OK was read (0: not yet) */
+    int64_t *late_stored;         /* per delivery: after the later of due and stored */
     _Atomic int *seen;            /* deliveries per job */
     _Atomic int delivered, dups, put_fail, next_put, next_preload, preload_fail, ack_fail;
     _Atomic int64_t first_delivery, last_delivery, last_put;
@@ -216,8 +218,10 @@ static void *producer(void *arg)
             retry = s;
             continue;
         }
-        if (!ph->preload)
+        if (!ph->preload) {
             b->put_us[s.i] = mono_us() - s.sent_us;
+            atomic_store(&b->stored[s.i], now_ms());
+        }
         if (rc != DEFERD_OK) {
             atomic_fetch_add(failures, 1);
             if (!dead)
@@ -301,6 +305,11 @@ static void *consumer(void *arg)
                 b->due[i] = job.due_ms; /* consume-only: learn it from the job */
             int k = atomic_fetch_add(&b->delivered, 1);
             b->late[k] = at - job.due_ms;
+            /* a job stored after its due time cannot be on time: the delivery's own part of
+             * its lateness counts from its put's OK (or its due time, if the producer has
+             * not read that OK yet: then the OK came before this) */
+            int64_t ok = atomic_load(&b->stored[i]);
+            b->late_stored[k] = at - (ok > job.due_ms ? ok : job.due_ms);
             int64_t m = atomic_load(&b->small_late_max);
             while (i >= b->n - b->small_groups * 10 && b->late[k] > m &&
                    !atomic_compare_exchange_weak(&b->small_late_max, &m, b->late[k]))
@@ -358,10 +367,14 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
 {
     int n = atomic_load(&b->delivered);
     qsort(b->late, (size_t)n, sizeof b->late[0], cmp_i64);
+    qsort(b->late_stored, (size_t)n, sizeof b->late_stored[0], cmp_i64);
     int64_t last_due = 0;
-    for (int i = 0; i < b->n; i++)
+    int stored_late = 0;
+    for (int i = 0; i < b->n; i++) {
         if (b->due[i] > last_due)
             last_due = b->due[i];
+        stored_late += atomic_load(&b->stored[i]) > b->due[i];
+    }
     qsort(b->put_us, (size_t)b->n, sizeof b->put_us[0], cmp_i64);
     int64_t first = atomic_load(&b->first_delivery), last = atomic_load(&b->last_delivery);
     int64_t span = last - first;
@@ -373,7 +386,9 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
            "\"lateness_ms_p50\":%lld,\"lateness_ms_p99\":%lld,\"lateness_ms_max\":%lld,"
            "\"e2e_rate\":%.0f,\"drain_ms\":%lld,\"put_us_p50\":%lld,\"put_us_p99\":%lld,"
            "\"t0_ms\":%lld,\"first_delivery_ms\":%lld,\"ack_pipelined\":%d,\"ack_fail\":%d,\"keyed\":%d,\"blocking\":%d,"
-           "\"hold_ms\":%d,\"small_groups\":%d,\"small_late_max_ms\":%lld}\n",
+           "\"hold_ms\":%d,\"small_groups\":%d,\"small_late_max_ms\":%lld,"
+           "\"stored_late\":%d,\"lateness_stored_ms_p50\":%lld,\"lateness_stored_ms_p99\":%lld,"
+           "\"lateness_stored_ms_max\":%lld}\n",
            b->n, b->window_ms, b->consumers, b->inflight, b->payload, b->producers, b->depth,
            b->preload, preload_rate, atomic_load(&b->preload_fail),
            puts && put_ms > 0 ? 1000.0 * puts / (double)put_ms : 0, atomic_load(&b->put_fail),
@@ -383,7 +398,10 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
            (long long)b->put_us[b->n / 2], (long long)b->put_us[(b->n * 99) / 100],
            (long long)b->t0, (long long)first, b->ack_pipe, atomic_load(&b->ack_fail), b->keyed, b->blocking,
            b->hold_ms, b->small_groups,
-           b->small_groups ? (long long)atomic_load(&b->small_late_max) : -1LL);
+           b->small_groups ? (long long)atomic_load(&b->small_late_max) : -1LL, stored_late,
+           n ? (long long)b->late_stored[n / 2] : -1,
+           n ? (long long)b->late_stored[(n * 99) / 100] : -1,
+           n ? (long long)b->late_stored[n - 1] : -1);
 }
 
 /* -T: one blocking deferd_put at a time, as a plain producer calls it: with the library's
@@ -409,8 +427,10 @@ static void *producer_blocking(void *arg)
         size_t len = make_job(ph, i, payload, &o);
         int64_t sent = mono_us();
         int rc = deferd_put(c, "bench", payload, len, &o, id, sizeof id);
-        if (!ph->preload)
+        if (!ph->preload) {
             b->put_us[i] = mono_us() - sent;
+            atomic_store(&b->stored[i], now_ms());
+        }
         if (rc != DEFERD_OK) {
             atomic_fetch_add(failures, 1);
             fprintf(stderr, "bench: put failed: %s\n", deferd_last_error(c));
@@ -508,7 +528,9 @@ int main(int argc, char **argv)
     b.late = calloc((size_t)b.n, sizeof *b.late);
     b.seen = calloc((size_t)b.n, sizeof *b.seen);
     b.put_us = calloc((size_t)b.n, sizeof *b.put_us);
-    if (!b.due || !b.late || !b.seen || !b.put_us) {
+    b.stored = calloc((size_t)b.n, sizeof *b.stored);
+    b.late_stored = calloc((size_t)b.n, sizeof *b.late_stored);
+    if (!b.due || !b.late || !b.seen || !b.put_us || !b.stored || !b.late_stored) {
         fprintf(stderr, "bench: out of memory\n");
         return 1;
     }
@@ -542,5 +564,7 @@ int main(int argc, char **argv)
     free(b.late);
     free(b.seen);
     free(b.put_us);
+    free(b.stored);
+    free(b.late_stored);
     return ok && file_ok && atomic_load(&b.preload_fail) == 0 ? 0 : 1;
 }

@@ -40,6 +40,9 @@ def main():
     res = {"phase": phase, "e2e_rate": bench.get("e2e_rate"), "n": bench.get("n"),
            "lateness_ms_p50": bench.get("lateness_ms_p50"),
            "lateness_ms_p99": bench.get("lateness_ms_p99"), "drain_ms": bench.get("drain_ms"),
+           "put_rate": bench.get("put_rate"), "stored_late": bench.get("stored_late"),
+           "lateness_stored_ms_p50": bench.get("lateness_stored_ms_p50"),
+           "lateness_stored_ms_p99": bench.get("lateness_stored_ms_p99"),
            "zk_cpu_s": round(after.get("zk_cpu_s", 0) - before.get("zk_cpu_s", 0), 2),
            "deferd_cpu_s": round(after.get("deferd_cpu_s", 0) - before.get("deferd_cpu_s", 0), 2)}
     for k in ("locks", "settles", "puts"):

@@ -7,6 +7,8 @@
 #include "lock.h"
 
 #define QUEUES "[queue a]\nttr = 10s\n"
+/* a lock taken ahead given back unrun: the job created again, no attempt spent */
+#define GIVE_BACK_OPS "delete owner, delete lock, delete job, create job"
 
 /* A due job and a consumer with room: one multi, then the push. */
 static void test_lock_then_push(void)
@@ -169,7 +171,7 @@ static void test_pause_gives_back(void)
     harness_pause("a", 1);
     CHECK(harness_state(armed) == JS_SETTLING);
     CHECK(harness_multis() == 1);
-    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock");
+    CHECK_STR(harness_multi_ops(0), GIVE_BACK_OPS); /* unrun: no attempt spent */
     harness_multi_ok(0, 1);
     CHECK(harness_state(armed) == JS_READY); /* due: ready, and paused: not locked */
     CHECK(harness_multis() == 0);
@@ -187,9 +189,9 @@ static void test_pause_armed(void)
     CHECK(harness_state(id) == JS_ARMED);
     harness_pause("a", 1);
     CHECK(harness_state(id) == JS_SETTLING);
-    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock");
+    CHECK_STR(harness_multi_ops(0), GIVE_BACK_OPS);
     harness_multi_ok(0, 1);
-    CHECK(harness_state(id) == JS_DELAYED);
+    CHECK(harness_state(id) == JS_DELAYED); /* given back before its due time: waits */
     harness_stop();
 }
 
@@ -221,6 +223,107 @@ static void test_prelock_given_back_unblocks(void)
     harness_stop();
 }
 
+#define LOCK_OPS "check job, create lock, create-seq owner"
+
+/* A consumer with inflight 1 holds FIRST and answers it: SECOND is locked for it and THIRD,
+ * due too, is locked ahead (the window: one answer, a lock measured: one job). The multis:
+ * first's settle, then second's and third's locks in one. */
+static struct conn *one_ahead(const char **first, const char **second, const char **third)
+{
+    struct conn *c = harness_consumer("a", 1);
+    *first = harness_delivered("a");
+    *second = harness_listed("a", 0, 5, 1);
+    *third = harness_listed("a", 0, 5, 1);
+    CHECK(harness_multis() == 0); /* full, and it has not answered yet: nothing ahead */
+    harness_ack(c, *first);
+    CHECK(harness_multis() == 2);
+    CHECK_STR(harness_multi_ops(1), LOCK_OPS ", " LOCK_OPS); /* one batch */
+    CHECK(harness_job(*third)->prelocked && harness_job(*third)->owner == NULL);
+    CHECK(harness_job(*second)->owner == c->c);
+    return c;
+}
+
+/* Issue 43: a due job locked ahead of a full consumer is pushed with no multi when a slot
+ * frees, so a slot costs the push, not a lock's round trip. */
+static void test_due_locked_ahead(void)
+{
+    harness_start(QUEUES);
+    const char *first, *second, *third;
+    struct conn *c = one_ahead(&first, &second, &third);
+    harness_multi_ok(0, 1); /* first's settle */
+    harness_multi_ok(0, 1); /* second pushed; third waits, locked, for a slot */
+    CHECK(harness_state(third) == JS_READY && c->njobs == 2);
+    CHECK(harness_multis() == 0);
+    harness_ack(c, second);
+    harness_turn();
+    CHECK(c->njobs == 3 && strcmp(c->jobs[2].id, third) == 0 && c->jobs[2].attempt == 1);
+    CHECK(harness_state(third) == JS_INFLIGHT && !harness_job(third)->prelocked);
+    CHECK(harness_multis() == 1); /* second's settle only: no lock for third */
+    harness_stop();
+}
+
+/* After one_ahead: third pushed when second is answered (all settles applied), then FOURTH
+ * (priority 5) listed and locked ahead of the full consumer, its answer not given. */
+static const char *fourth_on_its_way(struct conn *c, const char *second)
+{
+    harness_multi_ok(0, 1);
+    harness_multi_ok(0, 1);
+    harness_ack(c, second);
+    harness_multi_ok(0, 1);
+    const char *fourth = harness_listed("a", 0, 5, 1);
+    CHECK(harness_state(fourth) == JS_LOCKING && harness_job(fourth)->owner == NULL);
+    CHECK(harness_multis() == 1);
+    return fourth;
+}
+
+/* A due job that ranks after a lock taken ahead, still unanswered, waits for it though the
+ * consumer has room: locking ahead never reorders pushes. */
+static void test_ahead_keeps_order(void)
+{
+    harness_start(QUEUES);
+    const char *first, *second, *third;
+    struct conn *c = one_ahead(&first, &second, &third);
+    const char *fourth = fourth_on_its_way(c, second);
+    const char *later = harness_listed("a", 0, 9, 1); /* full, the window used: waits */
+    harness_ack(c, third);
+    harness_turn();
+    CHECK(consumer_has_room(c->c));
+    CHECK(harness_state(later) == JS_READY); /* room, but fourth ranks first */
+    CHECK(harness_multis() == 2); /* fourth's lock, third's settle: none for later */
+    harness_multi_ok(0, 1); /* fourth's lock: pushed at once */
+    CHECK(c->njobs == 4 && strcmp(c->jobs[3].id, fourth) == 0);
+    CHECK(harness_state(later) == JS_LOCKING && harness_job(later)->owner == NULL); /* ahead */
+    harness_stop();
+}
+
+/* The consumer leaves: a due job locked ahead for it goes back unrun (no attempt spent),
+ * READY at once, and one whose lock was on its way when it is answered. */
+static void test_ahead_given_back(void)
+{
+    harness_start(QUEUES);
+    const char *first, *second, *third;
+    struct conn *c = one_ahead(&first, &second, &third);
+    harness_multi_ok(0, 1);
+    harness_multi_ok(0, 1); /* third READY, locked ahead */
+    harness_consumer_gone(c);
+    CHECK(harness_state(third) == JS_SETTLING && harness_multis() == 1);
+    /* second (pushed) released, third given back: one settle batch */
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, " GIVE_BACK_OPS);
+    harness_multi_ok(0, 1);
+    CHECK(harness_state(third) == JS_READY && !harness_job(third)->prelocked);
+    CHECK(harness_job(third)->jn.prior_attempts == 0 && harness_job(third)->given_back);
+    harness_stop();
+
+    harness_start(QUEUES);
+    c = one_ahead(&first, &second, &third);
+    const char *fourth = fourth_on_its_way(c, second);
+    harness_consumer_gone(c); /* third released; fourth's lock unanswered */
+    harness_multi_ok(0, 1);   /* fourth locked, nobody to take it: back unrun */
+    CHECK(harness_state(fourth) == JS_SETTLING);
+    CHECK_STR(harness_multi_ops(harness_multis() - 1), GIVE_BACK_OPS);
+    harness_stop();
+}
+
 int main(void)
 {
     test_lock_then_push();
@@ -233,5 +336,8 @@ int main(void)
     test_pause_gives_back();
     test_pause_armed();
     test_prelock_given_back_unblocks();
+    test_due_locked_ahead();
+    test_ahead_keeps_order();
+    test_ahead_given_back();
     return check_report("unit.engine_lock");
 }

@@ -118,6 +118,19 @@ uint64_t consumer_ring_room(const struct consumer_ring *ring)
     return room;
 }
 
+uint64_t consumer_ring_credits(const struct consumer_ring *ring)
+{
+    uint64_t n = 0;
+    const struct sub *s = ring->head;
+    if (!s)
+        return 0;
+    do {
+        n += s->c->inflight_max;
+        s = s->rnext;
+    } while (s != ring->head);
+    return n;
+}
+
 size_t consumer_ring_size(const struct consumer_ring *ring)
 {
     size_t n = 0;

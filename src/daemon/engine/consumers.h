@@ -92,6 +92,8 @@ int consumer_subscribed(const struct consumer *c, const struct dqueue *q);
 struct consumer *consumer_pick(struct consumer_ring *ring, uint64_t avoid, const char *id);
 /* Free slots of all consumers on the ring (a consumer on several rings counts on each). */
 uint64_t consumer_ring_room(const struct consumer_ring *ring);
+/* The inflight of every consumer on the ring, together. */
+uint64_t consumer_ring_credits(const struct consumer_ring *ring);
 /* Consumers on the ring. */
 size_t consumer_ring_size(const struct consumer_ring *ring);
 /* The job ID was taken from this consumer (WHY): its slot stays taken until the consumer

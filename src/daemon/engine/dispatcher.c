@@ -161,14 +161,36 @@ void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c)
     c->ops->quiet(c->conn);
 }
 
-/* Locking ahead needs a consumer with room for every job already locked ahead. */
-static int may_prelock(struct dispatcher *ds, struct dqueue *q)
+/* A lock without a consumer yet: not in queues whose limits a lock taken ahead would spend
+ * before its job runs (a concurrency slot, a rate start). */
+static int may_lock_unowned(struct dispatcher *ds, struct dqueue *q)
 {
-    /* a lock taken ahead would hold a concurrency slot before its job runs */
     return q->cfg->format == QF_NATIVE && !q->cfg->concurrency && !q->cfg->group_concurrency &&
            !q->cfg->rate_n && !q->cfg->group_rate_n && !dispatcher_stopped(q) &&
-           zkstore_connected(ds->d->zs) &&
-           !ds->clock_held && consumer_ring_room(&q->ring) > q->nprelocked;
+           zkstore_connected(ds->d->zs) && !ds->clock_held;
+}
+
+/* Locking ahead of the due time needs a consumer with room for every job already locked
+ * ahead. */
+static int may_prelock(struct dispatcher *ds, struct dqueue *q)
+{
+    return may_lock_unowned(ds, q) && consumer_ring_room(&q->ring) > q->nprelocked;
+}
+
+/* JOB, the first ready job, locked before a consumer is free (ahead.h): 1, or 0 when it
+ * may not be. Not while groups take turns: the order of their turns is decided at the push. */
+static int lock_ahead(struct dispatcher *ds, struct dqueue *q, struct job *job)
+{
+    if (job->prelocked || job->ci || turns_groups(&q->ready) > 1 ||
+        !may_lock_unowned(ds, q) ||
+        q->nprelocked >= ahead_window(&q->ahead, cluster_now_ms(),
+                                      consumer_ring_credits(&q->ring)))
+        return 0;
+    turns_pop(&q->ready);
+    job->prelocked = job->ahead = 1;
+    q->nprelocked++;
+    lock_take(ds, job, NULL);
+    return 1;
 }
 
 int dispatcher_stopped(const struct dqueue *q) { return q->paused || q->ds->draining; }
@@ -315,10 +337,12 @@ void dispatcher_deliver(struct dispatcher *ds, struct job *job)
     if (!job->owner) {
         if (job->ci)
             ds->foreign->release(ds, job, 0);
-        else if (job->prelocked && !dispatcher_stopped(job->q))
-            arm(ds, job);
-        else
+        else if (!job->prelocked)
             lock_release(ds, job);
+        else if (!dispatcher_stopped(job->q) && consumer_ring_size(&job->q->ring))
+            arm(ds, job);
+        else /* paused, draining or its consumers gone while the lock was on its way */
+            settle_give_back_locked(ds, job);
         return;
     }
     job->ttr_ms = job->jn.ttr_ms ? job->jn.ttr_ms : (uint32_t)job->q->cfg->ttr_ms;
@@ -341,6 +365,25 @@ static int overtakes_prelock(struct dqueue *q, const struct job *job)
 {
     const struct job *pl = heap_peek(&q->prelocking);
     return pl && (int64_t)pl->jn.due_ms <= cluster_now_ms() && !job->prelocked;
+}
+
+/* A due job locked ahead of a consumer, its answer still to come, ranks before JOB: JOB
+ * waits for it (the answer dispatches again), so that locking ahead never reorders. */
+static int behind_ahead(struct dqueue *q, const struct job *job)
+{
+    const struct job *k = heap_peek(&q->ahead_locking);
+    return k && ready_less(k, job);
+}
+
+/* LOCKS_PER_TURN locks sent in this turn: the rest after the loop has polled again. */
+static int turn_used_up(struct dispatcher *ds, struct dqueue *q, int *locks)
+{
+    if ((*locks)++ < LOCKS_PER_TURN)
+        return 0;
+    q->kicked = 1;
+    static const struct timeval now = {0, 0};
+    evtimer_add(ds->later, &now);
+    return 1;
 }
 
 /* A push needs a session known to be alive: a lock is ours only until ZooKeeper could have
@@ -381,7 +424,13 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
         return;
     int room = 1;
     size_t passed = 0; /* groups whose turn passed: their group_concurrency is used up */
-    while ((job = turns_peek(&q->ready)) && may_push(ds, q) && !overtakes_prelock(q, job)) {
+    while ((job = turns_peek(&q->ready)) && may_push(ds, q)) {
+        if (overtakes_prelock(q, job) || behind_ahead(q, job)) {
+            /* it waits for an answer, but may be locked ahead itself meanwhile */
+            if (job->prelocked || turn_used_up(ds, q, &locks) || !lock_ahead(ds, q, job))
+                break;
+            continue;
+        }
         enum limit_room lr = job->prelocked ? LIMIT_ROOM : limit_room(q->limit, job);
         if (lr == LIMIT_ROOM && !job->prelocked)
             lr = rate_room(q->rate, job);
@@ -391,15 +440,14 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
         }
         if (!(room = lr == LIMIT_ROOM))
             break;
-        if (locks++ == LOCKS_PER_TURN) { /* more after the loop has polled again */
-            q->kicked = 1;
-            static const struct timeval now = {0, 0};
-            evtimer_add(ds->later, &now);
+        if (turn_used_up(ds, q, &locks))
+            return;
+        struct consumer *c = consumer_pick(&q->ring, job->avoid, job->id);
+        if (!c) {
+            if (lock_ahead(ds, q, job))
+                continue;
             return;
         }
-        struct consumer *c = consumer_pick(&q->ring, job->avoid, job->id);
-        if (!c)
-            return;
         turns_pop(&q->ready);
         passed = 0;
         if (job->ci) {
@@ -537,13 +585,23 @@ void dispatcher_job_vanished(struct dispatcher *ds, struct job *job)
 
 /* ---- consumers ---- */
 
+static void unarm(struct dispatcher *ds, struct dqueue *q);
+
+/* The last consumer of a queue left: what was locked ahead for it goes back. */
+static void unarm_orphaned(struct dispatcher *ds)
+{
+    for (size_t i = 0; i < ds->nqueues; i++)
+        if (ds->queues[i]->nprelocked && consumer_ring_size(&ds->queues[i]->ring) == 0)
+            unarm(ds, ds->queues[i]);
+}
+
 void dispatcher_unsubscribe(struct dispatcher *ds, struct consumer *c, struct dqueue *q)
 {
-    (void)ds;
     if (q)
         consumer_unsubscribe(c, &q->ring, q);
     else
         consumer_unsubscribe_all(c, dispatcher_ring);
+    unarm_orphaned(ds);
 }
 
 void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c)
@@ -555,6 +613,7 @@ void dispatcher_consumer_gone(struct dispatcher *ds, struct consumer *c)
             lock_release(ds, job); /* delivered again, attempt + 1 */
         /* LOCKING and SETTLING jobs finish their call and see they have no owner */
     }
+    unarm_orphaned(ds); /* its rings were left before this call */
 }
 
 /* Starts reading a queue's jobs from ZooKeeper (idempotent). */
@@ -680,7 +739,9 @@ void dispatcher_flow_counts(const struct dispatcher *ds, struct flow_counts *out
 
 void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
 {
-    size_t inflight = 0, ready = 0, delayed = 0;
+    size_t inflight = 0, ready = 0, delayed = 0, ahead = 0;
+    for (size_t i = 0; i < ds->nqueues; i++)
+        ahead += ds->queues[i]->nprelocked;
     struct queue_counts *qc = calloc(ds->nqueues ? ds->nqueues : 1, sizeof *qc);
     if (qc)
         dispatcher_queue_counts(ds, qc);
@@ -696,12 +757,13 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
     txnbatch_counts(ds->locks, &items[1], &multis[1]);
     txnbatch_counts(ds->settles, &items[2], &multis[2]);
     int n = snprintf(buf, len,
-                     " jobs_known=%u delayed=%zu ready=%zu inflight=%zu listing_max_bytes=%zu"
+                     " jobs_known=%u delayed=%zu ready=%zu inflight=%zu locked_ahead=%zu"
+                     " listing_max_bytes=%zu"
                      " listings=%llu listed_names=%llu payload_reads=%llu payload_bytes=%zu"
                      " txn.puts=%llu/%llu txn.locks=%llu/%llu txn.settles=%llu/%llu"
                      " changes=%llu change_round_trips=%llu change_round_trips_max=%u"
                      " stale_session_holds=%llu",
-                     HASH_COUNT(ds->jobs), delayed, ready, inflight,
+                     HASH_COUNT(ds->jobs), delayed, ready, inflight, ahead,
                      mirror_listing_max(ds->d->mirror), lists, names, ds->reads,
                      ds->payload_bytes, items[0], multis[0], items[1], multis[1], items[2],
                      multis[2], ds->changes, ds->change_round_trips,
@@ -748,20 +810,21 @@ static void collect_prelocked(struct job *job, void *arg)
         p->jobs[p->n++] = job;
 }
 
-/* Locks taken ahead of a consumer are given back, so that a paused or stopping daemon
- * holds only what its consumers work on. Released jobs return to their heap by due time. */
+/* Locks taken ahead of a consumer are given back unrun, so that a paused or stopping
+ * daemon, or a queue whose last consumer left, holds only what its consumers work on and
+ * spends no attempt. The jobs return to their heap by due time once the move is applied. */
 static void unarm(struct dispatcher *ds, struct dqueue *q)
 {
     struct job *job;
     while ((job = heap_peek(&q->armed)))
-        lock_release(ds, job); /* leaves the armed heap */
+        settle_give_back_locked(ds, job); /* leaves the armed heap */
     /* Removing from a heap reorders it: collect first, then release. */
     struct prelocked found = {.max = q->nprelocked};
     found.jobs = found.max ? malloc(found.max * sizeof *found.jobs) : NULL;
     if (found.jobs)
         turns_each(&q->ready, collect_prelocked, &found);
     for (size_t i = 0; i < found.n; i++)
-        lock_release(ds, found.jobs[i]);
+        settle_give_back_locked(ds, found.jobs[i]);
     if (q->nprelocked && !found.jobs)
         log_error("queue %s: out of memory giving back locks taken ahead; they go with "
                   "their delivery or the session", q->cfg->name);
@@ -946,6 +1009,7 @@ int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc)
     turns_init(&q->ready, ready_less, job_setpos, group_weight, qc);
     heap_init(&q->armed, armed_less, job_setpos);
     heap_init(&q->prelocking, armed_less, job_setpos);
+    heap_init(&q->ahead_locking, ready_less, job_setpos);
     if (!(q->limit = limit_new(q, limit_woke)) || !(q->rate = rate_new(q, limit_woke))) {
         limit_free(q->limit);
         free(q);
@@ -1046,6 +1110,7 @@ void dispatcher_free(struct dispatcher *ds)
         turns_free(&ds->queues[i]->ready);
         heap_free(&ds->queues[i]->armed);
         heap_free(&ds->queues[i]->prelocking);
+        heap_free(&ds->queues[i]->ahead_locking);
         limit_free(ds->queues[i]->limit);
         rate_free(ds->queues[i]->rate);
     }

@@ -30,6 +30,8 @@ struct job {
     int gone;                   /* vanished from ZooKeeper while busy */
     int uncertain;              /* an ack/nack's outcome is unknown: verify the lock first */
     int prelocked;              /* our lock was taken before a consumer was chosen */
+    int ahead;                  /* ... for a due job, its lock in flight (q->ahead_locking) */
+    int64_t lock_sent_us;       /* its lock handed to the batch (for the round trip) */
     int64_t lock_session;       /* session that took the lock (names the owner node) */
     uint32_t owner_seq;         /* the owner node's sequence suffix; OWNER_SEQ_UNKNOWN */
     size_t heap_pos;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster_time.h"
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
@@ -29,7 +30,8 @@ void job_unheap(struct job *job)
     else if (job->state == JS_ARMED)
         heap_remove(&job->q->armed, job->heap_pos);
     else if (job->state == JS_LOCKING) {
-        heap_remove(&job->q->prelocking, job->heap_pos);
+        heap_remove(job->ahead ? &job->q->ahead_locking : &job->q->prelocking, job->heap_pos);
+        job->ahead = 0;
         /* due jobs may wait behind it (dispatcher_dispatch); it may leave without a push */
         dispatcher_kick_soon(job->q->ds, job->q);
     }
@@ -66,8 +68,10 @@ void job_transition(struct job *job, enum job_event ev)
     job->q->nstate[to]++;
     int freed = consumer_job_moved(job, job->state, (enum job_state)to);
     job->state = (enum job_state)to;
-    if (freed) /* the consumer answered: its next job need not wait for ZooKeeper's answer */
+    if (freed) { /* the consumer answered: its next job need not wait for ZooKeeper's answer */
+        ahead_answered(&job->q->ahead, cluster_now_ms());
         dispatcher_consumer_changed(job->q->ds, job->owner);
+    }
 }
 
 void job_unhold(struct dispatcher *ds, struct job *job)

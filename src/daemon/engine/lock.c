@@ -5,6 +5,7 @@
 #include <string.h>
 #include <zookeeper/zookeeper.h>
 
+#include "ahead.h"
 #include "attempts.h"
 #include "config.h"
 #include "daemon.h"
@@ -132,6 +133,8 @@ static void on_locked(const struct zk_result *res, void *ctx)
     struct job *job = ctx;
     struct dispatcher *ds = job->q->ds;
     int rate_op = LOCK_SLOT_OP + (job->slot != LIMIT_NO_SLOT) + (job->gslot != LIMIT_NO_SLOT);
+    if (res->rc == ZOK)
+        ahead_lock_rtt(&job->q->ahead, cluster_mono_us() - job->lock_sent_us);
     int limited = limit_locked(job->q->limit, job, res->rc, zk_failed_op(res), LOCK_SLOT_OP);
     if (rate_locked(job->q->rate, job, res->rc, zk_failed_op(res), rate_op) || limited) {
         slot_refused(ds, job); /* another daemon took that slot: try another */
@@ -194,9 +197,10 @@ void lock_take(struct dispatcher *ds, struct job *job, struct consumer *c)
     nops += rated > 0 ? rated : 0;
     job_transition(job, JE_LOCK);
     job->uncertain = 0;
+    job->lock_sent_us = cluster_mono_us();
     if (c)
         consumer_hold(c, job);
-    else if (heap_push(&job->q->prelocking, job) != 0) /* see dispatcher_dispatch() */
+    else if (heap_push(job->ahead ? &job->q->ahead_locking : &job->q->prelocking, job) != 0)
         log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
     if (slotted < 0 || rated < 0) { /* no slot (a lock ahead begun before a reload set one) */
         slot_refused(ds, job);

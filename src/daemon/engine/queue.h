@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ahead.h"
 #include "consumers.h"
 #include "heap.h"
 #include "job.h"
@@ -27,6 +28,8 @@ struct dqueue {
     struct heap armed;          /* jobs locked ahead of their due time, by due time */
     struct heap prelocking;     /* their lock transactions in flight, by due time */
     size_t nprelocked;          /* locked ahead (locking, armed or ready), no consumer yet */
+    struct heap ahead_locking;  /* due jobs whose lock, taken ahead, is in flight: by rank */
+    struct ahead ahead;         /* how many due jobs may be locked ahead (ahead.h) */
     struct consumer_ring ring;
     struct dir *root;           /* mirror of jobs/, NULL until a consumer subscribes */
     struct cqueue *cq;          /* a Curator queue's listing, when consumed */

@@ -243,7 +243,7 @@ static void settled(struct dispatcher *ds, struct settle *st)
         job->given_back = 1;
         job->owner_seq = OWNER_SEQ_UNKNOWN;
         job_unhold(ds, job);
-        dispatcher_make_ready(ds, job);
+        dispatcher_schedule(ds, job, (int64_t)job->jn.due_ms); /* a lock ahead: maybe not due */
     } else if (st->op == SETTLE_ACK || st->has_delay || job->gone) {
         struct dqueue *q = job->q;
         job_free(ds, job); /* a moved job reappears through the mirror */
@@ -700,6 +700,24 @@ void settle_bury_locked(struct dispatcher *ds, struct job *job)
         int rc = send_settle(ds, st);
         if (rc == ZOK)
             return;
+    }
+    settle_free(st);
+    lock_release_later(ds, job);
+}
+
+static int plan_unrun(struct dispatcher *ds, struct settle *st);
+
+/* Locked ahead of a consumer that will not take it now (its queue paused, the daemon
+ * draining, its last consumer gone): back unrun, as by NACK unrun=1, so that the next
+ * delivery does not count an attempt nobody saw. */
+void settle_give_back_locked(struct dispatcher *ds, struct job *job)
+{
+    struct settle *st = settle_new(job, NULL, SETTLE_NACK);
+    job_unprelock(job);
+    job_transition(job, JE_SETTLE);
+    if (st && plan_unrun(ds, st) == 0) {
+        settle_start(ds, st);
+        return;
     }
     settle_free(st);
     lock_release_later(ds, job);

@@ -23,6 +23,8 @@ void settle_nack(struct dispatcher *ds, struct consumer *c, struct proto_request
  * settles held over a disconnection are sent, refused or checked; the nack back-off; the
  * job a consumer holds. */
 void settle_bury_locked(struct dispatcher *ds, struct job *job);
+/* A lock taken ahead that no consumer will take now: given back unrun (no attempt spent). */
+void settle_give_back_locked(struct dispatcher *ds, struct job *job);
 void settle_resume_held(struct dispatcher *ds);
 void settle_revoke_held(struct dispatcher *ds);
 void settle_check_unknown(struct dispatcher *ds);
