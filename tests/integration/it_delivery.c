@@ -1,4 +1,5 @@
-/* Delivery on time, in due order, by priority; ack removes job and lock in ZooKeeper. */
+/* Delivery on time, in due order, by priority; ack removes job and lock in ZooKeeper; jobs
+ * locked ahead of a consumer that leaves come again as attempt 1. */
 #include <stdlib.h>
 
 #include "harness.h"
@@ -132,6 +133,61 @@ static void two_queues_one_slot(void)
     deferd_close(cons);
 }
 
+/* A number of the daemon's STATS line, or -1. */
+static long stats_number(deferd_client *c, const char *field)
+{
+    char buf[4096], key[64];
+    const char *at;
+    snprintf(key, sizeof key, " %s=", field);
+    if (deferd_stats(c, buf, sizeof buf) != DEFERD_OK || !(at = strstr(buf, key)))
+        return -1;
+    return strtol(at + strlen(key), NULL, 10);
+}
+
+/* Issue 43: while a consumer is full and answering, due jobs are locked ahead of its next
+ * free slot (STATS locked_ahead); when it leaves they go back unrun: delivered to the next
+ * consumer as attempt 1. Only the job it held comes as attempt 2. */
+static void ahead_given_back_unrun(void)
+{
+    enum { N = 40, ACKED = 5 };
+    deferd_client *prod = client(&d), *c1 = client(&d), *c2 = client(&d);
+    char id[DEFERD_ID_SIZE], held[DEFERD_ID_SIZE] = "";
+    for (int i = 0; i < N; i++)
+        CHECK(put_job(prod, "emails", "x", 0, -1, -1, id) == 0);
+    CHECK(deferd_subscribe(c1, "emails", 1) == DEFERD_OK);
+    deferd_job job;
+    for (int i = 0; i <= ACKED; i++) { /* answers: the window opens */
+        CHECK(deferd_next_job(c1, &job, 10000) == DEFERD_OK);
+        CHECK(job.attempt == 1);
+        if (i < ACKED)
+            CHECK(deferd_ack(c1, job.id) == DEFERD_OK);
+        else
+            snprintf(held, sizeof held, "%s", job.id);
+        deferd_job_clear(&job);
+    }
+    int64_t deadline = now_ms() + 10000;
+    long ahead;
+    while ((ahead = stats_number(prod, "locked_ahead")) < 1 && now_ms() < deadline)
+        usleep(10000);
+    printf("ahead: %ld locked ahead of a full consumer\n", ahead);
+    CHECK(ahead >= 1);
+    deferd_close(c1); /* its held job released, those locked ahead given back unrun */
+    CHECK(deferd_subscribe(c2, "emails", 8) == DEFERD_OK);
+    int got = 0, again = 0, held_again = 0;
+    while (got < N - ACKED && deferd_next_job(c2, &job, 10000) == DEFERD_OK) {
+        got++;
+        again += job.attempt != 1;
+        held_again += strcmp(job.id, held) == 0 && job.attempt == 2;
+        CHECK(deferd_ack(c2, job.id) == DEFERD_OK);
+        deferd_job_clear(&job);
+    }
+    printf("ahead: %d delivered again, %d not as attempt 1\n", got, again);
+    CHECK(got == N - ACKED && again == 1 && held_again == 1);
+    CHECK(stats_number(prod, "locked_ahead") == 0);
+    deferd_close(prod);
+    deferd_close(c2);
+}
+
 int main(void)
 {
     harness_init("delivery", root, sizeof root);
@@ -142,7 +198,9 @@ int main(void)
     two_queues_one_slot();
     priority_order();
     due_order();
+    ahead_given_back_unrun();
     CHECK(zk_count_jobs(zh, root, "a") == 0);
+    CHECK(zk_count_jobs(zh, root, "emails") == 0);
     daemon_kill(&d, SIGTERM);
     zookeeper_close(zh);
     return check_report("it_delivery");
