@@ -19,6 +19,7 @@ import time
 import unittest
 from typing import Callable, Dict, List, Optional
 
+import deferd
 from harness import Daemon, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,7 +27,8 @@ SRC = os.path.join(HERE, "..", "..", "src", "python")
 QUEUES = {
     "ack": "priority = 5", "fail": "backoff_min = 0", "retry": "backoff_min = 0",
     "conc": "", "lease": "ttr = 1s", "expire": "ttr = 1s\nbackoff_min = 0", "term": "",
-    "maxj": "", "kill": "", "usage": "", "free": "",
+    "maxj": "", "kill": "", "usage": "", "free": "", "crawl": "", "report": "",
+    "thenfail": "backoff_min = 0",
 }
 D: Daemon
 
@@ -159,7 +161,8 @@ class Settle(WorkerTest):
         self.assertEqual(sorted(r["payload"] for r in done), ["a", "b", "c"])
         self.assertEqual(sorted(r["id"] for r in done), sorted(ids))
         for r in done:
-            self.assertEqual((r["queue"], r["attempt"], r["priority"]), ("ack", 1, 5))
+            self.assertEqual((r["queue"], r["group"], r["attempt"], r["priority"]),
+                             ("ack", "", 1, 5))
             self.assertLessEqual(r["due_ms"] / 1000, r["t"])
         self.assertEqual(D.jobs("ack"), [])  # every ack applied
         self.assertEqual(D.queue_stat("ack", "acked"), 3)
@@ -180,6 +183,36 @@ class Settle(WorkerTest):
         self.assertTrue(f["at"].startswith("worker_handlers.py:"), f)
         self.assertEqual([f for f in lines if f["event"] == "job_retry"], [])
         self.assertEqual(D.jobs("fail"), [])
+
+    def test_handler_grows_its_flow(self) -> None:
+        # ack_join: the seed's two links join its flow; the parent comes after all three
+        with D.client() as c:
+            res = c.put_flow(deferd.Put("report", b"report"), [deferd.Put("crawl", b"seed")])
+        parent = res.results[0].id
+        w = self.worker("crawl", "-q", "crawl", "-c", "2", "--max-jobs", "3", "-v")
+        self.assertExit(w, 0)
+        self.assertEqual(sorted(r["payload"] for r in w.events("done")),
+                         ["link1", "link2", "seed"])
+        seed = [f for f in w.log("job_done") if f.get("followups")]
+        self.assertEqual([f["followups"] for f in seed], ["2"], w.stderr())
+        self.assertEqual(D.jobs("crawl"), [])
+        [p] = self.take("report", 1)
+        self.assertEqual(p.id, parent)
+
+    def test_followups_dropped_when_the_handler_fails(self) -> None:
+        self.put("thenfail", "x")
+        w = self.worker("then_fail", "-q", "thenfail", "--max-jobs", "2")
+        self.assertExit(w, 0)
+        self.assertEqual([(r["ev"], r["payload"], r["attempt"]) for r in w.events()],
+                         [("fail", "x", 1), ("done", "x", 2)])
+        self.assertEqual(D.jobs("thenfail"), [])  # "never" was not created
+        self.put("thenfail", "y")
+        w = self.worker("bad_followup", "-q", "thenfail", "--max-jobs", "1")
+        self.assertExit(w, 0)
+        [failed] = w.log("job_failed")
+        self.assertEqual(failed["error_type"], "TypeError", w.stderr())
+        self.assertEqual(len(D.jobs("thenfail")), 1)  # nacked, back for its next attempt
+        self.take("thenfail", 1)
 
     def test_settled_jobs_are_not_kept(self) -> None:
         # a worker that runs for months must not keep the jobs it finished (nor payloads):

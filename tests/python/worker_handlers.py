@@ -10,6 +10,7 @@ import os
 import threading
 import time
 
+from deferd import Put
 from deferd.worker import Retry, WorkerJob
 
 DIR = os.environ.get("WORKER_DIR", ".")
@@ -20,7 +21,7 @@ NOT_CALLABLE = 42
 def note(ev: str, job: WorkerJob, **extra: object) -> None:
     """Appends one event about ``job`` to $WORKER_DIR/log."""
     rec = {"ev": ev, "payload": job.payload.decode(), "id": job.id, "uid": job.uid,
-           "queue": job.queue, "attempt": job.attempt, "priority": job.priority,
+           "queue": job.queue, "group": job.group, "attempt": job.attempt, "priority": job.priority,
            "due_ms": job.due_ms, "t": time.time(), **extra}
     with _lock, open(os.path.join(DIR, "log"), "a") as f:
         f.write(json.dumps(rec) + "\n")
@@ -85,3 +86,25 @@ def until_lost(job: WorkerJob) -> None:
     while not job.lost and time.monotonic() < deadline:
         time.sleep(0.01)
     note("stopped", job, lost=job.lost)
+
+
+def crawl(job: WorkerJob) -> None:
+    """A crawler's page: the seed adds two links to its flow (ack_join); links just finish."""
+    if job.payload == b"seed":
+        job.ack_join([Put(job.queue, b"link1"), Put(job.queue, b"link2")])
+    note("done", job)
+
+
+def then_fail(job: WorkerJob) -> None:
+    """Asks for a follow-up, then fails on the first attempt: the follow-up must not exist."""
+    if job.attempt == 1:
+        job.ack_then([Put(job.queue, b"never")])
+        note("fail", job)
+        raise RuntimeError("failed after ack_then")
+    note("done", job)
+
+
+def bad_followup(job: WorkerJob) -> None:
+    """A follow-up that is no put: ack_then raises in the handler, so the job is nacked."""
+    note("try", job)
+    job.ack_then([42])  # type: ignore[list-item]

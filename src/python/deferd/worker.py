@@ -29,10 +29,12 @@ import sys
 import threading
 import time
 import traceback
-from typing import (Any, Callable, Deque, Dict, List, Optional, Sequence, TextIO, Tuple,
+from typing import (Any, Callable, Deque, Dict, Iterable, List, Optional, Sequence, TextIO,
+                    Tuple,
                     Union)
 
-from .client import Cancelled, Client, Deadline, Event, Expired, Job, Reply, State
+from .client import (Cancelled, Client, Deadline, Event, Expired, Job, PutLike, Reply, State,
+                     encode_ack)
 from .errors import (BadRequest, DeferdError, Disconnected, LeaseLost, NotFound,
                      ProtocolError, UnknownQueue)
 
@@ -79,10 +81,11 @@ class WorkerJob:
     """
 
     __slots__ = ("_job", "payload", "id", "uid", "queue", "attempt", "priority", "due_ms",
-                 "ttr_ms")
+                 "ttr_ms", "_then")
 
     def __init__(self, job: Job) -> None:
         self._job = job
+        self._then: Optional[Tuple[List[PutLike], bool]] = None
         self.payload: bytes = job.payload
         self.id: str = job.id
         self.uid: Optional[str] = getattr(job, "uid", None)
@@ -98,6 +101,11 @@ class WorkerJob:
         return self._job.due
 
     @property
+    def group(self) -> str:
+        """The group the job was put with (``put(..., group=)``), "" for none."""
+        return self._job.group
+
+    @property
     def ttr(self) -> float:
         """The lease length in seconds (the worker renews it while the handler runs)."""
         return self._job.ttr
@@ -110,6 +118,24 @@ class WorkerJob:
         handler should check it and stop early: a queue's concurrency limit counts on it
         (docs/limits.md)."""
         return self._job.lost
+
+    def ack_then(self, puts: Iterable[PutLike]) -> None:
+        """Acks the job with follow-up jobs (``ACK then=``, docs/protocol.md) when the handler
+        returns: created in the ack's own ZooKeeper transaction, or not at all. If the
+        handler raises after this, the job is nacked as usual and none is created. The puts
+        are checked here (a bad one raises at once); a second call replaces the first."""
+        self._followups(puts, False)
+
+    def ack_join(self, puts: Iterable[PutLike]) -> None:
+        """As :meth:`ack_then`, and the follow-ups join this job's flow (``join=1``,
+        docs/flows.md): its parent waits for them too (a crawler's page adding the links it
+        found)."""
+        self._followups(puts, True)
+
+    def _followups(self, puts: Iterable[PutLike], join: bool) -> None:
+        items = list(puts)
+        encode_ack(self.id, items, join)  # the checks of Job.ack, in the handler's thread
+        self._then = (items, join)
 
     def __repr__(self) -> str:
         return (f"WorkerJob(id={self.id!r}, queue={self.queue!r}, attempt={self.attempt}, "
@@ -473,9 +499,11 @@ class Worker:
                          note="the connection was lost while it ran; the job comes again")
                 continue
             if err is None:
+                then = rec.wjob._then
                 if self.log.verbose:
-                    self.log("info", "job_done", **fields, seconds=round(seconds, 3))
-                self._settle(rec, "ack", {})
+                    self.log("info", "job_done", **fields, seconds=round(seconds, 3),
+                             followups=len(then[0]) if then else None)
+                self._settle(rec, "ack", {"then": then[0], "join": then[1]} if then else {})
             else:
                 self._settle(rec, "nack", {} if delay is None else {"delay": delay})
 
@@ -483,7 +511,7 @@ class Worker:
         """Sends the ack or nack pipelined; a failure comes back through on_ack_error."""
         rec.action = (action, kw)
         if action == "ack":
-            rec.job.ack(wait=False)
+            rec.job.ack(wait=False, **kw)
             self.acked += 1
         else:
             rec.job.nack(wait=False, **kw)
