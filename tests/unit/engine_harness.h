@@ -106,7 +106,7 @@ void harness_new_session(void); /* a new session is up (id + 1) */
 /* ---- ZooKeeper's side ---- */
 
 int harness_multis(void);
-/* Multi I's operations by role, e.g. "check job, create lock, create owner-seq" ("dead"
+/* Multi I's operations by role, e.g. "create lock, create-seq owner" ("dead"
  * for a dead letter, "job2" for a new name of the job, "key" for its key node). */
 const char *harness_multi_ops(int i);
 /* Answers multi I (then a loop turn): ZOK (sequential creates numbered for delivery

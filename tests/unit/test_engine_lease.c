@@ -46,7 +46,7 @@ static void test_expiry(void)
     CHECK_STR(harness_multi_ops(0), "delete owner, delete lock");
     harness_multi_ok(0, 1);
     CHECK(harness_state(id) == JS_LOCKING);
-    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner");
+    CHECK_STR(harness_multi_ops(0), "create lock, create-seq owner");
     harness_multi_ok(0, 2);
     CHECK(harness_state(id) == JS_INFLIGHT);
     CHECK(c1->njobs == 1 && c2->njobs == 1);

@@ -18,7 +18,7 @@ static void test_lock_then_push(void)
     const char *id = harness_listed("a", 0, 0, 1);
     CHECK(harness_state(id) == JS_LOCKING);
     CHECK(harness_multis() == 1);
-    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner");
+    CHECK_STR(harness_multi_ops(0), "create lock, create-seq owner");
     CHECK(c->njobs == 0);
     harness_multi_ok(0, 1);
     CHECK(harness_state(id) == JS_INFLIGHT);
@@ -66,7 +66,7 @@ static void test_lock_nodeexists(void)
     harness_start(QUEUES);
     struct conn *c = harness_consumer("a", 1);
     const char *id = harness_listed("a", 0, 0, 1);
-    harness_multi_fails(0, 1, ZNODEEXISTS);
+    harness_multi_fails(0, 0, ZNODEEXISTS);
     CHECK(harness_state(id) == JS_CHECKING);
     CHECK(c->c->inflight == 0);
     CHECK(harness_calls() == 1);
@@ -79,7 +79,7 @@ static void test_lock_nodeexists(void)
     lock_watch_fired(harness_ds(), lock);
     harness_turn();
     CHECK(harness_state(id) == JS_LOCKING);
-    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner");
+    CHECK_STR(harness_multi_ops(0), "create lock, create-seq owner");
     harness_stop();
 }
 
@@ -89,7 +89,7 @@ static void test_lock_gone_before_check(void)
     harness_start(QUEUES);
     harness_consumer("a", 1);
     const char *id = harness_listed("a", 0, 0, 1);
-    harness_multi_fails(0, 1, ZNODEEXISTS);
+    harness_multi_fails(0, 0, ZNODEEXISTS);
     harness_call_rc(0, ZNONODE);
     CHECK(harness_state(id) == JS_LOCKING);
     CHECK(harness_multis() == 1);
@@ -111,7 +111,7 @@ static void test_lock_answer_lost(void)
     CHECK(harness_state(id) == JS_DELAYED);
     harness_advance(1); /* within 50 ms of its retry: locked ahead */
     CHECK(harness_state(id) == JS_LOCKING);
-    harness_multi_fails(0, 1, ZNODEEXISTS);
+    harness_multi_fails(0, 0, ZNODEEXISTS);
     harness_exists_ok(0, harness_session()); /* ours */
     CHECK(harness_state(id) == JS_SETTLING);
     CHECK_STR(harness_call_what(0), "children job");
@@ -140,7 +140,7 @@ static void test_lock_ahead(void)
     struct conn *c = harness_consumer("a", 1);
     const char *id = harness_listed("a", 30, 0, 1); /* the timer fires at once */
     CHECK(harness_state(id) == JS_LOCKING);
-    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner");
+    CHECK_STR(harness_multi_ops(0), "create lock, create-seq owner");
     harness_multi_ok(0, 1);
     CHECK(harness_state(id) == JS_ARMED);
     CHECK(c->njobs == 0);
@@ -215,7 +215,7 @@ static void test_prelock_given_back_unblocks(void)
     CHECK(harness_state(next) == JS_LOCKING);
     CHECK(harness_multis() == 2);
     CHECK_STR(harness_multi_ops(0), "delete owner, delete lock");
-    CHECK_STR(harness_multi_ops(1), "check job, create lock, create-seq owner");
+    CHECK_STR(harness_multi_ops(1), "create lock, create-seq owner");
     harness_multi_ok(1, 1);
     CHECK(harness_state(next) == JS_INFLIGHT);
     CHECK(c->njobs == 1);
@@ -223,7 +223,7 @@ static void test_prelock_given_back_unblocks(void)
     harness_stop();
 }
 
-#define LOCK_OPS "check job, create lock, create-seq owner"
+#define LOCK_OPS "create lock, create-seq owner"
 
 /* A consumer with inflight 1 holds FIRST and answers it: SECOND is locked for it and THIRD,
  * due too, is locked ahead (the window: one answer, a lock measured: one job). The multis:

@@ -99,7 +99,7 @@ static void test_ack_lock_gone(void)
     CHECK_CONTAINS(r->line, "LEASE_LOST");
     CHECK_CONTAINS(r->line, "lease lost");
     CHECK(harness_state(id) == JS_LOCKING);
-    CHECK_STR(harness_multi_ops(0), "check job, create lock, create-seq owner");
+    CHECK_STR(harness_multi_ops(0), "create lock, create-seq owner");
     harness_stop();
 }
 

@@ -14,7 +14,7 @@ static const struct job_rule rules[JE_COUNT] = {
     [JE_DUE] = {JS_READY, B(DELAYED) | B(ARMED) | B(HELD) | B(LOCKING) | B(SETTLING) |
                               B(CHECKING) | B(INFLIGHT), "nothing"},
     [JE_LOCK] = {JS_LOCKING, B(READY) | B(DELAYED),
-                 "multi(check job, create lock, create owner-S- sequential [, create slots] "
+                 "multi(create lock, create owner-S- sequential [, create slots] "
                  "[, start a rate slot]); "
                  "getData when the payload is not in memory"},
     [JE_ARM] = {JS_ARMED, B(LOCKING), "nothing"},

@@ -105,7 +105,7 @@ static void on_fetched(const struct zk_result *res, void *ctx)
  * counted durably at no extra write and no read. */
 static int owner_locked(struct job *job, const struct zk_result *res)
 {
-    const char *name = res->op_path ? res->op_path[2] : NULL;
+    const char *name = res->op_path ? res->op_path[LOCK_OWNER_OP] : NULL;
     size_t n = name ? strlen(name) : 0;
     char *end;
     if (n < 10)
@@ -184,7 +184,6 @@ void lock_take(struct dispatcher *ds, struct job *job, struct consumer *c)
     job->owner_seq = OWNER_SEQ_UNKNOWN;
     lock_paths(job, &lp);
     struct zk_txn_op ops[LOCK_SLOT_OP + LIMIT_OPS_MAX + RATE_OPS_MAX] = {
-        {.kind = ZT_CHECK, .path = job->path, .version = -1},
         {.kind = ZT_CREATE, .path = lp.lock, .data = ds->ident, .len = strlen(ds->ident),
          .ephemeral = 1},
         {.kind = ZT_CREATE, .path = lp.owner, .ephemeral = 1, .sequential = 1},
