@@ -56,7 +56,7 @@ static void round_robin_and_credits(void)
         CHECK(consumer_subscribe(c[i], &ring1, &q1) == 0);
     CHECK(consumer_subscribe(c[1], &ring1, &q1) == 0); /* again: no second place */
     CHECK(consumer_ring_size(&ring1) == 3);
-    CHECK(consumer_ring_room(&ring1) == 6);
+    CHECK(consumer_ring_room(&ring1) == 6 && consumer_ring_credits(&ring1) == 6);
 
     /* in the order they came, each once a round, until all credits are used */
     static struct job jobs[8];
@@ -70,7 +70,7 @@ static void round_robin_and_credits(void)
     }
     for (int i = 0; i < 3; i++)
         CHECK(!consumer_has_room(c[i]) && c[i]->inflight == 2);
-    CHECK(consumer_ring_room(&ring1) == 0);
+    CHECK(consumer_ring_room(&ring1) == 0 && consumer_ring_credits(&ring1) == 6);
     CHECK(jobs[1].owner == c[1] && c[1]->held == &jobs[4]);
 
     /* a release gives that consumer its credit back; a release by another is ignored */
@@ -86,7 +86,7 @@ static void round_robin_and_credits(void)
 
     /* a larger inflight_max is more room at once */
     c[0]->inflight_max = 5;
-    CHECK(consumer_ring_room(&ring1) == 3);
+    CHECK(consumer_ring_room(&ring1) == 3 && consumer_ring_credits(&ring1) == 9);
     for (int i = 0; i < 7; i++)
         if (jobs[i].owner)
             consumer_release(jobs[i].owner, &jobs[i]);

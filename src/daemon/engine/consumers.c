@@ -104,31 +104,33 @@ struct consumer *consumer_pick(struct consumer_ring *ring, uint64_t avoid, const
     return fallback ? fallback->c : NULL;
 }
 
-uint64_t consumer_ring_room(const struct consumer_ring *ring)
-{
-    uint64_t room = 0;
-    const struct sub *s = ring->head;
-    if (!s)
-        return 0;
-    do {
-        if (consumer_has_room(s->c))
-            room += s->c->inflight_max - slots_taken(s->c);
-        s = s->rnext;
-    } while (s != ring->head);
-    return room;
-}
-
-uint64_t consumer_ring_credits(const struct consumer_ring *ring)
+/* OF summed over the consumers on the ring. */
+static uint64_t ring_sum(const struct consumer_ring *ring,
+                         uint64_t (*of)(const struct consumer *c))
 {
     uint64_t n = 0;
     const struct sub *s = ring->head;
     if (!s)
         return 0;
     do {
-        n += s->c->inflight_max;
+        n += of(s->c);
         s = s->rnext;
     } while (s != ring->head);
     return n;
+}
+
+static uint64_t room_of(const struct consumer *c)
+{
+    return consumer_has_room(c) ? c->inflight_max - slots_taken(c) : 0;
+}
+
+static uint64_t credits_of(const struct consumer *c) { return c->inflight_max; }
+
+uint64_t consumer_ring_room(const struct consumer_ring *ring) { return ring_sum(ring, room_of); }
+
+uint64_t consumer_ring_credits(const struct consumer_ring *ring)
+{
+    return ring_sum(ring, credits_of);
 }
 
 size_t consumer_ring_size(const struct consumer_ring *ring)

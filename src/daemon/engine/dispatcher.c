@@ -177,14 +177,19 @@ static int may_prelock(struct dispatcher *ds, struct dqueue *q)
     return may_lock_unowned(ds, q) && consumer_ring_room(&q->ring) > q->nprelocked;
 }
 
+#define WINDOW_UNKNOWN UINT64_MAX
+
 /* JOB, the first ready job, locked before a consumer is free (ahead.h): 1, or 0 when it
- * may not be. Not while groups take turns: the order of their turns is decided at the push. */
-static int lock_ahead(struct dispatcher *ds, struct dqueue *q, struct job *job)
+ * may not be. Not while groups take turns: the order of their turns is decided at the push.
+ * *WINDOW: ahead.h's window, worked out once a dispatch turn (it walks the consumers). */
+static int lock_ahead(struct dispatcher *ds, struct dqueue *q, struct job *job,
+                      uint64_t *window)
 {
-    if (job->prelocked || job->ci || turns_groups(&q->ready) > 1 ||
-        !may_lock_unowned(ds, q) ||
-        q->nprelocked >= ahead_window(&q->ahead, cluster_now_ms(),
-                                      consumer_ring_credits(&q->ring)))
+    if (job->prelocked || job->ci || turns_groups(&q->ready) > 1 || !may_lock_unowned(ds, q))
+        return 0;
+    if (*window == WINDOW_UNKNOWN)
+        *window = ahead_window(&q->ahead, cluster_now_ms(), consumer_ring_credits(&q->ring));
+    if (q->nprelocked >= *window)
         return 0;
     turns_pop(&q->ready);
     job->prelocked = job->ahead = 1;
@@ -423,11 +428,13 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
     if (dispatcher_stopped(q))
         return;
     int room = 1;
+    uint64_t window = WINDOW_UNKNOWN; /* lock_ahead */
     size_t passed = 0; /* groups whose turn passed: their group_concurrency is used up */
     while ((job = turns_peek(&q->ready)) && may_push(ds, q)) {
         if (overtakes_prelock(q, job) || behind_ahead(q, job)) {
             /* it waits for an answer, but may be locked ahead itself meanwhile */
-            if (job->prelocked || turn_used_up(ds, q, &locks) || !lock_ahead(ds, q, job))
+            if (job->prelocked || turn_used_up(ds, q, &locks) ||
+                !lock_ahead(ds, q, job, &window))
                 break;
             continue;
         }
@@ -444,7 +451,7 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
             return;
         struct consumer *c = consumer_pick(&q->ring, job->avoid, job->id);
         if (!c) {
-            if (lock_ahead(ds, q, job))
+            if (lock_ahead(ds, q, job, &window))
                 continue;
             return;
         }
