@@ -19,4 +19,15 @@ uint32_t attempts_from_owner_seq(uint32_t prior_attempts, uint32_t seq);
  * counted, so the next one has the same number. */
 uint32_t attempts_given_back(uint32_t attempt);
 
+/* A job given back unrun keeps its name (and so its id) when the deliveries counted under
+ * it are made again as children created and deleted in the same transaction that creates
+ * it again: up to this many, 2 creates and 2 deletes each (docs/zookeeper-layout.md). */
+#define ATTEMPTS_REPLAY_MAX 8
+#define ATTEMPTS_REPLAY_OPS 4 /* operations a replayed delivery adds */
+
+/* How many deliveries under the current name a give-back by delivery ATTEMPT must replay
+ * to keep the name: 0 when none, more than ATTEMPTS_REPLAY_MAX when too many (the job
+ * then takes its attempts into a new name, a<N>). */
+uint32_t attempts_to_replay(uint32_t prior_attempts, uint32_t attempt);
+
 #endif

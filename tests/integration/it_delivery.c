@@ -146,19 +146,34 @@ static long stats_number(deferd_client *c, const char *field)
 
 /* Issue 43: while a consumer is full and answering, due jobs are locked ahead of its next
  * free slot (STATS locked_ahead); when it leaves they go back unrun: delivered to the next
- * consumer as attempt 1. Only the job it held comes as attempt 2. */
-static void ahead_given_back_unrun(void)
+ * consumer as the same attempt, under the same id. Only the job it held comes as one
+ * attempt more. With CRASHED_FIRST every job was delivered once already (its holder
+ * crashed), so the give-back makes that delivery again in the job's new znode to keep
+ * its id (the crawler's jobs changed ids here once). */
+static void ahead_given_back_unrun(int crashed_first)
 {
     enum { N = 40, ACKED = 5 };
     deferd_client *prod = client(&d), *c1 = client(&d), *c2 = client(&d);
-    char id[DEFERD_ID_SIZE], held[DEFERD_ID_SIZE] = "";
-    for (int i = 0; i < N; i++)
-        CHECK(put_job(prod, "emails", "x", 0, -1, -1, id) == 0);
-    CHECK(deferd_subscribe(c1, "emails", 1) == DEFERD_OK);
+    char ids[N][DEFERD_ID_SIZE], held[DEFERD_ID_SIZE] = "";
+    unsigned first = crashed_first ? 2 : 1;
     deferd_job job;
+    for (int i = 0; i < N; i++)
+        CHECK(put_job(prod, "emails", "x", 0, -1, -1, ids[i]) == 0);
+    if (crashed_first) {
+        deferd_client *c0 = client(&d);
+        int taken = 0;
+        CHECK(deferd_subscribe(c0, "emails", N) == DEFERD_OK);
+        while (taken < N && deferd_next_job(c0, &job, 10000) == DEFERD_OK) {
+            taken += job.attempt == 1;
+            deferd_job_clear(&job);
+        }
+        CHECK(taken == N);
+        deferd_close(c0); /* a crash: each job's first delivery counts */
+    }
+    CHECK(deferd_subscribe(c1, "emails", 1) == DEFERD_OK);
     for (int i = 0; i <= ACKED; i++) { /* answers: the window opens */
         CHECK(deferd_next_job(c1, &job, 10000) == DEFERD_OK);
-        CHECK(job.attempt == 1);
+        CHECK(job.attempt == first);
         if (i < ACKED)
             CHECK(deferd_ack(c1, job.id) == DEFERD_OK);
         else
@@ -173,16 +188,21 @@ static void ahead_given_back_unrun(void)
     CHECK(ahead >= 1);
     deferd_close(c1); /* its held job released, those locked ahead given back unrun */
     CHECK(deferd_subscribe(c2, "emails", 8) == DEFERD_OK);
-    int got = 0, again = 0, held_again = 0;
+    int got = 0, again = 0, held_again = 0, unknown = 0;
     while (got < N - ACKED && deferd_next_job(c2, &job, 10000) == DEFERD_OK) {
         got++;
-        again += job.attempt != 1;
-        held_again += strcmp(job.id, held) == 0 && job.attempt == 2;
+        again += job.attempt != first;
+        held_again += strcmp(job.id, held) == 0 && job.attempt == first + 1;
+        int known = 0;
+        for (int i = 0; i < N; i++)
+            known |= strcmp(job.id, ids[i]) == 0;
+        unknown += !known;
         CHECK(deferd_ack(c2, job.id) == DEFERD_OK);
         deferd_job_clear(&job);
     }
-    printf("ahead: %d delivered again, %d not as attempt 1\n", got, again);
-    CHECK(got == N - ACKED && again == 1 && held_again == 1);
+    printf("ahead: %d delivered again, %d not as attempt %u, %d under another id\n", got,
+           again, first, unknown);
+    CHECK(got == N - ACKED && again == 1 && held_again == 1 && unknown == 0);
     CHECK(stats_number(prod, "locked_ahead") == 0);
     deferd_close(prod);
     deferd_close(c2);
@@ -198,7 +218,8 @@ int main(void)
     two_queues_one_slot();
     priority_order();
     due_order();
-    ahead_given_back_unrun();
+    ahead_given_back_unrun(0);
+    ahead_given_back_unrun(1);
     CHECK(zk_count_jobs(zh, root, "a") == 0);
     CHECK(zk_count_jobs(zh, root, "emails") == 0);
     daemon_kill(&d, SIGTERM);

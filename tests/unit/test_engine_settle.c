@@ -266,6 +266,47 @@ static void test_nack_unrun(void)
     harness_stop();
 }
 
+/* NACK unrun=1 of a job's third delivery under its name: created again under the same
+ * name (OK, no new id) with its first two deliveries made again in the new znode (a
+ * created and deleted child twice each), so the next delivery is attempt 3 again. */
+static void test_nack_unrun_replays(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_listed("a", 0, 0, 1);
+    CHECK_STR(harness_multi_ops(0), "create lock, create-seq owner");
+    harness_multi_ok(0, 3);
+    CHECK(c->njobs == 1 && c->jobs[0].attempt == 3);
+    struct harness_reply *r = harness_nack_unrun(c, id);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, delete job, create job, "
+                                    "create lock, delete lock, create lock, delete lock, "
+                                    "create lock, delete lock, create lock, delete lock");
+    harness_multi_ok(0, 1);
+    CHECK_STR(r->line, "OK");
+    CHECK(harness_state(id) == JS_LOCKING);
+    harness_multi_ok(0, 3);
+    CHECK(c->njobs == 2 && c->jobs[1].attempt == 3);
+    CHECK_STR(c->jobs[1].id, id);
+    harness_stop();
+}
+
+/* Past ATTEMPTS_REPLAY_MAX deliveries under its name (the 10th), the job given back takes
+ * them into a new name, a9, as its new id. */
+static void test_nack_unrun_past_replay(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("r", 1);
+    const char *id = harness_listed("r", 0, 0, 1);
+    harness_multi_ok(0, 10);
+    CHECK(c->njobs == 1 && c->jobs[0].attempt == 10);
+    struct harness_reply *r = harness_nack_unrun(c, id);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, delete job, create job2");
+    harness_multi_ok(0, 1);
+    CHECK_CONTAINS(r->line, "-a9");
+    CHECK(strncmp(r->line, "OK r/", 5) == 0);
+    harness_stop();
+}
+
 /* The consumer's connection closed: what it held is released and offered again. */
 static void test_consumer_gone(void)
 {
@@ -316,6 +357,8 @@ int main(void)
     test_nack_dead_letter();
     test_bury_at_delivery();
     test_nack_unrun();
+    test_nack_unrun_replays();
+    test_nack_unrun_past_replay();
     test_consumer_gone();
     test_cancelled_while_held();
     return check_report("unit.engine_settle");

@@ -48,6 +48,7 @@ struct settle {
     int precheck;               /* verifying the lock before sending, not after */
     int unrun;                  /* NACK unrun=1: the job goes back uncounted */
     int unrun_same;             /* ... under the same name: reply plain OK */
+    uint32_t replay;            /* ... its deliveries under it made again (attempts.h) */
     int made_parents;
     int key_op;                 /* index of the job's key node operation, or -1 */
     int slot_op;                /* index of its first slot delete (limit.h), or -1 */
@@ -239,7 +240,6 @@ static void settled(struct dispatcher *ds, struct settle *st)
     if (st->followups)
         putset_created(st->followups); /* counted once, also when learnt by verifying */
     if (st->unrun_same && !job->gone) { /* the same znode path again: keep the job */
-        job->jn.prior_attempts = attempts_given_back(job->attempt);
         job->given_back = 1;
         job->owner_seq = OWNER_SEQ_UNKNOWN;
         job_unhold(ds, job);
@@ -264,6 +264,7 @@ static int key_op(struct dispatcher *ds, struct settle *st, struct zk_txn_op *op
     struct job *job = st->job;
     int keep = st->op == SETTLE_ACK && job->q->cfg->key_retention_ms > 0;
     if (!job->jn.key[0] || st->skip_key || (st->op == SETTLE_NACK && !st->has_delay) ||
+        st->unrun_same ||
         layout_key_path(st->key_path, sizeof st->key_path, dispatcher_root(ds), job->q->cfg->name,
                         job->jn.key) != 0)
         return 0;
@@ -306,6 +307,19 @@ static void on_flow_read(void *ctx, int rc)
     settle_free(st);
 }
 
+/* Given back unrun under the same name: each delivery counted under it is made again in
+ * the new znode, as two children created and deleted (a lock and an owner's worth), so
+ * that the next lock's owner sequence counts it (attempts.h). Returns the operations. */
+static int replay_ops(const struct settle *st, const char *child, struct zk_txn_op *ops)
+{
+    int n = 0;
+    for (uint32_t i = 0; st->unrun_same && i < 2 * st->replay; i++) {
+        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = child};
+        ops[n++] = (struct zk_txn_op){.kind = ZT_DELETE, .path = child, .version = -1};
+    }
+    return n;
+}
+
 static int send_settle(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
@@ -317,13 +331,15 @@ static int send_settle(struct dispatcher *ds, struct settle *st)
                                 &st->flow, on_flow_read, st);
     }
     lock_paths(job, &lp);
-    struct zk_txn_op ops[5 + LIMIT_OPS_MAX + FLOW_OPS_MAX] = {
+    struct zk_txn_op ops[5 + LIMIT_OPS_MAX + FLOW_OPS_MAX +
+                         ATTEMPTS_REPLAY_OPS * ATTEMPTS_REPLAY_MAX] = {
         {.kind = ZT_DELETE, .path = lp.owner, .version = -1},
         {.kind = ZT_DELETE, .path = lp.lock, .version = -1},
         {.kind = ZT_DELETE, .path = job->path, .version = -1},
         {.kind = ZT_CREATE, .path = st->next_path, .data = job->payload, .len = job->len},
     };
     int n = st->op == SETTLE_ACK ? 3 : st->has_delay ? 4 : 2;
+    n += replay_ops(st, lp.lock, &ops[n]);
     st->key_op = key_op(ds, st, &ops[n]) ? n : -1;
     n += st->key_op >= 0;
     int nslots = limit_release_ops(job->q->limit, job, &ops[n], st->slot_paths);
@@ -724,14 +740,17 @@ void settle_give_back_locked(struct dispatcher *ds, struct job *job)
 }
 
 /* NACK unrun=1: the consumer gives back a job it never started. The job is created again
- * under its own name with this delivery taken off its attempts (a new znode's sequence
- * starts again), so the next delivery has the same attempt and nothing counts it. The
- * name is the same unless attempts were carried in it; its key node follows. */
+ * under its own name (a new znode's sequence starts again) with the deliveries before
+ * this one made again in it (replay_ops), so the next delivery has the same attempt and
+ * nothing counts this one. Past ATTEMPTS_REPLAY_MAX of them, the attempts go into a new
+ * name instead, and its key node follows. */
 static int plan_unrun(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
     struct job_name next = job->jn;
-    next.prior_attempts = attempts_given_back(job->attempt);
+    st->replay = attempts_to_replay(job->jn.prior_attempts, job->attempt);
+    if (st->replay > ATTEMPTS_REPLAY_MAX)
+        next.prior_attempts = attempts_given_back(job->attempt);
     st->has_delay = st->unrun = 1;
     if (layout_job_path(st->next_path, sizeof st->next_path, dispatcher_root(ds), job->q->cfg->name,
                         &next) != 0 ||
