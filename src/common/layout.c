@@ -65,17 +65,13 @@ static int parse_group(const char *f, size_t len, struct job_name *out)
     return names_valid_group(out->group) ? 0 : -1;
 }
 
-/* "r<acked>.<dead>": a released on=complete parent's children. */
+/* "r<acked>.<dead>": a released on=complete parent's children (names.c has the rule, which
+ * libdeferd shares). */
 static int parse_results(const char *f, size_t len, struct job_name *out)
 {
-    const char *dot = memchr(f, '.', len);
-    uint64_t acked, dead;
-    if (!dot || parse_canonical(f + 1, (size_t)(dot - f) - 1, UINT32_MAX, &acked) != 0 ||
-        parse_canonical(dot + 1, len - (size_t)(dot - f) - 1, UINT32_MAX, &dead) != 0)
+    if (len < 2 || names_parse_results(f + 1, &out->flow_acked, &out->flow_dead) != f + len)
         return -1;
     out->has_results = 1;
-    out->flow_acked = (uint32_t)acked;
-    out->flow_dead = (uint32_t)dead;
     return 0;
 }
 

@@ -161,6 +161,15 @@ static int results_number(const char *p, const char **end, uint32_t *v)
     return x > UINT32_MAX ? -1 : 0;
 }
 
+const char *names_parse_results(const char *p, uint32_t *acked, uint32_t *dead)
+{
+    const char *end;
+    if (results_number(p, &end, acked) != 0 || *end != '.' ||
+        results_number(end + 1, &end, dead) != 0)
+        return NULL;
+    return end;
+}
+
 int names_job_flow_results(const char *id, uint32_t *acked, uint32_t *dead)
 {
     size_t n;
@@ -168,13 +177,10 @@ int names_job_flow_results(const char *id, uint32_t *acked, uint32_t *dead)
     if (!p)
         return -1;
     for (p += n; *p == '-' && p[1] != 'k'; p += 1 + strcspn(p + 1, "-")) {
-        const char *end;
         if (p[1] != 'r')
             continue;
-        if (results_number(p + 2, &end, acked) != 0 || *end != '.' ||
-            results_number(end + 1, &end, dead) != 0 || (*end != '\0' && *end != '-'))
-            return -1;
-        return 1;
+        const char *end = names_parse_results(p + 2, acked, dead);
+        return end && (*end == '\0' || *end == '-') ? 1 : -1;
     }
     return 0;
 }

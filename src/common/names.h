@@ -56,4 +56,8 @@ int names_job_group(const char *id, char *group, size_t len);
  * -1 for a malformed id or field. */
 int names_job_flow_results(const char *id, uint32_t *acked, uint32_t *dead);
 
+/* The "<acked>.<dead>" of a results field (r<acked>.<dead>, after its 'r') at P: two
+ * canonical decimals of at most UINT32_MAX. Returns where they end, or NULL. */
+const char *names_parse_results(const char *p, uint32_t *acked, uint32_t *dead);
+
 #endif
