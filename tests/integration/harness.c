@@ -622,14 +622,20 @@ int run_deferctl(const struct daemon_proc *d, const char *args, char *out, size_
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+long stats_field(const char *line, const char *field)
+{
+    char key[64];
+    snprintf(key, sizeof key, " %s=", field);
+    const char *at = strstr(line, key);
+    return at ? strtol(at + strlen(key), NULL, 10) : -1;
+}
+
 long queue_stat(deferd_client *c, const char *queue, const char *field)
 {
-    char text[2048], key[64];
-    const char *at;
-    snprintf(key, sizeof key, " %s=", field);
-    if (deferd_stats_queue(c, queue, text, sizeof text) != DEFERD_OK || !(at = strstr(text, key)))
+    char text[2048];
+    if (deferd_stats_queue(c, queue, text, sizeof text) != DEFERD_OK)
         return -1;
-    return strtol(at + strlen(key), NULL, 10);
+    return stats_field(text, field);
 }
 
 int wait_queue_stat(deferd_client *c, const char *queue, const char *field, long want, int ms)

@@ -111,6 +111,8 @@ size_t curator_frame(unsigned char *buf, const char *const *parts, int n);
 
 /* Number of job znodes under ROOT/queues/QUEUE/jobs (walks the buckets). */
 int zk_count_jobs(zhandle_t *zh, const char *root, const char *queue);
+/* FIELD's number in a STATS line (" FIELD=<number>"), or -1 if the line has none. */
+long stats_field(const char *line, const char *field);
 /* A number in the queue's STATS QUEUE line (docs/protocol.md), e.g. "zk_denied"; -1 if the
  * daemon does not answer or the line has no such field. */
 long queue_stat(deferd_client *c, const char *queue, const char *field);

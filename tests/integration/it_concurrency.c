@@ -107,15 +107,6 @@ static void print_log_tail(const char *path, const char *text, int n)
         fputs(ring[i % KEEP], stdout);
 }
 
-/* FIELD=<number> of a STATS line, or -1. */
-static long stat_field(const char *line, const char *field)
-{
-    char key[64];
-    snprintf(key, sizeof key, " %s=", field);
-    const char *at = strstr(line, key);
-    return at ? strtol(at + strlen(key), NULL, 10) : -1;
-}
-
 /* Daemon 0's consumer holds every slot; daemon 1's waits (STATS: limit_waiting). SIGKILL
  * of daemon 0: its session's slots go when ZooKeeper expires it, and daemon 1 delivers. */
 static void killed_holder(void)
@@ -140,8 +131,9 @@ static void killed_holder(void)
     int settled = 0;
     for (int64_t until = now_ms() + 10000; !settled && now_ms() < until; usleep(20000))
         settled = deferd_stats_queue(b, "a", line, sizeof line) == DEFERD_OK &&
-                  stat_field(line, "limit_waiting") >= 2 &&
-                  stat_field(line, "slots_taken") == LIMIT && stat_field(line, "slots_ours") == 0;
+                  stats_field(line, "limit_waiting") >= 2 &&
+                  stats_field(line, "slots_taken") == LIMIT &&
+                  stats_field(line, "slots_ours") == 0;
     CHECK(settled);
     if (!settled) { /* limit_waiting stayed 1 once in ~30 runs of three under ASan: say why */
         printf("queue a not settled; STATS a: %s\n", line);

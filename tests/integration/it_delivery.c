@@ -136,12 +136,8 @@ static void two_queues_one_slot(void)
 /* A number of the daemon's STATS line, or -1. */
 static long stats_number(deferd_client *c, const char *field)
 {
-    char buf[4096], key[64];
-    const char *at;
-    snprintf(key, sizeof key, " %s=", field);
-    if (deferd_stats(c, buf, sizeof buf) != DEFERD_OK || !(at = strstr(buf, key)))
-        return -1;
-    return strtol(at + strlen(key), NULL, 10);
+    char buf[4096];
+    return deferd_stats(c, buf, sizeof buf) == DEFERD_OK ? stats_field(buf, field) : -1;
 }
 
 /* Issue 43: while a consumer is full and answering, due jobs are locked ahead of its next

@@ -290,10 +290,29 @@ static void test_nack_unrun_replays(void)
     harness_stop();
 }
 
-/* Past ATTEMPTS_REPLAY_MAX deliveries under its name (the 10th), the job given back takes
- * them into a new name, a9, as its new id. */
+/* Operations in multi I (harness_multi_ops joins them with ", "). */
+static int multi_nops(int i)
+{
+    int n = 1;
+    for (const char *p = harness_multi_ops(i); (p = strstr(p, ", ")); p += 2)
+        n++;
+    return n;
+}
+
+/* Up to ATTEMPTS_REPLAY_MAX deliveries under its name (the 9th given back replays 8) the
+ * job keeps its name; past them (the 10th) it takes them into a new name, a9, as its new
+ * id. */
 static void test_nack_unrun_past_replay(void)
 {
+    harness_start(QUEUES);
+    struct conn *c8 = harness_consumer("r", 1);
+    const char *id8 = harness_listed("r", 0, 0, 1);
+    harness_multi_ok(0, 9);
+    struct harness_reply *r8 = harness_nack_unrun(c8, id8);
+    CHECK(multi_nops(0) == 4 + 4 * 8); /* delete owner, lock, job; create job; 8 replays */
+    harness_multi_ok(0, 1);
+    CHECK_STR(r8->line, "OK");
+    harness_stop();
     harness_start(QUEUES);
     struct conn *c = harness_consumer("r", 1);
     const char *id = harness_listed("r", 0, 0, 1);
