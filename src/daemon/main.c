@@ -45,18 +45,6 @@
 #define MAX_OVERRIDES 64
 #define NEXT_SHOWN 10 /* occurrences --next prints */
 
-
-#ifdef __SANITIZE_ADDRESS__
-/* LeakSanitizer: the ZooKeeper client library leaks its own records of the calls a handle
- * still had queued when it is closed while not connected (zkstore_free completes ours, so
- * a leak of deferd's own still shows). */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-    return "leak:libzookeeper_mt.so\n";
-}
-#endif
-
 static void usage(FILE *out)
 {
     fprintf(out,
