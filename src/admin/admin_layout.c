@@ -27,21 +27,23 @@ int admin_layout(struct admin *a, struct admin_layout *out, char *err, size_t er
     return 0;
 }
 
-/* Writes "2": created, or set over another value; *changed is 0 when it already said 2. */
-static int upgrade(struct admin *a, const char *path, int *changed, char *err, size_t errlen)
+/* Writes VERSION (2 or 3): created, or set over another value; *changed is 0 when it
+ * already said so. */
+static int upgrade(struct admin *a, const char *path, int version, int *changed, char *err,
+                   size_t errlen)
 {
-    static const char two[] = "2";
+    const char *text = version == LAYOUT_VERSION_CLAIMS ? "3" : "2";
     int rc = admin_create_parents(a, path);
     if (rc == ZOK)
-        rc = zoo_create(a->zh, path, two, 1, &a->acl, 0, NULL, 0);
+        rc = zoo_create(a->zh, path, text, 1, &a->acl, 0, NULL, 0);
     if (rc == ZNODEEXISTS) {
         char data[32];
         int n = (int)sizeof data - 1;
         if ((rc = zoo_get(a->zh, path, 0, data, &n, NULL)) == ZOK &&
-            layout_parse_marker(data, n > 0 ? (size_t)n : 0) == LAYOUT_VERSION_PACKS)
+            layout_parse_marker(data, n > 0 ? (size_t)n : 0) == version)
             return 0;
         if (rc == ZOK)
-            rc = zoo_set(a->zh, path, two, 1, -1);
+            rc = zoo_set(a->zh, path, text, 1, -1);
     }
     *changed = rc == ZOK;
     return rc == ZOK ? 0 : admin_failed(err, errlen, "writing", path, rc);
@@ -52,8 +54,8 @@ int admin_layout_set(struct admin *a, int version, int *changed, char *err, size
     char path[LAYOUT_PATH_MAX];
     marker_path(a, path, sizeof path);
     *changed = 0;
-    if (version == LAYOUT_VERSION_PACKS)
-        return upgrade(a, path, changed, err, errlen);
+    if (version == LAYOUT_VERSION_PACKS || version == LAYOUT_VERSION_CLAIMS)
+        return upgrade(a, path, version, changed, err, errlen);
     int rc = zoo_delete(a->zh, path, -1);
     *changed = rc == ZOK;
     return rc == ZOK || rc == ZNONODE ? 0 : admin_failed(err, errlen, "deleting", path, rc);

@@ -597,3 +597,39 @@ int layout_flow_marker_path(char *buf, size_t len, const char *root, const char 
     snprintf(name, sizeof name, "%s%s", LAYOUT_FLOW_CHILD, child_uid);
     return layout_flow_path(buf, len, root, flow, name);
 }
+
+int layout_claim_name(char *buf, size_t len, uint64_t session, uint64_t n)
+{
+    int w = snprintf(buf, len, "%016llx-%llx", (unsigned long long)session, (unsigned long long)n);
+    return w > 0 && (size_t)w < len ? 0 : -1;
+}
+
+/* Hex digits only, 1 to 16 of them, no sign or space (strtoull would take those). */
+static int parse_hex(const char *s, size_t n, uint64_t *v)
+{
+    char digits[17];
+    if (n == 0 || n > 16 || strspn(s, "0123456789abcdef") < n)
+        return -1;
+    memcpy(digits, s, n);
+    digits[n] = '\0';
+    *v = strtoull(digits, NULL, 16);
+    return 0;
+}
+
+int layout_parse_claim_name(const char *name, uint64_t *session, uint64_t *n)
+{
+    const char *dash = strchr(name, '-');
+    if (!dash || dash - name != 16 || parse_hex(name, 16, session) != 0 ||
+        parse_hex(dash + 1, strlen(dash + 1), n) != 0)
+        return -1;
+    char again[LAYOUT_CLAIM_NAME_MAX];
+    return layout_claim_name(again, sizeof again, *session, *n) == 0 && strcmp(again, name) == 0
+               ? 0 : -1;
+}
+
+int layout_session_path(char *buf, size_t len, const char *root, uint64_t session)
+{
+    char hex[20];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)session);
+    return layout_root_path(buf, len, root, LAYOUT_SESSIONS, session ? hex : NULL);
+}

@@ -170,6 +170,21 @@ void layout_pack_shard(char *buf, size_t len, const char *pack_uid);
 /* The marker's data: the layout version it names, or -1 when it is not one. */
 int layout_parse_marker(const char *data, size_t len);
 
+/* ---- layout version 3: claims (issue 43) ----
+ * <root>/queues/<queue>/claims/<session hex>-<n hex>: jobs a daemon took out of their
+ * buckets in one transaction, held for its consumers (src/common/claimdata.h);
+ * <root>/sessions/<session hex>: an ephemeral node of each daemon's live session, made
+ * before its first claim, so that a claim whose session's node is gone is recovered. */
+#define LAYOUT_CLAIMS "claims"
+#define LAYOUT_SESSIONS "sessions"
+#define LAYOUT_VERSION_CLAIMS 3
+#define LAYOUT_CLAIM_NAME_MAX 40
+int layout_claim_name(char *buf, size_t len, uint64_t session, uint64_t n);
+/* 0 and the session and number of a claim's name, -1 when NAME is none. */
+int layout_parse_claim_name(const char *name, uint64_t *session, uint64_t *n);
+/* <root>/sessions/<session hex>, or <root>/sessions alone for SESSION 0. */
+int layout_session_path(char *buf, size_t len, const char *root, uint64_t session);
+
 /* A flow (docs/flows.md): its node <root>/flows/<parent uid> holds this, as text; the
  * parent's payload is its child LAYOUT_FLOW_PARENT, each child not settled yet has a marker
  * LAYOUT_FLOW_CHILD<child uid> holding the child's id. */

@@ -12,7 +12,8 @@
 
 void ctl_layout_usage(FILE *f)
 {
-    fputs("Usage: deferctl [-c CONFIG] layout [--upgrade | --downgrade] [--yes] [--json]\n"
+    fputs("Usage: deferctl [-c CONFIG] layout [--upgrade | --claims | --downgrade] [--yes]\n"
+          "                [--json]\n"
           "Show the ZooKeeper layout version of the config's root and the packs each queue\n"
           "holds, or change it. Version 2 lets daemons store far-future jobs many to a znode\n"
           "(packs); version 1 (no marker) is the layout of deferd 0.2 and earlier. A root\n"
@@ -20,6 +21,11 @@ void ctl_layout_usage(FILE *f)
           "  --upgrade    write the marker <root>/layout = 2: every daemon starts packing.\n"
           "               Only once every daemon on the root runs deferd 0.3 or later:\n"
           "               older daemons do not read packs\n"
+          "  --claims     experimental (issue 43): write the marker = 3: every daemon claims\n"
+          "               due jobs many to a transaction instead of locking each\n"
+          "               (docs/zookeeper-layout.md, Claims). Only once every daemon on the\n"
+          "               root recovers claims (this version); --upgrade goes back to 2,\n"
+          "               once no daemon holds a claim\n"
           "  --downgrade  delete the marker: new packs stop; packs already written are still\n"
           "               unpacked by daemons of 0.3 or later. Go back to older daemons only\n"
           "               when this command counts no pack left\n"
@@ -54,8 +60,10 @@ static void print_head(struct layout_out *o, const char *root, const struct admi
     else
         printf("root %s: layout version %d%s%s\n", root, l->version,
                set ? (changed ? " (changed)" : " (already)") : "",
-               l->version == LAYOUT_VERSION_PACKS ? ": far-future jobs are packed"
-                                                  : ": no packing (no marker)");
+               l->version >= LAYOUT_VERSION_CLAIMS ? ": far-future jobs are packed, due jobs "
+                                                     "claimed (experimental)"
+               : l->version == LAYOUT_VERSION_PACKS ? ": far-future jobs are packed"
+                                                    : ": no packing (no marker)");
 }
 
 /* Each native queue's packs; 0, or -1 with err. */
@@ -82,6 +90,7 @@ static int parse_layout(int argc, char **argv, int *set, int *json, int *yes)
 {
     static const struct option longopts[] = {
         {"upgrade", no_argument, NULL, 'u'}, {"downgrade", no_argument, NULL, 'd'},
+        {"claims", no_argument, NULL, 'c'},
         {"yes", no_argument, NULL, 'y'}, {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
@@ -93,17 +102,18 @@ static int parse_layout(int argc, char **argv, int *set, int *json, int *yes)
             *json = 1;
         else if (opt == 'y')
             *yes = 1;
-        else if ((opt == 'u' || opt == 'd') && !*set)
-            *set = opt == 'u' ? LAYOUT_VERSION_PACKS : 1;
+        else if ((opt == 'u' || opt == 'd' || opt == 'c') && !*set)
+            *set = opt == 'u' ? LAYOUT_VERSION_PACKS : opt == 'c' ? LAYOUT_VERSION_CLAIMS : 1;
         else
-            return ctl_usage_error("layout ", opt == 'u' || opt == 'd'
-                                                  ? "give --upgrade or --downgrade, not both"
+            return ctl_usage_error("layout ", opt == 'u' || opt == 'd' || opt == 'c'
+                                                  ? "give one of --upgrade, --claims and "
+                                                    "--downgrade"
                                                   : NULL);
     }
     if (optind < argc)
         return ctl_usage_error("layout ", "unexpected argument '%s'", argv[optind]);
     if (*yes && !*set)
-        return ctl_usage_error("layout ", "--yes confirms --upgrade or --downgrade");
+        return ctl_usage_error("layout ", "--yes confirms --upgrade, --claims or --downgrade");
     return 0;
 }
 
@@ -111,7 +121,11 @@ static int parse_layout(int argc, char **argv, int *set, int *json, int *yes)
  * jobs), or what a change would do, before it is confirmed. */
 static void advise(const char *root, const struct admin_layout *l, int set)
 {
-    if (set == LAYOUT_VERSION_PACKS)
+    if (set == LAYOUT_VERSION_CLAIMS)
+        printf("--claims writes %s/layout = 3: every daemon on the root claims due jobs instead "
+               "of locking them (experimental, docs/zookeeper-layout.md, Claims).\nRun it only "
+               "once every daemon on the root recovers claims; then add --yes.\n", root);
+    else if (set == LAYOUT_VERSION_PACKS)
         printf("--upgrade writes %s/layout = 2: every daemon on the root starts packing jobs "
                "due beyond their queue's pack_after.\nRun it only once every daemon on the root "
                "runs deferd 0.3 or later (older ones do not read packs); then add --yes.\n",
@@ -152,7 +166,7 @@ int ctl_cmd_layout(const char *sock, int argc, char **argv)
             jsonw_finish(&o.w);
         }
     }
-    int unconfirmed = rc == 0 && set && !yes && l.version != (set == 1 ? 1 : LAYOUT_VERSION_PACKS);
+    int unconfirmed = rc == 0 && set && !yes && l.version != set;
     if (rc == 0 && !json && (unconfirmed || !set))
         advise(cfg->zk_root, &l, unconfirmed ? set : 0);
     admin_close(a);

@@ -46,6 +46,7 @@ struct deferd {
     struct metrics_http *metrics_http; /* NULL when [metrics] listen is off */
     struct web *web;           /* the dashboard, on metrics_http when [web] dashboard = on */
     struct clock_sync *clock;  /* ZooKeeper's clock, the one due times are judged by */
+    struct claim_recovery *claim_recovery; /* layout 3: this session's node, dead ones' claims */
     int64_t session_id;        /* current ZooKeeper session, 0 when none */
     int layout_version;        /* of the root's marker (layout_marker.h): 2 = pack */
     int exit_status;

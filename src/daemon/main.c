@@ -28,6 +28,7 @@
 #include "metrics_http.h"
 #include "mirror.h"
 #include "notify.h"
+#include "claim_recovery.h"
 #include "layout_marker.h"
 #include "packer.h"
 #include "pause.h"
@@ -92,7 +93,8 @@ static void on_watch(int type, const char *path, void *ctx)
     (void)type;
     if (!mirror_on_watch(d->mirror, path) && !curator_listing_on_watch(d->dispatcher, path) &&
         !pause_on_watch(d, path) && !layout_marker_on_watch(d, path) &&
-        !unpacker_on_watch(d->unpacker, path) && !dispatcher_limit_watch(d->dispatcher, path))
+        !unpacker_on_watch(d->unpacker, path) && !dispatcher_limit_watch(d->dispatcher, path) &&
+        !claim_recovery_on_watch(d->claim_recovery, path))
         lock_watch_fired(d->dispatcher, path);
 }
 
@@ -248,10 +250,11 @@ static int run(struct deferd *d, const struct options *o)
     d->tokensweep = tokensweep_new(d);
     d->depth = depth_new(d);
     d->unpacker = unpacker_new(d);
+    d->claim_recovery = claim_recovery_new(d);
     d->packer = d->dispatcher ? packer_new(dispatcher_put_env(d->dispatcher)) : NULL;
     d->scheduler = d->packer ? scheduler_new(d) : NULL;
     if (!d->mirror || !d->dispatcher || !d->clock || !d->session || !d->pending || !d->keysweep || !d->tokensweep || !d->depth ||
-        !d->unpacker || !d->packer || !d->scheduler)
+        !d->unpacker || !d->claim_recovery || !d->packer || !d->scheduler)
         goto out;
     d->server = server_new(d, commands_handle);
     d->web = web_new(d, o->overrides, o->noverrides);
@@ -283,6 +286,7 @@ out:
     tokensweep_free(d->tokensweep);
     depth_free(d->depth);
     unpacker_free(d->unpacker); /* after the store: no call of it is in flight */
+    claim_recovery_free(d->claim_recovery);
     drain_free(d->drain);
     notify_free(d->notify);
     metrics_free(d->metrics);

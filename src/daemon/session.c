@@ -12,6 +12,7 @@
 #include "lock.h"
 #include "log.h"
 #include "mirror.h"
+#include "claim_recovery.h"
 #include "layout_marker.h"
 #include "pause.h"
 #include "unpacker.h"
@@ -186,6 +187,7 @@ static void connected(struct session *s)
     clock_sync_session_up(d->clock); /* the first to ask: its answer may release pushes */
     pause_session_up(d); /* answered before the listings that follow: one session, in order */
     layout_marker_session_up(d);
+    claim_recovery_session_up(d->claim_recovery); /* once the layout is 3 (also from there) */
     unpacker_session_up(d->unpacker);
     dispatcher_session_up(d->dispatcher);
     pending_session_up(d->pending);

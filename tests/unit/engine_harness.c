@@ -420,6 +420,8 @@ static const char *role(const char *path)
         return "owner";
     if (strstr(path, "/dead/"))
         return "dead";
+    if (strstr(path, "/claims/"))
+        return "claim";
     if (strstr(path, "/keys/"))
         return "key";
     if (strstr(path, "/flows/")) { /* "flow", "flow parent", "marker" */
@@ -500,12 +502,33 @@ void harness_exists_ok(int i, int64_t owner)
     harness_turn();
 }
 
-void harness_get_ok(int i)
+void harness_claims_on(void)
 {
-    char data[] = "payload";
-    fake_zk_answer(h.d.zs, i, &(struct zk_result){.rc = ZOK, .data = data, .datalen = 7});
+    h.d.layout_version = LAYOUT_VERSION_CLAIMS;
+    dispatcher_claims_session(h.ds, h.d.session_id);
     harness_turn();
 }
+
+void harness_get_stat_ok(int i, int32_t version, int32_t cversion, int32_t children)
+{
+    char data[] = "payload";
+    struct zk_result res = {.rc = ZOK, .has_stat = 1, .data = data, .datalen = 7};
+    res.stat.version = version;
+    res.stat.cversion = cversion;
+    res.stat.numChildren = children;
+    fake_zk_answer(h.d.zs, i, &res);
+    harness_turn();
+}
+
+void harness_exists_version(int i, int32_t version)
+{
+    struct zk_result res = {.rc = ZOK, .has_stat = 1};
+    res.stat.version = version;
+    fake_zk_answer(h.d.zs, i, &res);
+    harness_turn();
+}
+
+void harness_get_ok(int i) { harness_get_stat_ok(i, 0, 0, 0); }
 
 /* ---- stand-ins: the mirror (jobs enter through harness_listed) ---- */
 

@@ -124,6 +124,14 @@ void harness_call_rc(int i, int rc);
 void harness_exists_ok(int i, int64_t owner);
 void harness_get_ok(int i);
 
+/* Layout version 3: the root's marker says 3 and this session's node exists: due jobs are
+ * claimed (claim.h) instead of locked. Multis then read e.g. "delete job, create claim". */
+void harness_claims_on(void);
+/* Answers get I with a payload and a stat: data VERSION, CVERSION, CHILDREN. */
+void harness_get_stat_ok(int i, int32_t version, int32_t cversion, int32_t children);
+/* Answers exists I with ZOK and data VERSION. */
+void harness_exists_version(int i, int32_t version);
+
 /* The id of the current session (the one the engine's locks name). */
 int64_t harness_session(void);
 

@@ -441,8 +441,32 @@ static void slot_names(void)
     CHECK(layout_slot_name(name, 4, LAYOUT_SLOT_GROUP_RATE, 1, "acme") == -1);
 }
 
+/* Claims (layout version 3): names round trip, anything else is refused. */
+static void claim_names(void)
+{
+    char buf[LAYOUT_CLAIM_NAME_MAX], path[LAYOUT_PATH_MAX];
+    uint64_t session, n;
+    CHECK(layout_claim_name(buf, sizeof buf, 0x10004413675004eULL, 0x2a) == 0);
+    CHECK_STR(buf, "010004413675004e-2a");
+    CHECK(layout_parse_claim_name(buf, &session, &n) == 0 && session == 0x10004413675004eULL &&
+          n == 0x2a);
+    CHECK(layout_claim_name(buf, sizeof buf, UINT64_MAX, UINT64_MAX) == 0 &&
+          layout_parse_claim_name(buf, &session, &n) == 0 && session == UINT64_MAX &&
+          n == UINT64_MAX);
+    const char *bad[] = {"", "010004413675004e", "010004413675004e-", "10004413675004e-2a",
+                         "010004413675004e-02a", "010004413675004E-2a", "010004413675004e-+2a",
+                         "010004413675004e-2a-", "010004413675004e-1ffffffffffffffff", "lock"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK(layout_parse_claim_name(bad[i], &session, &n) == -1);
+    CHECK(layout_session_path(path, sizeof path, "/d", 0xabcULL) == 0);
+    CHECK_STR(path, "/d/sessions/0000000000000abc");
+    CHECK(layout_session_path(path, sizeof path, "/d", 0) == 0);
+    CHECK_STR(path, "/d/sessions");
+}
+
 int main(void)
 {
+    claim_names();
     slot_names();
     flow_names();
     result_names();

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "claim_recovery.h"
 #include "config.h"
 #include "daemon.h"
 #include "layout.h"
@@ -21,9 +22,11 @@ static void set_version(struct deferd *d, int version, const char *why)
     if (version == d->layout_version)
         return;
     log_info("layout version %d (%s): %s", version, why,
-             version >= LAYOUT_VERSION_PACKS ? "far-future jobs are packed"
-                                            : "no new packs are written");
+             version >= LAYOUT_VERSION_CLAIMS ? "far-future jobs are packed, due jobs claimed"
+             : version >= LAYOUT_VERSION_PACKS ? "far-future jobs are packed"
+                                               : "no new packs are written");
     d->layout_version = version;
+    claim_recovery_session_up(d->claim_recovery); /* at 3: this session's node, then a look */
 }
 
 static void on_data(const struct zk_result *res, void *ctx)
@@ -40,12 +43,12 @@ static void on_data(const struct zk_result *res, void *ctx)
     marker_path(d, path, sizeof path);
     v = res->datalen > 0 ? layout_parse_marker(res->data, (size_t)res->datalen) : -1;
     if (v < 1) {
-        log_warn("%s: '%.*s' names no layout version (expected 1 or 2); packing stays off",
+        log_warn("%s: '%.*s' names no layout version (expected 1, 2 or 3); packing stays off",
                  path, res->datalen > 0 && res->datalen < 40 ? res->datalen : 0,
                  res->datalen > 0 ? res->data : "");
         v = 1;
     }
-    set_version(d, v > LAYOUT_VERSION_PACKS ? LAYOUT_VERSION_PACKS : v, path);
+    set_version(d, v > LAYOUT_VERSION_CLAIMS ? LAYOUT_VERSION_CLAIMS : v, path);
 }
 
 static void on_exists(const struct zk_result *res, void *ctx)

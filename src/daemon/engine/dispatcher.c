@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "buckets.h"
+#include "claim.h"
 #include "config.h"
 #include "daemon.h"
 #include "log.h"
@@ -504,6 +505,8 @@ static void on_job_stored(void *engine, struct dqueue *q, const char *path, int6
         return;
     job->payload = *payload;
     job->len = len;
+    job->zversion = 0; /* our put: a new znode */
+    job->under_name = 0;
     ds->payload_bytes += len;
     *payload = NULL;
 }
@@ -530,8 +533,11 @@ static struct job *job_seen(struct dispatcher *ds, struct dqueue *q, const char 
     if (layout_job_id(id, sizeof id, q->cfg->name, jn) != 0 ||
         !(job = job_new(ds, q, path, id, jn)))
         return NULL;
-    if ((job->payload = stash_take(ds->stash, path, &job->len)))
+    if ((job->payload = stash_take(ds->stash, path, &job->len))) {
         ds->payload_bytes += job->len;
+        job->zversion = 0; /* our put: a new znode */
+        job->under_name = 0;
+    }
     dispatcher_place(ds, job, (int64_t)jn->due_ms); /* the mirror kicks once per listing */
     return job;
 }
@@ -574,6 +580,8 @@ static void check_vanished_held(struct dispatcher *ds, struct job *job)
 
 void dispatcher_job_vanished(struct dispatcher *ds, struct job *job)
 {
+    if (job->claim)
+        return; /* our claim deleted it: the claim node holds it now */
     switch (job->state) {
     case JS_INFLIGHT:
         if (!job->gone && !job->ci && job->owner)
@@ -671,6 +679,7 @@ int dispatcher_limit_watch(struct dispatcher *ds, const char *path)
  * freed by its completion. */
 void dispatcher_revoke_all(struct dispatcher *ds)
 {
+    claims_session_lost(ds->claims); /* recovered by whoever sees the session's node gone */
     settle_revoke_held(ds);
     writehold_fail(ds->writehold, RR_NO_SESSION);
     struct job *job, *tmp;
@@ -909,6 +918,19 @@ void dispatcher_write_holds(const struct dispatcher *ds, struct writehold_stats 
 
 const char *dispatcher_ident(const struct dispatcher *ds) { return ds->ident; }
 
+void dispatcher_claims_session(struct dispatcher *ds, int64_t session)
+{
+    claims_session(ds->claims, session);
+    for (size_t i = 0; i < ds->nqueues; i++)
+        dispatcher_kick_soon(ds, ds->queues[i]); /* what waited for a lock may be claimed */
+}
+
+void dispatcher_claim_counts(const struct dispatcher *ds, unsigned long long *nodes,
+                             unsigned long long *jobs, unsigned long long *writes)
+{
+    claims_counts(ds->claims, nodes, jobs, writes);
+}
+
 void dispatcher_hold_for_clock(struct dispatcher *ds, int hold)
 {
     /* A first sample makes writes possible even when it is over clock_limit (which holds
@@ -1088,12 +1110,15 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->locks = txnbatch_new(d->base, d->zs, txn_inflight, 1);
     ds->settles = txnbatch_new(d->base, d->zs, txn_inflight, 1);
     ds->puts = txnbatch_new(d->base, d->zs, txn_inflight, 0);
+    ds->claims = ds->locks && ds->settles
+                     ? claims_new(d->base, d->zs, ds->locks, ds->settles, d->cfg->zk_root)
+                     : NULL;
     ds->writehold = writehold_new(ds, &writehold_env, d->base);
     ds->put_env = (struct put_env){.d = d, .puts = ds->puts, .buckets = ds->buckets,
                                    .parents = ds->parents, .keydirs = ds->keydirs,
                                    .uids = &ds->uids, .engine = ds, .queue = queue_named,
                                    .stored = on_job_stored};
-    if (!ds->locks || !ds->settles || !ds->puts || !ds->buckets || !ds->parents || !ds->keydirs ||
+    if (!ds->locks || !ds->settles || !ds->puts || !ds->claims || !ds->buckets || !ds->parents || !ds->keydirs ||
         !ds->stash || !ds->writehold) {
         dispatcher_free(ds);
         return NULL;
@@ -1106,6 +1131,7 @@ void dispatcher_free(struct dispatcher *ds)
     if (!ds)
         return;
     struct job *job, *tmp;
+    claims_free(ds->claims); /* first: it forgets the jobs without touching them */
     HASH_ITER(hh, ds->jobs, job, tmp) {
         HASH_DEL(ds->jobs, job);
         free(job->path);

@@ -86,6 +86,12 @@ void dispatcher_drain(struct dispatcher *ds);
 void dispatcher_hold_for_clock(struct dispatcher *ds, int hold);
 /* "host:pid", written into our locks: which daemon holds a job. */
 const char *dispatcher_ident(const struct dispatcher *ds);
+/* Layout version 3: SESSION's node under sessions/ exists, so jobs may be claimed
+ * (claim.h); claim_recovery.c says so after making it. */
+void dispatcher_claims_session(struct dispatcher *ds, int64_t session);
+/* Claim nodes made, jobs claimed and claim writes answered, for STATS. */
+void dispatcher_claim_counts(const struct dispatcher *ds, unsigned long long *nodes,
+                             unsigned long long *jobs, unsigned long long *writes);
 int dispatcher_draining(const struct dispatcher *ds);
 /* PUT, BATCH, CANCEL, RESCHEDULE can be served: connected, and ZooKeeper's clock read. */
 int dispatcher_writes_possible(const struct dispatcher *ds);

@@ -14,6 +14,7 @@
 #include "put_env.h"
 #include "uid.h"
 
+struct claims;
 struct event;
 struct settle;
 
@@ -37,6 +38,7 @@ struct dispatcher {
                                  * session finds out whether they were applied */
     /* Transactions of many jobs go to ZooKeeper as few multis (txnbatch.h). */
     struct txnbatch *locks, *settles, *puts;
+    struct claims *claims;      /* layout version 3: jobs claimed, not locked (claim.h) */
     struct buckets *buckets;    /* 100 ms buckets and shards known to exist, for puts */
     struct buckets *parents;    /* coarser buckets known to exist */
     struct buckets *keydirs;    /* key hash directories (and keys/ itself) known to exist */

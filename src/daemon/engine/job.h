@@ -15,10 +15,12 @@
 #include "mirror_entry.h"
 
 struct citem;
+struct claim;
 struct consumer;
 struct dqueue;
 
 #define OWNER_SEQ_UNKNOWN UINT32_MAX
+#define UNDER_NAME_UNKNOWN UINT32_MAX
 
 struct job {
     UT_hash_handle hh;          /* dispatcher->jobs, key: path */
@@ -51,6 +53,12 @@ struct job {
     int64_t lease_wake;         /* lease heap key: the notice, then the expiry */
     int warned;                 /* DEADLINE notice sent for this lease */
     struct citem *ci;           /* a Curator queue's item (curator_consume.c), or NULL */
+    /* Layout version 3 (claim.h): the claim node holding it, or NULL; the data version of
+     * its znode as read (-1 unknown: our put's is 0), and the deliveries counted under its
+     * name before this one (UNDER_NAME_UNKNOWN until read, from the znode's cversion). */
+    struct claim *claim;
+    int32_t zversion;
+    uint32_t under_name;
     int32_t slot;               /* its concurrency slot (limit.h), or LIMIT_NO_SLOT (-1) */
     int32_t gslot;              /* its group's slot (group_concurrency), or LIMIT_NO_SLOT */
     uint32_t slot_gen;          /* ... taken in this session generation of the limit */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "claim.h"
 #include "cluster_time.h"
 #include "config.h"
 #include "daemon.h"
@@ -99,6 +100,7 @@ void job_free(struct dispatcher *ds, struct job *job)
     job_unheap(job);
     job_unhold(ds, job);
     mirror_entry_unlink(&job->listed);
+    claim_forget(job);
     if (job->ci)
         job->q->ds->foreign->job_freed(job);
     HASH_DEL(ds->jobs, job);
@@ -198,6 +200,8 @@ struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, c
     job->jn = *jn;
     job->heap_pos = HEAP_NONE;
     job->owner_seq = OWNER_SEQ_UNKNOWN;
+    job->zversion = -1;
+    job->under_name = UNDER_NAME_UNKNOWN;
     job->slot = job->gslot = LIMIT_NO_SLOT;
     job->rslot = job->grslot = RATE_NO_SLOT;
     job->seq = ++ds->seq;

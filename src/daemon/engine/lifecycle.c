@@ -16,14 +16,16 @@ static const struct job_rule rules[JE_COUNT] = {
     [JE_LOCK] = {JS_LOCKING, B(READY) | B(DELAYED),
                  "multi(create lock, create owner-S- sequential [, create slots] "
                  "[, start a rate slot]); "
-                 "getData when the payload is not in memory"},
+                 "getData when the payload is not in memory; layout 3: getData unless our "
+                 "put, then multi(delete job, ..., create claim)"},
     [JE_ARM] = {JS_ARMED, B(LOCKING), "nothing"},
     [JE_DELIVER] = {JS_INFLIGHT, B(LOCKING) | B(INFLIGHT) | B(SETTLING), "nothing"},
     /* ARMED, READY: a lock taken ahead given back; HELD: our own lock found by its watch */
     [JE_SETTLE] = {JS_SETTLING, B(INFLIGHT) | B(LOCKING) | B(SETTLING) | B(ARMED) | B(READY) |
                                     B(HELD),
                    "ack multi(delete owner, lock, job [, slot]); nack/release multi(delete "
-                   "owner, lock [, move] [, slot]); or the reads that verify an unknown outcome"},
+                   "owner, lock [, move] [, slot]); or the reads that verify an unknown outcome; "
+                   "a claimed job: the claim's versioned setData or delete [, move]"},
     [JE_KEEP] = {JS_INFLIGHT, B(SETTLING), "nothing"},
     /* ARMED, READY, INFLIGHT, HELD: a release whose lock may be someone else's by now */
     [JE_CHECK] = {JS_CHECKING, B(LOCKING) | B(ARMED) | B(READY) | B(INFLIGHT) | B(HELD),

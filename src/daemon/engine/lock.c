@@ -7,6 +7,7 @@
 
 #include "ahead.h"
 #include "attempts.h"
+#include "claim.h"
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
@@ -14,6 +15,7 @@
 #include "jobs.h"
 #include "limit.h"
 #include "rate.h"
+#include "settle.h"
 #include "foreign_format.h"
 #include "log.h"
 #include "txnbatch.h"
@@ -128,6 +130,25 @@ static void slot_refused(struct dispatcher *ds, struct job *job)
     dispatcher_schedule(ds, job, (int64_t)job->jn.due_ms);
 }
 
+/* The lock (or claim) was not taken: RC says why. */
+static void lock_refused(struct dispatcher *ds, struct job *job, int rc, const char *what)
+{
+    struct dqueue *q = job->q;
+    job_unheap(job); /* out of the prelocking heap */
+    job_unhold(ds, job);
+    job_unprelock(job);
+    if (rc == ZNONODE) {          /* acked or cancelled elsewhere */
+        job_free(ds, job);
+    } else if (rc == ZNODEEXISTS || rc == ZNOTEMPTY) { /* another daemon holds it */
+        if (!job_settled_gone(ds, job))
+            lock_watch(ds, job);
+    } else {
+        dispatcher_retry_later(ds, job, what, rc);
+        return;
+    }
+    dispatcher_dispatch(ds, q);
+}
+
 static void on_locked(const struct zk_result *res, void *ctx)
 {
     struct job *job = ctx;
@@ -160,28 +181,124 @@ static void on_locked(const struct zk_result *res, void *ctx)
             lock_release(ds, job);
         return;
     }
-    struct dqueue *q = job->q;
-    job_unheap(job); /* out of the prelocking heap */
-    job_unhold(ds, job);
-    job_unprelock(job);
-    if (res->rc == ZNONODE) {          /* acked or cancelled elsewhere */
-        job_free(ds, job);
-    } else if (res->rc == ZNODEEXISTS) { /* another daemon holds it */
-        if (!job_settled_gone(ds, job))
-            lock_watch(ds, job);
-    } else {
-        dispatcher_retry_later(ds, job, "taking the lock", res->rc);
+    lock_refused(ds, job, res->rc, "taking the lock");
+}
+
+/* ---- layout version 3: due jobs claimed, not locked (claim.h) ---- */
+
+/* Payloads up to this go into a claim with others; a bigger job is locked as before. */
+#define CLAIM_PAYLOAD_MAX (64 * 1024)
+
+/* A job claimed instead of locked: the root's layout is 3, this session's claims may be
+ * taken, and the job has nothing a claim does not keep yet (a key, a flow, a limit's or a
+ * rate's slot) and no payload too big to be copied into one. */
+static int claimable(struct dispatcher *ds, const struct job *job)
+{
+    const struct queue_config *qc = job->q->cfg;
+    return ds->d->layout_version >= LAYOUT_VERSION_CLAIMS && ds->d->session_id != 0 &&
+           claims_session_id(ds->claims) == ds->d->session_id && !job->ci &&
+           !job->jn.key[0] && !job->jn.flow[0] && !job->jn.pack[0] && !qc->concurrency &&
+           !qc->group_concurrency && !qc->rate_n && !qc->group_rate_n &&
+           (!job->payload || job->len <= CLAIM_PAYLOAD_MAX);
+}
+
+static void lock_send(struct dispatcher *ds, struct job *job);
+static void claim_send(struct dispatcher *ds, struct job *job);
+
+static void on_claimed(struct job *job, int rc)
+{
+    struct dispatcher *ds = job->q->ds;
+    if (rc == ZBADVERSION) { /* made again since we read it (or put it): read it again */
+        job->zversion = -1;
+        job->under_name = UNDER_NAME_UNKNOWN;
+        claim_send(ds, job);
         return;
     }
-    dispatcher_dispatch(ds, q);
+    if (rc != ZOK) {
+        lock_refused(ds, job, rc, "claiming it");
+        return;
+    }
+    ahead_lock_rtt(&job->q->ahead, cluster_mono_us() - job->lock_sent_us);
+    job->gone = 0; /* deleted by our claim: held in it now */
+    job->attempt = job->jn.prior_attempts + job->under_name + 1;
+    dispatcher_deliver(ds, job);
+}
+
+static void on_claim_read(const struct zk_result *res, void *ctx)
+{
+    struct job *job = ctx;
+    struct dispatcher *ds = job->q->ds;
+    if (res->rc != ZOK) {
+        lock_refused(ds, job, res->rc, "reading it to claim it");
+        return;
+    }
+    if (res->stat.numChildren > 0) { /* locked the version 2 way */
+        lock_refused(ds, job, ZNOTEMPTY, "claiming it");
+        return;
+    }
+    if (!job->payload &&
+        job_keep_payload(ds, job, res->data, res->datalen > 0 ? (size_t)res->datalen : 0) != 0) {
+        lock_refused(ds, job, ZSYSTEMERROR, "keeping its payload");
+        return;
+    }
+    job->zversion = res->stat.version;
+    job->under_name = attempts_from_cversion(job->jn.prior_attempts, res->stat.cversion) -
+                      job->jn.prior_attempts;
+    if (job->len > CLAIM_PAYLOAD_MAX || job->len > ds->d->cfg->max_payload) {
+        lock_send(ds, job); /* too big to copy: locked, and refused there if over max_payload */
+        return;
+    }
+    int rc = claims_take(ds->claims, job, on_claimed);
+    if (rc != ZOK)
+        lock_send(ds, job);
+}
+
+/* Reads the job first unless its payload, data version and deliveries are known (our own
+ * put's are), then claims it. */
+static void claim_send(struct dispatcher *ds, struct job *job)
+{
+    int rc;
+    if (job->payload && job->zversion >= 0 && job->under_name != UNDER_NAME_UNKNOWN) {
+        rc = claims_take(ds->claims, job, on_claimed);
+    } else {
+        ds->reads++;
+        rc = zkstore_get(ds->d->zs, job->path, on_claim_read, job);
+    }
+    if (rc != ZOK) {
+        job_unheap(job); /* out of the prelocking heap */
+        job_unprelock(job);
+        dispatcher_retry_later(ds, job, "claiming it", rc);
+    }
+}
+
+/* The state and the heaps of a job whose lock (or claim) is on its way. */
+static void lock_begin(struct dispatcher *ds, struct job *job, struct consumer *c)
+{
+    job->lock_session = ds->d->session_id;
+    job->owner_seq = OWNER_SEQ_UNKNOWN;
+    job_transition(job, JE_LOCK);
+    job->uncertain = 0;
+    job->lock_sent_us = cluster_mono_us();
+    if (c)
+        consumer_hold(c, job);
+    else if (heap_push(job->ahead ? &job->q->ahead_locking : &job->q->prelocking, job) != 0)
+        log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
 }
 
 void lock_take(struct dispatcher *ds, struct job *job, struct consumer *c)
 {
+    lock_begin(ds, job, c);
+    if (claimable(ds, job))
+        claim_send(ds, job);
+    else
+        lock_send(ds, job);
+}
+
+/* The version 2 lock: multi(create lock, create owner-S- [, slots] [, a rate slot]). */
+static void lock_send(struct dispatcher *ds, struct job *job)
+{
     struct lock_paths lp;
     char slots[LIMIT_OPS_MAX][LAYOUT_PATH_MAX], rate[RATE_OPS_MAX][LAYOUT_PATH_MAX];
-    job->lock_session = ds->d->session_id;
-    job->owner_seq = OWNER_SEQ_UNKNOWN;
     lock_paths(job, &lp);
     struct zk_txn_op ops[LOCK_SLOT_OP + LIMIT_OPS_MAX + RATE_OPS_MAX] = {
         {.kind = ZT_CREATE, .path = lp.lock, .data = ds->ident, .len = strlen(ds->ident),
@@ -194,13 +311,6 @@ void lock_take(struct dispatcher *ds, struct job *job, struct consumer *c)
     if (rated < 0) /* not sent after all: the slots go back */
         limit_locked(job->q->limit, job, ZAPIERROR, -1, LOCK_SLOT_OP);
     nops += rated > 0 ? rated : 0;
-    job_transition(job, JE_LOCK);
-    job->uncertain = 0;
-    job->lock_sent_us = cluster_mono_us();
-    if (c)
-        consumer_hold(c, job);
-    else if (heap_push(job->ahead ? &job->q->ahead_locking : &job->q->prelocking, job) != 0)
-        log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
     if (slotted < 0 || rated < 0) { /* no slot (a lock ahead begun before a reload set one) */
         slot_refused(ds, job);
         return;
@@ -271,8 +381,8 @@ void lock_verify_held(struct dispatcher *ds)
     if (ds->foreign)
         ds->foreign->resync(ds); /* checks its own locks */
     HASH_ITER(hh, ds->jobs, job, tmp) {
-        if (job->state != JS_INFLIGHT || job->ci)
-            continue;
+        if (job->state != JS_INFLIGHT || job->ci || job->claim)
+            continue; /* a claim's next write says whether it is still ours */
         struct lock_paths lp;
         size_t n = strlen(job->path) + 1;
         struct owner_check *oc = malloc(sizeof *oc + n);
@@ -360,6 +470,10 @@ void lock_release(struct dispatcher *ds, struct job *job)
 {
     if (job->ci) {
         ds->foreign->release(ds, job, job->state == JS_INFLIGHT);
+        return;
+    }
+    if (job->claim) { /* made again from its claim, this delivery counted */
+        settle_release_claimed(ds, job);
         return;
     }
     struct lock_paths lp;

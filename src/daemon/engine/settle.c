@@ -12,6 +12,7 @@
 #include <sys/random.h>
 
 #include "attempts.h"
+#include "claim.h"
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
@@ -50,6 +51,10 @@ struct settle {
     int unrun_same;             /* ... under the same name: reply plain OK */
     uint32_t replay;            /* ... its deliveries under it made again (attempts.h) */
     int made_parents;
+    int next_op;                /* index of the create of next_path (3; 1 for a claimed job) */
+    int claim_write;            /* a claimed job: its claim's write is in this transaction */
+    int claim_check;            /* ... whose answer was lost: to be read once connected */
+    int claimed;                /* the job was claimed when its settle was sent */
     int key_op;                 /* index of the job's key node operation, or -1 */
     int slot_op;                /* index of its first slot delete (limit.h), or -1 */
     char slot_paths[LIMIT_OPS_MAX][LAYOUT_PATH_MAX];
@@ -57,6 +62,7 @@ struct settle {
     struct flow_settle flow;    /* a flow's child: its count and the parent's release */
     struct putset *followups;   /* ACK/NACK then=: jobs created in the same transaction */
     char next_path[LAYOUT_PATH_MAX];
+    char next_child[LAYOUT_PATH_MAX + 8]; /* a claimed job made again: its replays' child */
     char next_id[LAYOUT_ID_MAX + 1];
     char key_path[LAYOUT_PATH_MAX];
     char key_data[LAYOUT_ID_MAX + 32];
@@ -124,6 +130,12 @@ static void lease_lost_as(struct dispatcher *ds, struct settle *st, int cancelle
                   "changed nothing", job->id, settle_name(st));
     job_unhold(ds, job);
     limit_released(job->q->limit, job, 0); /* ours or not, ZooKeeper says */
+    if (job->claim) { /* its claim is someone else's now: it brings the job back */
+        struct dqueue *q = job->q;
+        job_free(ds, job);
+        dispatcher_dispatch(ds, q);
+        return;
+    }
     if (!job_settled_gone(ds, job))
         dispatcher_make_ready(ds, job);
 }
@@ -242,6 +254,10 @@ static void settled(struct dispatcher *ds, struct settle *st)
     if (st->unrun_same && !job->gone) { /* the same znode path again: keep the job */
         job->given_back = 1;
         job->owner_seq = OWNER_SEQ_UNKNOWN;
+        if (st->claimed) { /* made again: created and set once (claim.h), replayed */
+            job->zversion = 1;
+            job->under_name = st->replay;
+        }
         job_unhold(ds, job);
         dispatcher_schedule(ds, job, (int64_t)job->jn.due_ms); /* a lock ahead: maybe not due */
     } else if (st->op == SETTLE_ACK || st->has_delay || job->gone) {
@@ -256,6 +272,8 @@ static void settled(struct dispatcher *ds, struct settle *st)
 
 static void on_settled(const struct zk_result *res, void *ctx);
 static void verify(struct dispatcher *ds, struct settle *st);
+static void on_claim_checked(void *ctx, int rc);
+static void hold_settle(struct dispatcher *ds, struct settle *st);
 
 /* The job's key node follows it: deleted with it, kept as "done" for the queue's
  * key_retention, or pointed at its new name. Returns the operation, or 0 for none. */
@@ -320,10 +338,77 @@ static int replay_ops(const struct settle *st, const char *child, struct zk_txn_
     return n;
 }
 
+/* ---- a claimed job's settle (layout version 3, claim.h) ---- */
+
+static void on_claim_acked(void *ctx, int rc)
+{
+    struct settle *st = ctx;
+    struct zk_result res = {.rc = rc};
+    on_settled(&res, st);
+}
+
+/* The claim had a write on its way: ours goes now (or the claim was lost meanwhile). */
+static void resume_claimed(void *ctx)
+{
+    struct settle *st = ctx;
+    if (!st->job->claim) {
+        lease_lost(st->job->q->ds, st);
+        settle_free(st);
+        return;
+    }
+    int rc = send_settle(st->job->q->ds, st);
+    if (rc != ZOK) {
+        settle_failed(st, rc);
+        settle_free(st);
+    }
+}
+
+/* The claim's write instead of the lock's deletes: a plain ACK shares it with the acks of
+ * the same loop turn; anything else sends it first in a transaction of its own, with the
+ * move, the dead letter or the job made again (created, then set once so that its version
+ * tells a reader that it was made again, with its deliveries replayed). */
+static int send_claimed(struct dispatcher *ds, struct settle *st)
+{
+    struct job *job = st->job;
+    job_transition(job, JE_SETTLE);
+    st->claimed = 1;
+    if (st->op == SETTLE_ACK && !st->followups)
+        return claim_ack(ds->claims, job, on_claim_acked, st);
+    struct zk_txn_op ops[3 + ATTEMPTS_REPLAY_OPS * ATTEMPTS_REPLAY_MAX];
+    int w = claim_write_op(ds->claims, job, &ops[0], resume_claimed, st);
+    if (w < 0) { /* the claim is someone else's now */
+        lease_lost(ds, st);
+        settle_free(st);
+        return ZOK;
+    }
+    if (w == 0)
+        return ZOK; /* resume_claimed sends it */
+    int n = 1;
+    st->claim_write = 1;
+    st->next_op = 1;
+    st->key_op = st->slot_op = -1;
+    if (st->has_delay) {
+        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = st->next_path,
+                                      .data = job->payload, .len = job->len};
+        if (st->unrun_same) {
+            ops[n++] = (struct zk_txn_op){.kind = ZT_SET, .path = st->next_path,
+                                          .data = job->payload, .len = job->len, .version = 0};
+            layout_lock_path(st->next_child, sizeof st->next_child, st->next_path);
+            n += replay_ops(st, st->next_child, &ops[n]);
+        }
+    }
+    if (st->followups)
+        return putset_send(st->followups, ds->settles, ops, n, on_followups_done, st);
+    return txnbatch_add(ds->settles, ops, n, on_settled, st);
+}
+
 static int send_settle(struct dispatcher *ds, struct settle *st)
 {
     struct job *job = st->job;
     struct lock_paths lp;
+    if (job->claim)
+        return send_claimed(ds, st);
+    st->next_op = 3;
     if (ends_job(st) && flow_settle_needs_read(job, &st->flow) &&
         !flow_settle_predict(ds->flow_cache, dispatcher_root(ds), job, st->bury, &st->flow)) {
         job_transition(job, JE_SETTLE); /* its lease stops: the read is part of the settle */
@@ -374,7 +459,7 @@ static const char *refused_path(const struct settle *st, const struct zk_result 
     int op = zk_failed_op(res);
     if (op >= 0 && op == st->key_op)
         return st->key_path;
-    return op == 3 && st->has_delay ? st->next_path : st->job->path;
+    return op == st->next_op && st->has_delay ? st->next_path : st->job->path;
 }
 
 /* The new name's directories were created, yet its create found them missing: their own
@@ -408,9 +493,15 @@ static void on_settled(const struct zk_result *res, void *ctx)
     struct job *job = st->job;
     struct dispatcher *ds = job->q->ds;
     int rc = res->rc;
+    if (st->claim_write) { /* the claim learns first: its write ended, applied or not */
+        st->claim_write = 0;
+        if (!uncertain(rc))
+            claim_write_answered(ds->claims, job, rc, zk_failed_op(res) == 0);
+    }
     flow_settle_answered(ds->flow_cache, &st->flow, rc);
-    int no_bucket = rc == ZNONODE && st->has_delay && res->op_err && res->nops > 3 &&
-                    res->op_err[3] == ZNONODE && zk_failed_op(res) == 3;
+    int nx = st->next_op;
+    int no_bucket = rc == ZNONODE && st->has_delay && res->op_err && res->nops > nx &&
+                    res->op_err[nx] == ZNONODE && zk_failed_op(res) == nx;
     if (no_bucket && make_parents_of(ds, st, st->next_path))
         return;
     if (rc != ZOK && !uncertain(rc)) { /* a flow's child: refused on the flow's part? */
@@ -438,10 +529,16 @@ static void on_settled(const struct zk_result *res, void *ctx)
         settled(ds, st);
     } else if (no_bucket) {
         settle_failed(st, rc);
-    } else if (rc == ZNONODE && ask_if_cancelled(ds, st)) {
+    } else if (rc == ZNONODE && !job->claim && ask_if_cancelled(ds, st)) {
         return;
     } else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOTEMPTY || zk_session_gone(rc)) {
         lease_lost(ds, st); /* our owner node is gone, or another holder's is there */
+    } else if (uncertain(rc) && job->claim) {
+        if (claim_write_check(ds->claims, job, on_claim_checked, st) != ZOK) {
+            st->claim_check = 1; /* read once the connection is back */
+            hold_settle(ds, st);
+        }
+        return;
     } else if (uncertain(rc)) {
         job->uncertain = 1;
         verify(ds, st);
@@ -450,6 +547,28 @@ static void on_settled(const struct zk_result *res, void *ctx)
         if (rc == ZNOAUTH)
             queue_denied(job->q, refused_path(st, res));
         settle_failed(st, rc);
+    }
+    settle_free(st);
+}
+
+/* A claimed job's settle whose answer was lost, judged by its claim node: applied, not
+ * applied (sent again), the claim lost, or still unknown (read again once connected). */
+static void on_claim_checked(void *ctx, int rc)
+{
+    struct settle *st = ctx;
+    struct dispatcher *ds = st->job->q->ds;
+    if (rc == ZOK) {
+        settled(ds, st);
+    } else if (rc == ZOPERATIONTIMEOUT) {
+        if ((rc = send_settle(ds, st)) == ZOK)
+            return;
+        settle_failed(st, rc);
+    } else if (rc == ZNONODE || zk_session_gone(rc)) {
+        lease_lost(ds, st);
+    } else {
+        st->claim_check = 1;
+        hold_settle(ds, st);
+        return;
     }
     settle_free(st);
 }
@@ -560,6 +679,7 @@ static struct settle *settle_new(struct job *job, struct reply *r, enum settle_o
     st->job = job;
     st->r = r;
     st->op = op;
+    st->next_op = 3; /* after the owner's, the lock's and the job's deletes */
     return st;
 }
 
@@ -567,6 +687,21 @@ static void settle_start(struct dispatcher *ds, struct settle *st)
 {
     if (!zkstore_connected(ds->d->zs) && ds->d->session_id != 0) {
         hold_settle(ds, st); /* SUSPENDED: the session may survive; send it on reconnection */
+        return;
+    }
+    if (st->claim_check) { /* a claimed job's write of unknown outcome: read its claim */
+        st->claim_check = 0;
+        int rc = st->job->claim ? claim_write_check(ds->claims, st->job, on_claim_checked, st)
+                                : ZNONODE;
+        if (rc == ZOK)
+            return;
+        if (rc == ZNONODE) {
+            lease_lost(ds, st);
+            settle_free(st);
+        } else {
+            st->claim_check = 1;
+            hold_settle(ds, st);
+        }
         return;
     }
     if (st->job->uncertain) { /* an earlier attempt may have changed ZooKeeper */
@@ -721,7 +856,7 @@ void settle_bury_locked(struct dispatcher *ds, struct job *job)
     lock_release_later(ds, job);
 }
 
-static int plan_unrun(struct dispatcher *ds, struct settle *st);
+static int plan_unrun(struct dispatcher *ds, struct settle *st, int counted);
 
 /* Locked ahead of a consumer that will not take it now (its queue paused, the daemon
  * draining, its last consumer gone): back unrun, as by NACK unrun=1, so that the next
@@ -731,7 +866,7 @@ void settle_give_back_locked(struct dispatcher *ds, struct job *job)
     struct settle *st = settle_new(job, NULL, SETTLE_NACK);
     job_unprelock(job);
     job_transition(job, JE_SETTLE);
-    if (st && plan_unrun(ds, st) == 0) {
+    if (st && plan_unrun(ds, st, 0) == 0) {
         settle_start(ds, st);
         return;
     }
@@ -739,18 +874,36 @@ void settle_give_back_locked(struct dispatcher *ds, struct job *job)
     lock_release_later(ds, job);
 }
 
+/* A claimed job given up with its delivery counted (its lease expired, its consumer gone,
+ * a failure): made again under its name, as a lock's release leaves a job (claim.h). */
+void settle_release_claimed(struct dispatcher *ds, struct job *job)
+{
+    struct settle *st = settle_new(job, NULL, SETTLE_NACK);
+    job_unhold(ds, job);
+    job_unprelock(job);
+    job_transition(job, JE_SETTLE);
+    if (st && plan_unrun(ds, st, 1) == 0) {
+        settle_start(ds, st);
+        return;
+    }
+    settle_free(st);
+    log_error("queue %s: job %s: cannot give its claim back; it comes back when this "
+              "session ends", job->q->cfg->name, job->id);
+}
+
 /* NACK unrun=1: the consumer gives back a job it never started. The job is created again
  * under its own name (a new znode's sequence starts again) with the deliveries before
  * this one made again in it (replay_ops), so the next delivery has the same attempt and
  * nothing counts this one. Past ATTEMPTS_REPLAY_MAX of them, the attempts go into a new
  * name instead, and its key node follows. */
-static int plan_unrun(struct dispatcher *ds, struct settle *st)
+static int plan_unrun(struct dispatcher *ds, struct settle *st, int counted)
 {
     struct job *job = st->job;
     struct job_name next = job->jn;
-    st->replay = attempts_to_replay(job->jn.prior_attempts, job->attempt);
+    uint32_t spent = counted ? job->attempt : attempts_given_back(job->attempt);
+    st->replay = spent > job->jn.prior_attempts ? spent - job->jn.prior_attempts : 0;
     if (st->replay > ATTEMPTS_REPLAY_MAX)
-        next.prior_attempts = attempts_given_back(job->attempt);
+        next.prior_attempts = spent;
     st->has_delay = st->unrun = 1;
     if (layout_job_path(st->next_path, sizeof st->next_path, dispatcher_root(ds), job->q->cfg->name,
                         &next) != 0 ||
@@ -771,7 +924,7 @@ static void nack_unrun(struct dispatcher *ds, struct job *job, struct reply *r)
     struct settle *st = settle_new(job, r, SETTLE_NACK);
     if (!st)
         return;
-    if (plan_unrun(ds, st) != 0) {
+    if (plan_unrun(ds, st, 0) != 0) {
         reply_err(r, PE_INTERNAL, "job %s: cannot name it again", job->id);
         settle_free(st);
         return;
@@ -802,7 +955,7 @@ void settle_nack(struct dispatcher *ds, struct consumer *c, struct proto_request
         has_delay = 0; /* cannot name it: fall back to a plain release */
     } else if (!has_delay) {
         delay_ms = settle_backoff_ms(job->q->cfg, job->attempt);
-        has_delay = delay_ms > 0;
+        has_delay = delay_ms > 0 || job->claim; /* a claimed job has no znode to stay in */
     }
     if (has_delay && plan_move(ds, st, delay_ms) != 0) {
         reply_err(r, PE_BAD_REQUEST, "delay %llu ms is out of range",

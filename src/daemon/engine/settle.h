@@ -25,6 +25,8 @@ void settle_nack(struct dispatcher *ds, struct consumer *c, struct proto_request
 void settle_bury_locked(struct dispatcher *ds, struct job *job);
 /* A lock taken ahead that no consumer will take now: given back unrun (no attempt spent). */
 void settle_give_back_locked(struct dispatcher *ds, struct job *job);
+/* A claimed job (claim.h) given up with its delivery counted: made again under its name. */
+void settle_release_claimed(struct dispatcher *ds, struct job *job);
 void settle_resume_held(struct dispatcher *ds);
 void settle_revoke_held(struct dispatcher *ds);
 void settle_check_unknown(struct dispatcher *ds);

@@ -5,6 +5,7 @@
 
 #include "access.h"
 #include "cancel.h"
+#include "claim_recovery.h"
 #include "clock_sync.h"
 #include "config.h"
 #include "consumers.h"
@@ -220,6 +221,15 @@ static void handle_stats(struct deferd *d, struct conn *c, struct proto_request 
     snprintf(text + n, sizeof text - n, " flows_opened=%llu flows_released=%llu"
              " flows_dead_lettered=%llu flow_conflicts=%llu", fc.opened, fc.released,
              fc.dead_lettered, fc.conflicts);
+    n = strlen(text);
+    unsigned long long cn, cj, cw;
+    struct claim_recovery_counts rc;
+    dispatcher_claim_counts(d->dispatcher, &cn, &cj, &cw);
+    claim_recovery_counts(d->claim_recovery, &rc);
+    snprintf(text + n, sizeof text - n, " layout_version=%d claims=%llu claimed_jobs=%llu"
+             " claim_writes=%llu claims_recovered=%llu claim_jobs_recovered=%llu"
+             " claim_recovery_races=%llu claims_unreadable=%llu", d->layout_version, cn, cj, cw,
+             rc.claims, rc.jobs, rc.lost_races, rc.unreadable);
     reply_ok(r, text);
 }
 

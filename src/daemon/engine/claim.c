@@ -1,0 +1,714 @@
+#include "claim.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "claimdata.h"
+#include "config.h"
+#include "job.h"
+#include "layout.h"
+#include "log.h"
+#include "queue.h"
+#include "txnbatch.h"
+#include "zkerr.h"
+#include "zkstore.h"
+
+struct take {
+    struct job *job;
+    claim_taken_fn done;
+};
+
+struct ack {
+    struct ack *next;
+    struct job *job;
+    claim_written_fn done;
+    void *ctx;
+};
+
+struct waiter {
+    struct waiter *next;
+    void (*resume)(void *);
+    void *ctx;
+};
+
+struct claim {
+    struct claims *cs;
+    struct claim *next, **prevp;    /* in cs->live */
+    char path[LAYOUT_PATH_MAX];
+    size_t prefix;                  /* records' paths start after this much of a job's */
+    int32_t version;                /* as our last write left it */
+    struct job **jobs;              /* its records, in order */
+    struct take *takes;             /* while its multi is on its way: who asked */
+    uint32_t njobs;
+    int active, lost, gone;         /* gone: our write deleted it */
+    int in_txn;                     /* calls on their way that name it (an ack write, a read) */
+    int busy;                       /* inside a call that may end in claim_forget */
+    int writing, write_deletes;     /* a write on its way, and whether it deletes the node */
+    struct ack *inflight;           /* the acks it carries (none: a settle's own write) */
+    struct job *write_job;          /* ... or the one job a settle's write takes out */
+    struct ack *acks, **acks_tail;  /* waiting for the next write */
+    struct waiter *waiters, **waiters_tail;
+    unsigned char *wbuf;
+};
+
+struct claims {
+    struct zkstore *zs;
+    struct txnbatch *locks, *settles;
+    const char *root;
+    struct event *flush;
+    int64_t session;
+    uint64_t next_n;                /* the next claim's number in this session */
+    struct take *pending;
+    size_t npending, cap;
+    struct claim *live;
+    int parent_tries;
+    unsigned long long nodes, jobs, writes;
+};
+
+static int uncertain(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
+
+static void schedule_flush(struct claims *cs) { event_active(cs->flush, EV_TIMEOUT, 0); }
+
+static void claim_free(struct claim *cl)
+{
+    if (cl->prevp) {
+        *cl->prevp = cl->next;
+        if (cl->next)
+            cl->next->prevp = cl->prevp;
+    }
+    for (uint32_t i = 0; cl->active && i < cl->njobs; i++) /* (a claim's multi: its takers
+                                                             * may be freed by now) */
+        if (cl->jobs[i]->claim == cl)
+            cl->jobs[i]->claim = NULL;
+    free(cl->jobs);
+    free(cl->takes);
+    free(cl->wbuf);
+    free(cl);
+}
+
+static void link_live(struct claim *cl)
+{
+    struct claims *cs = cl->cs;
+    cl->next = cs->live;
+    if (cs->live)
+        cs->live->prevp = &cl->next;
+    cs->live = cl;
+    cl->prevp = &cs->live;
+}
+
+/* A claim gone, or lost and empty, is freed once nothing names it any more. */
+static void maybe_free(struct claim *cl)
+{
+    if ((cl->gone || (cl->lost && cl->njobs == 0)) && !cl->in_txn && !cl->busy &&
+        !cl->acks && !cl->waiters && !cl->inflight)
+        claim_free(cl);
+}
+
+/* ---- taking jobs ---- */
+
+int claims_take(struct claims *cs, struct job *job, claim_taken_fn done)
+{
+    if (cs->session == 0)
+        return ZINVALIDSTATE;
+    if (cs->npending == cs->cap) {
+        size_t cap = cs->cap ? 2 * cs->cap : 64;
+        struct take *p = realloc(cs->pending, cap * sizeof *p);
+        if (!p)
+            return ZSYSTEMERROR;
+        cs->pending = p;
+        cs->cap = cap;
+    }
+    cs->pending[cs->npending++] = (struct take){job, done};
+    schedule_flush(cs);
+    return ZOK;
+}
+
+/* A record of JOB for the claim's data. */
+static struct claim_record record_of(const struct claim *cl, const struct job *job)
+{
+    return (struct claim_record){
+        .path = job->path + cl->prefix, .path_len = strlen(job->path + cl->prefix),
+        .deliveries = job->under_name + 1, .payload = job->payload, .len = job->len};
+}
+
+/* The data of CL's jobs but SKIP (NULL) and those of ACKS into cl->wbuf: its length or a
+ * CLAIM_E_* code. */
+static long write_data(struct claim *cl, const struct ack *acks, const struct job *skip)
+{
+    struct claim_record recs[CLAIM_JOBS_MAX];
+    uint32_t n = 0;
+    size_t bytes = 0;
+    for (uint32_t i = 0; i < cl->njobs; i++) {
+        const struct job *job = cl->jobs[i];
+        int out = job == skip;
+        for (const struct ack *a = acks; a && !out; a = a->next)
+            out = a->job == job;
+        if (out)
+            continue;
+        recs[n] = record_of(cl, job);
+        bytes += claimdata_record_size(recs[n].path_len, recs[n].len);
+        n++;
+    }
+    free(cl->wbuf);
+    size_t size = claimdata_size(bytes);
+    if (!(cl->wbuf = malloc(size)))
+        return CLAIM_E_SPACE;
+    return claimdata_write(cl->wbuf, size, recs, n);
+}
+
+static void on_claim_answer(const struct zk_result *res, void *ctx);
+
+/* Sends the claim multi of CL's jobs: delete each (at the version read), create CL. */
+static void send_claim(struct claims *cs, struct claim *cl)
+{
+    struct zk_txn_op *ops = calloc(cl->njobs + 1, sizeof *ops);
+    long len = ops ? write_data(cl, NULL, NULL) : CLAIM_E_SPACE;
+    int rc = len < 0 ? ZSYSTEMERROR : ZOK;
+    for (uint32_t i = 0; rc == ZOK && i < cl->njobs; i++)
+        ops[i] = (struct zk_txn_op){.kind = ZT_DELETE, .path = cl->jobs[i]->path,
+                                    .version = cl->jobs[i]->zversion};
+    if (rc == ZOK) {
+        ops[cl->njobs] = (struct zk_txn_op){.kind = ZT_CREATE, .path = cl->path,
+                                            .data = cl->wbuf, .len = (size_t)len};
+        rc = txnbatch_add(cs->locks, ops, (int)cl->njobs + 1, on_claim_answer, cl);
+    }
+    free(ops);
+    if (rc == ZOK)
+        return;
+    log_error("claims: cannot send the claim %s: %s", cl->path, zk_strerror(rc));
+    for (uint32_t i = 0; i < cl->njobs; i++)
+        cl->takes[i].done(cl->takes[i].job, rc);
+    claim_free(cl);
+}
+
+/* A new claim of Q's jobs in TAKES (up to N of them, its bounds permitting): how many it
+ * took, 0 when none could be. */
+static size_t new_claim(struct claims *cs, const struct dqueue *q, struct take *takes, size_t n)
+{
+    char name[LAYOUT_CLAIM_NAME_MAX], dir[LAYOUT_PATH_MAX];
+    struct claim *cl = calloc(1, sizeof *cl);
+    size_t max = n < CLAIM_JOBS_MAX ? n : CLAIM_JOBS_MAX, bytes = 0, k = 0;
+    if (!cl || !(cl->jobs = calloc(max, sizeof *cl->jobs)) ||
+        !(cl->takes = calloc(max, sizeof *cl->takes)) ||
+        layout_queue_path(dir, sizeof dir, cs->root, q->cfg->name, NULL, NULL) != 0 ||
+        layout_claim_name(name, sizeof name, (uint64_t)cs->session, cs->next_n) != 0 ||
+        layout_queue_path(cl->path, sizeof cl->path, cs->root, q->cfg->name, LAYOUT_CLAIMS,
+                          name) != 0) {
+        if (cl)
+            claim_free(cl);
+        return 0;
+    }
+    cs->next_n++;
+    cl->cs = cs;
+    cl->acks_tail = &cl->acks;
+    cl->waiters_tail = &cl->waiters;
+    cl->prefix = strlen(dir) + 1;
+    for (; k < max; k++) {
+        const struct job *job = takes[k].job;
+        bytes += claimdata_record_size(strlen(job->path + cl->prefix), job->len);
+        if (k > 0 && claimdata_size(bytes) > CLAIM_BYTES_MAX)
+            break;
+        cl->jobs[k] = takes[k].job;
+        cl->takes[k] = takes[k];
+    }
+    cl->njobs = (uint32_t)k;
+    send_claim(cs, cl);
+    return k;
+}
+
+/* The takes of one loop turn, a claim per queue (or more, past a claim's bounds). */
+static void flush_takes(struct claims *cs)
+{
+    struct take *all = cs->pending;
+    size_t n = cs->npending;
+    cs->pending = NULL;
+    cs->npending = cs->cap = 0;
+    while (n > 0) {
+        const struct dqueue *q = all[0].job->q;
+        size_t same = 0;
+        for (size_t i = 0; i < n; i++) { /* Q's first, the rest after them in order */
+            if (all[i].job->q == q) {
+                struct take t = all[i];
+                memmove(&all[same + 1], &all[same], (i - same) * sizeof *all);
+                all[same++] = t;
+            }
+        }
+        size_t done = 0;
+        while (done < same) {
+            size_t k = new_claim(cs, q, all + done, same - done);
+            if (k == 0) {
+                for (; done < same; done++)
+                    all[done].done(all[done].job, ZSYSTEMERROR);
+                break;
+            }
+            done += k;
+        }
+        memmove(all, all + same, (n - same) * sizeof *all);
+        n -= same;
+    }
+    free(all);
+}
+
+/* Takes CL's jobs again in a claim of their own (not applied; or its directory made). */
+static void take_again(struct claims *cs, struct claim *cl, uint32_t except)
+{
+    for (uint32_t i = 0; i < cl->njobs; i++)
+        if (i != except && claims_take(cs, cl->takes[i].job, cl->takes[i].done) != ZOK)
+            cl->takes[i].done(cl->takes[i].job, ZSYSTEMERROR);
+}
+
+static void claim_applied(struct claims *cs, struct claim *cl)
+{
+    cl->active = 1;
+    cl->version = 0;
+    cs->nodes++;
+    cs->jobs += cl->njobs;
+    cs->parent_tries = 0;
+    link_live(cl);
+    for (uint32_t i = 0; i < cl->njobs; i++)
+        cl->jobs[i]->claim = cl;
+    struct take *takes = cl->takes;
+    uint32_t n = cl->njobs;
+    cl->takes = NULL;
+    for (uint32_t i = 0; i < n; i++)
+        takes[i].done(takes[i].job, ZOK);
+    free(takes);
+}
+
+static void on_claim_checked(const struct zk_result *res, void *ctx)
+{
+    struct claim *cl = ctx;
+    struct claims *cs = cl->cs;
+    if (res->rc == ZOK) {
+        claim_applied(cs, cl);
+        return;
+    }
+    if (res->rc == ZNONODE)
+        take_again(cs, cl, UINT32_MAX);
+    else
+        for (uint32_t i = 0; i < cl->njobs; i++)
+            cl->takes[i].done(cl->takes[i].job, res->rc);
+    claim_free(cl);
+}
+
+static void on_dir_made(const struct zk_result *res, void *ctx)
+{
+    struct claim *cl = ctx;
+    if (res->rc == ZOK) {
+        take_again(cl->cs, cl, UINT32_MAX);
+    } else {
+        log_warn("claims: cannot make the directory of %s: %s", cl->path, zk_strerror(res->rc));
+        for (uint32_t i = 0; i < cl->njobs; i++)
+            cl->takes[i].done(cl->takes[i].job, res->rc);
+    }
+    claim_free(cl);
+}
+
+/* The claim's create found no claims/ directory (a new queue): made once, then again. */
+static int dir_missing(struct claims *cs, struct claim *cl)
+{
+    if (cs->parent_tries >= 3)
+        return 0;
+    int rc = zkstore_parents_missing(cs->zs, cl->path, &cs->parent_tries, on_dir_made, cl);
+    if (rc == ZK_PARENTS_RESEND) {
+        take_again(cs, cl, UINT32_MAX);
+        claim_free(cl);
+        return 1;
+    }
+    return rc == ZK_PARENTS_ASKED;
+}
+
+static void on_claim_answer(const struct zk_result *res, void *ctx)
+{
+    struct claim *cl = ctx;
+    struct claims *cs = cl->cs;
+    int bad = zk_failed_op(res);
+    if (res->rc == ZOK) {
+        claim_applied(cs, cl);
+        return;
+    }
+    if (uncertain(res->rc) && zkstore_exists(cs->zs, cl->path, 0, on_claim_checked, cl) == ZOK)
+        return;
+    if (bad == (int)cl->njobs && res->rc == ZNONODE && dir_missing(cs, cl))
+        return;
+    if (bad >= 0 && bad < (int)cl->njobs) { /* that job alone: the others go again */
+        cl->takes[bad].done(cl->takes[bad].job, res->rc);
+        take_again(cs, cl, (uint32_t)bad);
+    } else {
+        if (bad == (int)cl->njobs)
+            log_warn("claims: creating %s failed: %s", cl->path, zk_strerror(res->rc));
+        for (uint32_t i = 0; i < cl->njobs; i++)
+            cl->takes[i].done(cl->takes[i].job, res->rc);
+    }
+    claim_free(cl);
+}
+
+/* ---- writing a claim as its jobs settle ---- */
+
+static void remove_job(struct claim *cl, const struct job *job)
+{
+    for (uint32_t i = 0; i < cl->njobs; i++) {
+        if (cl->jobs[i] == job) {
+            memmove(&cl->jobs[i], &cl->jobs[i + 1], (cl->njobs - i - 1) * sizeof *cl->jobs);
+            cl->njobs--;
+            return;
+        }
+    }
+}
+
+/* The write on its way was applied: its jobs are out, the node one version on or gone. */
+static void write_applied(struct claim *cl)
+{
+    for (struct ack *a = cl->inflight; a; a = a->next) {
+        remove_job(cl, a->job);
+        a->job->claim = NULL;
+    }
+    if (cl->write_job) {
+        remove_job(cl, cl->write_job);
+        cl->write_job->claim = NULL;
+    }
+    cl->version++;
+    cl->cs->writes++;
+}
+
+/* The claim is not ours any more (recovered, or deleted by hand): every job of it is lost
+ * to this daemon, and every writer waiting is told so. */
+static void claim_lost(struct claim *cl)
+{
+    if (!cl->lost)
+        log_warn("claims: %s changed under this daemon (recovered elsewhere?): its %u jobs are "
+                 "no longer held here", cl->path, cl->njobs);
+    cl->lost = 1;
+    struct ack *acks = cl->acks;
+    struct waiter *waiters = cl->waiters;
+    cl->acks = NULL;
+    cl->acks_tail = &cl->acks;
+    cl->waiters = NULL;
+    cl->waiters_tail = &cl->waiters;
+    cl->busy++;
+    while (acks) {
+        struct ack *a = acks;
+        acks = a->next;
+        a->done(a->ctx, ZNONODE);
+        free(a);
+    }
+    while (waiters) {
+        struct waiter *w = waiters;
+        waiters = w->next;
+        w->resume(w->ctx); /* claim_write_op answers -1 now */
+        free(w);
+    }
+    cl->busy--;
+}
+
+/* The write ended: its acks are told RC; the node freed once it is gone and idle. */
+static void write_ended(struct claim *cl, int rc)
+{
+    struct ack *done = cl->inflight;
+    cl->inflight = NULL;
+    cl->write_job = NULL;
+    cl->writing = 0;
+    cl->gone |= rc == ZOK && cl->write_deletes;
+    cl->busy++;
+    while (done) {
+        struct ack *a = done;
+        done = a->next;
+        a->done(a->ctx, rc);
+        free(a);
+    }
+    cl->busy--;
+    if (cl->acks || cl->waiters)
+        schedule_flush(cl->cs);
+    maybe_free(cl);
+}
+
+static void on_write_checked(const struct zk_result *res, void *ctx);
+
+static void on_ack_written(const struct zk_result *res, void *ctx)
+{
+    struct claim *cl = ctx;
+    int rc = res->rc;
+    if (uncertain(rc) && !cl->lost &&
+        zkstore_exists(cl->cs->zs, cl->path, 0, on_write_checked, cl) == ZOK)
+        return; /* still in_txn */
+    cl->in_txn--;
+    if (rc == ZOK)
+        write_applied(cl);
+    else if (rc == ZBADVERSION || rc == ZNONODE)
+        claim_lost(cl);
+    write_ended(cl, cl->lost && rc == ZOK ? ZNONODE : rc);
+}
+
+/* What a write whose answer was lost did: ZOK applied, ZOPERATIONTIMEOUT not applied,
+ * ZNONODE the claim lost; from the node's version now. */
+static int judge_write(const struct claim *cl, const struct zk_result *res)
+{
+    if (res->rc == ZNONODE)
+        return cl->write_deletes ? ZOK : ZNONODE;
+    if (res->rc != ZOK)
+        return res->rc;
+    if (res->stat.version == cl->version + 1 && !cl->write_deletes)
+        return ZOK;
+    return res->stat.version == cl->version ? ZOPERATIONTIMEOUT : ZNONODE;
+}
+
+static void on_write_checked(const struct zk_result *res, void *ctx)
+{
+    struct claim *cl = ctx;
+    int rc = cl->lost ? ZNONODE : judge_write(cl, res);
+    cl->in_txn--;
+    if (rc == ZOK) {
+        write_applied(cl);
+    } else if (rc == ZOPERATIONTIMEOUT) { /* not applied: the acks wait for the next write */
+        struct ack **tail = &cl->inflight;
+        while (*tail)
+            tail = &(*tail)->next;
+        *tail = cl->acks;
+        if (!cl->acks)
+            cl->acks_tail = tail;
+        cl->acks = cl->inflight;
+        cl->inflight = NULL;
+        rc = ZOK;
+    } else if (rc == ZNONODE) {
+        claim_lost(cl);
+    }
+    write_ended(cl, rc);
+}
+
+/* The claim's write without the jobs of ACKS (and SKIP): OP filled, cl->writing set. */
+static int fill_write(struct claim *cl, struct ack *acks, const struct job *skip,
+                      struct zk_txn_op *op)
+{
+    uint32_t out = skip ? 1 : 0;
+    for (struct ack *a = acks; a; a = a->next)
+        out++;
+    cl->write_deletes = out >= cl->njobs;
+    if (cl->write_deletes) {
+        *op = (struct zk_txn_op){.kind = ZT_DELETE, .path = cl->path, .version = cl->version};
+    } else {
+        long len = write_data(cl, acks, skip);
+        if (len < 0)
+            return -1;
+        *op = (struct zk_txn_op){.kind = ZT_SET, .path = cl->path, .data = cl->wbuf,
+                                 .len = (size_t)len, .version = cl->version};
+    }
+    cl->writing = 1;
+    return 0;
+}
+
+static void send_acks(struct claim *cl)
+{
+    struct zk_txn_op op;
+    struct ack *acks = cl->acks;
+    cl->acks = NULL;
+    cl->acks_tail = &cl->acks;
+    cl->inflight = acks;
+    int rc = fill_write(cl, acks, NULL, &op) == 0 ? ZOK : ZSYSTEMERROR;
+    if (rc == ZOK)
+        rc = txnbatch_add(cl->cs->settles, &op, 1, on_ack_written, cl);
+    if (rc == ZOK)
+        cl->in_txn++;
+    else
+        write_ended(cl, rc);
+}
+
+static void flush_writes(struct claims *cs)
+{
+    struct claim *cl = cs->live, *next;
+    for (; cl; cl = next) {
+        next = cl->next;
+        if (cl->writing || cl->lost)
+            continue;
+        if (cl->acks) {
+            send_acks(cl);
+        } else if (cl->waiters) {
+            struct waiter *w = cl->waiters;
+            if (!(cl->waiters = w->next))
+                cl->waiters_tail = &cl->waiters;
+            w->resume(w->ctx); /* it asks claim_write_op again, and is let through */
+            free(w);
+        }
+    }
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    struct claims *cs = arg;
+    (void)fd;
+    (void)what;
+    if (cs->npending)
+        flush_takes(cs);
+    flush_writes(cs);
+}
+
+int claim_ack(struct claims *cs, struct job *job, claim_written_fn done, void *ctx)
+{
+    struct claim *cl = job->claim;
+    struct ack *a;
+    if (!cl || cl->lost)
+        return ZNONODE;
+    if (!(a = calloc(1, sizeof *a)))
+        return ZSYSTEMERROR;
+    *a = (struct ack){.job = job, .done = done, .ctx = ctx};
+    *cl->acks_tail = a;
+    cl->acks_tail = &a->next;
+    schedule_flush(cs);
+    return ZOK;
+}
+
+int claim_write_op(struct claims *cs, struct job *job, struct zk_txn_op *op,
+                   void (*resume)(void *), void *ctx)
+{
+    struct claim *cl = job->claim;
+    if (!cl || cl->lost)
+        return -1;
+    if (cl->writing || cl->acks) {
+        struct waiter *w = calloc(1, sizeof *w);
+        if (!w)
+            return -1;
+        *w = (struct waiter){.resume = resume, .ctx = ctx};
+        *cl->waiters_tail = w;
+        cl->waiters_tail = &w->next;
+        schedule_flush(cs);
+        return 0;
+    }
+    if (fill_write(cl, NULL, job, op) != 0)
+        return -1;
+    cl->write_job = job;
+    return 1;
+}
+
+void claim_write_answered(struct claims *cs, struct job *job, int rc, int claim_op_failed)
+{
+    struct claim *cl = job->claim;
+    (void)cs;
+    if (!cl || cl->write_job != job)
+        return;
+    if (rc == ZOK)
+        write_applied(cl);
+    else if (claim_op_failed && (rc == ZBADVERSION || rc == ZNONODE))
+        claim_lost(cl);
+    write_ended(cl, rc);
+}
+
+struct write_check {
+    struct claim *cl;
+    struct job *job;
+    claim_written_fn done;
+    void *ctx;
+};
+
+static void on_settle_checked(const struct zk_result *res, void *ctx)
+{
+    struct write_check *wc = ctx;
+    struct claim *cl = wc->cl;
+    int rc = cl->lost || cl->write_job != wc->job ? ZNONODE : judge_write(cl, res);
+    claim_written_fn done = wc->done;
+    void *dctx = wc->ctx;
+    free(wc);
+    cl->in_txn--;
+    cl->busy++;
+    if (rc == ZOK)
+        write_applied(cl);
+    else if (rc == ZNONODE)
+        claim_lost(cl);
+    if (rc == ZOK || rc == ZNONODE || rc == ZOPERATIONTIMEOUT)
+        write_ended(cl, rc); /* else still unknown: the write stays on its way */
+    done(dctx, rc);
+    cl->busy--;
+    maybe_free(cl);
+}
+
+int claim_write_check(struct claims *cs, struct job *job, claim_written_fn done, void *ctx)
+{
+    struct claim *cl = job->claim;
+    struct write_check *wc = cl ? malloc(sizeof *wc) : NULL;
+    if (!wc)
+        return cl ? ZSYSTEMERROR : ZNONODE;
+    *wc = (struct write_check){cl, job, done, ctx};
+    int rc = zkstore_exists(cs->zs, cl->path, 0, on_settle_checked, wc);
+    if (rc != ZOK)
+        free(wc);
+    else
+        cl->in_txn++;
+    return rc;
+}
+
+void claim_forget(struct job *job)
+{
+    struct claim *cl = job->claim;
+    if (!cl)
+        return;
+    remove_job(cl, job);
+    job->claim = NULL;
+    if (cl->write_job == job)
+        cl->write_job = NULL;
+    maybe_free(cl);
+}
+
+/* ---- the session ---- */
+
+void claims_session(struct claims *cs, int64_t session)
+{
+    if (session != cs->session)
+        cs->next_n = 0;
+    cs->session = session;
+    if (session && cs->npending)
+        schedule_flush(cs);
+}
+
+int64_t claims_session_id(const struct claims *cs) { return cs->session; }
+
+void claims_session_lost(struct claims *cs)
+{
+    cs->session = 0;
+    struct claim *cl = cs->live, *next;
+    for (; cl; cl = next) {
+        next = cl->next;
+        for (uint32_t i = 0; i < cl->njobs; i++)
+            cl->jobs[i]->claim = NULL;
+        cl->njobs = 0;
+        cl->write_job = NULL;
+        claim_lost(cl);
+        maybe_free(cl);
+    }
+}
+
+/* ---- life ---- */
+
+struct claims *claims_new(struct event_base *base, struct zkstore *zs, struct txnbatch *locks,
+                          struct txnbatch *settles, const char *root)
+{
+    struct claims *cs = calloc(1, sizeof *cs);
+    if (!cs)
+        return NULL;
+    *cs = (struct claims){.zs = zs, .locks = locks, .settles = settles, .root = root};
+    if (!(cs->flush = event_new(base, -1, 0, on_flush, cs))) {
+        free(cs);
+        return NULL;
+    }
+    return cs;
+}
+
+void claims_free(struct claims *cs)
+{
+    if (!cs)
+        return;
+    while (cs->live) { /* its jobs are freed by the dispatcher, without claim_forget */
+        cs->live->njobs = 0;
+        claim_free(cs->live);
+    }
+    free(cs->pending);
+    event_free(cs->flush);
+    free(cs);
+}
+
+void claims_counts(const struct claims *cs, unsigned long long *nodes, unsigned long long *jobs,
+                   unsigned long long *writes)
+{
+    *nodes = cs->nodes;
+    *jobs = cs->jobs;
+    *writes = cs->writes;
+}

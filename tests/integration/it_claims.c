@@ -1,0 +1,162 @@
+/* Claims (layout version 3, issue 43) against a real ZooKeeper, two daemons on a root whose
+ * marker says 3: every job delivered once across both and acked, no claim node left; a nack
+ * moves its job; a daemon killed -9 while its consumer holds claimed jobs: the other daemon
+ * recovers its claims once its session is gone, and delivers every job again under its id,
+ * as attempt 2. */
+#include <zookeeper/zookeeper.h>
+
+#include "harness.h"
+
+#define N_SHARED 200
+#define N_HELD 20
+
+static struct daemon_proc d[2];
+static char root[128];
+
+/* Children of QUEUE's claims/ directory: claim nodes left (0 when it does not exist). */
+static int claims_left(zhandle_t *zh, const char *queue)
+{
+    char path[256];
+    struct String_vector sv = {0};
+    snprintf(path, sizeof path, "%s/queues/%s/claims", root, queue);
+    int rc = zoo_get_children(zh, path, 0, &sv);
+    int n = rc == ZOK ? sv.count : rc == ZNONODE ? 0 : -1;
+    deallocate_String_vector(&sv);
+    return n;
+}
+
+static int wait_claims_left(zhandle_t *zh, const char *queue, int want, int ms)
+{
+    int64_t deadline = now_ms() + ms;
+    int n;
+    while ((n = claims_left(zh, queue)) != want && now_ms() < deadline)
+        usleep(20000);
+    if (n != want)
+        fprintf(stderr, "queue %s: %d claim nodes, waited %d ms for %d\n", queue, n, ms, want);
+    return n == want;
+}
+
+static int id_index(char ids[][DEFERD_ID_SIZE], int n, const char *id)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(ids[i], id) == 0)
+            return i;
+    return -1;
+}
+
+/* 200 jobs put through d0, consumed through both daemons: each delivered once, acked. */
+static void delivered_once(zhandle_t *zh)
+{
+    static char ids[N_SHARED][DEFERD_ID_SIZE];
+    int seen[N_SHARED] = {0}, total = 0, twice = 0, foreign = 0;
+    deferd_client *prod = client(&d[0]), *c[2] = {client(&d[0]), client(&d[1])};
+    CHECK(deferd_subscribe(c[0], "a", 16) == DEFERD_OK);
+    CHECK(deferd_subscribe(c[1], "a", 16) == DEFERD_OK);
+    for (int i = 0; i < N_SHARED; i++)
+        CHECK(put_job(prod, "a", "shared", 0, -1, -1, ids[i]) == 0);
+    int64_t deadline = now_ms() + 30000;
+    while (total < N_SHARED && now_ms() < deadline) {
+        for (int k = 0; k < 2; k++) {
+            deferd_job job;
+            if (next_job_push(c[k], &job, 50) != 0)
+                continue;
+            int at = id_index(ids, N_SHARED, job.id);
+            foreign += at < 0;
+            twice += at >= 0 && seen[at]++ > 0;
+            total++;
+            CHECK(job.attempt == 1 && job.len == 6 && memcmp(job.payload, "shared", 6) == 0);
+            CHECK(deferd_ack(c[k], job.id) == DEFERD_OK);
+            deferd_job_clear(&job);
+        }
+    }
+    CHECK(total == N_SHARED && twice == 0 && foreign == 0);
+    if (total != N_SHARED || twice || foreign)
+        fprintf(stderr, "delivered %d of %d, %d twice, %d unknown\n", total, N_SHARED, twice,
+                foreign);
+    CHECK(stats_has(&d[0], " claims=0 ") == 0 || stats_has(&d[1], " claims=0 ") == 0);
+    CHECK(wait_claims_left(zh, "a", 0, 5000));
+    CHECK(zk_count_jobs(zh, root, "a") == 0);
+    deferd_close(prod);
+    deferd_close(c[0]);
+    deferd_close(c[1]);
+}
+
+/* A nack with a delay moves the job out of its claim: delivered again, attempt 2, new id. */
+static void nack_moves(zhandle_t *zh)
+{
+    deferd_client *c = client(&d[1]);
+    char id[DEFERD_ID_SIZE];
+    deferd_job job;
+    CHECK(deferd_subscribe(c, "retry", 1) == DEFERD_OK);
+    CHECK(put_job(c, "retry", "again", 0, -1, -1, id) == 0);
+    CHECK(next_job_push(c, &job, 10000) == 0 && job.attempt == 1);
+    CHECK_STR(job.id, id);
+    CHECK(deferd_nack(c, job.id, 100) == DEFERD_OK);
+    deferd_job_clear(&job);
+    CHECK(next_job_push(c, &job, 10000) == 0 && job.attempt == 2);
+    CHECK(strcmp(job.id, id) != 0); /* moved: a new name */
+    CHECK(deferd_ack(c, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    CHECK(wait_claims_left(zh, "retry", 0, 5000));
+    deferd_close(c);
+}
+
+/* d0's consumer holds 20 claimed jobs when d0 is killed -9: once its session is gone, d1
+ * recovers the claims and delivers every job again, same id, attempt 2. */
+static void killed_holder_recovered(zhandle_t *zh)
+{
+    static char ids[N_HELD][DEFERD_ID_SIZE];
+    int seen[N_HELD] = {0}, got = 0, bad = 0;
+    deferd_client *prod = client(&d[1]), *holder = client(&d[0]);
+    deferd_job job;
+    CHECK(deferd_subscribe(holder, "b", N_HELD) == DEFERD_OK);
+    for (int i = 0; i < N_HELD; i++)
+        CHECK(put_job(prod, "b", "held", 0, -1, -1, ids[i]) == 0);
+    for (int i = 0; i < N_HELD; i++) {
+        CHECK(next_job_push(holder, &job, 10000) == 0 && job.attempt == 1);
+        deferd_job_clear(&job);
+    }
+    CHECK(claims_left(zh, "b") >= 1 && zk_count_jobs(zh, root, "b") == 0);
+    long mark = log_mark(&d[1]);
+    daemon_kill(&d[0], SIGKILL);
+    deferd_close(holder);
+    deferd_client *c = client(&d[1]);
+    CHECK(deferd_subscribe(c, "b", N_HELD) == DEFERD_OK);
+    int64_t deadline = now_ms() + 30000;
+    while (got < N_HELD && now_ms() < deadline) {
+        if (next_job_push(c, &job, 200) != 0)
+            continue;
+        int at = id_index(ids, N_HELD, job.id);
+        bad += at < 0 || seen[at]++ > 0 || job.attempt != 2;
+        got++;
+        CHECK(deferd_ack(c, job.id) == DEFERD_OK);
+        deferd_job_clear(&job);
+    }
+    CHECK(got == N_HELD && bad == 0);
+    if (got != N_HELD || bad)
+        fprintf(stderr, "after the kill: %d of %d delivered again, %d wrong\n", got, N_HELD, bad);
+    CHECK(log_count(&d[1], mark, "its session is gone: recovered") >= 1);
+    CHECK(stats_has(&d[1], " claims_recovered=0 ") == 0);
+    CHECK(wait_claims_left(zh, "b", 0, 5000));
+    deferd_close(prod);
+    deferd_close(c);
+}
+
+int main(void)
+{
+    harness_init("claims", root, sizeof root);
+    zhandle_t *zh = zk_connect();
+    char marker[160];
+    snprintf(marker, sizeof marker, "%s/layout", root);
+    CHECK(zoo_create(zh, root, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) == ZOK);
+    CHECK(zoo_create(zh, marker, "3", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) == ZOK);
+    if (daemons_start(d, 2, root, NULL) != 0)
+        return 1;
+    CHECK(wait_stats(&d[0], " layout_version=3 ", 1) && wait_stats(&d[1], " layout_version=3 ", 1));
+    delivered_once(zh);
+    nack_moves(zh);
+    killed_holder_recovered(zh);
+    daemon_kill(&d[1], SIGTERM);
+    zookeeper_close(zh);
+    return check_report("it_claims");
+}

@@ -1,0 +1,260 @@
+/* Claims (layout version 3, src/daemon/engine/claim.c) over the scripted store: due jobs
+ * claimed many to a multi (deleted, one claim node created), acks of one loop turn sharing
+ * one versioned write of the claim, the last one deleting it; a job claimed elsewhere or
+ * locked the version 2 way; a job read first (its payload, version and deliveries); a job
+ * made again since it was read; a nack's move and a lease's expiry written with the claim;
+ * a write whose answer was lost; a claim recovered elsewhere; a settle that waits for the
+ * write on its way; a lost session; a reconnection with the same session. */
+#include "check.h"
+#include "engine_harness.h"
+#include "consumers.h"
+#include "fake_zkstore.h"
+
+#define QUEUES "[queue a]\nttr = 10s\nmax_attempts = 5\nbackoff_min = 1s\nbackoff_max = 1s\n" \
+               "backoff_jitter = 0\n"
+
+static int version_of(int multi, int op)
+{
+    const struct fake_multi *m = fake_zk_multi(harness_zs(), multi);
+    return m && op < m->nops ? m->versions[op] : -99;
+}
+
+/* The engine at layout 3 with N of our own puts due, claimed in one multi and pushed to one
+ * consumer (inflight 4): their ids into IDS. */
+static struct conn *claimed(int n, const char **ids)
+{
+    harness_start(QUEUES);
+    harness_claims_on();
+    for (int i = 0; i < n; i++)
+        ids[i] = harness_listed("a", 0, 0, 1);
+    struct conn *c = harness_consumer("a", 4);
+    harness_multi_ok(0, 1);
+    return c;
+}
+
+/* Three due jobs of our own puts: one multi claims them; the first ack's write (a set at
+ * version 0) is on its way when two more come: they share the next write, which deletes
+ * the claim at version 1. */
+static void test_claim_and_acks(void)
+{
+    harness_start(QUEUES);
+    harness_claims_on();
+    const char *a = harness_listed("a", 0, 0, 1), *b = harness_listed("a", 0, 0, 1);
+    const char *d = harness_listed("a", 0, 0, 1);
+    struct conn *c = harness_consumer("a", 4); /* all three dispatched in one loop turn */
+    CHECK(harness_multis() == 1);
+    CHECK_STR(harness_multi_ops(0), "delete job, delete job, delete job, create claim");
+    CHECK(version_of(0, 0) == 0 && version_of(0, 2) == 0);
+    CHECK(harness_state(a) == JS_LOCKING);
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 3 && c->jobs[0].attempt == 1 && c->jobs[2].attempt == 1);
+    CHECK(harness_state(b) == JS_INFLIGHT);
+    harness_unlisted(a); /* our claim deleted it: the mirror's word changes nothing */
+    CHECK(harness_state(a) == JS_INFLIGHT);
+    struct harness_reply *ra = harness_ack(c, a);
+    CHECK_STR(harness_multi_ops(0), "set claim");
+    CHECK(version_of(0, 0) == 0);
+    struct harness_reply *rb = harness_ack(c, b), *rd = harness_ack(c, d);
+    CHECK(harness_multis() == 1); /* they wait for the write on its way, then share one */
+    harness_multi_ok(0, 1);
+    CHECK_STR(ra->line, "OK");
+    CHECK(harness_state(a) == -1 && !rb->done && !rd->done);
+    CHECK(harness_multis() == 1);
+    CHECK_STR(harness_multi_ops(0), "delete claim");
+    CHECK(version_of(0, 0) == 1);
+    harness_multi_ok(0, 1);
+    CHECK_STR(rb->line, "OK");
+    CHECK_STR(rd->line, "OK");
+    CHECK(harness_state(b) == -1);
+    CHECK(harness_state(d) == -1 && c->c->inflight == 0);
+    harness_stop();
+}
+
+/* One job of the claim was taken elsewhere (NoNode): it alone is dropped, the others go in
+ * a claim of their own; a job locked the version 2 way (NotEmpty) waits on its lock. */
+static void test_claim_conflicts(void)
+{
+    harness_start(QUEUES);
+    harness_claims_on();
+    const char *a = harness_listed("a", 0, 0, 1), *b = harness_listed("a", 0, 0, 1);
+    const char *d = harness_listed("a", 0, 0, 1);
+    harness_consumer("a", 4);
+    harness_multi_fails(0, 1, ZNONODE);
+    CHECK(harness_state(b) == -1);
+    CHECK(harness_multis() == 1);
+    CHECK_STR(harness_multi_ops(0), "delete job, delete job, create claim");
+    harness_multi_fails(0, 0, ZNOTEMPTY);
+    CHECK(harness_state(a) == JS_CHECKING);
+    CHECK(harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "exists+watch lock");
+    CHECK_STR(harness_multi_ops(0), "delete job, create claim");
+    harness_multi_ok(0, 1);
+    CHECK(harness_state(d) == JS_INFLIGHT);
+    harness_stop();
+}
+
+/* A job not put here is read first: its version goes into the delete, its child version
+ * counts its deliveries (one before: cversion 4), and a job with children is locked the
+ * version 2 way. */
+static void test_read_first(void)
+{
+    harness_start(QUEUES);
+    harness_claims_on();
+    struct conn *c = harness_consumer("a", 4);
+    const char *a = harness_listed("a", 0, 0, 0);
+    CHECK(harness_multis() == 0 && harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "get job");
+    harness_get_stat_ok(0, 3, 4, 0);
+    CHECK_STR(harness_multi_ops(0), "delete job, create claim");
+    CHECK(version_of(0, 0) == 3);
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 1 && c->jobs[0].attempt == 2);
+    CHECK(harness_state(a) == JS_INFLIGHT);
+    const char *b = harness_listed("a", 0, 0, 0);
+    harness_get_stat_ok(0, 0, 2, 2); /* lock and owner: a version 2 daemon holds it */
+    CHECK(harness_multis() == 0);
+    CHECK(harness_state(b) == JS_CHECKING);
+    CHECK_STR(harness_call_what(0), "exists+watch lock");
+    harness_stop();
+}
+
+/* Our put's job made again since (BadVersion): read, then claimed at the version read. */
+static void test_made_again(void)
+{
+    harness_start(QUEUES);
+    harness_claims_on();
+    struct conn *c = harness_consumer("a", 4);
+    harness_listed("a", 0, 0, 1);
+    harness_multi_fails(0, 0, ZBADVERSION);
+    CHECK(harness_multis() == 0 && harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "get job");
+    harness_get_stat_ok(0, 1, 8, 0);
+    CHECK(version_of(0, 0) == 1);
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 1 && c->jobs[0].attempt == 3);
+    harness_stop();
+}
+
+/* A nack moves the job in the claim's own write; a lease that runs out makes the job again
+ * under its name, its delivery replayed, and it is claimed again at version 1. */
+static void test_nack_and_expiry(void)
+{
+    const char *ids[2];
+    struct conn *c = claimed(2, ids);
+    const char *a = ids[0], *b = ids[1];
+    struct harness_reply *r = harness_nack(c, a, 5000);
+    CHECK_STR(harness_multi_ops(0), "set claim, create job2");
+    harness_multi_ok(0, 1);
+    CHECK_CONTAINS(r->line, "OK a/");
+    CHECK(harness_state(a) == -1);
+    harness_advance(10001);
+    CHECK(c->nexpired == 1);
+    CHECK_STR(harness_multi_ops(0), "delete claim, create job, set job, create lock, delete "
+                                    "lock, create lock, delete lock");
+    CHECK(version_of(0, 0) == 1 && version_of(0, 2) == 0);
+    harness_multi_ok(0, 1);
+    CHECK(harness_state(b) == JS_READY); /* kept (the same znode); its holder must answer */
+    struct conn *c2 = harness_consumer("a", 4);
+    CHECK(harness_state(b) == JS_LOCKING); /* claimed again, at version 1, no read */
+    CHECK(harness_calls() == 0);
+    CHECK_STR(harness_multi_ops(0), "delete job, create claim");
+    CHECK(version_of(0, 0) == 1);
+    harness_multi_ok(0, 1);
+    CHECK(c2->njobs == 1 && c2->jobs[0].attempt == 2);
+    harness_stop();
+}
+
+/* The answer of an ack's write was lost: the claim's version says it was applied; then a
+ * write fails on its version (the claim was recovered elsewhere): LEASE_LOST, job freed. */
+static void test_write_lost_and_claim_lost(void)
+{
+    const char *ids[2];
+    struct conn *c = claimed(2, ids);
+    const char *a = ids[0], *b = ids[1];
+    struct harness_reply *r = harness_ack(c, a);
+    harness_multi_lost(0, ZCONNECTIONLOSS);
+    CHECK(!r->done && harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "exists claim");
+    harness_exists_version(0, 1);
+    CHECK_STR(r->line, "OK");
+    r = harness_ack(c, b);
+    CHECK_STR(harness_multi_ops(0), "delete claim");
+    CHECK(version_of(0, 0) == 1);
+    harness_multi_fails(0, 0, ZBADVERSION);
+    CHECK_CONTAINS(r->line, "LEASE_LOST");
+    CHECK(harness_state(b) == -1);
+    harness_stop();
+}
+
+/* A nack while an ack's write is on its way waits for it, then writes at the next version. */
+static void test_settle_waits_for_write(void)
+{
+    const char *ids[3];
+    struct conn *c = claimed(3, ids);
+    const char *a = ids[0], *b = ids[1];
+    struct harness_reply *ra = harness_ack(c, a), *rb = harness_nack(c, b, 5000);
+    CHECK(harness_multis() == 1);
+    CHECK_STR(harness_multi_ops(0), "set claim");
+    harness_multi_ok(0, 1);
+    CHECK_STR(ra->line, "OK");
+    CHECK(harness_multis() == 1 && !rb->done);
+    CHECK_STR(harness_multi_ops(0), "set claim, create job2");
+    CHECK(version_of(0, 0) == 1);
+    harness_multi_ok(0, 1);
+    CHECK_CONTAINS(rb->line, "OK a/");
+    harness_stop();
+}
+
+/* The session ends with jobs claimed: their holders are told, nothing is written, and the
+ * acks that waited are answered LEASE_LOST. */
+static void test_session_lost(void)
+{
+    const char *ids[2];
+    struct conn *c = claimed(2, ids);
+    const char *a = ids[0], *b = ids[1];
+    struct harness_reply *r = harness_ack(c, a);
+    harness_lost();
+    CHECK(harness_state(b) == -1);
+    harness_multi_fails(0, -1, ZSESSIONEXPIRED);
+    CHECK_CONTAINS(r->line, "LEASE_LOST");
+    CHECK(harness_state(a) == -1);
+    harness_new_session(); /* no claims until its node is made (claim_recovery.c) */
+    const char *d = harness_listed("a", 0, 0, 1);
+    CHECK_STR(harness_multi_ops(harness_multis() - 1), "create lock, create-seq owner");
+    CHECK(harness_state(d) == JS_LOCKING);
+    harness_stop();
+}
+
+/* SUSPENDED and back with the same session: a claimed job stays held (it has no owner node
+ * to look for: looking would revoke it); an ack asked meanwhile goes once connected. */
+static void test_reconnected(void)
+{
+    const char *ids[2];
+    struct conn *c = claimed(2, ids);
+    const char *a = ids[0], *b = ids[1];
+    harness_suspended();
+    struct harness_reply *r = harness_ack(c, a);
+    CHECK(harness_multis() == 0 && !r->done);
+    harness_reconnected();
+    CHECK(harness_calls() == 0);
+    CHECK(harness_state(b) == JS_INFLIGHT);
+    CHECK(c->ncancelled == 0 && c->nexpired == 0);
+    CHECK_STR(harness_multi_ops(0), "set claim");
+    harness_multi_ok(0, 1);
+    CHECK_STR(r->line, "OK");
+    harness_stop();
+}
+
+int main(void)
+{
+    test_reconnected();
+    test_claim_and_acks();
+    test_claim_conflicts();
+    test_read_first();
+    test_made_again();
+    test_nack_and_expiry();
+    test_write_lost_and_claim_lost();
+    test_settle_waits_for_write();
+    test_session_lost();
+    return check_report("engine_claim");
+}
