@@ -168,8 +168,8 @@ static void test_nack_and_expiry(void)
  * write fails on its version (the claim was recovered elsewhere): LEASE_LOST, job freed. */
 static void test_write_lost_and_claim_lost(void)
 {
-    const char *ids[2];
-    struct conn *c = claimed(2, ids);
+    const char *ids[3];
+    struct conn *c = claimed(3, ids);
     const char *a = ids[0], *b = ids[1];
     struct harness_reply *r = harness_ack(c, a);
     harness_multi_lost(0, ZCONNECTIONLOSS);
@@ -178,11 +178,14 @@ static void test_write_lost_and_claim_lost(void)
     harness_exists_version(0, 1);
     CHECK_STR(r->line, "OK");
     r = harness_ack(c, b);
-    CHECK_STR(harness_multi_ops(0), "delete claim");
+    CHECK_STR(harness_multi_ops(0), "set claim");
     CHECK(version_of(0, 0) == 1);
     harness_multi_fails(0, 0, ZBADVERSION);
     CHECK_CONTAINS(r->line, "LEASE_LOST");
     CHECK(harness_state(b) == -1);
+    r = harness_ack(c, ids[2]); /* the claim is known lost: told at once, nothing sent */
+    CHECK_CONTAINS(r->line, "LEASE_LOST");
+    CHECK(harness_multis() == 0 && harness_state(ids[2]) == -1);
     harness_stop();
 }
 
@@ -245,8 +248,50 @@ static void test_reconnected(void)
     harness_stop();
 }
 
+/* An ack's write and then its look-up both lose their answers: nothing is decided (no
+ * LEASE_LOST, the claim still writing: the next ack waits); once connected the claim's
+ * version says it was applied. The same for a claim multi: its jobs are pushed, not
+ * claimed again. */
+static void test_unknown_until_connected(void)
+{
+    const char *ids[3];
+    struct conn *c = claimed(3, ids);
+    struct harness_reply *r = harness_ack(c, ids[0]);
+    harness_multi_lost(0, ZCONNECTIONLOSS);
+    CHECK_STR(harness_call_what(0), "exists claim");
+    harness_call_rc(0, ZCONNECTIONLOSS);
+    CHECK(!r->done && harness_calls() == 0);
+    struct harness_reply *r2 = harness_ack(c, ids[1]);
+    CHECK(harness_multis() == 0 && !r2->done); /* behind the write of unknown outcome */
+    harness_suspended();
+    harness_reconnected();
+    CHECK(harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "exists claim");
+    harness_exists_version(0, 1);
+    CHECK_STR(r->line, "OK");
+    CHECK_STR(harness_multi_ops(0), "set claim");
+    CHECK(version_of(0, 0) == 1);
+    harness_multi_ok(0, 1);
+    CHECK_STR(r2->line, "OK");
+    harness_stop();
+
+    harness_start(QUEUES);
+    harness_claims_on();
+    const char *a = harness_listed("a", 0, 0, 1);
+    c = harness_consumer("a", 4);
+    harness_multi_lost(0, ZCONNECTIONLOSS);
+    harness_call_rc(0, ZCONNECTIONLOSS);
+    CHECK(harness_state(a) == JS_LOCKING && harness_multis() == 0 && harness_calls() == 0);
+    harness_suspended();
+    harness_reconnected();
+    harness_exists_version(0, 0); /* applied */
+    CHECK(harness_state(a) == JS_INFLIGHT && c->njobs == 1 && harness_multis() == 0);
+    harness_stop();
+}
+
 int main(void)
 {
+    test_unknown_until_connected();
     test_reconnected();
     test_claim_and_acks();
     test_claim_conflicts();

@@ -47,6 +47,7 @@ struct recovery {
     uint32_t n, first, count;   /* records; the chunk on its way */
     unsigned char skip[CLAIM_JOBS_MAX]; /* found made already: left out */
     int op_rec[RECOVER_OPS_MAX]; /* the record of each operation of the chunk, -1 the claim's */
+    uint32_t rec_k[CLAIM_JOBS_MAX]; /* each record's place in the chunk: its path r->paths[2k] */
     int tries;                  /* bucket directories made for it */
     unsigned char *rest;        /* the claim's data after the chunk */
     char (*paths)[LAYOUT_PATH_MAX];
@@ -152,6 +153,7 @@ static void send_chunk(struct recovery *r)
             continue;
         if (n + RECORD_OPS_MAX > RECOVER_OPS_MAX || bytes + r->recs[i].len > RECOVER_BYTES_MAX)
             break;
+        r->rec_k[i] = k;
         int m = record_ops(r, i, k++, &ops[n]);
         if (m < 0) {
             r->skip[i] = 1;
@@ -200,6 +202,7 @@ static void on_recovered(const struct zk_result *res, void *ctx)
         cr->n.jobs += r->count;
         r->first += r->count;
         r->version++;
+        r->tries = 0;
         if (r->first < r->n) {
             send_chunk(r);
             return;
@@ -220,8 +223,7 @@ static void on_recovered(const struct zk_result *res, void *ctx)
         send_chunk(r);
         return;
     } else if (rec >= 0 && res->rc == ZNONODE && r->tries < 3) { /* its bucket went */
-        int prc = zkstore_parents_missing(cr->d->zs, res->op_path && res->op_path[bad]
-                                          ? res->op_path[bad] : r->paths[0], &r->tries,
+        int prc = zkstore_parents_missing(cr->d->zs, r->paths[2 * r->rec_k[rec]], &r->tries,
                                           on_dirs_made, r);
         if (prc == ZK_PARENTS_ASKED)
             return;
@@ -232,7 +234,7 @@ static void on_recovered(const struct zk_result *res, void *ctx)
     } else if (res->rc == ZCONNECTIONLOSS || res->rc == ZOPERATIONTIMEOUT) {
         read_claim(r); /* what it holds now says what was applied */
         return;
-    } else if (res->rc != ZNONODE) {
+    } else if (res->rc != ZNONODE || rec >= 0) {
         log_warn("%s: recovering it failed: %s; left for the next look", r->path,
                  zk_strerror(res->rc));
     }

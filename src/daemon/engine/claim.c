@@ -45,6 +45,8 @@ struct claim {
     int active, lost, gone;         /* gone: our write deleted it */
     int in_txn;                     /* calls on their way that name it (an ack write, a read) */
     int busy;                       /* inside a call that may end in claim_forget */
+    int unsure;                     /* UNSURE_*: an outcome to look up once connected */
+    struct claim *unsure_next;      /* in cs->unsure */
     int writing, write_deletes;     /* a write on its way, and whether it deletes the node */
     struct ack *inflight;           /* the acks it carries (none: a settle's own write) */
     struct job *write_job;          /* ... or the one job a settle's write takes out */
@@ -52,6 +54,9 @@ struct claim {
     struct waiter *waiters, **waiters_tail;
     unsigned char *wbuf;
 };
+
+/* What a claim waits to look up in ZooKeeper once the connection is back. */
+enum { UNSURE_NONE, UNSURE_CLAIM, UNSURE_WRITE };
 
 struct claims {
     struct zkstore *zs;
@@ -63,13 +68,32 @@ struct claims {
     struct take *pending;
     size_t npending, cap;
     struct claim *live;
+    struct claim *unsure;           /* outcomes to look up once connected */
     int parent_tries;
+    int closing;
     unsigned long long nodes, jobs, writes;
 };
 
 static int uncertain(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
 
 static void schedule_flush(struct claims *cs) { event_active(cs->flush, EV_TIMEOUT, 0); }
+
+/* Errors after which the outcome can no longer be learnt by this session. */
+static int final_error(int rc)
+{
+    return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZAUTHFAILED || rc == ZINVALIDSTATE;
+}
+
+static void check_unsure(struct claim *cl);
+
+/* The outcome of CL's claim multi or write is unknown and cannot be read now: looked up
+ * when the connection is back (claims_connected). */
+static void unsure_later(struct claim *cl, int kind)
+{
+    cl->unsure = kind;
+    cl->unsure_next = cl->cs->unsure;
+    cl->cs->unsure = cl;
+}
 
 static void claim_free(struct claim *cl)
 {
@@ -102,7 +126,7 @@ static void link_live(struct claim *cl)
 static void maybe_free(struct claim *cl)
 {
     if ((cl->gone || (cl->lost && cl->njobs == 0)) && !cl->in_txn && !cl->busy &&
-        !cl->acks && !cl->waiters && !cl->inflight)
+        !cl->unsure && !cl->acks && !cl->waiters && !cl->inflight)
         claim_free(cl);
 }
 
@@ -110,6 +134,8 @@ static void maybe_free(struct claim *cl)
 
 int claims_take(struct claims *cs, struct job *job, claim_taken_fn done)
 {
+    if (cs->closing)
+        return ZCLOSING;
     if (cs->session == 0)
         return ZINVALIDSTATE;
     if (cs->npending == cs->cap) {
@@ -225,6 +251,10 @@ static void flush_takes(struct claims *cs)
     size_t n = cs->npending;
     cs->pending = NULL;
     cs->npending = cs->cap = 0;
+    for (size_t i = 0; cs->session == 0 && i < n; i++) /* taken before the session ended */
+        all[i].done(all[i].job, ZSESSIONEXPIRED);
+    if (cs->session == 0)
+        n = 0;
     while (n > 0) {
         const struct dqueue *q = all[0].job->q;
         size_t same = 0;
@@ -277,12 +307,18 @@ static void claim_applied(struct claims *cs, struct claim *cl)
     free(takes);
 }
 
+/* The claim multi's answer was lost: the claim node says whether it was applied; when it
+ * cannot be read now, it is read once connected (the jobs stay LOCKING meanwhile). */
 static void on_claim_checked(const struct zk_result *res, void *ctx)
 {
     struct claim *cl = ctx;
     struct claims *cs = cl->cs;
     if (res->rc == ZOK) {
         claim_applied(cs, cl);
+        return;
+    }
+    if (res->rc != ZNONODE && !final_error(res->rc) && cs->session) {
+        unsure_later(cl, UNSURE_CLAIM);
         return;
     }
     if (res->rc == ZNONODE)
@@ -297,11 +333,13 @@ static void on_dir_made(const struct zk_result *res, void *ctx)
 {
     struct claim *cl = ctx;
     if (res->rc == ZOK) {
+        cl->cs->parent_tries = 0;
         take_again(cl->cs, cl, UINT32_MAX);
-    } else {
+    } else { /* not the jobs' NoNode: they are still in their buckets, tried again later */
+        int rc = res->rc == ZNONODE ? ZAPIERROR : res->rc;
         log_warn("claims: cannot make the directory of %s: %s", cl->path, zk_strerror(res->rc));
         for (uint32_t i = 0; i < cl->njobs; i++)
-            cl->takes[i].done(cl->takes[i].job, res->rc);
+            cl->takes[i].done(cl->takes[i].job, rc);
     }
     claim_free(cl);
 }
@@ -329,18 +367,23 @@ static void on_claim_answer(const struct zk_result *res, void *ctx)
         claim_applied(cs, cl);
         return;
     }
-    if (uncertain(res->rc) && zkstore_exists(cs->zs, cl->path, 0, on_claim_checked, cl) == ZOK)
+    if (uncertain(res->rc)) {
+        if (zkstore_exists(cs->zs, cl->path, 0, on_claim_checked, cl) != ZOK)
+            unsure_later(cl, UNSURE_CLAIM);
         return;
+    }
     if (bad == (int)cl->njobs && res->rc == ZNONODE && dir_missing(cs, cl))
         return;
     if (bad >= 0 && bad < (int)cl->njobs) { /* that job alone: the others go again */
         cl->takes[bad].done(cl->takes[bad].job, res->rc);
         take_again(cs, cl, (uint32_t)bad);
     } else {
+        /* the claim's own create refused: the jobs are still in their buckets */
+        int rc = bad == (int)cl->njobs && res->rc == ZNONODE ? ZAPIERROR : res->rc;
         if (bad == (int)cl->njobs)
             log_warn("claims: creating %s failed: %s", cl->path, zk_strerror(res->rc));
         for (uint32_t i = 0; i < cl->njobs; i++)
-            cl->takes[i].done(cl->takes[i].job, res->rc);
+            cl->takes[i].done(cl->takes[i].job, rc);
     }
     claim_free(cl);
 }
@@ -403,14 +446,15 @@ static void claim_lost(struct claim *cl)
     cl->busy--;
 }
 
-/* The write ended: its acks are told RC; the node freed once it is gone and idle. */
-static void write_ended(struct claim *cl, int rc)
+/* The write ended, APPLIED or not: its acks are told RC; the node freed once it is gone
+ * and idle. */
+static void write_ended(struct claim *cl, int rc, int applied)
 {
     struct ack *done = cl->inflight;
     cl->inflight = NULL;
     cl->write_job = NULL;
     cl->writing = 0;
-    cl->gone |= rc == ZOK && cl->write_deletes;
+    cl->gone |= applied && cl->write_deletes;
     cl->busy++;
     while (done) {
         struct ack *a = done;
@@ -430,15 +474,16 @@ static void on_ack_written(const struct zk_result *res, void *ctx)
 {
     struct claim *cl = ctx;
     int rc = res->rc;
-    if (uncertain(rc) && !cl->lost &&
-        zkstore_exists(cl->cs->zs, cl->path, 0, on_write_checked, cl) == ZOK)
-        return; /* still in_txn */
     cl->in_txn--;
+    if (uncertain(rc) && !cl->lost) { /* the claim's version says, now or once connected */
+        check_unsure(cl);
+        return;
+    }
     if (rc == ZOK)
         write_applied(cl);
     else if (rc == ZBADVERSION || rc == ZNONODE)
         claim_lost(cl);
-    write_ended(cl, cl->lost && rc == ZOK ? ZNONODE : rc);
+    write_ended(cl, cl->lost && rc == ZOK ? ZNONODE : rc, rc == ZOK);
 }
 
 /* What a write whose answer was lost did: ZOK applied, ZOPERATIONTIMEOUT not applied,
@@ -459,9 +504,16 @@ static void on_write_checked(const struct zk_result *res, void *ctx)
     struct claim *cl = ctx;
     int rc = cl->lost ? ZNONODE : judge_write(cl, res);
     cl->in_txn--;
+    if (rc != ZOK && rc != ZOPERATIONTIMEOUT && rc != ZNONODE && !final_error(rc)) {
+        unsure_later(cl, UNSURE_WRITE); /* still unknown: looked up once connected */
+        return;
+    }
     if (rc == ZOK) {
         write_applied(cl);
-    } else if (rc == ZOPERATIONTIMEOUT) { /* not applied: the acks wait for the next write */
+        write_ended(cl, ZOK, 1);
+        return;
+    }
+    if (rc == ZOPERATIONTIMEOUT) { /* not applied: the acks wait for the next write */
         struct ack **tail = &cl->inflight;
         while (*tail)
             tail = &(*tail)->next;
@@ -470,11 +522,26 @@ static void on_write_checked(const struct zk_result *res, void *ctx)
             cl->acks_tail = tail;
         cl->acks = cl->inflight;
         cl->inflight = NULL;
-        rc = ZOK;
-    } else if (rc == ZNONODE) {
-        claim_lost(cl);
+        write_ended(cl, ZOK, 0);
+        return;
     }
-    write_ended(cl, rc);
+    if (rc == ZNONODE)
+        claim_lost(cl);
+    write_ended(cl, rc, 0);
+}
+
+/* Reads the claim node to learn what a claim multi or a write whose answer was lost did;
+ * later, when it cannot be sent now. */
+static void check_unsure(struct claim *cl)
+{
+    struct claims *cs = cl->cs;
+    int claim = !cl->active;
+    zk_done_fn done = claim ? on_claim_checked : on_write_checked;
+    if (zkstore_exists(cs->zs, cl->path, 0, done, cl) != ZOK) {
+        unsure_later(cl, claim ? UNSURE_CLAIM : UNSURE_WRITE);
+        return;
+    }
+    cl->in_txn += !claim;
 }
 
 /* The claim's write without the jobs of ACKS (and SKIP): OP filled, cl->writing set. */
@@ -511,7 +578,7 @@ static void send_acks(struct claim *cl)
     if (rc == ZOK)
         cl->in_txn++;
     else
-        write_ended(cl, rc);
+        write_ended(cl, rc, 0);
 }
 
 static void flush_writes(struct claims *cs)
@@ -547,6 +614,8 @@ int claim_ack(struct claims *cs, struct job *job, claim_written_fn done, void *c
 {
     struct claim *cl = job->claim;
     struct ack *a;
+    if (cs->closing)
+        return ZCLOSING;
     if (!cl || cl->lost)
         return ZNONODE;
     if (!(a = calloc(1, sizeof *a)))
@@ -562,7 +631,7 @@ int claim_write_op(struct claims *cs, struct job *job, struct zk_txn_op *op,
                    void (*resume)(void *), void *ctx)
 {
     struct claim *cl = job->claim;
-    if (!cl || cl->lost)
+    if (!cl || cl->lost || cs->closing)
         return -1;
     if (cl->writing || cl->acks) {
         struct waiter *w = calloc(1, sizeof *w);
@@ -590,7 +659,7 @@ void claim_write_answered(struct claims *cs, struct job *job, int rc, int claim_
         write_applied(cl);
     else if (claim_op_failed && (rc == ZBADVERSION || rc == ZNONODE))
         claim_lost(cl);
-    write_ended(cl, rc);
+    write_ended(cl, rc, rc == ZOK);
 }
 
 struct write_check {
@@ -615,7 +684,7 @@ static void on_settle_checked(const struct zk_result *res, void *ctx)
     else if (rc == ZNONODE)
         claim_lost(cl);
     if (rc == ZOK || rc == ZNONODE || rc == ZOPERATIONTIMEOUT)
-        write_ended(cl, rc); /* else still unknown: the write stays on its way */
+        write_ended(cl, rc, rc == ZOK); /* else still unknown: the write stays on its way */
     done(dctx, rc);
     cl->busy--;
     maybe_free(cl);
@@ -661,10 +730,35 @@ void claims_session(struct claims *cs, int64_t session)
 
 int64_t claims_session_id(const struct claims *cs) { return cs->session; }
 
+void claims_connected(struct claims *cs)
+{
+    struct claim *cl = cs->unsure;
+    cs->unsure = NULL;
+    while (cl) {
+        struct claim *next = cl->unsure_next;
+        cl->unsure = UNSURE_NONE;
+        check_unsure(cl);
+        cl = next;
+    }
+}
+
 void claims_session_lost(struct claims *cs)
 {
     cs->session = 0;
-    struct claim *cl = cs->live, *next;
+    struct claim *cl = cs->unsure, *next;
+    cs->unsure = NULL;
+    for (; cl; cl = next) { /* what they did is the next session's recovery's to find */
+        next = cl->unsure_next;
+        cl->unsure = UNSURE_NONE;
+        if (cl->active) {
+            write_ended(cl, ZSESSIONEXPIRED, 0);
+            continue;
+        }
+        for (uint32_t i = 0; i < cl->njobs; i++)
+            cl->takes[i].done(cl->takes[i].job, ZSESSIONEXPIRED);
+        claim_free(cl);
+    }
+    cl = cs->live;
     for (; cl; cl = next) {
         next = cl->next;
         for (uint32_t i = 0; i < cl->njobs; i++)
@@ -677,6 +771,24 @@ void claims_session_lost(struct claims *cs)
 }
 
 /* ---- life ---- */
+
+void claims_close(struct claims *cs)
+{
+    on_flush(-1, 0, cs); /* what waits goes out before the batches close */
+    cs->closing = 1;
+    for (struct claim *cl = cs->live, *next; cl; cl = next) {
+        next = cl->next;
+        cl->busy++;
+        while (cl->waiters) { /* told the claim is lost to them: recovered after us */
+            struct waiter *w = cl->waiters;
+            if (!(cl->waiters = w->next))
+                cl->waiters_tail = &cl->waiters;
+            w->resume(w->ctx);
+            free(w);
+        }
+        cl->busy--;
+    }
+}
 
 struct claims *claims_new(struct event_base *base, struct zkstore *zs, struct txnbatch *locks,
                           struct txnbatch *settles, const char *root)
@@ -696,9 +808,28 @@ void claims_free(struct claims *cs)
 {
     if (!cs)
         return;
+    while (cs->unsure) {
+        struct claim *cl = cs->unsure;
+        cs->unsure = cl->unsure_next;
+        if (!cl->active)
+            claim_free(cl);
+    }
     while (cs->live) { /* its jobs are freed by the dispatcher, without claim_forget */
-        cs->live->njobs = 0;
-        claim_free(cs->live);
+        struct claim *cl = cs->live;
+        cl->njobs = 0;
+        for (struct ack *a = cl->acks, *n; a; a = n) { /* none after claims_close */
+            n = a->next;
+            free(a);
+        }
+        for (struct waiter *w = cl->waiters, *n; w; w = n) {
+            n = w->next;
+            free(w);
+        }
+        for (struct ack *a = cl->inflight, *n; a; a = n) { /* a write left unknown */
+            n = a->next;
+            free(a);
+        }
+        claim_free(cl);
     }
     free(cs->pending);
     event_free(cs->flush);

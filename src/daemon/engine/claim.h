@@ -40,6 +40,11 @@ void claims_free(struct claims *cs);
  * sessions/ exists (claim_recovery.c makes it and says so); 0 when there is none. */
 void claims_session(struct claims *cs, int64_t session);
 int64_t claims_session_id(const struct claims *cs);
+/* The connection is back (the same session): outcomes left unknown are looked up. */
+void claims_connected(struct claims *cs);
+/* The daemon stops: claims, acks and waiting writes go out or are told so before the
+ * batches close; nothing is taken after. */
+void claims_close(struct claims *cs);
 /* The session is gone: every claim is forgotten (another daemon, or this one, recovers
  * them); jobs keep their pointer until they are freed. */
 void claims_session_lost(struct claims *cs);

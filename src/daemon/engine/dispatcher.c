@@ -652,6 +652,7 @@ int dispatcher_subscribe(struct dispatcher *ds, struct consumer *c, struct dqueu
  * starts from nothing) and hand out what is ready. */
 void dispatcher_session_up(struct dispatcher *ds)
 {
+    claims_connected(ds->claims); /* the same session: outcomes left unknown looked up */
     settle_resume_held(ds); /* the same session came back: apply what consumers asked */
     settle_check_unknown(ds); /* a new one: were the settles sent as the old one broke applied? */
     writehold_release(ds->writehold); /* unless ZooKeeper's clock is still to be read */
@@ -991,6 +992,7 @@ void dispatcher_close(struct dispatcher *ds)
 {
     if (!ds)
         return;
+    claims_close(ds->claims); /* before the batches: what it holds back goes out first */
     txnbatch_close(ds->puts);
     txnbatch_close(ds->settles);
     txnbatch_close(ds->locks);

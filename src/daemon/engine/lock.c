@@ -140,6 +140,8 @@ static void lock_refused(struct dispatcher *ds, struct job *job, int rc, const c
     if (rc == ZNONODE) {          /* acked or cancelled elsewhere */
         job_free(ds, job);
     } else if (rc == ZNODEEXISTS || rc == ZNOTEMPTY) { /* another daemon holds it */
+        job->zversion = -1; /* its delivery changes what a claim must read (claim.h) */
+        job->under_name = UNDER_NAME_UNKNOWN;
         if (!job_settled_gone(ds, job))
             lock_watch(ds, job);
     } else {
@@ -299,6 +301,8 @@ static void lock_send(struct dispatcher *ds, struct job *job)
 {
     struct lock_paths lp;
     char slots[LIMIT_OPS_MAX][LAYOUT_PATH_MAX], rate[RATE_OPS_MAX][LAYOUT_PATH_MAX];
+    job->zversion = -1; /* a lock's delivery is counted in the child version: read it */
+    job->under_name = UNDER_NAME_UNKNOWN;
     lock_paths(job, &lp);
     struct zk_txn_op ops[LOCK_SLOT_OP + LIMIT_OPS_MAX + RATE_OPS_MAX] = {
         {.kind = ZT_CREATE, .path = lp.lock, .data = ds->ident, .len = strlen(ds->ident),

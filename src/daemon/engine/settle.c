@@ -372,8 +372,14 @@ static int send_claimed(struct dispatcher *ds, struct settle *st)
     struct job *job = st->job;
     job_transition(job, JE_SETTLE);
     st->claimed = 1;
-    if (st->op == SETTLE_ACK && !st->followups)
-        return claim_ack(ds->claims, job, on_claim_acked, st);
+    if (st->op == SETTLE_ACK && !st->followups) {
+        int rc = claim_ack(ds->claims, job, on_claim_acked, st);
+        if (rc != ZNONODE)
+            return rc;
+        lease_lost(ds, st); /* the claim is someone else's now */
+        settle_free(st);
+        return ZOK;
+    }
     struct zk_txn_op ops[3 + ATTEMPTS_REPLAY_OPS * ATTEMPTS_REPLAY_MAX];
     int w = claim_write_op(ds->claims, job, &ops[0], resume_claimed, st);
     if (w < 0) { /* the claim is someone else's now */
@@ -397,9 +403,13 @@ static int send_claimed(struct dispatcher *ds, struct settle *st)
             n += replay_ops(st, st->next_child, &ops[n]);
         }
     }
-    if (st->followups)
-        return putset_send(st->followups, ds->settles, ops, n, on_followups_done, st);
-    return txnbatch_add(ds->settles, ops, n, on_settled, st);
+    int rc = st->followups ? putset_send(st->followups, ds->settles, ops, n, on_followups_done, st)
+                           : txnbatch_add(ds->settles, ops, n, on_settled, st);
+    if (rc != ZOK) { /* not sent: the claim's write ends here */
+        st->claim_write = 0;
+        claim_write_answered(ds->claims, job, rc, 0);
+    }
+    return rc;
 }
 
 static int send_settle(struct dispatcher *ds, struct settle *st)
@@ -493,6 +503,7 @@ static void on_settled(const struct zk_result *res, void *ctx)
     struct job *job = st->job;
     struct dispatcher *ds = job->q->ds;
     int rc = res->rc;
+    int own_write = st->claim_write; /* this transaction carried the claim's write */
     if (st->claim_write) { /* the claim learns first: its write ended, applied or not */
         st->claim_write = 0;
         if (!uncertain(rc))
@@ -529,17 +540,17 @@ static void on_settled(const struct zk_result *res, void *ctx)
         settled(ds, st);
     } else if (no_bucket) {
         settle_failed(st, rc);
-    } else if (rc == ZNONODE && !job->claim && ask_if_cancelled(ds, st)) {
+    } else if (rc == ZNONODE && !st->claimed && ask_if_cancelled(ds, st)) {
         return;
     } else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOTEMPTY || zk_session_gone(rc)) {
         lease_lost(ds, st); /* our owner node is gone, or another holder's is there */
-    } else if (uncertain(rc) && job->claim) {
+    } else if (uncertain(rc) && own_write && job->claim) {
         if (claim_write_check(ds->claims, job, on_claim_checked, st) != ZOK) {
             st->claim_check = 1; /* read once the connection is back */
             hold_settle(ds, st);
         }
         return;
-    } else if (uncertain(rc)) {
+    } else if (uncertain(rc) && !st->claimed) {
         job->uncertain = 1;
         verify(ds, st);
         return;
@@ -586,6 +597,10 @@ static void on_followups_done(struct putset *ps, int rc, const struct zk_result 
         r.rc = rc;
         on_settled(&r, st);
         return;
+    }
+    if (st->claim_write) { /* the transaction never went: the claim's write ends */
+        st->claim_write = 0;
+        claim_write_answered(st->job->q->ds->claims, st->job, rc, 0);
     }
     settle_failed(st, rc);
     settle_free(st);
