@@ -1,6 +1,7 @@
 /* Claims (layout version 3, issue 43) against a real ZooKeeper, two daemons on a root whose
  * marker says 3: every job delivered once across both and acked, no claim node left; a nack
- * moves its job; a daemon killed -9 while its consumer holds claimed jobs: the other daemon
+ * moves its job; a third daemon whose queue has a limit locks jobs of the same queue the
+ * version 2 way beside one that claims them: each delivered once; a daemon killed -9 while its consumer holds claimed jobs: the other daemon
  * recovers its claims once its session is gone, and delivers every job again under its id,
  * as attempt 2. */
 #include <zookeeper/zookeeper.h>
@@ -10,7 +11,7 @@
 #define N_SHARED 200
 #define N_HELD 20
 
-static struct daemon_proc d[2];
+static struct daemon_proc d[2], locker;
 static char root[128];
 
 /* Children of QUEUE's claims/ directory: claim nodes left (0 when it does not exist). */
@@ -101,6 +102,53 @@ static void nack_moves(zhandle_t *zh)
     deferd_close(c);
 }
 
+/* One root, both ways at once: a daemon whose queue has a limit locks its jobs (version 2),
+ * another claims them. The locker's consumer holds 16 before the claimer's comes; every job
+ * is delivered once, and nothing is left. */
+static void mixed_with_locks(zhandle_t *zh)
+{
+    static char ids[N_SHARED][DEFERD_ID_SIZE];
+    int seen[N_SHARED] = {0}, got[2] = {0}, bad = 0;
+    deferd_client *prod = client(&d[1]), *c[2] = {client(&locker), client(&d[1])};
+    deferd_job job;
+    for (int i = 0; i < N_SHARED; i++)
+        CHECK(put_job(prod, "emails", "mixed", 0, -1, -1, ids[i]) == 0);
+    CHECK(deferd_subscribe(c[0], "emails", 16) == DEFERD_OK);
+    deferd_job held[16];
+    for (int i = 0; i < 16; i++) { /* locked the version 2 way, held while the other claims */
+        CHECK(next_job_push(c[0], &held[i], 10000) == 0);
+        int at = id_index(ids, N_SHARED, held[i].id);
+        bad += at < 0 || seen[at]++ > 0;
+        got[0]++;
+    }
+    CHECK(deferd_subscribe(c[1], "emails", 16) == DEFERD_OK);
+    int64_t deadline = now_ms() + 30000;
+    while (got[1] < N_SHARED - 16 && now_ms() < deadline) {
+        if (next_job_push(c[1], &job, 200) != 0)
+            continue;
+        int at = id_index(ids, N_SHARED, job.id);
+        bad += at < 0 || seen[at]++ > 0 || job.attempt != 1;
+        got[1]++;
+        CHECK(deferd_ack(c[1], job.id) == DEFERD_OK);
+        deferd_job_clear(&job);
+    }
+    for (int i = 0; i < 16; i++) {
+        CHECK(deferd_ack(c[0], held[i].id) == DEFERD_OK);
+        deferd_job_clear(&held[i]);
+    }
+    CHECK(got[0] == 16 && got[1] == N_SHARED - 16 && bad == 0);
+    if (got[1] != N_SHARED - 16 || bad)
+        fprintf(stderr, "mixed: locked %d, claimed %d of %d, %d wrong\n", got[0], got[1],
+                N_SHARED - 16, bad);
+    CHECK(next_job_push(c[0], &job, 300) != 0); /* nothing more, to either */
+    CHECK(stats_has(&locker, " claims=0 ") == 1);
+    CHECK(wait_claims_left(zh, "emails", 0, 5000));
+    CHECK(zk_count_jobs(zh, root, "emails") == 0);
+    deferd_close(prod);
+    deferd_close(c[0]);
+    deferd_close(c[1]);
+}
+
 /* d0's consumer holds 20 claimed jobs when d0 is killed -9: once its session is gone, d1
  * recovers the claims and delivers every job again, same id, attempt 2. */
 static void killed_holder_recovered(zhandle_t *zh)
@@ -153,8 +201,13 @@ int main(void)
     if (daemons_start(d, 2, root, NULL) != 0)
         return 1;
     CHECK(wait_stats(&d[0], " layout_version=3 ", 1) && wait_stats(&d[1], " layout_version=3 ", 1));
+    static const char *const limited[] = {"queue.emails.concurrency=1000", NULL};
+    CHECK(daemon_start(&locker, root, "locker", limited) == 0 &&
+          daemon_wait_connected(&locker, 20000) == 0);
     delivered_once(zh);
     nack_moves(zh);
+    mixed_with_locks(zh);
+    daemon_kill(&locker, SIGTERM);
     killed_holder_recovered(zh);
     daemon_kill(&d[1], SIGTERM);
     zookeeper_close(zh);
