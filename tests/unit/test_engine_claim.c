@@ -289,8 +289,30 @@ static void test_unknown_until_connected(void)
     harness_stop();
 }
 
+/* With every claim multi allowed on its way (16), jobs falling due wait and go together,
+ * as one claim, at the next answer; one job at a time goes at once while there is room. */
+static void test_takes_merge_while_full(void)
+{
+    harness_start(QUEUES);
+    harness_claims_on();
+    struct conn *c = harness_consumer("a", 40);
+    for (int i = 0; i < 16; i++)
+        harness_listed("a", 0, 0, 1); /* one claim multi each: nothing waits for a batch */
+    CHECK(harness_multis() == 16);
+    CHECK_STR(harness_multi_ops(15), "delete job, create claim");
+    for (int i = 0; i < 3; i++)
+        harness_listed("a", 0, 0, 1);
+    CHECK(harness_multis() == 16); /* held: every multi allowed is out */
+    harness_multi_ok(0, 1);
+    CHECK(harness_multis() == 16);
+    CHECK_STR(harness_multi_ops(15), "delete job, delete job, delete job, create claim");
+    CHECK(c->njobs == 1);
+    harness_stop();
+}
+
 int main(void)
 {
+    test_takes_merge_while_full();
     test_unknown_until_connected();
     test_reconnected();
     test_claim_and_acks();

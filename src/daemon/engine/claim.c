@@ -600,14 +600,25 @@ static void flush_writes(struct claims *cs)
     }
 }
 
+/* While every claim multi allowed is on its way, takes wait for the next answer and go
+ * then as fewer, larger claims (about one operation a job; nothing waits at low load);
+ * at a full claim's worth, or at exit, they go at once. */
 static void on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct claims *cs = arg;
-    (void)fd;
     (void)what;
-    if (cs->npending)
+    int hold = fd != -2 && txnbatch_full(cs->locks) && cs->npending < CLAIM_JOBS_MAX &&
+               cs->session != 0;
+    if (cs->npending && !hold)
         flush_takes(cs);
     flush_writes(cs);
+}
+
+static void on_lock_answered(void *arg)
+{
+    struct claims *cs = arg;
+    if (cs->npending)
+        schedule_flush(cs);
 }
 
 int claim_ack(struct claims *cs, struct job *job, claim_written_fn done, void *ctx)
@@ -774,7 +785,7 @@ void claims_session_lost(struct claims *cs)
 
 void claims_close(struct claims *cs)
 {
-    on_flush(-1, 0, cs); /* what waits goes out before the batches close */
+    on_flush(-2, 0, cs); /* what waits goes out before the batches close */
     cs->closing = 1;
     for (struct claim *cl = cs->live, *next; cl; cl = next) {
         next = cl->next;
@@ -801,6 +812,7 @@ struct claims *claims_new(struct event_base *base, struct zkstore *zs, struct tx
         free(cs);
         return NULL;
     }
+    txnbatch_on_answer(locks, on_lock_answered, cs);
     return cs;
 }
 

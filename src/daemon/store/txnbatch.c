@@ -29,6 +29,8 @@ struct txnbatch {
     struct txn_item *head, **tail;  /* waiting to be sent */
     int inflight, max_inflight;
     int session_bound;          /* items of an earlier session fail instead of being sent */
+    void (*answered)(void *arg); /* txnbatch_on_answer's */
+    void *answered_arg;
     int closing;
     unsigned long long nitems, nmultis;
     struct txnbatch_trace *tr;  /* DEFERD_TXN_TRACE set: timings for STATS, else NULL */
@@ -169,6 +171,8 @@ static void on_multi(const struct zk_result *res, void *ctx)
             requeue(b, items);
         finish_item(it, res->op_err[bad], res->op_err + first, NULL);
         schedule_flush(b);
+        if (b->answered)
+            b->answered(b->answered_arg);
         return;
     }
     int first = 0;
@@ -180,6 +184,8 @@ static void on_multi(const struct zk_result *res, void *ctx)
         first += nops;
     }
     schedule_flush(b);
+    if (b->answered)
+        b->answered(b->answered_arg);
 }
 
 /* Takes the next batch off the waiting list: up to BATCH_ITEMS_MAX items, ZK_MULTI_MAX
@@ -412,4 +418,12 @@ int txnbatch_trace_format(struct txnbatch *b, const char *name, char *buf, size_
                      tr->rtt_us, tr->rtt_max_us, tr->ops_sent, tr->full_sends, tr->area_us,
                      tr->full_us, tr->busy_us, b->max_inflight);
     return n < 0 ? 0 : (size_t)n >= len ? (int)len - 1 : n;
+}
+
+int txnbatch_full(const struct txnbatch *b) { return b->inflight >= b->max_inflight; }
+
+void txnbatch_on_answer(struct txnbatch *b, void (*fn)(void *arg), void *arg)
+{
+    b->answered = fn;
+    b->answered_arg = arg;
 }

@@ -50,6 +50,12 @@ int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_d
 /* The size txnbatch_add counts for OPS, to compare with TXN_ITEM_BYTES_MAX. */
 size_t txnbatch_bytes(const struct zk_txn_op *ops, int nops);
 
+/* 1 when an item added now would wait: every multi allowed is on its way. */
+int txnbatch_full(const struct txnbatch *b);
+/* FN(ARG) once each multi is answered (one listener): a caller that holds its items back
+ * while the batch is full, to make fewer and larger ones, adds them then. */
+void txnbatch_on_answer(struct txnbatch *b, void (*fn)(void *arg), void *arg);
+
 /* Items added and multis sent so far, for STATS. */
 void txnbatch_counts(const struct txnbatch *b, unsigned long long *items,
                      unsigned long long *multis);
