@@ -36,6 +36,13 @@ int admin_sorted_children(struct admin *a, const char *path, struct String_vecto
 int admin_counter(struct admin *a, const char *queue, int delta, char *path, size_t len,
                   char *value, size_t vlen, int *version);
 
+/* Layout version 3 (admin_claims.c): the claim holding the job at PATH of QUEUE. ZOK with
+ * the daemon holding it (host:pid) in HOLDER and, when JOB is given, its payload, size and
+ * deliveries (JOB's jn must be set); ZNONODE when no claim holds it; another code when the
+ * claims could not be listed. */
+int admin_find_claimed(struct admin *a, const char *queue, const char *path,
+                       struct admin_job *job, char *holder, size_t hlen);
+
 /* A packed job as its pack holds it (admin_packs.c). */
 struct admin_packed {
     int in;                         /* the job is in the pack as read */

@@ -428,15 +428,30 @@ static void read_holder(struct admin *a, const char *path, char *holder, size_t 
     holder[n] = '\0';
 }
 
+static int in_flight_by(const char *holder, const char *id, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "job %s is in flight (held by deferd at %s for one of its "
+             "consumers): the consumer's ack or nack decides; try again once it is released",
+             id, holder[0] ? holder : "?");
+    return ADMIN_IN_FLIGHT;
+}
+
 static int in_flight(struct admin *a, const char *path, const char *id, char *err,
                      size_t errlen)
 {
     char holder[128];
     read_holder(a, path, holder, sizeof holder);
-    snprintf(err, errlen, "job %s is in flight (held by deferd at %s for one of its "
-             "consumers): the consumer's ack or nack decides; try again once it is released",
-             id, holder[0] ? holder : "?");
-    return ADMIN_IN_FLIGHT;
+    return in_flight_by(holder, id, err, errlen);
+}
+
+/* The job is gone from its bucket: not found, or held in a claim (layout version 3). */
+static int gone_or_claimed(struct admin *a, const struct located *at, const char *id,
+                           char *err, size_t errlen)
+{
+    char holder[128];
+    if (admin_find_claimed(a, at->queue, at->path, NULL, holder, sizeof holder) == ZOK)
+        return in_flight_by(holder, id, err, errlen);
+    return not_found(err, errlen, id);
 }
 
 static int read_job(struct admin *a, const char *path, struct admin_job *out)
@@ -588,6 +603,8 @@ int admin_show(struct admin *a, const char *id, struct admin_job *out, char *err
         return rc == 0 ? 0 : (snprintf(err, errlen, "out of memory"), -1);
     }
     rc = read_job(a, at.path, out);
+    if (rc == ZNONODE && !at.pk.in) /* claimed (layout version 3): out of its bucket */
+        rc = admin_find_claimed(a, at.queue, at.path, out, out->holder, sizeof out->holder);
     if (rc == ZNONODE) { /* dead letters keep the name: one more O(1) look */
         layout_dead_path(at.path, sizeof at.path, a->cfg.zk_root, at.queue, &at.jn);
         out->dead = 1;
@@ -834,7 +851,7 @@ int admin_cancel(struct admin *a, struct admin_which *w, int force, char *err, s
     }
     snprintf(w->found, sizeof w->found, "%s", t.id);
     if (rc == ZNONODE && failed == FAILED_JOB)
-        return not_found(err, errlen, t.id);
+        return gone_or_claimed(a, &t.at, t.id, err, errlen);
     if (rc == ZNOTEMPTY && !force)
         return in_flight(a, t.at.path, t.id, err, errlen);
     if (failed == FAILED_FOREIGN_KIDS)
@@ -921,7 +938,7 @@ int admin_reschedule(struct admin *a, struct admin_which *w, uint64_t due_ms,
     }
     snprintf(w->found, sizeof w->found, "%s", t.id);
     if (rc == ZNONODE)
-        return gone ? not_found(err, errlen, t.id)
+        return gone ? gone_or_claimed(a, &t.at, t.id, err, errlen)
                     : (snprintf(err, errlen, "job %s: its key node kept changing; nothing was "
                                 "moved, try again", t.id), -1);
     if (rc == ZNOTEMPTY)

@@ -165,6 +165,17 @@ static void killed_holder_recovered(zhandle_t *zh)
         deferd_job_clear(&job);
     }
     CHECK(claims_left(zh, "b") >= 1 && zk_count_jobs(zh, root, "b") == 0);
+    /* out of its bucket, yet deferctl finds it in its claim, and will not cancel it */
+    char args[512], out[4096], pid[32];
+    snprintf(args, sizeof args, "show %s", ids[0]);
+    snprintf(pid, sizeof pid, ":%d (", (int)d[0].pid);
+    CHECK(run_deferctl(&d[1], args, out, sizeof out) == 0);
+    CHECK_CONTAINS(out, "held by:  deferd at ");
+    CHECK_CONTAINS(out, pid);
+    CHECK_CONTAINS(out, "attempts: 1");
+    snprintf(args, sizeof args, "cancel %s 2>&1", ids[0]);
+    CHECK(run_deferctl(&d[1], args, out, sizeof out) != 0);
+    CHECK_CONTAINS(out, "is in flight");
     long mark = log_mark(&d[1]);
     daemon_kill(&d[0], SIGKILL);
     deferd_close(holder);
