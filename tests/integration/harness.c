@@ -148,6 +148,21 @@ int daemon_wait_connected(const struct daemon_proc *d, int ms)
     return up ? 0 : -1;
 }
 
+/* 1 the first time this process prepares DIR: a directory of that name is then another
+ * process's, left behind by a failed run whose pid this one got again (its log would be
+ * appended to, and its lines counted: integration.log failed so). */
+static int first_use(const char *dir)
+{
+    static char used[64][256];
+    static int nused;
+    for (int i = 0; i < nused; i++)
+        if (strcmp(used[i], dir) == 0)
+            return 0;
+    if (nused < 64)
+        snprintf(used[nused++], sizeof used[0], "%s", dir);
+    return 1;
+}
+
 int daemon_prepare(struct daemon_proc *d, const char *root, const char *tag)
 {
     memset(d, 0, sizeof *d);
@@ -155,6 +170,11 @@ int daemon_prepare(struct daemon_proc *d, const char *root, const char *tag)
     mkdir(d->dir, 0755);
     snprintf(d->sock, sizeof d->sock, "%s/deferd.sock", d->dir);
     snprintf(d->log, sizeof d->log, "%s/deferd.log", d->dir);
+    if (first_use(d->dir)) { /* a stale run's log emptied (kept: a test may have made it,
+                              * as integration.log's journal case does, by its inode) */
+        if (truncate(d->log, 0) != 0 && errno != ENOENT)
+            fprintf(stderr, "harness: cannot empty %s: %s\n", d->log, strerror(errno));
+    }
     snprintf(d->root, sizeof d->root, "%s", root);
     return write_config(d);
 }
