@@ -80,6 +80,7 @@ struct admin_job {
     struct job_name jn;
     uint32_t attempts;      /* deliveries so far: durable, from the name and the cversion */
     int locked;             /* held by a consumer, or locked by a daemon just before due */
+    int claimed;            /* list: held in a claim (layout version 3), its znode gone */
     int dead;               /* show: found among the dead letters */
     int32_t bytes;
     uint32_t ttr_ms;        /* list, show: the lease each delivery gets (jn.ttr_ms, else */

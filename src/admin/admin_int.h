@@ -42,6 +42,15 @@ int admin_counter(struct admin *a, const char *queue, int delta, char *path, siz
  * claims could not be listed. */
 int admin_find_claimed(struct admin *a, const char *queue, const char *path,
                        struct admin_job *job, char *holder, size_t hlen);
+/* Every job held in a claim of QUEUE, claim by claim: FN(CTX, record, claim's name) goes
+ * on while it returns ZOK, and its other code ends the visit and is returned. ZOK when the
+ * queue has no claims; claims settled or unreadable since the listing are skipped. */
+struct claim_record;
+typedef int (*admin_claimed_fn)(void *ctx, const struct claim_record *r, const char *claim);
+int admin_claims_visit(struct admin *a, const char *queue, admin_claimed_fn fn, void *ctx);
+/* The daemon holding claim NAME: its session node's data (host:pid), or a text saying the
+ * session is gone. */
+void admin_claim_holder(struct admin *a, const char *name, char *holder, size_t len);
 
 /* A packed job as its pack holds it (admin_packs.c). */
 struct admin_packed {

@@ -6,6 +6,7 @@
 
 #include "admin_int.h"
 #include "attempts.h"
+#include "claimdata.h"
 #include "jobedit.h"
 #include "units.h"
 
@@ -233,8 +234,8 @@ static int stat_rows(struct admin *a, const char *queue, struct admin_job *rows,
     pthread_mutex_lock(&w.mu);
     for (size_t i = 0; i < n; i++) {
         char path[LAYOUT_PATH_MAX];
-        if (rows[i].jn.pack[0])
-            continue; /* filled from its pack */
+        if (rows[i].jn.pack[0] || rows[i].claimed)
+            continue; /* filled from its pack or its claim */
         asks[i] = (struct stat_ask){&w, &rows[i], preview};
         layout_job_path(path, sizeof path, a->cfg.zk_root, queue, &rows[i].jn);
         int arc = preview ? zoo_aget(a->zh, path, 0, on_data, &asks[i])
@@ -259,7 +260,7 @@ static void holder_rows(struct admin *a, const char *queue, struct admin_job *ro
 {
     for (size_t i = 0; i < n; i++) {
         char path[LAYOUT_PATH_MAX];
-        if (!rows[i].locked || rows[i].jn.pack[0] || rows[i].bytes < 0)
+        if (!rows[i].locked || rows[i].jn.pack[0] || rows[i].claimed || rows[i].bytes < 0)
             continue;
         layout_job_path(path, sizeof path, a->cfg.zk_root, queue, &rows[i].jn);
         read_holder(a, path, rows[i].holder, sizeof rows[i].holder);
@@ -316,6 +317,61 @@ static int add_packs(struct admin *a, struct page *pg, const char *queue)
     return rc;
 }
 
+/* ---- claimed jobs in the page (layout version 3) ---- */
+
+struct claimed_page {
+    struct admin *a;
+    struct page *pg;
+    char claim[64];             /* the claim HOLDER was read for */
+    char holder[128];
+};
+
+static int add_claimed(void *ctx, const struct claim_record *r, const char *claim)
+{
+    struct claimed_page *cp = ctx;
+    struct page *pg = cp->pg;
+    char name[LAYOUT_NAME_MAX + 1];
+    const char *slash = memrchr(r->path, '/', r->path_len);
+    const char *base = slash ? slash + 1 : r->path;
+    size_t len = r->path_len - (size_t)(base - r->path);
+    struct job_name jn;
+    if (len >= sizeof name)
+        return ZOK;
+    memcpy(name, base, len);
+    name[len] = '\0';
+    if (layout_parse_name(name, &jn) != 0 || !wanted(pg, &jn))
+        return ZOK;
+    if (add_row(pg, &jn) != 0)
+        return ZSYSTEMERROR;
+    struct admin_job *row = &pg->rows[pg->n - 1];
+    row->claimed = row->locked = 1;
+    row->bytes = (int32_t)r->len;
+    row->attempts = jn.prior_attempts + r->deliveries;
+    size_t keep = r->len < pg->o->preview ? r->len : pg->o->preview;
+    if (keep && (row->payload = malloc(keep + 1)) != NULL) {
+        memcpy(row->payload, r->payload, keep);
+        row->len = (int)keep;
+    }
+    if (pg->o->preview) { /* one read a claim, not a job */
+        if (strcmp(cp->claim, claim) != 0) {
+            snprintf(cp->claim, sizeof cp->claim, "%s", claim);
+            admin_claim_holder(cp->a, claim, cp->holder, sizeof cp->holder);
+        }
+        snprintf(row->holder, sizeof row->holder, "%s", cp->holder);
+    }
+    return ZOK;
+}
+
+/* Claimed jobs left their buckets: every claim of the queue is read, its jobs in the page's
+ * window merged in due order. */
+static int add_claims(struct admin *a, struct page *pg, const char *queue)
+{
+    struct claimed_page cp = {.a = a, .pg = pg};
+    int rc = admin_claims_visit(a, queue, add_claimed, &cp);
+    keep_first(pg);
+    return rc;
+}
+
 /* The lease a delivery of the job gets, as the daemon picks it: the job's own ttr, else
  * its queue's (a name without ttr= follows the queue's setting). */
 static void effective_ttr(struct admin_job *j, const struct queue_config *qc)
@@ -345,6 +401,8 @@ int admin_list(struct admin *a, const char *queue, const struct admin_list_opts 
     int rc = walk(a, &pg, dir, 1, 0);
     if (rc == ZOK && (rc = add_packs(a, &pg, queue)) != ZOK)
         layout_packs_path(dir, sizeof dir, a->cfg.zk_root, queue);
+    if (rc == ZOK && (rc = add_claims(a, &pg, queue)) != ZOK)
+        layout_queue_path(dir, sizeof dir, a->cfg.zk_root, queue, LAYOUT_CLAIMS, NULL);
     size_t shown = pg.n < o->limit ? pg.n : o->limit;
     if (rc == ZOK)
         rc = stat_rows(a, queue, pg.rows, shown, o->preview);

@@ -176,6 +176,18 @@ static void killed_holder_recovered(zhandle_t *zh)
     snprintf(args, sizeof args, "cancel %s 2>&1", ids[0]);
     CHECK(run_deferctl(&d[1], args, out, sizeof out) != 0);
     CHECK_CONTAINS(out, "is in flight");
+    /* and lists it among the queue's jobs, in flight: every held one, none twice */
+    static char listed[65536];
+    CHECK(run_deferctl(&d[1], "list b --limit 1000", listed, sizeof listed) == 0);
+    int rows = 0;
+    for (int i = 0; i < N_HELD; i++) {
+        const char *at = strstr(listed, ids[i]);
+        rows += at != NULL;
+        CHECK(at && !strstr(at + 1, ids[i]));
+        const char *eol = at ? strchr(at, '\n') : NULL;
+        CHECK(eol && memmem(at, (size_t)(eol - at), "in-flight", 9) != NULL);
+    }
+    CHECK(rows == N_HELD);
     long mark = log_mark(&d[1]);
     daemon_kill(&d[0], SIGKILL);
     deferd_close(holder);

@@ -3,7 +3,8 @@
  * then go together; a failing operation fails its item alone and the others are sent
  * again until they pass; connection errors reach every item of the multi; items of an
  * earlier session fail when the batch is session bound; each DONE comes exactly once,
- * never from within txnbatch_add. */
+ * never from within txnbatch_add; what waits while every multi is out goes as one multi
+ * up to TXN_BATCH_ITEMS_MAX items. */
 #include <event2/event.h>
 #include <stdlib.h>
 
@@ -11,7 +12,7 @@
 #include "fake_zkstore.h"
 #include "txnbatch.h"
 
-#define ITEMS_MAX 300
+#define ITEMS_MAX (TXN_BATCH_ITEMS_MAX + 200)
 #define OPS_MAX 8
 
 /* One item a test added, and what its DONE was told. */
@@ -397,6 +398,39 @@ static void limits(void)
     finish(b, zs);
 }
 
+/* While the one multi allowed is out, 1,124 items wait; its answer sends the first
+ * TXN_BATCH_ITEMS_MAX of them in one multi, the next answer the rest: batches grow with
+ * the wait instead of a fixed 128. */
+static void grows_while_waiting(void)
+{
+    struct zkstore *zs = fake_zk_new(7);
+    struct txnbatch *b = batch_new(zs, 1, 0);
+    int first = add(b, "/first", 1);
+    turn();
+    CHECK(fake_zk_pending(zs) == 1);
+    int n = TXN_BATCH_ITEMS_MAX + 100;
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "/w%d", i);
+        add(b, name, 1);
+    }
+    turn();
+    CHECK(fake_zk_pending(zs) == 1); /* all wait behind the first */
+    fake_zk_ok(zs, 0);
+    CHECK(passed(first));
+    turn();
+    CHECK(fake_zk_pending(zs) == 1);
+    CHECK(fake_zk_multi(zs, 0)->nops == TXN_BATCH_ITEMS_MAX && TXN_BATCH_ITEMS_MAX >= 1024);
+    fake_zk_ok(zs, 0);
+    turn();
+    CHECK(fake_zk_pending(zs) == 1 && fake_zk_multi(zs, 0)->nops == 100);
+    fake_zk_ok(zs, 0);
+    for (int i = 0; i <= n; i++)
+        CHECK(passed(i));
+    check_counts(b, (unsigned long long)n + 1, 3);
+    finish(b, zs);
+}
+
 /* At close what waits is sent (the store's close answers it); later adds fail with
  * ZCLOSING and DONE is not called; rolled-back items fail with ZCLOSING. */
 static void closing(void)
@@ -435,6 +469,7 @@ int main(void)
     connection_errors();
     session_bound();
     limits();
+    grows_while_waiting();
     closing();
     event_base_free(base);
     return check_report("txnbatch");

@@ -286,13 +286,19 @@ static void collect(struct mirror *m, struct dir *dir, const struct zk_result *r
 static void apply_listing(struct mirror *m, struct dir *dir, const struct zk_result *res)
 {
     char path[LAYOUT_PATH_MAX];
-    size_t bytes = 0;
+    size_t bytes = 0, dlen = strlen(dir->path);
     dir->gen++;
+    if (dlen + 1 < sizeof path) { /* not snprintf: this runs for every name listed */
+        memcpy(path, dir->path, dlen);
+        path[dlen] = '/';
+    }
     for (int i = 0; i < res->nchildren; i++) {
         const char *name = res->children[i];
-        bytes += 4 + strlen(name);
-        if (snprintf(path, sizeof path, "%s/%s", dir->path, name) >= (int)sizeof path)
+        size_t nlen = strlen(name);
+        bytes += 4 + nlen;
+        if (dlen + 1 + nlen >= sizeof path)
             continue;
+        memcpy(path + dlen + 1, name, nlen + 1);
         if (dir->level == LAYOUT_DEPTH && layout_valid_shard(name))
             shard_listed(m, dir, path);
         else if (dir->level >= LAYOUT_DEPTH)

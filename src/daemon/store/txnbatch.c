@@ -7,7 +7,6 @@
 #include <time.h>
 
 
-#define BATCH_ITEMS_MAX 128
 #define BATCH_BYTES_MAX (512 * 1024) /* well inside ZooKeeper's 1 MB packet limit */
 
 struct txn_item {
@@ -43,7 +42,7 @@ struct txnbatch_trace {
     unsigned long long waited, wait_us, wait_max_us;  /* items sent, their waits */
     unsigned long long answered, rtt_us, rtt_max_us;  /* multis answered, their round trips */
     unsigned long long ops_sent;                      /* operations in the multis sent */
-    unsigned long long full_sends;                    /* sends that filled BATCH_ITEMS_MAX */
+    unsigned long long full_sends;                    /* sends that filled TXN_BATCH_ITEMS_MAX */
     int64_t last_us;                                  /* last change of inflight */
     unsigned long long area_us;                       /* integral of inflight over time */
     unsigned long long full_us;                       /* time with inflight == max_inflight */
@@ -188,14 +187,14 @@ static void on_multi(const struct zk_result *res, void *ctx)
         b->answered(b->answered_arg);
 }
 
-/* Takes the next batch off the waiting list: up to BATCH_ITEMS_MAX items, ZK_MULTI_MAX
+/* Takes the next batch off the waiting list: up to TXN_BATCH_ITEMS_MAX items, ZK_MULTI_MAX
  * operations and BATCH_BYTES_MAX bytes (a bigger item goes alone). */
 static struct txn_item *take(struct txnbatch *b, int *nops)
 {
     struct txn_item *items = b->head, **pp = &b->head;
     size_t bytes = 0;
     int n = 0, ops = 0;
-    while (*pp && n < BATCH_ITEMS_MAX && ops + (*pp)->nops <= ZK_MULTI_MAX &&
+    while (*pp && n < TXN_BATCH_ITEMS_MAX && ops + (*pp)->nops <= ZK_MULTI_MAX &&
            (n == 0 || bytes + (*pp)->bytes <= BATCH_BYTES_MAX)) {
         int last = (*pp)->last_of_batch;
         (*pp)->last_of_batch = 0;
@@ -248,7 +247,7 @@ static int send_batch(struct txnbatch *b)
                 it->added_us = now; /* sent again after a rollback: its next wait from here */
             }
             b->tr->ops_sent += (unsigned long long)nops;
-            b->tr->full_sends += n >= BATCH_ITEMS_MAX;
+            b->tr->full_sends += n >= TXN_BATCH_ITEMS_MAX;
             trace_inflight(b, now);
         }
         rc = zkstore_multi(b->zs, ops, nops, on_multi, s);

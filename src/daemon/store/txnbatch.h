@@ -24,6 +24,11 @@ struct event_base;
  * ZooKeeper request: jute.maxbuffer is 1 MiB by default. */
 #define TXN_ITEM_BYTES_MAX 1040000
 #define TXN_OP_OVERHEAD 64
+/* A multi carries at most this many items: while every multi allowed is on its way, work
+ * waits and the next multi takes all of it (also at most ZK_MULTI_MAX operations and 512 KB),
+ * so batches grow when ZooKeeper answers slowly (issue 43: 128 capped puts at ~55,000/s on a
+ * slow log with 5,000 in flight, 1,024 let them reach ~64,000-77,000). */
+#define TXN_BATCH_ITEMS_MAX 1024
 /* A put's transaction (a set's, a pack's write) is sent at most this often, each send after
  * fixing one thing ZooKeeper refused (a directory, a taken key, a pack rewritten meanwhile);
  * then it is answered as failed. */
