@@ -464,8 +464,120 @@ static void claim_names(void)
     CHECK_STR(path, "/d/sessions");
 }
 
+/* The formatters write without snprintf (they run several times a put): the old snprintf
+ * versions, kept here as the reference, must give the same text and the same refusals
+ * for random names, with every buffer size from 1 byte to enough. */
+static int ref_format_name(const struct job_name *jn, char *buf, size_t len)
+{
+    if (jn->due_ms > LAYOUT_DUE_MAX || !layout_valid_uid(jn->uid))
+        return -1;
+    int n = snprintf(buf, len, "%llu-%u-%s", (unsigned long long)jn->due_ms, jn->priority,
+                     jn->uid);
+    if (n > 0 && jn->prior_attempts && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "-a%u", jn->prior_attempts);
+    if (n > 0 && jn->ttr_ms && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "-t%u", jn->ttr_ms);
+    if (jn->group[0] && !names_valid_group(jn->group))
+        return -1;
+    if (n > 0 && jn->group[0] && (size_t)n + 2 + strlen(jn->group) < len) {
+        n += snprintf(buf + n, len - (size_t)n, "-g");
+        for (const char *g = jn->group; *g; g++)
+            buf[n++] = *g == '-' ? '~' : *g;
+        buf[n] = '\0';
+    } else if (jn->group[0]) {
+        return -1;
+    }
+    if (jn->flow[0] && !layout_valid_uid(jn->flow))
+        return -1;
+    if (n > 0 && jn->flow[0] && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "-f%s", jn->flow);
+    if (n > 0 && jn->has_results && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "-r%u.%u", jn->flow_acked, jn->flow_dead);
+    if (jn->key[0] && !names_valid_key(jn->key))
+        return -1;
+    if (n > 0 && jn->key[0] && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "-k%s", jn->key);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+static int ref_job_path(char *buf, size_t len, const char *root, const char *queue,
+                        const struct job_name *jn)
+{
+    char name[LAYOUT_NAME_MAX + 1];
+    if (ref_format_name(jn, name, sizeof name) != 0)
+        return -1;
+    int n = snprintf(buf, len, "%s/queues/%s/jobs", root, queue);
+    for (int l = 1; l <= LAYOUT_DEPTH && n > 0 && (size_t)n < len; l++)
+        n += snprintf(buf + n, len - (size_t)n, "/%llu",
+                      (unsigned long long)layout_bucket_of(jn->due_ms, l));
+    if (n < 0 || (size_t)n >= len || (jn->shard[0] && !layout_valid_shard(jn->shard)))
+        return -1;
+    size_t used = (size_t)n;
+    n = snprintf(buf + used, len - used, "%s%s/%s", jn->shard[0] ? "/" : "", jn->shard, name);
+    return n > 0 && (size_t)n < len - used ? 0 : -1;
+}
+
+static void random_text(char *out, size_t max, const char *alphabet)
+{
+    size_t n = 1 + (size_t)rand() % max, k = strlen(alphabet);
+    for (size_t i = 0; i < n; i++)
+        out[i] = alphabet[(size_t)rand() % k];
+    out[n] = '\0';
+}
+
+static void random_name(struct job_name *jn)
+{
+    static const char *const lower = "0123456789abcdefghijklmnopqrstuvwxyz";
+    memset(jn, 0, sizeof *jn);
+    jn->due_ms = rand() % 8 ? (uint64_t)rand() * 1000003ULL % (LAYOUT_DUE_MAX + 2) : (uint64_t)rand();
+    jn->priority = rand() % 3 ? (uint32_t)rand() : UINT32_MAX;
+    random_text(jn->uid, rand() % 16 ? 16 : LAYOUT_UID_MAX, lower);
+    jn->prior_attempts = rand() % 2 ? (uint32_t)rand() % 100000 : 0;
+    jn->ttr_ms = rand() % 2 ? (uint32_t)rand() : 0;
+    if (rand() % 3 == 0)
+        random_text(jn->group, 12, rand() % 4 ? "abc-XY:@9" : "-_.bad!");
+    if (rand() % 3 == 0)
+        random_text(jn->flow, 16, lower);
+    jn->has_results = rand() % 4 == 0;
+    jn->flow_acked = (uint32_t)rand();
+    jn->flow_dead = (uint32_t)rand() % 7;
+    if (rand() % 3 == 0)
+        random_text(jn->key, 40, rand() % 4 ? "ab-c:d@1_." : "/ x");
+    if (rand() % 3 == 0)
+        random_text(jn->shard, 6, "s0a-");
+    if (rand() % 5 == 0)
+        jn->uid[0] = rand() % 2 ? 'A' : '\0'; /* not a uid: refused by both */
+}
+
+static void formats_match_snprintf(void)
+{
+    srand(43);
+    int compared = 0, refused = 0;
+    for (int t = 0; t < 3000; t++) {
+        struct job_name jn;
+        random_name(&jn);
+        char want[LAYOUT_PATH_MAX], got[LAYOUT_PATH_MAX];
+        for (size_t len = 1; len <= sizeof want; len += len < 200 ? 1 : 97) {
+            int rw = ref_format_name(&jn, want, len), rg = layout_format_name(&jn, got, len);
+            CHECK(rw == rg);
+            if (rw == 0 && rg == 0)
+                CHECK(strcmp(want, got) == 0);
+            rw = ref_job_path(want, len, "/deferd", "emails", &jn);
+            rg = layout_job_path(got, len, "/deferd", "emails", &jn);
+            CHECK(rw == rg);
+            if (rw == 0 && rg == 0) {
+                CHECK(strcmp(want, got) == 0);
+                compared++;
+            }
+            refused += rw != 0;
+        }
+    }
+    CHECK(compared > 1000 && refused > 1000); /* both sides of the edge were tried */
+}
+
 int main(void)
 {
+    formats_match_snprintf();
     claim_names();
     slot_names();
     flow_names();

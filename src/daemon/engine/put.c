@@ -53,7 +53,10 @@ static void reply_single(struct put *p)
 {
     const struct putjob *pj = putset_job(p->parts[0], 0); /* a single put: never dup_of */
     char text[LAYOUT_ID_MAX + 16];
-    snprintf(text, sizeof text, "%s%s", pj->id, pj->dup && !pj->stored_before && !pj->retried ? " duplicate" : "");
+    size_t n = strlen(pj->id); /* an id fits LAYOUT_ID_MAX */
+    memcpy(text, pj->id, n + 1);
+    if (pj->dup && !pj->stored_before && !pj->retried)
+        memcpy(text + n, " duplicate", sizeof " duplicate");
     reply_ok(p->r, text);
 }
 

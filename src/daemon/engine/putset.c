@@ -332,7 +332,8 @@ static int name_job(struct putset *ps, struct putjob *pj)
         rc = prepare_key_dir(ps->env, pj->key_path);
     if (rc == ZOK && pj->token_path[0])
         rc = tokens_prepare_dir(ps->env->d->zs, ps->env->keydirs, pj->token_path);
-    if (rc == ZOK && (layout_key_data(pj->key_data, sizeof pj->key_data, &pj->jn) != 0 ||
+    if (rc == ZOK && ((pj->jn.key[0] && /* the key node's data: only a keyed job has one */
+                       layout_key_data(pj->key_data, sizeof pj->key_data, &pj->jn) != 0) ||
                       layout_job_id(pj->id, sizeof pj->id, pj->q->cfg->name, &pj->jn) != 0))
         rc = ZK_ETOOLONG;
     pj->named = rc == ZOK;

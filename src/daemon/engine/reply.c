@@ -7,9 +7,15 @@
 
 void reply_ok(struct reply *r, const char *text)
 {
-    char *line = NULL;
-    if (asprintf(&line, text ? "OK %s" : "OK%s", text ? text : "") < 0)
-        line = NULL;
+    size_t n = text ? strlen(text) : 0;
+    char *line = malloc(n + 4); /* "OK", ' ', the text, NUL: once a put, so no asprintf */
+    if (line) {
+        memcpy(line, "OK ", 3);
+        if (text)
+            memcpy(line + 3, text, n + 1);
+        else
+            line[2] = '\0';
+    }
     r->complete(r, line);
 }
 

@@ -13,8 +13,12 @@ int uid_init(struct uidgen *g)
     return 0;
 }
 
+/* "%08llx%08llx" of the prefix and the counter, written by hand: once a put. */
 void uid_next(struct uidgen *g, char uid[LAYOUT_UID_MAX + 1])
 {
-    snprintf(uid, LAYOUT_UID_MAX + 1, "%08llx%08llx", (unsigned long long)g->prefix,
-             (unsigned long long)(g->counter++ & 0xffffffffULL));
+    static const char hex[] = "0123456789abcdef";
+    uint64_t v = (uint64_t)(g->prefix & 0xffffffffULL) << 32 | (g->counter++ & 0xffffffffULL);
+    for (int i = 15; i >= 0; i--, v >>= 4)
+        uid[i] = hex[v & 0xf];
+    uid[16] = '\0';
 }
