@@ -11,8 +11,8 @@
 
 struct txn_item {
     struct txn_item *next;
-    struct zk_txn_op *ops;
-    char **copies;              /* each operation's path and data */
+    struct zk_txn_op *ops;      /* in the same block as the item, and so are their paths
+                                 * and data: one malloc a transaction (copy_ops) */
     int nops;
     size_t bytes;
     int64_t session;            /* the session it was added in */
@@ -79,20 +79,18 @@ struct sent {
     int64_t sent_us;            /* trace only */
 };
 
-static void free_item(struct txn_item *it)
-{
-    for (int i = 0; it->copies && i < 2 * it->nops; i++)
-        free(it->copies[i]);
-    free(it->copies);
-    free(it->ops);
-    free(it);
-}
+static void free_item(struct txn_item *it) { free(it); }
 
-/* Calls the item's DONE with RC and the item's slice of the per-operation errors. */
+/* Calls the item's DONE with RC and the item's slice of the per-operation errors (on the
+ * stack for the usual few operations: this runs once a transaction). */
 static void finish_item(struct txn_item *it, int rc, const int *op_err, char **op_path)
 {
-    int *errs = calloc((size_t)it->nops, sizeof *errs);
-    char **paths = calloc((size_t)it->nops, sizeof *paths);
+    enum { FEW = 16 };
+    int few_errs[FEW];
+    char *few_paths[FEW];
+    int few = it->nops <= FEW;
+    int *errs = few ? few_errs : calloc((size_t)it->nops, sizeof *errs);
+    char **paths = few ? few_paths : calloc((size_t)it->nops, sizeof *paths);
     if (!errs || !paths) { /* report it without per-operation detail */
         op_err = NULL;
         rc = rc == ZOK ? ZK_ENOMEM : rc;
@@ -105,8 +103,10 @@ static void finish_item(struct txn_item *it, int rc, const int *op_err, char **o
                           .op_path = paths};
     if (it->done)
         it->done(&r, it->ctx);
-    free(errs);
-    free(paths);
+    if (!few) {
+        free(errs);
+        free(paths);
+    }
     free_item(it);
 }
 
@@ -304,31 +304,38 @@ size_t txnbatch_bytes(const struct zk_txn_op *ops, int nops)
     return bytes;
 }
 
-/* Copies OPS, their paths and data, into IT. */
-static int copy_ops(struct txn_item *it, const struct zk_txn_op *ops, int nops)
+static int has_data(const struct zk_txn_op *op)
 {
+    return (op->kind == ZT_CREATE || op->kind == ZT_SET) && op->len && op->data;
+}
+
+/* A new item holding copies of OPS, their paths and data, in one block; NULL when out of
+ * memory. */
+static struct txn_item *copy_ops(const struct zk_txn_op *ops, int nops)
+{
+    size_t size = sizeof(struct txn_item) + (size_t)nops * sizeof(struct zk_txn_op);
+    for (int i = 0; i < nops; i++)
+        size += strlen(ops[i].path) + 1 + (has_data(&ops[i]) ? ops[i].len : 0);
+    struct txn_item *it = malloc(size);
+    if (!it)
+        return NULL;
+    memset(it, 0, sizeof *it);
     it->nops = nops;
-    it->ops = calloc((size_t)nops, sizeof *it->ops);
-    it->copies = calloc(2 * (size_t)nops, sizeof *it->copies);
-    if (!it->ops || !it->copies)
-        return -1;
+    it->ops = (struct zk_txn_op *)(it + 1);
+    char *at = (char *)(it->ops + nops);
     for (int i = 0; i < nops; i++) {
+        size_t plen = strlen(ops[i].path) + 1;
         it->ops[i] = ops[i];
-        char *path = it->copies[2 * i] = strdup(ops[i].path);
-        char *data = NULL;
-        int has_data = ops[i].kind == ZT_CREATE || ops[i].kind == ZT_SET;
-        if (has_data && ops[i].len) {
-            data = it->copies[2 * i + 1] = malloc(ops[i].len);
-            if (data)
-                memcpy(data, ops[i].data, ops[i].len);
+        it->ops[i].path = memcpy(at, ops[i].path, plen);
+        at += plen;
+        it->ops[i].data = NULL;
+        if (has_data(&ops[i])) {
+            it->ops[i].data = memcpy(at, ops[i].data, ops[i].len);
+            at += ops[i].len;
         }
-        if (!path || (has_data && ops[i].len && !data))
-            return -1;
-        it->ops[i].path = path;
-        it->ops[i].data = data;
     }
     it->bytes = txnbatch_bytes(ops, nops);
-    return 0;
+    return it;
 }
 
 int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_done_fn done,
@@ -338,13 +345,9 @@ int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_d
         return ZCLOSING;
     if (nops < 1 || nops > ZK_MULTI_MAX)
         return ZK_EINVAL;
-    struct txn_item *it = calloc(1, sizeof *it);
+    struct txn_item *it = copy_ops(ops, nops);
     if (!it)
         return ZK_ENOMEM;
-    if (copy_ops(it, ops, nops) != 0) {
-        free_item(it);
-        return ZK_ENOMEM;
-    }
     it->session = zkstore_session_id(b->zs);
     if (b->tr)
         it->added_us = mono_us();
