@@ -491,10 +491,11 @@ static void on_job_stored(void *engine, struct dqueue *q, const char *path, int6
 {
     struct dispatcher *ds = engine;
     int64_t now = cluster_now_ms();
-    mirror_job_created(ds->d->mirror, q, path);
+    struct mirror_entry *e = mirror_job_created(ds->d->mirror, q, path);
     if (len > KEEP_PAYLOAD_MAX || !*payload)
         return;
-    struct job *job = job_find_path(ds, path);
+    /* the entry is the job's (on_job_listed), found without a second lookup */
+    struct job *job = e ? (struct job *)((char *)e - offsetof(struct job, listed)) : NULL;
     if (!job) {
         if (due_ms <= now + (int64_t)ds->d->cfg->lookahead_ms + STASH_AHEAD_MS &&
             stash_put(ds->stash, path, *payload, len, due_ms + STASH_KEEP_MS, now) == 0)

@@ -189,22 +189,23 @@ static void dir_remove(struct mirror *m, struct dir *dir)
     free(dir);
 }
 
-static void job_listed(struct mirror *m, struct dir *leaf, const char *path, const char *name)
+static struct mirror_entry *job_listed(struct mirror *m, struct dir *leaf, const char *path,
+                                       const char *name)
 {
     struct job_name jn;
     const char *shard = leaf->level == SHARD_LEVEL ? strrchr(leaf->path, '/') + 1 : "";
     if (layout_parse_name(name, &jn) != 0) {
         note_foreign(m, path, "not a job name <due ms>-<priority>-<uid>[-<attempts>]");
-        return;
+        return NULL;
     }
     if (!layout_job_in_bucket(jn.due_ms, leaf->value)) {
         note_foreign(m, path, "due time does not belong to this bucket");
-        return;
+        return NULL;
     }
     snprintf(jn.shard, sizeof jn.shard, "%s", shard);
     struct mirror_entry *e = m->report->seen(m->report->ctx, leaf->q, path, &jn);
     if (!e)
-        return;
+        return NULL;
     if (e->leaf != leaf) {
         mirror_entry_unlink(e);
         e->leaf = leaf;
@@ -215,6 +216,7 @@ static void job_listed(struct mirror *m, struct dir *leaf, const char *path, con
         leaf->jobs = e;
     }
     e->gen = leaf->gen;
+    return e;
 }
 
 /* A shard of a 100 ms bucket: as near as its bucket, so listed at once. */
@@ -452,21 +454,22 @@ int mirror_start(struct mirror *m, struct dqueue *q)
     return 0;
 }
 
-void mirror_job_created(struct mirror *m, struct dqueue *q, const char *path)
+struct mirror_entry *mirror_job_created(struct mirror *m, struct dqueue *q, const char *path)
 {
     char leaf_path[LAYOUT_PATH_MAX];
     const char *slash = strrchr(path, '/');
     size_t n = slash ? (size_t)(slash - path) : 0;
     if (n == 0 || n >= sizeof leaf_path)
-        return;
+        return NULL;
     memcpy(leaf_path, path, n);
     leaf_path[n] = '\0';
     struct dir *leaf;
     HASH_FIND_STR(m->dirs, leaf_path, leaf);
     if (!leaf || !leaf->loaded || leaf->level < LAYOUT_DEPTH || leaf->q != q)
-        return; /* not followed (yet): its listing will show the job */
-    job_listed(m, leaf, path, slash + 1);
+        return NULL; /* not followed (yet): its listing will show the job */
+    struct mirror_entry *e = job_listed(m, leaf, path, slash + 1);
     m->report->listed(m->report->ctx, q);
+    return e;
 }
 
 void mirror_reset(struct mirror *m)

@@ -46,8 +46,9 @@ int64_t mirror_next(const struct mirror *m);
 void mirror_entry_unlink(struct mirror_entry *e);          /* the owner frees the job */
 void mirror_resync(struct mirror *m);                      /* re-list everything loaded */
 void mirror_reset(struct mirror *m);                       /* forget everything: session lost */
-/* This daemon just created PATH: enter it now if its bucket is followed. */
-void mirror_job_created(struct mirror *m, struct dqueue *q, const char *path);
+/* This daemon just created PATH: enter it now if its bucket is followed. Its entry (what
+ * the report's seen gave), or NULL when not entered. */
+struct mirror_entry *mirror_job_created(struct mirror *m, struct dqueue *q, const char *path);
 /* Bytes of the largest child listing received (names plus their 4-byte lengths). */
 size_t mirror_listing_max(const struct mirror *m);
 /* Listings received and names they held, for STATS. */
