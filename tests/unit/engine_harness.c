@@ -573,10 +573,10 @@ size_t mirror_listing_max(const struct mirror *m)
 }
 
 void mirror_counts(const struct mirror *m, unsigned long long *listings,
-                   unsigned long long *names)
+                   unsigned long long *names, unsigned long long *unchanged)
 {
     (void)m;
-    *listings = *names = 0;
+    *listings = *names = *unchanged = 0;
 }
 
 /* ---- stand-ins: put sets (no settle of these tests has follow-up jobs) ---- */

@@ -769,20 +769,21 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
         delayed += qc[i].delayed;
     }
     free(qc);
-    unsigned long long items[3], multis[3], lists, names;
-    mirror_counts(ds->d->mirror, &lists, &names);
+    unsigned long long items[3], multis[3], lists, names, unchanged;
+    mirror_counts(ds->d->mirror, &lists, &names, &unchanged);
     txnbatch_counts(ds->puts, &items[0], &multis[0]);
     txnbatch_counts(ds->locks, &items[1], &multis[1]);
     txnbatch_counts(ds->settles, &items[2], &multis[2]);
     int n = snprintf(buf, len,
                      " jobs_known=%u delayed=%zu ready=%zu inflight=%zu locked_ahead=%zu"
                      " listing_max_bytes=%zu"
-                     " listings=%llu listed_names=%llu payload_reads=%llu payload_bytes=%zu"
+                     " listings=%llu listed_names=%llu listings_unchanged=%llu"
+                     " payload_reads=%llu payload_bytes=%zu"
                      " txn.puts=%llu/%llu txn.locks=%llu/%llu txn.settles=%llu/%llu"
                      " changes=%llu change_round_trips=%llu change_round_trips_max=%u"
                      " stale_session_holds=%llu",
                      HASH_COUNT(ds->jobs), delayed, ready, inflight, ahead,
-                     mirror_listing_max(ds->d->mirror), lists, names, ds->reads,
+                     mirror_listing_max(ds->d->mirror), lists, names, unchanged, ds->reads,
                      ds->payload_bytes, items[0], multis[0], items[1], multis[1], items[2],
                      multis[2], ds->changes, ds->change_round_trips,
                      ds->change_round_trips_max, ds->stale_holds);

@@ -49,6 +49,12 @@ struct dir {
     unsigned gen;
     int listing, dirty, removed, loaded;
     int names;                  /* in the last listing */
+    /* The last listing's child version, and this daemon's creates entered into the leaf
+     * since (mirror_job_created): a listing whose version moved by exactly those saw no
+     * other change, and is not walked name by name again (listing_skip). */
+    int cversion_known;
+    int32_t cversion;
+    uint32_t own_creates;
     int64_t listed_at;          /* wall ms of the last listing request */
     int64_t load_at;            /* wall ms, key of the relists heap */
     size_t relist_pos;
@@ -67,6 +73,7 @@ struct mirror {
     struct foreign *foreign;
     size_t listing_max;         /* bytes of the largest listing so far, as on the wire */
     unsigned long long listings, listed_names;
+    unsigned long long listings_unchanged; /* not walked: listing_unchanged */
 };
 
 static void load(struct mirror *m, struct dir *dir);
@@ -189,8 +196,9 @@ static void dir_remove(struct mirror *m, struct dir *dir)
     free(dir);
 }
 
+/* ENTERED (may be NULL) gets 1 when the job was not in LEAF before. */
 static struct mirror_entry *job_listed(struct mirror *m, struct dir *leaf, const char *path,
-                                       const char *name)
+                                       const char *name, int *entered)
 {
     struct job_name jn;
     const char *shard = leaf->level == SHARD_LEVEL ? strrchr(leaf->path, '/') + 1 : "";
@@ -206,6 +214,8 @@ static struct mirror_entry *job_listed(struct mirror *m, struct dir *leaf, const
     struct mirror_entry *e = m->report->seen(m->report->ctx, leaf->q, path, &jn);
     if (!e)
         return NULL;
+    if (entered)
+        *entered = e->leaf != leaf;
     if (e->leaf != leaf) {
         mirror_entry_unlink(e);
         e->leaf = leaf;
@@ -285,10 +295,44 @@ static void collect(struct mirror *m, struct dir *dir, const struct zk_result *r
     zkstore_delete(m->d->zs, dir->path, -1, NULL, NULL);
 }
 
+static void listing_counted(struct mirror *m, size_t bytes, int names)
+{
+    if (bytes > m->listing_max)
+        m->listing_max = bytes;
+    m->listings++;
+    m->listed_names += (unsigned)names;
+}
+
+/* RES shows DIR as the mirror has it already: since the last listing its children changed
+ * only by the jobs this daemon created and entered (cversion counts every create and delete
+ * of a child; a delete of ours, a shard made, anyone else's change makes the count differ,
+ * and the listing is then walked). The answers of one session come in order, so a create
+ * counted here was applied before this listing was read. */
+static int listing_unchanged(struct dir *dir, const struct zk_result *res)
+{
+    int same = dir->cversion_known && res->has_stat &&
+               res->stat.cversion == (int32_t)((uint32_t)dir->cversion + dir->own_creates) &&
+               res->nchildren == dir->names + (int)dir->own_creates;
+    dir->cversion_known = res->has_stat;
+    dir->cversion = res->has_stat ? res->stat.cversion : 0;
+    dir->own_creates = 0;
+    return same;
+}
+
 static void apply_listing(struct mirror *m, struct dir *dir, const struct zk_result *res)
 {
     char path[LAYOUT_PATH_MAX];
     size_t bytes = 0, dlen = strlen(dir->path);
+    if (listing_unchanged(dir, res)) {
+        for (int i = 0; i < res->nchildren; i++)
+            bytes += 4 + strlen(res->children[i]);
+        listing_counted(m, bytes, res->nchildren);
+        m->listings_unchanged++;
+        collect(m, dir, res);
+        if (dir->level >= LAYOUT_DEPTH)
+            m->report->listed(m->report->ctx, dir->q);
+        return;
+    }
     dir->gen++;
     if (dlen + 1 < sizeof path) { /* not snprintf: this runs for every name listed */
         memcpy(path, dir->path, dlen);
@@ -304,14 +348,11 @@ static void apply_listing(struct mirror *m, struct dir *dir, const struct zk_res
         if (dir->level == LAYOUT_DEPTH && layout_valid_shard(name))
             shard_listed(m, dir, path);
         else if (dir->level >= LAYOUT_DEPTH)
-            job_listed(m, dir, path, name);
+            job_listed(m, dir, path, name, NULL);
         else
             dir_listed(m, dir, path, name);
     }
-    if (bytes > m->listing_max)
-        m->listing_max = bytes;
-    m->listings++;
-    m->listed_names += (unsigned)res->nchildren;
+    listing_counted(m, bytes, res->nchildren);
     sweep(m, dir);
     collect(m, dir, res);
     if (dir->level >= LAYOUT_DEPTH)
@@ -356,8 +397,8 @@ static void on_list(const struct zk_result *res, void *ctx)
         return;
     }
     dir->loaded = 1;
-    dir->names = res->nchildren;
     apply_listing(m, dir, res);
+    dir->names = res->nchildren;
     if (dir->dirty) { /* changed while we listed: again, but not at once */
         dir->dirty = 0;
         relist(m, dir);
@@ -418,10 +459,11 @@ int mirror_on_watch(struct mirror *m, const char *path)
 size_t mirror_listing_max(const struct mirror *m) { return m->listing_max; }
 
 void mirror_counts(const struct mirror *m, unsigned long long *listings,
-                   unsigned long long *names)
+                   unsigned long long *names, unsigned long long *unchanged)
 {
     *listings = m->listings;
     *names = m->listed_names;
+    *unchanged = m->listings_unchanged;
 }
 
 int64_t mirror_next(const struct mirror *m)
@@ -467,7 +509,10 @@ struct mirror_entry *mirror_job_created(struct mirror *m, struct dqueue *q, cons
     HASH_FIND_STR(m->dirs, leaf_path, leaf);
     if (!leaf || !leaf->loaded || leaf->level < LAYOUT_DEPTH || leaf->q != q)
         return NULL; /* not followed (yet): its listing will show the job */
-    struct mirror_entry *e = job_listed(m, leaf, path, slash + 1);
+    int entered = 0;
+    struct mirror_entry *e = job_listed(m, leaf, path, slash + 1, &entered);
+    if (e && entered) /* not yet in a listing walked since: a change the next one shows */
+        leaf->own_creates++;
     m->report->listed(m->report->ctx, q);
     return e;
 }

@@ -52,7 +52,9 @@ struct mirror_entry *mirror_job_created(struct mirror *m, struct dqueue *q, cons
 /* Bytes of the largest child listing received (names plus their 4-byte lengths). */
 size_t mirror_listing_max(const struct mirror *m);
 /* Listings received and names they held, for STATS. */
+/* Listings received, the names they held, and those not walked: nothing but this daemon's
+ * own creates had changed since the one before. */
 void mirror_counts(const struct mirror *m, unsigned long long *listings,
-                   unsigned long long *names);
+                   unsigned long long *names, unsigned long long *unchanged);
 
 #endif
