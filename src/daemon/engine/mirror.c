@@ -212,8 +212,10 @@ static struct mirror_entry *job_listed(struct mirror *m, struct dir *leaf, const
     }
     snprintf(jn.shard, sizeof jn.shard, "%s", shard);
     struct mirror_entry *e = m->report->seen(m->report->ctx, leaf->q, path, &jn);
-    if (!e)
+    if (!e) { /* not entered (out of memory): the next listing is walked, not skipped */
+        leaf->cversion_known = 0;
         return NULL;
+    }
     if (entered)
         *entered = e->leaf != leaf;
     if (e->leaf != leaf) {
