@@ -1,6 +1,7 @@
 #include "putset.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,8 @@
 
 enum { OP_PREFIX, OP_TOKEN, OP_KEY, OP_JOB, OP_PACK, OP_MARKER, OP_FLOW };
 
+#define OPS_INLINE 8
+
 struct putset {
     const struct put_env *env;
     struct putjob *jobs;
@@ -36,6 +39,10 @@ struct putset {
     int nprefix;
     int *op_job;                /* per operation of the last send: its job or pack, or -1 */
     unsigned char *op_what;     /* per operation: OP_KEY, OP_JOB, OP_PACK */
+    /* op_job and op_what for a send of up to OPS_INLINE operations (a single put's), so
+     * that one put allocates once: the set, its jobs after it */
+    int op_job_inline[OPS_INLINE];
+    unsigned char op_what_inline[OPS_INLINE];
     struct putpacks packs;
     int flow_on_complete;       /* FLOW on=complete */
     char join[LAYOUT_UID_MAX + 1]; /* ACK join=1: the flow the set's jobs join, or "" */
@@ -51,11 +58,15 @@ struct putset {
 
 struct putset *putset_new(const struct put_env *env, size_t max_jobs)
 {
-    struct putset *ps = calloc(1, sizeof *ps);
-    if (!ps || !(ps->jobs = calloc(max_jobs ? max_jobs : 1, sizeof *ps->jobs))) {
-        free(ps);
+    size_t n = max_jobs ? max_jobs : 1;
+    if (n > (SIZE_MAX - sizeof(struct putset)) / sizeof(struct putjob))
         return NULL;
-    }
+    struct putset *ps = calloc(1, sizeof *ps + n * sizeof(struct putjob));
+    if (!ps)
+        return NULL;
+    ps->jobs = (struct putjob *)(ps + 1); /* struct putset's size keeps them aligned */
+    ps->op_job = ps->op_job_inline;
+    ps->op_what = ps->op_what_inline;
     ps->env = env;
     ps->max = max_jobs;
     return ps;
@@ -77,9 +88,10 @@ void putset_free(struct putset *ps)
     for (size_t i = 0; i < ps->n; i++)
         free(ps->jobs[i].payload);
     free_prefix(ps);
-    free(ps->jobs);
-    free(ps->op_job);
-    free(ps->op_what);
+    if (ps->op_job != ps->op_job_inline)
+        free(ps->op_job);
+    if (ps->op_what != ps->op_what_inline)
+        free(ps->op_what);
     putpacks_free(&ps->packs);
     free(ps);
 }
@@ -407,10 +419,18 @@ static int pack_ops(struct putset *ps, struct zk_txn_op *ops, int nops)
 
 static int grow_ops(struct putset *ps, size_t max)
 {
-    int *op_job = realloc(ps->op_job, max * sizeof *op_job);
+    if (max <= OPS_INLINE)
+        return ZOK; /* the inline maps, or larger ones from an earlier send */
+    int inl = ps->op_job == ps->op_job_inline;
+    int *op_job = realloc(inl ? NULL : ps->op_job, max * sizeof *op_job);
+    unsigned char *what = realloc(inl ? NULL : ps->op_what, max);
+    if (inl && !(op_job && what)) { /* half of it failed: the inline maps stay */
+        free(op_job);
+        free(what);
+        return ZK_ENOMEM;
+    }
     if (op_job)
         ps->op_job = op_job;
-    unsigned char *what = realloc(ps->op_what, max);
     if (what)
         ps->op_what = what;
     return op_job && what ? ZOK : ZK_ENOMEM;
