@@ -60,7 +60,7 @@ int admin_claims_visit(struct admin *a, const char *queue, admin_claimed_fn fn, 
 {
     char dir[LAYOUT_PATH_MAX];
     struct String_vector kids;
-    static struct claim_record recs[CLAIM_JOBS_MAX];
+    struct claim_record recs[CLAIM_JOBS_MAX]; /* 5 KiB, pointing into DATA */
     if (layout_queue_path(dir, sizeof dir, a->cfg.zk_root, queue, LAYOUT_CLAIMS, NULL) != 0)
         return ZBADARGUMENTS;
     int rc = zoo_get_children(a->zh, dir, 0, &kids);

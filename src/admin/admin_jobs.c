@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "admin_int.h"
 #include "attempts.h"
@@ -362,10 +363,21 @@ static int add_claimed(void *ctx, const struct claim_record *r, const char *clai
     return ZOK;
 }
 
+/* A claim takes jobs as they fall due (or just before): none holds a job due later than
+ * this past the clock, so a page that starts later reads no claim (skew included). */
+#define CLAIM_AHEAD_MAX_MS (10 * 60 * 1000)
+
 /* Claimed jobs left their buckets: every claim of the queue is read, its jobs in the page's
  * window merged in due order. */
 static int add_claims(struct admin *a, struct page *pg, const char *queue)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    uint64_t from = pg->o->after && pg->after.due_ms > pg->o->from_ms ? pg->after.due_ms
+                                                                      : pg->o->from_ms;
+    if (from > now + CLAIM_AHEAD_MAX_MS)
+        return ZOK;
     struct claimed_page cp = {.a = a, .pg = pg};
     int rc = admin_claims_visit(a, queue, add_claimed, &cp);
     keep_first(pg);

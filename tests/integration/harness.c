@@ -642,6 +642,21 @@ int run_deferctl(const struct daemon_proc *d, const char *args, char *out, size_
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+const char *proc_stat_after_name(pid_t pid, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f && len ? fread(buf, 1, len - 1, f) : 0;
+    if (f)
+        fclose(f);
+    if (!len)
+        return NULL;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* after the name, which may hold spaces */
+    return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
 long stats_field(const char *line, const char *field)
 {
     char key[64];

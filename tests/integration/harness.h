@@ -113,6 +113,9 @@ size_t curator_frame(unsigned char *buf, const char *const *parts, int n);
 int zk_count_jobs(zhandle_t *zh, const char *root, const char *queue);
 /* FIELD's number in a STATS line (" FIELD=<number>"), or -1 if the line has none. */
 long stats_field(const char *line, const char *field);
+/* /proc/PID/stat from the field after the process's name (its state: "S 1 ..."), into BUF;
+ * NULL if unreadable. */
+const char *proc_stat_after_name(pid_t pid, char *buf, size_t len);
 /* A number in the queue's STATS QUEUE line (docs/protocol.md), e.g. "zk_denied"; -1 if the
  * daemon does not answer or the line has no such field. */
 long queue_stat(deferd_client *c, const char *queue, const char *field);

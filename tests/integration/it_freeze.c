@@ -25,15 +25,9 @@ static int lock_exists(zhandle_t *zh, const char *id)
 /* PID is stopped (state T in /proc/PID/stat): it sends nothing more. */
 static int process_stopped(pid_t pid)
 {
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    const char *paren = strrchr(buf, ')');
-    return paren && paren[1] == ' ' && (paren[2] == 'T' || paren[2] == 't');
+    char buf[256];
+    const char *state = proc_stat_after_name(pid, buf, sizeof buf);
+    return state && (*state == 'T' || *state == 't');
 }
 
 /* Pushes already on their way to C (sent before the freeze): read while the daemon is

@@ -348,16 +348,10 @@ static long long dropped_lines(int port)
 /* User plus system CPU time of PID so far, in clock ticks; -1 if unreadable. */
 static long cpu_ticks(pid_t pid)
 {
-    char path[64], buf[1024];
+    char buf[1024];
     unsigned long user, sys;
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* after the name, which may hold spaces */
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &user,
+    const char *p = proc_stat_after_name(pid, buf, sizeof buf);
+    if (!p || sscanf(p, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &user,
                      &sys) != 2)
         return -1;
     return (long)(user + sys);
