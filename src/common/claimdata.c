@@ -3,21 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pack.h" /* pack_crc32c */
+#include "pack.h" /* pack_crc32c, pack_put_le, pack_get_le */
 
-static void put_le(unsigned char *p, uint32_t v, int n)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_le(const unsigned char *p, int n)
-{
-    uint32_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
 
 size_t claimdata_record_size(size_t path_len, size_t payload_len)
 {
@@ -59,19 +46,19 @@ long claimdata_write(void *buf, size_t cap, const struct claim_record *recs, uin
     unsigned char *p = buf;
     memcpy(p, CLAIM_MAGIC, 4);
     p[4] = CLAIM_FORMAT;
-    put_le(p + 5, n, 4);
+    pack_put_le(p + 5, n, 4);
     p += CLAIM_HEADER_SIZE;
     for (uint32_t i = 0; i < n; i++) {
-        put_le(p, (uint32_t)recs[i].path_len, 2);
+        pack_put_le(p, (uint32_t)recs[i].path_len, 2);
         memcpy(p + 2, recs[i].path, recs[i].path_len);
         p += 2 + recs[i].path_len;
-        put_le(p, recs[i].deliveries, 4);
-        put_le(p + 4, (uint32_t)recs[i].len, 4);
+        pack_put_le(p, recs[i].deliveries, 4);
+        pack_put_le(p + 4, (uint32_t)recs[i].len, 4);
         if (recs[i].len)
             memcpy(p + 8, recs[i].payload, recs[i].len);
         p += 8 + recs[i].len;
     }
-    put_le(p, pack_crc32c(buf, (size_t)(p - (unsigned char *)buf)), 4);
+    pack_put_le(p, pack_crc32c(buf, (size_t)(p - (unsigned char *)buf)), 4);
     return (long)total;
 }
 
@@ -88,13 +75,13 @@ static int read_record(const unsigned char **at, size_t *left, struct claim_reco
     const unsigned char *p = *at;
     if (*left < 2)
         return CLAIM_E_TRUNCATED;
-    size_t plen = get_le(p, 2);
+    size_t plen = (uint32_t)pack_get_le(p, 2);
     if (*left < CLAIM_RECORD_FIXED + plen)
         return CLAIM_E_TRUNCATED;
     r->path = (const char *)p + 2;
     r->path_len = plen;
-    r->deliveries = get_le(p + 2 + plen, 4);
-    r->len = get_le(p + 6 + plen, 4);
+    r->deliveries = (uint32_t)pack_get_le(p + 2 + plen, 4);
+    r->len = (uint32_t)pack_get_le(p + 6 + plen, 4);
     if (*left - CLAIM_RECORD_FIXED - plen < r->len)
         return CLAIM_E_TRUNCATED;
     r->payload = p + CLAIM_RECORD_FIXED + plen;
@@ -119,9 +106,10 @@ int claimdata_read(const void *data, size_t len, struct claim_record *recs, uint
         return fail(err, errlen, CLAIM_E_FORMAT, "a format this reader does not know");
     if (len > CLAIM_BYTES_MAX)
         return fail(err, errlen, CLAIM_E_TOO_BIG, "over its size bound");
-    if (get_le(p + len - CLAIM_TRAILER_SIZE, 4) != pack_crc32c(p, len - CLAIM_TRAILER_SIZE))
+    size_t body = len - CLAIM_TRAILER_SIZE;
+    if (pack_get_le(p + body, 4) != pack_crc32c(p, body))
         return fail(err, errlen, CLAIM_E_CHECKSUM, "checksum mismatch");
-    uint32_t count = get_le(p + 5, 4);
+    uint32_t count = (uint32_t)pack_get_le(p + 5, 4);
     if (count > CLAIM_JOBS_MAX || count > max)
         return fail(err, errlen, CLAIM_E_COUNT, "more records than a claim holds");
     const unsigned char *at = p + CLAIM_HEADER_SIZE;

@@ -85,13 +85,13 @@ uint32_t pack_crc32c_portable(const void *data, size_t len)
     return crc_sliced(0xffffffffu, data, len) ^ 0xffffffffu;
 }
 
-static void put_le(unsigned char *p, uint64_t v, int n)
+void pack_put_le(unsigned char *p, uint64_t v, int n)
 {
     for (int i = 0; i < n; i++)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
-static uint64_t get_le(const unsigned char *p, int n)
+uint64_t pack_get_le(const unsigned char *p, int n)
 {
     uint64_t v = 0;
     for (int i = n - 1; i >= 0; i--)
@@ -217,9 +217,9 @@ int pack_writer_init(struct pack_writer *w, void *buf, size_t cap, uint64_t star
     w->window_width = width;
     memcpy(w->buf, PACK_MAGIC, 4);
     w->buf[OFF_VERSION] = PACK_VERSION;
-    put_le(w->buf + OFF_START, start, 8);
-    put_le(w->buf + OFF_WIDTH, width, 8);
-    put_le(w->buf + OFF_COUNT, 0, 4);
+    pack_put_le(w->buf + OFF_START, start, 8);
+    pack_put_le(w->buf + OFF_WIDTH, width, 8);
+    pack_put_le(w->buf + OFF_COUNT, 0, 4);
     w->len = PACK_HEADER_SIZE;
     return 0;
 }
@@ -312,8 +312,8 @@ int pack_finish(struct pack_writer *w, size_t *size)
 {
     if (w->finished)
         return fail(w->err, PACK_E_FINISHED, "pack: already finished");
-    put_le(w->buf + OFF_COUNT, w->count, 4);
-    put_le(w->buf + w->len, pack_crc32c(w->buf, w->len), 4);
+    pack_put_le(w->buf + OFF_COUNT, w->count, 4);
+    pack_put_le(w->buf + w->len, pack_crc32c(w->buf, w->len), 4);
     w->len += PACK_TRAILER_SIZE;
     w->finished = 1;
     *size = w->len;
@@ -339,7 +339,7 @@ static int read_frame(struct pack_reader *r)
     if (r->len > PACK_BYTES_MAX)
         return fail(r->err, PACK_E_TOO_BIG, "pack: %zu bytes, over %d", r->len, PACK_BYTES_MAX);
     size_t body = r->len - PACK_TRAILER_SIZE;
-    uint32_t want = (uint32_t)get_le(d + body, 4), got = pack_crc32c(d, body);
+    uint32_t want = (uint32_t)pack_get_le(d + body, 4), got = pack_crc32c(d, body);
     if (want != got)
         return fail(r->err, PACK_E_CHECKSUM, "pack: checksum %08x, the bytes give %08x", want,
                     got);
@@ -351,9 +351,9 @@ static int read_header(struct pack_reader *r)
     int rc = read_frame(r);
     if (rc)
         return rc;
-    r->window_start = get_le(r->data + OFF_START, 8);
-    r->window_width = get_le(r->data + OFF_WIDTH, 8);
-    r->count = (uint32_t)get_le(r->data + OFF_COUNT, 4);
+    r->window_start = pack_get_le(r->data + OFF_START, 8);
+    r->window_width = pack_get_le(r->data + OFF_WIDTH, 8);
+    r->count = (uint32_t)pack_get_le(r->data + OFF_COUNT, 4);
     if (!window_valid(r->window_start, r->window_width))
         return fail(r->err, PACK_E_WINDOW, "pack: window of %llu ms from %llu is not valid",
                     (unsigned long long)r->window_width, (unsigned long long)r->window_start);
@@ -519,8 +519,8 @@ int pack_without(struct pack_reader *r, const char *uid, void *out, size_t cap, 
     unsigned char *o = out;
     memcpy(o, r->data, job.at);
     memcpy(o + job.at, r->data + after, r->len - PACK_TRAILER_SIZE - after);
-    put_le(o + OFF_COUNT, r->count - 1, 4);
-    put_le(o + n - PACK_TRAILER_SIZE, pack_crc32c(o, n - PACK_TRAILER_SIZE), 4);
+    pack_put_le(o + OFF_COUNT, r->count - 1, 4);
+    pack_put_le(o + n - PACK_TRAILER_SIZE, pack_crc32c(o, n - PACK_TRAILER_SIZE), 4);
     *size = n;
     return 0;
 }

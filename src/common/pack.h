@@ -50,6 +50,10 @@ uint32_t pack_crc32c(const void *data, size_t len);
 /* The same without the CPU's crc32 instruction (pack_crc32c uses it where there is one): for
  * the tests, which compare the two on any CPU. */
 uint32_t pack_crc32c_portable(const void *data, size_t len);
+/* N bytes (1..8) of V little-endian at P, as the pack's and the claim's formats store
+ * numbers; and back. */
+void pack_put_le(unsigned char *p, uint64_t v, int n);
+uint64_t pack_get_le(const unsigned char *p, int n);
 
 /* Bytes a job's record takes in a pack whose window starts at WINDOW_START (the job's due
  * time must not be before it). */
