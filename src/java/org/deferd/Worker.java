@@ -12,6 +12,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
@@ -58,6 +59,8 @@ public final class Worker {
     private int started;
     private final AtomicInteger givenBack = new AtomicInteger();
     private volatile Client client;
+    private Client drained; // the connection whose prefetched jobs went back on DRAINING: guarded by this
+    Consumer<Job> taken = job -> { }; // tests: runs between a job's leaving the client and offer()
     private ExecutorService pool;
     private ScheduledExecutorService timer;
     private LeaseRenewer leases;
@@ -219,7 +222,8 @@ public final class Worker {
      */
     private void dispatch() throws DisconnectedException {
         while (stopReason == null) {
-            Job job = client.nextJob(POLL);
+            Client from = client;
+            Job job = from.nextJob(POLL);
             if (job == null) {
                 continue;
             }
@@ -227,14 +231,19 @@ public final class Worker {
                 answerLost(job);
                 continue;
             }
+            taken.accept(job);
             leases.start(job);
-            offer(job);
+            offer(job, from);
         }
     }
 
-    /** Starts {@code job} on a free thread, else keeps it waiting; gives it back once stopping. */
-    private synchronized void offer(Job job) {
-        if (stopReason != null) {
+    /**
+     * Starts {@code job} on a free thread, else keeps it waiting; gives it back once stopping,
+     * or when its connection's prefetched jobs already went back (it was between the client
+     * and {@link #waiting} then, so that give-back missed it).
+     */
+    private synchronized void offer(Job job, Client from) {
+        if (stopReason != null || from == drained) {
             giveBack(job);
         } else if (freeThreads > 0) {
             freeThreads--;
@@ -382,7 +391,10 @@ public final class Worker {
         int before = givenBack.get();
         try {
             c.unsubscribe();
-            giveBackWaiting();
+            synchronized (this) { // with offer(): a job taken from c goes back here or there
+                drained = c;
+                giveBackWaiting();
+            }
             givenBack.addAndGet(c.giveBackReceived());
         } catch (DeferdException e) {
             // the connection ends anyway; its jobs come again

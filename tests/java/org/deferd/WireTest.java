@@ -367,7 +367,8 @@ public final class WireTest {
 
     /**
      * The worker on DRAINING gives back what it has not started, lets the running job finish
-     * and acks it, and when deferd then closes the connection, connects again and goes on.
+     * and acks it, and when deferd then closes the connection, connects again and goes on. A job
+     * taken from the client but not yet queued when DRAINING comes goes back too (a2 here).
      */
     public void testWorkerDrainingAndReconnect() throws Exception {
         java.util.concurrent.atomic.AtomicInteger subs = new java.util.concurrent.atomic.AtomicInteger();
@@ -389,6 +390,12 @@ public final class WireTest {
                 }
             }, new WorkerOptions(List.of("q"), 1, 3, d.socket(), 0, Duration.ofSeconds(5),
                     Duration.ofSeconds(10), false, null));
+            w.taken = job -> { // a2 is between the client and the worker's queue when DRAINING comes
+                if (job.uid().equals("a2")) {
+                    Check.waitFor(() -> d.requests.contains("NACK q/3-1-a3 unrun=1"),
+                            "a3 given back from the client first", Duration.ofSeconds(10));
+                }
+            };
             java.util.concurrent.CompletableFuture<Integer> exit =
                     java.util.concurrent.CompletableFuture.supplyAsync(w::run);
             Check.isTrue(running.await(10, java.util.concurrent.TimeUnit.SECONDS), "a1 runs");
