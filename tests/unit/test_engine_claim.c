@@ -5,6 +5,8 @@
  * made again since it was read; a nack's move and a lease's expiry written with the claim;
  * a write whose answer was lost; a claim recovered elsewhere; a settle that waits for the
  * write on its way; a lost session; a reconnection with the same session. */
+#include <string.h>
+
 #include "check.h"
 #include "engine_harness.h"
 #include "consumers.h"
@@ -12,6 +14,7 @@
 
 #define QUEUES "[queue a]\nttr = 10s\nmax_attempts = 5\nbackoff_min = 1s\nbackoff_max = 1s\n" \
                "backoff_jitter = 0\n"
+#define TWO_QUEUES QUEUES "[queue b]\nttr = 10s\n"
 
 static int version_of(int multi, int op)
 {
@@ -310,8 +313,45 @@ static void test_takes_merge_while_full(void)
     harness_stop();
 }
 
+/* Takes of two queues, interleaved in one loop turn (held while every multi is out): one
+ * claim per queue, each with its own queue's jobs in the order they were taken. */
+static void test_takes_grouped_by_queue(void)
+{
+    harness_start(TWO_QUEUES);
+    harness_claims_on();
+    harness_consumer("a", 40);
+    harness_consumer("b", 40);
+    for (int i = 0; i < 16; i++)
+        harness_listed("a", 0, 0, 1);
+    CHECK(harness_multis() == 16);
+    const char *ids[4];
+    for (int i = 0; i < 4; i++)
+        ids[i] = harness_listed(i % 2 ? "b" : "a", 0, 0, 1);
+    CHECK(harness_multis() == 16);
+    harness_multi_ok(0, 1);
+    CHECK(harness_multis() == 16);
+    const struct fake_multi *m = fake_zk_multi(harness_zs(), 15);
+    CHECK_STR(harness_multi_ops(15), "delete job, delete job, create claim, "
+                                     "delete job, delete job, create claim");
+    /* each claim: its jobs, then its node in the same queue's claims/ */
+    const char *order[2][2] = {{ids[0], ids[2]}, {ids[1], ids[3]}};
+    for (int c = 0; m && m->nops == 6 && c < 2; c++) {
+        const char *q = c == 0 ? m->paths[0] : m->paths[3];
+        int a_first = strstr(q, "/queues/a/") != NULL;
+        for (int j = 0; j < 2; j++) {
+            const char *id = order[a_first ? 0 : 1][j], *slash = strchr(id, '/');
+            CHECK(strstr(m->paths[3 * c + j], slash) != NULL);
+        }
+        CHECK(strstr(m->paths[3 * c + 2], a_first ? "/queues/a/claims/" : "/queues/b/claims/"));
+    }
+    CHECK(m && m->nops == 6 &&
+          !strstr(m->paths[0], "/queues/a/") != !strstr(m->paths[3], "/queues/a/"));
+    harness_stop();
+}
+
 int main(void)
 {
+    test_takes_grouped_by_queue();
     test_takes_merge_while_full();
     test_unknown_until_connected();
     test_reconnected();

@@ -33,12 +33,14 @@ struct claim_recovery {
     int marking, scanning, again;
     size_t listings;            /* claims/ listings of this scan still to come */
     struct candidate *cands;
+    struct recovery *active;    /* claims being recovered: a later look leaves them be */
     struct claim_recovery_counts n;
 };
 
 /* One claim being recovered, a chunk of its records at a time. */
 struct recovery {
     struct claim_recovery *cr;
+    struct recovery *next;      /* in cr->active */
     char path[LAYOUT_PATH_MAX];
     size_t dir_len;             /* the queue's node: the path before "/claims/" */
     int32_t version;
@@ -63,6 +65,11 @@ static int enabled(const struct claim_recovery *cr)
 
 static void recovery_free(struct recovery *r)
 {
+    struct recovery **at = &r->cr->active;
+    while (*at && *at != r)
+        at = &(*at)->next;
+    if (*at)
+        *at = r->next;
     free(r->data);
     free(r->rest);
     free(r->paths);
@@ -279,8 +286,13 @@ static void read_claim(struct recovery *r)
         recovery_free(r);
 }
 
+/* Recovers the claim at PATH, unless a recovery of it is on its way (a watch and the
+ * rescan may both find it: two would only race each other's version checks). */
 static void recover(struct claim_recovery *cr, const char *path)
 {
+    for (const struct recovery *a = cr->active; a; a = a->next)
+        if (strcmp(a->path, path) == 0)
+            return;
     struct recovery *r = calloc(1, sizeof *r);
     const char *dir = strstr(path, "/" LAYOUT_CLAIMS "/");
     if (!r || !dir || strlen(path) >= sizeof r->path) {
@@ -288,6 +300,8 @@ static void recover(struct claim_recovery *cr, const char *path)
         return;
     }
     r->cr = cr;
+    r->next = cr->active;
+    cr->active = r;
     strcpy(r->path, path);
     r->dir_len = (size_t)(dir - path);
     read_claim(r);

@@ -1,6 +1,7 @@
 #include "claim.h"
 
 #include <event2/event.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +245,40 @@ static size_t new_claim(struct claims *cs, const struct dqueue *q, struct take *
     return k;
 }
 
+/* A take and its place in the loop turn's order: sorting by (queue, place) groups the
+ * takes by queue and keeps each queue's in the order they came. */
+struct placed_take {
+    struct take t;
+    size_t place;
+};
+
+static int by_queue_then_place(const void *a, const void *b)
+{
+    const struct placed_take *x = a, *y = b;
+    uintptr_t qx = (uintptr_t)x->t.job->q, qy = (uintptr_t)y->t.job->q;
+    if (qx != qy)
+        return qx < qy ? -1 : 1;
+    return x->place < y->place ? -1 : x->place > y->place;
+}
+
+/* ALL's N takes grouped by queue, each queue's in order (O(n log n): a turn may hold
+ * thousands of takes of many queues); 0, or -1 when out of memory (ALL as it was). */
+static int group_by_queue(struct take *all, size_t n)
+{
+    if (n < 2)
+        return 0;
+    struct placed_take *p = malloc(n * sizeof *p);
+    if (!p)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        p[i] = (struct placed_take){.t = all[i], .place = i};
+    qsort(p, n, sizeof *p, by_queue_then_place);
+    for (size_t i = 0; i < n; i++)
+        all[i] = p[i].t;
+    free(p);
+    return 0;
+}
+
 /* The takes of one loop turn, a claim per queue (or more, past a claim's bounds). */
 static void flush_takes(struct claims *cs)
 {
@@ -251,32 +286,24 @@ static void flush_takes(struct claims *cs)
     size_t n = cs->npending;
     cs->pending = NULL;
     cs->npending = cs->cap = 0;
-    for (size_t i = 0; cs->session == 0 && i < n; i++) /* taken before the session ended */
-        all[i].done(all[i].job, ZSESSIONEXPIRED);
-    if (cs->session == 0)
-        n = 0;
-    while (n > 0) {
-        const struct dqueue *q = all[0].job->q;
-        size_t same = 0;
-        for (size_t i = 0; i < n; i++) { /* Q's first, the rest after them in order */
-            if (all[i].job->q == q) {
-                struct take t = all[i];
-                memmove(&all[same + 1], &all[same], (i - same) * sizeof *all);
-                all[same++] = t;
-            }
-        }
-        size_t done = 0;
-        while (done < same) {
-            size_t k = new_claim(cs, q, all + done, same - done);
+    int rc = cs->session == 0 ? ZSESSIONEXPIRED /* taken before the session ended */
+             : group_by_queue(all, n) != 0 ? ZSYSTEMERROR : ZOK;
+    for (size_t i = 0; rc != ZOK && i < n; i++)
+        all[i].done(all[i].job, rc);
+    for (size_t first = 0; rc == ZOK && first < n;) {
+        const struct dqueue *q = all[first].job->q;
+        size_t end = first + 1;
+        while (end < n && all[end].job->q == q)
+            end++;
+        while (first < end) {
+            size_t k = new_claim(cs, q, all + first, end - first);
             if (k == 0) {
-                for (; done < same; done++)
-                    all[done].done(all[done].job, ZSYSTEMERROR);
+                for (; first < end; first++)
+                    all[first].done(all[first].job, ZSYSTEMERROR);
                 break;
             }
-            done += k;
+            first += k;
         }
-        memmove(all, all + same, (n - same) * sizeof *all);
-        n -= same;
     }
     free(all);
 }
