@@ -5,6 +5,7 @@
 #define DEFERD_PUTJOB_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include "layout.h"
 
@@ -22,19 +23,30 @@ struct putjob {
     int key_version;            /* -1: create the key node; else take a stale one over */
     int made_parents;           /* its directories were created after a NoNode */
     int pack;                   /* far: its pack in the set (putpacks.h); else -1 */
+    int flow_parent;            /* FLOW: the job of the set whose child it is, or -1 */
+    unsigned flow_children;     /* FLOW: its children in the set; > 0: it waits for them,
+                                 * stored as a flow (path: the flow's node), not as a job */
+    int retried;                /* its token was taken: a try before stored it; id names that */
+    /* The strings last (4 KiB of them): putjob_clear zeroes what comes before and empties
+     * these, instead of zeroing them whole on every put. */
     char path[LAYOUT_PATH_MAX]; /* its znode, or its pack's */
     char key_path[LAYOUT_PATH_MAX];
     char token_path[LAYOUT_PATH_MAX]; /* "" or its put token's node (PUT idem=) */
     char marker_path[LAYOUT_PATH_MAX]; /* a flow's child: its marker (flow.h), else "" */
-    int flow_parent;            /* FLOW: the job of the set whose child it is, or -1 */
-    unsigned flow_children;     /* FLOW: its children in the set; > 0: it waits for them,
-                                 * stored as a flow (path: the flow's node), not as a job */
     char flow_node[LAYOUT_PATH_MAX]; /* a waiting parent's payload node */
     char flow_data[LAYOUT_ID_MAX + 96]; /* its flow's counts (layout_flow) */
-    int retried;                /* its token was taken: a try before stored it; id names that */
     char key_data[LAYOUT_ID_MAX + 1]; /* the key's node data */
     char token_data[LAYOUT_ID_MAX + 1]; /* the token's (tokens_create_op) */
     char id[LAYOUT_ID_MAX + 1];
 };
+
+/* PJ as a new job: every field 0 and every string empty. */
+static inline void putjob_clear(struct putjob *pj)
+{
+    memset(pj, 0, offsetof(struct putjob, path));
+    pj->path[0] = pj->key_path[0] = pj->token_path[0] = pj->marker_path[0] = '\0';
+    pj->flow_node[0] = pj->flow_data[0] = pj->key_data[0] = pj->token_data[0] = '\0';
+    pj->id[0] = '\0';
+}
 
 #endif
