@@ -350,6 +350,17 @@ int layout_bucket_path(char *buf, size_t len, const char *root, const char *queu
     return n > 0 ? 0 : -1;
 }
 
+int layout_parent_path(char *buf, size_t len, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    if (n == 0 || n >= len)
+        return -1;
+    memcpy(buf, path, n);
+    buf[n] = '\0';
+    return 0;
+}
+
 int layout_job_path(char *buf, size_t len, const char *root, const char *queue,
                     const struct job_name *jn)
 {

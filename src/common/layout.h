@@ -86,6 +86,9 @@ int layout_parse_bucket(const char *child, int level, uint64_t parent, uint64_t 
 /* Is a job due at DUE allowed in the level-3 bucket with value LEAF? */
 int layout_job_in_bucket(uint64_t due_ms, uint64_t leaf);
 
+/* PATH's parent (the part before its last '/') into BUF: 0, or -1 when PATH has no '/' after
+ * its first byte or BUF is too short. */
+int layout_parent_path(char *buf, size_t len, const char *path);
 /* <root>/queues/<queue>/jobs, then the bucket at LEVEL (0 = the jobs directory itself). */
 int layout_bucket_path(char *buf, size_t len, const char *root, const char *queue,
                        uint64_t due_ms, int level);

@@ -206,7 +206,7 @@ void harness_listed_again(const char *id)
     if (i == h.njobs)
         abort();
     struct dqueue *q = h.queues[i];
-    h.ds->listings.seen(h.ds->listings.ctx, q, h.paths[i], &h.names[i]);
+    h.ds->listings.seen(h.ds->listings.ctx, q, h.paths[i], &h.names[i], NULL);
     h.ds->listings.listed(h.ds->listings.ctx, q); /* as the mirror ends a listing */
     harness_turn();
 }
@@ -560,9 +560,10 @@ int64_t mirror_next(const struct mirror *m)
 
 void mirror_entry_unlink(struct mirror_entry *e) { (void)e; }
 
-struct mirror_entry *mirror_job_created(struct mirror *m, struct dqueue *q, const char *path)
+struct mirror_entry *mirror_job_created(struct mirror *m, struct dqueue *q, const char *path,
+                                        const struct job_name *jn, const char *id)
 {
-    (void)m, (void)q, (void)path; /* no put of these tests stores a job */
+    (void)m, (void)q, (void)path, (void)jn, (void)id; /* no put of these tests stores a job */
     return NULL;
 }
 

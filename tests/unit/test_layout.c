@@ -575,8 +575,23 @@ static void formats_match_snprintf(void)
     CHECK(compared > 1000 && refused > 1000); /* both sides of the edge were tried */
 }
 
+/* A znode's parent: the part before its last '/', refused when there is none or it does not
+ * fit. */
+static void parent_paths(void)
+{
+    char buf[16];
+    CHECK(layout_parent_path(buf, sizeof buf, "/a/b/c") == 0);
+    CHECK_STR(buf, "/a/b");
+    CHECK(layout_parent_path(buf, sizeof buf, "/a") == -1); /* the root has no parent here */
+    CHECK(layout_parent_path(buf, sizeof buf, "abc") == -1);
+    CHECK(layout_parent_path(buf, sizeof buf, "/123456789012345/x") == -1); /* 16 bytes */
+    CHECK(layout_parent_path(buf, sizeof buf, "/12345678901234/x") == 0);   /* 15 fit */
+    CHECK_STR(buf, "/12345678901234");
+}
+
 int main(void)
 {
+    parent_paths();
     formats_match_snprintf();
     claim_names();
     slot_names();

@@ -486,12 +486,13 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
 /* struct put_env's stored: the mirror is told of the job this daemon just stored, and its
  * payload stays in memory if it is due soon, so that delivering it needs no read: in the
  * job if our mirror has it already, else in the stash until the mirror lists it. */
-static void on_job_stored(void *engine, struct dqueue *q, const char *path, int64_t due_ms,
-                          unsigned char **payload, size_t len)
+static void on_job_stored(void *engine, struct dqueue *q, const char *path,
+                          const struct job_name *jn, const char *id, unsigned char **payload,
+                          size_t len)
 {
     struct dispatcher *ds = engine;
-    int64_t now = cluster_now_ms();
-    struct mirror_entry *e = mirror_job_created(ds->d->mirror, q, path);
+    int64_t now = cluster_now_ms(), due_ms = (int64_t)jn->due_ms;
+    struct mirror_entry *e = mirror_job_created(ds->d->mirror, q, path, jn, id);
     if (len > KEEP_PAYLOAD_MAX || !*payload)
         return;
     /* the entry is the job's (on_job_listed), found without a second lookup */
@@ -521,18 +522,20 @@ const struct put_env *dispatcher_put_env(struct dispatcher *ds) { return &ds->pu
 
 
 
+/* ID: the job's id, or NULL to make it from Q and JN. */
 static struct job *job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
-                                const struct job_name *jn)
+                            const struct job_name *jn, const char *id)
 {
     struct job *job;
-    char id[LAYOUT_ID_MAX + 1];
+    char made[LAYOUT_ID_MAX + 1];
     job = job_find_path(ds, path);
     if (job) {
         job->gone = 0; /* listed again: it exists, whatever an earlier listing said */
         return job;
     }
-    if (layout_job_id(id, sizeof id, q->cfg->name, jn) != 0 ||
-        !(job = job_new(ds, q, path, id, jn)))
+    if (!id && layout_job_id(made, sizeof made, q->cfg->name, jn) == 0)
+        id = made;
+    if (!id || !(job = job_new(ds, q, path, id, jn)))
         return NULL;
     if ((job->payload = stash_take(ds->stash, path, &job->len))) {
         ds->payload_bytes += job->len;
@@ -1056,9 +1059,9 @@ int dispatcher_add_queue(struct dispatcher *ds, const struct queue_config *qc)
 /* ---- the mirror's report table ---- */
 
 static struct mirror_entry *on_job_listed(void *ctx, struct dqueue *q, const char *path,
-                                          const struct job_name *jn)
+                                          const struct job_name *jn, const char *id)
 {
-    struct job *job = job_seen(ctx, q, path, jn);
+    struct job *job = job_seen(ctx, q, path, jn, id);
     return job ? &job->listed : NULL;
 }
 

@@ -196,13 +196,17 @@ static void dir_remove(struct mirror *m, struct dir *dir)
     free(dir);
 }
 
-/* ENTERED (may be NULL) gets 1 when the job was not in LEAF before. */
+/* MADE and ID: the job's name and id as this daemon's put made them, or NULL: NAME parsed.
+ * ENTERED (may be NULL) gets 1 when the job was not in LEAF before. */
 static struct mirror_entry *job_listed(struct mirror *m, struct dir *leaf, const char *path,
-                                       const char *name, int *entered)
+                                       const char *name, const struct job_name *made,
+                                       const char *id, int *entered)
 {
     struct job_name jn;
     const char *shard = leaf->level == SHARD_LEVEL ? strrchr(leaf->path, '/') + 1 : "";
-    if (layout_parse_name(name, &jn) != 0) {
+    if (made) {
+        jn = *made;
+    } else if (layout_parse_name(name, &jn) != 0) {
         note_foreign(m, path, "not a job name <due ms>-<priority>-<uid>[-<attempts>]");
         return NULL;
     }
@@ -210,8 +214,13 @@ static struct mirror_entry *job_listed(struct mirror *m, struct dir *leaf, const
         note_foreign(m, path, "due time does not belong to this bucket");
         return NULL;
     }
-    snprintf(jn.shard, sizeof jn.shard, "%s", shard);
-    struct mirror_entry *e = m->report->seen(m->report->ctx, leaf->q, path, &jn);
+    size_t slen = strlen(shard);
+    if (slen >= sizeof jn.shard) {
+        note_foreign(m, path, "shard name too long");
+        return NULL;
+    }
+    memcpy(jn.shard, shard, slen + 1);
+    struct mirror_entry *e = m->report->seen(m->report->ctx, leaf->q, path, &jn, id);
     if (!e) { /* not entered (out of memory): the next listing is walked, not skipped */
         leaf->cversion_known = 0;
         return NULL;
@@ -350,7 +359,7 @@ static void apply_listing(struct mirror *m, struct dir *dir, const struct zk_res
         if (dir->level == LAYOUT_DEPTH && layout_valid_shard(name))
             shard_listed(m, dir, path);
         else if (dir->level >= LAYOUT_DEPTH)
-            job_listed(m, dir, path, name, NULL);
+            job_listed(m, dir, path, name, NULL, NULL, NULL);
         else
             dir_listed(m, dir, path, name);
     }
@@ -498,21 +507,19 @@ int mirror_start(struct mirror *m, struct dqueue *q)
     return 0;
 }
 
-struct mirror_entry *mirror_job_created(struct mirror *m, struct dqueue *q, const char *path)
+struct mirror_entry *mirror_job_created(struct mirror *m, struct dqueue *q, const char *path,
+                                        const struct job_name *jn, const char *id)
 {
     char leaf_path[LAYOUT_PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    size_t n = slash ? (size_t)(slash - path) : 0;
-    if (n == 0 || n >= sizeof leaf_path)
+    if (layout_parent_path(leaf_path, sizeof leaf_path, path) != 0)
         return NULL;
-    memcpy(leaf_path, path, n);
-    leaf_path[n] = '\0';
+    const char *slash = strrchr(path, '/');
     struct dir *leaf;
     HASH_FIND_STR(m->dirs, leaf_path, leaf);
     if (!leaf || !leaf->loaded || leaf->level < LAYOUT_DEPTH || leaf->q != q)
         return NULL; /* not followed (yet): its listing will show the job */
     int entered = 0;
-    struct mirror_entry *e = job_listed(m, leaf, path, slash + 1, &entered);
+    struct mirror_entry *e = job_listed(m, leaf, path, slash + 1, jn, id, &entered);
     if (e && entered) /* not yet in a listing walked since: a change the next one shows */
         leaf->own_creates++;
     m->report->listed(m->report->ctx, q);

@@ -19,9 +19,10 @@ struct mirror;
 /* What the mirror tells its owner. CTX is passed back to each. */
 struct mirror_report {
     /* A job listed in a bucket of Q: its entry, or NULL when it is not taken (out of
-     * memory). Called again for a job already known. */
+     * memory). Called again for a job already known. ID: its id when known (this
+     * daemon's put), else NULL. */
     struct mirror_entry *(*seen)(void *ctx, struct dqueue *q, const char *path,
-                                 const struct job_name *jn);
+                                 const struct job_name *jn, const char *id);
     /* A known job is missing from its bucket's listing, or its bucket went (the entry is
      * unlinked already). */
     void (*vanished)(void *ctx, struct mirror_entry *e);
@@ -46,9 +47,11 @@ int64_t mirror_next(const struct mirror *m);
 void mirror_entry_unlink(struct mirror_entry *e);          /* the owner frees the job */
 void mirror_resync(struct mirror *m);                      /* re-list everything loaded */
 void mirror_reset(struct mirror *m);                       /* forget everything: session lost */
-/* This daemon just created PATH: enter it now if its bucket is followed. Its entry (what
- * the report's seen gave), or NULL when not entered. */
-struct mirror_entry *mirror_job_created(struct mirror *m, struct dqueue *q, const char *path);
+/* This daemon just created PATH, named JN, with the id ID (as the put made them: not parsed
+ * again): enter it now if its bucket is followed. Its entry (what the report's seen gave),
+ * or NULL when not entered. */
+struct mirror_entry *mirror_job_created(struct mirror *m, struct dqueue *q, const char *path,
+                                        const struct job_name *jn, const char *id);
 /* Bytes of the largest child listing received (names plus their 4-byte lengths). */
 size_t mirror_listing_max(const struct mirror *m);
 /* Listings received and names they held, for STATS. */

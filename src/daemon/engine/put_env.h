@@ -26,11 +26,12 @@ struct put_env {
     void *engine;               /* the first argument of the calls below */
     /* The queue of that name this daemon runs, or NULL. */
     struct dqueue *(*queue)(void *engine, const char *name);
-    /* A job this daemon has just stored at PATH, due at DUE_MS, whose payload is
-     * *PAYLOAD (LEN bytes): the engine may keep the payload for its delivery (it takes it
-     * and leaves NULL). */
-    void (*stored)(void *engine, struct dqueue *q, const char *path, int64_t due_ms,
-                   unsigned char **payload, size_t len);
+    /* A job this daemon has just stored at PATH, named JN, with the id ID (or NULL: made
+     * from the queue and JN), whose payload
+     * is *PAYLOAD (LEN bytes): the engine may keep the payload for its delivery (it takes
+     * it and leaves NULL). */
+    void (*stored)(void *engine, struct dqueue *q, const char *path, const struct job_name *jn,
+                   const char *id, unsigned char **payload, size_t len);
 };
 
 #endif

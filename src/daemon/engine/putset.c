@@ -235,7 +235,10 @@ static int prepare_bucket(const struct put_env *env, struct txnbatch *b, const c
 {
     char path[LAYOUT_PATH_MAX], missing[LAYOUT_DEPTH][LAYOUT_PATH_MAX], *slash;
     int n = 0, level, rc = ZOK;
-    snprintf(path, sizeof path, "%s", job_path);
+    size_t plen = strlen(job_path);
+    if (plen >= sizeof path)
+        return ZK_ETOOLONG;
+    memcpy(path, job_path, plen + 1);
     for (level = LAYOUT_DEPTH; level >= 1; level--) {
         if (!(slash = strrchr(path, '/')))
             return ZK_ETOOLONG;
@@ -262,21 +265,18 @@ static int prepare_bucket(const struct put_env *env, struct txnbatch *b, const c
  * shard grows past about 100 KiB per writer. */
 static int choose_shard(const struct put_env *env, struct txnbatch *b, struct putjob *pj)
 {
-    char dir[LAYOUT_PATH_MAX], *slash;
-    snprintf(dir, sizeof dir, "%s", pj->path);
-    if (!(slash = strrchr(dir, '/')))
+    char dir[LAYOUT_PATH_MAX];
+    if (layout_parent_path(dir, sizeof dir, pj->path) != 0)
         return ZK_ETOOLONG;
-    *slash = '\0';
     unsigned n = buckets_count_put(env->buckets, dir);
     if (n < SHARD_AFTER)
         return ZOK;
     snprintf(pj->jn.shard, sizeof pj->jn.shard, "s%08llx-%u", (unsigned long long)env->uids->prefix,
              (n - SHARD_AFTER) / SHARD_SIZE);
     if (layout_job_path(pj->path, sizeof pj->path, env->d->cfg->zk_root, pj->q->cfg->name,
-                        &pj->jn) != 0)
+                        &pj->jn) != 0 ||
+        layout_parent_path(dir, sizeof dir, pj->path) != 0)
         return ZK_ETOOLONG;
-    snprintf(dir, sizeof dir, "%s", pj->path);
-    *strrchr(dir, '/') = '\0';
     if (buckets_known(env->buckets, dir))
         return ZOK;
     buckets_add(env->buckets, dir);
@@ -518,7 +518,7 @@ void putset_created(struct putset *ps)
         if (pj->pack >= 0 || pj->flow_children) /* far: seen once unpacked; a waiting parent:
                                                   * once its last child made it a job */
             continue;
-        env->stored(env->engine, pj->q, pj->path, (int64_t)pj->jn.due_ms, &pj->payload, pj->len);
+        env->stored(env->engine, pj->q, pj->path, &pj->jn, pj->id, &pj->payload, pj->len);
     }
     putpacks_count(&ps->packs, env);
 }

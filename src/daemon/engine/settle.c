@@ -222,8 +222,10 @@ static void flows_released(struct dispatcher *ds, struct settle *st)
     struct dqueue *q;
     /* made a job here: delivered without waiting to list it, as a job put here */
     if (flow_settle_parent_job(&st->flow, &path, queue, sizeof queue, &due, &payload, &len)) {
-        if ((q = dispatcher_queue(ds, queue)))
-            ds->put_env.stored(ds->put_env.engine, q, path, due, &payload, len);
+        struct job_name jn;
+        const char *slash = strrchr(path, '/');
+        if ((q = dispatcher_queue(ds, queue)) && slash && layout_parse_name(slash + 1, &jn) == 0)
+            ds->put_env.stored(ds->put_env.engine, q, path, &jn, NULL, &payload, len);
         free(payload);
     }
     log_info("queue %s: job %s was the last child of its flow: %d parent%s released, the last "

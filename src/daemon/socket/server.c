@@ -99,7 +99,9 @@ static void flush_replies(struct conn *c)
     struct evbuffer *out = bufferevent_get_output(c->bev);
     while (c->rhead && c->rhead->done) {
         struct out_reply *r = c->rhead;
-        evbuffer_add_printf(out, "%s\n", r->line);
+        size_t len = strlen(r->line);
+        r->line[len] = '\n'; /* its own copy, freed below: no printf per reply */
+        evbuffer_add(out, r->line, len + 1);
         c->rhead = r->next;
         if (!c->rhead)
             c->rtail = NULL;
