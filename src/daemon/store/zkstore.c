@@ -72,7 +72,6 @@ struct zk_msg {
     zoo_op_t *ops;                     /* multi */
     zoo_op_result_t *op_res;
     struct Stat *stats;                /* multi: one per op, for set operations */
-    char **strings;                    /* 2 per op: copies kept alive until the completion */
     /* MSG_WATCH / MSG_SESSION / MSG_HANDLE */
     unsigned gen;
     zhandle_t *zh;                     /* MSG_HANDLE: the new handle, NULL if it failed */
@@ -91,12 +90,7 @@ static int64_t mono_ns(void)
 static void free_msg(struct zk_msg *m)
 {
     free(m->res.data);
-    for (int i = 0; i < m->res.nchildren; i++)
-        free(m->res.children[i]);
-    free(m->res.children);
-    for (int i = 0; m->strings && i < 2 * m->res.nops; i++)
-        free(m->strings[i]);
-    free(m->strings);
+    free(m->res.children); /* the names too: one block (copy_children) */
     free(m->ops);
     free(m->op_res);
     free(m->stats);
@@ -278,6 +272,26 @@ static void on_data(int rc, const char *value, int len, const struct Stat *stat,
 }
 
 /* Listings come with the parent's Stat: its ctime tells a fresh bucket from an old one. */
+/* SV's names into RES: the pointers and the names in one allocation (a listing may hold
+ * thousands: a malloc and a free each was most of a listing's cost here); 0 or -1. */
+static int copy_children(struct zk_result *res, const struct String_vector *sv)
+{
+    size_t n = (size_t)sv->count, bytes = n * sizeof(char *);
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(sv->data[i]) + 1;
+    char **names = malloc(bytes), *at = (char *)(names + n);
+    if (!names)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(sv->data[i]) + 1;
+        names[i] = memcpy(at, sv->data[i], len);
+        at += len;
+    }
+    res->children = names;
+    res->nchildren = (int)n;
+    return 0;
+}
+
 static void on_strings(int rc, const struct String_vector *sv, const struct Stat *stat,
                        const void *data)
 {
@@ -286,18 +300,8 @@ static void on_strings(int rc, const struct String_vector *sv, const struct Stat
         m->res.stat = *stat;
         m->res.has_stat = 1;
     }
-    if (rc == ZOK && sv && sv->count > 0) {
-        m->res.children = calloc((size_t)sv->count, sizeof(char *));
-        for (int i = 0; m->res.children && i < sv->count; i++) {
-            if (!(m->res.children[i] = strdup(sv->data[i]))) {
-                rc = ZK_ENOMEM;
-                break;
-            }
-            m->res.nchildren++;
-        }
-        if (!m->res.children)
-            rc = ZK_ENOMEM;
-    }
+    if (rc == ZOK && sv && sv->count > 0 && copy_children(&m->res, sv) != 0)
+        rc = ZK_ENOMEM;
     finish(rc, data);
 }
 
@@ -401,14 +405,6 @@ int zkstore_children(struct zkstore *zs, const char *path, int watch, zk_done_fn
     return sent(m, zoo_aget_children2(zs->zh, path, watch, on_strings, m));
 }
 
-static char *copy_bytes(const void *data, size_t len)
-{
-    char *p = malloc(len ? len : 1);
-    if (p && len)
-        memcpy(p, data, len);
-    return p;
-}
-
 int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_done_fn done,
                   void *ctx)
 {
@@ -419,22 +415,21 @@ int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_
         return ZSYSTEMERROR;
     m->ops = calloc((size_t)nops, sizeof *m->ops);
     m->op_res = calloc((size_t)nops, sizeof *m->op_res);
-    m->strings = calloc(2 * (size_t)nops, sizeof *m->strings);
     m->stats = calloc((size_t)nops, sizeof *m->stats);
     m->res.op_err = calloc((size_t)nops, sizeof *m->res.op_err);
     m->res.op_path = calloc((size_t)nops, sizeof *m->res.op_path);
-    if (!m->ops || !m->op_res || !m->strings || !m->stats || !m->res.op_err ||
+    if (!m->ops || !m->op_res || !m->stats || !m->res.op_err ||
         !m->res.op_path)
         return sent(m, ZSYSTEMERROR);
     m->res.nops = nops;
     for (int i = 0; i < nops; i++) {
+        /* zoo_amulti encodes the request before it returns: paths and data are read
+         * here, not copied; only the results' buffers must last until the answer */
         const struct zk_txn_op *o = &ops[i];
-        char *path = m->strings[2 * i] = strdup(o->path);
-        int has_data = o->kind == ZT_CREATE || o->kind == ZT_SET;
-        char *data = m->strings[2 * i + 1] = has_data ? copy_bytes(o->data, o->len) : NULL;
+        const char *path = o->path, *data = o->data ? (const char *)o->data : "";
         size_t namelen = o->sequential ? strlen(o->path) + 16 : 0;
         char *name = m->res.op_path[i] = namelen ? calloc(1, namelen) : NULL;
-        if (!path || (has_data && !data) || (namelen && !name))
+        if (namelen && !name)
             return sent(m, ZSYSTEMERROR);
         int flags = (o->ephemeral ? ZOO_EPHEMERAL : 0) | (o->sequential ? ZOO_SEQUENCE : 0);
         if (o->kind == ZT_CREATE)
