@@ -25,7 +25,7 @@ struct dqueue;
 struct job {
     UT_hash_handle hh;          /* dispatcher->jobs, key: path */
     char *path;
-    char id[LAYOUT_ID_MAX + 1];
+    char *id;                   /* in path's allocation, after it (jobs.c: name_block) */
     struct dqueue *q;
     struct job_name jn;
     enum job_state state;

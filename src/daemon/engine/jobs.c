@@ -111,17 +111,28 @@ void job_free(struct dispatcher *ds, struct job *job)
     free(job);
 }
 
+/* PATH and ID in one allocation, the id after the path (a job's two names: one malloc, no
+ * fixed 241-byte id in every job); NULL when out of memory or ID is too long. */
+static char *name_block(const char *path, const char *id, char **id_out)
+{
+    size_t plen = strlen(path) + 1, ilen = strlen(id) + 1;
+    char *p = ilen <= LAYOUT_ID_MAX + 1 ? malloc(plen + ilen) : NULL;
+    if (!p)
+        return NULL;
+    memcpy(p, path, plen);
+    *id_out = memcpy(p + plen, id, ilen);
+    return p;
+}
+
 int job_rename(struct dispatcher *ds, struct job *job, const char *path, const char *id)
 {
-    char *p = strdup(path);
-    if (!p || strlen(id) >= sizeof job->id) {
-        free(p);
+    char *new_id, *p = name_block(path, id, &new_id);
+    if (!p)
         return -1;
-    }
     HASH_DEL(ds->jobs, job);
     free(job->path);
     job->path = p;
-    strcpy(job->id, id);
+    job->id = new_id;
     HASH_ADD_KEYPTR(hh, ds->jobs, job->path, strlen(job->path), job);
     return 0;
 }
@@ -189,13 +200,10 @@ struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, c
                     const struct job_name *jn)
 {
     struct job *job = calloc(1, sizeof *job);
-    if (!job || !(job->path = strdup(path)) || strlen(id) >= sizeof job->id) {
-        if (job)
-            free(job->path);
+    if (!job || !(job->path = name_block(path, id, &job->id))) {
         free(job);
         return NULL;
     }
-    strcpy(job->id, id);
     job->q = q;
     job->jn = *jn;
     job->heap_pos = HEAP_NONE;
