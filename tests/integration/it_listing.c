@@ -2,9 +2,13 @@
  * after its own puts: when nothing but those puts changed
  * it (the child version moved by exactly them), the listing is not walked name by name
  * (STATS listings_unchanged); a job another daemon puts into the same bucket moves the
- * version further, and the daemon walks the next listing and learns it. */
+ * version further, and the daemon walks the next listing and learns it. A change that
+ * keeps the count (another writer deletes one job and creates one, in one transaction)
+ * moves only the version: the listing is walked too, and the new job is delivered. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -49,6 +53,102 @@ static int wait_stat_at_least(const struct daemon_proc *dp, const char *key, lon
     return 0;
 }
 
+/* The bucket holding queue a's jobs (one due time: one leaf, LAYOUT_DEPTH levels down). */
+static int leaf_of(zhandle_t *zh, char *out, size_t len)
+{
+    snprintf(out, len, "%s/queues/a/jobs", root);
+    for (int level = 0; level < 3; level++) {
+        struct String_vector sv;
+        if (zoo_get_children(zh, out, 0, &sv) != ZOK)
+            return -1;
+        int one = sv.count == 1;
+        size_t n = strlen(out);
+        if (one)
+            snprintf(out + n, len - n, "/%s", sv.data[0]);
+        deallocate_String_vector(&sv);
+        if (!one)
+            return -1;
+    }
+    return 0;
+}
+
+/* Y: a plain job name of LEAF ("<due>-<prio>-<uid>") made most urgent (priority 0) with
+ * another uid; then one of LEAF's jobs not held (a held one has its lock child) deleted and
+ * Y created in one multi, as another writer would: the bucket's count stays. */
+static int swap_one(zhandle_t *zh, const char *leaf, char *y, size_t ylen)
+{
+    struct String_vector sv;
+    int rc = zoo_get_children(zh, leaf, 0, &sv);
+    for (int i = 0; rc == ZOK && i < sv.count; i++) {
+        const char *name = sv.data[i], *d1 = strchr(name, '-'), *d2 = d1 ? strchr(d1 + 1, '-') : NULL;
+        if (!d2 || strchr(d2 + 1, '-'))
+            continue;
+        char uid[64];
+        snprintf(uid, sizeof uid, "%s", d2 + 1);
+        uid[strlen(uid) - 1] = uid[strlen(uid) - 1] == 'z' ? 'y' : 'z';
+        char xpath[600], ypath[600];
+        snprintf(y, ylen, "%.*s-0-%s", (int)(d1 - name), name, uid);
+        snprintf(xpath, sizeof xpath, "%s/%s", leaf, name);
+        snprintf(ypath, sizeof ypath, "%s/%s", leaf, y);
+        zoo_op_t ops[2];
+        zoo_op_result_t res[2];
+        zoo_delete_op_init(&ops[0], xpath, -1);
+        zoo_create_op_init(&ops[1], ypath, "urgent", 6, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        if (zoo_multi(zh, 2, ops, res) == ZOK) {
+            deallocate_String_vector(&sv);
+            return 0;
+        }
+    }
+    if (rc == ZOK)
+        deallocate_String_vector(&sv);
+    return -1;
+}
+
+enum { TRIES = 100 };
+
+/* A new consumer's first push from d0: the most urgent job d0 knows. 1 when it is Y. The
+ * consumer keeps what it got (*KEPT, closed at the end): giving it back (NACK unrun) may
+ * rename it within the bucket, a same-count change of its own; a lock is the job's child,
+ * not the bucket's, so holding changes nothing the bucket's listing shows. */
+static int first_push_is(const char *y, deferd_client **kept)
+{
+    deferd_client *c = *kept = client(&d[0]);
+    deferd_job job = {0};
+    int is = c && deferd_subscribe(c, "a", 1) == DEFERD_OK &&
+             deferd_next_job(c, &job, 2000) == DEFERD_OK && job.payload &&
+             strcmp((const char *)job.payload, "urgent") == 0 && strstr(job.id, y);
+    deferd_job_clear(&job);
+    return is;
+}
+
+static void same_count_change(deferd_client *cons)
+{
+    deferd_job held = {0};
+    CHECK(deferd_next_job(cons, &held, 10000) == DEFERD_OK); /* cons is full: inflight 1 */
+    zhandle_t *zh = zk_connect();
+    char leaf[512], y[256] = "";
+    CHECK(zh && leaf_of(zh, leaf, sizeof leaf) == 0);
+    long long l0 = stat_of(&d[0], "listings"), u0 = stat_of(&d[0], "listings_unchanged");
+    CHECK(zh && swap_one(zh, leaf, y, sizeof y) == 0);
+    /* d0 learns Y only by walking the listing the swap's watch brings (the count alone
+     * says nothing changed); until it does, the first push is another job */
+    deferd_client *kept[TRIES] = {0};
+    int64_t deadline = now_ms() + 10000;
+    int seen = 0, tries = 0;
+    while (y[0] && !seen && tries < TRIES && now_ms() < deadline &&
+           !(seen = first_push_is(y, &kept[tries++])))
+        usleep(100000);
+    CHECK(seen);
+    printf("d0: after a same-count change, %s pushed first: %s (try %d; listings %lld -> %lld, "
+           "not walked %lld -> %lld)\n", y, seen ? "yes" : "no", tries, l0,
+           stat_of(&d[0], "listings"), u0, stat_of(&d[0], "listings_unchanged"));
+    for (int i = 0; i < tries; i++)
+        deferd_close(kept[i]);
+    deferd_job_clear(&held);
+    if (zh)
+        zookeeper_close(zh);
+}
+
 int main(void)
 {
     harness_init("listing", root, sizeof root);
@@ -73,6 +173,7 @@ int main(void)
     CHECK(wait_stat_at_least(&d[0], "jobs_known", N + 2, 10000));
     printf("d0: listings_unchanged %lld -> %lld, jobs_known %lld\n", before,
            stat_of(&d[0], "listings_unchanged"), stat_of(&d[0], "jobs_known"));
+    same_count_change(cons);
     deferd_close(a);
     deferd_close(b);
     deferd_close(cons);
