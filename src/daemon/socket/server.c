@@ -96,12 +96,17 @@ static void resume_reading(struct conn *c)
 
 static void flush_replies(struct conn *c)
 {
+    static const char no_memory[] = "ERR INTERNAL out of memory\n";
     struct evbuffer *out = bufferevent_get_output(c->bev);
     while (c->rhead && c->rhead->done) {
         struct out_reply *r = c->rhead;
-        size_t len = strlen(r->line);
-        r->line[len] = '\n'; /* its own copy, freed below: no printf per reply */
-        evbuffer_add(out, r->line, len + 1);
+        if (r->line) {
+            size_t len = strlen(r->line);
+            r->line[len] = '\n'; /* its own copy, freed below: no printf per reply */
+            evbuffer_add(out, r->line, len + 1);
+        } else { /* its reply could not be made */
+            evbuffer_add(out, no_memory, sizeof no_memory - 1);
+        }
         c->rhead = r->next;
         if (!c->rhead)
             c->rtail = NULL;
@@ -122,7 +127,7 @@ static void reply_complete(struct reply *base, char *line)
         free(r);
         return;
     }
-    r->line = line ? line : strdup("ERR INTERNAL out of memory");
+    r->line = line; /* NULL: out of memory, said as such by flush_replies */
     r->done = 1;
     flush_replies(r->conn);
 }
