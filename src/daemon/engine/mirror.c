@@ -400,7 +400,8 @@ static void on_list(const struct zk_result *res, void *ctx)
             zkstore_create(m->d->zs, dir->path, NULL, 0, 0, on_jobs_made, dir->q);
         } else if (res->rc == ZNOAUTH) {
             queue_denied(dir->q, dir->path);
-        } else {
+        } else if (res->rc != ZCLOSING) { /* closing: deferd exits, or an old handle's
+                                             * call after a renewal: retried, not news */
             log_warn("listing %s failed: %s; retrying", dir->path, zk_strerror(res->rc));
         }
         /* jobs/ just created: list it again soon, but never in a tight loop */
