@@ -271,7 +271,6 @@ static void on_data(int rc, const char *value, int len, const struct Stat *stat,
     on_stat(rc, stat, data);
 }
 
-/* Listings come with the parent's Stat: its ctime tells a fresh bucket from an old one. */
 /* SV's names into RES: the pointers and the names in one allocation (a listing may hold
  * thousands: a malloc and a free each was most of a listing's cost here); 0 or -1. */
 static int copy_children(struct zk_result *res, const struct String_vector *sv)
@@ -292,6 +291,7 @@ static int copy_children(struct zk_result *res, const struct String_vector *sv)
     return 0;
 }
 
+/* Listings come with the parent's Stat: its ctime tells a fresh bucket from an old one. */
 static void on_strings(int rc, const struct String_vector *sv, const struct Stat *stat,
                        const void *data)
 {
