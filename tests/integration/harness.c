@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <glob.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -146,6 +148,41 @@ int daemon_wait_connected(const struct daemon_proc *d, int ms)
     if (c)
         deferd_close(c);
     return up ? 0 : -1;
+}
+
+/* A passed test leaves nothing in /tmp: its /tmp/deferd-it-<pid>-* (daemons' directories,
+ * ZooKeepers', journals) go at exit. A failed or crashed one keeps them for reading. */
+static pid_t harness_pid;
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    if (remove(path) != 0 && errno != ENOENT)
+        fprintf(stderr, "harness: cannot remove %s: %s\n", path, strerror(errno));
+    return 0;
+}
+
+static void remove_own_tmp(void)
+{
+    char pattern[64];
+    glob_t g;
+    /* a forked child that did not exec exits too: only the test's own process cleans */
+    if (getpid() != harness_pid || check_failures || !check_count)
+        return;
+    snprintf(pattern, sizeof pattern, "/tmp/deferd-it-%d-*", (int)harness_pid);
+    if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+        return;
+    for (size_t i = 0; i < g.gl_pathc; i++)
+        nftw(g.gl_pathv[i], remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    globfree(&g);
+}
+
+__attribute__((constructor)) static void register_tmp_cleanup(void)
+{
+    harness_pid = getpid();
+    atexit(remove_own_tmp);
 }
 
 /* 1 the first time this process prepares DIR: a directory of that name is then another
