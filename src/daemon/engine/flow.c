@@ -467,7 +467,7 @@ int flow_cancel(struct zkstore *zs, const char *root, const char *parent_id, con
 }
 
 int flow_settle_parent_job(struct flow_settle *fs, const char **path, char *queue,
-                           size_t qlen, int64_t *due_ms, unsigned char **payload, size_t *len)
+                           size_t qlen, unsigned char **payload, size_t *len)
 {
     struct job_name jn;
     int dead = 0;
@@ -477,7 +477,6 @@ int flow_settle_parent_job(struct flow_settle *fs, const char **path, char *queu
     if (!lv->last || layout_parse_id(lv->fl.parent, queue, qlen, &jn) != 0)
         return 0;
     *path = lv->parent_path;
-    *due_ms = (int64_t)jn.due_ms;
     *payload = lv->payload;
     *len = lv->len;
     lv->payload = NULL;

@@ -91,11 +91,11 @@ const char *flow_missing_dir(const struct flow_settle *fs, const struct zk_resul
 /* The settle's transaction came back (RC; ZOK: applied): the cache follows. Call before
  * flow_settle_refused() or flow_settle_released(). */
 void flow_settle_answered(struct flow_cache *cache, struct flow_settle *fs, int rc);
-/* The settle was applied and made a parent a job (not a dead letter): its path, due time
+/* The settle was applied and made a parent a job (not a dead letter): its path, queue
  * and payload (taken: *PAYLOAD is the caller's to free), so that this daemon delivers it
  * without waiting to list it; 0 when it made none. */
 int flow_settle_parent_job(struct flow_settle *fs, const char **path, char *queue,
-                           size_t qlen, int64_t *due_ms, unsigned char **payload, size_t *len);
+                           size_t qlen, unsigned char **payload, size_t *len);
 /* The settle was applied: parents released (0: none), the last of them dead-lettered. */
 int flow_settle_released(const struct flow_settle *fs, int *dead);
 void flow_settle_clear(struct flow_settle *fs);

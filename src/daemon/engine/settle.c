@@ -216,12 +216,11 @@ static void flows_released(struct dispatcher *ds, struct settle *st)
     ds->flows.dead_lettered += (unsigned long long)n - 1 + (dead != 0);
     const char *path;
     char queue[LAYOUT_ID_MAX + 1];
-    int64_t due;
     unsigned char *payload;
     size_t len;
     struct dqueue *q;
     /* made a job here: delivered without waiting to list it, as a job put here */
-    if (flow_settle_parent_job(&st->flow, &path, queue, sizeof queue, &due, &payload, &len)) {
+    if (flow_settle_parent_job(&st->flow, &path, queue, sizeof queue, &payload, &len)) {
         struct job_name jn;
         const char *slash = strrchr(path, '/');
         if ((q = dispatcher_queue(ds, queue)) && slash && layout_parse_name(slash + 1, &jn) == 0)
