@@ -210,7 +210,9 @@ static struct job *part_job(struct dispatcher *ds, struct citem *ci, struct job 
             (int)sizeof id)
             return NULL;
         if (i > 0) {
-            if (!(job = job_new(ds, head->q, path, id, &head->jn)))
+            struct job_key k;
+            job_key_make(&k, path);
+            if (!(job = job_new(ds, head->q, &k, id, &head->jn)))
                 return NULL;
             job->ci = ci;
             ci->refs++;

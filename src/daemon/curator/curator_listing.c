@@ -54,12 +54,14 @@ static void make_head(struct cqueue *cq, struct citem *ci)
     int n = snprintf(id, sizeof id, "%s/%s", cq->q->cfg->name, ci->name);
     struct job *job = NULL;
     if (n > 0 && (size_t)n < sizeof id && curator_item_path(ci, path, sizeof path) == 0) {
-        job = job_find_path(ds, path);
+        struct job_key k;
+        job_key_make(&k, path);
+        job = job_find_key(ds, &k);
         if (job) { /* a job of the last session, its call still on the way: after it */
             cq->blocked = 1;
             return;
         }
-        job = job_new(ds, cq->q, path, id, &jn);
+        job = job_new(ds, cq->q, &k, id, &jn);
     }
     if (!job) {
         log_warn("queue %s: Curator item %s: name too long or out of memory; skipped",

@@ -26,6 +26,7 @@
 #include "mirror.h"
 #include "protocol.h"
 #include "reply.h"
+#include "putset.h"
 #include "stash.h"
 #include "txnbatch.h"
 #include "writehold.h"
@@ -526,16 +527,17 @@ const struct put_env *dispatcher_put_env(struct dispatcher *ds) { return &ds->pu
 static struct job *job_seen(struct dispatcher *ds, struct dqueue *q, const char *path,
                             const struct job_name *jn, const char *id)
 {
-    struct job *job;
+    struct job_key k;
     char made[LAYOUT_ID_MAX + 1];
-    job = job_find_path(ds, path);
+    job_key_make(&k, path); /* hashed once: looked up, then added when new */
+    struct job *job = job_find_key(ds, &k);
     if (job) {
         job->gone = 0; /* listed again: it exists, whatever an earlier listing said */
         return job;
     }
     if (!id && layout_job_id(made, sizeof made, q->cfg->name, jn) == 0)
         id = made;
-    if (!id || !(job = job_new(ds, q, path, id, jn)))
+    if (!id || !(job = job_new(ds, q, &k, id, jn)))
         return NULL;
     if ((job->payload = stash_take(ds->stash, path, &job->len))) {
         ds->payload_bytes += job->len;
@@ -1123,9 +1125,9 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     ds->writehold = writehold_new(ds, &writehold_env, d->base);
     ds->put_env = (struct put_env){.d = d, .puts = ds->puts, .buckets = ds->buckets,
                                    .parents = ds->parents, .keydirs = ds->keydirs,
-                                   .uids = &ds->uids, .engine = ds, .queue = queue_named,
-                                   .stored = on_job_stored};
-    if (!ds->locks || !ds->settles || !ds->puts || !ds->claims || !ds->buckets || !ds->parents || !ds->keydirs ||
+                                   .uids = &ds->uids, .pool = putset_pool_new(), .engine = ds,
+                                   .queue = queue_named, .stored = on_job_stored};
+    if (!ds->put_env.pool || !ds->locks || !ds->settles || !ds->puts || !ds->claims || !ds->buckets || !ds->parents || !ds->keydirs ||
         !ds->stash || !ds->writehold) {
         dispatcher_free(ds);
         return NULL;
@@ -1173,6 +1175,9 @@ void dispatcher_free(struct dispatcher *ds)
     buckets_free(ds->parents);
     buckets_free(ds->keydirs);
     stash_free(ds->stash);
+    struct putset_pool *pool = ds->put_env.pool;
+    ds->put_env.pool = NULL; /* a set freed from here on is freed, not kept */
+    putset_pool_free(pool);
     for (size_t i = 0; i < ds->nqueues; i++)
         free(ds->queues[i]);
     free(ds->queues);

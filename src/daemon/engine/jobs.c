@@ -113,9 +113,9 @@ void job_free(struct dispatcher *ds, struct job *job)
 
 /* PATH and ID in one allocation, the id after the path (a job's two names: one malloc, no
  * fixed 241-byte id in every job); NULL when out of memory or ID is too long. */
-static char *name_block(const char *path, const char *id, char **id_out)
+static char *name_block(const char *path, size_t path_len, const char *id, char **id_out)
 {
-    size_t plen = strlen(path) + 1, ilen = strlen(id) + 1;
+    size_t plen = path_len + 1, ilen = strlen(id) + 1;
     char *p = ilen <= LAYOUT_ID_MAX + 1 ? malloc(plen + ilen) : NULL;
     if (!p)
         return NULL;
@@ -126,7 +126,7 @@ static char *name_block(const char *path, const char *id, char **id_out)
 
 int job_rename(struct dispatcher *ds, struct job *job, const char *path, const char *id)
 {
-    char *new_id, *p = name_block(path, id, &new_id);
+    char *new_id, *p = name_block(path, strlen(path), id, &new_id);
     if (!p)
         return -1;
     HASH_DEL(ds->jobs, job);
@@ -196,11 +196,25 @@ int job_settled_gone(struct dispatcher *ds, struct job *job)
     return 0;
 }
 
-struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, const char *id,
-                    const struct job_name *jn)
+void job_key_make(struct job_key *k, const char *path)
+{
+    k->path = path;
+    k->len = strlen(path);
+    HASH_VALUE(path, k->len, k->hashv);
+}
+
+struct job *job_find_key(struct dispatcher *ds, const struct job_key *k)
+{
+    struct job *job;
+    HASH_FIND_BYHASHVALUE(hh, ds->jobs, k->path, k->len, k->hashv, job);
+    return job;
+}
+
+struct job *job_new(struct dispatcher *ds, struct dqueue *q, const struct job_key *k,
+                    const char *id, const struct job_name *jn)
 {
     struct job *job = calloc(1, sizeof *job);
-    if (!job || !(job->path = name_block(path, id, &job->id))) {
+    if (!job || !(job->path = name_block(k->path, k->len, id, &job->id))) {
         free(job);
         return NULL;
     }
@@ -215,7 +229,7 @@ struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, c
     job->seq = ++ds->seq;
     job->state = JS_HELD; /* not in a heap yet */
     q->nstate[JS_HELD]++;
-    HASH_ADD_KEYPTR(hh, ds->jobs, job->path, strlen(job->path), job);
+    HASH_ADD_KEYPTR_BYHASHVALUE(hh, ds->jobs, job->path, k->len, k->hashv, job);
     return job;
 }
 
@@ -240,9 +254,9 @@ void job_revoke(struct dispatcher *ds, struct job *job, enum lost_reason why)
 
 struct job *job_find_path(struct dispatcher *ds, const char *path)
 {
-    struct job *job;
-    HASH_FIND_STR(ds->jobs, path, job);
-    return job;
+    struct job_key k;
+    job_key_make(&k, path);
+    return job_find_key(ds, &k);
 }
 
 uint32_t job_priority(const struct job *job)

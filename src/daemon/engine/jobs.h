@@ -12,10 +12,19 @@
 struct dispatcher;
 struct dqueue;
 
-/* A new job in the dispatcher's hash, in no heap yet (state HELD); NULL when out of
- * memory. */
-struct job *job_new(struct dispatcher *ds, struct dqueue *q, const char *path, const char *id,
-                    const struct job_name *jn);
+/* A path as the job table's key: its length and hash made once, for a lookup and then an
+ * add of the same path (a new job's). */
+struct job_key {
+    const char *path;
+    size_t len;
+    unsigned hashv;
+};
+void job_key_make(struct job_key *k, const char *path);
+struct job *job_find_key(struct dispatcher *ds, const struct job_key *k);
+/* A new job at K's path in the dispatcher's hash, in no heap yet (state HELD); NULL when
+ * out of memory. */
+struct job *job_new(struct dispatcher *ds, struct dqueue *q, const struct job_key *k,
+                    const char *id, const struct job_name *jn);
 /* Unlinks the job from its heap, holder, bucket and Curator item, and frees it. */
 void job_free(struct dispatcher *ds, struct job *job);
 /* The job is known by PATH and ID from now on (a Curator item's part); -1 when out of

@@ -15,6 +15,7 @@ struct dqueue;
 struct txnbatch;
 struct buckets;
 struct uidgen;
+struct putset_pool;
 
 struct put_env {
     struct deferd *d;           /* its store, loop, config, metrics, packer, layout */
@@ -23,6 +24,7 @@ struct put_env {
     struct buckets *parents;    /* coarser buckets known to exist */
     struct buckets *keydirs;    /* key and token hash directories known to exist */
     struct uidgen *uids;
+    struct putset_pool *pool;   /* spare single-job put sets (putset.h), or NULL */
     void *engine;               /* the first argument of the calls below */
     /* The queue of that name this daemon runs, or NULL. */
     struct dqueue *(*queue)(void *engine, const char *name);

@@ -56,6 +56,25 @@ struct putset {
     void *ctx;
 };
 
+/* Enough for the puts of a few loop turns: a multi's answer frees its sets together. */
+#define POOL_MAX 256
+
+struct putset_pool {
+    int n;
+    struct putset *spare[POOL_MAX];
+};
+
+struct putset_pool *putset_pool_new(void) { return calloc(1, sizeof(struct putset_pool)); }
+
+void putset_pool_free(struct putset_pool *pool)
+{
+    if (!pool)
+        return;
+    while (pool->n)
+        free(pool->spare[--pool->n]);
+    free(pool);
+}
+
 struct putset *putset_new(const struct put_env *env, size_t max_jobs)
 {
     size_t n = max_jobs ? max_jobs : 1;
@@ -63,7 +82,9 @@ struct putset *putset_new(const struct put_env *env, size_t max_jobs)
         return NULL;
     /* not calloc: each job is cleared as it is added (putjob_clear), its 4 KiB of string
      * buffers only emptied; zeroing them whole was a tenth of a put's instructions */
-    struct putset *ps = malloc(sizeof *ps + n * sizeof(struct putjob));
+    struct putset_pool *pool = env ? env->pool : NULL;
+    struct putset *ps = n == 1 && pool && pool->n ? pool->spare[--pool->n]
+                                                  : malloc(sizeof *ps + n * sizeof(struct putjob));
     if (!ps)
         return NULL;
     memset(ps, 0, sizeof *ps);
@@ -96,7 +117,11 @@ void putset_free(struct putset *ps)
     if (ps->op_what != ps->op_what_inline)
         free(ps->op_what);
     putpacks_free(&ps->packs);
-    free(ps);
+    struct putset_pool *pool = ps->env ? ps->env->pool : NULL;
+    if ((ps->max ? ps->max : 1) == 1 && pool && pool->n < POOL_MAX)
+        pool->spare[pool->n++] = ps;
+    else
+        free(ps);
 }
 
 size_t putset_count(const struct putset *ps) { return ps->n; }

@@ -31,6 +31,12 @@ typedef void (*putset_done_fn)(struct putset *ps, int rc, const struct zk_result
 struct putset *putset_new(const struct put_env *env, size_t max_jobs);
 void putset_free(struct putset *ps);
 
+/* Spare single-job sets, kept for the next put instead of freed: a set is 5 KiB (its job's
+ * path buffers), past malloc's per-thread cache, so every put went through malloc's slow
+ * path twice. The loop's thread only; a set freed after its pool (env's pool NULL) is freed. */
+struct putset_pool *putset_pool_new(void);
+void putset_pool_free(struct putset_pool *pool);
+
 /* A token of the set was found taken but could not be read (tokens.h): the answer the
  * put gets, stored=maybe; NULL when the set did not end so. */
 const struct token_refusal *putset_token_refusal(const struct putset *ps);

@@ -70,6 +70,8 @@ int stash_put(struct stash *s, const char *path, unsigned char *payload, size_t 
 unsigned char *stash_take(struct stash *s, const char *path, size_t *len)
 {
     struct entry *e;
+    if (!s->by_path)
+        return NULL; /* empty: most puts are not stashed, and a path's hash is not free */
     HASH_FIND_STR(s->by_path, path, e);
     if (!e)
         return NULL;

@@ -278,13 +278,12 @@ static int copy_children(struct zk_result *res, const struct String_vector *sv)
     size_t n = (size_t)sv->count, bytes = n * sizeof(char *);
     for (size_t i = 0; i < n; i++)
         bytes += strlen(sv->data[i]) + 1;
-    char **names = malloc(bytes), *at = (char *)(names + n);
+    char **names = malloc(bytes), *at = (char *)(names + n), *end = (char *)names + bytes;
     if (!names)
         return -1;
-    for (size_t i = 0; i < n; i++) {
-        size_t len = strlen(sv->data[i]) + 1;
-        names[i] = memcpy(at, sv->data[i], len);
-        at += len;
+    for (size_t i = 0; i < n; i++) { /* memccpy: the copy finds the end, no second strlen */
+        names[i] = at;
+        at = memccpy(at, sv->data[i], '\0', (size_t)(end - at));
     }
     res->children = names;
     res->nchildren = (int)n;
