@@ -3,7 +3,7 @@
  * moves its job; a third daemon whose queue has a limit locks jobs of the same queue the
  * version 2 way beside one that claims them: each delivered once; a daemon killed -9 while its consumer holds claimed jobs: the other daemon
  * recovers its claims once its session is gone, and delivers every job again under its id,
- * as attempt 2. */
+ * as attempt 2; while they are held, the queue's depth counts them overdue. */
 #include <zookeeper/zookeeper.h>
 
 #include "harness.h"
@@ -165,6 +165,10 @@ static void killed_holder_recovered(zhandle_t *zh)
         deferd_job_clear(&job);
     }
     CHECK(claims_left(zh, "b") >= 1 && zk_count_jobs(zh, root, "b") == 0);
+    /* the queue's depth counts them, overdue, though no bucket holds them */
+    deferd_client *ctl = client(&d[1]);
+    CHECK(wait_queue_stat(ctl, "b", "depth_overdue", N_HELD, 10000));
+    deferd_close(ctl);
     /* out of its bucket, yet deferctl finds it in its claim, and will not cancel it */
     char args[512], out[4096], pid[32];
     snprintf(args, sizeof args, "show %s", ids[0]);
@@ -221,7 +225,8 @@ int main(void)
     snprintf(marker, sizeof marker, "%s/layout", root);
     CHECK(zoo_create(zh, root, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) == ZOK);
     CHECK(zoo_create(zh, marker, "3", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) == ZOK);
-    if (daemons_start(d, 2, root, NULL) != 0)
+    static const char *const often[] = {"metrics.depth_interval=1s", NULL};
+    if (daemons_start(d, 2, root, often) != 0)
         return 1;
     CHECK(wait_stats(&d[0], " layout_version=3 ", 1) && wait_stats(&d[1], " layout_version=3 ", 1));
     static const char *const limited[] = {"queue.emails.concurrency=1000", NULL};

@@ -9,6 +9,7 @@
 #include "daemon.h"
 #include "dispatcher.h"
 #include "census.h"
+#include "claimdata.h"
 #include "layout.h"
 #include "log.h"
 #include "periodic.h"
@@ -28,7 +29,7 @@
 const char *const depth_window_names[DW_COUNT] = {"overdue", "minute", "hour"};
 
 enum call_kind { CK_BUCKETS, CK_JOBS, CK_DEAD_DIRS, CK_DEAD_COUNT, CK_PACK_DIRS, CK_PACKS,
-                 CK_PACK };
+                 CK_PACK, CK_CLAIMS, CK_CLAIM };
 /* A census pass starts depth_interval after the last began (and once it ended), or this
  * long after with depth_interval 0. */
 #define CENSUS_EVERY_MS 10000
@@ -290,6 +291,42 @@ static void on_pack(struct walk *w, const struct zk_result *res)
         count_job(w, job.name.due_ms);
 }
 
+/* claims/ (layout version 3): its claim nodes, each read for the jobs it holds. */
+static void on_claim_names(struct walk *w, const struct call *c, const struct zk_result *res)
+{
+    char path[LAYOUT_PATH_MAX];
+    uint64_t session, n;
+    for (int i = 0; i < res->nchildren; i++)
+        if (layout_parse_claim_name(res->children[i], &session, &n) == 0 &&
+            snprintf(path, sizeof path, "%s/%s", c->path, res->children[i]) < (int)sizeof path)
+            enqueue(w, CK_CLAIM, 0, 0, path);
+}
+
+/* A claim's jobs are held by a consumer, out of their buckets: each counted at its due time
+ * as a held job in its bucket is (a refresh that meets a job on both sides of its claim
+ * counts it twice or not at all, once). An unreadable claim is not counted: claim recovery
+ * logs it and counts it in claims_unreadable. */
+static void on_claim(struct walk *w, const struct zk_result *res)
+{
+    struct claim_record recs[CLAIM_JOBS_MAX]; /* 5 KiB, pointing into the data */
+    struct job_name jn;
+    char name[LAYOUT_NAME_MAX + 1];
+    uint32_t n;
+    if (res->datalen <= 0 ||
+        claimdata_read(res->data, (size_t)res->datalen, recs, CLAIM_JOBS_MAX, &n, NULL, 0) != 0)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *slash = memrchr(recs[i].path, '/', recs[i].path_len);
+        size_t len = slash ? recs[i].path_len - (size_t)(slash + 1 - recs[i].path) : 0;
+        if (!len || len >= sizeof name)
+            continue;
+        memcpy(name, slash + 1, len);
+        name[len] = '\0';
+        if (layout_parse_name(name, &jn) == 0)
+            count_job(w, jn.due_ms);
+    }
+}
+
 static void on_result(const struct zk_result *res, void *ctx)
 {
     struct call *c = ctx;
@@ -305,6 +342,10 @@ static void on_result(const struct zk_result *res, void *ctx)
             on_pack_names(w, c, res);
         else if (c->kind == CK_PACK)
             on_pack(w, res);
+        else if (c->kind == CK_CLAIMS)
+            on_claim_names(w, c, res);
+        else if (c->kind == CK_CLAIM)
+            on_claim(w, res);
         else if (res->has_stat) /* dead/<L1> holds dead jobs only */
             w->run.dead += (uint64_t)res->stat.numChildren;
     } else if (res->rc != ZNONODE) {
@@ -316,14 +357,18 @@ static void on_result(const struct zk_result *res, void *ctx)
 static void send_call(struct walk *w, struct call *c)
 {
     struct zkstore *zs = w->dp->d->zs;
-    int rc = ZCONNECTIONLOSS;
+    int rc;
     w->busy++;
     w->run.reads++;
     *(w->census ? &w->dp->census_reads : &w->dp->reads) += 1;
-    if (zkstore_connected(zs))
-        rc = c->kind == CK_DEAD_COUNT ? zkstore_exists(zs, c->path, 0, on_result, c)
-             : c->kind == CK_PACK     ? zkstore_get(zs, c->path, on_result, c)
-                                      : zkstore_children(zs, c->path, 0, on_result, c);
+    if (!zkstore_connected(zs))
+        rc = ZCONNECTIONLOSS;
+    else if (c->kind == CK_DEAD_COUNT)
+        rc = zkstore_exists(zs, c->path, 0, on_result, c);
+    else if (c->kind == CK_PACK || c->kind == CK_CLAIM)
+        rc = zkstore_get(zs, c->path, on_result, c);
+    else
+        rc = zkstore_children(zs, c->path, 0, on_result, c);
     if (rc != ZOK) {
         failed(w, c->path, rc);
         w->busy--;
@@ -372,6 +417,10 @@ static void start(struct walk *w)
     if (!w->census &&
         layout_queue_path(path, sizeof path, cfg->zk_root, w->qc->name, LAYOUT_DEAD, NULL) == 0)
         enqueue(w, CK_DEAD_DIRS, 0, 0, path);
+    /* claims exist only on a root at version 3 (and are recovered only while it is) */
+    if (!w->census && w->dp->d->layout_version >= 3 &&
+        layout_queue_path(path, sizeof path, cfg->zk_root, w->qc->name, LAYOUT_CLAIMS, NULL) == 0)
+        enqueue(w, CK_CLAIMS, 0, 0, path);
     pump(w);
 }
 

@@ -2,7 +2,8 @@
  * [metrics] depth_interval each daemon walks, for every native queue, the buckets whose
  * window starts within the next hour (jobs/, then L1, L2 and L3 buckets and their shards:
  * names only, never a job's data) and counts the jobs due by now (overdue), in the next
- * minute and in the rest of the hour, with the oldest overdue due time; and the dead
+ * minute and in the rest of the hour, with the oldest overdue due time; the jobs held in
+ * claims (layout version 3: claims/, each claim's data), as overdue jobs; and the dead
  * letters, from the numChildren of each dead/<L1> directory. At most depth_max_reads
  * ZooKeeper reads a queue and refresh, at most a few in flight at once, so that a big
  * backlog costs a bounded walk and the delivery path's requests never queue behind a burst
