@@ -151,8 +151,18 @@ int daemon_wait_connected(const struct daemon_proc *d, int ms)
 }
 
 /* A passed test leaves nothing in /tmp: its /tmp/deferd-it-<pid>-* (daemons' directories,
- * ZooKeepers', journals) go at exit. A failed or crashed one keeps them for reading. */
+ * ZooKeepers', journals) go at exit. A failed one keeps them for reading: a failed check, an
+ * early return or exit without check_report(), a crash. With pids reused (pid_max is 32768
+ * here), what an earlier run of the same pid left and this one did not touch stays too. */
 static pid_t harness_pid;
+static time_t harness_started;
+
+/* Made or changed by this process: its status changed since it started (a second's slack). */
+static int touched_since_start(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && st.st_ctime >= harness_started - 1;
+}
 
 static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -169,19 +179,21 @@ static void remove_own_tmp(void)
     char pattern[64];
     glob_t g;
     /* a forked child that did not exec exits too: only the test's own process cleans */
-    if (getpid() != harness_pid || check_failures || !check_count)
+    if (getpid() != harness_pid || !check_passed || check_failures)
         return;
     snprintf(pattern, sizeof pattern, "/tmp/deferd-it-%d-*", (int)harness_pid);
     if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
         return;
     for (size_t i = 0; i < g.gl_pathc; i++)
-        nftw(g.gl_pathv[i], remove_one, 16, FTW_DEPTH | FTW_PHYS);
+        if (touched_since_start(g.gl_pathv[i]))
+            nftw(g.gl_pathv[i], remove_one, 16, FTW_DEPTH | FTW_PHYS);
     globfree(&g);
 }
 
 __attribute__((constructor)) static void register_tmp_cleanup(void)
 {
     harness_pid = getpid();
+    harness_started = time(NULL);
     atexit(remove_own_tmp);
 }
 
