@@ -137,6 +137,7 @@ class Daemon:
         with open(self.config, "w") as f:
             f.write(text)
         self.proc: Optional[subprocess.Popen[bytes]] = None
+        self.killed_on_purpose = False
 
     def start(self) -> "Daemon":
         """Spawns deferd, waits for its socket to answer PING and its ZooKeeper session."""
@@ -182,9 +183,19 @@ class Daemon:
         with self.client() as c:
             return c.stats(queue)[field]
 
+    def killed(self) -> None:
+        """The test killed deferd on purpose (SIGKILL): reaped here; stop() then reports no
+        unclean exit and removes the temp dir as after a clean one."""
+        assert self.proc is not None
+        self.proc.wait(10)
+        self.proc = None
+        self.killed_on_purpose = True
+
     def stop(self) -> None:
         """SIGTERM by pid, waits; the temp dir goes unless the daemon failed."""
         if self.proc is None:
+            if self.killed_on_purpose:
+                shutil.rmtree(self.dir, ignore_errors=True)
             return
         if self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)

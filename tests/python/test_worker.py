@@ -358,8 +358,7 @@ class DaemonRestart(WorkerTest):
             assert d.proc is not None
             killed = time.monotonic()
             os.kill(d.proc.pid, signal.SIGKILL)
-            d.proc.wait(10)
-            d.proc = None  # killed on purpose: not an unclean exit for stop() to report
+            d.killed()  # on purpose: not an unclean exit for stop() to report
             w.until(lambda: w.events("stopped"), "the handler saw job.lost", timeout=10)
             self.assertTrue(w.events("stopped")[0]["lost"])
             self.assertLess(time.monotonic() - killed, 5)
