@@ -418,7 +418,7 @@ static void start(struct walk *w)
         layout_queue_path(path, sizeof path, cfg->zk_root, w->qc->name, LAYOUT_DEAD, NULL) == 0)
         enqueue(w, CK_DEAD_DIRS, 0, 0, path);
     /* claims exist only on a root at version 3 (and are recovered only while it is) */
-    if (!w->census && w->dp->d->layout_version >= 3 &&
+    if (!w->census && w->dp->d->layout_version >= LAYOUT_VERSION_CLAIMS &&
         layout_queue_path(path, sizeof path, cfg->zk_root, w->qc->name, LAYOUT_CLAIMS, NULL) == 0)
         enqueue(w, CK_CLAIMS, 0, 0, path);
     pump(w);
