@@ -76,6 +76,15 @@ void harness_turn(void)
         event_base_loop(h.d.base, EVLOOP_NONBLOCK);
 }
 
+void harness_clock(int64_t ms) { h.mono_us += ms * 1000; }
+
+void harness_run_real(int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    event_base_loopexit(h.d.base, &tv);
+    event_base_dispatch(h.d.base);
+}
+
 void harness_advance(int64_t ms)
 {
     h.mono_us += ms * 1000;

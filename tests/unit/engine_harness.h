@@ -56,6 +56,11 @@ int64_t harness_now(void); /* the test clock, wall ms */
 void harness_advance(int64_t ms);
 /* One loop turn: kicks and batch flushes (libevent's active events). */
 void harness_turn(void);
+/* Moves the test clock by MS, nothing else: a libevent timer that fires later finds it so. */
+void harness_clock(int64_t ms);
+/* Runs the loop for MS of real time: libevent's own timers (on the system's monotonic
+ * clock, not the test clock) fire as they fall due. */
+void harness_run_real(int ms);
 
 /* ---- the mirror ---- */
 

@@ -309,8 +309,13 @@ static void distrust(struct rwin *w, struct rslot *s, int64_t now)
  * O(1) with thousands of slots in their window. */
 static int win_room(struct rwin *w, int64_t now, uint64_t *waits)
 {
-    if (w->waiting && w->seen == w->changes && now < w->wake_at)
+    if (w->waiting && w->seen == w->changes && now < w->wake_at) {
+        /* libevent counts a timer from its loop's cached time, so it may fire before the
+         * cluster clock reaches wake_at: without a timer again nothing would wake W */
+        if (w->wake_at != INT64_MAX && !(w->timer && evtimer_pending(w->timer, NULL)))
+            arm(w, now);
         return 0;
+    }
     for (uint32_t k = 0; k < w->n; k++) {
         uint32_t i = (w->cursor + k) % w->n;
         if (startable(w, &w->slots[i], now)) {
