@@ -1,6 +1,6 @@
 /* ACK and NACK (src/daemon/engine/settle.c) over the scripted store: each transaction's
  * operations, each failure of it (NoNode: cancelled or our lock gone; BadVersion; a lost
- * answer verified by reads), the nack's move, back-off and plain release, max_attempts
+ * answer verified by reads, and by reads again when their own answers are lost), the nack's move, back-off and plain release, max_attempts
  * (dead letters at a nack and at delivery), NACK unrun=1, a consumer that leaves, and a
  * held job cancelled (gone from its listing and from ZooKeeper). */
 #include "check.h"
@@ -126,6 +126,39 @@ static void test_ack_lost_applied(void)
     struct harness_reply *r = harness_ack(c, id);
     harness_multi_lost(0, ZCONNECTIONLOSS);
     CHECK(harness_state(id) == JS_SETTLING && !r->done);
+    CHECK_STR(harness_call_what(0), "exists lock");
+    harness_call_rc(0, ZNONODE);
+    CHECK_STR(harness_call_what(0), "exists job");
+    harness_call_rc(0, ZNONODE);
+    CHECK_STR(r->line, "OK");
+    CHECK(harness_state(id) == -1);
+    harness_stop();
+}
+
+/* The answer was lost, and so was the look at the lock (the connection broke under both,
+ * cluster.short once): the outcome is still unknown, so the consumer is not answered. The
+ * lock is looked at again: at once while the loop still thinks it connected, else once the
+ * connection is back. There the ack was applied: OK, the job gone. */
+static void test_ack_lost_verify_lost(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    struct harness_reply *r = harness_ack(c, id);
+    harness_multi_lost(0, ZCONNECTIONLOSS);
+    CHECK_STR(harness_call_what(0), "exists lock");
+    harness_call_rc(0, ZCONNECTIONLOSS);
+    CHECK(!r->done && harness_state(id) == JS_SETTLING);
+    CHECK_STR(harness_call_what(0), "exists lock"); /* again: connected, as far as we know */
+    harness_suspended();
+    harness_call_rc(0, ZCONNECTIONLOSS);
+    CHECK(!r->done && harness_state(id) == JS_SETTLING && harness_calls() == 0);
+    harness_reconnected();
+    CHECK_STR(harness_call_what(0), "exists lock");
+    harness_call_rc(0, ZNONODE);
+    CHECK_STR(harness_call_what(0), "exists job");
+    harness_call_rc(0, ZCONNECTIONLOSS); /* the look at the job too */
+    CHECK(!r->done);
     CHECK_STR(harness_call_what(0), "exists lock");
     harness_call_rc(0, ZNONODE);
     CHECK_STR(harness_call_what(0), "exists job");
@@ -368,6 +401,7 @@ int main(void)
     test_ack_lock_gone();
     test_ack_badversion();
     test_ack_lost_applied();
+    test_ack_lost_verify_lost();
     test_ack_lost_not_applied();
     test_ack_lost_other_holder();
     test_nack_delay();

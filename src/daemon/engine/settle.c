@@ -607,6 +607,16 @@ static void on_followups_done(struct putset *ps, int rc, const struct zk_result 
     settle_free(st);
 }
 
+/* The look itself lost its answer: the transaction is still of unknown outcome, so the
+ * consumer is not answered yet (a "still held" for an ack ZooKeeper applied would leave the
+ * job neither acked nor delivered again). Looked at again: now, or once the connection is
+ * back (held). */
+static void verify_again(struct dispatcher *ds, struct settle *st)
+{
+    st->job->uncertain = 1;
+    verify(ds, st);
+}
+
 static void on_verified_job(const struct zk_result *res, void *ctx)
 {
     struct settle *st = ctx;
@@ -620,6 +630,9 @@ static void on_verified_job(const struct zk_result *res, void *ctx)
     } else if (res->rc == ZOK) {
         st->job->uncertain = 0;
         lease_lost(ds, st);
+    } else if (uncertain(res->rc)) {
+        verify_again(ds, st);
+        return;
     } else {
         settle_failed(st, res->rc); /* still unknown: stays uncertain */
     }
@@ -635,6 +648,9 @@ static void on_verified_lock(const struct zk_result *res, void *ctx)
     int ours = res->rc == ZOK && res->stat.ephemeralOwner == ds->d->session_id;
     if (zk_session_gone(res->rc)) {
         lease_lost(ds, st);
+    } else if (uncertain(res->rc)) {
+        verify_again(ds, st);
+        return;
     } else if (ours || (res->rc != ZOK && res->rc != ZNONODE)) {
         if (ours)
             job->uncertain = 0;
@@ -654,6 +670,10 @@ static void on_verified_lock(const struct zk_result *res, void *ctx)
         int rc = zkstore_exists(ds->d->zs, job->path, 0, on_verified_job, st);
         if (rc == ZOK)
             return;
+        if (rc != ZCLOSING) {
+            hold_settle(ds, st); /* looked at once the connection is back */
+            return;
+        }
         settle_failed(st, rc);
     }
     settle_free(st);
@@ -678,9 +698,11 @@ static void verify(struct dispatcher *ds, struct settle *st)
     lock_path(st->job, lock, sizeof lock);
     job_transition(st->job, JE_SETTLE);
     int rc = zkstore_exists(ds->d->zs, lock, 0, on_verified_lock, st);
-    if (rc != ZOK) {
+    if (rc == ZCLOSING) {
         settle_failed(st, rc);
         settle_free(st);
+    } else if (rc != ZOK) {
+        hold_settle(ds, st); /* looked at once the connection is back */
     }
 }
 
