@@ -12,6 +12,7 @@ struct zkstore {
     int refuse;
     int sent;
     int connected;
+    int64_t heard_age_ms;
     unsigned seq;
     int npending;
     struct fake_multi pending[FAKE_PENDING_MAX];
@@ -51,13 +52,10 @@ const struct fake_multi *fake_zk_multi(const struct zkstore *zs, int i)
 
 int64_t zkstore_session_id(const struct zkstore *zs) { return zs->session; }
 int zkstore_connected(const struct zkstore *zs) { return zs->connected; }
-/* Always just heard from, with a session timeout of 10 s: pushes never wait for a sign of
- * life (dispatcher.c, may_push). */
-int64_t zkstore_heard_age_ms(const struct zkstore *zs)
-{
-    (void)zs;
-    return 0;
-}
+/* Just heard from unless a test says otherwise, with a session timeout of 10 s (dispatcher.c,
+ * may_push). */
+int64_t zkstore_heard_age_ms(const struct zkstore *zs) { return zs->heard_age_ms; }
+void fake_zk_set_heard_age(struct zkstore *zs, int64_t ms) { zs->heard_age_ms = ms; }
 int zkstore_negotiated_timeout(const struct zkstore *zs)
 {
     (void)zs;

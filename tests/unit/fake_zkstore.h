@@ -30,6 +30,8 @@ void fake_zk_refuse(struct zkstore *zs, int rc);
 /* Multis sent and not answered yet, oldest first; I from 0. */
 int fake_zk_pending(const struct zkstore *zs);
 const struct fake_multi *fake_zk_multi(const struct zkstore *zs, int i);
+/* zkstore_heard_age_ms answers MS from now on (0 at first: just heard from). */
+void fake_zk_set_heard_age(struct zkstore *zs, int64_t ms);
 /* Multis zkstore_multi accepted so far. */
 int fake_zk_sent(const struct zkstore *zs);
 

@@ -1,9 +1,11 @@
 /* The lock (src/daemon/engine/lock.c) over the scripted store: its transaction, the payload
  * read after it, a job gone (NoNode), a lock another daemon holds (NodeExists: CHECKING
  * with a watch, then HELD until the watch fires), our own lock found by that check, a lost
- * answer, and locks taken ahead of the due time (ARMED) given back by a pause. */
+ * answer, a lock's answer that comes after a pause (pushed only once ZooKeeper answers
+ * again), and locks taken ahead of the due time (ARMED) given back by a pause. */
 #include "check.h"
 #include "engine_harness.h"
+#include "fake_zkstore.h"
 #include "lock.h"
 
 #define QUEUES "[queue a]\nttr = 10s\n"
@@ -25,6 +27,38 @@ static void test_lock_then_push(void)
     CHECK(c->njobs == 1);
     CHECK_STR(c->jobs[0].id, id);
     CHECK(c->jobs[0].attempt == 1 && c->jobs[0].ttr_ms == 10000);
+    harness_stop();
+}
+
+/* The lock's answer comes when nothing sent lately was answered (the process was paused,
+ * integration.freeze_late once): the session may have expired with the lock, so nothing is
+ * pushed; the job keeps its lock until ZooKeeper answers again, then goes. Also through the
+ * payload's read. And with the session lost meanwhile: never pushed, offered again. */
+static void test_stale_lock_answer(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_listed("a", 0, 0, 1);
+    fake_zk_set_heard_age(harness_zs(), 6000); /* over half the session timeout (10 s) */
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 0 && c->c->inflight == 0 && harness_state(id) == JS_READY);
+    harness_advance(100);
+    CHECK(c->njobs == 0 && harness_multis() == 0);
+    fake_zk_set_heard_age(harness_zs(), 0);
+    harness_advance(100);
+    CHECK(c->njobs == 1 && harness_state(id) == JS_INFLIGHT && c->jobs[0].attempt == 1);
+    CHECK(harness_multis() == 0); /* its lock was kept: not taken again */
+    harness_stop();
+
+    harness_start(QUEUES);
+    c = harness_consumer("a", 1);
+    id = harness_listed("a", 0, 0, 0);
+    harness_multi_ok(0, 1);
+    fake_zk_set_heard_age(harness_zs(), 6000);
+    harness_get_ok(0);
+    CHECK(c->njobs == 0 && harness_state(id) == JS_READY);
+    harness_lost();
+    CHECK(c->njobs == 0);
     harness_stop();
 }
 
@@ -328,6 +362,7 @@ int main(void)
 {
     test_lock_then_push();
     test_payload_read();
+    test_stale_lock_answer();
     test_lock_nonode();
     test_lock_nodeexists();
     test_lock_gone_before_check();

@@ -328,6 +328,20 @@ static int push_job(const struct job *job)
     return job->owner->ops->job(job->owner->conn, &p);
 }
 
+static int may_push(struct dispatcher *ds, struct dqueue *q);
+
+/* The lock's answer came when ZooKeeper had not answered anything sent for a while (this
+ * process was paused, say): the session, and the lock with it, may have expired meanwhile.
+ * The job keeps its lock, as one taken ahead: it is pushed once ZooKeeper answers again
+ * (may_push polls), or released with the session. */
+static void stale_lock_answer(struct dispatcher *ds, struct job *job)
+{
+    job_unhold(ds, job);
+    job->prelocked = 1;
+    job->q->nprelocked++;
+    arm(ds, job);
+}
+
 /* Locked, payload at hand: push it to its consumer and start the lease. */
 void dispatcher_deliver(struct dispatcher *ds, struct job *job)
 {
@@ -339,6 +353,10 @@ void dispatcher_deliver(struct dispatcher *ds, struct job *job)
     if (job->owner && !job->ci && dispatcher_stopped(job->q)) {
         job_unhold(ds, job); /* paused or draining since the consumer was chosen */
         lock_release(ds, job);
+        return;
+    }
+    if (job->owner && !job->ci && !may_push(ds, job->q)) {
+        stale_lock_answer(ds, job);
         return;
     }
     if (!job->owner) {
