@@ -125,3 +125,14 @@ int claimdata_read(const void *data, size_t len, struct claim_record *recs, uint
     *n = count;
     return CLAIM_OK;
 }
+
+int claimdata_job_name(const struct claim_record *rec, char *name, size_t cap)
+{
+    const char *slash = memrchr(rec->path, '/', rec->path_len);
+    size_t len = slash ? rec->path_len - (size_t)(slash + 1 - rec->path) : 0;
+    if (!len || len >= cap)
+        return -1;
+    memcpy(name, slash + 1, len);
+    name[len] = '\0';
+    return 0;
+}

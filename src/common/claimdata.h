@@ -50,6 +50,10 @@ size_t claimdata_size(size_t record_bytes);
 /* Writes the N records into BUF (CAP bytes): the length, or a CLAIM_E_* code. */
 long claimdata_write(void *buf, size_t cap, const struct claim_record *recs, uint32_t n);
 
+/* The job's name, REC's path's last part, into NAME (CAP bytes): 0, or -1 when there is
+ * none or it does not fit. */
+int claimdata_job_name(const struct claim_record *rec, char *name, size_t cap);
+
 /* Reads DATA (LEN bytes) into RECS (room for MAX), pointing into DATA; *N gets the count.
  * CLAIM_OK or a code, with a one-line text in ERR. */
 int claimdata_read(const void *data, size_t len, struct claim_record *recs, uint32_t max,

@@ -127,11 +127,27 @@ static void test_refusals(void)
     CHECK(claimdata_read(buf, (size_t)len, out, 4, &n, err, sizeof err) == CLAIM_E_PATH);
 }
 
+/* A record's job name: its path's last part; none, or too long for the caller, is -1. */
+static void test_job_name(void)
+{
+    char name[16];
+    struct claim_record r = {.path = "jobs/1/2/3/0001-7-ab", .path_len = 20};
+    CHECK(claimdata_job_name(&r, name, sizeof name) == 0);
+    CHECK_STR(name, "0001-7-ab");
+    r.path_len = 11; /* "jobs/1/2/3/": nothing after the slash */
+    CHECK(claimdata_job_name(&r, name, sizeof name) == -1);
+    r = (struct claim_record){.path = "jobs", .path_len = 4};
+    CHECK(claimdata_job_name(&r, name, sizeof name) == -1);
+    r = (struct claim_record){.path = "jobs/1/0123456789abcdef", .path_len = 23};
+    CHECK(claimdata_job_name(&r, name, sizeof name) == -1);
+}
+
 int main(void)
 {
     test_doc_example();
     test_round_trip();
     test_bounds();
     test_refusals();
+    test_job_name();
     return check_report("test_claimdata");
 }

@@ -90,7 +90,7 @@ static int record_path(const struct recovery *r, uint32_t i, char *buf, size_t l
         return 0;
     char *slash = strrchr(buf, '/'), name[LAYOUT_NAME_MAX + 1];
     struct job_name jn;
-    if (layout_parse_name(slash + 1, &jn) != 0)
+    if (claimdata_job_name(rec, name, sizeof name) != 0 || layout_parse_name(name, &jn) != 0)
         return 0; /* not a name of ours: made again as it was */
     jn.prior_attempts += rec->deliveries;
     if (layout_format_name(&jn, name, sizeof name) != 0 ||

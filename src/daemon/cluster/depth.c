@@ -315,16 +315,10 @@ static void on_claim(struct walk *w, const struct zk_result *res)
     if (res->datalen <= 0 ||
         claimdata_read(res->data, (size_t)res->datalen, recs, CLAIM_JOBS_MAX, &n, NULL, 0) != 0)
         return;
-    for (uint32_t i = 0; i < n; i++) {
-        const char *slash = memrchr(recs[i].path, '/', recs[i].path_len);
-        size_t len = slash ? recs[i].path_len - (size_t)(slash + 1 - recs[i].path) : 0;
-        if (!len || len >= sizeof name)
-            continue;
-        memcpy(name, slash + 1, len);
-        name[len] = '\0';
-        if (layout_parse_name(name, &jn) == 0)
+    for (uint32_t i = 0; i < n; i++)
+        if (claimdata_job_name(&recs[i], name, sizeof name) == 0 &&
+            layout_parse_name(name, &jn) == 0)
             count_job(w, jn.due_ms);
-    }
 }
 
 static void on_result(const struct zk_result *res, void *ctx)
