@@ -57,20 +57,31 @@ struct putset {
 };
 
 /* Enough for the puts of a few loop turns: a multi's answer frees its sets together. Under
- * AddressSanitizer nothing is kept: a set used after its free must stay a report, not a
- * quiet reuse. */
+ * AddressSanitizer or valgrind nothing is kept: a set used after its free must stay a
+ * report, not a quiet reuse. */
 #if defined(__SANITIZE_ADDRESS__)
 #define POOL_MAX 0
 #else
 #define POOL_MAX 256
 #endif
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
 
 struct putset_pool {
-    int n;
+    int n, max;
     struct putset *spare[POOL_MAX + 1]; /* + 1: never an array of 0 */
 };
 
-struct putset_pool *putset_pool_new(void) { return calloc(1, sizeof(struct putset_pool)); }
+struct putset_pool *putset_pool_new(void)
+{
+    struct putset_pool *pool = calloc(1, sizeof *pool);
+    if (pool)
+        pool->max = RUNNING_ON_VALGRIND ? 0 : POOL_MAX;
+    return pool;
+}
 
 void putset_pool_free(struct putset_pool *pool)
 {
@@ -124,7 +135,7 @@ void putset_free(struct putset *ps)
         free(ps->op_what);
     putpacks_free(&ps->packs);
     struct putset_pool *pool = ps->env ? ps->env->pool : NULL;
-    if ((ps->max ? ps->max : 1) == 1 && pool && pool->n < POOL_MAX)
+    if ((ps->max ? ps->max : 1) == 1 && pool && pool->n < pool->max)
         pool->spare[pool->n++] = ps;
     else
         free(ps);
