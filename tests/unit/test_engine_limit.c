@@ -2,10 +2,14 @@
  * node created in the lock's own multi and deleted in the ack's, a due job waiting while
  * every slot is taken, the slots directory listed with a watch (and listed again when it
  * fires) only while jobs wait, a slot another daemon took (NodeExists on the slot alone),
- * a missing directory, a release whose answer says the lock went, and a lost session. */
+ * a missing directory, a release whose answer says the lock went, a lost session, and a
+ * lock's answer after a pause given back unrun with its slot. */
+#include <string.h>
+
 #include "check.h"
 #include "dispatcher.h"
 #include "engine_harness.h"
+#include "fake_zkstore.h"
 #include "limit.h"
 
 #define QUEUES "[queue a]\nttr = 10s\nconcurrency = 2\n[queue free]\nttr = 10s\n" \
@@ -248,6 +252,32 @@ static void test_both_limits(void)
     harness_stop();
 }
 
+/* A lock's answer that comes when ZooKeeper has not answered lately (dispatcher.c,
+ * stale_lock_answer) in a queue with a limit: the job is not kept locked waiting for its
+ * turn (a more urgent job needing a slot would wait behind it for good) but given back
+ * unrun, its slot with it; once ZooKeeper answers again the more urgent job goes first. */
+static void test_stale_answer_gives_back(void)
+{
+    harness_start("[queue one]\nttr = 10s\nconcurrency = 1\n");
+    struct conn *c = harness_consumer("one", 5);
+    const char *j1 = harness_listed("one", 0, 5, 1);
+    fake_zk_set_heard_age(harness_zs(), 6000);
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 0 && c->c->inflight == 0);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, delete job, create job, "
+                                    "delete slot c-0");
+    const char *j2 = harness_listed("one", 0, 0, 1); /* more urgent; the slot is still taken */
+    CHECK(harness_multis() == 1);
+    fake_zk_set_heard_age(harness_zs(), 0);
+    harness_multi_ok(0, 1); /* given back: the slot is free */
+    harness_advance(100);
+    CHECK_STR(harness_multi_ops(0), "create lock, create-seq owner, create slot c-0");
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 1 && strcmp(c->jobs[0].id, j2) == 0 && c->jobs[0].attempt == 1);
+    (void)j1;
+    harness_stop();
+}
+
 int main(void)
 {
     test_group_slots();
@@ -259,5 +289,6 @@ int main(void)
     test_missing_dir();
     test_release_and_guarded_delete();
     test_session_lost();
+    test_stale_answer_gives_back();
     return check_report("unit.engine_limit");
 }

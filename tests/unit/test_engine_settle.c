@@ -168,6 +168,26 @@ static void test_ack_lost_verify_lost(void)
     harness_stop();
 }
 
+/* The session is lost while the look at a lost answer is on its way, and that look loses
+ * its answer too: the next session looks at the job (it was applied: OK). */
+static void test_ack_lost_session_lost(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    struct harness_reply *r = harness_ack(c, id);
+    harness_multi_lost(0, ZCONNECTIONLOSS);
+    CHECK_STR(harness_call_what(0), "exists lock");
+    harness_lost();
+    harness_call_rc(0, ZCONNECTIONLOSS);
+    CHECK(!r->done && harness_calls() == 0);
+    harness_new_session();
+    CHECK_STR(harness_call_what(0), "exists job");
+    harness_call_rc(0, ZNONODE);
+    CHECK_STR(r->line, "OK");
+    harness_stop();
+}
+
 /* The answer was lost and our lock is still there: not applied; the job is still held
  * and the consumer may ack again. */
 static void test_ack_lost_not_applied(void)
@@ -402,6 +422,7 @@ int main(void)
     test_ack_badversion();
     test_ack_lost_applied();
     test_ack_lost_verify_lost();
+    test_ack_lost_session_lost();
     test_ack_lost_not_applied();
     test_ack_lost_other_holder();
     test_nack_delay();

@@ -163,13 +163,20 @@ void dispatcher_consumer_changed(struct dispatcher *ds, struct consumer *c)
     c->ops->quiet(c->conn);
 }
 
-/* A lock without a consumer yet: not in queues whose limits a lock taken ahead would spend
- * before its job runs (a concurrency slot, a rate start). */
-static int may_lock_unowned(struct dispatcher *ds, struct dqueue *q)
+/* A lock may be held without a consumer: not in queues whose limits it would spend before
+ * its job runs (a concurrency slot, a rate start), and where a job holding a slot would
+ * wait behind one that needs a slot (dispatch pushes a lock taken ahead only in its turn). */
+static int unowned_lock_allowed(const struct dqueue *q)
 {
     return q->cfg->format == QF_NATIVE && !q->cfg->concurrency && !q->cfg->group_concurrency &&
-           !q->cfg->rate_n && !q->cfg->group_rate_n && !dispatcher_stopped(q) &&
-           zkstore_connected(ds->d->zs) && !ds->clock_held;
+           !q->cfg->rate_n && !q->cfg->group_rate_n;
+}
+
+/* A lock without a consumer yet, taken now. */
+static int may_lock_unowned(struct dispatcher *ds, struct dqueue *q)
+{
+    return unowned_lock_allowed(q) && !dispatcher_stopped(q) && zkstore_connected(ds->d->zs) &&
+           !ds->clock_held;
 }
 
 /* Locking ahead of the due time needs a consumer with room for every job already locked
@@ -333,10 +340,16 @@ static int may_push(struct dispatcher *ds, struct dqueue *q);
 /* The lock's answer came when ZooKeeper had not answered anything sent for a while (this
  * process was paused, say): the session, and the lock with it, may have expired meanwhile.
  * The job keeps its lock, as one taken ahead: it is pushed once ZooKeeper answers again
- * (may_push polls), or released with the session. */
+ * (may_push polls), or released with the session. In a queue with limits it is given back
+ * unrun instead (its slot with it), so that it never holds a slot while waiting its turn
+ * behind a job that needs one. */
 static void stale_lock_answer(struct dispatcher *ds, struct job *job)
 {
     job_unhold(ds, job);
+    if (!unowned_lock_allowed(job->q)) {
+        settle_give_back_locked(ds, job);
+        return;
+    }
     job->prelocked = 1;
     job->q->nprelocked++;
     arm(ds, job);

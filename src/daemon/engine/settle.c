@@ -670,10 +670,6 @@ static void on_verified_lock(const struct zk_result *res, void *ctx)
         int rc = zkstore_exists(ds->d->zs, job->path, 0, on_verified_job, st);
         if (rc == ZOK)
             return;
-        if (rc != ZCLOSING) {
-            hold_settle(ds, st); /* looked at once the connection is back */
-            return;
-        }
         settle_failed(st, rc);
     }
     settle_free(st);
@@ -694,15 +690,21 @@ static void verify(struct dispatcher *ds, struct settle *st)
         hold_settle(ds, st);
         return;
     }
+    if (ds->d->session_id == 0 && st->r) {
+        /* the session went while the look was on its way: the next one looks at the job
+         * (settle_check_unknown), as for a settle held when it went */
+        job_transition(st->job, JE_SETTLE);
+        st->next = ds->unknown;
+        ds->unknown = st;
+        return;
+    }
     char lock[LAYOUT_PATH_MAX + 8];
     lock_path(st->job, lock, sizeof lock);
     job_transition(st->job, JE_SETTLE);
     int rc = zkstore_exists(ds->d->zs, lock, 0, on_verified_lock, st);
-    if (rc == ZCLOSING) {
+    if (rc != ZOK) {
         settle_failed(st, rc);
         settle_free(st);
-    } else if (rc != ZOK) {
-        hold_settle(ds, st); /* looked at once the connection is back */
     }
 }
 
