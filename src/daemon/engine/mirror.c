@@ -31,6 +31,10 @@
 #define RELIST_MIN_MS 20
 #define RELIST_NAMES_PER_MS 20
 #define RELIST_MAX_AHEAD_MS 1000 /* and a quarter of the time until it is due, up to this */
+/* ...and no sooner than this before it is due: its jobs are needed only then (a lock is
+ * taken at most PRELOCK_MS ahead), and every re-list before that costs ZooKeeper the whole
+ * bucket again, mostly for the jobs this daemon is putting into it (S4 in performance.md) */
+#define RELIST_LEAD_MS 250
 
 /* A bucket directory (or the queue's jobs/ directory at level 0, or at level 4 a shard
  * of a 100 ms bucket, which covers the same time). */
@@ -442,10 +446,13 @@ static void load(struct mirror *m, struct dir *dir)
 
 static void relist(struct mirror *m, struct dir *dir)
 {
-    /* Others' new jobs in a bucket due later can wait longer to be seen. */
+    /* Others' new jobs in a bucket due later can wait longer to be seen: until shortly
+     * before it is due. */
     int64_t now = cluster_now_ms(), ahead = (dir->start_ms - now) / 4;
     ahead = ahead < 0 ? 0 : ahead > RELIST_MAX_AHEAD_MS ? RELIST_MAX_AHEAD_MS : ahead;
     int64_t due = dir->listed_at + RELIST_MIN_MS + ahead + dir->names / RELIST_NAMES_PER_MS;
+    if (due < dir->start_ms - RELIST_LEAD_MS)
+        due = dir->start_ms - RELIST_LEAD_MS;
     if (now >= due)
         load(m, dir);
     else if (dir->relist_pos == HEAP_NONE || dir->load_at > due)
