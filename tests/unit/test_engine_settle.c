@@ -117,16 +117,26 @@ static void test_ack_badversion(void)
     harness_stop();
 }
 
+/* A started harness, a delivered job (*ID) acked by its consumer (*C), the ack's answer lost
+ * with RC: the lock is being looked at, the consumer not answered yet. The ack's reply. */
+static struct harness_reply *ack_answer_lost(int rc, struct conn **c, const char **id)
+{
+    harness_start(QUEUES);
+    *c = harness_consumer("a", 1);
+    *id = harness_delivered("a");
+    struct harness_reply *r = harness_ack(*c, *id);
+    harness_multi_lost(0, rc);
+    CHECK(harness_state(*id) == JS_SETTLING && !r->done);
+    CHECK_STR(harness_call_what(0), "exists lock");
+    return r;
+}
+
 /* The answer was lost: the lock is looked at, then the job. Both gone: it was applied. */
 static void test_ack_lost_applied(void)
 {
-    harness_start(QUEUES);
-    struct conn *c = harness_consumer("a", 1);
-    const char *id = harness_delivered("a");
-    struct harness_reply *r = harness_ack(c, id);
-    harness_multi_lost(0, ZCONNECTIONLOSS);
-    CHECK(harness_state(id) == JS_SETTLING && !r->done);
-    CHECK_STR(harness_call_what(0), "exists lock");
+    struct conn *c;
+    const char *id;
+    struct harness_reply *r = ack_answer_lost(ZCONNECTIONLOSS, &c, &id);
     harness_call_rc(0, ZNONODE);
     CHECK_STR(harness_call_what(0), "exists job");
     harness_call_rc(0, ZNONODE);
@@ -141,12 +151,9 @@ static void test_ack_lost_applied(void)
  * connection is back. There the ack was applied: OK, the job gone. */
 static void test_ack_lost_verify_lost(void)
 {
-    harness_start(QUEUES);
-    struct conn *c = harness_consumer("a", 1);
-    const char *id = harness_delivered("a");
-    struct harness_reply *r = harness_ack(c, id);
-    harness_multi_lost(0, ZCONNECTIONLOSS);
-    CHECK_STR(harness_call_what(0), "exists lock");
+    struct conn *c;
+    const char *id;
+    struct harness_reply *r = ack_answer_lost(ZCONNECTIONLOSS, &c, &id);
     harness_call_rc(0, ZCONNECTIONLOSS);
     CHECK(!r->done && harness_state(id) == JS_SETTLING);
     CHECK_STR(harness_call_what(0), "exists lock"); /* again: connected, as far as we know */
@@ -172,12 +179,9 @@ static void test_ack_lost_verify_lost(void)
  * its answer too: the next session looks at the job (it was applied: OK). */
 static void test_ack_lost_session_lost(void)
 {
-    harness_start(QUEUES);
-    struct conn *c = harness_consumer("a", 1);
-    const char *id = harness_delivered("a");
-    struct harness_reply *r = harness_ack(c, id);
-    harness_multi_lost(0, ZCONNECTIONLOSS);
-    CHECK_STR(harness_call_what(0), "exists lock");
+    struct conn *c;
+    const char *id;
+    struct harness_reply *r = ack_answer_lost(ZCONNECTIONLOSS, &c, &id);
     harness_lost();
     harness_call_rc(0, ZCONNECTIONLOSS);
     CHECK(!r->done && harness_calls() == 0);
@@ -192,11 +196,9 @@ static void test_ack_lost_session_lost(void)
  * and the consumer may ack again. */
 static void test_ack_lost_not_applied(void)
 {
-    harness_start(QUEUES);
-    struct conn *c = harness_consumer("a", 1);
-    const char *id = harness_delivered("a");
-    struct harness_reply *r = harness_ack(c, id);
-    harness_multi_lost(0, ZOPERATIONTIMEOUT);
+    struct conn *c;
+    const char *id;
+    struct harness_reply *r = ack_answer_lost(ZOPERATIONTIMEOUT, &c, &id);
     harness_exists_ok(0, harness_session());
     CHECK_CONTAINS(r->line, "UNAVAILABLE");
     CHECK_CONTAINS(r->line, "still held");
@@ -212,11 +214,9 @@ static void test_ack_lost_not_applied(void)
  * applied. */
 static void test_ack_lost_other_holder(void)
 {
-    harness_start(QUEUES);
-    struct conn *c = harness_consumer("a", 1);
-    const char *id = harness_delivered("a");
-    struct harness_reply *r = harness_ack(c, id);
-    harness_multi_lost(0, ZCONNECTIONLOSS);
+    struct conn *c;
+    const char *id;
+    struct harness_reply *r = ack_answer_lost(ZCONNECTIONLOSS, &c, &id);
     harness_exists_ok(0, harness_session() + 7);
     CHECK_STR(harness_call_what(0), "exists job");
     harness_call_rc(0, ZOK);

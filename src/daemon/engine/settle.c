@@ -675,6 +675,14 @@ static void on_verified_lock(const struct zk_result *res, void *ctx)
     settle_free(st);
 }
 
+/* A settle of unknown outcome whose session is gone: the next session looks at the job
+ * (settle_check_unknown). */
+static void leave_to_next_session(struct dispatcher *ds, struct settle *st)
+{
+    st->next = ds->unknown;
+    ds->unknown = st;
+}
+
 static void hold_settle(struct dispatcher *ds, struct settle *st)
 {
     job_transition(st->job, JE_SETTLE);
@@ -691,11 +699,9 @@ static void verify(struct dispatcher *ds, struct settle *st)
         return;
     }
     if (ds->d->session_id == 0 && st->r) {
-        /* the session went while the look was on its way: the next one looks at the job
-         * (settle_check_unknown), as for a settle held when it went */
+        /* the session went while the look was on its way: as for a settle held when it went */
         job_transition(st->job, JE_SETTLE);
-        st->next = ds->unknown;
-        ds->unknown = st;
+        leave_to_next_session(ds, st);
         return;
     }
     char lock[LAYOUT_PATH_MAX + 8];
@@ -1034,8 +1040,7 @@ void settle_revoke_held(struct dispatcher *ds)
         struct settle *st = ds->held;
         ds->held = st->next;
         if (st->job->uncertain && st->r) {
-            st->next = ds->unknown;
-            ds->unknown = st;
+            leave_to_next_session(ds, st);
             continue; /* the job stays JS_SETTLING: revoke_all keeps it for us */
         }
         if (st->r)
