@@ -4,7 +4,8 @@
  * no reads), a slot another daemon started first (BadVersion: read again, another tried),
  * and a missing slots directory. group_rate: a group's slots guessed never started (no
  * reads), a group at its rate passing its turn, both rates in one multi, a group's guess
- * corrected by NodeExists, a group out of its window forgotten (its nodes left), the sweep
+ * corrected by NodeExists, a group out of its window forgotten (its nodes left; its waiting
+ * jobs woken), the sweep
  * of idle group slots, a group slot known from long ago read before it starts again, and a
  * timer that fires before the cluster clock says the slot is free. */
 #include <stdio.h>
@@ -280,6 +281,30 @@ static void test_group_forgotten(void)
     harness_stop();
 }
 
+/* A group forgotten at the end of its window while a job of it waits for its slot: the
+ * tidy pass frees the group's timer with it, so it wakes the queue itself (both come due at
+ * once: integration.rate stalled when the tidy pass ran first). The job then starts the
+ * slot as a group never started (a create: another daemon's start would refuse it). */
+static void test_group_forgotten_waiting(void)
+{
+    harness_start(GROUPS);
+    harness_consumer("g", 5);
+    harness_listed_group("g", 0, 0, 1, "acme");
+    harness_multi_ok(0, 1);
+    const char *a2 = harness_listed_group("g", 0, 0, 1, "acme");
+    CHECK(harness_state(a2) == JS_READY && harness_multis() == 0);
+    struct rate *r = dispatcher_queue(harness_ds(), "g")->rate;
+    rate_tidy(r); /* the first pass's sweep */
+    harness_call_rc(0, ZNONODE);
+    harness_clock(1001); /* the window is over; neither timer has run yet */
+    rate_tidy(r);
+    CHECK(stats_of("g").groups == 0);
+    harness_turn();
+    CHECK(harness_state(a2) == JS_LOCKING);
+    CHECK_STR(harness_multi_ops(0), "create lock, create-seq owner, create slot gr-0-acme");
+    harness_stop();
+}
+
 /* A group slot known from long ago is read before it is started again: the node may have
  * been swept and made again by another daemon, at version 0 again, and a set with the
  * version we knew would start it a second time in its window. */
@@ -349,6 +374,7 @@ int main(void)
     test_group_rate();
     test_both_rates();
     test_group_forgotten();
+    test_group_forgotten_waiting();
     test_group_stale_slot();
     test_sweep();
     test_listed_first();

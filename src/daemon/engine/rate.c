@@ -507,13 +507,17 @@ static void on_slot_deleted(const struct zk_result *res, void *ctx)
 static void tidy(struct rate *r, int64_t now)
 {
     struct rwin *g, *tmp;
+    int waited = 0;
     HASH_ITER(hh, r->groups, g, tmp) {
         if (g->busy || g->reads || g->listing || g->until > now)
             continue;
+        waited |= g->waiting;
         HASH_DEL(r->groups, g); /* its nodes stay: another daemon may know them (sweep) */
-        win_free(g);
+        win_free(g);            /* and its timer with it */
         free(g);
     }
+    if (waited) /* the group's jobs waited for that timer: they try again now */
+        r->wake(r->q);
 }
 
 static void sweep(struct rate *r);
