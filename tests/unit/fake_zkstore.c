@@ -222,6 +222,11 @@ int zkstore_parents_missing(struct zkstore *zs, const char *path, int *tries, zk
     return rc == ZOK ? ZK_PARENTS_ASKED : rc;
 }
 
+int zkstore_create_parents(struct zkstore *zs, const char *path, zk_done_fn done, void *ctx)
+{
+    return record_call(zs, FAKE_PARENTS, path, 0, done, ctx);
+}
+
 int fake_zk_calls(const struct zkstore *zs) { return zs->ncalls; }
 
 const struct fake_call *fake_zk_call(const struct zkstore *zs, int i)

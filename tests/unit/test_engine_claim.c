@@ -167,6 +167,29 @@ static void test_nack_and_expiry(void)
     harness_stop();
 }
 
+/* A nack without a delay in a queue with backoff_min = 0: the job keeps its id (the
+ * protocol's promise, as a lock's release keeps it), made again under its name with this
+ * delivery replayed, so that the next one is attempt 2. */
+static void test_nack_no_backoff_keeps_id(void)
+{
+    harness_start("[queue a]\nttr = 10s\nmax_attempts = 5\nbackoff_min = 0\nbackoff_max = 0\n");
+    harness_claims_on();
+    const char *a = harness_listed("a", 0, 0, 1);
+    struct conn *c = harness_consumer("a", 4);
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 1);
+    struct harness_reply *r = harness_nack(c, a, -1);
+    CHECK_STR(harness_multi_ops(0), "delete claim, create job, set job, create lock, delete "
+                                    "lock, create lock, delete lock"); /* one delivery: 4n */
+    harness_multi_ok(0, 1);
+    CHECK_STR(r->line, "OK");
+    CHECK(harness_state(a) == JS_LOCKING); /* the same job, claimed again at once */
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 2 && c->jobs[1].attempt == 2);
+    CHECK_STR(c->jobs[1].id, a);
+    harness_stop();
+}
+
 /* The answer of an ack's write was lost: the claim's version says it was applied; then a
  * write fails on its version (the claim was recovered elsewhere): LEASE_LOST, job freed. */
 static void test_write_lost_and_claim_lost(void)
@@ -349,8 +372,40 @@ static void test_takes_grouped_by_queue(void)
     harness_stop();
 }
 
+/* A queue's first claims find no claims/ directory: every claim multi on its way (16, one
+ * job each, the jobs due together with priorities 1..16) fails its create with NoNode.
+ * Each must make the directory (or wait for the one asked) and be taken again at once, so
+ * that the consumer gets all 16 now, in priority order: none is put off for ZK_RETRY_MS
+ * behind the jobs that fall due after it. */
+static void test_claims_dir_missing_keeps_order(void)
+{
+    harness_start(QUEUES);
+    harness_claims_on();
+    struct conn *c = harness_consumer("a", 40);
+    const char *ids[16];
+    for (int i = 0; i < 16; i++)
+        ids[i] = harness_listed("a", 0, (uint32_t)(i + 1), 1);
+    CHECK(harness_multis() == 16);
+    for (int i = 0; i < 16; i++)
+        harness_multi_fails(0, 1, ZNONODE); /* the create of claims/<session>-<n> */
+    int waiting = 0;
+    for (int i = 0; i < 16; i++)
+        waiting += harness_state(ids[i]) != JS_LOCKING;
+    CHECK(waiting == 0); /* else: "claiming it failed: api error; retrying in 1000 ms" */
+    while (harness_calls() > 0 && strncmp(harness_call_what(0), "parents", 7) == 0)
+        harness_call_rc(0, ZOK);
+    while (harness_multis() > 0)
+        harness_multi_ok(0, 1);
+    CHECK(c->njobs == 16);
+    for (int i = 0; i < c->njobs && i < 16; i++)
+        CHECK_STR(c->jobs[i].id, ids[i]); /* pushed in priority order */
+    harness_stop();
+}
+
 int main(void)
 {
+    test_claims_dir_missing_keeps_order();
+    test_nack_no_backoff_keeps_id();
     test_takes_grouped_by_queue();
     test_takes_merge_while_full();
     test_unknown_until_connected();

@@ -54,6 +54,7 @@ struct claim {
     struct ack *acks, **acks_tail;  /* waiting for the next write */
     struct waiter *waiters, **waiters_tail;
     unsigned char *wbuf;
+    uint32_t dir_asks;              /* cs->dir_asks when it was sent */
 };
 
 /* What a claim waits to look up in ZooKeeper once the connection is back. */
@@ -71,6 +72,7 @@ struct claims {
     struct claim *live;
     struct claim *unsure;           /* outcomes to look up once connected */
     int parent_tries;
+    uint32_t dir_asks;              /* claims/ directories asked for, ever */
     int closing;
     unsigned long long nodes, jobs, writes;
 };
@@ -232,6 +234,7 @@ static size_t new_claim(struct claims *cs, const struct dqueue *q, struct take *
     cl->acks_tail = &cl->acks;
     cl->waiters_tail = &cl->waiters;
     cl->prefix = strlen(dir) + 1;
+    cl->dir_asks = cs->dir_asks;
     for (; k < max; k++) {
         const struct job *job = takes[k].job;
         bytes += claimdata_record_size(strlen(job->path + cl->prefix), job->len);
@@ -374,8 +377,14 @@ static void on_dir_made(const struct zk_result *res, void *ctx)
 /* The claim's create found no claims/ directory (a new queue): made once, then again. */
 static int dir_missing(struct claims *cs, struct claim *cl)
 {
+    /* Sent before a directory was asked for: its NoNode says nothing of that ask (every
+     * claim on its way fails alike), so it is no try of its own. It waits for the
+     * directory, its creates answered after the ask's: the claims go again in order. */
+    if (cl->dir_asks != cs->dir_asks)
+        return zkstore_create_parents(cs->zs, cl->path, on_dir_made, cl) == ZOK;
     if (cs->parent_tries >= 3)
         return 0;
+    cs->dir_asks++;
     int rc = zkstore_parents_missing(cs->zs, cl->path, &cs->parent_tries, on_dir_made, cl);
     if (rc == ZK_PARENTS_RESEND) {
         take_again(cs, cl, UINT32_MAX);

@@ -1001,9 +1001,16 @@ void settle_nack(struct dispatcher *ds, struct consumer *c, struct proto_request
         has_delay = 0; /* cannot name it: fall back to a plain release */
     } else if (!has_delay) {
         delay_ms = settle_backoff_ms(job->q->cfg, job->attempt);
-        has_delay = delay_ms > 0 || job->claim; /* a claimed job has no znode to stay in */
+        has_delay = delay_ms > 0;
     }
-    if (has_delay && plan_move(ds, st, delay_ms) != 0) {
+    if (!has_delay && job->claim) { /* no znode to stay in: made again under its name */
+        if (plan_unrun(ds, st, 1) != 0) {
+            reply_err(r, PE_INTERNAL, "job %s: cannot name it again", job->id);
+            settle_free(st);
+            return;
+        }
+        st->unrun = 0; /* the consumer's nack: counted as one */
+    } else if (has_delay && plan_move(ds, st, delay_ms) != 0) {
         reply_err(r, PE_BAD_REQUEST, "delay %llu ms is out of range",
                   (unsigned long long)delay_ms);
         settle_free(st);
