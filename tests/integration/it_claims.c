@@ -3,7 +3,8 @@
  * moves its job; a third daemon whose queue has a limit locks jobs of the same queue the
  * version 2 way beside one that claims them: each delivered once; a daemon killed -9 while its consumer holds claimed jobs: the other daemon
  * recovers its claims once its session is gone, and delivers every job again under its id,
- * as attempt 2; while they are held, the queue's depth counts them overdue. */
+ * as attempt 2; while they are held, the queue's depth counts them overdue; CANCEL of a
+ * claimed job, through either daemon. */
 #include <zookeeper/zookeeper.h>
 
 #include "harness.h"
@@ -80,6 +81,43 @@ static void delivered_once(zhandle_t *zh)
     deferd_close(prod);
     deferd_close(c[0]);
     deferd_close(c[1]);
+}
+
+/* CANCEL of a claimed job (gone from its bucket): through the other daemon, IN_FLIGHT
+ * naming the holder's host:pid, with force=1 too (only the holder cancels a claimed job);
+ * through the holder, force=1 cancels it: its consumer gets CANCELLED, its late ack
+ * LEASE_LOST, no claim is left and the job is not delivered again. */
+static void cancel_claimed(zhandle_t *zh)
+{
+    char id[DEFERD_ID_SIZE], got[DEFERD_ID_SIZE], pid[32];
+    deferd_client *prod = client(&d[1]), *own = client(&d[0]), *c = client(&d[0]);
+    deferd_event ev;
+    snprintf(pid, sizeof pid, ":%d", (int)d[0].pid);
+    CHECK(deferd_subscribe(c, "a", 1) == DEFERD_OK);
+    CHECK(put_job(prod, "a", "doomed", 0, -1, -1, id) == 0);
+    CHECK(next_event(c, &ev, 10000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
+    CHECK_STR(ev.job.id, id);
+    deferd_job_clear(&ev.job);
+    CHECK(!zk_job_exists(zh, root, id) && claims_left(zh, "a") == 1);
+    for (int force = 0; force <= 1; force++) {
+        CHECK(deferd_cancel(prod, id, NULL, NULL, force, got, sizeof got) == DEFERD_ESERVER);
+        CHECK_STR(deferd_last_error_code(prod), "IN_FLIGHT");
+        CHECK_CONTAINS(deferd_last_error(prod), pid);
+    }
+    CHECK_CONTAINS(deferd_last_error(prod), "only on the daemon holding it");
+    CHECK(deferd_cancel(own, id, NULL, NULL, 0, got, sizeof got) == DEFERD_ESERVER);
+    CHECK_STR(deferd_last_error_code(own), "IN_FLIGHT");
+    CHECK(deferd_cancel(own, id, NULL, NULL, 1, got, sizeof got) == DEFERD_OK);
+    CHECK(next_event(c, &ev, 5000) == DEFERD_OK && ev.kind == DEFERD_EV_CANCELLED);
+    CHECK_STR(ev.job.id, id);
+    CHECK(deferd_ack(c, id) == DEFERD_ESERVER);
+    CHECK_STR(deferd_last_error_code(c), "LEASE_LOST");
+    CHECK(wait_claims_left(zh, "a", 0, 5000));
+    CHECK(!zk_job_exists(zh, root, id));
+    CHECK(next_event(c, &ev, 1000) == DEFERD_ETIMEDOUT); /* not delivered again */
+    deferd_close(prod);
+    deferd_close(own);
+    deferd_close(c);
 }
 
 /* A nack with a delay moves the job out of its claim: delivered again, attempt 2, new id. */
@@ -233,6 +271,7 @@ int main(void)
     CHECK(daemon_start(&locker, root, "locker", limited) == 0 &&
           daemon_wait_connected(&locker, 20000) == 0);
     delivered_once(zh);
+    cancel_claimed(zh);
     nack_moves(zh);
     mixed_with_locks(zh);
     daemon_kill(&locker, SIGTERM);

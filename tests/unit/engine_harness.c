@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cancel.h"
 #include "cluster_time.h"
 #include "config.h"
 #include "daemon.h"
@@ -369,6 +370,26 @@ struct harness_reply *harness_nack(struct conn *conn, const char *id, int64_t de
 struct harness_reply *harness_nack_unrun(struct conn *conn, const char *id)
 {
     return settle(conn, id, CMD_NACK, -1, 1);
+}
+
+struct harness_reply *harness_cancel(const char *id, int force)
+{
+    struct harness_reply *hr = new_reply();
+    struct proto_request req = {.cmd = CMD_CANCEL, .force = force};
+    snprintf(req.id, sizeof req.id, "%s", id);
+    cancel_job(h.ds, &req, &hr->r);
+    harness_turn();
+    return hr;
+}
+
+struct harness_reply *harness_reschedule(const char *id)
+{
+    struct harness_reply *hr = new_reply();
+    struct proto_request req = {.cmd = CMD_RESCHEDULE, .has_delay = 1, .delay_ms = 1000};
+    snprintf(req.id, sizeof req.id, "%s", id);
+    cancel_reschedule(h.ds, &req, &hr->r);
+    harness_turn();
+    return hr;
 }
 
 struct harness_reply *harness_touch(struct conn *conn, const char *id)

@@ -100,6 +100,9 @@ struct harness_reply *harness_ack(struct conn *conn, const char *id);
 struct harness_reply *harness_nack(struct conn *conn, const char *id, int64_t delay_ms);
 struct harness_reply *harness_nack_unrun(struct conn *conn, const char *id);
 struct harness_reply *harness_touch(struct conn *conn, const char *id);
+/* A producer's CANCEL of job ID (FORCE: force=1), or its RESCHEDULE (delay 1 s). */
+struct harness_reply *harness_cancel(const char *id, int force);
+struct harness_reply *harness_reschedule(const char *id);
 
 /* ---- the session, as session.c calls the engine ---- */
 

@@ -190,6 +190,58 @@ static void test_nack_no_backoff_keeps_id(void)
     harness_stop();
 }
 
+/* CANCEL of a job this daemon claimed: its znode is gone from the bucket, so the change
+ * finds it in the claim: IN_FLIGHT naming this daemon without force=1 (and for a
+ * RESCHEDULE); with it, the consumer is told CANCELLED at once, the claim is written
+ * without the job, and the job's late ack is told it was cancelled. */
+static void test_cancel_claimed_here(void)
+{
+    const char *ids[2];
+    struct conn *c = claimed(2, ids);
+    const char *a = ids[0];
+    struct harness_reply *r = harness_cancel(a, 0);
+    CHECK_STR(harness_multi_ops(0), "delete job");
+    while (harness_multis() > 0) /* tried again (a holder may have come and gone) */
+        harness_multi_fails(0, 0, ZNONODE);
+    CHECK(r->done && strstr(r->line, "IN_FLIGHT") && strstr(r->line, "being processed by"));
+    CHECK(harness_multis() == 0 && harness_calls() == 0);
+    r = harness_reschedule(a);
+    CHECK(harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "get job");
+    harness_call_rc(0, ZNONODE);
+    CHECK(r->done && strstr(r->line, "IN_FLIGHT"));
+    r = harness_cancel(a, 1);
+    CHECK(harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "children job");
+    harness_call_rc(0, ZNONODE);
+    CHECK(c->ncancelled == 1);
+    CHECK_STR(c->cancelled, a);
+    CHECK(!r->done);
+    CHECK_STR(harness_multi_ops(0), "set claim");
+    harness_multi_ok(0, 1);
+    CHECK(r->done && strncmp(r->line, "OK", 2) == 0);
+    CHECK(harness_state(a) == -1);
+    struct harness_reply *ra = harness_ack(c, a);
+    CHECK(strstr(ra->line, "LEASE_LOST") && strstr(ra->line, "cancelled"));
+    CHECK(harness_state(ids[1]) == JS_INFLIGHT); /* the claim's other job stays held */
+    harness_stop();
+}
+
+/* A forced cancel whose claim write finds the claim recovered meanwhile: not cancelled,
+ * said so; the job is no longer this daemon's (it comes back from the recovery). */
+static void test_cancel_claimed_claim_lost(void)
+{
+    const char *ids[1];
+    claimed(1, ids);
+    struct harness_reply *r = harness_cancel(ids[0], 1);
+    harness_call_rc(0, ZNONODE);
+    CHECK_STR(harness_multi_ops(0), "delete claim");
+    harness_multi_fails(0, 0, ZBADVERSION);
+    CHECK(r->done && strstr(r->line, "UNAVAILABLE") && strstr(r->line, "delivered again"));
+    CHECK(harness_state(ids[0]) == -1);
+    harness_stop();
+}
+
 /* The answer of an ack's write was lost: the claim's version says it was applied; then a
  * write fails on its version (the claim was recovered elsewhere): LEASE_LOST, job freed. */
 static void test_write_lost_and_claim_lost(void)
@@ -406,6 +458,8 @@ int main(void)
 {
     test_claims_dir_missing_keeps_order();
     test_nack_no_backoff_keeps_id();
+    test_cancel_claimed_here();
+    test_cancel_claimed_claim_lost();
     test_takes_grouped_by_queue();
     test_takes_merge_while_full();
     test_unknown_until_connected();

@@ -10,12 +10,15 @@
 
 #include "attempts.h"
 #include "buckets.h"
+#include "claim.h"
+#include "claimfind.h"
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "dispatcher_jobs.h"
 #include "flow.h"
 #include "jobedit.h"
+#include "jobs.h"
 #include "log.h"
 #include "pack.h"
 #include "protocol.h"
@@ -34,6 +37,8 @@ struct change {
     struct reply *r;
     int reschedule, force, by_key, tries, skip_key, made_parents;
     int flow_tried;             /* a waiting parent's flow looked for (flow_cancel) */
+    int claims_tried;           /* a claimed job (layout version 3) looked for */
+    struct job *claimed;        /* ours, claimed, force-cancelled: its claim's write on its way */
     unsigned round_trips;       /* ZooKeeper calls sent for it, for STATS */
     uint64_t due_ms;            /* RESCHEDULE: the new due time */
     struct job_name jn, next;
@@ -119,9 +124,13 @@ static void on_flow_cancelled(void *ctx, int rc)
     }
 }
 
+static int claimed(struct change *ch);
+
 static void not_found(struct change *ch)
 {
     char text[400], id[LAYOUT_ID_MAX + 1];
+    if (claimed(ch))
+        return;
     if (!ch->by_key && !ch->reschedule && !ch->flow_tried && !ch->jn.flow[0] &&
         !ch->jn.shard[0]) { /* a parent waiting for its children? */
         ch->flow_tried = 1;
@@ -183,6 +192,97 @@ static void in_flight(struct change *ch)
     ch->round_trips++;
     if (zkstore_get(ch->ds->d->zs, lock, on_holder, ch) != ZOK)
         on_holder(&(struct zk_result){.rc = ZCONNECTIONLOSS}, ch);
+}
+
+/* ---- claimed (layout version 3): the job left its bucket for a claim node ---- */
+
+static void claim_held(struct change *ch, const char *holder, int elsewhere)
+{
+    char text[700], id[LAYOUT_ID_MAX + 1];
+    snprintf(text, sizeof text, "job %s is being processed by %s; nothing was changed%s",
+             change_id(ch, id, sizeof id), holder,
+             ch->reschedule ? ""
+             : elsewhere ? " (it is claimed: force=1 cancels it only on the daemon holding it)"
+                         : " (force=1 cancels it anyway)");
+    change_end(ch, PE_IN_FLIGHT, text);
+}
+
+static void on_claim_found(void *ctx, int rc, const char *holder)
+{
+    struct change *ch = ctx;
+    if (rc == ZOK)
+        claim_held(ch, holder, 1);
+    else if (rc == ZNONODE)
+        not_found(ch);
+    else
+        change_zerr(ch, "looking for the job in its queue's claims of", ch->path, rc);
+}
+
+/* The claim's write without the force-cancelled job came back: cancelled (ZOK), or the
+ * claim was lost meanwhile (recovered: the job comes back), or the outcome is unknown. */
+static void on_claim_cancelled(void *ctx, int rc)
+{
+    struct change *ch = ctx;
+    struct dispatcher *ds = ch->ds;
+    struct job *job = ch->claimed;
+    struct dqueue *q = job->q;
+    char id[LAYOUT_ID_MAX + 1];
+    ch->claimed = NULL;
+    job_free(ds, job);
+    if (rc == ZOK) {
+        ch->nchildren = 1; /* its holder lost it: said in the log */
+        changed(ch);
+        return;
+    }
+    dispatcher_dispatch(ds, q);
+    log_warn("queue %s: cancelling claimed job %s: %s", q->cfg->name,
+             change_id(ch, id, sizeof id), zk_strerror(rc));
+    change_end(ch, PE_UNAVAILABLE, rc == ZNONODE
+               ? "its claim was recovered meanwhile: it was not cancelled and will be "
+                 "delivered again"
+               : "the claim's write was not confirmed: the job is cancelled, or delivered "
+                 "again");
+}
+
+/* CANCEL force=1 of a job this daemon claimed: its consumer is told CANCELLED now, and the
+ * claim is written without it (as an ack would be). */
+static void cancel_claimed(struct change *ch, struct job *job)
+{
+    struct dispatcher *ds = ch->ds;
+    job_revoke(ds, job, LOST_CANCELLED);
+    job_unhold(ds, job);
+    job_unprelock(job);
+    job_transition(job, JE_SETTLE);
+    ch->claimed = job;
+    ch->round_trips++;
+    int rc = claim_ack(ds->claims, job, on_claim_cancelled, ch);
+    if (rc != ZOK)
+        on_claim_cancelled(ch, rc);
+}
+
+/* A job missing from its bucket may be claimed: by this daemon (known here), or by
+ * another (its queue's claims are read). 1 when that look answers the request. */
+static int claimed(struct change *ch)
+{
+    struct dispatcher *ds = ch->ds;
+    if (ch->claims_tried || ds->d->layout_version < LAYOUT_VERSION_CLAIMS || ch->by_key ||
+        ch->jn.flow[0] || ch->jn.pack[0] || !ch->path[0])
+        return 0;
+    ch->claims_tried = 1;
+    struct job *job = job_find_path(ds, ch->path);
+    if (job && job->claim) {
+        if (ch->reschedule || !ch->force || (job->state != JS_INFLIGHT && !job->prelocked))
+            claim_held(ch, ds->ident, 0);
+        else
+            cancel_claimed(ch, job);
+        return 1;
+    }
+    ch->round_trips++;
+    int rc = claimfind(ds->d->zs, dispatcher_root(ds), ch->q->cfg->name, ch->path,
+                       on_claim_found, ch);
+    if (rc != ZOK)
+        change_zerr(ch, "looking for the job in its queue's claims of", ch->path, rc);
+    return 1;
 }
 
 /* ---- the transaction ---- */
