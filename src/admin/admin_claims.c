@@ -97,7 +97,7 @@ struct find {
 static int find_one(void *ctx, const struct claim_record *r, const char *claim)
 {
     struct find *f = ctx;
-    if (r->path_len != strlen(f->rel) || memcmp(r->path, f->rel, r->path_len) != 0)
+    if (claimdata_find(r, 1, f->rel) < 0)
         return ZOK;
     f->found = 1;
     admin_claim_holder(f->a, claim, f->holder, f->hlen);
@@ -117,4 +117,87 @@ int admin_find_claimed(struct admin *a, const char *queue, const char *path,
     if (f.found)
         return rc == ZNOTHING ? ZOK : rc;
     return rc == ZOK ? ZNONODE : rc;
+}
+
+/* The claim at CPATH as read (its N records RECS, VERSION) without record AT: written at
+ * that version, or deleted when it was the last. */
+static int write_without(struct admin *a, const char *cpath, struct claim_record *recs,
+                         uint32_t n, uint32_t at, int version)
+{
+    if (n == 1)
+        return zoo_delete(a->zh, cpath, version);
+    memmove(&recs[at], &recs[at + 1], (n - at - 1) * sizeof recs[0]);
+    size_t bytes = 0;
+    for (uint32_t i = 0; i + 1 < n; i++)
+        bytes += claimdata_record_size(recs[i].path_len, recs[i].len);
+    size_t size = claimdata_size(bytes);
+    char *rest = malloc(size);
+    long len = rest ? claimdata_write(rest, size, recs, n - 1) : -1;
+    int rc = len < 0 ? ZSYSTEMERROR : zoo_set(a->zh, cpath, rest, (int)len, version);
+    free(rest);
+    return rc;
+}
+
+/* The holder's session node, touched with its own data: its daemon reads its claims. */
+static int touch_session(struct admin *a, const char *claim)
+{
+    uint64_t session, n;
+    char path[LAYOUT_PATH_MAX], data[256];
+    int len = sizeof data;
+    if (layout_parse_claim_name(claim, &session, &n) != 0 ||
+        layout_session_path(path, sizeof path, a->cfg.zk_root, session) != 0)
+        return ZNONODE;
+    int rc = zoo_get(a->zh, path, 0, data, &len, NULL);
+    return rc == ZOK ? zoo_set(a->zh, path, data, len > 0 ? len : 0, -1) : rc;
+}
+
+static int session_alive(struct admin *a, const char *claim)
+{
+    uint64_t session, n;
+    char path[LAYOUT_PATH_MAX];
+    return layout_parse_claim_name(claim, &session, &n) == 0 &&
+           layout_session_path(path, sizeof path, a->cfg.zk_root, session) == 0 &&
+           zoo_exists(a->zh, path, 0, NULL) == ZOK;
+}
+
+int admin_cancel_claimed(struct admin *a, const char *queue, const char *path)
+{
+    char qdir[LAYOUT_PATH_MAX], dir[LAYOUT_PATH_MAX], cpath[LAYOUT_PATH_MAX];
+    struct String_vector kids;
+    struct claim_record recs[CLAIM_JOBS_MAX];
+    if (layout_queue_path(qdir, sizeof qdir, a->cfg.zk_root, queue, NULL, NULL) != 0 ||
+        layout_queue_path(dir, sizeof dir, a->cfg.zk_root, queue, LAYOUT_CLAIMS, NULL) != 0 ||
+        strncmp(path, qdir, strlen(qdir)) != 0 || path[strlen(qdir)] != '/')
+        return ZNONODE;
+    const char *rel = path + strlen(qdir) + 1;
+    int rc = zoo_get_children(a->zh, dir, 0, &kids);
+    if (rc != ZOK)
+        return rc;
+    char *data = malloc(CLAIM_BYTES_MAX);
+    rc = data ? ZNONODE : ZSYSTEMERROR;
+    for (int i = 0; i < kids.count && rc == ZNONODE; i++) {
+        struct Stat st;
+        int len = CLAIM_BYTES_MAX;
+        uint32_t n = 0;
+        int w = snprintf(cpath, sizeof cpath, "%s/%s", dir, kids.data[i]);
+        if (w < 0 || (size_t)w >= sizeof cpath || zoo_get(a->zh, cpath, 0, data, &len, &st) != ZOK || len <= 0 ||
+            claimdata_read(data, (size_t)len, recs, CLAIM_JOBS_MAX, &n, NULL, 0) != 0)
+            continue;
+        int at = claimdata_find(recs, n, rel);
+        if (at < 0)
+            continue;
+        if (!session_alive(a, kids.data[i])) {
+            rc = ZNOTEMPTY;
+            break;
+        }
+        rc = write_without(a, cpath, recs, n, (uint32_t)at, st.version);
+        if (rc == ZNONODE)
+            rc = ZBADVERSION; /* settled or recovered since our read */
+        if (rc == ZOK && touch_session(a, kids.data[i]) != ZOK)
+            fprintf(stderr, "deferctl: the daemon holding %s was not told at once; it learns "
+                    "at its next write of the claim\n", cpath);
+    }
+    free(data);
+    deallocate_String_vector(&kids);
+    return rc;
 }

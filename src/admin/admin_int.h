@@ -51,6 +51,12 @@ int admin_claims_visit(struct admin *a, const char *queue, admin_claimed_fn fn, 
 /* The daemon holding claim NAME: its session node's data (host:pid), or a text saying the
  * session is gone. */
 void admin_claim_holder(struct admin *a, const char *name, char *holder, size_t len);
+/* `deferctl cancel --force` of the claimed job at PATH of QUEUE: its claim written without it
+ * at the version read (deleted, the job its last), then the holder's session node touched
+ * so that its daemon tells the consumer (docs/protocol.md, CANCEL). ZOK; ZNONODE when no
+ * claim holds it; ZBADVERSION when the claim changed meanwhile (look again); ZNOTEMPTY
+ * when its session is gone (its claim is about to be recovered: try again). */
+int admin_cancel_claimed(struct admin *a, const char *queue, const char *path);
 
 /* A packed job as its pack holds it (admin_packs.c). */
 struct admin_packed {

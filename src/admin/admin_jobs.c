@@ -630,6 +630,43 @@ static int read_waiting(struct admin *a, const char *id, const struct job_name *
 /* ID is no job and no waiting parent: an on=complete parent released since? It was created
  * in the same bucket under its name and "-r<acked>.<dead>" (flow.c): one listing finds it,
  * and AT becomes it. */
+/* Whether KID is the parent AT released: its NAME with the flow's results, its uid. */
+static int released_as(const struct located *at, const char *name, const char *kid,
+                       struct job_name *jn)
+{
+    size_t n = strlen(name);
+    return !strncmp(kid, name, n) && !strncmp(kid + n, "-r", 2) &&
+           layout_parse_name(kid, jn) == 0 && jn->has_results && !strcmp(jn->uid, at->jn.uid);
+}
+
+struct released_look {
+    struct admin *a;
+    struct located *at;
+};
+
+/* A claim's record of the released parent: AT gets its name and path (the visit stops). */
+static int claimed_released(void *ctx, const struct claim_record *r, const char *claim)
+{
+    struct released_look *look = ctx;
+    struct located *at = look->at;
+    char rel[CLAIM_PATH_MAX + 1], name[LAYOUT_NAME_MAX + 1], qdir[LAYOUT_PATH_MAX];
+    struct job_name jn;
+    (void)claim;
+    if (r->path_len > CLAIM_PATH_MAX || layout_format_name(&at->jn, name, sizeof name))
+        return ZOK;
+    snprintf(rel, sizeof rel, "%.*s", (int)r->path_len, r->path);
+    const char *kid = strrchr(rel, '/');
+    if (!kid || !released_as(at, name, kid + 1, &jn))
+        return ZOK;
+    if (layout_queue_path(qdir, sizeof qdir, look->a->cfg.zk_root, at->queue, NULL, NULL) != 0)
+        return ZOK;
+    int w = snprintf(at->path, sizeof at->path, "%s/%s", qdir, rel);
+    if (w < 0 || (size_t)w >= sizeof at->path)
+        return ZOK;
+    at->jn = jn;
+    return ZNOTHING;
+}
+
 static int find_released(struct admin *a, struct located *at)
 {
     char dir[LAYOUT_PATH_MAX], name[LAYOUT_NAME_MAX + 1];
@@ -643,16 +680,16 @@ static int find_released(struct admin *a, struct located *at)
     if (rc != ZOK)
         return rc;
     rc = ZNONODE;
-    size_t n = strlen(name);
     for (int i = 0; i < kids.count && rc == ZNONODE; i++)
-        if (!strncmp(kids.data[i], name, n) && !strncmp(kids.data[i] + n, "-r", 2) &&
-            layout_parse_name(kids.data[i], &jn) == 0 && jn.has_results &&
-            !strcmp(jn.uid, at->jn.uid)) {
+        if (released_as(at, name, kids.data[i], &jn)) {
             at->jn = jn;
             snprintf(at->path + strlen(dir), sizeof at->path - strlen(dir), "/%s", kids.data[i]);
             rc = ZOK;
         }
     deallocate_String_vector(&kids);
+    struct released_look look = {a, at};
+    if (rc == ZNONODE && admin_claims_visit(a, at->queue, claimed_released, &look) == ZNOTHING)
+        rc = ZOK; /* claimed since (layout version 3): out of its bucket */
     return rc;
 }
 
@@ -689,6 +726,8 @@ int admin_show(struct admin *a, const char *id, struct admin_job *out, char *err
         layout_job_id(out->id, sizeof out->id, at.queue, &at.jn);
         out->jn = at.jn;
         rc = read_job(a, at.path, out);
+        if (rc == ZNONODE) /* and claimed */
+            rc = admin_find_claimed(a, at.queue, at.path, out, out->holder, sizeof out->holder);
     }
     if (rc == ZNONODE)
         return not_found(err, errlen, id);
@@ -903,6 +942,25 @@ static int cancel_once(struct admin *a, const struct target *t, int force, int *
     return rc;
 }
 
+/* --force of a job gone from its bucket: held in a claim (layout version 3), or gone. */
+static int cancel_claimed(struct admin *a, const struct target *t, char *err, size_t errlen)
+{
+    int rc = ZBADVERSION;
+    for (int tries = 0; tries < MOVE_TRIES && rc == ZBADVERSION; tries++)
+        rc = admin_cancel_claimed(a, t->at.queue, t->at.path);
+    if (rc == ZOK)
+        return 0;
+    if (rc == ZNONODE)
+        return gone_or_claimed(a, &t->at, t->id, err, errlen);
+    if (rc == ZNOTEMPTY)
+        return snprintf(err, errlen, "job %s is held in the claim of a daemon whose session "
+                        "ended; its claim is recovered in a moment: try again", t->id), -1;
+    if (rc == ZBADVERSION)
+        return snprintf(err, errlen, "job %s: its claim kept changing; nothing was cancelled, "
+                        "try again", t->id), -1;
+    return admin_failed(err, errlen, "cancelling (in its claim)", t->at.path, rc);
+}
+
 int admin_cancel(struct admin *a, struct admin_which *w, int force, char *err, size_t errlen)
 {
     struct target t;
@@ -920,6 +978,8 @@ int admin_cancel(struct admin *a, struct admin_which *w, int force, char *err, s
             break;
     }
     snprintf(w->found, sizeof w->found, "%s", t.id);
+    if (rc == ZNONODE && failed == FAILED_JOB && force)
+        return cancel_claimed(a, &t, err, errlen);
     if (rc == ZNONODE && failed == FAILED_JOB)
         return gone_or_claimed(a, &t.at, t.id, err, errlen);
     if (rc == ZNOTEMPTY && !force)

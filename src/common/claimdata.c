@@ -136,3 +136,12 @@ int claimdata_job_name(const struct claim_record *rec, char *name, size_t cap)
     name[len] = '\0';
     return 0;
 }
+
+int claimdata_find(const struct claim_record *recs, uint32_t n, const char *rel)
+{
+    size_t len = strlen(rel);
+    for (uint32_t i = 0; i < n; i++)
+        if (recs[i].path_len == len && memcmp(recs[i].path, rel, len) == 0)
+            return (int)i;
+    return -1;
+}

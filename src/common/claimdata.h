@@ -54,6 +54,9 @@ long claimdata_write(void *buf, size_t cap, const struct claim_record *recs, uin
  * none or it does not fit. */
 int claimdata_job_name(const struct claim_record *rec, char *name, size_t cap);
 
+/* The index of the record of RECS (N of them) whose path is REL, or -1. */
+int claimdata_find(const struct claim_record *recs, uint32_t n, const char *rel);
+
 /* Reads DATA (LEN bytes) into RECS (room for MAX), pointing into DATA; *N gets the count.
  * CLAIM_OK or a code, with a one-line text in ERR. */
 int claimdata_read(const void *data, size_t len, struct claim_record *recs, uint32_t max,

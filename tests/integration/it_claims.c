@@ -83,39 +83,47 @@ static void delivered_once(zhandle_t *zh)
     deferd_close(c[1]);
 }
 
-/* CANCEL of a claimed job (gone from its bucket): through the other daemon, IN_FLIGHT
- * naming the holder's host:pid, with force=1 too (only the holder cancels a claimed job);
- * through the holder, force=1 cancels it: its consumer gets CANCELLED, its late ack
+/* CANCEL of a claimed job (gone from its bucket): without force=1, IN_FLIGHT naming the
+ * holder's host:pid, through either daemon. With it, through the other daemon (its claim
+ * written without the job, the holder's session node touched), through the holder, and
+ * with deferctl cancel --force: each time the consumer gets CANCELLED, its late ack
  * LEASE_LOST, no claim is left and the job is not delivered again. */
 static void cancel_claimed(zhandle_t *zh)
 {
     char id[DEFERD_ID_SIZE], got[DEFERD_ID_SIZE], pid[32];
-    deferd_client *prod = client(&d[1]), *own = client(&d[0]), *c = client(&d[0]);
+    deferd_client *other = client(&d[1]), *own = client(&d[0]), *c = client(&d[0]);
+    deferd_client *via[2] = {other, own}; /* and deferctl, third */
     deferd_event ev;
     snprintf(pid, sizeof pid, ":%d", (int)d[0].pid);
     CHECK(deferd_subscribe(c, "a", 1) == DEFERD_OK);
-    CHECK(put_job(prod, "a", "doomed", 0, -1, -1, id) == 0);
-    CHECK(next_event(c, &ev, 10000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
-    CHECK_STR(ev.job.id, id);
-    deferd_job_clear(&ev.job);
-    CHECK(!zk_job_exists(zh, root, id) && claims_left(zh, "a") == 1);
-    for (int force = 0; force <= 1; force++) {
-        CHECK(deferd_cancel(prod, id, NULL, NULL, force, got, sizeof got) == DEFERD_ESERVER);
-        CHECK_STR(deferd_last_error_code(prod), "IN_FLIGHT");
-        CHECK_CONTAINS(deferd_last_error(prod), pid);
+    for (int k = 0; k < 3; k++) {
+        CHECK(put_job(other, "a", "doomed", 0, -1, -1, id) == 0);
+        CHECK(next_event(c, &ev, 10000) == DEFERD_OK && ev.kind == DEFERD_EV_JOB);
+        CHECK_STR(ev.job.id, id);
+        deferd_job_clear(&ev.job);
+        CHECK(!zk_job_exists(zh, root, id) && claims_left(zh, "a") == 1);
+        if (k == 2) { /* deferctl, straight to ZooKeeper */
+            char args[400], out[1024];
+            snprintf(args, sizeof args, "cancel %s 2>&1", id);
+            CHECK(run_deferctl(&d[1], args, out, sizeof out) != 0);
+            CHECK_CONTAINS(out, pid);
+            snprintf(args, sizeof args, "cancel --force %s", id);
+            CHECK(run_deferctl(&d[1], args, out, sizeof out) == 0);
+        } else {
+            CHECK(deferd_cancel(via[k], id, NULL, NULL, 0, got, sizeof got) == DEFERD_ESERVER);
+            CHECK_STR(deferd_last_error_code(via[k]), "IN_FLIGHT");
+            CHECK_CONTAINS(deferd_last_error(via[k]), pid);
+            CHECK(deferd_cancel(via[k], id, NULL, NULL, 1, got, sizeof got) == DEFERD_OK);
+        }
+        CHECK(next_event(c, &ev, 5000) == DEFERD_OK && ev.kind == DEFERD_EV_CANCELLED);
+        CHECK_STR(ev.job.id, id);
+        CHECK(deferd_ack(c, id) == DEFERD_ESERVER);
+        CHECK_STR(deferd_last_error_code(c), "LEASE_LOST");
+        CHECK(wait_claims_left(zh, "a", 0, 5000));
+        CHECK(!zk_job_exists(zh, root, id));
+        CHECK(next_event(c, &ev, 1000) == DEFERD_ETIMEDOUT); /* not delivered again */
     }
-    CHECK_CONTAINS(deferd_last_error(prod), "only on the daemon holding it");
-    CHECK(deferd_cancel(own, id, NULL, NULL, 0, got, sizeof got) == DEFERD_ESERVER);
-    CHECK_STR(deferd_last_error_code(own), "IN_FLIGHT");
-    CHECK(deferd_cancel(own, id, NULL, NULL, 1, got, sizeof got) == DEFERD_OK);
-    CHECK(next_event(c, &ev, 5000) == DEFERD_OK && ev.kind == DEFERD_EV_CANCELLED);
-    CHECK_STR(ev.job.id, id);
-    CHECK(deferd_ack(c, id) == DEFERD_ESERVER);
-    CHECK_STR(deferd_last_error_code(c), "LEASE_LOST");
-    CHECK(wait_claims_left(zh, "a", 0, 5000));
-    CHECK(!zk_job_exists(zh, root, id));
-    CHECK(next_event(c, &ev, 1000) == DEFERD_ETIMEDOUT); /* not delivered again */
-    deferd_close(prod);
+    deferd_close(other);
     deferd_close(own);
     deferd_close(c);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cancel.h"
+#include "claimdata.h"
 #include "cluster_time.h"
 #include "config.h"
 #include "daemon.h"
@@ -509,7 +510,7 @@ int harness_calls(void) { return fake_zk_calls(h.d.zs); }
 const char *harness_call_what(int i)
 {
     static const char *const kinds[] = {"exists", "get", "children", "parents", "create",
-                                        "delete"};
+                                        "delete", "set"};
     const struct fake_call *c = fake_zk_call(h.d.zs, i);
     if (!c)
         return "(none)";
@@ -559,6 +560,29 @@ void harness_exists_version(int i, int32_t version)
 }
 
 void harness_get_ok(int i) { harness_get_stat_ok(i, 0, 0, 0); }
+
+void harness_get_claim(int i, int32_t version, const char *const *ids, int n)
+{
+    struct claim_record recs[CLAIM_JOBS_MAX];
+    static unsigned char data[CLAIM_BYTES_MAX];
+    for (int k = 0; k < n && k < CLAIM_JOBS_MAX; k++) {
+        const struct job *job = job_find(h.ds, ids[k]);
+        const char *rel = job ? strstr(job->path, "/jobs/") + 1 : "jobs/x";
+        recs[k] = (struct claim_record){.path = rel, .path_len = strlen(rel), .deliveries = 1,
+                                        .payload = (const unsigned char *)"p", .len = 1};
+    }
+    long len = claimdata_write(data, sizeof data, recs, (uint32_t)n);
+    struct zk_result res = {.rc = ZOK, .has_stat = 1, .data = (char *)data, .datalen = (int)len};
+    res.stat.version = version;
+    fake_zk_answer(h.d.zs, i, &res);
+    harness_turn();
+}
+
+void harness_claims_poked(void)
+{
+    dispatcher_claims_poked(h.ds);
+    harness_turn();
+}
 
 /* ---- stand-ins: the mirror (jobs enter through harness_listed) ---- */
 

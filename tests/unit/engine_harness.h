@@ -139,6 +139,10 @@ void harness_claims_on(void);
 void harness_get_stat_ok(int i, int32_t version, int32_t cversion, int32_t children);
 /* Answers exists I with ZOK and data VERSION. */
 void harness_exists_version(int i, int32_t version);
+/* Answers get I of a claim with data VERSION holding the records of the N jobs IDS. */
+void harness_get_claim(int i, int32_t version, const char *const *ids, int n);
+/* This session's node was touched (a forced cancel through another daemon). */
+void harness_claims_poked(void);
 
 /* The id of the current session (the one the engine's locks name). */
 int64_t harness_session(void);

@@ -185,6 +185,14 @@ int zkstore_exists(struct zkstore *zs, const char *path, int watch, zk_done_fn d
     return record_call(zs, FAKE_EXISTS, path, watch, done, ctx);
 }
 
+int zkstore_set(struct zkstore *zs, const char *path, const void *data, size_t len,
+                zk_done_fn done, void *ctx)
+{
+    (void)data;
+    (void)len;
+    return record_call(zs, FAKE_SET, path, 0, done, ctx);
+}
+
 int zkstore_get(struct zkstore *zs, const char *path, zk_done_fn done, void *ctx)
 {
     return record_call(zs, FAKE_GET, path, 0, done, ctx);

@@ -52,7 +52,8 @@ void fake_zk_set_seq(struct zkstore *zs, unsigned seq);
 void fake_zk_set_connected(struct zkstore *zs, int connected);
 
 /* One single call sent and not answered yet. */
-enum fake_call_kind { FAKE_EXISTS, FAKE_GET, FAKE_CHILDREN, FAKE_PARENTS, FAKE_CREATE, FAKE_DELETE };
+enum fake_call_kind { FAKE_EXISTS, FAKE_GET, FAKE_CHILDREN, FAKE_PARENTS, FAKE_CREATE, FAKE_DELETE,
+                      FAKE_SET };
 struct fake_call {
     enum fake_call_kind kind;
     char *path;

@@ -142,6 +142,19 @@ static void test_job_name(void)
     CHECK(claimdata_job_name(&r, name, sizeof name) == -1);
 }
 
+/* A record by its path: exact, not a prefix. */
+static void test_find(void)
+{
+    struct claim_record recs[3] = {{.path = "jobs/1/2/3/a", .path_len = 12},
+                                   {.path = "jobs/1/2/3/ab", .path_len = 13},
+                                   {.path = "jobs/1/2/3/b", .path_len = 12}};
+    CHECK(claimdata_find(recs, 3, "jobs/1/2/3/ab") == 1);
+    CHECK(claimdata_find(recs, 3, "jobs/1/2/3/b") == 2);
+    CHECK(claimdata_find(recs, 3, "jobs/1/2/3/") == -1);
+    CHECK(claimdata_find(recs, 2, "jobs/1/2/3/b") == -1);
+    CHECK(claimdata_find(recs, 0, "jobs/1/2/3/a") == -1);
+}
+
 int main(void)
 {
     test_doc_example();
@@ -149,5 +162,6 @@ int main(void)
     test_bounds();
     test_refusals();
     test_job_name();
+    test_find();
     return check_report("test_claimdata");
 }

@@ -227,9 +227,9 @@ static void test_cancel_claimed_here(void)
     harness_stop();
 }
 
-/* A forced cancel whose claim write finds the claim recovered meanwhile: not cancelled,
- * said so; the job is no longer this daemon's (it comes back from the recovery). */
-static void test_cancel_claimed_claim_lost(void)
+/* A forced cancel whose claim write finds the claim written by someone else: the claim is
+ * read again; gone (the job cancelled elsewhere too), the cancel says what it knows. */
+static void test_cancel_claimed_claim_changed(void)
 {
     const char *ids[1];
     claimed(1, ids);
@@ -237,14 +237,20 @@ static void test_cancel_claimed_claim_lost(void)
     harness_call_rc(0, ZNONODE);
     CHECK_STR(harness_multi_ops(0), "delete claim");
     harness_multi_fails(0, 0, ZBADVERSION);
-    CHECK(r->done && strstr(r->line, "UNAVAILABLE") && strstr(r->line, "delivered again"));
+    CHECK(!r->done && harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "get claim");
+    harness_call_rc(0, ZNONODE);
+    CHECK(r->done && strstr(r->line, "UNAVAILABLE") && strstr(r->line, "cancelled"));
     CHECK(harness_state(ids[0]) == -1);
     harness_stop();
 }
 
-/* The answer of an ack's write was lost: the claim's version says it was applied; then a
- * write fails on its version (the claim was recovered elsewhere): LEASE_LOST, job freed. */
-static void test_write_lost_and_claim_lost(void)
+/* The answer of an ack's write was lost: the claim's version says it was applied. Then
+ * a write fails on its version: someone else wrote the claim (a forced cancel through
+ * another daemon), so it is read again: b is still in it, and its ack is written again at
+ * the version read; later the claim is gone (its last job cancelled elsewhere): the ack of
+ * that job is told LEASE_LOST, and the claim is known gone. */
+static void test_write_lost_and_claim_changed(void)
 {
     const char *ids[3];
     struct conn *c = claimed(3, ids);
@@ -259,11 +265,65 @@ static void test_write_lost_and_claim_lost(void)
     CHECK_STR(harness_multi_ops(0), "set claim");
     CHECK(version_of(0, 0) == 1);
     harness_multi_fails(0, 0, ZBADVERSION);
-    CHECK_CONTAINS(r->line, "LEASE_LOST");
-    CHECK(harness_state(b) == -1);
-    r = harness_ack(c, ids[2]); /* the claim is known lost: told at once, nothing sent */
+    CHECK(!r->done && harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "get claim");
+    harness_get_claim(0, 2, (const char *const[]){b, ids[2]}, 2);
+    CHECK_STR(harness_multi_ops(0), "set claim");
+    CHECK(version_of(0, 0) == 2);
+    harness_multi_ok(0, 1);
+    CHECK_STR(r->line, "OK");
+    r = harness_ack(c, ids[2]);
+    CHECK_STR(harness_multi_ops(0), "delete claim");
+    CHECK(version_of(0, 0) == 3);
+    harness_multi_fails(0, 0, ZNONODE);
+    harness_call_rc(0, ZNONODE); /* read again: gone */
     CHECK_CONTAINS(r->line, "LEASE_LOST");
     CHECK(harness_multis() == 0 && harness_state(ids[2]) == -1);
+    harness_stop();
+}
+
+/* This session's node is touched (a forced cancel through another daemon wrote one of our
+ * claims): the claim is read again; the job missing from it was cancelled: its consumer is
+ * told CANCELLED, its late ack LEASE_LOST; the others stay held and are acked at the
+ * version read. */
+static void test_poked_claim_read_again(void)
+{
+    const char *ids[3];
+    struct conn *c = claimed(3, ids);
+    harness_claims_poked();
+    CHECK(harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "get claim");
+    harness_get_claim(0, 1, (const char *const[]){ids[0], ids[2]}, 2);
+    CHECK(c->ncancelled == 1);
+    CHECK_STR(c->cancelled, ids[1]);
+    CHECK(harness_state(ids[1]) == -1);
+    CHECK(harness_state(ids[0]) == JS_INFLIGHT && harness_state(ids[2]) == JS_INFLIGHT);
+    struct harness_reply *r = harness_ack(c, ids[1]);
+    CHECK(strstr(r->line, "LEASE_LOST") && strstr(r->line, "cancelled"));
+    r = harness_ack(c, ids[0]);
+    CHECK_STR(harness_multi_ops(0), "set claim");
+    CHECK(version_of(0, 0) == 1);
+    harness_multi_ok(0, 1);
+    CHECK_STR(r->line, "OK");
+    harness_stop();
+}
+
+/* A nack's own transaction (the claim's write and the job's move) fails on the claim's
+ * version: the claim is read again, and the nack goes again at the version read. */
+static void test_settle_write_claim_changed(void)
+{
+    const char *ids[2];
+    struct conn *c = claimed(2, ids);
+    struct harness_reply *r = harness_nack(c, ids[0], 5000);
+    CHECK_STR(harness_multi_ops(0), "set claim, create job2");
+    harness_multi_fails(0, 0, ZBADVERSION);
+    CHECK(!r->done && harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "get claim");
+    harness_get_claim(0, 4, (const char *const[]){ids[0], ids[1]}, 2);
+    CHECK_STR(harness_multi_ops(0), "set claim, create job2");
+    CHECK(version_of(0, 0) == 4);
+    harness_multi_ok(0, 1);
+    CHECK_CONTAINS(r->line, "OK a/");
     harness_stop();
 }
 
@@ -459,7 +519,9 @@ int main(void)
     test_claims_dir_missing_keeps_order();
     test_nack_no_backoff_keeps_id();
     test_cancel_claimed_here();
-    test_cancel_claimed_claim_lost();
+    test_cancel_claimed_claim_changed();
+    test_poked_claim_read_again();
+    test_settle_write_claim_changed();
     test_takes_grouped_by_queue();
     test_takes_merge_while_full();
     test_unknown_until_connected();
@@ -469,7 +531,7 @@ int main(void)
     test_read_first();
     test_made_again();
     test_nack_and_expiry();
-    test_write_lost_and_claim_lost();
+    test_write_lost_and_claim_changed();
     test_settle_waits_for_write();
     test_session_lost();
     return check_report("engine_claim");

@@ -458,6 +458,24 @@ static void closing(void)
     txnbatch_free(b);
 }
 
+/* An item that settles several jobs at once (a claim's write for the acks of three) counts
+ * them all: txn.settles counts jobs, not transactions' parts. */
+static void counts_jobs(void)
+{
+    struct zkstore *zs = fake_zk_new(7);
+    struct txnbatch *b = batch_new(zs, 4, 0);
+    struct zk_txn_op op = {.kind = ZT_SET, .path = "/claim", .data = "d", .len = 1, .version = 0};
+    memset(&items[0], 0, sizeof items[0]);
+    CHECK(txnbatch_add_jobs(b, &op, 1, 3, on_done, &items[0]) == ZOK);
+    nitems = 1;
+    add(b, "/a", 1);
+    turn();
+    fake_zk_ok(zs, 0);
+    turn();
+    check_counts(b, 4, 1);
+    finish(b, zs);
+}
+
 int main(void)
 {
     base = event_base_new();
@@ -471,6 +489,7 @@ int main(void)
     limits();
     grows_while_waiting();
     closing();
+    counts_jobs();
     event_base_free(base);
     return check_report("txnbatch");
 }

@@ -423,6 +423,22 @@ static void on_rescan(void *arg) { scan(arg); }
 
 static void mark(struct claim_recovery *cr);
 
+static void on_own_watched(const struct zk_result *res, void *ctx)
+{
+    (void)res;
+    (void)ctx; /* the watch is what counts: set when the node exists, re-set as it fires */
+}
+
+/* A forced cancel through another daemon writes one of our claims, then touches this
+ * session's node: its data watch tells the claims to read theirs again. */
+static void watch_own(struct claim_recovery *cr)
+{
+    char path[LAYOUT_PATH_MAX];
+    if (layout_session_path(path, sizeof path, cr->d->cfg->zk_root,
+                            (uint64_t)cr->d->session_id) == 0)
+        zkstore_exists(cr->d->zs, path, 1, on_own_watched, cr);
+}
+
 static void on_marked(const struct zk_result *res, void *ctx)
 {
     struct claim_recovery *cr = ctx;
@@ -433,6 +449,7 @@ static void on_marked(const struct zk_result *res, void *ctx)
     if (res->rc == ZOK || res->rc == ZNODEEXISTS) {
         cr->marked = d->session_id;
         dispatcher_claims_session(d->dispatcher, d->session_id);
+        watch_own(cr);
         scan(cr);
     } else {
         log_warn("%s: cannot make this session's node: %s; jobs are locked, not claimed, "
@@ -487,7 +504,14 @@ void claim_recovery_session_up(struct claim_recovery *cr)
 
 int claim_recovery_on_watch(struct claim_recovery *cr, const char *path)
 {
-    char mine[LAYOUT_PATH_MAX];
+    char mine[LAYOUT_PATH_MAX], own[LAYOUT_PATH_MAX];
+    if (cr->d->session_id &&
+        layout_session_path(own, sizeof own, cr->d->cfg->zk_root,
+                            (uint64_t)cr->d->session_id) == 0 && strcmp(path, own) == 0) {
+        watch_own(cr);
+        dispatcher_claims_poked(cr->d->dispatcher);
+        return 1;
+    }
     if (layout_session_path(mine, sizeof mine, cr->d->cfg->zk_root, 0) != 0 ||
         strcmp(path, mine) != 0)
         return 0;

@@ -39,6 +39,8 @@ struct change {
     int flow_tried;             /* a waiting parent's flow looked for (flow_cancel) */
     int claims_tried;           /* a claimed job (layout version 3) looked for */
     struct job *claimed;        /* ours, claimed, force-cancelled: its claim's write on its way */
+    char holder[256];           /* another daemon's claim: its session node's data, and path */
+    char holder_node[LAYOUT_PATH_MAX];
     unsigned round_trips;       /* ZooKeeper calls sent for it, for STATS */
     uint64_t due_ms;            /* RESCHEDULE: the new due time */
     struct job_name jn, next;
@@ -161,6 +163,7 @@ static int again(struct change *ch)
     if (++ch->tries >= TRIES_MAX)
         return 0;
     ch->nchildren = 0;
+    ch->claims_tried = 0;
     free(ch->payload);
     ch->payload = NULL;
     free(ch->pack_rest);
@@ -207,11 +210,47 @@ static void claim_held(struct change *ch, const char *holder, int elsewhere)
     change_end(ch, PE_IN_FLIGHT, text);
 }
 
-static void on_claim_found(void *ctx, int rc, const char *holder)
+/* Another daemon's claim was written without the job: its session's node is touched (its
+ * data as it was) so that the holder reads its claims again and tells the consumer. */
+static void on_claim_written(const struct zk_result *res, void *ctx)
 {
     struct change *ch = ctx;
-    if (rc == ZOK)
-        claim_held(ch, holder, 1);
+    if (res->rc == ZOK) {
+        if (zkstore_set(ch->ds->d->zs, ch->holder_node, ch->holder, strlen(ch->holder),
+                        NULL, NULL) != ZOK)
+            log_warn("queue %s: %s: cannot touch it after a forced cancel; its daemon learns of "
+                     "it at its next write of the claim", ch->q->cfg->name, ch->holder_node);
+        ch->nchildren = 1; /* its holder lost it: said in the log */
+        changed(ch);
+    } else if ((res->rc == ZBADVERSION || res->rc == ZNONODE) && again(ch)) {
+        return; /* the claim changed meanwhile (settled, recovered): look again */
+    } else {
+        change_zerr(ch, "writing the claim of", ch->path, res->rc);
+    }
+}
+
+/* CANCEL force=1 of a job another daemon claimed: its claim without the job, at the version
+ * read (or deleted, the job its last). */
+static void cancel_in_claim(struct change *ch, const struct claimfind_hit *hit)
+{
+    struct zk_txn_op op = {.kind = hit->rest ? ZT_SET : ZT_DELETE, .path = hit->claim,
+                           .data = hit->rest, .len = hit->rest_len, .version = hit->version};
+    snprintf(ch->holder, sizeof ch->holder, "%s", hit->holder);
+    snprintf(ch->holder_node, sizeof ch->holder_node, "%s", hit->session);
+    ch->round_trips++;
+    int rc = zkstore_multi(ch->ds->d->zs, &op, 1, on_claim_written, ch);
+    if (rc != ZOK)
+        change_zerr(ch, "writing the claim of", ch->path, rc);
+}
+
+static void on_claim_found(void *ctx, int rc, const struct claimfind_hit *hit)
+{
+    struct change *ch = ctx;
+    if (rc == ZOK && ch->force && !ch->reschedule && hit->session[0] &&
+        (hit->rest || hit->rest_len == 0))
+        cancel_in_claim(ch, hit);
+    else if (rc == ZOK)
+        claim_held(ch, hit->holder, 1);
     else if (rc == ZNONODE)
         not_found(ch);
     else
@@ -238,8 +277,8 @@ static void on_claim_cancelled(void *ctx, int rc)
     log_warn("queue %s: cancelling claimed job %s: %s", q->cfg->name,
              change_id(ch, id, sizeof id), zk_strerror(rc));
     change_end(ch, PE_UNAVAILABLE, rc == ZNONODE
-               ? "its claim was recovered meanwhile: it was not cancelled and will be "
-                 "delivered again"
+               ? "its claim changed under this daemon (the job cancelled elsewhere too, or "
+                 "its session lost): it is cancelled, or delivered again"
                : "the claim's write was not confirmed: the job is cancelled, or delivered "
                  "again");
 }

@@ -55,10 +55,11 @@ struct claim {
     struct waiter *waiters, **waiters_tail;
     unsigned char *wbuf;
     uint32_t dir_asks;              /* cs->dir_asks when it was sent */
+    int resync_applied;             /* a read of it again: our write may have been applied */
 };
 
 /* What a claim waits to look up in ZooKeeper once the connection is back. */
-enum { UNSURE_NONE, UNSURE_CLAIM, UNSURE_WRITE };
+enum { UNSURE_NONE, UNSURE_CLAIM, UNSURE_WRITE, UNSURE_RESYNC };
 
 struct claims {
     struct zkstore *zs;
@@ -73,6 +74,8 @@ struct claims {
     struct claim *unsure;           /* outcomes to look up once connected */
     int parent_tries;
     uint32_t dir_asks;              /* claims/ directories asked for, ever */
+    claim_removed_fn removed;       /* a job someone else wrote out of our claim */
+    void *removed_ctx;
     int closing;
     unsigned long long nodes, jobs, writes;
 };
@@ -505,6 +508,7 @@ static void write_ended(struct claim *cl, int rc, int applied)
 }
 
 static void on_write_checked(const struct zk_result *res, void *ctx);
+static void resync(struct claim *cl, int maybe_applied);
 
 static void on_ack_written(const struct zk_result *res, void *ctx)
 {
@@ -517,13 +521,17 @@ static void on_ack_written(const struct zk_result *res, void *ctx)
     }
     if (rc == ZOK)
         write_applied(cl);
-    else if (rc == ZBADVERSION || rc == ZNONODE)
+    else if ((rc == ZBADVERSION || rc == ZNONODE) && !cl->lost && cl->cs->session) {
+        resync(cl, 0); /* written by someone else: read it again */
+        return;
+    } else if (rc == ZBADVERSION || rc == ZNONODE)
         claim_lost(cl);
     write_ended(cl, cl->lost && rc == ZOK ? ZNONODE : rc, rc == ZOK);
 }
 
 /* What a write whose answer was lost did: ZOK applied, ZOPERATIONTIMEOUT not applied,
- * ZNONODE the claim lost; from the node's version now. */
+ * ZNONODE the claim gone, ZBADVERSION written by someone else too (read it again); from
+ * the node's version now. */
 static int judge_write(const struct claim *cl, const struct zk_result *res)
 {
     if (res->rc == ZNONODE)
@@ -532,7 +540,7 @@ static int judge_write(const struct claim *cl, const struct zk_result *res)
         return res->rc;
     if (res->stat.version == cl->version + 1 && !cl->write_deletes)
         return ZOK;
-    return res->stat.version == cl->version ? ZOPERATIONTIMEOUT : ZNONODE;
+    return res->stat.version == cl->version ? ZOPERATIONTIMEOUT : ZBADVERSION;
 }
 
 static void on_write_checked(const struct zk_result *res, void *ctx)
@@ -540,6 +548,12 @@ static void on_write_checked(const struct zk_result *res, void *ctx)
     struct claim *cl = ctx;
     int rc = cl->lost ? ZNONODE : judge_write(cl, res);
     cl->in_txn--;
+    if (rc == ZBADVERSION && !cl->cs->session)
+        rc = ZNONODE;
+    if ((rc == ZBADVERSION || rc == ZNONODE) && !cl->lost && cl->cs->session) {
+        resync(cl, 1); /* someone else wrote it too: what is in it says */
+        return;
+    }
     if (rc != ZOK && rc != ZOPERATIONTIMEOUT && rc != ZNONODE && !final_error(rc)) {
         unsure_later(cl, UNSURE_WRITE); /* still unknown: looked up once connected */
         return;
@@ -580,6 +594,152 @@ static void check_unsure(struct claim *cl)
     cl->in_txn += !claim;
 }
 
+/* ---- a claim written by someone else while this session lives ----
+ * Only this daemon writes its claims, but for one thing: CANCEL force=1 through another
+ * daemon (or deferctl cancel --force) writes the claim without the cancelled job at the
+ * version it read, then touches this session's node (claims_poked). A write of ours that
+ * then fails on the version, a lost write judged by a version that is neither ours nor the
+ * one before, and the touch, read the claim again: the jobs in it stay ours (acks waiting
+ * are written again at its version), the others were cancelled (the removed callback;
+ * their acks are told ZNONODE, or ZOK when a lost write of ours may have taken them out).
+ * A recovery rewrites only the claims of sessions that are gone: while ours lives, nothing
+ * else changes them. */
+
+static int has_record(const struct claim *cl, const struct job *job,
+                      const struct claim_record *recs, uint32_t n)
+{
+    return claimdata_find(recs, n, job->path + cl->prefix) >= 0;
+}
+
+/* The acks of LIST whose jobs the claim still holds are kept (in order, into *KEEP); the
+ * others are told RC (their settles free the jobs). */
+static void sort_acks(struct claim *cl, struct ack *list, struct ack ***keep,
+                      const struct claim_record *recs, uint32_t n, int rc)
+{
+    for (struct ack *a = list, *next; a; a = next) {
+        next = a->next;
+        a->next = NULL;
+        if (has_record(cl, a->job, recs, n)) {
+            **keep = a;
+            *keep = &a->next;
+            continue;
+        }
+        a->done(a->ctx, rc);
+        free(a);
+    }
+}
+
+/* Jobs of CL without a record in RECS leave it and are handed to the removed callback. */
+static void drop_removed(struct claim *cl, const struct claim_record *recs, uint32_t n)
+{
+    struct claims *cs = cl->cs;
+    struct job **out = cl->njobs ? malloc(cl->njobs * sizeof *out) : NULL;
+    uint32_t nout = 0;
+    for (uint32_t i = 0; i < cl->njobs;) {
+        struct job *job = cl->jobs[i];
+        if (has_record(cl, job, recs, n)) {
+            i++;
+            continue;
+        }
+        remove_job(cl, job);
+        job->claim = NULL;
+        if (out)
+            out[nout++] = job;
+    }
+    for (uint32_t i = 0; i < nout && cs->removed; i++)
+        cs->removed(out[i], cs->removed_ctx);
+    free(out);
+}
+
+/* RES: the claim as read again (its data and version, or ZNONODE). 0, or -1 when its data
+ * is not a claim (then it is lost to us, as before). */
+static int reconcile(struct claim *cl, const struct zk_result *res, int maybe_applied)
+{
+    static struct claim_record recs[CLAIM_JOBS_MAX]; /* the loop's thread alone */
+    uint32_t n = 0;
+    if (res->rc == ZOK && (res->datalen <= 0 ||
+                           claimdata_read(res->data, (size_t)res->datalen, recs, CLAIM_JOBS_MAX,
+                                          &n, NULL, 0) != CLAIM_OK))
+        return -1;
+    struct ack *inflight = cl->inflight, *queued = cl->acks, *keep = NULL, **tail = &keep;
+    cl->inflight = NULL;
+    cl->acks = NULL;
+    cl->busy++;
+    if (res->rc == ZOK)
+        cl->version = res->stat.version;
+    else
+        cl->gone = 1; /* deleted with its last job: nothing of it to write */
+    sort_acks(cl, inflight, &tail, recs, n, maybe_applied ? ZOK : ZNONODE);
+    sort_acks(cl, queued, &tail, recs, n, ZNONODE);
+    cl->acks = keep;
+    cl->acks_tail = keep ? tail : &cl->acks;
+    cl->write_job = NULL;
+    cl->writing = 0;
+    log_info("claims: %s was written by someone else (a forced cancel): read again, %u of its "
+             "jobs still held here", cl->path, n);
+    drop_removed(cl, recs, n);
+    cl->busy--;
+    if (cl->acks || cl->waiters)
+        schedule_flush(cl->cs);
+    return 0;
+}
+
+static void on_resynced(const struct zk_result *res, void *ctx)
+{
+    struct claim *cl = ctx;
+    int rc = res->rc;
+    cl->in_txn--;
+    if (cl->lost) { /* the session went meanwhile */
+        write_ended(cl, ZSESSIONEXPIRED, 0);
+        return;
+    }
+    if (rc != ZOK && rc != ZNONODE && !final_error(rc)) {
+        unsure_later(cl, UNSURE_RESYNC); /* read again once connected */
+        return;
+    }
+    if (rc != ZOK && rc != ZNONODE) {
+        claim_lost(cl);
+        write_ended(cl, rc, 0);
+        return;
+    }
+    if (reconcile(cl, res, cl->resync_applied) != 0) {
+        claim_lost(cl);
+        write_ended(cl, ZNONODE, 0);
+        return;
+    }
+    maybe_free(cl);
+}
+
+static void resync_send(struct claim *cl)
+{
+    if (zkstore_get(cl->cs->zs, cl->path, on_resynced, cl) != ZOK) {
+        unsure_later(cl, UNSURE_RESYNC);
+        return;
+    }
+    cl->in_txn++;
+}
+
+/* Reads CL again; its write slot stays taken (acks and settles wait) until it is read. */
+static void resync(struct claim *cl, int maybe_applied)
+{
+    cl->writing = 1;
+    cl->resync_applied = maybe_applied;
+    resync_send(cl);
+}
+
+void claims_poked(struct claims *cs)
+{
+    for (struct claim *cl = cs->live; cl; cl = cl->next)
+        if (cl->active && !cl->writing && !cl->lost && !cl->gone && !cl->unsure)
+            resync(cl, 0);
+}
+
+void claims_on_removed(struct claims *cs, claim_removed_fn fn, void *ctx)
+{
+    cs->removed = fn;
+    cs->removed_ctx = ctx;
+}
+
 /* The claim's write without the jobs of ACKS (and SKIP): OP filled, cl->writing set. */
 static int fill_write(struct claim *cl, struct ack *acks, const struct job *skip,
                       struct zk_txn_op *op)
@@ -608,9 +768,12 @@ static void send_acks(struct claim *cl)
     cl->acks = NULL;
     cl->acks_tail = &cl->acks;
     cl->inflight = acks;
+    unsigned n = 0;
+    for (const struct ack *a = acks; a; a = a->next)
+        n++;
     int rc = fill_write(cl, acks, NULL, &op) == 0 ? ZOK : ZSYSTEMERROR;
-    if (rc == ZOK)
-        rc = txnbatch_add(cl->cs->settles, &op, 1, on_ack_written, cl);
+    if (rc == ZOK) /* STATS' txn.settles counts the jobs settled */
+        rc = txnbatch_add_jobs(cl->cs->settles, &op, 1, n, on_ack_written, cl);
     if (rc == ZOK)
         cl->in_txn++;
     else
@@ -699,14 +862,23 @@ int claim_write_op(struct claims *cs, struct job *job, struct zk_txn_op *op,
 void claim_write_answered(struct claims *cs, struct job *job, int rc, int claim_op_failed)
 {
     struct claim *cl = job->claim;
-    (void)cs;
     if (!cl || cl->write_job != job)
         return;
-    if (rc == ZOK)
+    if (rc == ZOK) {
         write_applied(cl);
-    else if (claim_op_failed && (rc == ZBADVERSION || rc == ZNONODE))
+    } else if (claim_op_failed && (rc == ZBADVERSION || rc == ZNONODE) && cs->session) {
+        cl->write_job = NULL;
+        resync(cl, 0); /* written by someone else: the settle asks again (claim_resyncing) */
+        return;
+    } else if (claim_op_failed && (rc == ZBADVERSION || rc == ZNONODE)) {
         claim_lost(cl);
+    }
     write_ended(cl, rc, rc == ZOK);
+}
+
+int claim_resyncing(const struct job *job)
+{
+    return job->claim && job->claim->writing && !job->claim->write_job && !job->claim->lost;
 }
 
 struct write_check {
@@ -716,11 +888,51 @@ struct write_check {
     void *ctx;
 };
 
+/* A settle's write whose answer was lost, when someone else wrote the claim too: the job's
+ * record says (there: not applied, sent again at the version read; gone: applied, or
+ * cancelled meanwhile: out either way). */
+static void on_settle_read(const struct zk_result *res, void *ctx)
+{
+    static struct claim_record recs[CLAIM_JOBS_MAX]; /* the loop's thread alone */
+    struct write_check *wc = ctx;
+    struct claim *cl = wc->cl;
+    claim_written_fn done = wc->done;
+    void *dctx = wc->ctx;
+    const struct job *job = wc->job;
+    uint32_t n = 0;
+    int rc = res->rc;
+    free(wc);
+    cl->in_txn--;
+    cl->busy++;
+    if (cl->lost || cl->write_job != job) {
+        rc = ZNONODE;
+    } else if (rc == ZOK || rc == ZNONODE) {
+        int present = rc == ZOK && res->datalen > 0 &&
+                      claimdata_read(res->data, (size_t)res->datalen, recs, CLAIM_JOBS_MAX, &n,
+                                     NULL, 0) == CLAIM_OK &&
+                      has_record(cl, job, recs, n);
+        rc = present ? ZOPERATIONTIMEOUT : ZOK;
+        if (reconcile(cl, res, 0) != 0) {
+            claim_lost(cl);
+            write_ended(cl, ZNONODE, 0);
+            rc = ZNONODE;
+        }
+    }
+    done(dctx, rc);
+    cl->busy--;
+    maybe_free(cl);
+}
+
 static void on_settle_checked(const struct zk_result *res, void *ctx)
 {
     struct write_check *wc = ctx;
     struct claim *cl = wc->cl;
     int rc = cl->lost || cl->write_job != wc->job ? ZNONODE : judge_write(cl, res);
+    if (rc == ZBADVERSION && cl->cs->session &&
+        zkstore_get(cl->cs->zs, cl->path, on_settle_read, wc) == ZOK)
+        return; /* its in_txn carries over to the read */
+    if (rc == ZBADVERSION)
+        rc = ZNONODE;
     claim_written_fn done = wc->done;
     void *dctx = wc->ctx;
     free(wc);
@@ -783,8 +995,12 @@ void claims_connected(struct claims *cs)
     cs->unsure = NULL;
     while (cl) {
         struct claim *next = cl->unsure_next;
+        int kind = cl->unsure;
         cl->unsure = UNSURE_NONE;
-        check_unsure(cl);
+        if (kind == UNSURE_RESYNC)
+            resync_send(cl);
+        else
+            check_unsure(cl);
         cl = next;
     }
 }

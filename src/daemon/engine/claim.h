@@ -31,10 +31,17 @@ typedef void (*claim_taken_fn)(struct job *job, int rc);
 /* A write of the claim answered for the caller's CTX: ZOK, or why not: ZNONODE and
  * ZBADVERSION mean the claim is no longer this daemon's (its jobs are lost to it). */
 typedef void (*claim_written_fn)(void *ctx, int rc);
+/* A job someone else wrote out of our claim (CANCEL force=1 through another daemon): it is
+ * no longer in a claim; the engine tells its consumer and frees it. */
+typedef void (*claim_removed_fn)(struct job *job, void *ctx);
 
 struct claims *claims_new(struct event_base *base, struct zkstore *zs, struct txnbatch *locks,
                           struct txnbatch *settles, const char *root);
 void claims_free(struct claims *cs);
+void claims_on_removed(struct claims *cs, claim_removed_fn fn, void *ctx);
+/* This session's node was touched: a forced cancel wrote one of our claims. Each is read
+ * again (those with a write on its way learn it from the write). */
+void claims_poked(struct claims *cs);
 
 /* The session whose claims these are: claims are taken only once its node under
  * sessions/ exists (claim_recovery.c makes it and says so); 0 when there is none. */
@@ -67,6 +74,9 @@ int claim_write_op(struct claims *cs, struct job *job, struct zk_txn_op *op,
 /* The transaction with claim_write_op's operation came back: RC, and whether the claim's
  * operation itself failed (then it is no longer ours). */
 void claim_write_answered(struct claims *cs, struct job *job, int rc, int claim_op_failed);
+/* JOB's claim is being read again after someone else wrote it: a settle whose claim write
+ * failed on it asks claim_write_op again (it waits for the read). */
+int claim_resyncing(const struct job *job);
 /* That transaction's outcome is unknown (the connection broke): the claim node is read,
  * and DONE(CTX, ZOK) if the write was applied, ZNONODE if the claim is lost, or
  * ZOPERATIONTIMEOUT if it was not applied (send it again). Returns ZOK, or the error that

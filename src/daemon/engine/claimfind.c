@@ -16,15 +16,23 @@ struct find {
     const char *rel;            /* the job's path under its queue's node (in PATH) */
     char **names;               /* the queue's claims, as listed */
     int nnames, next;
+    int version;                /* of the claim that holds the job */
+    unsigned char *rest;        /* ... its data without the job (NULL: none left) */
+    long rest_len;
     char root[LAYOUT_PATH_MAX], dir[LAYOUT_PATH_MAX], path[LAYOUT_PATH_MAX];
+    char claim[LAYOUT_PATH_MAX], session[LAYOUT_PATH_MAX];
 };
 
 static void find_end(struct find *f, int rc, const char *holder)
 {
-    f->done(f->ctx, rc, holder);
+    struct claimfind_hit hit = {.holder = holder, .claim = f->claim, .version = f->version,
+                                .rest = f->rest, .rest_len = f->rest_len > 0 ? (size_t)f->rest_len : 0,
+                                .session = f->session};
+    f->done(f->ctx, rc, rc == ZOK ? &hit : NULL);
     for (int i = 0; i < f->nnames; i++)
         free(f->names[i]);
     free(f->names);
+    free(f->rest);
     free(f);
 }
 
@@ -32,11 +40,13 @@ static void on_session(const struct zk_result *res, void *ctx)
 {
     struct find *f = ctx;
     char holder[256];
-    if (res->rc == ZOK && res->datalen > 0)
+    if (res->rc == ZOK && res->datalen > 0) {
         snprintf(holder, sizeof holder, "%.*s", res->datalen, res->data);
-    else /* its daemon's session is gone: the claim is recovered soon */
+    } else { /* its daemon's session is gone: the claim is recovered soon */
         snprintf(holder, sizeof holder, "a session that ended (its claim %s is recovered soon)",
                  f->names[f->next - 1]);
+        f->session[0] = '\0';
+    }
     find_end(f, ZOK, holder);
 }
 
@@ -45,23 +55,37 @@ static void holder_of(struct find *f, const char *claim)
     uint64_t session, n;
     char path[LAYOUT_PATH_MAX];
     if (layout_parse_claim_name(claim, &session, &n) != 0 ||
-        layout_session_path(path, sizeof path, f->root, session) != 0 ||
-        zkstore_get(f->zs, path, on_session, f) != ZOK)
+        layout_session_path(path, sizeof path, f->root, session) != 0) {
+        on_session(&(struct zk_result){.rc = ZNONODE}, f);
+        return;
+    }
+    snprintf(f->session, sizeof f->session, "%s", path);
+    if (zkstore_get(f->zs, path, on_session, f) != ZOK)
         on_session(&(struct zk_result){.rc = ZNONODE}, f);
 }
 
-/* Whether the claim's data holds the job. */
-static int holds(const struct find *f, const struct zk_result *res)
+/* Whether the claim's data holds the job; if so, its data without the job into f->rest. */
+static int holds(struct find *f, const struct zk_result *res)
 {
     static struct claim_record recs[CLAIM_JOBS_MAX]; /* the loop's thread alone */
     uint32_t n = 0;
+    size_t bytes = 0;
     if (res->datalen <= 0 || claimdata_read(res->data, (size_t)res->datalen, recs,
                                             CLAIM_JOBS_MAX, &n, NULL, 0) != CLAIM_OK)
         return 0; /* not a claim deferd wrote: nobody's hold on the job */
-    for (uint32_t i = 0; i < n; i++)
-        if (recs[i].path_len == strlen(f->rel) && memcmp(recs[i].path, f->rel, recs[i].path_len) == 0)
-            return 1;
-    return 0;
+    int at = claimdata_find(recs, n, f->rel);
+    if (at < 0)
+        return 0;
+    memmove(&recs[at], &recs[at + 1], (n - (uint32_t)at - 1) * sizeof recs[0]);
+    for (uint32_t i = 0; i + 1 < n; i++)
+        bytes += claimdata_record_size(recs[i].path_len, recs[i].len);
+    f->version = res->stat.version;
+    f->rest_len = -1;
+    if (n > 1 && (f->rest = malloc(claimdata_size(bytes))))
+        f->rest_len = claimdata_write(f->rest, claimdata_size(bytes), recs, n - 1);
+    else if (n == 1)
+        f->rest_len = 0; /* the job was its last: the claim is deleted */
+    return 1;
 }
 
 static void read_next(struct find *f);
@@ -82,14 +106,13 @@ static void on_claim(const struct zk_result *res, void *ctx)
 
 static void read_next(struct find *f)
 {
-    char path[LAYOUT_PATH_MAX];
     if (f->next >= f->nnames) {
         find_end(f, ZNONODE, NULL);
         return;
     }
-    int w = snprintf(path, sizeof path, "%s/%s", f->dir, f->names[f->next++]);
-    int rc = w < 0 || (size_t)w >= sizeof path ? ZBADARGUMENTS
-                                               : zkstore_get(f->zs, path, on_claim, f);
+    int w = snprintf(f->claim, sizeof f->claim, "%s/%s", f->dir, f->names[f->next++]);
+    int rc = w < 0 || (size_t)w >= sizeof f->claim ? ZBADARGUMENTS
+                                                   : zkstore_get(f->zs, f->claim, on_claim, f);
     if (rc != ZOK)
         find_end(f, rc, NULL);
 }

@@ -603,6 +603,22 @@ static void on_vanish_checked(const struct zk_result *res, void *ctx)
     job_free(ds, job);
 }
 
+/* Someone else wrote our claim without JOB: a forced cancel through another daemon (or
+ * deferctl). Its consumer is told now; a job with a settle on its way is left to it. */
+static void on_claim_removed(struct job *job, void *ctx)
+{
+    struct dispatcher *ds = ctx;
+    if (job->state == JS_SETTLING || job->state == JS_LOCKING)
+        return;
+    log_info("queue %s: job %s was cancelled while held here (its claim was written without "
+             "it)%s", job->q->cfg->name, job->id, job->owner ? "; telling the consumer" : "");
+    struct dqueue *q = job->q;
+    if (job->owner)
+        job_revoke(ds, job, LOST_CANCELLED);
+    job_free(ds, job);
+    dispatcher_dispatch(ds, q);
+}
+
 static void check_vanished_held(struct dispatcher *ds, struct job *job)
 {
     size_t n = strlen(job->path) + 1;
@@ -957,6 +973,8 @@ void dispatcher_write_holds(const struct dispatcher *ds, struct writehold_stats 
 
 const char *dispatcher_ident(const struct dispatcher *ds) { return ds->ident; }
 
+void dispatcher_claims_poked(struct dispatcher *ds) { claims_poked(ds->claims); }
+
 void dispatcher_claims_session(struct dispatcher *ds, int64_t session)
 {
     claims_session(ds->claims, session);
@@ -1163,6 +1181,7 @@ struct dispatcher *dispatcher_new(struct deferd *d)
         dispatcher_free(ds);
         return NULL;
     }
+    claims_on_removed(ds->claims, on_claim_removed, ds);
     return ds;
 }
 

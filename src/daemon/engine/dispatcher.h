@@ -89,6 +89,8 @@ const char *dispatcher_ident(const struct dispatcher *ds);
 /* Layout version 3: SESSION's node under sessions/ exists, so jobs may be claimed
  * (claim.h); claim_recovery.c says so after making it. */
 void dispatcher_claims_session(struct dispatcher *ds, int64_t session);
+/* This session's node was touched: a forced cancel wrote one of our claims (claim.h). */
+void dispatcher_claims_poked(struct dispatcher *ds);
 /* Claim nodes made, jobs claimed and claim writes answered, for STATS. */
 void dispatcher_claim_counts(const struct dispatcher *ds, unsigned long long *nodes,
                              unsigned long long *jobs, unsigned long long *writes);

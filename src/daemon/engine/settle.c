@@ -509,6 +509,8 @@ static void on_settled(const struct zk_result *res, void *ctx)
         st->claim_write = 0;
         if (!uncertain(rc))
             claim_write_answered(ds->claims, job, rc, zk_failed_op(res) == 0);
+        if (!uncertain(rc) && rc != ZOK && claim_resyncing(job) && send_settle(ds, st) == ZOK)
+            return; /* someone else wrote the claim: sent again once it is read */
     }
     flow_settle_answered(ds->flow_cache, &st->flow, rc);
     int nx = st->next_op;

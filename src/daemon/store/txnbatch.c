@@ -341,6 +341,12 @@ static struct txn_item *copy_ops(const struct zk_txn_op *ops, int nops)
 int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_done_fn done,
                  void *ctx)
 {
+    return txnbatch_add_jobs(b, ops, nops, 1, done, ctx);
+}
+
+int txnbatch_add_jobs(struct txnbatch *b, const struct zk_txn_op *ops, int nops, unsigned jobs,
+                      zk_done_fn done, void *ctx)
+{
     if (b->closing)
         return ZCLOSING;
     if (nops < 1 || nops > ZK_MULTI_MAX)
@@ -355,7 +361,7 @@ int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_d
     it->ctx = ctx;
     *b->tail = it;
     b->tail = &it->next;
-    b->nitems++;
+    b->nitems += jobs;
     schedule_flush(b);
     return ZOK;
 }

@@ -52,6 +52,10 @@ void txnbatch_free(struct txnbatch *b);
  * this call) or an error (DONE will not be called). */
 int txnbatch_add(struct txnbatch *b, const struct zk_txn_op *ops, int nops, zk_done_fn done,
                  void *ctx);
+/* The same for an item that carries JOBS jobs at once (a claim's write for the acks of
+ * several): txnbatch_counts counts jobs. */
+int txnbatch_add_jobs(struct txnbatch *b, const struct zk_txn_op *ops, int nops, unsigned jobs,
+                      zk_done_fn done, void *ctx);
 /* The size txnbatch_add counts for OPS, to compare with TXN_ITEM_BYTES_MAX. */
 size_t txnbatch_bytes(const struct zk_txn_op *ops, int nops);
 
