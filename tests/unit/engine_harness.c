@@ -453,6 +453,8 @@ static const char *role(const char *path)
         return "dead";
     if (strstr(path, "/claims/"))
         return "claim";
+    if (n > 7 && strcmp(path + n - 7, "/claims") == 0)
+        return "claims";
     if (strstr(path, "/keys/"))
         return "key";
     if (strstr(path, "/flows/")) { /* "flow", "flow parent", "marker" */

@@ -357,12 +357,41 @@ static void test_session_lost(void)
     harness_lost();
     CHECK(harness_state(b) == -1);
     harness_multi_fails(0, -1, ZSESSIONEXPIRED);
+    CHECK(!r->done); /* the ack may have been applied: the next session looks */
+    harness_new_session(); /* no claims until its node is made (claim_recovery.c) */
+    CHECK(harness_calls() == 1);
+    CHECK_STR(harness_call_what(0), "get claim");
+    harness_call_rc(0, ZNONODE); /* recovered, or deleted by the ack... */
+    CHECK_STR(harness_call_what(0), "exists job");
+    harness_call_rc(0, ZOK); /* ...recovered: the job is back in its bucket */
     CHECK_CONTAINS(r->line, "LEASE_LOST");
     CHECK(harness_state(a) == -1);
-    harness_new_session(); /* no claims until its node is made (claim_recovery.c) */
     const char *d = harness_listed("a", 0, 0, 1);
     CHECK_STR(harness_multi_ops(harness_multis() - 1), "create lock, create-seq owner");
     CHECK(harness_state(d) == JS_LOCKING);
+    harness_stop();
+}
+
+/* An ack's write sent as the session ended, its answer lost with it: the next session
+ * finds the job's record gone from the claim, the job in no bucket and in no claim: the
+ * ack was applied, and is answered OK. */
+static void test_session_lost_ack_applied(void)
+{
+    const char *ids[2];
+    struct conn *c = claimed(2, ids);
+    struct harness_reply *r = harness_ack(c, ids[0]);
+    harness_lost();
+    harness_multi_fails(0, -1, ZCONNECTIONLOSS);
+    CHECK(!r->done);
+    harness_new_session();
+    CHECK_STR(harness_call_what(0), "get claim");
+    harness_get_claim(0, 1, (const char *const[]){ids[1]}, 1); /* without ids[0] */
+    CHECK_STR(harness_call_what(0), "exists job");
+    harness_call_rc(0, ZNONODE);
+    CHECK_STR(harness_call_what(0), "children claims");
+    harness_call_rc(0, ZNONODE); /* no claim holds it */
+    CHECK_STR(r->line, "OK");
+    CHECK(harness_state(ids[0]) == -1);
     harness_stop();
 }
 
@@ -534,5 +563,6 @@ int main(void)
     test_write_lost_and_claim_changed();
     test_settle_waits_for_write();
     test_session_lost();
+    test_session_lost_ack_applied();
     return check_report("engine_claim");
 }

@@ -964,6 +964,8 @@ int claim_write_check(struct claims *cs, struct job *job, claim_written_fn done,
     return rc;
 }
 
+const char *claim_path_of(const struct job *job) { return job->claim ? job->claim->path : NULL; }
+
 void claim_forget(struct job *job)
 {
     struct claim *cl = job->claim;

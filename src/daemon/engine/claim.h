@@ -83,6 +83,9 @@ int claim_resyncing(const struct job *job);
  * kept the read from being sent (DONE is not called: ask again once connected). */
 int claim_write_check(struct claims *cs, struct job *job, claim_written_fn done, void *ctx);
 
+/* The path of JOB's claim node, or NULL when it is in none. */
+const char *claim_path_of(const struct job *job);
+
 /* JOB is freed: it leaves its claim's records here (its node in ZooKeeper is another
  * matter: written by a settle, or recovered after the session). */
 void claim_forget(struct job *job);

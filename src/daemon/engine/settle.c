@@ -13,6 +13,7 @@
 
 #include "attempts.h"
 #include "claim.h"
+#include "claim_outcome.h"
 #include "config.h"
 #include "daemon.h"
 #include "dispatcher_int.h"
@@ -63,6 +64,7 @@ struct settle {
     struct putset *followups;   /* ACK/NACK then=: jobs created in the same transaction */
     char next_path[LAYOUT_PATH_MAX];
     char next_child[LAYOUT_PATH_MAX + 8]; /* a claimed job made again: its replays' child */
+    char claim_path[LAYOUT_PATH_MAX]; /* a claimed job: the claim its settle writes */
     char next_id[LAYOUT_ID_MAX + 1];
     char key_path[LAYOUT_PATH_MAX];
     char key_data[LAYOUT_ID_MAX + 32];
@@ -373,6 +375,8 @@ static int send_claimed(struct dispatcher *ds, struct settle *st)
     struct job *job = st->job;
     job_transition(job, JE_SETTLE);
     st->claimed = 1;
+    if (claim_path_of(job))
+        snprintf(st->claim_path, sizeof st->claim_path, "%s", claim_path_of(job));
     if (st->op == SETTLE_ACK && !st->followups) {
         int rc = claim_ack(ds->claims, job, on_claim_acked, st);
         if (rc != ZNONODE)
@@ -498,6 +502,8 @@ static int make_parents_of(struct dispatcher *ds, struct settle *st, const char 
     return rc == ZK_PARENTS_RESEND ? send_settle(ds, st) == ZOK : rc == ZK_PARENTS_ASKED;
 }
 
+static void leave_to_next_session(struct dispatcher *ds, struct settle *st);
+
 static void on_settled(const struct zk_result *res, void *ctx)
 {
     struct settle *st = ctx;
@@ -544,6 +550,9 @@ static void on_settled(const struct zk_result *res, void *ctx)
     } else if (no_bucket) {
         settle_failed(st, rc);
     } else if (rc == ZNONODE && !st->claimed && ask_if_cancelled(ds, st)) {
+        return;
+    } else if (st->claimed && st->r && !job->claim && (uncertain(rc) || zk_session_gone(rc))) {
+        leave_to_next_session(ds, st); /* its claim went with the session: recovered? */
         return;
     } else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOTEMPTY || zk_session_gone(rc)) {
         lease_lost(ds, st); /* our owner node is gone, or another holder's is there */
@@ -1048,7 +1057,7 @@ void settle_revoke_held(struct dispatcher *ds)
     while (ds->held) {
         struct settle *st = ds->held;
         ds->held = st->next;
-        if (st->job->uncertain && st->r) {
+        if ((st->job->uncertain || st->claim_check) && st->r) {
             leave_to_next_session(ds, st);
             continue; /* the job stays JS_SETTLING: revoke_all keeps it for us */
         }
@@ -1081,11 +1090,25 @@ static void on_unknown_checked(const struct zk_result *res, void *ctx)
     settle_free(st);
 }
 
+/* A claimed job's settle: what its claim, its bucket and its queue's claims say. */
+static void on_claimed_outcome(void *ctx, int applied)
+{
+    struct settle *st = ctx;
+    struct zk_result res = {.rc = applied > 0 ? ZNONODE : applied == 0 ? ZOK : ZCLOSING};
+    on_unknown_checked(&res, st);
+}
+
 void settle_check_unknown(struct dispatcher *ds)
 {
     while (ds->unknown) {
         struct settle *st = ds->unknown;
         ds->unknown = st->next;
+        if (st->claimed && st->claim_path[0]) {
+            st->unrun_same = 0; /* made again or not, its znode tells nothing here */
+            claim_outcome(ds->d->zs, dispatcher_root(ds), st->job->q->cfg->name,
+                          st->claim_path, st->job->path, on_claimed_outcome, st);
+            continue;
+        }
         if (zkstore_exists(ds->d->zs, st->job->path, 0, on_unknown_checked, st) == ZOK)
             continue;
         struct zk_result gone = {.rc = ZCLOSING};
