@@ -16,12 +16,13 @@ void ctl_layout_usage(FILE *f)
           "                [--json]\n"
           "Show the ZooKeeper layout version of the config's root and the packs each queue\n"
           "holds, or change it. Version 2 lets daemons store far-future jobs many to a znode\n"
-          "(packs); version 1 (no marker) is the layout of deferd 0.2 and earlier. A root\n"
-          "that deferd 0.3 or later creates starts at version 2.\n\n"
+          "(packs); version 3 also claims due jobs many to a transaction; version 1 (no\n"
+          "marker) is the layout of deferd 0.2 and earlier. A root that this deferd creates\n"
+          "starts at version 3.\n\n"
           "  --upgrade    write the marker <root>/layout = 2: every daemon starts packing.\n"
           "               Only once every daemon on the root runs deferd 0.3 or later:\n"
           "               older daemons do not read packs\n"
-          "  --claims     experimental (issue 43): write the marker = 3: every daemon claims\n"
+          "  --claims     write the marker = 3 (a new root's): every daemon claims\n"
           "               due jobs many to a transaction instead of locking each\n"
           "               (docs/zookeeper-layout.md, Claims). Only once every daemon on the\n"
           "               root recovers claims (this version); --upgrade goes back to 2,\n"
@@ -61,7 +62,7 @@ static void print_head(struct layout_out *o, const char *root, const struct admi
         printf("root %s: layout version %d%s%s\n", root, l->version,
                set ? (changed ? " (changed)" : " (already)") : "",
                l->version >= LAYOUT_VERSION_CLAIMS ? ": far-future jobs are packed, due jobs "
-                                                     "claimed (experimental)"
+                                                     "claimed"
                : l->version == LAYOUT_VERSION_PACKS ? ": far-future jobs are packed"
                                                     : ": no packing (no marker)");
 }
@@ -123,7 +124,7 @@ static void advise(const char *root, const struct admin_layout *l, int set)
 {
     if (set == LAYOUT_VERSION_CLAIMS)
         printf("--claims writes %s/layout = 3: every daemon on the root claims due jobs instead "
-               "of locking them (experimental, docs/zookeeper-layout.md, Claims).\nRun it only "
+               "of locking them (docs/zookeeper-layout.md, Claims).\nRun it only "
                "once every daemon on the root recovers claims; then add --yes.\n", root);
     else if (set == LAYOUT_VERSION_PACKS)
         printf("--upgrade writes %s/layout = 2: every daemon on the root starts packing jobs "

@@ -140,18 +140,19 @@ class Cluster:
                     % (h.sock, os.environ.get("DEFERD_RIG_LOG_LEVEL", "info"), hosts,
                        self.session_ms, QUEUE))
 
-    def _claims_layout(self):
-        """DEFERD_RIG_LAYOUT=claims (soak --claims): the root's layout marker set to 3 before
-        any daemon starts, so that due jobs are claimed, not locked (docs/zookeeper-layout.md,
-        Claims)."""
+    def _locks_layout(self):
+        """DEFERD_RIG_LAYOUT=locks (soak --locks): the root's layout marker set to 2 before
+        any daemon starts, so that due jobs are locked one by one, not claimed (a new root
+        starts at 3: docs/zookeeper-layout.md, Claims). --upgrade writes 2 on a root that
+        has no marker yet (deferctl makes the root)."""
         h = self.hosts[0]
         ctl = os.path.join(os.path.dirname(self.deferd_bin), "deferctl")
         r = subprocess.run(self.net.run_in(0) + [ctl, "-c", os.path.join(h.dir, "deferd.ini"),
-                                                  "layout", "--claims", "--yes"],
+                                                  "layout", "--upgrade", "--yes"],
                            capture_output=True, text=True, timeout=60)
         if r.returncode != 0:
-            raise RuntimeError("deferctl layout --claims failed: %s" % (r.stderr or r.stdout))
-        self.log("layout: claims (marker 3)")
+            raise RuntimeError("deferctl layout --upgrade failed: %s" % (r.stderr or r.stdout))
+        self.log("layout: locks (marker 2)")
 
     def _start_deferd(self, h):
         h.deferd = self._spawn(h.i, [self.deferd_bin, "-c", os.path.join(h.dir, "deferd.ini")],
@@ -191,8 +192,8 @@ class Cluster:
         for h in self.hosts:
             self._start_relay(h)
             self._write_deferd_config(h)
-        if os.environ.get("DEFERD_RIG_LAYOUT") == "claims":
-            self._claims_layout()
+        if os.environ.get("DEFERD_RIG_LAYOUT") == "locks":
+            self._locks_layout()
         for h in self.hosts:
             self._start_deferd(h)
         for h in self.hosts:

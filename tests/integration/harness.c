@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "claimdata.h"
 #include "layout.h"
 
 char harness_zk_hosts[128];
@@ -228,9 +229,41 @@ int daemon_prepare(struct daemon_proc *d, const char *root, const char *tag)
     return write_config(d);
 }
 
+static struct {
+    char root[128], hosts[128];
+    int version;
+} pinned;
+
+void harness_root_layout(const char *root, int version)
+{
+    snprintf(pinned.root, sizeof pinned.root, "%s", root);
+    pinned.version = version;
+    pinned.hosts[0] = '\0';
+}
+
+/* The pinned root's marker on this ZooKeeper, before a daemon can make the root anew. */
+static void write_pinned(const char *root)
+{
+    char marker[200], data[8];
+    if (!pinned.version || strcmp(root, pinned.root) != 0 ||
+        strcmp(pinned.hosts, harness_zk_hosts) == 0)
+        return;
+    zhandle_t *zh = zk_connect();
+    snprintf(marker, sizeof marker, "%s/layout", root);
+    snprintf(data, sizeof data, "%d", pinned.version);
+    int rc = zoo_create(zh, root, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    if (rc == ZOK || rc == ZNODEEXISTS)
+        rc = zoo_create(zh, marker, data, (int)strlen(data), &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    if (rc != ZOK && rc != ZNODEEXISTS)
+        die("cannot write the layout marker of the test's root");
+    snprintf(pinned.hosts, sizeof pinned.hosts, "%s", harness_zk_hosts);
+    zookeeper_close(zh);
+}
+
 int daemon_spawn(struct daemon_proc *d, const char *root, const char *tag,
                  const char *const *overrides)
 {
+    write_pinned(root);
     if (daemon_prepare(d, root, tag) != 0)
         return -1;
     saved_overrides = overrides;
@@ -558,11 +591,35 @@ static int count_under(zhandle_t *zh, const char *path, int level)
     return n;
 }
 
+/* Jobs held in QUEUE's claims: the records of every claim node. */
+static int count_claimed(zhandle_t *zh, const char *root, const char *queue)
+{
+    char dir[300], cpath[600];
+    static char data[CLAIM_BYTES_MAX];
+    struct claim_record recs[CLAIM_JOBS_MAX];
+    struct String_vector kids = {0};
+    snprintf(dir, sizeof dir, "%s/queues/%s/claims", root, queue);
+    if (zoo_get_children(zh, dir, 0, &kids) != ZOK)
+        return 0;
+    int total = 0;
+    for (int i = 0; i < kids.count; i++) {
+        int len = sizeof data;
+        uint32_t n = 0;
+        snprintf(cpath, sizeof cpath, "%s/%s", dir, kids.data[i]);
+        if (zoo_get(zh, cpath, 0, data, &len, NULL) == ZOK && len > 0 &&
+            claimdata_read(data, (size_t)len, recs, CLAIM_JOBS_MAX, &n, NULL, 0) == 0)
+            total += (int)n;
+    }
+    deallocate_String_vector(&kids);
+    return total;
+}
+
 int zk_count_jobs(zhandle_t *zh, const char *root, const char *queue)
 {
     char path[300];
     snprintf(path, sizeof path, "%s/queues/%s/jobs", root, queue);
-    return count_under(zh, path, 0);
+    int n = count_under(zh, path, 0);
+    return n < 0 ? n : n + count_claimed(zh, root, queue);
 }
 
 int job_path(const char *root, const char *id, char *path, size_t len)
@@ -578,6 +635,33 @@ int zk_job_exists(zhandle_t *zh, const char *root, const char *id)
 {
     char path[LAYOUT_PATH_MAX];
     return job_path(root, id, path, sizeof path) == 0 && zk_exists(zh, path);
+}
+
+int zk_job_claimed(zhandle_t *zh, const char *root, const char *id)
+{
+    char queue[80], path[LAYOUT_PATH_MAX], qdir[LAYOUT_PATH_MAX], dir[LAYOUT_PATH_MAX];
+    struct job_name jn;
+    struct String_vector kids = {0};
+    static char data[CLAIM_BYTES_MAX];
+    struct claim_record recs[CLAIM_JOBS_MAX];
+    if (layout_parse_id(id, queue, sizeof queue, &jn) != 0 ||
+        layout_job_path(path, sizeof path, root, queue, &jn) != 0 ||
+        layout_queue_path(qdir, sizeof qdir, root, queue, NULL, NULL) != 0 ||
+        layout_queue_path(dir, sizeof dir, root, queue, LAYOUT_CLAIMS, NULL) != 0 ||
+        zoo_get_children(zh, dir, 0, &kids) != ZOK)
+        return 0;
+    int found = 0;
+    for (int i = 0; i < kids.count && !found; i++) {
+        char cpath[LAYOUT_PATH_MAX + 64];
+        int len = sizeof data;
+        uint32_t n = 0;
+        snprintf(cpath, sizeof cpath, "%s/%s", dir, kids.data[i]);
+        found = zoo_get(zh, cpath, 0, data, &len, NULL) == ZOK && len > 0 &&
+                claimdata_read(data, (size_t)len, recs, CLAIM_JOBS_MAX, &n, NULL, 0) == 0 &&
+                claimdata_find(recs, n, path + strlen(qdir) + 1) >= 0;
+    }
+    deallocate_String_vector(&kids);
+    return found;
 }
 
 int zk_get(zhandle_t *zh, const char *path, char *buf, size_t len)

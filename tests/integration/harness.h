@@ -25,6 +25,11 @@ extern char harness_zk_hosts[128];
 
 /* Reads the fixture's ZooKeeper port; makes a per-test root "/it-NAME-PID". */
 void harness_init(const char *name, char *root, size_t rootlen);
+/* ROOT starts at layout VERSION instead of a new root's (3, claims): its marker is written
+ * before the first daemon on it starts, on each ZooKeeper the test's daemons use. For
+ * tests of locks (layout 2: queues with limits, keys or flows, and roots upgraded from
+ * before claims, lock that way too). */
+void harness_root_layout(const char *root, int version);
 int64_t now_ms(void);
 
 /* Starts deferd with a generated config (queues a, b, emails) plus extra "-o" overrides
@@ -109,7 +114,8 @@ int zk_exists(zhandle_t *zh, const char *path);
 /* Writes a Curator item frame (docs/curator-compat.md) of N text PARTS into BUF; its size. */
 size_t curator_frame(unsigned char *buf, const char *const *parts, int n);
 
-/* Number of job znodes under ROOT/queues/QUEUE/jobs (walks the buckets). */
+/* Number of QUEUE's jobs in ZooKeeper: znodes under ROOT/queues/QUEUE/jobs (walks the
+ * buckets), and jobs held in its claims (layout version 3: out of their buckets). */
 int zk_count_jobs(zhandle_t *zh, const char *root, const char *queue);
 /* FIELD's number in a STATS line (" FIELD=<number>"), or -1 if the line has none. */
 long stats_field(const char *line, const char *field);
@@ -126,6 +132,8 @@ int wait_queue_stat(deferd_client *c, const char *queue, const char *field, long
 int run_deferctl(const struct daemon_proc *d, const char *args, char *out, size_t len);
 /* Path of a job id's znode. */
 int job_path(const char *root, const char *id, char *path, size_t len);
+/* Is the job with this id held in a claim of its queue (layout version 3)? */
+int zk_job_claimed(zhandle_t *zh, const char *root, const char *id);
 /* Does the job with this id exist in ZooKeeper? */
 int zk_job_exists(zhandle_t *zh, const char *root, const char *id);
 /* Data of a znode as a NUL-terminated string in BUF; its length, or -1 if it is absent. */

@@ -233,7 +233,12 @@ int main(void)
     CHECK(as_owner != NULL);
     if (!as_owner)
         return check_report("it_acl");
-    char cur[2][200];
+    char cur[2][200], marker[160];
+    /* a root at layout 2, alice's own: the denials checked include a lock's (claims take
+     * none) */
+    snprintf(marker, sizeof marker, "%s/layout", root);
+    CHECK(zoo_create(as_owner, root, "", 0, &ZOO_CREATOR_ALL_ACL, 0, NULL, 0) == ZOK);
+    CHECK(zoo_create(as_owner, marker, "2", 1, &ZOO_CREATOR_ALL_ACL, 0, NULL, 0) == ZOK);
     snprintf(cur[0], sizeof cur[0], "queue cur.curator_path=%s/cur", root);
     snprintf(cur[1], sizeof cur[1], "queue cur.curator_lock_path=%s/cur-locks", root);
     const char *const as_alice[] = {"zookeeper.auth=digest:alice:secret", "zookeeper.acl=creator",

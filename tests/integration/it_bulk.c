@@ -115,6 +115,7 @@ static void usage_errors(void)
 int main(void)
 {
     harness_init("bulk", root, sizeof root);
+    harness_root_layout(root, 2); /* it counts held jobs in their buckets (claimed ones leave them) */
     CHECK(daemon_start(&d, root, "bulk", ov) == 0 && daemon_wait_connected(&d, 15000) == 0);
     zh = zk_connect();
     dead_letters();

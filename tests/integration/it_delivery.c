@@ -207,6 +207,7 @@ static void ahead_given_back_unrun(int crashed_first)
 int main(void)
 {
     harness_init("delivery", root, sizeof root);
+    harness_root_layout(root, 2); /* it checks the lock a delivery holds (claims take none) */
     if (daemon_start(&d, root, "d1", NULL) != 0)
         return 1;
     zhandle_t *zh = zk_connect();

@@ -86,6 +86,7 @@ static int find(char ids[][DEFERD_ID_SIZE], int n, const char *id)
 int main(void)
 {
     harness_init("freeze", root, sizeof root);
+    harness_root_layout(root, 2); /* it watches the locks taken ahead (claims take none) */
     struct daemon_proc a, b;
     if (daemon_start(&a, root, "frozen", NULL) != 0 || daemon_wait_connected(&a, 10000) != 0 ||
         daemon_start(&b, root, "other", NULL) != 0 || daemon_wait_connected(&b, 10000) != 0)

@@ -110,6 +110,7 @@ static void orphan_recovery(zhandle_t *zh)
 int main(void)
 {
     harness_init("multi", root, sizeof root);
+    harness_root_layout(root, 2); /* it watches a held job's lock (claims take none) */
     if (daemon_start(&d1, root, "m1", NULL) != 0 || daemon_start(&d2, root, "m2", NULL) != 0)
         return 1;
     zhandle_t *zh = zk_connect();

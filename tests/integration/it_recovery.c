@@ -119,6 +119,7 @@ static void daemon_killed_holding(zhandle_t *zh)
 int main(void)
 {
     harness_init("recovery", root, sizeof root);
+    harness_root_layout(root, 2); /* it checks the lock a held job has (claims take none) */
     if (daemon_start(&d, root, "r1", NULL) != 0)
         return 1;
     zhandle_t *zh = zk_connect();

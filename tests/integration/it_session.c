@@ -573,6 +573,7 @@ static void library_retry(int keyed)
 int main(void)
 {
     harness_init("session", root, sizeof root);
+    harness_root_layout(root, 2); /* it takes locks from under the daemon (claims take none) */
     snprintf(zkdir, sizeof zkdir, "/tmp/deferd-it-%d-zk", (int)getpid());
     if (zk_private_start(zkdir) != 0)
         return 1;

@@ -72,12 +72,13 @@ static void read_marker(struct deferd *d)
 
 static void on_claimed(const struct zk_result *res, void *ctx)
 {
-    if (res->rc == ZOK) /* the read that follows finds "2" and says nothing more */
-        set_version(ctx, LAYOUT_VERSION_PACKS, "a new root");
+    if (res->rc == ZOK) /* the read that follows finds "3" and says nothing more */
+        set_version(ctx, LAYOUT_VERSION_CLAIMS, "a new root");
 }
 
-/* A root where nothing was ever stored starts at the newest layout: no older daemon can
- * have jobs there. Transactions sent before any other request of the session that could
+/* A root where nothing was ever stored starts at the newest layout, 3 (claims; issue 43:
+ * a delivery costs about one ZooKeeper operation where a lock costs five): no older daemon
+ * can have jobs there. Transactions sent before any other request of the session that could
  * create a directory (one session is served in order), one for each level of the root's
  * path (the levels from that one down, queues/ and the marker), and one for queues/ and the
  * marker alone. Each fails, changing nothing, when one of its nodes exists, so at most one
@@ -88,7 +89,7 @@ static void claim_new_root(struct deferd *d)
 {
     enum { LEVELS = 16 }; /* of a deeper root, the deepest: the rest are taken to exist */
     char marker[LAYOUT_PATH_MAX], queues[LAYOUT_PATH_MAX], levels[LEVELS][LAYOUT_PATH_MAX];
-    static const char version[] = "2";
+    static const char version[] = "3";
     struct zk_txn_op ops[LEVELS + 2];
     const char *root = d->cfg->zk_root;
     int n = 0, all = 0;
