@@ -580,6 +580,16 @@ void harness_get_claim(int i, int32_t version, const char *const *ids, int n)
     harness_turn();
 }
 
+void harness_get_written(int i, int32_t version)
+{
+    size_t len;
+    const unsigned char *data = fake_zk_last_set(h.d.zs, &len);
+    struct zk_result res = {.rc = ZOK, .has_stat = 1, .data = (char *)data, .datalen = (int)len};
+    res.stat.version = version;
+    fake_zk_answer(h.d.zs, i, &res);
+    harness_turn();
+}
+
 void harness_claims_poked(void)
 {
     dispatcher_claims_poked(h.ds);

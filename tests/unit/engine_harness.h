@@ -141,6 +141,8 @@ void harness_get_stat_ok(int i, int32_t version, int32_t cversion, int32_t child
 void harness_exists_version(int i, int32_t version);
 /* Answers get I of a claim with data VERSION holding the records of the N jobs IDS. */
 void harness_get_claim(int i, int32_t version, const char *const *ids, int n);
+/* Answers get I of a claim with the data the last claim write set, at VERSION. */
+void harness_get_written(int i, int32_t version);
 /* This session's node was touched (a forced cancel through another daemon). */
 void harness_claims_poked(void);
 

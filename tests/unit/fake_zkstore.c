@@ -18,6 +18,8 @@ struct zkstore {
     struct fake_multi pending[FAKE_PENDING_MAX];
     int ncalls;
     struct fake_call calls[FAKE_PENDING_MAX];
+    unsigned char *last_set;    /* the data of the last setData sent in a multi, whole */
+    size_t last_set_len;
 };
 
 static void *must(void *p)
@@ -88,6 +90,12 @@ int zkstore_multi(struct zkstore *zs, const struct zk_txn_op *ops, int nops, zk_
             memcpy(m->datas[k], ops[k].data, n);
         m->versions[k] = ops[k].version;
         m->kinds[k] = (int)ops[k].kind;
+        if (ops[k].kind == ZT_SET) {
+            free(zs->last_set);
+            zs->last_set = must(malloc(ops[k].len + 1));
+            memcpy(zs->last_set, ops[k].data, ops[k].len);
+            zs->last_set_len = ops[k].len;
+        }
         m->sequential[k] = ops[k].kind == ZT_CREATE && ops[k].sequential;
         m->paths[k] = must(strdup(ops[k].path));
         m->lens[k] = ops[k].len;
@@ -237,6 +245,12 @@ int zkstore_create_parents(struct zkstore *zs, const char *path, zk_done_fn done
 
 int fake_zk_calls(const struct zkstore *zs) { return zs->ncalls; }
 
+const unsigned char *fake_zk_last_set(const struct zkstore *zs, size_t *len)
+{
+    *len = zs->last_set_len;
+    return zs->last_set;
+}
+
 const struct fake_call *fake_zk_call(const struct zkstore *zs, int i)
 {
     return i >= 0 && i < zs->ncalls ? &zs->calls[i] : NULL;
@@ -264,6 +278,7 @@ void fake_zk_answer_rc(struct zkstore *zs, int i, int rc)
 
 void fake_zk_free(struct zkstore *zs)
 {
+    free(zs->last_set);
     while (zs->npending)
         fake_zk_lost(zs, 0, ZCLOSING);
     while (zs->ncalls)

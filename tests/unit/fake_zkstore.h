@@ -32,6 +32,8 @@ int fake_zk_pending(const struct zkstore *zs);
 const struct fake_multi *fake_zk_multi(const struct zkstore *zs, int i);
 /* zkstore_heard_age_ms answers MS from now on (0 at first: just heard from). */
 void fake_zk_set_heard_age(struct zkstore *zs, int64_t ms);
+/* The data of the last setData a multi carried (whole), and its length. */
+const unsigned char *fake_zk_last_set(const struct zkstore *zs, size_t *len);
 /* Multis zkstore_multi accepted so far. */
 int fake_zk_sent(const struct zkstore *zs);
 

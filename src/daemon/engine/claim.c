@@ -53,9 +53,11 @@ struct claim {
     struct job *write_job;          /* ... or the one job a settle's write takes out */
     struct ack *acks, **acks_tail;  /* waiting for the next write */
     struct waiter *waiters, **waiters_tail;
-    unsigned char *wbuf;
+    unsigned char *wbuf;            /* the data of our last setData of it */
+    size_t wlen;
     uint32_t dir_asks;              /* cs->dir_asks when it was sent */
     int resync_applied;             /* a read of it again: our write may have been applied */
+    int poked;                      /* touched while a write was on its way: read it after */
 };
 
 /* What a claim waits to look up in ZooKeeper once the connection is back. */
@@ -91,6 +93,7 @@ static int final_error(int rc)
 }
 
 static void check_unsure(struct claim *cl);
+static void resync(struct claim *cl, int maybe_applied);
 
 /* The outcome of CL's claim multi or write is unknown and cannot be read now: looked up
  * when the connection is back (claims_connected). */
@@ -348,6 +351,8 @@ static void on_claim_checked(const struct zk_result *res, void *ctx)
     struct claims *cs = cl->cs;
     if (res->rc == ZOK) {
         claim_applied(cs, cl);
+        if (res->stat.version != 0) /* written by a forced cancel since: read it */
+            resync(cl, 0);
         return;
     }
     if (res->rc != ZNONODE && !final_error(res->rc) && cs->session) {
@@ -502,13 +507,14 @@ static void write_ended(struct claim *cl, int rc, int applied)
         free(a);
     }
     cl->busy--;
-    if (cl->acks || cl->waiters)
+    if (cl->poked && !cl->lost && !cl->gone && cl->cs->session)
+        resync(cl, 0); /* touched while the write was on its way */
+    else if (cl->acks || cl->waiters)
         schedule_flush(cl->cs);
     maybe_free(cl);
 }
 
 static void on_write_checked(const struct zk_result *res, void *ctx);
-static void resync(struct claim *cl, int maybe_applied);
 
 static void on_ack_written(const struct zk_result *res, void *ctx)
 {
@@ -538,15 +544,19 @@ static int judge_write(const struct claim *cl, const struct zk_result *res)
         return cl->write_deletes ? ZOK : ZNONODE;
     if (res->rc != ZOK)
         return res->rc;
-    if (res->stat.version == cl->version + 1 && !cl->write_deletes)
-        return ZOK;
-    return res->stat.version == cl->version ? ZOPERATIONTIMEOUT : ZBADVERSION;
+    if (res->stat.version == cl->version)
+        return ZOPERATIONTIMEOUT;
+    if (res->stat.version == cl->version + 1 && !cl->write_deletes && cl->wbuf &&
+        res->datalen >= 0 && (size_t)res->datalen == cl->wlen &&
+        memcmp(res->data, cl->wbuf, cl->wlen) == 0)
+        return ZOK; /* our data: a forced cancel's write would have another */
+    return ZBADVERSION;
 }
 
 static void on_write_checked(const struct zk_result *res, void *ctx)
 {
     struct claim *cl = ctx;
-    int rc = cl->lost ? ZNONODE : judge_write(cl, res);
+    int rc = cl->lost ? (cl->cs->session ? ZNONODE : ZSESSIONEXPIRED) : judge_write(cl, res);
     cl->in_txn--;
     if (rc == ZBADVERSION && !cl->cs->session)
         rc = ZNONODE;
@@ -586,8 +596,9 @@ static void check_unsure(struct claim *cl)
 {
     struct claims *cs = cl->cs;
     int claim = !cl->active;
-    zk_done_fn done = claim ? on_claim_checked : on_write_checked;
-    if (zkstore_exists(cs->zs, cl->path, 0, done, cl) != ZOK) {
+    int rc = claim ? zkstore_exists(cs->zs, cl->path, 0, on_claim_checked, cl)
+                   : zkstore_get(cs->zs, cl->path, on_write_checked, cl); /* its data says */
+    if (rc != ZOK) {
         unsure_later(cl, claim ? UNSURE_CLAIM : UNSURE_WRITE);
         return;
     }
@@ -693,7 +704,7 @@ static void on_resynced(const struct zk_result *res, void *ctx)
         write_ended(cl, ZSESSIONEXPIRED, 0);
         return;
     }
-    if (rc != ZOK && rc != ZNONODE && !final_error(rc)) {
+    if (uncertain(rc)) {
         unsure_later(cl, UNSURE_RESYNC); /* read again once connected */
         return;
     }
@@ -722,6 +733,7 @@ static void resync_send(struct claim *cl)
 /* Reads CL again; its write slot stays taken (acks and settles wait) until it is read. */
 static void resync(struct claim *cl, int maybe_applied)
 {
+    cl->poked = 0;
     cl->writing = 1;
     cl->resync_applied = maybe_applied;
     resync_send(cl);
@@ -729,9 +741,14 @@ static void resync(struct claim *cl, int maybe_applied)
 
 void claims_poked(struct claims *cs)
 {
-    for (struct claim *cl = cs->live; cl; cl = cl->next)
-        if (cl->active && !cl->writing && !cl->lost && !cl->gone && !cl->unsure)
+    for (struct claim *cl = cs->live; cl; cl = cl->next) {
+        if (!cl->active || cl->lost || cl->gone)
+            continue;
+        if (cl->writing || cl->unsure)
+            cl->poked = 1; /* read once that write has ended (write_ended) */
+        else
             resync(cl, 0);
+    }
 }
 
 void claims_on_removed(struct claims *cs, claim_removed_fn fn, void *ctx)
@@ -754,6 +771,7 @@ static int fill_write(struct claim *cl, struct ack *acks, const struct job *skip
         long len = write_data(cl, acks, skip);
         if (len < 0)
             return -1;
+        cl->wlen = (size_t)len;
         *op = (struct zk_txn_op){.kind = ZT_SET, .path = cl->path, .data = cl->wbuf,
                                  .len = (size_t)len, .version = cl->version};
     }
@@ -795,6 +813,7 @@ static void flush_writes(struct claims *cs)
                 cl->waiters_tail = &cl->waiters;
             w->resume(w->ctx); /* it asks claim_write_op again, and is let through */
             free(w);
+            maybe_free(cl);
         }
     }
 }
@@ -956,7 +975,7 @@ int claim_write_check(struct claims *cs, struct job *job, claim_written_fn done,
     if (!wc)
         return cl ? ZSYSTEMERROR : ZNONODE;
     *wc = (struct write_check){cl, job, done, ctx};
-    int rc = zkstore_exists(cs->zs, cl->path, 0, on_settle_checked, wc);
+    int rc = zkstore_get(cs->zs, cl->path, on_settle_checked, wc);
     if (rc != ZOK)
         free(wc);
     else

@@ -3,7 +3,9 @@
  * the old claim (the job's record still in it: not applied), the job's bucket (made again
  * by a recovery: not applied), the queue's claims (recovered and claimed again: not
  * applied); none of them: applied. A recovery is one transaction, so the job is always in
- * one of those places until it is settled. */
+ * one of those places until it is settled; but for one past 8 deliveries, which a
+ * recovery makes again under a new name (a<N>): looked for under its old one, it is
+ * judged applied (a residual: its ack answered OK, and it is delivered again). */
 #ifndef DEFERD_CLAIM_OUTCOME_H
 #define DEFERD_CLAIM_OUTCOME_H
 

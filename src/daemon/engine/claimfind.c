@@ -28,6 +28,8 @@ static void find_end(struct find *f, int rc, const char *holder)
     struct claimfind_hit hit = {.holder = holder, .claim = f->claim, .version = f->version,
                                 .rest = f->rest, .rest_len = f->rest_len > 0 ? (size_t)f->rest_len : 0,
                                 .session = f->session};
+    if (rc == ZOK && f->rest_len < 0)
+        rc = ZSYSTEMERROR; /* the claim without the job could not be made: no hit */
     f->done(f->ctx, rc, rc == ZOK ? &hit : NULL);
     for (int i = 0; i < f->nnames; i++)
         free(f->names[i]);

@@ -551,7 +551,7 @@ static void on_settled(const struct zk_result *res, void *ctx)
         settle_failed(st, rc);
     } else if (rc == ZNONODE && !st->claimed && ask_if_cancelled(ds, st)) {
         return;
-    } else if (st->claimed && st->r && !job->claim && (uncertain(rc) || zk_session_gone(rc))) {
+    } else if (st->claimed && st->r && (zk_session_gone(rc) || (uncertain(rc) && !job->claim))) {
         leave_to_next_session(ds, st); /* its claim went with the session: recovered? */
         return;
     } else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOTEMPTY || zk_session_gone(rc)) {
