@@ -614,12 +614,36 @@ static int count_claimed(zhandle_t *zh, const char *root, const char *queue)
     return total;
 }
 
-int zk_count_jobs(zhandle_t *zh, const char *root, const char *queue)
+int zk_count_claims(zhandle_t *zh, const char *root, const char *queue)
+{
+    char dir[300];
+    struct String_vector kids = {0};
+    snprintf(dir, sizeof dir, "%s/queues/%s/claims", root, queue);
+    int rc = zoo_get_children(zh, dir, 0, &kids);
+    int n = rc == ZOK ? kids.count : rc == ZNONODE ? 0 : -1;
+    deallocate_String_vector(&kids);
+    return n;
+}
+
+static int count_once(zhandle_t *zh, const char *root, const char *queue)
 {
     char path[300];
     snprintf(path, sizeof path, "%s/queues/%s/jobs", root, queue);
-    int n = count_under(zh, path, 0);
-    return n < 0 ? n : n + count_claimed(zh, root, queue);
+    return count_under(zh, path, 0) + count_claimed(zh, root, queue);
+}
+
+/* Two counts that agree: the buckets and the claims are read one after the other, so a
+ * job moving between them (claimed, given back) can be missed or counted twice once. */
+int zk_count_jobs(zhandle_t *zh, const char *root, const char *queue)
+{
+    int n = count_once(zh, root, queue);
+    for (int tries = 0; tries < 20; tries++) {
+        int again = count_once(zh, root, queue);
+        if (again == n)
+            break;
+        n = again;
+    }
+    return n;
 }
 
 int job_path(const char *root, const char *id, char *path, size_t len)

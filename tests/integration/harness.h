@@ -117,6 +117,8 @@ size_t curator_frame(unsigned char *buf, const char *const *parts, int n);
 /* Number of QUEUE's jobs in ZooKeeper: znodes under ROOT/queues/QUEUE/jobs (walks the
  * buckets), and jobs held in its claims (layout version 3: out of their buckets). */
 int zk_count_jobs(zhandle_t *zh, const char *root, const char *queue);
+/* Claim nodes of QUEUE (layout version 3), 0 when it has none, -1 when they cannot be read. */
+int zk_count_claims(zhandle_t *zh, const char *root, const char *queue);
 /* FIELD's number in a STATS line (" FIELD=<number>"), or -1 if the line has none. */
 long stats_field(const char *line, const char *field);
 /* /proc/PID/stat from the field after the process's name (its state: "S 1 ..."), into BUF;
