@@ -126,13 +126,9 @@ static int write_without(struct admin *a, const char *cpath, struct claim_record
 {
     if (n == 1)
         return zoo_delete(a->zh, cpath, version);
-    memmove(&recs[at], &recs[at + 1], (n - at - 1) * sizeof recs[0]);
-    size_t bytes = 0;
-    for (uint32_t i = 0; i + 1 < n; i++)
-        bytes += claimdata_record_size(recs[i].path_len, recs[i].len);
-    size_t size = claimdata_size(bytes);
+    size_t size = claimdata_drop(recs, &n, at);
     char *rest = malloc(size);
-    long len = rest ? claimdata_write(rest, size, recs, n - 1) : -1;
+    long len = rest ? claimdata_write(rest, size, recs, n) : -1;
     int rc = len < 0 ? ZSYSTEMERROR : zoo_set(a->zh, cpath, rest, (int)len, version);
     free(rest);
     return rc;

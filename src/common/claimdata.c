@@ -145,3 +145,13 @@ int claimdata_find(const struct claim_record *recs, uint32_t n, const char *rel)
             return (int)i;
     return -1;
 }
+
+size_t claimdata_drop(struct claim_record *recs, uint32_t *n, uint32_t at)
+{
+    size_t bytes = 0;
+    memmove(&recs[at], &recs[at + 1], (*n - at - 1) * sizeof recs[0]);
+    (*n)--;
+    for (uint32_t i = 0; i < *n; i++)
+        bytes += claimdata_record_size(recs[i].path_len, recs[i].len);
+    return claimdata_size(bytes);
+}

@@ -57,6 +57,10 @@ int claimdata_job_name(const struct claim_record *rec, char *name, size_t cap);
 /* The index of the record of RECS (N of them) whose path is REL, or -1. */
 int claimdata_find(const struct claim_record *recs, uint32_t n, const char *rel);
 
+/* Takes record AT out of RECS (*N of them, one fewer after): the bytes the data of those
+ * left takes (claimdata_write's room). A forced cancel writes a claim without its job. */
+size_t claimdata_drop(struct claim_record *recs, uint32_t *n, uint32_t at);
+
 /* Reads DATA (LEN bytes) into RECS (room for MAX), pointing into DATA; *N gets the count.
  * CLAIM_OK or a code, with a one-line text in ERR. */
 int claimdata_read(const void *data, size_t len, struct claim_record *recs, uint32_t max,

@@ -15,16 +15,10 @@
 static struct daemon_proc d[2], locker;
 static char root[128];
 
-/* Children of QUEUE's claims/ directory: claim nodes left (0 when it does not exist). */
+/* Claim nodes of QUEUE left (0 when it has none). */
 static int claims_left(zhandle_t *zh, const char *queue)
 {
-    char path[256];
-    struct String_vector sv = {0};
-    snprintf(path, sizeof path, "%s/queues/%s/claims", root, queue);
-    int rc = zoo_get_children(zh, path, 0, &sv);
-    int n = rc == ZOK ? sv.count : rc == ZNONODE ? 0 : -1;
-    deallocate_String_vector(&sv);
-    return n;
+    return zk_count_claims(zh, root, queue);
 }
 
 static int wait_claims_left(zhandle_t *zh, const char *queue, int want, int ms)

@@ -145,14 +145,20 @@ static void test_job_name(void)
 /* A record by its path: exact, not a prefix. */
 static void test_find(void)
 {
-    struct claim_record recs[3] = {{.path = "jobs/1/2/3/a", .path_len = 12},
-                                   {.path = "jobs/1/2/3/ab", .path_len = 13},
-                                   {.path = "jobs/1/2/3/b", .path_len = 12}};
+    struct claim_record recs[3] = {{.path = "jobs/1/2/3/a", .path_len = 12, .deliveries = 1},
+                                   {.path = "jobs/1/2/3/ab", .path_len = 13, .deliveries = 1},
+                                   {.path = "jobs/1/2/3/b", .path_len = 12, .deliveries = 1}};
     CHECK(claimdata_find(recs, 3, "jobs/1/2/3/ab") == 1);
     CHECK(claimdata_find(recs, 3, "jobs/1/2/3/b") == 2);
     CHECK(claimdata_find(recs, 3, "jobs/1/2/3/") == -1);
     CHECK(claimdata_find(recs, 2, "jobs/1/2/3/b") == -1);
     CHECK(claimdata_find(recs, 0, "jobs/1/2/3/a") == -1);
+    /* dropped: the others keep their order, and the size is what writing them takes */
+    uint32_t n = 3;
+    size_t size = claimdata_drop(recs, &n, 1);
+    unsigned char out[256];
+    CHECK(n == 2 && claimdata_find(recs, n, "jobs/1/2/3/b") == 1);
+    CHECK(claimdata_write(out, sizeof out, recs, n) == (long)size);
 }
 
 int main(void)

@@ -71,21 +71,18 @@ static int holds(struct find *f, const struct zk_result *res)
 {
     static struct claim_record recs[CLAIM_JOBS_MAX]; /* the loop's thread alone */
     uint32_t n = 0;
-    size_t bytes = 0;
     if (res->datalen <= 0 || claimdata_read(res->data, (size_t)res->datalen, recs,
                                             CLAIM_JOBS_MAX, &n, NULL, 0) != CLAIM_OK)
         return 0; /* not a claim deferd wrote: nobody's hold on the job */
     int at = claimdata_find(recs, n, f->rel);
     if (at < 0)
         return 0;
-    memmove(&recs[at], &recs[at + 1], (n - (uint32_t)at - 1) * sizeof recs[0]);
-    for (uint32_t i = 0; i + 1 < n; i++)
-        bytes += claimdata_record_size(recs[i].path_len, recs[i].len);
+    size_t size = claimdata_drop(recs, &n, (uint32_t)at);
     f->version = res->stat.version;
     f->rest_len = -1;
-    if (n > 1 && (f->rest = malloc(claimdata_size(bytes))))
-        f->rest_len = claimdata_write(f->rest, claimdata_size(bytes), recs, n - 1);
-    else if (n == 1)
+    if (n > 0 && (f->rest = malloc(size)))
+        f->rest_len = claimdata_write(f->rest, size, recs, n);
+    else if (n == 0)
         f->rest_len = 0; /* the job was its last: the claim is deleted */
     return 1;
 }
