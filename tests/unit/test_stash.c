@@ -95,5 +95,35 @@ int main(void)
     }
     CHECK(kept == 33 && total == 990);
     stash_free(s);
+
+    /* the index: thousands of paths, taken out of order (each take moves back the slots
+     * after it), every one found until taken and never after; the rest freed by stash_free */
+    s = stash_new(1u << 30);
+    enum { MANY = 20000 };
+    for (int i = 0; i < MANY; i++) {
+        snprintf(path, sizeof path, "/q/jobs/%d-%d", i % 97, i);
+        CHECK(stash_put(s, path, payload(1, (char)i), 1, later, now) == 0);
+    }
+    int ok = 1;
+    for (int pass = 0; pass < 3; pass++)
+        for (int i = pass; i < MANY; i += 3) {
+            snprintf(path, sizeof path, "/q/jobs/%d-%d", i % 97, i);
+            if (pass < 2 || i % 2)
+                ok &= holds(s, path, 1, (char)i);
+        }
+    for (int i = 0; i < MANY; i++) { /* only pass 2's even ones are left */
+        snprintf(path, sizeof path, "/q/jobs/%d-%d", i % 97, i);
+        unsigned char *p = stash_take(s, path, &len);
+        ok &= (p != NULL) == (i % 3 == 2 && i % 2 == 0);
+        free(p);
+    }
+    CHECK(ok);
+    CHECK(stash_put(s, "/again", payload(5, 'a'), 5, later, now) == 0); /* after shrinking */
+    CHECK(holds(s, "/again", 5, 'a'));
+    for (int i = 0; i < 1000; i++) { /* left for stash_free */
+        snprintf(path, sizeof path, "/left/%d", i);
+        CHECK(stash_put(s, path, payload(3, 'l'), 3, later, now) == 0);
+    }
+    stash_free(s);
     return check_report("stash");
 }

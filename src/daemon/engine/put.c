@@ -25,6 +25,7 @@
 #include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
+#include "zalloc.h"
 
 struct put {
     struct dispatcher *ds;
@@ -294,7 +295,7 @@ static int split(struct put *p, struct proto_put *items, size_t n, struct reply 
     size_t bytes = 0;
     if (token_repeated(items, n, r))
         return -1;
-    if (!(p->parts = calloc(n, sizeof *p->parts)))
+    if (!(p->parts = zalloc(n, sizeof *p->parts)))
         return reply_err(r, PE_INTERNAL, "out of memory"), -1;
     for (size_t i = 0; i < n; i++) {
         size_t need = items[i].len + 2 * (LAYOUT_PATH_MAX + TXN_OP_OVERHEAD);
@@ -322,7 +323,7 @@ static int split(struct put *p, struct proto_put *items, size_t n, struct reply 
 static void put_jobs(struct dispatcher *ds, struct proto_put *items, size_t n, int batch,
                      struct reply *r)
 {
-    struct put *p = calloc(1, sizeof *p);
+    struct put *p = malloc(sizeof *p);
     if (!p) {
         reply_err(r, PE_INTERNAL, "out of memory");
         return;

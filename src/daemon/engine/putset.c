@@ -20,6 +20,7 @@
 #include "cluster_time.h"
 #include "units.h"
 #include "zkstore.h"
+#include "zalloc.h"
 
 #define SHARD_AFTER 2048
 #define SHARD_SIZE 2048
@@ -489,7 +490,7 @@ static int send_again(struct putset *ps)
 {
     size_t max = (size_t)ps->nprefix + 5 * ps->n + 1; /* token, key, job (2 for a flow) or
                                                           * pack, marker */
-    struct zk_txn_op *ops = calloc(max, sizeof *ops);
+    struct zk_txn_op *ops = zalloc(max, sizeof *ops);
     int rc = ops ? grow_ops(ps, max) : ZK_ENOMEM, nops = 0;
     for (int i = 0; rc == ZOK && i < ps->nprefix; i++) {
         ps->op_job[nops] = -1;

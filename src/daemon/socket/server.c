@@ -23,6 +23,7 @@
 #include "put.h"
 #include "reply.h"
 #include "units.h"
+#include "zalloc.h"
 
 #define UNANSWERED_MAX 1024  /* stop reading from a client that does not read replies */
 /* libevent's listener accepts until the backlog is empty; clients that reconnect as fast as
@@ -134,7 +135,7 @@ static void reply_complete(struct reply *base, char *line)
 
 static struct out_reply *reply_new(struct conn *c)
 {
-    struct out_reply *r = calloc(1, sizeof *r);
+    struct out_reply *r = zalloc(1, sizeof *r);
     if (!r)
         return NULL;
     r->base.complete = reply_complete;

@@ -13,6 +13,7 @@
 #include "metrics.h"
 #include "zkacl.h"
 #include "zklog.h"
+#include "zalloc.h"
 
 /* Watch and session events name the handle they came from: after a renewal, the old
  * handle's events are dropped (its call results still arrive, so contexts are freed). */
@@ -193,7 +194,7 @@ static struct zk_msg *new_result(struct zkstore *zs, enum metrics_zk_op op, zk_d
 {
     if (zs->closing || !zs->zh)
         return NULL; /* callers see ZSYSTEMERROR and give up their context */
-    struct zk_msg *m = calloc(1, sizeof *m);
+    struct zk_msg *m = zalloc(1, sizeof *m);
     if (m) {
         m->kind = MSG_RESULT;
         m->zs = zs;
