@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attempts.h"
+#include "layout.h"
 #include "pack.h" /* pack_crc32c, pack_put_le, pack_get_le */
 
 
@@ -134,6 +136,25 @@ int claimdata_job_name(const struct claim_record *rec, char *name, size_t cap)
         return -1;
     memcpy(name, slash + 1, len);
     name[len] = '\0';
+    return 0;
+}
+
+int claimdata_remade_path(char *path, size_t cap, uint32_t deliveries)
+{
+    if (deliveries <= ATTEMPTS_REPLAY_MAX)
+        return 0;
+    char *slash = strrchr(path, '/'), name[LAYOUT_NAME_MAX + 1];
+    struct job_name jn;
+    if (!slash || strlen(slash + 1) >= sizeof name)
+        return 0; /* not a name of ours: made again as it was */
+    strcpy(name, slash + 1);
+    if (layout_parse_name(name, &jn) != 0)
+        return 0;
+    jn.prior_attempts += deliveries;
+    if (layout_format_name(&jn, name, sizeof name) != 0 ||
+        (size_t)(slash + 1 - path) + strlen(name) >= cap)
+        return -1;
+    strcpy(slash + 1, name);
     return 0;
 }
 

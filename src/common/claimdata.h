@@ -54,6 +54,12 @@ long claimdata_write(void *buf, size_t cap, const struct claim_record *recs, uin
  * none or it does not fit. */
 int claimdata_job_name(const struct claim_record *rec, char *name, size_t cap);
 
+/* PATH (CAP bytes), a claimed job's znode, made the name a recovery makes it again under
+ * after DELIVERIES under its name: the same up to ATTEMPTS_REPLAY_MAX (they are replayed as
+ * lock nodes), else with them added to its earlier attempts (a<N>); a name that is not
+ * deferd's stays. 0, or -1 when the new name does not fit. */
+int claimdata_remade_path(char *path, size_t cap, uint32_t deliveries);
+
 /* The index of the record of RECS (N of them) whose path is REL, or -1. */
 int claimdata_find(const struct claim_record *recs, uint32_t n, const char *rel);
 

@@ -521,6 +521,12 @@ const char *harness_call_what(int i)
     return h.text;
 }
 
+const char *harness_call_path(int i)
+{
+    const struct fake_call *c = fake_zk_call(h.d.zs, i);
+    return c ? c->path : "(none)";
+}
+
 void harness_call_rc(int i, int rc)
 {
     fake_zk_answer_rc(h.d.zs, i, rc);

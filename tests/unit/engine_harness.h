@@ -126,6 +126,8 @@ void harness_multi_lost(int i, int rc);
 int harness_calls(void);
 /* Call I as "exists lock", "exists+watch lock", "get job", "children job", ... */
 const char *harness_call_what(int i);
+/* Call I's path ("(none)" when there is no such call). */
+const char *harness_call_path(int i);
 /* Answers call I (then a loop turn) with RC; exists with ZOK gives OWNER as the node's
  * ephemeral owner; get with ZOK gives a payload. */
 void harness_call_rc(int i, int rc);

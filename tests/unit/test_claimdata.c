@@ -161,6 +161,26 @@ static void test_find(void)
     CHECK(claimdata_write(out, sizeof out, recs, n) == (long)size);
 }
 
+/* The name a recovery makes a job again under: its own up to 8 deliveries, past them the
+ * deliveries added to its earlier attempts; a foreign name kept; one that no longer fits
+ * refused. */
+static void test_remade_path(void)
+{
+    char p[128] = "/r/queues/q/jobs/1/2/3/1700000000000-5-0000000000000001-a2";
+    CHECK(claimdata_remade_path(p, sizeof p, 8) == 0);
+    CHECK_STR(p, "/r/queues/q/jobs/1/2/3/1700000000000-5-0000000000000001-a2");
+    CHECK(claimdata_remade_path(p, sizeof p, 9) == 0);
+    CHECK_STR(p, "/r/queues/q/jobs/1/2/3/1700000000000-5-0000000000000001-a11");
+    char q[128] = "/r/queues/q/jobs/1/2/3/1700000000000-5-0000000000000002";
+    CHECK(claimdata_remade_path(q, sizeof q, 12) == 0);
+    CHECK_STR(q, "/r/queues/q/jobs/1/2/3/1700000000000-5-0000000000000002-a12");
+    char f[64] = "/r/queues/q/jobs/1/2/3/not-ours";
+    CHECK(claimdata_remade_path(f, sizeof f, 20) == 0);
+    CHECK_STR(f, "/r/queues/q/jobs/1/2/3/not-ours");
+    char t[59] = "/r/queues/q/jobs/1/2/3/1700000000000-5-0000000000000002";
+    CHECK(claimdata_remade_path(t, sizeof t, 12) == -1); /* "-a12" would not fit */
+}
+
 int main(void)
 {
     test_doc_example();
@@ -169,5 +189,6 @@ int main(void)
     test_refusals();
     test_job_name();
     test_find();
+    test_remade_path();
     return check_report("test_claimdata");
 }

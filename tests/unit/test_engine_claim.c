@@ -440,6 +440,32 @@ static void test_session_lost_ack_applied(void)
     harness_stop();
 }
 
+/* The same for a job on its 9th delivery under its name: a recovery makes it again as
+ * a<N> (claim_recovery.c), so the next session looks for it under that name, finds it in
+ * its bucket: the ack changed nothing, LEASE_LOST (before: looked for under its old name,
+ * judged applied and answered OK, then delivered again). */
+static void test_session_lost_ack_renamed(void)
+{
+    harness_start(TWO_QUEUES); /* b: up to 10 attempts */
+    harness_claims_on();
+    const char *id = harness_listed("b", 0, 0, 1);
+    harness_job(id)->under_name = 8;
+    struct conn *c = harness_consumer("b", 4);
+    harness_multi_ok(0, 9);
+    struct harness_reply *r = harness_ack(c, id);
+    harness_lost();
+    harness_multi_fails(0, -1, ZCONNECTIONLOSS);
+    harness_new_session();
+    CHECK_STR(harness_call_what(0), "get claim");
+    harness_call_rc(0, ZNONODE); /* recovered */
+    CHECK(strncmp(harness_call_what(0), "exists", 6) == 0);
+    const char *path = harness_call_path(0), *tail = path + strlen(path) - 3;
+    CHECK(strlen(path) > 3 && strcmp(tail, "-a9") == 0);
+    harness_call_rc(0, ZOK); /* made again under that name */
+    CHECK_CONTAINS(r->line, "LEASE_LOST");
+    harness_stop();
+}
+
 /* SUSPENDED and back with the same session: a claimed job stays held (it has no owner node
  * to look for: looking would revoke it); an ack asked meanwhile goes once connected. */
 static void test_reconnected(void)
@@ -611,5 +637,6 @@ int main(void)
     test_settle_waits_for_write();
     test_session_lost();
     test_session_lost_ack_applied();
+    test_session_lost_ack_renamed();
     return check_report("engine_claim");
 }

@@ -86,18 +86,7 @@ static int record_path(const struct recovery *r, uint32_t i, char *buf, size_t l
                      rec->path);
     if (n < 0 || (size_t)n >= len)
         return -1;
-    if (rec->deliveries <= ATTEMPTS_REPLAY_MAX)
-        return 0;
-    char *slash = strrchr(buf, '/'), name[LAYOUT_NAME_MAX + 1];
-    struct job_name jn;
-    if (claimdata_job_name(rec, name, sizeof name) != 0 || layout_parse_name(name, &jn) != 0)
-        return 0; /* not a name of ours: made again as it was */
-    jn.prior_attempts += rec->deliveries;
-    if (layout_format_name(&jn, name, sizeof name) != 0 ||
-        (size_t)(slash + 1 - buf) + strlen(name) >= len)
-        return -1;
-    strcpy(slash + 1, name);
-    return 0;
+    return claimdata_remade_path(buf, len, rec->deliveries);
 }
 
 /* Record I's operations: its job created, set once (its version says it was made again:

@@ -16,6 +16,7 @@ struct look {
     void *ctx;
     char root[LAYOUT_PATH_MAX], queue[LAYOUT_PATH_MAX];
     char claim[LAYOUT_PATH_MAX], job[LAYOUT_PATH_MAX];
+    char remade[LAYOUT_PATH_MAX]; /* the job's path once a recovery made it again */
 };
 
 static void look_end(struct look *lk, int applied)
@@ -37,7 +38,7 @@ static void on_bucket(const struct zk_result *res, void *ctx)
         look_end(lk, 0);
     else if (res->rc != ZNONODE)
         look_end(lk, -1);
-    else if (claimfind(lk->zs, lk->root, lk->queue, lk->job, on_claims, lk) != ZOK)
+    else if (claimfind(lk->zs, lk->root, lk->queue, lk->remade, on_claims, lk) != ZOK)
         look_end(lk, -1);
 }
 
@@ -63,13 +64,13 @@ static void on_claim(const struct zk_result *res, void *ctx)
         look_end(lk, 0);
     else if (res->rc != ZOK && res->rc != ZNONODE)
         look_end(lk, -1);
-    else if (zkstore_exists(lk->zs, lk->job, 0, on_bucket, lk) != ZOK)
+    else if (zkstore_exists(lk->zs, lk->remade, 0, on_bucket, lk) != ZOK)
         look_end(lk, -1); /* (a part recovered: the job may be back in its bucket) */
 }
 
 void claim_outcome(struct zkstore *zs, const char *root, const char *queue,
-                   const char *claim_path, const char *job_path, claim_outcome_fn done,
-                   void *ctx)
+                   const char *claim_path, const char *job_path, uint32_t deliveries,
+                   claim_outcome_fn done, void *ctx)
 {
     struct look *lk = calloc(1, sizeof *lk);
     if (!lk) {
@@ -81,6 +82,8 @@ void claim_outcome(struct zkstore *zs, const char *root, const char *queue,
     snprintf(lk->queue, sizeof lk->queue, "%s", queue);
     snprintf(lk->claim, sizeof lk->claim, "%s", claim_path);
     snprintf(lk->job, sizeof lk->job, "%s", job_path);
-    if (zkstore_get(zs, lk->claim, on_claim, lk) != ZOK)
+    memcpy(lk->remade, lk->job, sizeof lk->remade);
+    if (claimdata_remade_path(lk->remade, sizeof lk->remade, deliveries) != 0 ||
+        zkstore_get(zs, lk->claim, on_claim, lk) != ZOK)
         look_end(lk, -1);
 }

@@ -3,11 +3,13 @@
  * the old claim (the job's record still in it: not applied), the job's bucket (made again
  * by a recovery: not applied), the queue's claims (recovered and claimed again: not
  * applied); none of them: applied. A recovery is one transaction, so the job is always in
- * one of those places until it is settled; but for one past 8 deliveries, which a
- * recovery makes again under a new name (a<N>): looked for under its old one, it is
- * judged applied (a residual: its ack answered OK, and it is delivered again). */
+ * one of those places until it is settled. A job past 8 deliveries is made again under a
+ * new name (a<N>: claimdata_remade_path), and looked for under that one in its bucket and
+ * in the claims. */
 #ifndef DEFERD_CLAIM_OUTCOME_H
 #define DEFERD_CLAIM_OUTCOME_H
+
+#include <stdint.h>
 
 struct zkstore;
 
@@ -16,9 +18,9 @@ struct zkstore;
 typedef void (*claim_outcome_fn)(void *ctx, int applied);
 
 /* Looks for the job at JOB_PATH (of queue QUEUE under ROOT), last written to the claim at
- * CLAIM_PATH; DONE is called once. */
+ * CLAIM_PATH with DELIVERIES under its name; DONE is called once. */
 void claim_outcome(struct zkstore *zs, const char *root, const char *queue,
-                   const char *claim_path, const char *job_path, claim_outcome_fn done,
-                   void *ctx);
+                   const char *claim_path, const char *job_path, uint32_t deliveries,
+                   claim_outcome_fn done, void *ctx);
 
 #endif

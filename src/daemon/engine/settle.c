@@ -1105,8 +1105,11 @@ void settle_check_unknown(struct dispatcher *ds)
         ds->unknown = st->next;
         if (st->claimed && st->claim_path[0]) {
             st->unrun_same = 0; /* made again or not, its znode tells nothing here */
+            /* the deliveries its claim's record said (claim.c record_of) */
+            uint32_t deliveries = st->job->under_name == UNDER_NAME_UNKNOWN
+                                      ? 0 : st->job->under_name + 1;
             claim_outcome(ds->d->zs, dispatcher_root(ds), st->job->q->cfg->name,
-                          st->claim_path, st->job->path, on_claimed_outcome, st);
+                          st->claim_path, st->job->path, deliveries, on_claimed_outcome, st);
             continue;
         }
         if (zkstore_exists(ds->d->zs, st->job->path, 0, on_unknown_checked, st) == ZOK)
