@@ -42,6 +42,7 @@ struct bench {
     _Atomic int64_t small_late_max;
     int blocking;                 /* -T 1: blocking deferd_put (libdeferd's put token and
                                    * retry); -T 2: the same without (deferd_set_put_retry 0) */
+    int batch;                    /* -b K: each put request a batch of K jobs (1: single puts) */
     int64_t t0;                   /* epoch ms: start of the measured phase */
     int64_t preload_base;         /* epoch ms: preload jobs are due from here + 1 day */
     int64_t *due;                 /* per job */
@@ -443,6 +444,57 @@ static void *producer_blocking(void *arg)
     return NULL;
 }
 
+/* -b K: each request a batch of K jobs (deferd_put_batch, all or none), one batch in
+ * flight per producer: the client side of zk-ceiling's multis of 100 creates, -P batches
+ * in flight as it keeps -w / 100 multis. A batch answered UNAVAILABLE (nothing stored) is
+ * sent again for up to 10 s; a job not stored counts as a failed put. */
+static void *producer_batch(void *arg)
+{
+    const struct phase *ph = arg;
+    struct bench *b = ph->b;
+    _Atomic int *next = ph->preload ? &b->next_preload : &b->next_put;
+    _Atomic int *failures = ph->preload ? &b->preload_fail : &b->put_fail;
+    int total = ph->preload ? b->preload : b->n, from;
+    size_t stride = (size_t)b->payload + 32;
+    deferd_client *c = connect_or_die(b);
+    deferd_put_item *items = calloc((size_t)b->batch, sizeof *items);
+    char *bufs = malloc((size_t)b->batch * stride);
+    if (!items || !bufs) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
+    memset(bufs, 'x', (size_t)b->batch * stride);
+    while ((from = atomic_fetch_add(next, b->batch)) < total) {
+        int n = total - from < b->batch ? total - from : b->batch;
+        for (int j = 0; j < n; j++) {
+            items[j] = (deferd_put_item){.queue = "bench", .payload = bufs + (size_t)j * stride};
+            items[j].len = make_job(ph, from + j, bufs + (size_t)j * stride, &items[j].opts);
+        }
+        int64_t sent = mono_us(), give_up = now_ms() + 10000;
+        size_t stored = 0;
+        int rc;
+        while ((rc = deferd_put_batch(c, items, (size_t)n, NULL, &stored)) != DEFERD_OK &&
+               unavailable(c, rc) && stored == 0 && now_ms() < give_up)
+            sleep_ms(20);
+        if (rc == DEFERD_OK)
+            stored = (size_t)n;
+        for (size_t j = 0; !ph->preload && j < stored; j++) {
+            b->put_us[from + (int)j] = mono_us() - sent;
+            atomic_store(&b->stored[from + (int)j], now_ms());
+        }
+        if (stored < (size_t)n) {
+            atomic_fetch_add(failures, n - (int)stored);
+            fprintf(stderr, "bench: batch put failed: %s\n", deferd_last_error(c));
+        }
+    }
+    if (!ph->preload)
+        atomic_store(&b->last_put, now_ms());
+    free(bufs);
+    free(items);
+    deferd_close(c);
+    return NULL;
+}
+
 /* Runs b->producers producer threads over one phase and waits for them. */
 static void run_producers(struct bench *b, int preload, pthread_t *th, int *nth)
 {
@@ -450,7 +502,8 @@ static void run_producers(struct bench *b, int preload, pthread_t *th, int *nth)
     phases[preload] = (struct phase){.b = b, .preload = preload};
     int from = *nth;
     for (int i = 0; i < b->producers; i++)
-        pthread_create(&th[(*nth)++], NULL, b->blocking ? producer_blocking : producer,
+        pthread_create(&th[(*nth)++], NULL,
+                       b->batch > 1 ? producer_batch : b->blocking ? producer_blocking : producer,
                        &phases[preload]);
     if (preload) {
         for (int i = from; i < *nth; i++)
@@ -464,7 +517,7 @@ static int usage(void)
     fprintf(stderr, "usage: bench -s SOCKET[,SOCKET...] [-n N] [-w WINDOW_MS] [-C CONSUMERS] "
                     "[-P PRODUCERS] [-D DEPTH] [-p PAYLOAD] [-i INFLIGHT] [-t TIMEOUT_S] "
                     "[-L PRELOAD [-B DAYS]] [-o LATENESS_FILE] [-A] [-K] [-T 1|2] [-H HOLD_MS] "
-                    "[-g SMALL_GROUPS [-N]] [-l LEAD_MS]\n");
+                    "[-g SMALL_GROUPS [-N]] [-l LEAD_MS] [-b BATCH]\n");
     return 2;
 }
 
@@ -472,9 +525,10 @@ int main(int argc, char **argv)
 {
     struct bench b = {.sock = getenv("DEFERD_SOCKET"), .n = 10000, .window_ms = 5000,
                       .consumers = 4, .producers = 4, .payload = 100, .inflight = 1,
-                      .timeout_s = 120, .depth = 1, .preload_days = 30, .lead_ms = 1000};
+                      .timeout_s = 120, .depth = 1, .preload_days = 30, .lead_ms = 1000,
+                      .batch = 1};
     int ch;
-    while ((ch = getopt(argc, argv, "s:n:w:C:P:p:i:t:D:L:B:o:AKT:H:g:Nl:")) != -1) {
+    while ((ch = getopt(argc, argv, "s:n:w:C:P:p:i:t:D:L:B:o:AKT:H:g:Nl:b:")) != -1) {
         switch (ch) {
         case 's': b.sock = optarg; break;
         case 'n': b.n = atoi(optarg); break;
@@ -495,6 +549,7 @@ int main(int argc, char **argv)
         case 'g': b.small_groups = atoi(optarg); break;
         case 'N': b.no_group_names = 1; break;
         case 'l': b.lead_ms = atoi(optarg); break;
+        case 'b': b.batch = atoi(optarg); break;
         default: return usage();
         }
     }
@@ -510,6 +565,12 @@ int main(int argc, char **argv)
         b.preload_days < 1 || b.blocking < 0 || b.blocking > 2) {
         fprintf(stderr, "bench: need -s SOCKET, positive -n -i -D -B, and no negative "
                         "count\n");
+        return 2;
+    }
+    if (b.batch < 1 || b.batch > DEFERD_BATCH_MAX ||
+        (b.batch > 1 && (b.keyed || b.small_groups || b.blocking))) {
+        fprintf(stderr, "bench: -b takes 1..%d, and not with -K, -g or -T (a batch's jobs "
+                        "would share one key or group buffer)\n", DEFERD_BATCH_MAX);
         return 2;
     }
     if (b.consumers == 0 && b.producers == 0) {
