@@ -4,7 +4,7 @@
  * version 2 way beside one that claims them: each delivered once; a daemon killed -9 while its consumer holds claimed jobs: the other daemon
  * recovers its claims once its session is gone, and delivers every job again under its id,
  * as attempt 2; while they are held, the queue's depth counts them overdue; CANCEL of a
- * claimed job, through either daemon. */
+ * claimed job, through either daemon; our own put's job claimed without a read. */
 #include <zookeeper/zookeeper.h>
 
 #include "harness.h"
@@ -139,6 +139,37 @@ static void nack_moves(zhandle_t *zh)
     CHECK(deferd_ack(c, job.id) == DEFERD_OK);
     deferd_job_clear(&job);
     CHECK(wait_claims_left(zh, "retry", 0, 5000));
+    deferd_close(c);
+}
+
+static long payload_reads(deferd_client *c)
+{
+    char buf[4096];
+    return deferd_stats(c, buf, sizeof buf) == DEFERD_OK ? stats_field(buf, "payload_reads") : -1;
+}
+
+/* A job our put stores, due already, into a bucket the mirror follows, while a consumer has
+ * room: the mirror enters it and it is claimed at once, with the payload, version and
+ * deliveries the put made: no read of the job first (it was read, a round trip, when the
+ * claim went out before the put's payload was handed to the job). */
+static void own_put_not_read(void)
+{
+    deferd_client *c = client(&d[0]);
+    char id[DEFERD_ID_SIZE];
+    deferd_job job;
+    int64_t at = now_ms() - 1000; /* a bucket in the past */
+    CHECK(deferd_subscribe(c, "a", 4) == DEFERD_OK);
+    CHECK(put_job(c, "a", "first", -1, at, -1, id) == 0); /* its bucket new: listed */
+    CHECK(next_job_push(c, &job, 10000) == 0 && deferd_ack(c, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    long before = payload_reads(c);
+    CHECK(put_job(c, "a", "second", -1, at, -1, id) == 0); /* the same bucket, followed */
+    CHECK(next_job_push(c, &job, 10000) == 0);
+    CHECK_STR(job.id, id);
+    CHECK(job.len == 6 && memcmp(job.payload, "second", 6) == 0);
+    CHECK(deferd_ack(c, job.id) == DEFERD_OK);
+    deferd_job_clear(&job);
+    CHECK(before >= 0 && payload_reads(c) == before);
     deferd_close(c);
 }
 
@@ -279,6 +310,7 @@ int main(void)
     delivered_once(zh);
     cancel_claimed(zh);
     nack_moves(zh);
+    own_put_not_read();
     mixed_with_locks(zh);
     daemon_kill(&locker, SIGTERM);
     killed_holder_recovered(zh);

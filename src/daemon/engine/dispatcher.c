@@ -518,14 +518,29 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
 /* struct put_env's stored: the mirror is told of the job this daemon just stored, and its
  * payload stays in memory if it is due soon, so that delivering it needs no read: in the
  * job if our mirror has it already, else in the stash until the mirror lists it. */
+/* JOB, of our own put, takes PAYLOAD (LEN bytes): no read before its claim or push. */
+static void job_own_payload(struct dispatcher *ds, struct job *job, unsigned char *payload,
+                            size_t len)
+{
+    job->payload = payload;
+    job->len = len;
+    job->zversion = 0; /* our put: a new znode */
+    job->under_name = 0;
+    ds->payload_bytes += len;
+}
+
 static void on_job_stored(void *engine, struct dqueue *q, const char *path,
                           const struct job_name *jn, const char *id, unsigned char **payload,
                           size_t len)
 {
     struct dispatcher *ds = engine;
     int64_t now = cluster_now_ms(), due_ms = (int64_t)jn->due_ms;
+    int keep = *payload && len <= KEEP_PAYLOAD_MAX;
+    if (keep && ds->payload_bytes + len <= KEEP_PAYLOADS_TOTAL) /* job_seen takes it */
+        ds->entering = (struct entering_payload){path, payload, len};
     struct mirror_entry *e = mirror_job_created(ds->d->mirror, q, path, jn, id);
-    if (len > KEEP_PAYLOAD_MAX || !*payload)
+    ds->entering.path = NULL;
+    if (!keep || !*payload)
         return;
     /* the entry is the job's (on_job_listed), found without a second lookup */
     struct job *job = e ? (struct job *)((char *)e - offsetof(struct job, listed)) : NULL;
@@ -537,11 +552,7 @@ static void on_job_stored(void *engine, struct dqueue *q, const char *path,
     }
     if (job->payload || ds->payload_bytes + len > KEEP_PAYLOADS_TOTAL)
         return;
-    job->payload = *payload;
-    job->len = len;
-    job->zversion = 0; /* our put: a new znode */
-    job->under_name = 0;
-    ds->payload_bytes += len;
+    job_own_payload(ds, job, *payload, len);
     *payload = NULL;
 }
 
@@ -570,10 +581,13 @@ static struct job *job_seen(struct dispatcher *ds, struct dqueue *q, const char 
         id = made;
     if (!id || !(job = job_new(ds, q, &k, id, jn)))
         return NULL;
-    if ((job->payload = stash_take(ds->stash, path, &job->len))) {
-        ds->payload_bytes += job->len;
-        job->zversion = 0; /* our put: a new znode */
-        job->under_name = 0;
+    unsigned char *payload;
+    size_t len;
+    if (ds->entering.path && strcmp(ds->entering.path, path) == 0) {
+        job_own_payload(ds, job, *ds->entering.payload, ds->entering.len);
+        *ds->entering.payload = NULL;
+    } else if ((payload = stash_take(ds->stash, path, &len))) {
+        job_own_payload(ds, job, payload, len);
     }
     dispatcher_place(ds, job, (int64_t)jn->due_ms); /* the mirror kicks once per listing */
     return job;
