@@ -446,8 +446,8 @@ static void *producer_blocking(void *arg)
 
 /* -b K: each request a batch of K jobs (deferd_put_batch, all or none), one batch in
  * flight per producer: the client side of zk-ceiling's multis of 100 creates, -P batches
- * in flight as it keeps -w / 100 multis. A batch answered UNAVAILABLE (nothing stored) is
- * sent again for up to 10 s; a job not stored counts as a failed put. */
+ * in flight as it keeps -w / 100 multis. A batch answered UNAVAILABLE stored=no is sent
+ * again for up to 10 s; a job not stored counts as a failed put. */
 static void *producer_batch(void *arg)
 {
     const struct phase *ph = arg;
@@ -473,14 +473,17 @@ static void *producer_batch(void *arg)
         int64_t sent = mono_us(), give_up = now_ms() + 10000;
         size_t stored = 0;
         int rc;
+        /* sent again only when nothing was stored: a BATCH carries no put token */
         while ((rc = deferd_put_batch(c, items, (size_t)n, NULL, &stored)) != DEFERD_OK &&
-               unavailable(c, rc) && stored == 0 && now_ms() < give_up)
+               unavailable(c, rc) && deferd_last_error_stored(c) == DEFERD_STORED_NO &&
+               now_ms() < give_up)
             sleep_ms(20);
         if (rc == DEFERD_OK)
             stored = (size_t)n;
-        for (size_t j = 0; !ph->preload && j < stored; j++) {
-            b->put_us[from + (int)j] = mono_us() - sent;
-            atomic_store(&b->stored[from + (int)j], now_ms());
+        for (int j = 0; !ph->preload && j < n; j++) { /* as the other producers: failed too */
+            b->put_us[from + j] = mono_us() - sent;
+            if ((size_t)j < stored)
+                atomic_store(&b->stored[from + j], now_ms());
         }
         if (stored < (size_t)n) {
             atomic_fetch_add(failures, n - (int)stored);

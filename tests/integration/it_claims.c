@@ -157,7 +157,7 @@ static void own_put_not_read(void)
     deferd_client *c = client(&d[0]);
     char id[DEFERD_ID_SIZE];
     deferd_job job;
-    int64_t at = now_ms() - 1000; /* a bucket in the past */
+    int64_t at = now_ms() - 1000; /* a bucket in the past, kept while fresh (GC_FRESH_MS) */
     CHECK(deferd_subscribe(c, "a", 4) == DEFERD_OK);
     CHECK(put_job(c, "a", "first", -1, at, -1, id) == 0); /* its bucket new: listed */
     CHECK(next_job_push(c, &job, 10000) == 0 && deferd_ack(c, job.id) == DEFERD_OK);

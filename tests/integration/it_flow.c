@@ -54,6 +54,8 @@ static void round_robin(void)
             CHECK(!"drain timed out");
             break;
         }
+        if (job.attempt != 2) /* said, so that a failure shows which job and how */
+            fprintf(stderr, "it_flow: job %s came back as attempt %u\n", job.id, job.attempt);
         CHECK(job.attempt == 2);
         CHECK(deferd_ack(drain, job.id) == DEFERD_OK);
         deferd_job_clear(&job);

@@ -583,9 +583,10 @@ static struct job *job_seen(struct dispatcher *ds, struct dqueue *q, const char 
         return NULL;
     unsigned char *payload;
     size_t len;
-    if (ds->entering.path && strcmp(ds->entering.path, path) == 0) {
+    if (ds->entering.path && *ds->entering.payload && strcmp(ds->entering.path, path) == 0) {
         job_own_payload(ds, job, *ds->entering.payload, ds->entering.len);
         *ds->entering.payload = NULL;
+        ds->entering.path = NULL; /* taken once */
     } else if ((payload = stash_take(ds->stash, path, &len))) {
         job_own_payload(ds, job, payload, len);
     }
