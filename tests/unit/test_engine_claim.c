@@ -190,6 +190,30 @@ static void test_nack_no_backoff_keeps_id(void)
     harness_stop();
 }
 
+/* A consumer gone with three claimed jobs of one claim: each is made again under its name
+ * with its one delivery replayed, and each comes back as attempt 2 (integration.flow once
+ * saw one job of each claim come back as attempt 3). */
+static void test_consumer_gone_gives_back(void)
+{
+    const char *ids[3];
+    struct conn *c = claimed(3, ids);
+    CHECK(c->njobs == 3);
+    harness_consumer_gone(c);
+    /* one write of the claim at a time: the first gives back one job, the next the rest */
+    CHECK_STR(harness_multi_ops(0), "set claim, create job, set job, create lock, delete lock, "
+                                    "create lock, delete lock");
+    for (int n = 0; harness_multis() > 0 && n < 4; n++)
+        harness_multi_ok(0, 1);
+    CHECK(harness_multis() == 0);
+    struct conn *c2 = harness_consumer("a", 4);
+    CHECK_STR(harness_multi_ops(0), "delete job, delete job, delete job, create claim");
+    harness_multi_ok(0, 1);
+    CHECK(c2->njobs == 3);
+    for (int i = 0; i < c2->njobs; i++)
+        CHECK(c2->jobs[i].attempt == 2);
+    harness_stop();
+}
+
 /* CANCEL of a job this daemon claimed: its znode is gone from the bucket, so the change
  * finds it in the claim: IN_FLIGHT naming this daemon without force=1 (and for a
  * RESCHEDULE); with it, the consumer is told CANCELLED at once, the claim is written
@@ -638,5 +662,6 @@ int main(void)
     test_session_lost();
     test_session_lost_ack_applied();
     test_session_lost_ack_renamed();
+    test_consumer_gone_gives_back();
     return check_report("engine_claim");
 }
