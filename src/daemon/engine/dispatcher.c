@@ -365,7 +365,10 @@ void dispatcher_deliver(struct dispatcher *ds, struct job *job)
     }
     if (job->owner && !job->ci && dispatcher_stopped(job->q)) {
         job_unhold(ds, job); /* paused or draining since the consumer was chosen */
-        lock_release(ds, job);
+        if (job->claim)
+            settle_give_back_locked(ds, job); /* never pushed: not counted */
+        else
+            lock_release(ds, job);
         return;
     }
     if (job->owner && !job->ci && !may_push(ds, job->q)) {
@@ -375,6 +378,8 @@ void dispatcher_deliver(struct dispatcher *ds, struct job *job)
     if (!job->owner) {
         if (job->ci)
             ds->foreign->release(ds, job, 0);
+        else if (!job->prelocked && job->claim) /* never pushed: this delivery not counted */
+            settle_give_back_locked(ds, job);
         else if (!job->prelocked)
             lock_release(ds, job);
         else if (!dispatcher_stopped(job->q) && consumer_ring_size(&job->q->ring))
