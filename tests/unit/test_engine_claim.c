@@ -214,41 +214,29 @@ static void test_consumer_gone_gives_back(void)
     harness_stop();
 }
 
-/* A consumer gone while the claim of its job is on its way: the job was never pushed, so
- * it is given back unrun (made again with only the deliveries before this one) and its next
- * delivery is attempt 1, not 2 (integration.flow: a job given back, claimed again at once
- * for a consumer that closed meanwhile, came back as attempt 3). */
-static void test_consumer_gone_while_claiming(void)
+/* A consumer gone (PAUSE 0), or its queue paused (1), while the claim of its job is on its
+ * way: the job was never pushed, so it is given back unrun (made again with only the
+ * deliveries before this one) and its next delivery is attempt 1, not 2 (integration.flow:
+ * a job given back, claimed again at once for a consumer that closed meanwhile, came back
+ * as attempt 3). */
+static void given_back_unrun(int pause)
 {
     harness_start(QUEUES);
     harness_claims_on();
     const char *a = harness_listed("a", 0, 0, 1);
     struct conn *c = harness_consumer("a", 4);
     CHECK(harness_state(a) == JS_LOCKING);
-    harness_consumer_gone(c);
+    if (pause)
+        harness_pause("a", 1);
+    else
+        harness_consumer_gone(c);
     harness_multi_ok(0, 1); /* the claim's answer: nobody to push it to */
     CHECK_STR(harness_multi_ops(0), "delete claim, create job, set job"); /* nothing replayed */
     harness_multi_ok(0, 1);
-    struct conn *c2 = harness_consumer("a", 4);
-    harness_multi_ok(0, 1);
-    CHECK(c2->njobs == 1 && c2->jobs[0].attempt == 1);
-    harness_stop();
-}
-
-/* The same when the queue is paused while the claim is on its way: given back unrun. */
-static void test_paused_while_claiming(void)
-{
-    harness_start(QUEUES);
-    harness_claims_on();
-    const char *a = harness_listed("a", 0, 0, 1);
-    struct conn *c = harness_consumer("a", 4);
-    CHECK(harness_state(a) == JS_LOCKING);
-    harness_pause("a", 1);
-    harness_multi_ok(0, 1);
-    CHECK_STR(harness_multi_ops(0), "delete claim, create job, set job"); /* nothing replayed */
-    harness_multi_ok(0, 1);
-    CHECK(c->njobs == 0);
-    harness_pause("a", 0);
+    if (pause)
+        harness_pause("a", 0);
+    else
+        c = harness_consumer("a", 4);
     if (harness_multis() > 0)
         harness_multi_ok(0, 1);
     CHECK(c->njobs == 1 && c->jobs[0].attempt == 1);
@@ -704,7 +692,7 @@ int main(void)
     test_session_lost_ack_applied();
     test_session_lost_ack_renamed();
     test_consumer_gone_gives_back();
-    test_consumer_gone_while_claiming();
-    test_paused_while_claiming();
+    given_back_unrun(0);
+    given_back_unrun(1);
     return check_report("engine_claim");
 }
