@@ -355,6 +355,17 @@ static void stale_lock_answer(struct dispatcher *ds, struct job *job)
     arm(ds, job);
 }
 
+/* JOB, locked or claimed, will not be pushed now (its consumer went away, or its queue
+ * stopped, while its lock was on its way). A lock is released, counted as its attempt was
+ * (the lock's sequence numbered it); a claim is given back unrun, as it was never pushed. */
+static void release_unpushed(struct dispatcher *ds, struct job *job)
+{
+    if (job->claim)
+        settle_give_back_locked(ds, job);
+    else
+        lock_release(ds, job);
+}
+
 /* Locked, payload at hand: push it to its consumer and start the lease. */
 void dispatcher_deliver(struct dispatcher *ds, struct job *job)
 {
@@ -365,10 +376,7 @@ void dispatcher_deliver(struct dispatcher *ds, struct job *job)
     }
     if (job->owner && !job->ci && dispatcher_stopped(job->q)) {
         job_unhold(ds, job); /* paused or draining since the consumer was chosen */
-        if (job->claim)
-            settle_give_back_locked(ds, job); /* never pushed: not counted */
-        else
-            lock_release(ds, job);
+        release_unpushed(ds, job);
         return;
     }
     if (job->owner && !job->ci && !may_push(ds, job->q)) {
@@ -378,10 +386,8 @@ void dispatcher_deliver(struct dispatcher *ds, struct job *job)
     if (!job->owner) {
         if (job->ci)
             ds->foreign->release(ds, job, 0);
-        else if (!job->prelocked && job->claim) /* never pushed: this delivery not counted */
-            settle_give_back_locked(ds, job);
         else if (!job->prelocked)
-            lock_release(ds, job);
+            release_unpushed(ds, job);
         else if (!dispatcher_stopped(job->q) && consumer_ring_size(&job->q->ring))
             arm(ds, job);
         else /* paused, draining or its consumers gone while the lock was on its way */
@@ -520,9 +526,6 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
 /* Stashed: payloads of jobs due within lookahead plus this, kept until due plus this. */
 #define STASH_AHEAD_MS 1000
 #define STASH_KEEP_MS 10000
-/* struct put_env's stored: the mirror is told of the job this daemon just stored, and its
- * payload stays in memory if it is due soon, so that delivering it needs no read: in the
- * job if our mirror has it already, else in the stash until the mirror lists it. */
 /* JOB, of our own put, takes PAYLOAD (LEN bytes): no read before its claim or push. */
 static void job_own_payload(struct dispatcher *ds, struct job *job, unsigned char *payload,
                             size_t len)
@@ -534,31 +537,32 @@ static void job_own_payload(struct dispatcher *ds, struct job *job, unsigned cha
     ds->payload_bytes += len;
 }
 
+/* struct put_env's stored: the mirror is told of the job this daemon just stored, and its
+ * payload stays in memory if it is due soon, so that delivering it needs no read: in the
+ * job if our mirror has it already (before it is dispatched: a claim sent without the
+ * payload reads the job first), else in the stash until the mirror lists it. */
 static void on_job_stored(void *engine, struct dqueue *q, const char *path,
                           const struct job_name *jn, const char *id, unsigned char **payload,
                           size_t len)
 {
     struct dispatcher *ds = engine;
     int64_t now = cluster_now_ms(), due_ms = (int64_t)jn->due_ms;
-    int keep = *payload && len <= KEEP_PAYLOAD_MAX;
-    if (keep && ds->payload_bytes + len <= KEEP_PAYLOADS_TOTAL) /* job_seen takes it */
-        ds->entering = (struct entering_payload){path, payload, len};
     struct mirror_entry *e = mirror_job_created(ds->d->mirror, q, path, jn, id);
-    ds->entering.path = NULL;
-    if (!keep || !*payload)
-        return;
     /* the entry is the job's (on_job_listed), found without a second lookup */
     struct job *job = e ? (struct job *)((char *)e - offsetof(struct job, listed)) : NULL;
-    if (!job) {
+    int keep = *payload && len <= KEEP_PAYLOAD_MAX;
+    if (keep && !job) {
         if (due_ms <= now + (int64_t)ds->d->cfg->lookahead_ms + STASH_AHEAD_MS &&
             stash_put(ds->stash, path, *payload, len, due_ms + STASH_KEEP_MS, now) == 0)
             *payload = NULL;
         return;
     }
-    if (job->payload || ds->payload_bytes + len > KEEP_PAYLOADS_TOTAL)
-        return;
-    job_own_payload(ds, job, *payload, len);
-    *payload = NULL;
+    if (keep && !job->payload && ds->payload_bytes + len <= KEEP_PAYLOADS_TOTAL) {
+        job_own_payload(ds, job, *payload, len);
+        *payload = NULL;
+    }
+    if (job)
+        dispatcher_dispatch(ds, q);
 }
 
 static struct dqueue *queue_named(void *engine, const char *name)
@@ -588,13 +592,8 @@ static struct job *job_seen(struct dispatcher *ds, struct dqueue *q, const char 
         return NULL;
     unsigned char *payload;
     size_t len;
-    if (ds->entering.path && *ds->entering.payload && strcmp(ds->entering.path, path) == 0) {
-        job_own_payload(ds, job, *ds->entering.payload, ds->entering.len);
-        *ds->entering.payload = NULL;
-        ds->entering.path = NULL; /* taken once */
-    } else if ((payload = stash_take(ds->stash, path, &len))) {
+    if ((payload = stash_take(ds->stash, path, &len)))
         job_own_payload(ds, job, payload, len);
-    }
     dispatcher_place(ds, job, (int64_t)jn->due_ms); /* the mirror kicks once per listing */
     return job;
 }

@@ -45,14 +45,6 @@ struct dispatcher {
     struct mirror_report listings; /* what the mirror tells us (mirror.h) */
     struct stash *stash;        /* payloads of our puts not in the mirror yet */
     size_t payload_bytes;       /* held in jobs */
-    /* The payload of the job our put stored, while the mirror enters it (on_job_stored): the
-     * job takes it as it is made, before anything can dispatch it (a claim without it reads
-     * the job first: a round trip). NULL path: none. */
-    struct entering_payload {
-        const char *path;
-        unsigned char **payload;
-        size_t len;
-    } entering;
     size_t puts_open;           /* PUT and BATCH requests being stored (put.c) */
     struct writehold *writehold; /* writes waiting for ZooKeeper to come back */
     void (*puts_done)(void *arg); /* one of them was answered (the socket side's) */

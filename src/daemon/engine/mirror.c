@@ -530,8 +530,7 @@ struct mirror_entry *mirror_job_created(struct mirror *m, struct dqueue *q, cons
     struct mirror_entry *e = job_listed(m, leaf, path, slash + 1, jn, id, &entered);
     if (e && entered) /* not yet in a listing walked since: a change the next one shows */
         leaf->own_creates++;
-    m->report->listed(m->report->ctx, q);
-    return e;
+    return e; /* not dispatched here: the caller hands it the put's payload first */
 }
 
 void mirror_reset(struct mirror *m)

@@ -49,7 +49,9 @@ void mirror_resync(struct mirror *m);                      /* re-list everything
 void mirror_reset(struct mirror *m);                       /* forget everything: session lost */
 /* This daemon just created PATH, named JN, with the id ID (as the put made them: not parsed
  * again): enter it now if its bucket is followed. Its entry (what the report's seen gave),
- * or NULL when not entered. */
+ * or NULL when not entered. Unlike a listing it does not report `listed`: the caller gives
+ * the job what the put made (its payload) and then dispatches, so that a claim sent at once
+ * needs no read. */
 struct mirror_entry *mirror_job_created(struct mirror *m, struct dqueue *q, const char *path,
                                         const struct job_name *jn, const char *id);
 /* Bytes of the largest child listing received (names plus their 4-byte lengths). */
