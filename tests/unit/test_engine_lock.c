@@ -358,6 +358,81 @@ static void test_ahead_given_back(void)
     harness_stop();
 }
 
+/* A job chosen ahead goes before one that arrives after the choice, whatever its priority
+ * (guarantees.md, Order and timing): third, locked ahead of the full consumer and answered,
+ * is pushed with no multi when a slot frees, before a more urgent job listed meanwhile. */
+static void test_chosen_before_newcomer(void)
+{
+    harness_start(QUEUES);
+    const char *first, *second, *third;
+    struct conn *c = one_ahead(&first, &second, &third);
+    harness_multi_ok(0, 1); /* first's settle */
+    harness_multi_ok(0, 1); /* second pushed; third READY, locked ahead */
+    const char *urgent = harness_listed("a", 0, 0, 1); /* priority 0 ranks before 5 */
+    CHECK(harness_state(urgent) == JS_READY && harness_multis() == 0);
+    harness_ack(c, second);
+    harness_turn();
+    CHECK(c->njobs == 3 && strcmp(c->jobs[2].id, third) == 0);
+    CHECK(harness_state(urgent) != JS_INFLIGHT);
+    harness_stop();
+}
+
+/* A job locked before its due time while the consumer had room, due while the consumer is
+ * full, goes before a job stored late (due earlier): its lock is in hand, the other's
+ * is not; ranking it by due time left locked jobs waiting behind a late backlog (S2 on a
+ * slow log, docs/performance.md, session 33). */
+static void test_prelocked_before_late(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 2);
+    const char *early = harness_listed("a", 30, 5, 1); /* locked ahead of its due time */
+    harness_multi_ok(0, 1);
+    CHECK(harness_state(early) == JS_ARMED);
+    const char *x = harness_listed("a", 0, 5, 1), *y = harness_listed("a", 0, 5, 1);
+    while (harness_multis())
+        harness_multi_ok(0, 1);
+    CHECK(c->njobs == 2 && !consumer_has_room(c->c)); /* x and y: full */
+    harness_advance(30);
+    CHECK(harness_state(early) == JS_READY && harness_job(early)->prelocked);
+    const char *late = harness_listed("a", -1000, 5, 1); /* due a second ago */
+    harness_ack(c, x);
+    harness_turn();
+    CHECK(c->njobs == 3 && strcmp(c->jobs[2].id, early) == 0);
+    CHECK(harness_state(late) != JS_INFLIGHT); /* waiting, or locked ahead in its turn */
+    harness_ack(c, y);
+    harness_turn();
+    while (harness_multis())
+        harness_multi_ok(0, 1);
+    CHECK(c->njobs == 4 && strcmp(c->jobs[3].id, late) == 0);
+    harness_stop();
+}
+
+/* No job is locked ahead of its due time while a due job waits unlocked: that lock would be
+ * a choice made before the due job's, and go first (integration.delivery's due order). The
+ * consumer's slot frees just before B1 and B2 fall due together, C due 1 ms later; each
+ * push is answered only after C is due. */
+static void test_no_prelock_past_due(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *a = harness_delivered("a");
+    const char *b1 = harness_listed("a", 5, 5, 1), *b2 = harness_listed("a", 5, 5, 1);
+    const char *cc = harness_listed("a", 6, 5, 1);
+    CHECK(harness_multis() == 0); /* full: nothing locked ahead of its due time */
+    harness_ack(c, a);
+    harness_advance(5); /* b1 and b2 due; cc within 50 ms */
+    const char *want[] = {b1, b2, cc};
+    for (int i = 0; i < 3; i++) {
+        while (harness_multis())
+            harness_multi_ok(0, 1);
+        harness_advance(2);
+        CHECK(c->njobs == 2 + i && strcmp(c->jobs[1 + i].id, want[i]) == 0);
+        if (c->njobs == 2 + i)
+            harness_ack(c, c->jobs[1 + i].id);
+    }
+    harness_stop();
+}
+
 int main(void)
 {
     test_lock_then_push();
@@ -373,6 +448,9 @@ int main(void)
     test_prelock_given_back_unblocks();
     test_due_locked_ahead();
     test_ahead_keeps_order();
+    test_chosen_before_newcomer();
+    test_prelocked_before_late();
+    test_no_prelock_past_due();
     test_ahead_given_back();
     return check_report("unit.engine_lock");
 }

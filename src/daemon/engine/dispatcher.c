@@ -64,10 +64,13 @@ static int delayed_less(const void *a, const void *b)
     return x->seq < y->seq;
 }
 
-/* Among due jobs: more urgent priority, then earlier due time, then first seen. */
+/* Among due jobs: those locked ahead of a consumer in the order they were chosen (guarantees.md,
+ * Order and timing), then more urgent priority, then earlier due time, then first seen. */
 static int ready_less(const void *a, const void *b)
 {
     const struct job *x = a, *y = b;
+    if (x->chosen != y->chosen) /* 0, not chosen, last */
+        return x->chosen - 1 < y->chosen - 1;
     if (x->jn.priority != y->jn.priority)
         return x->jn.priority < y->jn.priority;
     if (x->jn.due_ms != y->jn.due_ms)
@@ -98,6 +101,8 @@ static int armed_less(const void *a, const void *b)
 void dispatcher_push_ready(struct job *job)
 {
     job_transition(job, JE_DUE);
+    if (!job->prelocked) /* the key stays as it is while the job is in the heap */
+        job->chosen = 0;
     if (turns_push(&job->q->ready, job) != 0)
         log_error("queue %s: out of memory for job %s", job->q->cfg->name, job->id);
 }
@@ -180,13 +185,24 @@ static int may_lock_unowned(struct dispatcher *ds, struct dqueue *q)
 }
 
 /* Locking ahead of the due time needs a consumer with room for every job already locked
- * ahead. */
+ * ahead, and no due job waiting: a job locked ahead is a choice, and a choice goes before
+ * every job not locked yet (ready_less). */
 static int may_prelock(struct dispatcher *ds, struct dqueue *q)
 {
-    return may_lock_unowned(ds, q) && consumer_ring_room(&q->ring) > q->nprelocked;
+    return may_lock_unowned(ds, q) && consumer_ring_room(&q->ring) > q->nprelocked &&
+           !turns_peek(&q->ready);
 }
 
 #define WINDOW_UNKNOWN UINT64_MAX
+
+/* JOB is locked before a consumer is chosen for it: once due, it goes before any job not
+ * locked yet, in the order of these choices (ready_less). */
+static void choose(struct dispatcher *ds, struct job *job)
+{
+    job->prelocked = 1;
+    job->chosen = ++ds->choices;
+    job->q->nprelocked++;
+}
 
 /* JOB, the first ready job, locked before a consumer is free (ahead.h): 1, or 0 when it
  * may not be. Not while groups take turns: the order of their turns is decided at the push.
@@ -201,8 +217,8 @@ static int lock_ahead(struct dispatcher *ds, struct dqueue *q, struct job *job,
     if (q->nprelocked >= *window)
         return 0;
     turns_pop(&q->ready);
-    job->prelocked = job->ahead = 1;
-    q->nprelocked++;
+    job->ahead = 1;
+    choose(ds, job);
     lock_take(ds, job, NULL);
     return 1;
 }
@@ -265,14 +281,13 @@ void dispatcher_tick(struct dispatcher *ds)
             heap_pop(&q->delayed);
             dispatcher_push_ready(job);
         }
+        dispatcher_dispatch(ds, q);
         while (moved++ < DUE_PER_TURN && (job = heap_peek(&q->delayed)) &&
                job->wake_ms <= wall + PRELOCK_MS && may_prelock(ds, q)) {
             heap_pop(&q->delayed);
-            job->prelocked = 1;
-            q->nprelocked++;
+            choose(ds, job);
             lock_take(ds, job, NULL);
         }
-        dispatcher_dispatch(ds, q);
     }
     lease_tick(ds, wall);
     dispatcher_rearm(ds);
@@ -350,8 +365,7 @@ static void stale_lock_answer(struct dispatcher *ds, struct job *job)
         settle_give_back_locked(ds, job);
         return;
     }
-    job->prelocked = 1;
-    job->q->nprelocked++;
+    choose(ds, job);
     arm(ds, job);
 }
 

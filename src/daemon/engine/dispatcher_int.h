@@ -27,6 +27,7 @@ struct dispatcher {
     struct event *timer;
     int64_t armed_wall;         /* when the timer fires; INT64_MAX when idle */
     uint64_t seq;
+    uint64_t choices;           /* jobs locked ahead of a consumer so far (job->chosen) */
     struct uidgen uids;         /* job uids (uid.h) */
     struct put_env put_env;     /* what the put path is given (put_env.h) */
     char ident[128];            /* lock data: which daemon holds it */

@@ -40,6 +40,7 @@ struct job {
     int64_t wake_ms;            /* delay heap key: due time, or a retry time */
     int64_t not_before;         /* after a failure with our lock: not offered before this */
     uint64_t seq;               /* creation order, last tie-break */
+    uint64_t chosen;            /* locked ahead of a consumer: the choice's order; else 0 */
     struct mirror_entry listed; /* the bucket it was listed in (mirror.c) */
     struct consumer *owner;
     struct job *owner_next, *owner_prev;
