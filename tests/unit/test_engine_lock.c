@@ -407,10 +407,10 @@ static void test_prelocked_before_late(void)
     harness_stop();
 }
 
-/* No job is locked ahead of its due time while a due job waits unlocked: that lock would be
- * a choice made before the due job's, and go first (integration.delivery's due order). The
- * consumer's slot frees just before B1 and B2 fall due together, C due 1 ms later; each
- * push is answered only after C is due. */
+/* Due order across the prelock and a full consumer: B1 and B2 fall due together just after
+ * the consumer's one slot frees, C 1 ms later; each push is answered only after C is due.
+ * C must not be chosen before B2 (with the prelock before the turn's dispatch and no check
+ * of waiting due jobs, it was: integration.delivery's due order). */
 static void test_no_prelock_past_due(void)
 {
     harness_start(QUEUES);
@@ -433,6 +433,77 @@ static void test_no_prelock_past_due(void)
     harness_stop();
 }
 
+/* No job is locked ahead of its due time while a due job waits unlocked, though a consumer
+ * has room: that lock would be a choice made before the waiting job's, and go first. J waits
+ * for P's lock (P locked ahead, due, unanswered); C falls due 10 ms later. */
+static void test_no_prelock_while_due_waits(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 2);
+    const char *p = harness_listed("a", 30, 5, 1);
+    CHECK(harness_state(p) == JS_LOCKING && harness_multis() == 1);
+    harness_advance(30); /* p due, its lock unanswered */
+    const char *j = harness_listed("a", -5, 5, 1);
+    const char *cc = harness_listed("a", 10, 5, 1);
+    CHECK(harness_state(j) == JS_READY); /* behind p's lock; nothing answered: no window */
+    CHECK(harness_state(cc) == JS_DELAYED && harness_multis() == 1);
+    harness_multi_ok(0, 1); /* p pushed, then j locked for the consumer's second slot */
+    CHECK(c->njobs == 1 && strcmp(c->jobs[0].id, p) == 0);
+    CHECK(harness_state(j) == JS_LOCKING && harness_job(j)->owner == c->c);
+    harness_advance(10);
+    while (harness_multis())
+        harness_multi_ok(harness_multis() - 1, 1); /* the newest first */
+    CHECK(c->njobs == 2 && strcmp(c->jobs[1].id, j) == 0);
+    CHECK(harness_state(cc) == JS_READY); /* the consumer is full */
+    harness_ack(c, p);
+    harness_turn();
+    while (harness_multis())
+        harness_multi_ok(0, 1);
+    CHECK(c->njobs == 3 && strcmp(c->jobs[2].id, cc) == 0);
+    harness_stop();
+}
+
+/* Choices are pushed in their order: J, locked ahead while P's lock (taken before P's due
+ * time) is on its way, waits for P though its own answer comes first. F's lock took 100 ms,
+ * so one answer opens a window of a few jobs. */
+static void test_choices_keep_order(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 2);
+    const char *f = harness_listed("a", 0, 5, 1);
+    harness_advance(100);
+    harness_multi_ok(0, 1);
+    harness_ack(c, f);
+    harness_multi_ok(0, 1); /* f's settle */
+    const char *p = harness_listed("a", 30, 5, 1);
+    CHECK(harness_state(p) == JS_LOCKING && harness_multis() == 1);
+    harness_advance(30);
+    const char *j = harness_listed("a", -5, 5, 1);
+    CHECK(harness_state(j) == JS_LOCKING && harness_job(j)->owner == NULL); /* ahead */
+    CHECK(harness_multis() == 2);
+    harness_multi_ok(1, 1); /* j's answer first */
+    CHECK(c->njobs == 1 && harness_state(j) == JS_READY);
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 3 && strcmp(c->jobs[1].id, p) == 0 && strcmp(c->jobs[2].id, j) == 0);
+    harness_stop();
+}
+
+/* A slot that frees while a job is due within 50 ms locks it ahead at once: the timer was
+ * armed for its due time while the consumer was full, and is armed sooner. */
+static void test_prelock_when_slot_frees(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *a = harness_delivered("a");
+    const char *b = harness_listed("a", 40, 5, 1);
+    CHECK(harness_state(b) == JS_DELAYED); /* full: not locked ahead */
+    CHECK(harness_ds()->armed_wall == harness_now() + 40); /* the timer: at b's due time */
+    harness_ack(c, a);
+    harness_turn(); /* no tick of the test clock: only the loop's own timer, due at once */
+    CHECK(harness_state(b) == JS_LOCKING && harness_job(b)->prelocked);
+    harness_stop();
+}
+
 int main(void)
 {
     test_lock_then_push();
@@ -451,6 +522,9 @@ int main(void)
     test_chosen_before_newcomer();
     test_prelocked_before_late();
     test_no_prelock_past_due();
+    test_no_prelock_while_due_waits();
+    test_choices_keep_order();
+    test_prelock_when_slot_frees();
     test_ahead_given_back();
     return check_report("unit.engine_lock");
 }

@@ -423,11 +423,12 @@ void dispatcher_deliver(struct dispatcher *ds, struct job *job)
 
 /* A job locked ahead whose lock is still on its way when it falls due would be overtaken
  * by jobs locked after it: nothing is dispatched until its answer is in (its completion
- * dispatches again), unless it is locked ahead itself. */
+ * dispatches again), unless it was chosen before it. */
 static int overtakes_prelock(struct dqueue *q, const struct job *job)
 {
     const struct job *pl = heap_peek(&q->prelocking);
-    return pl && (int64_t)pl->jn.due_ms <= cluster_now_ms() && !job->prelocked;
+    return pl && (int64_t)pl->jn.due_ms <= cluster_now_ms() &&
+           (!job->chosen || pl->chosen < job->chosen);
 }
 
 /* A due job locked ahead of a consumer, its answer still to come, ranks before JOB: JOB
@@ -477,6 +478,16 @@ static int may_push(struct dispatcher *ds, struct dqueue *q)
     struct timeval poll = units_ms_timeval(STALE_POLL_MS);
     evtimer_add(ds->later, &poll);
     return 0;
+}
+
+/* The timer was armed for the due time of the next job, as it could not be locked ahead
+ * then (consumers full, due jobs waiting); now it can: wake up PRELOCK_MS before. */
+static void prelock_sooner(struct dispatcher *ds, struct dqueue *q)
+{
+    const struct job *top = heap_peek(&q->delayed);
+    if (top && top->wake_ms - PRELOCK_MS < ds->armed_wall && !turns_peek(&q->ready) &&
+        may_prelock(ds, q))
+        dispatcher_rearm(ds);
 }
 
 void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
@@ -529,6 +540,7 @@ void dispatcher_dispatch(struct dispatcher *ds, struct dqueue *q)
         lock_take(ds, job, c);
     }
     limit_set_waiting(q->limit, room ? 0 : q->ready.len);
+    prelock_sooner(ds, q);
 }
 
 /* ---- jobs listed, stored and gone ---- */
