@@ -358,6 +358,13 @@ static void test_ahead_given_back(void)
     harness_stop();
 }
 
+/* Every multi on the fake store answered ZOK, oldest first (each answer may send more). */
+static void answer_all(void)
+{
+    while (harness_multis())
+        harness_multi_ok(0, 1);
+}
+
 /* A job chosen ahead goes before one that arrives after the choice, whatever its priority
  * (guarantees.md, Order and timing): third, locked ahead of the full consumer and answered,
  * is pushed with no multi when a slot frees, before a more urgent job listed meanwhile. */
@@ -389,8 +396,7 @@ static void test_prelocked_before_late(void)
     harness_multi_ok(0, 1);
     CHECK(harness_state(early) == JS_ARMED);
     const char *x = harness_listed("a", 0, 5, 1), *y = harness_listed("a", 0, 5, 1);
-    while (harness_multis())
-        harness_multi_ok(0, 1);
+    answer_all();
     CHECK(c->njobs == 2 && !consumer_has_room(c->c)); /* x and y: full */
     harness_advance(30);
     CHECK(harness_state(early) == JS_READY && harness_job(early)->prelocked);
@@ -401,8 +407,7 @@ static void test_prelocked_before_late(void)
     CHECK(harness_state(late) != JS_INFLIGHT); /* waiting, or locked ahead in its turn */
     harness_ack(c, y);
     harness_turn();
-    while (harness_multis())
-        harness_multi_ok(0, 1);
+    answer_all();
     CHECK(c->njobs == 4 && strcmp(c->jobs[3].id, late) == 0);
     harness_stop();
 }
@@ -423,8 +428,7 @@ static void test_no_prelock_past_due(void)
     harness_advance(5); /* b1 and b2 due; cc within 50 ms */
     const char *want[] = {b1, b2, cc};
     for (int i = 0; i < 3; i++) {
-        while (harness_multis())
-            harness_multi_ok(0, 1);
+        answer_all();
         harness_advance(2);
         CHECK(c->njobs == 2 + i && strcmp(c->jobs[1 + i].id, want[i]) == 0);
         if (c->njobs == 2 + i)
@@ -457,8 +461,7 @@ static void test_no_prelock_while_due_waits(void)
     CHECK(harness_state(cc) == JS_READY); /* the consumer is full */
     harness_ack(c, p);
     harness_turn();
-    while (harness_multis())
-        harness_multi_ok(0, 1);
+    answer_all();
     CHECK(c->njobs == 3 && strcmp(c->jobs[2].id, cc) == 0);
     harness_stop();
 }

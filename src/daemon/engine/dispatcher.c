@@ -189,8 +189,8 @@ static int may_lock_unowned(struct dispatcher *ds, struct dqueue *q)
  * every job not locked yet (ready_less). */
 static int may_prelock(struct dispatcher *ds, struct dqueue *q)
 {
-    return may_lock_unowned(ds, q) && consumer_ring_room(&q->ring) > q->nprelocked &&
-           !turns_peek(&q->ready);
+    return !turns_peek(&q->ready) && may_lock_unowned(ds, q) &&
+           consumer_ring_room(&q->ring) > q->nprelocked; /* the cheap tests first */
 }
 
 #define WINDOW_UNKNOWN UINT64_MAX
@@ -485,8 +485,7 @@ static int may_push(struct dispatcher *ds, struct dqueue *q)
 static void prelock_sooner(struct dispatcher *ds, struct dqueue *q)
 {
     const struct job *top = heap_peek(&q->delayed);
-    if (top && top->wake_ms - PRELOCK_MS < ds->armed_wall && !turns_peek(&q->ready) &&
-        may_prelock(ds, q))
+    if (top && top->wake_ms - PRELOCK_MS < ds->armed_wall && may_prelock(ds, q))
         dispatcher_rearm(ds);
 }
 
