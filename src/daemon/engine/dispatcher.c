@@ -781,7 +781,7 @@ void dispatcher_revoke_all(struct dispatcher *ds)
     settle_revoke_held(ds);
     writehold_fail(ds->writehold, RR_NO_SESSION);
     struct job *job, *tmp;
-    HASH_ITER(hh, ds->jobs, job, tmp) {
+    JOBS_EACH(ds, job, tmp) {
         if (job->owner && job->state == JS_INFLIGHT)
             job_revoke(ds, job, LOST_SESSION);
         if (job->owner && job->state == JS_SETTLING) { /* answered: its reply says why */
@@ -810,7 +810,7 @@ static void check_counts(const struct dispatcher *ds, const struct queue_counts 
     struct queue_counts *walk = calloc(ds->nqueues + 1, sizeof *walk);
     if (!walk)
         return;
-    HASH_ITER(hh, ds->jobs, job, tmp) {
+    JOBS_EACH(ds, job, tmp) {
         struct queue_counts *c = &walk[job->q->index];
         c->inflight += job->state == JS_INFLIGHT;
         c->ready += job->state == JS_READY;
@@ -871,14 +871,14 @@ void dispatcher_format(const struct dispatcher *ds, char *buf, size_t len)
     txnbatch_counts(ds->locks, &items[1], &multis[1]);
     txnbatch_counts(ds->settles, &items[2], &multis[2]);
     int n = snprintf(buf, len,
-                     " jobs_known=%u delayed=%zu ready=%zu inflight=%zu locked_ahead=%zu"
+                     " jobs_known=%zu delayed=%zu ready=%zu inflight=%zu locked_ahead=%zu"
                      " listing_max_bytes=%zu"
                      " listings=%llu listed_names=%llu listings_unchanged=%llu"
                      " payload_reads=%llu payload_bytes=%zu"
                      " txn.puts=%llu/%llu txn.locks=%llu/%llu txn.settles=%llu/%llu"
                      " changes=%llu change_round_trips=%llu change_round_trips_max=%u"
                      " stale_session_holds=%llu",
-                     HASH_COUNT(ds->jobs), delayed, ready, inflight, ahead,
+                     ds->jobs.count, delayed, ready, inflight, ahead,
                      mirror_listing_max(ds->d->mirror), lists, names, unchanged, ds->reads,
                      ds->payload_bytes, items[0], multis[0], items[1], multis[1], items[2],
                      multis[2], ds->changes, ds->change_round_trips,
@@ -1052,7 +1052,7 @@ size_t dispatcher_busy(const struct dispatcher *ds)
         return ds->leases.len;
     size_t n = 0;
     const struct job *job, *tmp;
-    HASH_ITER(hh, ds->jobs, job, tmp)
+    JOBS_EACH(ds, job, tmp)
         n += job->state == JS_INFLIGHT || job->state == JS_LOCKING || job->state == JS_SETTLING;
     return n;
 }
@@ -1061,9 +1061,9 @@ size_t dispatcher_busy(const struct dispatcher *ds)
 static char **held_paths(struct dispatcher *ds, size_t *n)
 {
     struct job *job, *tmp;
-    char **paths = malloc((HASH_COUNT(ds->jobs) + 1) * sizeof *paths);
+    char **paths = malloc((ds->jobs.count + 1) * sizeof *paths);
     *n = 0;
-    HASH_ITER(hh, ds->jobs, job, tmp)
+    JOBS_EACH(ds, job, tmp)
         if (paths && job->state == JS_INFLIGHT && job->owner)
             paths[(*n)++] = strdup(job->path);
     return paths;
@@ -1175,6 +1175,7 @@ struct dispatcher *dispatcher_new(struct deferd *d)
     if (!ds)
         return NULL;
     ds->d = d;
+    jobs_init(ds);
     ds->armed_wall = INT64_MAX;
     ds->timer = evtimer_new(d->base, on_timer, ds);
     ds->kick = event_new(d->base, -1, 0, on_kick, ds);
@@ -1235,12 +1236,12 @@ void dispatcher_free(struct dispatcher *ds)
         return;
     struct job *job, *tmp;
     claims_free(ds->claims); /* first: it forgets the jobs without touching them */
-    HASH_ITER(hh, ds->jobs, job, tmp) {
-        HASH_DEL(ds->jobs, job);
+    JOBS_EACH(ds, job, tmp) {
         free(job->path);
         free(job->payload);
         free(job);
     }
+    pathindex_free(&ds->jobs);
     for (size_t i = 0; i < ds->nqueues; i++) {
         heap_free(&ds->queues[i]->delayed);
         turns_free(&ds->queues[i]->ready);

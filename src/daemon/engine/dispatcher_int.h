@@ -11,6 +11,7 @@
 #include "dispatcher.h"
 #include "heap.h"
 #include "mirror.h" /* struct mirror_report, a member */
+#include "pathindex.h"
 #include "put_env.h"
 #include "uid.h"
 
@@ -23,7 +24,8 @@ struct dispatcher {
     const struct foreign_format *foreign; /* Curator's (foreign_format.h), installed by main */
     struct dqueue **queues;     /* each on its own: jobs and consumers point to them */
     size_t nqueues;
-    struct job *jobs;           /* by znode path */
+    struct pathindex jobs;      /* by znode path */
+    struct job *jobs_first, *jobs_last; /* every job, in the order they came (JOBS_EACH) */
     struct event *timer;
     int64_t armed_wall;         /* when the timer fires; INT64_MAX when idle */
     uint64_t seq;

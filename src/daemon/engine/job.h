@@ -8,7 +8,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <uthash.h>
 
 #include "layout.h"
 #include "lifecycle.h"
@@ -23,7 +22,8 @@ struct dqueue;
 #define UNDER_NAME_UNKNOWN UINT32_MAX
 
 struct job {
-    UT_hash_handle hh;          /* dispatcher->jobs, key: path */
+    unsigned hash;              /* of path, in dispatcher->jobs (pathindex.h) */
+    struct job *all_prev, *all_next; /* every job, in the order they came (JOBS_EACH) */
     char *path;
     char *id;                   /* in path's allocation, after it (jobs.c: name_block) */
     struct dqueue *q;

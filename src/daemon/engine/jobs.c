@@ -93,6 +93,43 @@ void job_unprelock(struct job *job)
     }
 }
 
+static const char *job_path_of(const void *item) { return ((const struct job *)item)->path; }
+
+void jobs_init(struct dispatcher *ds)
+{
+    pathindex_init(&ds->jobs, job_path_of);
+    ds->jobs_first = ds->jobs_last = NULL;
+}
+
+/* In the dispatcher's index and list of every job. */
+static int jobs_link(struct dispatcher *ds, struct job *job, unsigned hash)
+{
+    if (pathindex_add(&ds->jobs, job, hash) != 0)
+        return -1;
+    job->hash = hash;
+    job->all_next = NULL;
+    job->all_prev = ds->jobs_last;
+    if (ds->jobs_last)
+        ds->jobs_last->all_next = job;
+    else
+        ds->jobs_first = job;
+    ds->jobs_last = job;
+    return 0;
+}
+
+static void jobs_unlink(struct dispatcher *ds, struct job *job)
+{
+    pathindex_remove(&ds->jobs, job, job->hash);
+    if (job->all_prev)
+        job->all_prev->all_next = job->all_next;
+    else
+        ds->jobs_first = job->all_next;
+    if (job->all_next)
+        job->all_next->all_prev = job->all_prev;
+    else
+        ds->jobs_last = job->all_prev;
+}
+
 void job_free(struct dispatcher *ds, struct job *job)
 {
     job_unprelock(job);
@@ -103,7 +140,7 @@ void job_free(struct dispatcher *ds, struct job *job)
     claim_forget(job);
     if (job->ci)
         job->q->ds->foreign->job_freed(job);
-    HASH_DEL(ds->jobs, job);
+    jobs_unlink(ds, job);
     job->q->nstate[job->state]--;
     free(job->path);
     ds->payload_bytes -= job->payload ? job->len : 0;
@@ -129,11 +166,12 @@ int job_rename(struct dispatcher *ds, struct job *job, const char *path, const c
     char *new_id, *p = name_block(path, strlen(path), id, &new_id);
     if (!p)
         return -1;
-    HASH_DEL(ds->jobs, job);
+    unsigned hash = pathindex_hash(p, strlen(p));
+    jobs_unlink(ds, job);
     free(job->path);
     job->path = p;
     job->id = new_id;
-    HASH_ADD_KEYPTR(hh, ds->jobs, job->path, strlen(job->path), job);
+    (void)jobs_link(ds, job, hash); /* an add right after a remove never fails */
     return 0;
 }
 
@@ -173,13 +211,13 @@ struct job *job_find(struct dispatcher *ds, const char *id)
         if (q && q->cfg->format != QF_NATIVE) {
             if (snprintf(path, sizeof path, "%s/%s", q->cfg->curator_path, slash + 1) <
                 (int)sizeof path)
-                HASH_FIND_STR(ds->jobs, path, job);
+                job = job_find_path(ds, path);
             return job;
         }
     }
     if (layout_parse_id(id, queue, sizeof queue, &jn) == 0 &&
         layout_job_path(path, sizeof path, dispatcher_root(ds), queue, &jn) == 0)
-        HASH_FIND_STR(ds->jobs, path, job);
+        job = job_find_path(ds, path);
     return job;
 }
 
@@ -200,14 +238,12 @@ void job_key_make(struct job_key *k, const char *path)
 {
     k->path = path;
     k->len = strlen(path);
-    HASH_VALUE(path, k->len, k->hashv);
+    k->hashv = pathindex_hash(path, k->len);
 }
 
 struct job *job_find_key(struct dispatcher *ds, const struct job_key *k)
 {
-    struct job *job;
-    HASH_FIND_BYHASHVALUE(hh, ds->jobs, k->path, k->len, k->hashv, job);
-    return job;
+    return pathindex_find(&ds->jobs, k->path, k->hashv);
 }
 
 struct job *job_new(struct dispatcher *ds, struct dqueue *q, const struct job_key *k,
@@ -228,8 +264,12 @@ struct job *job_new(struct dispatcher *ds, struct dqueue *q, const struct job_ke
     job->rslot = job->grslot = RATE_NO_SLOT;
     job->seq = ++ds->seq;
     job->state = JS_HELD; /* not in a heap yet */
+    if (jobs_link(ds, job, k->hashv) != 0) {
+        free(job->path);
+        free(job);
+        return NULL;
+    }
     q->nstate[JS_HELD]++;
-    HASH_ADD_KEYPTR_BYHASHVALUE(hh, ds->jobs, job->path, k->len, k->hashv, job);
     return job;
 }
 

@@ -20,7 +20,13 @@ struct job_key {
     unsigned hashv;
 };
 void job_key_make(struct job_key *k, const char *path);
+/* The dispatcher's table of jobs, empty (dispatcher_new). */
+void jobs_init(struct dispatcher *ds);
 struct job *job_find_key(struct dispatcher *ds, const struct job_key *k);
+/* Every job of the dispatcher (dispatcher_int.h), in the order they came; the body may free
+ * JOB (TMP is the next one), as it may free no other job. */
+#define JOBS_EACH(ds, job, tmp) \
+    for ((job) = (ds)->jobs_first; (job) && ((tmp) = (job)->all_next, 1); (job) = (tmp))
 /* A new job at K's path in the dispatcher's hash, in no heap yet (state HELD); NULL when
  * out of memory. */
 struct job *job_new(struct dispatcher *ds, struct dqueue *q, const struct job_key *k,

@@ -52,7 +52,7 @@ void lease_start(struct dispatcher *ds, struct job *job)
 void lease_shift_all(struct dispatcher *ds, int64_t delta_ms)
 {
     struct job *job, *tmp;
-    HASH_ITER(hh, ds->jobs, job, tmp) {
+    JOBS_EACH(ds, job, tmp) {
         job->lease_at += delta_ms;
         job->lease_wake += delta_ms;
     }

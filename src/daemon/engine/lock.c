@@ -384,7 +384,7 @@ void lock_verify_held(struct dispatcher *ds)
     struct job *job, *tmp;
     if (ds->foreign)
         ds->foreign->resync(ds); /* checks its own locks */
-    HASH_ITER(hh, ds->jobs, job, tmp) {
+    JOBS_EACH(ds, job, tmp) {
         if (job->state != JS_INFLIGHT || job->ci || job->claim)
             continue; /* a claim's next write says whether it is still ours */
         struct lock_paths lp;
