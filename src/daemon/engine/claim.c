@@ -623,7 +623,8 @@ static int has_record(const struct claim *cl, const struct job *job,
 }
 
 /* The acks of LIST whose jobs the claim still holds are kept (in order, into *KEEP); the
- * others are told RC (their settles free the jobs). */
+ * others are told RC (their settles free the jobs): ZNONODE, they were cancelled (gone,
+ * so that their consumers are told so), or ZOK, a lost write of ours took them out. */
 static void sort_acks(struct claim *cl, struct ack *list, struct ack ***keep,
                       const struct claim_record *recs, uint32_t n, int rc)
 {
@@ -635,6 +636,7 @@ static void sort_acks(struct claim *cl, struct ack *list, struct ack ***keep,
             *keep = &a->next;
             continue;
         }
+        a->job->gone |= rc == ZNONODE;
         a->done(a->ctx, rc);
         free(a);
     }
