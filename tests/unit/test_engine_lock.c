@@ -117,6 +117,20 @@ static void test_lock_nodeexists(void)
     harness_stop();
 }
 
+/* Listed again while its lock is on its way (an older walk of its bucket): still there,
+ * so another daemon's lock (NodeExists) leaves it waiting for that lock, not forgotten. */
+static void test_listed_again_while_locking(void)
+{
+    harness_start(QUEUES);
+    harness_consumer("a", 1);
+    const char *id = harness_listed("a", 0, 0, 1);
+    CHECK(harness_state(id) == JS_LOCKING);
+    harness_listed_again(id);
+    harness_multi_fails(0, 0, ZNODEEXISTS);
+    CHECK(harness_state(id) == JS_CHECKING);
+    harness_stop();
+}
+
 /* The other daemon's lock went before our check: offered again at once. */
 static void test_lock_gone_before_check(void)
 {
@@ -514,6 +528,7 @@ int main(void)
     test_stale_lock_answer();
     test_lock_nonode();
     test_lock_nodeexists();
+    test_listed_again_while_locking();
     test_lock_gone_before_check();
     test_lock_answer_lost();
     test_lock_ahead();

@@ -413,9 +413,29 @@ static void test_cancelled_while_held(void)
     harness_stop();
 }
 
+/* A held job missing from a listing that was older than the job: looked up, it is there,
+ * so it is not taken for gone: given back unrun, it is kept and delivered again. */
+static void test_missing_from_older_listing(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 1);
+    const char *id = harness_delivered("a");
+    harness_unlisted(id);
+    CHECK_STR(harness_call_what(0), "exists job");
+    harness_call_rc(0, ZOK);
+    CHECK(harness_state(id) == JS_INFLIGHT && c->ncancelled == 0);
+    struct harness_reply *r = harness_nack_unrun(c, id);
+    CHECK_STR(harness_multi_ops(0), "delete owner, delete lock, delete job, create job");
+    harness_multi_ok(0, 1);
+    CHECK_STR(r->line, "OK");
+    CHECK(harness_state(id) == JS_LOCKING);
+    harness_stop();
+}
+
 int main(void)
 {
     test_ack();
+    test_missing_from_older_listing();
     test_ack_frees_slot();
     test_ack_cancelled();
     test_ack_lock_gone();

@@ -608,7 +608,7 @@ static struct job *job_seen(struct dispatcher *ds, struct dqueue *q, const char 
     job_key_make(&k, path); /* hashed once: looked up, then added when new */
     struct job *job = job_find_key(ds, &k);
     if (job) {
-        job->gone = 1; /* listed again: it exists, whatever an earlier listing said */
+        job->gone = 0; /* listed again: it exists, whatever an earlier listing said */
         return job;
     }
     if (!id && layout_job_id(made, sizeof made, q->cfg->name, jn) == 0)
@@ -638,7 +638,7 @@ static void on_vanish_checked(const struct zk_result *res, void *ctx)
     struct job *job = job_find_path(ds, vc->path);
     free(vc);
     if (job && job->state == JS_INFLIGHT && res->rc == ZOK)
-        job->gone = 1; /* an older listing: its next one shows the job again */
+        job->gone = 0; /* an older listing: its next one shows the job again */
     if (!job || job->state != JS_INFLIGHT || !job->gone || !job->owner || res->rc != ZNONODE)
         return;
     log_info("queue %s: job %s was cancelled while a consumer held it; telling the consumer",
