@@ -25,7 +25,7 @@ struct dispatcher {
     struct dqueue **queues;     /* each on its own: jobs and consumers point to them */
     size_t nqueues;
     struct pathindex jobs;      /* by znode path */
-    struct job *jobs_first, *jobs_last; /* every job, in the order they came (JOBS_EACH) */
+    struct job *jobs_all;       /* every job, in the order they came (utlist, JOBS_EACH) */
     struct event *timer;
     int64_t armed_wall;         /* when the timer fires; INT64_MAX when idle */
     uint64_t seq;

@@ -23,7 +23,7 @@ struct dqueue;
 
 struct job {
     unsigned hash;              /* of path, in dispatcher->jobs (pathindex.h) */
-    struct job *all_prev, *all_next; /* every job, in the order they came (JOBS_EACH) */
+    struct job *all_prev, *all_next; /* dispatcher->jobs_all (utlist): every job, in order */
     char *path;
     char *id;                   /* in path's allocation, after it (jobs.c: name_block) */
     struct dqueue *q;

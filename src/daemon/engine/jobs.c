@@ -98,7 +98,7 @@ static const char *job_path_of(const void *item) { return ((const struct job *)i
 void jobs_init(struct dispatcher *ds)
 {
     pathindex_init(&ds->jobs, job_path_of);
-    ds->jobs_first = ds->jobs_last = NULL;
+    ds->jobs_all = NULL;
 }
 
 /* In the dispatcher's index and list of every job. */
@@ -107,27 +107,14 @@ static int jobs_link(struct dispatcher *ds, struct job *job, unsigned hash)
     if (pathindex_add(&ds->jobs, job, hash) != 0)
         return -1;
     job->hash = hash;
-    job->all_next = NULL;
-    job->all_prev = ds->jobs_last;
-    if (ds->jobs_last)
-        ds->jobs_last->all_next = job;
-    else
-        ds->jobs_first = job;
-    ds->jobs_last = job;
+    DL_APPEND2(ds->jobs_all, job, all_prev, all_next);
     return 0;
 }
 
 static void jobs_unlink(struct dispatcher *ds, struct job *job)
 {
     pathindex_remove(&ds->jobs, job, job->hash);
-    if (job->all_prev)
-        job->all_prev->all_next = job->all_next;
-    else
-        ds->jobs_first = job->all_next;
-    if (job->all_next)
-        job->all_next->all_prev = job->all_prev;
-    else
-        ds->jobs_last = job->all_prev;
+    DL_DELETE2(ds->jobs_all, job, all_prev, all_next);
 }
 
 void job_free(struct dispatcher *ds, struct job *job)

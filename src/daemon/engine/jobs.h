@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <utlist.h>
 
 #include "consumers.h"
 #include "job.h"
@@ -25,8 +26,7 @@ void jobs_init(struct dispatcher *ds);
 struct job *job_find_key(struct dispatcher *ds, const struct job_key *k);
 /* Every job of the dispatcher (dispatcher_int.h), in the order they came; the body may free
  * JOB (TMP is the next one), as it may free no other job. */
-#define JOBS_EACH(ds, job, tmp) \
-    for ((job) = (ds)->jobs_first; (job) && ((tmp) = (job)->all_next, 1); (job) = (tmp))
+#define JOBS_EACH(ds, job, tmp) DL_FOREACH_SAFE2((ds)->jobs_all, job, tmp, all_next)
 /* A new job at K's path in the dispatcher's hash, in no heap yet (state HELD); NULL when
  * out of memory. */
 struct job *job_new(struct dispatcher *ds, struct dqueue *q, const struct job_key *k,
