@@ -163,7 +163,7 @@ static int keys_tell(const struct putset *ps)
 {
     size_t tokens = 0;
     for (size_t i = 0; i < putset_count(ps); i++)
-        tokens += putset_job(ps, i)->token_path[0] != '\0';
+        tokens += putjob_token_path(putset_job(ps, i))[0] != '\0';
     if (tokens == putset_count(ps))
         return 1;
     if (!putset_all_keyed(ps))

@@ -98,8 +98,8 @@ struct putset *putset_new(const struct put_env *env, size_t max_jobs)
     size_t n = max_jobs ? max_jobs : 1;
     if (n > (SIZE_MAX - sizeof(struct putset)) / sizeof(struct putjob))
         return NULL;
-    /* not calloc: each job is cleared as it is added (putjob_clear), its 4 KiB of string
-     * buffers only emptied; zeroing them whole was a tenth of a put's instructions */
+    /* not calloc: each job is cleared as it is added (putjob_clear), its 750 bytes of
+     * strings only emptied; zeroing them whole was a tenth of a put's instructions */
     struct putset_pool *pool = env ? env->pool : NULL;
     struct putset *ps = n == 1 && pool && pool->n ? pool->spare[--pool->n]
                                                   : malloc(sizeof *ps + n * sizeof(struct putjob));
@@ -127,8 +127,10 @@ void putset_free(struct putset *ps)
 {
     if (!ps)
         return;
-    for (size_t i = 0; i < ps->n; i++)
+    for (size_t i = 0; i < ps->n; i++) {
         free(ps->jobs[i].payload);
+        free(ps->jobs[i].more);
+    }
     free_prefix(ps);
     if (ps->op_job != ps->op_job_inline)
         free(ps->op_job);
@@ -216,6 +218,22 @@ static int same_key_before(const struct putset *ps, const struct putjob *pj)
     return -1;
 }
 
+/* PJ's strings for a key, a token or a flow, made at its first need; NULL: out of memory. */
+static struct putjob_more *more_of(struct putjob *pj)
+{
+    if (!pj->more)
+        pj->more = calloc(1, sizeof *pj->more);
+    return pj->more;
+}
+
+/* A job refused before it was counted in the set: putset_free will not see its strings. */
+static int drop_more(struct putjob *pj, int rc)
+{
+    free(pj->more);
+    pj->more = NULL;
+    return rc;
+}
+
 int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code, char *text,
                size_t tlen)
 {
@@ -249,13 +267,16 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
     memcpy(pj->jn.group, pp->group, sizeof pj->jn.group);
     pj->flow_parent = -1;
     pj->dup_of = same_key_before(ps, pj);
+    if ((pj->jn.key[0] || pp->idem[0]) && !(pj->more = calloc(1, sizeof *pj->more)))
+        return refuse(code, text, tlen, PE_INTERNAL, "out of memory");
     if (pj->jn.key[0] &&
-        layout_key_path(pj->key_path, sizeof pj->key_path, ps->env->d->cfg->zk_root, q->cfg->name,
-                        pj->jn.key) != 0)
-        return refuse(code, text, tlen, PE_BAD_REQUEST, "bad key '%s'", pp->key);
-    if (pp->idem[0] && tokens_path(pj->token_path, sizeof pj->token_path, ps->env->d->cfg->zk_root,
-                                   q->cfg->name, pp->idem, code, text, tlen) != 0)
-        return -1;
+        layout_key_path(pj->more->key_path, sizeof pj->more->key_path, ps->env->d->cfg->zk_root,
+                        q->cfg->name, pj->jn.key) != 0)
+        return drop_more(pj, refuse(code, text, tlen, PE_BAD_REQUEST, "bad key '%s'", pp->key));
+    if (pp->idem[0] &&
+        tokens_path(pj->more->token_path, sizeof pj->more->token_path, ps->env->d->cfg->zk_root,
+                    q->cfg->name, pp->idem, code, text, tlen) != 0)
+        return drop_more(pj, -1);
 
     pp->payload = NULL;
     ps->n++;
@@ -367,11 +388,14 @@ static int place_flow(struct putset *ps, struct putjob *pj)
 {
     const char *root = ps->env->d->cfg->zk_root;
     struct layout_flow fl = {.on_complete = ps->flow_on_complete, .pending = pj->flow_children};
+    struct putjob_more *m = more_of(pj);
+    if (!m)
+        return ZK_ENOMEM;
     if (layout_flow_path(pj->path, sizeof pj->path, root, pj->jn.uid, NULL) != 0 ||
-        layout_flow_path(pj->flow_node, sizeof pj->flow_node, root, pj->jn.uid,
+        layout_flow_path(m->flow_node, sizeof m->flow_node, root, pj->jn.uid,
                          LAYOUT_FLOW_PARENT) != 0 ||
         layout_job_id(fl.parent, sizeof fl.parent, pj->q->cfg->name, &pj->jn) != 0 ||
-        layout_flow_data(pj->flow_data, sizeof pj->flow_data, &fl) != 0)
+        layout_flow_data(m->flow_data, sizeof m->flow_data, &fl) != 0)
         return ZK_ETOOLONG;
     return ZOK;
 }
@@ -380,22 +404,26 @@ static int name_job(struct putset *ps, struct putjob *pj)
 {
     uid_next(ps->env->uids, pj->jn.uid);
     pj->jn.shard[0] = '\0';
-    pj->marker_path[0] = '\0';
+    if (pj->more)
+        pj->more->marker_path[0] = '\0';
     if (pj->flow_parent >= 0 || ps->join[0]) { /* a flow's child: its name carries its
                                                   * parent's uid */
         memcpy(pj->jn.flow, pj->flow_parent >= 0 ? ps->jobs[pj->flow_parent].jn.uid : ps->join,
                sizeof pj->jn.flow);
-        if (layout_flow_marker_path(pj->marker_path, sizeof pj->marker_path,
+        if (!more_of(pj))
+            return ZK_ENOMEM;
+        if (layout_flow_marker_path(pj->more->marker_path, sizeof pj->more->marker_path,
                                     ps->env->d->cfg->zk_root, pj->jn.flow, pj->jn.uid) != 0)
             return ZK_ETOOLONG;
     }
     int rc = pj->flow_children ? place_flow(ps, pj) : place_job(ps, pj);
     if (rc == ZOK && pj->jn.key[0])
-        rc = prepare_key_dir(ps->env, pj->key_path);
-    if (rc == ZOK && pj->token_path[0])
-        rc = tokens_prepare_dir(ps->env->d->zs, ps->env->keydirs, pj->token_path);
+        rc = prepare_key_dir(ps->env, pj->more->key_path);
+    if (rc == ZOK && putjob_token_path(pj)[0])
+        rc = tokens_prepare_dir(ps->env->d->zs, ps->env->keydirs, pj->more->token_path);
     if (rc == ZOK && ((pj->jn.key[0] && /* the key node's data: only a keyed job has one */
-                       layout_key_data(pj->key_data, sizeof pj->key_data, &pj->jn) != 0) ||
+                       layout_key_data(pj->more->key_data, sizeof pj->more->key_data,
+                                       &pj->jn) != 0) ||
                       layout_job_id(pj->id, sizeof pj->id, pj->q->cfg->name, &pj->jn) != 0))
         rc = ZK_ETOOLONG;
     pj->named = rc == ZOK;
@@ -412,9 +440,10 @@ static void on_sent(const struct zk_result *res, void *ctx);
 static int job_ops(struct putjob *pj, struct zk_txn_op *ops, unsigned char *what)
 {
     int n = 0;
-    if (pj->token_path[0]) {
-        int rc = tokens_create_op(&ops[n], pj->token_path, &pj->jn, NULL, pj->token_data,
-                                  sizeof pj->token_data);
+    struct putjob_more *m = pj->more; /* set for a token, a key or a flow */
+    if (putjob_token_path(pj)[0]) {
+        int rc = tokens_create_op(&ops[n], m->token_path, &pj->jn, NULL, m->token_data,
+                                  sizeof m->token_data);
         if (rc != ZOK)
             return rc;
         what[n++] = OP_TOKEN;
@@ -422,26 +451,26 @@ static int job_ops(struct putjob *pj, struct zk_txn_op *ops, unsigned char *what
     if (pj->jn.key[0]) {
         what[n] = OP_KEY;
         ops[n++] = (struct zk_txn_op){.kind = pj->key_version < 0 ? ZT_CREATE : ZT_SET,
-                                      .path = pj->key_path, .data = pj->key_data,
-                                      .len = strlen(pj->key_data), .version = pj->key_version};
+                                      .path = m->key_path, .data = m->key_data,
+                                      .len = strlen(m->key_data), .version = pj->key_version};
     }
     if (pj->pack >= 0)
         return n;
     if (pj->flow_children) { /* a waiting parent: its flow's node, then its payload's */
         what[n] = OP_FLOW;
         ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->path,
-                                      .data = pj->flow_data, .len = strlen(pj->flow_data)};
+                                      .data = m->flow_data, .len = strlen(m->flow_data)};
         what[n] = OP_FLOW;
-        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->flow_node,
+        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = m->flow_node,
                                       .data = pj->payload, .len = pj->len};
     } else {
         what[n] = OP_JOB;
         ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->path, .data = pj->payload,
                                       .len = pj->len};
     }
-    if (pj->marker_path[0]) { /* a flow's child: counted by its marker (flow.h) */
+    if (putjob_marker_path(pj)[0]) { /* a flow's child: counted by its marker (flow.h) */
         what[n] = OP_MARKER;
-        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = pj->marker_path,
+        ops[n++] = (struct zk_txn_op){.kind = ZT_CREATE, .path = m->marker_path,
                                       .data = pj->id, .len = strlen(pj->id)};
     }
     return n;
@@ -609,7 +638,7 @@ static int repair(struct putset *ps, struct putjob *pj, int key_op, int rc)
     }
     if (rc == ZNONODE) { /* its directory is missing (deleted meanwhile, or never made) */
         ps->checking = pj;
-        rc = zkstore_parents_missing(ps->env->d->zs, key_op ? pj->key_path : pj->path,
+        rc = zkstore_parents_missing(ps->env->d->zs, key_op ? pj->more->key_path : pj->path,
                                      &pj->made_parents, on_parents_checked, ps);
         return rc == ZK_PARENTS_RESEND ? send_again(ps) : rc == ZK_PARENTS_ASKED ? ZOK : rc;
     }
@@ -693,9 +722,9 @@ static void resolve_tokens(struct putset *ps)
     tokens_reads_start(&ps->token_reads, &token_answers, ps);
     for (size_t i = 0; i < ps->n; i++) {
         struct putjob *pj = &ps->jobs[i];
-        if (pj->token_path[0] && !pj->dup && pj->dup_of < 0)
+        if (putjob_token_path(pj)[0] && !pj->dup && pj->dup_of < 0)
             tokens_read(&ps->token_reads, ps->env->d->zs,
-                        &(struct token_wait){pj->token_path, pj->q, pj});
+                        &(struct token_wait){pj->more->token_path, pj->q, pj});
     }
     tokens_reads_sent(&ps->token_reads);
 }
@@ -710,13 +739,13 @@ static void token_failed(struct putset *ps, struct putjob *pj, int rc)
     }
     if (rc == ZNONODE) {
         ps->checking = pj;
-        rc = zkstore_parents_missing(ps->env->d->zs, pj->token_path, &pj->made_parents,
+        rc = zkstore_parents_missing(ps->env->d->zs, pj->more->token_path, &pj->made_parents,
                                      on_parents_checked, ps);
         rc = rc == ZK_PARENTS_RESEND ? send_again(ps) : rc == ZK_PARENTS_ASKED ? ZOK : rc;
         if (rc == ZOK)
             return;
     }
-    failed(ps, pj, pj->token_path, rc);
+    failed(ps, pj, pj->more->token_path, rc);
 }
 
 static void on_sent(const struct zk_result *res, void *ctx)
@@ -742,13 +771,13 @@ static void on_sent(const struct zk_result *res, void *ctx)
         return;
     }
     if (ps->op_what[bad] == OP_MARKER) { /* made with its flow's node: cannot fail alone */
-        failed(ps, pj, pj->marker_path, res->op_err[bad]);
+        failed(ps, pj, pj->more->marker_path, res->op_err[bad]);
         return;
     }
     int key_op = ps->op_what[bad] == OP_KEY;
     int rc = over ? res->op_err[bad] : repair(ps, pj, key_op, res->op_err[bad]);
     if (rc != ZOK)
-        failed(ps, pj, key_op ? pj->key_path : pj->path, rc);
+        failed(ps, pj, key_op ? pj->more->key_path : pj->path, rc);
 }
 
 /* ---- taken keys ---- */
@@ -844,7 +873,7 @@ static void on_key_read(const struct zk_result *res, void *ctx)
     }
     if (rc != ZOK) {
         if (rc == ZNOAUTH)
-            queue_denied(pj->q, pj->key_path);
+            queue_denied(pj->q, pj->more->key_path);
         lookup_done(lk, rc);
         return;
     }
@@ -880,7 +909,7 @@ static void resolve_keys(struct putset *ps)
             *lk = (struct lookup){.ps = ps, .pj = pj};
             ps->lookups++;
             pj->key_version = -1;
-            rc = zkstore_get(ps->env->d->zs, pj->key_path, on_key_read, lk);
+            rc = zkstore_get(ps->env->d->zs, pj->more->key_path, on_key_read, lk);
             if (rc != ZOK) {
                 ps->lookups--;
                 free(lk);
