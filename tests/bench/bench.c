@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #define DAY_MS 86400000LL
@@ -381,6 +382,10 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
     int64_t span = last - first;
     double e2e = span > 0 ? 1000.0 * n / (double)span : 0;
     int puts = b->producers > 0 ? b->n : 0;
+    struct rusage ru; /* this whole run's CPU: a load generator on the same cores takes its share */
+    double cpu = getrusage(RUSAGE_SELF, &ru) == 0
+                 ? (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6 : -1;
     printf("{\"n\":%d,\"window_ms\":%d,\"consumers\":%d,\"inflight\":%d,\"payload\":%d,"
            "\"producers\":%d,\"depth\":%d,\"preload\":%d,\"preload_rate\":%.0f,\"preload_fail\":%d,"
            "\"put_rate\":%.0f,\"put_fail\":%d,\"delivered\":%d,\"duplicates\":%d,\"missing\":%d,"
@@ -389,7 +394,7 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
            "\"t0_ms\":%lld,\"first_delivery_ms\":%lld,\"ack_pipelined\":%d,\"ack_fail\":%d,\"keyed\":%d,\"blocking\":%d,"
            "\"hold_ms\":%d,\"small_groups\":%d,\"small_late_max_ms\":%lld,"
            "\"stored_late\":%d,\"lateness_stored_ms_p50\":%lld,\"lateness_stored_ms_p99\":%lld,"
-           "\"lateness_stored_ms_max\":%lld}\n",
+           "\"lateness_stored_ms_max\":%lld,\"cpu_s\":%.3f}\n",
            b->n, b->window_ms, b->consumers, b->inflight, b->payload, b->producers, b->depth,
            b->preload, preload_rate, atomic_load(&b->preload_fail),
            puts && put_ms > 0 ? 1000.0 * puts / (double)put_ms : 0, atomic_load(&b->put_fail),
@@ -402,7 +407,7 @@ static void report(struct bench *b, int64_t put_ms, double preload_rate)
            b->small_groups ? (long long)atomic_load(&b->small_late_max) : -1LL, stored_late,
            n ? (long long)b->late_stored[n / 2] : -1,
            n ? (long long)b->late_stored[(n * 99) / 100] : -1,
-           n ? (long long)b->late_stored[n - 1] : -1);
+           n ? (long long)b->late_stored[n - 1] : -1, cpu);
 }
 
 /* -T: one blocking deferd_put at a time, as a plain producer calls it: with the library's
