@@ -200,7 +200,11 @@ int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t 
  * of the oldest put sent and not yet received. deferd answers the requests of a connection
  * in order, so the n-th deferd_put_recv() answers the n-th deferd_put_send(). Typical use:
  * keep up to DEPTH puts in flight, calling deferd_put_recv() whenever DEPTH are outstanding
- * and at the end until deferd_puts_outstanding() is 0.
+ * and at the end until deferd_puts_outstanding() is 0. A producer with many puts in flight
+ * spends less CPU (and so does deferd) when, after a reply, it takes the replies that have
+ * arrived too (deferd_put_recv() with timeout 0, until DEFERD_ETIMEDOUT) before it sends
+ * again: its next deferd_put_recv() then writes the whole refill at once, not a put a write
+ * (tests/bench/bench.c does so).
  *
  * Pipelined puts and pipelined acks (below) can be outstanding at the same time on one
  * connection; each recv call returns the oldest result of its own kind, and replies of the
