@@ -200,11 +200,9 @@ int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t 
  * of the oldest put sent and not yet received. deferd answers the requests of a connection
  * in order, so the n-th deferd_put_recv() answers the n-th deferd_put_send(). Typical use:
  * keep up to DEPTH puts in flight, calling deferd_put_recv() whenever DEPTH are outstanding
- * and at the end until deferd_puts_outstanding() is 0. A producer with many puts in flight
- * spends less CPU (and so does deferd) when, after a reply, it takes the replies that have
- * arrived too (deferd_put_recv() with timeout 0, until DEFERD_ETIMEDOUT) before it sends
- * again: its next deferd_put_recv() then writes the whole refill at once, not a put a write
- * (tests/bench/bench.c does so).
+ * and at the end until deferd_puts_outstanding() is 0. deferd_put_recv() hands out a reply
+ * that has arrived without writing the queue, and writes it before it would wait: such a
+ * producer writes the puts it sent after each reply at once, not a put a write.
  *
  * Pipelined puts and pipelined acks (below) can be outstanding at the same time on one
  * connection; each recv call returns the oldest result of its own kind, and replies of the
@@ -230,7 +228,8 @@ int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t 
 /* Queues a PUT (arguments as for deferd_put(), key included: a duplicate's result is
  * DEFERD_OK and the existing job's id) and returns without waiting for the reply.
  * Requests are buffered in the client and written once 64 KiB are waiting, or by
- * deferd_put_recv(), deferd_ack_recv(), deferd_next_event() and deferd_next_job() (these
+ * deferd_put_recv() and deferd_ack_recv() (before they wait: not when the reply they hand
+ * out has arrived already), deferd_next_event() and deferd_next_job() (these
  * two write only what the socket takes at once when they have a push to hand out
  * already); the only wait is for room in the socket's send buffer, during which replies
  * and pushes that arrive are read and kept.
@@ -242,8 +241,9 @@ int deferd_put(deferd_client *c, const char *queue, const void *payload, size_t 
 int deferd_put_send(deferd_client *c, const char *queue, const void *payload, size_t len,
                     const deferd_put_opts *opts);
 
-/* Writes all queued requests, then waits up to timeout_ms (-1: forever; deferd_set_timeout()
- * does not apply) for the reply to the oldest outstanding put and hands it out:
+/* Hands out the reply to the oldest outstanding put; when it has not arrived, writes all
+ * queued requests first, then waits up to timeout_ms for it (-1: forever;
+ * deferd_set_timeout() does not apply):
  * DEFERD_OK and, if id_out is not NULL, the job id in id_out (id_len more than
  * DEFERD_ID_MAX), as from deferd_put(); DEFERD_ESERVER for an ERR reply (after UNAVAILABLE
  * it is unknown whether the job was stored), with deferd_last_error() and
@@ -286,9 +286,9 @@ int deferd_puts_outstanding(const deferd_client *c);
  * DEFERD_EIO, DEFERD_EPROTO, DEFERD_ENOMEM, and the connection is unusable. */
 int deferd_ack_send(deferd_client *c, const char *job_id);
 
-/* Writes all queued requests, then waits up to timeout_ms (-1: forever, 0: only what has
- * arrived; deferd_set_timeout() does not apply) for the reply to the oldest outstanding
- * ack and hands it out: DEFERD_OK once the daemon has deleted the job in ZooKeeper;
+/* Hands out the reply to the oldest outstanding ack; when it has not arrived, writes all
+ * queued requests first, then waits up to timeout_ms for it (-1: forever, 0: only what has
+ * arrived; deferd_set_timeout() does not apply): DEFERD_OK once the daemon has deleted the job in ZooKeeper;
  * DEFERD_ESERVER for an ERR reply, with deferd_last_error() and deferd_last_error_code()
  * set ("LEASE_LOST", "NOT_FOUND", "UNAVAILABLE", as for deferd_ack()); the connection stays
  * usable and the next call returns the next ack's result. Either way that ack is no longer

@@ -459,11 +459,29 @@ int transport_queue_request(deferd_client *c, int kind, const char *id,
     return client_mark_request_error(c, flush_out(c, -1));
 }
 
-/* The result of the oldest outstanding request of a kind: writes what is queued, reads
- * until that request is answered (setting aside pushes and replies to other requests),
- * and takes it out. A timeout consumes nothing. Once the connection is unusable, results
- * read before are still handed out and each request never answered returns the error
- * (DEFERD_EIO after the first). */
+/* Reads (until DEADLINE) until R is answered, setting aside pushes and other replies. */
+static int take_until_answered(deferd_client *c, const struct req *r, int64_t deadline)
+{
+    int rc = DEFERD_OK;
+    while (rc == DEFERD_OK && !r->answered) {
+        struct ev_node *node = NULL;
+        size_t want;
+        int mkind = wire_take_message(c, &node, &want);
+        if (mkind == MSG_PUSH)
+            fifo_push(c, node);
+        else if (mkind == MSG_OK || mkind == MSG_ERR)
+            rc = keep_reply(c, mkind);
+        else
+            rc = mkind < 0 ? mkind : fill(c, want, deadline);
+    }
+    return rc;
+}
+
+/* The result of the oldest outstanding request of a kind: writes what is queued unless its
+ * reply has arrived already, reads until that request is answered (setting aside pushes
+ * and replies to other requests), and takes it out. A timeout consumes nothing. Once the
+ * connection is unusable, results read before are still handed out and each request never
+ * answered returns the error (DEFERD_EIO after the first). */
 int transport_recv_result(deferd_client *c, int kind, char *id_out, size_t id_len,
                           int timeout_ms)
 {
@@ -479,17 +497,14 @@ int transport_recv_result(deferd_client *c, int kind, char *id_out, size_t id_le
     int rc = client_check_usable(c);
     if (rc == DEFERD_OK) {
         int64_t deadline = transport_deadline(timeout_ms);
-        rc = flush_out(c, deadline);
-        while (rc == DEFERD_OK && !r->answered) {
-            struct ev_node *node = NULL;
-            size_t want;
-            int mkind = wire_take_message(c, &node, &want);
-            if (mkind == MSG_PUSH)
-                fifo_push(c, node);
-            else if (mkind == MSG_OK || mkind == MSG_ERR)
-                rc = keep_reply(c, mkind);
-            else
-                rc = mkind < 0 ? mkind : fill(c, want, deadline);
+        /* A reply that has arrived is handed out before the queue is written: a producer
+         * that sends a put after each reply then writes them when it would wait, at once,
+         * not a put a write. The queue goes out before any wait. */
+        rc = take_until_answered(c, r, units_mono_ms());
+        if (rc == DEFERD_ETIMEDOUT && !r->answered) {
+            rc = flush_out(c, deadline);
+            if (rc == DEFERD_OK)
+                rc = take_until_answered(c, r, deadline);
         }
         /* A timeout consumed nothing: the reply is still owed and comes with a later call
          * (or was read meanwhile: then it is handed out now). */

@@ -162,9 +162,7 @@ static int unavailable(deferd_client *c, int rc)
  * phase's shared counter; a put answered UNAVAILABLE (deferd may still be opening its
  * ZooKeeper session) is sent again, for up to 10 s. deferd sends nothing but replies to a
  * producer connection, and libdeferd reads them while it waits to write, so any number of
- * producers and any depth make progress. The window is refilled once the replies that have
- * arrived are taken, not after each: the refill goes out in one write, as a client of
- * ZooKeeper's sends what has queued, and the machine's cores are left to what is measured. */
+ * producers and any depth make progress. */
 static void *producer(void *arg)
 {
     const struct phase *ph = arg;
@@ -183,11 +181,9 @@ static void *producer(void *arg)
     int head = 0, count = 0, dead = 0;
     int64_t paused_us = 0;        /* end of the last pause before a retry */
     struct slot retry = {.i = -1};
-    int taking = 0;               /* taking the replies that are here, without waiting */
     for (;;) {
-        taking = taking && count > 0;
         /* Fill the window: a retry first, then new jobs. */
-        while (!taking && !dead && count < b->depth) {
+        while (!dead && count < b->depth) {
             struct slot s = retry;
             retry.i = -1;
             if (s.i < 0) {
@@ -211,13 +207,7 @@ static void *producer(void *arg)
         if (count == 0)
             break;
         /* A put unanswered for -t seconds counts as failed, and so does the rest. */
-        int rc = dead ? DEFERD_EIO
-                      : deferd_put_recv(c, id, sizeof id, taking ? 0 : b->timeout_s * 1000);
-        if (taking && rc == DEFERD_ETIMEDOUT) { /* none left that has arrived: refill */
-            taking = 0;
-            continue;
-        }
-        taking = 1;
+        int rc = dead ? DEFERD_EIO : deferd_put_recv(c, id, sizeof id, b->timeout_s * 1000);
         struct slot s = ring[head];
         head = (head + 1) % b->depth;
         count--;
@@ -228,7 +218,6 @@ static void *producer(void *arg)
                 paused_us = mono_us();
             }
             retry = s;
-            taking = 0; /* one retry at a time: it goes out before another reply is taken */
             continue;
         }
         if (!ph->preload) {
