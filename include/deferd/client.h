@@ -288,10 +288,10 @@ int deferd_ack_send(deferd_client *c, const char *job_id);
 
 /* Hands out the reply to the oldest outstanding ack; when it has not arrived, writes all
  * queued requests first, then waits up to timeout_ms for it (-1: forever, 0: only what has
- * arrived; deferd_set_timeout() does not apply): DEFERD_OK once the daemon has deleted the job in ZooKeeper;
- * DEFERD_ESERVER for an ERR reply, with deferd_last_error() and deferd_last_error_code()
- * set ("LEASE_LOST", "NOT_FOUND", "UNAVAILABLE", as for deferd_ack()); the connection stays
- * usable and the next call returns the next ack's result. Either way that ack is no longer
+ * arrived; deferd_set_timeout() does not apply): DEFERD_OK once the daemon has deleted the
+ * job in ZooKeeper; DEFERD_ESERVER for an ERR reply, with deferd_last_error() and
+ * deferd_last_error_code() set ("LEASE_LOST", "NOT_FOUND", "UNAVAILABLE", as for
+ * deferd_ack()); the connection stays usable and the next call returns the next ack's result. Either way that ack is no longer
  * outstanding, and if id_out is not NULL (id_len more than DEFERD_ID_MAX) the job id that
  * ack was for is stored there. DEFERD_ETIMEDOUT: nothing was consumed, the ack is still
  * outstanding and the connection usable; call again. DEFERD_EARG if no ack is outstanding
