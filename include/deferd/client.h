@@ -286,18 +286,18 @@ int deferd_puts_outstanding(const deferd_client *c);
  * DEFERD_EIO, DEFERD_EPROTO, DEFERD_ENOMEM, and the connection is unusable. */
 int deferd_ack_send(deferd_client *c, const char *job_id);
 
-/* Hands out the reply to the oldest outstanding ack; when it has not arrived, writes all
- * queued requests first, then waits up to timeout_ms for it (-1: forever, 0: only what has
- * arrived; deferd_set_timeout() does not apply): DEFERD_OK once the daemon has deleted the
- * job in ZooKeeper; DEFERD_ESERVER for an ERR reply, with deferd_last_error() and
- * deferd_last_error_code() set ("LEASE_LOST", "NOT_FOUND", "UNAVAILABLE", as for
- * deferd_ack()); the connection stays usable and the next call returns the next ack's
- * result. Either way that ack is no longer outstanding, and if id_out is not NULL (id_len
- * more than DEFERD_ID_MAX) the job id that ack was for is stored there. DEFERD_ETIMEDOUT: nothing was consumed, the ack is still
- * outstanding and the connection usable; call again. DEFERD_EARG if no ack is outstanding
+/* Hands out the reply to the oldest outstanding ack; when it has not arrived, writes all queued
+ * requests first, then waits up to timeout_ms for it (-1: forever, 0: only what has arrived;
+ * deferd_set_timeout() does not apply): DEFERD_OK once the daemon has deleted the job in
+ * ZooKeeper; DEFERD_ESERVER for an ERR reply, with deferd_last_error() and
+ * deferd_last_error_code() set ("LEASE_LOST", "NOT_FOUND", "UNAVAILABLE", as for deferd_ack());
+ * the connection stays usable and the next call returns the next ack's result. Either way that
+ * ack is no longer outstanding, and if id_out is not NULL (id_len more than DEFERD_ID_MAX) the
+ * job id that ack was for is stored there. DEFERD_ETIMEDOUT: nothing was consumed, the ack is
+ * still outstanding and the connection usable; call again. DEFERD_EARG if no ack is outstanding
  * (or id_len is too small). DEFERD_EIO, DEFERD_EPROTO, DEFERD_ENOMEM: the connection is
- * unusable, and this ack, not answered, is no longer outstanding (id_out is set): it is
- * unknown whether it was applied; if not, the job is delivered again. */
+ * unusable, and this ack, not answered, is no longer outstanding (id_out is set): it is unknown
+ * whether it was applied; if not, the job is delivered again. */
 int deferd_ack_recv(deferd_client *c, char *id_out, size_t id_len, int timeout_ms);
 
 /* Acks sent with deferd_ack_send() whose result deferd_ack_recv() has not returned yet. */
