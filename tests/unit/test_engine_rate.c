@@ -6,15 +6,18 @@
  * reads), a group at its rate passing its turn, both rates in one multi, a group's guess
  * corrected by NodeExists, a group out of its window forgotten (its nodes left; its waiting
  * jobs woken), the sweep
- * of idle group slots, a group slot known from long ago read before it starts again, and a
- * timer that fires before the cluster clock says the slot is free. */
+ * of idle group slots, a group slot known from long ago read before it starts again, a
+ * group kept past its window by an answer not in (said once), and a timer that fires before
+ * the cluster clock says the slot is free. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "dispatcher.h"
 #include "engine_harness.h"
 #include "fake_zkstore.h"
+#include "log.h"
 #include "rate.h"
 
 #define QUEUES "[queue a]\nttr = 10s\nrate = 2/s\n"
@@ -305,6 +308,40 @@ static void test_group_forgotten_waiting(void)
     harness_stop();
 }
 
+/* A group held out of its window by a lock multi whose answer is not in: kept (its slot's
+ * start is unknown), and said once, 10 s on, with what holds it (stderr is the log). */
+static void test_group_kept_said(void)
+{
+    harness_start(GROUPS);
+    harness_consumer("g", 5);
+    harness_listed_group("g", 0, 0, 1, "acme"); /* its lock multi stays unanswered */
+    struct rate *r = dispatcher_queue(harness_ds(), "g")->rate;
+    rate_tidy(r);
+    harness_call_rc(0, ZNONODE); /* the first pass's sweep */
+    FILE *log = tmpfile();
+    int saved = dup(2);
+    CHECK(log && saved >= 0 && dup2(fileno(log), 2) == 2);
+    log_set_level(LOG_WARN);
+    for (int s = 0; s < 14; s++) {
+        harness_advance(1000);
+        rate_tidy(r);
+    }
+    log_set_level(LOG_ERROR);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char text[4096] = "";
+    rewind(log);
+    size_t n = fread(text, 1, sizeof text - 1, log);
+    text[n] = '\0';
+    fclose(log);
+    CHECK(stats_of("g").groups == 1);
+    const char *said = strstr(text, "queue g: group acme kept ");
+    CHECK(said && strstr(said, "1 of its slots in a lock multi, 0 read(s) in flight"));
+    CHECK(said && !strstr(said + strlen("queue g: group acme kept "), "group acme kept"));
+    harness_stop();
+}
+
 /* A group slot known from long ago is read before it is started again: the node may have
  * been swept and made again by another daemon, at version 0 again, and a set with the
  * version we knew would start it a second time in its window. */
@@ -375,6 +412,7 @@ int main(void)
     test_both_rates();
     test_group_forgotten();
     test_group_forgotten_waiting();
+    test_group_kept_said();
     test_group_stale_slot();
     test_sweep();
     test_listed_first();

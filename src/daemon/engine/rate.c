@@ -49,6 +49,8 @@ struct rwin {
     uint64_t changes, seen;    /* slot changes so far; as of the last scan that found none */
     int64_t wake_at;           /* ms: that scan's first slot out of its window (arm) */
     int64_t until;             /* ms: the last known start comes out of its window */
+    int64_t kept_at;           /* ms: tidy first kept it out of its window for answers, or 0 */
+    int kept_said;             /* ... and said so, after KEPT_SAY_MS */
     struct event *timer;
     char group[LAYOUT_GROUP_MAX + 1]; /* "" the queue's */
 };
@@ -504,13 +506,35 @@ static void on_slot_deleted(const struct zk_result *res, void *ctx)
                  zk_strerror(res->rc)); /* the next sweep tries again */
 }
 
+/* A group kept long past its window is held by an answer not in yet: said once, so that one
+ * that never comes shows in the log. */
+#define KEPT_SAY_MS 10000
+
+static void say_kept(struct rwin *g, int64_t now)
+{
+    if (g->until > now) {
+        g->kept_at = 0;
+        return;
+    }
+    if (!g->kept_at)
+        g->kept_at = now;
+    if (g->kept_said || now - g->kept_at < KEPT_SAY_MS)
+        return;
+    g->kept_said = 1;
+    log_warn("queue %s: group %s kept %lld ms out of its rate window for answers not in: %u "
+             "of its slots in a lock multi, %d read(s) in flight", g->r->q->cfg->name, g->group,
+             (long long)(now - g->kept_at), g->busy, g->reads);
+}
+
 static void tidy(struct rate *r, int64_t now)
 {
     struct rwin *g, *tmp;
     int waited = 0;
     HASH_ITER(hh, r->groups, g, tmp) {
-        if (g->busy || g->reads || g->listing || g->until > now)
+        if (g->busy || g->reads || g->listing || g->until > now) {
+            say_kept(g, now);
             continue;
+        }
         waited |= g->waiting;
         HASH_DEL(r->groups, g); /* its nodes stay: another daemon may know them (sweep) */
         win_free(g);            /* and its timer with it */
