@@ -342,9 +342,6 @@ static void test_group_kept_said(void)
     harness_stop();
 }
 
-/* A group slot known from long ago is read before it is started again: the node may have
- * been swept and made again by another daemon, at version 0 again, and a set with the
- * version we knew would start it a second time in its window. */
 /* Answers the sweeps' listings that are pending: nothing to sweep. */
 static void no_sweeps(void)
 {
@@ -355,6 +352,35 @@ static void no_sweeps(void)
             i++;
 }
 
+/* A group made again after every group was forgotten (the tidy timer then waits for the
+ * next sweep, a minute on), whose job another daemon takes: never started here, it is
+ * still forgotten a window on (integration.rate once kept two such groups 30 s). The
+ * tidy timer runs on real time here: 2.4 s of it. */
+static void test_group_made_again_forgotten(void)
+{
+    harness_start(GROUPS);
+    harness_consumer("g", 5);
+    harness_listed_group("g", 0, 0, 1, "acme");
+    harness_multi_ok(0, 1);
+    struct rate *r = dispatcher_queue(harness_ds(), "g")->rate;
+    rate_tidy(r);
+    harness_call_rc(0, ZNONODE); /* the first pass's sweep */
+    harness_clock(1100);
+    harness_run_real(1200); /* acme's start is a window old: the tidy timer forgets it */
+    CHECK(stats_of("g").groups == 0); /* and now waits for the next sweep */
+    harness_listed_group("g", 0, 0, 1, "beta");
+    CHECK(stats_of("g").groups == 1 && harness_multis() == 1);
+    harness_multi_fails(0, 0, ZNODEEXISTS); /* its lock: another daemon holds the job */
+    no_sweeps();
+    harness_clock(1100);
+    harness_run_real(1200);
+    CHECK(stats_of("g").groups == 0);
+    harness_stop();
+}
+
+/* A group slot known from long ago is read before it is started again: the node may have
+ * been swept and made again by another daemon, at version 0 again, and a set with the
+ * version we knew would start it a second time in its window. */
 static void test_group_stale_slot(void)
 {
     harness_start(GROUPS);
@@ -413,6 +439,7 @@ int main(void)
     test_group_forgotten();
     test_group_forgotten_waiting();
     test_group_kept_said();
+    test_group_made_again_forgotten();
     test_group_stale_slot();
     test_sweep();
     test_listed_first();

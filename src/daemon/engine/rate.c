@@ -350,6 +350,9 @@ static struct rwin *group_win(struct rate *r, const struct job *job, int make)
         g->next = -1;
         snprintf(g->group, sizeof g->group, "%s", job->jn.group);
         HASH_ADD_STR(r->groups, group, g);
+        /* forgotten like the others, also if it never starts here (its jobs taken by
+         * another daemon): the tidy timer may be set for the next sweep only */
+        tidy_later(r, 1000);
     }
     if (g && make && follow_config(g) != 0)
         return NULL;
