@@ -459,21 +459,28 @@ int transport_queue_request(deferd_client *c, int kind, const char *id,
     return client_mark_request_error(c, flush_out(c, -1));
 }
 
+/* One message taken (a push queued, a pipelined reply kept), or more read (until
+ * DEADLINE) when none is complete. */
+static int take_one(deferd_client *c, int64_t deadline)
+{
+    struct ev_node *node = NULL;
+    size_t want;
+    int kind = wire_take_message(c, &node, &want);
+    if (kind == MSG_PUSH) {
+        fifo_push(c, node);
+        return DEFERD_OK;
+    }
+    if (kind == MSG_OK || kind == MSG_ERR)
+        return keep_reply(c, kind);
+    return kind < 0 ? kind : fill(c, want, deadline);
+}
+
 /* Reads (until DEADLINE) until R is answered, setting aside pushes and other replies. */
 static int take_until_answered(deferd_client *c, const struct req *r, int64_t deadline)
 {
     int rc = DEFERD_OK;
-    while (rc == DEFERD_OK && !r->answered) {
-        struct ev_node *node = NULL;
-        size_t want;
-        int mkind = wire_take_message(c, &node, &want);
-        if (mkind == MSG_PUSH)
-            fifo_push(c, node);
-        else if (mkind == MSG_OK || mkind == MSG_ERR)
-            rc = keep_reply(c, mkind);
-        else
-            rc = mkind < 0 ? mkind : fill(c, want, deadline);
-    }
+    while (rc == DEFERD_OK && !r->answered)
+        rc = take_one(c, deadline);
     return rc;
 }
 
@@ -556,17 +563,8 @@ int transport_next_event(deferd_client *c, deferd_event *ev, int64_t deadline)
             fifo_pop(c, ev);
             return DEFERD_OK;
         }
-        if (rc == DEFERD_OK) {
-            struct ev_node *node = NULL;
-            size_t want;
-            int kind = wire_take_message(c, &node, &want);
-            if (kind == MSG_PUSH)
-                fifo_push(c, node);
-            else if (kind == MSG_OK || kind == MSG_ERR)
-                rc = keep_reply(c, kind);
-            else
-                rc = kind < 0 ? kind : fill(c, want, deadline);
-        }
+        if (rc == DEFERD_OK)
+            rc = take_one(c, deadline);
         /* Nothing was consumed on these two, so the stream is still in step. */
         if (rc == DEFERD_ETIMEDOUT || rc == DEFERD_ENOMEM)
             return rc;
