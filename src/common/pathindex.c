@@ -2,7 +2,8 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h> /* HASH_VALUE: uthash's hash function, not its tables */
+
+#include "strhash.h"
 
 #define SLOTS_MIN 64
 
@@ -20,9 +21,7 @@ void pathindex_free(struct pathindex *ix)
 
 unsigned pathindex_hash(const char *path, size_t len)
 {
-    unsigned h;
-    HASH_VALUE(path, len, h);
-    return h;
+    return strhash(path, len);
 }
 
 void *pathindex_find(const struct pathindex *ix, const char *path, unsigned hash)

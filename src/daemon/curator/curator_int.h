@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <uthash.h>
+#include "strhash.h"
 
 #include "config.h"
 #include "curator.h"

@@ -2,7 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
+#include "strhash.h"
 
 struct bucket {
     UT_hash_handle hh;

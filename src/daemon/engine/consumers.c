@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include <uthash.h>
+#include "strhash.h"
 
 #include "job.h"
 #include "units.h"

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <uthash.h>
+#include "strhash.h"
 
 #include "job.h"
 #include "queue.h"

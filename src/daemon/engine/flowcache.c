@@ -2,7 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <uthash.h>
+#include "strhash.h"
 
 struct waiter {
     struct waiter *next;

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
+#include "strhash.h"
 #include <zookeeper/zookeeper.h>
 
 #include "cluster_time.h"

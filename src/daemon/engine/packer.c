@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
+#include "strhash.h"
 
 #include "buckets.h"
 #include "config.h"

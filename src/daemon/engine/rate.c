@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <uthash.h>
+#include "strhash.h"
 #include <zookeeper/zookeeper.h>
 
 #include "cluster_time.h"
