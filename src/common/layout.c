@@ -361,12 +361,11 @@ int layout_parent_path(char *buf, size_t len, const char *path)
     return 0;
 }
 
-int layout_job_path(char *buf, size_t len, const char *root, const char *queue,
-                    const struct job_name *jn)
+/* The job's path from its name as formatted (NAME). */
+static int job_path_named(char *buf, size_t len, const char *root, const char *queue,
+                          const struct job_name *jn, const char *name)
 {
-    char name[LAYOUT_NAME_MAX + 1];
-    if (layout_format_name(jn, name, sizeof name) != 0 ||
-        layout_bucket_path(buf, len, root, queue, jn->due_ms, LAYOUT_DEPTH) != 0)
+    if (layout_bucket_path(buf, len, root, queue, jn->due_ms, LAYOUT_DEPTH) != 0)
         return -1;
     if (jn->shard[0] && !layout_valid_shard(jn->shard))
         return -1;
@@ -376,10 +375,29 @@ int layout_job_path(char *buf, size_t len, const char *root, const char *queue,
     return add_part(buf, len, n, name) < 0 ? -1 : 0;
 }
 
+int layout_job_path(char *buf, size_t len, const char *root, const char *queue,
+                    const struct job_name *jn)
+{
+    char name[LAYOUT_NAME_MAX + 1];
+    if (layout_format_name(jn, name, sizeof name) != 0)
+        return -1;
+    return job_path_named(buf, len, root, queue, jn, name);
+}
+
 int layout_format_id(char *buf, size_t len, const char *queue, const char *name)
 {
     int n = snprintf(buf, len, "%s/%s", queue, name);
     return n > 0 && (size_t)n < len && (size_t)n <= LAYOUT_ID_MAX ? 0 : -1;
+}
+
+/* The job's id from its name as formatted (NAME). */
+static int job_id_named(char *buf, size_t len, const char *queue, const struct job_name *jn,
+                        const char *name)
+{
+    const char *dir = jn->pack[0] ? jn->pack : jn->shard;
+    int n = dir[0] ? join(buf, len, queue, "/", dir, "/") : join(buf, len, queue, "/", NULL, NULL);
+    add_str(buf, len, &n, name);
+    return n > 0 && (size_t)n <= LAYOUT_ID_MAX ? 0 : -1;
 }
 
 int layout_job_id(char *buf, size_t len, const char *queue, const struct job_name *jn)
@@ -387,10 +405,17 @@ int layout_job_id(char *buf, size_t len, const char *queue, const struct job_nam
     char name[LAYOUT_NAME_MAX + 1];
     if (layout_format_name(jn, name, sizeof name) != 0)
         return -1;
-    const char *dir = jn->pack[0] ? jn->pack : jn->shard;
-    int n = dir[0] ? join(buf, len, queue, "/", dir, "/") : join(buf, len, queue, "/", NULL, NULL);
-    add_str(buf, len, &n, name);
-    return n > 0 && (size_t)n <= LAYOUT_ID_MAX ? 0 : -1;
+    return job_id_named(buf, len, queue, jn, name);
+}
+
+int layout_job_path_id(char *path, size_t plen, char *id, size_t idlen, const char *root,
+                       const char *queue, const struct job_name *jn)
+{
+    char name[LAYOUT_NAME_MAX + 1];
+    if (layout_format_name(jn, name, sizeof name) != 0 ||
+        job_path_named(path, plen, root, queue, jn, name) != 0)
+        return -1;
+    return job_id_named(id, idlen, queue, jn, name);
 }
 
 int layout_parse_id(const char *id, char *queue, size_t qlen, struct job_name *jn)

@@ -120,6 +120,9 @@ int layout_dead_path(char *buf, size_t len, const char *root, const char *queue,
  * "<queue>/<pack>/<job name>" for a packed one. */
 int layout_format_id(char *buf, size_t len, const char *queue, const char *name);
 int layout_job_id(char *buf, size_t len, const char *queue, const struct job_name *jn);
+/* Both, the name formatted once (a put names every job so). */
+int layout_job_path_id(char *path, size_t plen, char *id, size_t idlen, const char *root,
+                       const char *queue, const struct job_name *jn);
 int layout_parse_id(const char *id, char *queue, size_t qlen, struct job_name *jn);
 
 int layout_valid_uid(const char *uid);

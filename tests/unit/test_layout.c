@@ -74,6 +74,29 @@ static void shards(void)
     CHECK(layout_parse_name("s1a2b3c4d-3", &back) != 0);              /* never a job */
 }
 
+/* layout_job_path_id (a put's naming: the name formatted once) gives what the two apart
+ * give, with and without a shard, and fails as they do. */
+static void path_and_id(void)
+{
+    struct job_name jn = {.due_ms = 1763769605123ULL, .priority = 10, .uid = "abc",
+                          .ttr_ms = 3000, .group = "t-1"};
+    char p1[LAYOUT_PATH_MAX], p2[LAYOUT_PATH_MAX], i1[LAYOUT_ID_MAX + 1], i2[LAYOUT_ID_MAX + 1];
+    for (int shard = 0; shard < 2; shard++) {
+        snprintf(jn.shard, sizeof jn.shard, "%s", shard ? "s1a2b3c4d-3" : "");
+        CHECK(layout_job_path_id(p1, sizeof p1, i1, sizeof i1, "/deferd", "emails", &jn) == 0);
+        CHECK(layout_job_path(p2, sizeof p2, "/deferd", "emails", &jn) == 0);
+        CHECK(layout_job_id(i2, sizeof i2, "emails", &jn) == 0);
+        CHECK_STR(p1, p2);
+        CHECK_STR(i1, i2);
+    }
+    CHECK_STR(i1, "emails/s1a2b3c4d-3/1763769605123-10-abc-t3000-gt~1");
+    char small[20];
+    CHECK(layout_job_path_id(small, sizeof small, i1, sizeof i1, "/deferd", "emails", &jn) != 0);
+    CHECK(layout_job_path_id(p1, sizeof p1, small, sizeof small, "/deferd", "emails", &jn) != 0);
+    snprintf(jn.shard, sizeof jn.shard, "x1"); /* not a shard's name */
+    CHECK(layout_job_path_id(p1, sizeof p1, i1, sizeof i1, "/deferd", "emails", &jn) != 0);
+}
+
 static void foreign_names(void)
 {
     static const char *bad[] = {
@@ -603,6 +626,7 @@ int main(void)
     tokens();
     paths();
     shards();
+    path_and_id();
     foreign_names();
     keys();
     key_nodes();

@@ -337,8 +337,8 @@ static int choose_shard(const struct put_env *env, struct txnbatch *b, struct pu
         return ZOK;
     snprintf(pj->jn.shard, sizeof pj->jn.shard, "s%08llx-%u", (unsigned long long)env->uids->prefix,
              (n - SHARD_AFTER) / SHARD_SIZE);
-    if (layout_job_path(pj->path, sizeof pj->path, env->d->cfg->zk_root, pj->q->cfg->name,
-                        &pj->jn) != 0 ||
+    if (layout_job_path_id(pj->path, sizeof pj->path, pj->id, sizeof pj->id,
+                           env->d->cfg->zk_root, pj->q->cfg->name, &pj->jn) != 0 ||
         layout_parent_path(dir, sizeof dir, pj->path) != 0)
         return ZK_ETOOLONG;
     if (buckets_known(env->buckets, dir))
@@ -376,8 +376,8 @@ static int place_job(struct putset *ps, struct putjob *pj)
     int rc = putpacks_join(&ps->packs, ps->env, pj);
     if (rc != 1)
         return rc;
-    if (layout_job_path(pj->path, sizeof pj->path, ps->env->d->cfg->zk_root, pj->q->cfg->name,
-                        &pj->jn))
+    if (layout_job_path_id(pj->path, sizeof pj->path, pj->id, sizeof pj->id,
+                           ps->env->d->cfg->zk_root, pj->q->cfg->name, &pj->jn))
         return ZK_ETOOLONG;
     rc = prepare_bucket(ps->env, ps->b, pj->path);
     return rc == ZOK ? choose_shard(ps->env, ps->b, pj) : rc;
@@ -403,7 +403,7 @@ static int place_flow(struct putset *ps, struct putjob *pj)
 static int name_job(struct putset *ps, struct putjob *pj)
 {
     uid_next(ps->env->uids, pj->jn.uid);
-    pj->jn.shard[0] = '\0';
+    pj->jn.shard[0] = pj->id[0] = '\0'; /* its id: made with its path (place_job), or below */
     if (pj->more)
         pj->more->marker_path[0] = '\0';
     if (pj->flow_parent >= 0 || ps->join[0]) { /* a flow's child: its name carries its
@@ -424,7 +424,8 @@ static int name_job(struct putset *ps, struct putjob *pj)
     if (rc == ZOK && ((pj->jn.key[0] && /* the key node's data: only a keyed job has one */
                        layout_key_data(pj->more->key_data, sizeof pj->more->key_data,
                                        &pj->jn) != 0) ||
-                      layout_job_id(pj->id, sizeof pj->id, pj->q->cfg->name, &pj->jn) != 0))
+                      (!pj->id[0] &&
+                       layout_job_id(pj->id, sizeof pj->id, pj->q->cfg->name, &pj->jn) != 0)))
         rc = ZK_ETOOLONG;
     pj->named = rc == ZOK;
     return rc;
