@@ -339,23 +339,20 @@ static int skip_bytes(struct proto_decoder *d, struct evbuffer *in)
     return 0;
 }
 
-static enum proto_result take_payload(struct proto_decoder *d, struct evbuffer *in,
-                                      struct proto_request *req, struct proto_error *err)
+/* REQ's payload (its len bytes and a newline), which IN holds whole. */
+static enum proto_result read_payload(struct evbuffer *in, struct proto_request *req,
+                                      struct proto_error *err)
 {
-    size_t len = d->pending.len;
-    if (evbuffer_get_length(in) < len + 1)
-        return PROTO_NEED_MORE;
+    size_t len = req->len;
     unsigned char end;
     struct evbuffer_ptr pos;
     evbuffer_ptr_set(in, &pos, len, EVBUFFER_PTR_SET);
     evbuffer_copyout_from(in, &pos, &end, 1);
-    d->state = PS_HEADER;
     if (end != '\n') {
         evbuffer_drain(in, len); /* the stray byte starts the next header */
         bad(err, PE_BAD_REQUEST, "payload not followed by %s", "newline");
         return PROTO_ERROR;
     }
-    *req = d->pending;
     req->payload = malloc(len ? len : 1);
     if (!req->payload) {
         evbuffer_drain(in, len + 1);
@@ -365,6 +362,17 @@ static enum proto_result take_payload(struct proto_decoder *d, struct evbuffer *
     evbuffer_remove(in, req->payload, len);
     evbuffer_drain(in, 1);
     return PROTO_REQUEST;
+}
+
+/* A PUT header's payload that had not all arrived with it (d->pending). */
+static enum proto_result take_payload(struct proto_decoder *d, struct evbuffer *in,
+                                      struct proto_request *req, struct proto_error *err)
+{
+    if (evbuffer_get_length(in) < d->pending.len + 1)
+        return PROTO_NEED_MORE;
+    d->state = PS_HEADER;
+    *req = d->pending;
+    return read_payload(in, req, err);
 }
 
 /* A refused line that still announces a group (BATCH <n>, or then=<n>): its jobs must not
@@ -445,9 +453,11 @@ static enum proto_result take_header(struct proto_decoder *d, struct evbuffer *i
             (unsigned long long)d->max_payload);
         return PROTO_ERROR;
     }
+    if (evbuffer_get_length(in) > req->len) /* here whole: no copy to wait in d->pending */
+        return read_payload(in, req, err);
     d->pending = *req;
     d->state = PS_PAYLOAD;
-    return take_payload(d, in, req, err);
+    return PROTO_NEED_MORE;
 }
 
 static enum proto_result decode_one(struct proto_decoder *d, struct evbuffer *in,

@@ -88,6 +88,46 @@ static void valid_requests(void)
     CHECK(proto_parse_line("STATS a b", 9, &req, &err) != 0);
 }
 
+/* PUTs whose payloads came with their headers (the decoder takes them without waiting in
+ * d->pending) and one whose payload came later decode alike; a payload without its newline
+ * is refused in both ways, and the next request still decodes. */
+static void whole_puts(void)
+{
+    struct proto_decoder d;
+    proto_decoder_init(&d, 64);
+    struct evbuffer *in = evbuffer_new();
+    struct proto_request req;
+    struct proto_error err;
+    static const char two[] = "PUT a 3\nabc\nPUT b 2 prio=4\nxy\nPUT c 2\nxyzPING\n";
+    evbuffer_add(in, two, sizeof two - 1);
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_REQUEST && req.len == 3);
+    CHECK_STR(req.queue, "a");
+    CHECK(memcmp(req.payload, "abc", 3) == 0);
+    proto_request_clear(&req);
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_REQUEST && req.len == 2 && req.prio == 4);
+    CHECK_STR(req.queue, "b");
+    CHECK(memcmp(req.payload, "xy", 2) == 0);
+    proto_request_clear(&req);
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_ERROR && err.code == PE_BAD_REQUEST);
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_ERROR); /* "zPING": one stray line */
+    evbuffer_add(in, "PUT d 2\n", 8);                        /* the payload comes later */
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_NEED_MORE);
+    evbuffer_add(in, "pqPING\n", 7);
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_ERROR && err.code == PE_BAD_REQUEST);
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_REQUEST && req.cmd == CMD_PING);
+    evbuffer_add(in, "PUT e 1\n", 8);
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_NEED_MORE);
+    evbuffer_add(in, "z\nPING\n", 7);
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_REQUEST && req.len == 1);
+    CHECK_STR(req.queue, "e");
+    CHECK(req.payload && req.payload[0] == 'z');
+    proto_request_clear(&req);
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_REQUEST && req.cmd == CMD_PING);
+    CHECK(proto_decode(&d, in, &req, &err) == PROTO_NEED_MORE);
+    evbuffer_free(in);
+    proto_decoder_clear(&d);
+}
+
 static void errors_resync(void)
 {
     struct proto_decoder d;
@@ -383,6 +423,7 @@ int main(void)
     srand(99);
     leaving();
     valid_requests();
+    whole_puts();
     errors_resync();
     oversized();
     garbage();
