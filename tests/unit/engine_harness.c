@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cancel.h"
+#include "check.h"
 #include "claimdata.h"
 #include "cluster_time.h"
 #include "config.h"
@@ -132,6 +134,21 @@ static void load_config(const char *queues_ini)
         fprintf(stderr, "engine_harness: %s\n", err);
         abort();
     }
+}
+
+int harness_in_child(const char *failpoint, void (*body)(void))
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("DEFERD_FAILPOINT", failpoint, 1);
+        log_set_level(LOG_ERROR); /* the failpoint's own warning is expected */
+        body();
+        _exit(check_report(failpoint) != 0);
+    }
+    int status = -1;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
 void harness_start(const char *queues_ini)

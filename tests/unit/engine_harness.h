@@ -44,6 +44,10 @@ struct harness_reply {
 /* Queues are INI sections ("[queue a]\nttr = 10s\n"), added to a minimal [daemon] and
  * [zookeeper]. Starts the test clock at a fixed instant; the session is connected. */
 void harness_start(const char *queues_ini);
+/* Runs BODY (a test from harness_start to harness_stop) in a child process whose
+ * DEFERD_FAILPOINT is FAILPOINT (read once a process: a failpoint armed here stays in the
+ * child); 0 when every check of the child passed. */
+int harness_in_child(const char *failpoint, void (*body)(void));
 /* Consumers leave, the store closes (pending calls fail with ZCLOSING), all is freed. */
 void harness_stop(void);
 struct dispatcher *harness_ds(void);

@@ -11,6 +11,7 @@
 #include "engine_harness.h"
 #include "fake_zkstore.h"
 #include "limit.h"
+#include "zkstore.h"
 
 #define QUEUES "[queue a]\nttr = 10s\nconcurrency = 2\n[queue free]\nttr = 10s\n" \
                "[queue g]\ngroup_concurrency = 1\n[queue both]\nconcurrency = 2\n"           \
@@ -278,8 +279,35 @@ static void test_stale_answer_gives_back(void)
     harness_stop();
 }
 
+/* A lock multi the batch refuses (it closes, or memory runs out; here the failpoint
+ * lock-batch-refuses, in a child) was never sent: its slot is free again. Two slots: the
+ * refused job's retry and a second job both lock; had the refused slot stayed taken, the
+ * second would wait. */
+static void refused_multi(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 5);
+    const char *j1 = harness_listed("a", 0, 0, 1);
+    CHECK(harness_state(j1) != JS_LOCKING && harness_multis() == 0);
+    CHECK(stats().ours == 0);
+    harness_advance(ZK_RETRY_MS + 1);
+    CHECK(harness_state(j1) == JS_LOCKING && harness_multis() == 1);
+    const char *j2 = harness_listed("a", 0, 0, 1);
+    CHECK(harness_state(j2) == JS_LOCKING && harness_multis() == 2);
+    harness_multi_ok(0, 1);
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 2 && stats().ours == 2 && stats().waiting == 0);
+    harness_stop();
+}
+
+static void test_refused_multi_frees_slot(void)
+{
+    CHECK(harness_in_child("lock-batch-refuses:1", refused_multi) == 0);
+}
+
 int main(void)
 {
+    test_refused_multi_frees_slot();
     test_group_slots();
     test_both_limits();
     test_slots_taken_and_freed();

@@ -19,6 +19,7 @@
 #include "fake_zkstore.h"
 #include "log.h"
 #include "rate.h"
+#include "zkstore.h"
 
 #define QUEUES "[queue a]\nttr = 10s\nrate = 2/s\n"
 
@@ -432,8 +433,37 @@ static void test_sweep(void)
     harness_stop();
 }
 
+/* A lock multi the batch refuses (it closes, or memory runs out; here the failpoint
+ * lock-batch-refuses, in a child) was never sent: the rate slot it took is free again. Two
+ * slots: the refused job's retry and a second job both start; had the refused slot stayed
+ * busy, the second would wait. */
+static void refused_multi(void)
+{
+    harness_start(QUEUES);
+    struct conn *c = harness_consumer("a", 5);
+    const char *j1 = harness_listed("a", 0, 0, 1);
+    answer_exists(0, ZNONODE, 0, 0);    /* r-0 missing: taken for j1, whose multi fails */
+    CHECK(harness_state(j1) != JS_LOCKING && harness_multis() == 0);
+    answer_exists(0, ZNONODE, 0, 0);    /* r-1 missing too */
+    harness_advance(ZK_RETRY_MS + 1);
+    CHECK(harness_state(j1) == JS_LOCKING && harness_multis() == 1);
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 1 && stats().started == 1);
+    const char *j2 = harness_listed("a", 0, 0, 1); /* the other slot is free: it starts */
+    CHECK(harness_state(j2) == JS_LOCKING && harness_multis() == 1);
+    harness_multi_ok(0, 1);
+    CHECK(c->njobs == 2 && stats().started == 2);
+    harness_stop();
+}
+
+static void test_refused_multi_frees_slot(void)
+{
+    CHECK(harness_in_child("lock-batch-refuses:1", refused_multi) == 0);
+}
+
 int main(void)
 {
+    test_refused_multi_frees_slot();
     test_group_rate();
     test_both_rates();
     test_group_forgotten();

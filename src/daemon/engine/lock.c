@@ -12,6 +12,7 @@
 #include "daemon.h"
 #include "dispatcher_int.h"
 #include "dispatcher_jobs.h"
+#include "failpoint.h"
 #include "jobs.h"
 #include "limit.h"
 #include "rate.h"
@@ -319,8 +320,11 @@ static void lock_send(struct dispatcher *ds, struct job *job)
         slot_refused(ds, job);
         return;
     }
-    int rc = txnbatch_add(ds->locks, ops, nops, on_locked, job);
-    if (rc != ZOK) {
+    int rc = failpoint_hit("lock-batch-refuses") ? ZCLOSING
+                                                  : txnbatch_add(ds->locks, ops, nops, on_locked, job);
+    if (rc != ZOK) { /* never sent: the slots it took are free again, as a rolled back multi's */
+        limit_locked(job->q->limit, job, ZAPIERROR, -1, LOCK_SLOT_OP);
+        rate_locked(job->q->rate, job, ZAPIERROR, -1, LOCK_SLOT_OP);
         job_unheap(job); /* out of the prelocking heap */
         job_unprelock(job); /* no lock was taken: the retry starts from scratch */
         dispatcher_retry_later(ds, job, "sending the lock transaction", rc);
