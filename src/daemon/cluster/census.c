@@ -2,9 +2,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include "strhash.h"
 
 #include "layout.h"
+#include "strhash.h"
 
 struct window {
     uint64_t l2;               /* due_ms / 100000: the L2 bucket */

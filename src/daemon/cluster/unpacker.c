@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "strhash.h"
 
 #include "buckets.h"
 #include "config.h"
@@ -12,6 +11,7 @@
 #include "log.h"
 #include "periodic.h"
 #include "pack.h"
+#include "strhash.h"
 #include "unpack.h"
 #include "cluster_time.h"
 #include "units.h"

@@ -6,10 +6,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "strhash.h"
 
 #include "config.h"
 #include "curator.h"
+#include "strhash.h"
 
 struct dispatcher;
 struct dqueue;

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+
 #include "strhash.h"
 
 struct bucket {

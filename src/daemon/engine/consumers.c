@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include "strhash.h"
 
 #include "job.h"
+#include "strhash.h"
 #include "units.h"
 #include "jobtrace.h"
 

@@ -7,11 +7,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "strhash.h"
 
 #include "job.h"
 #include "queue.h"
 #include "refusal.h"
+#include "strhash.h"
 
 struct deferd;
 struct reply;

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "strhash.h"
 #include <zookeeper/zookeeper.h>
 
 #include "cluster_time.h"
@@ -14,6 +13,7 @@
 #include "metrics.h"
 #include "queue.h"
 #include "slotset.h"
+#include "strhash.h"
 
 /* A group's slots (group_concurrency), kept while the daemon knows of one held or waited. */
 struct glimit {

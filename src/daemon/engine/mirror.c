@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "strhash.h"
 
 #include "config.h"
 #include "daemon.h"
@@ -12,6 +11,7 @@
 #include "log.h"
 #include "queue.h"
 #include "cluster_time.h"
+#include "strhash.h"
 #include "units.h"
 #include "zkstore.h"
 

@@ -4,12 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "strhash.h"
 
 #include "buckets.h"
 #include "config.h"
 #include "daemon.h"
 #include "put_env.h"
+#include "strhash.h"
 #include "uid.h"
 #include "failpoint.h"
 #include "layout.h"

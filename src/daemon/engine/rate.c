@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include "strhash.h"
 #include <zookeeper/zookeeper.h>
 
 #include "cluster_time.h"
@@ -14,6 +13,7 @@
 #include "job.h"
 #include "log.h"
 #include "queue.h"
+#include "strhash.h"
 #include "units.h"
 
 #define READS_MAX 32      /* slot stats read at once */

@@ -2,9 +2,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include "strhash.h"
 
 #include "job.h"
+#include "strhash.h"
 
 struct turn_group {
     UT_hash_handle hh;
