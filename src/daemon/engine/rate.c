@@ -525,8 +525,9 @@ static void say_kept(struct rwin *g, int64_t now)
         return;
     g->kept_said = 1;
     log_warn("queue %s: group %s kept %lld ms out of its rate window for answers not in: %u "
-             "of its slots in a lock multi, %d read(s) in flight", g->r->q->cfg->name, g->group,
-             (long long)(now - g->kept_at), g->busy, g->reads);
+             "of its slots in a lock multi, %d read(s) in flight, %s", g->r->q->cfg->name,
+             g->group, (long long)(now - g->kept_at), g->busy, g->reads,
+             g->listing ? "its slots' listing in flight" : "no listing");
 }
 
 static void tidy(struct rate *r, int64_t now)
