@@ -68,11 +68,12 @@ static int add_row(struct page *pg, const struct job_name *jn)
 /* The jobs of one directory (a 100 ms bucket or a shard in it); foreign names are skipped
  * as the daemons skip them. */
 static int add_names(struct page *pg, const struct String_vector *names, uint64_t leaf,
-                     const char *shard)
+                     int form, const char *shard)
 {
     for (int i = 0; i < names->count; i++) {
         struct job_name jn;
-        if (layout_parse_name(names->data[i], &jn) != 0 || !layout_job_in_bucket(jn.due_ms, leaf))
+        if (layout_parse_name(names->data[i], &jn) != 0 ||
+            !layout_job_in_bucket(&jn, leaf, form))
             continue;
         snprintf(jn.shard, sizeof jn.shard, "%s", shard);
         if (wanted(pg, &jn) && add_row(pg, &jn) != 0)
@@ -81,7 +82,8 @@ static int add_names(struct page *pg, const struct String_vector *names, uint64_
     return 0;
 }
 
-static int read_leaf(struct admin *a, struct page *pg, const char *path, uint64_t leaf)
+static int read_leaf(struct admin *a, struct page *pg, const char *path, uint64_t leaf,
+                     int form)
 {
     struct String_vector kids;
     int rc = zoo_get_children(a->zh, path, 0, &kids);
@@ -90,7 +92,7 @@ static int read_leaf(struct admin *a, struct page *pg, const char *path, uint64_
     if (rc != ZOK)
         return rc;
     size_t first = pg->n;
-    rc = add_names(pg, &kids, leaf, "") == 0 ? ZOK : ZSYSTEMERROR;
+    rc = add_names(pg, &kids, leaf, form, "") == 0 ? ZOK : ZSYSTEMERROR;
     for (int i = 0; rc == ZOK && i < kids.count; i++) {
         if (!layout_valid_shard(kids.data[i]))
             continue;
@@ -99,7 +101,7 @@ static int read_leaf(struct admin *a, struct page *pg, const char *path, uint64_
         snprintf(sub, sizeof sub, "%s/%s", path, kids.data[i]);
         int src = zoo_get_children(a->zh, sub, 0, &jobs);
         if (src == ZOK) {
-            rc = add_names(pg, &jobs, leaf, kids.data[i]) == 0 ? ZOK : ZSYSTEMERROR;
+            rc = add_names(pg, &jobs, leaf, form, kids.data[i]) == 0 ? ZOK : ZSYSTEMERROR;
             deallocate_String_vector(&jobs);
         } else if (src != ZNONODE) {
             rc = src;
@@ -112,7 +114,7 @@ static int read_leaf(struct admin *a, struct page *pg, const char *path, uint64_
     return rc;
 }
 
-struct bucket { uint64_t value; char name[24]; };
+struct bucket { uint64_t value; int form; char name[24]; };
 
 static int bucket_cmp(const void *x, const void *y)
 {
@@ -122,7 +124,7 @@ static int bucket_cmp(const void *x, const void *y)
 
 /* The valid buckets of one level under PATH whose window meets [from, until], in order. */
 static int buckets_of(struct admin *a, const struct page *pg, const char *path, int level,
-                      uint64_t parent, struct bucket **out, int *count)
+                      uint64_t parent, int parent_form, struct bucket **out, int *count)
 {
     struct String_vector kids;
     int rc = zoo_get_children(a->zh, path, 0, &kids);
@@ -136,10 +138,12 @@ static int buckets_of(struct admin *a, const struct page *pg, const char *path, 
     struct bucket *b = calloc((size_t)kids.count + 1, sizeof *b);
     for (int i = 0; b && i < kids.count; i++) {
         uint64_t v;
-        if (layout_parse_bucket(kids.data[i], level, parent, &v) != 0 ||
+        int form = layout_parse_bucket(kids.data[i], level, parent, &v);
+        if (form < 0 || (form = layout_form_join(parent_form, form)) < 0 ||
             (v + 1) * width <= from || v * width > pg->o->until_ms)
             continue;
         b[*count].value = v;
+        b[*count].form = form;
         snprintf(b[*count].name, sizeof b[*count].name, "%s", kids.data[i]);
         (*count)++;
     }
@@ -152,16 +156,17 @@ static int buckets_of(struct admin *a, const struct page *pg, const char *path, 
 }
 
 /* Depth first through the levels, in due order, until the page is full. */
-static int walk(struct admin *a, struct page *pg, const char *path, int level, uint64_t parent)
+static int walk(struct admin *a, struct page *pg, const char *path, int level, uint64_t parent,
+                int form)
 {
     if (level > LAYOUT_DEPTH)
-        return read_leaf(a, pg, path, parent);
+        return read_leaf(a, pg, path, parent, form);
     struct bucket *b;
-    int count, rc = buckets_of(a, pg, path, level, parent, &b, &count);
+    int count, rc = buckets_of(a, pg, path, level, parent, form, &b, &count);
     for (int i = 0; rc == ZOK && i < count && pg->n < pg->want; i++) {
         char sub[LAYOUT_PATH_MAX];
         snprintf(sub, sizeof sub, "%s/%s", path, b[i].name);
-        rc = walk(a, pg, sub, level + 1, b[i].value);
+        rc = walk(a, pg, sub, level + 1, b[i].value, b[i].form);
     }
     free(b);
     return rc;
@@ -409,8 +414,8 @@ int admin_list(struct admin *a, const char *queue, const struct admin_list_opts 
         return snprintf(err, errlen, "--after: '%s' is not a job id of queue %s", o->after,
                         queue), -1;
     snprintf(pg.queue, sizeof pg.queue, "%s", queue);
-    layout_bucket_path(dir, sizeof dir, a->cfg.zk_root, queue, 0, 0);
-    int rc = walk(a, &pg, dir, 1, 0);
+    layout_bucket_path(dir, sizeof dir, a->cfg.zk_root, queue, 0, 0, 0);
+    int rc = walk(a, &pg, dir, 1, 0, LAYOUT_FORM_EITHER);
     if (rc == ZOK && (rc = add_packs(a, &pg, queue)) != ZOK)
         layout_packs_path(dir, sizeof dir, a->cfg.zk_root, queue);
     if (rc == ZOK && (rc = add_claims(a, &pg, queue)) != ZOK)

@@ -27,12 +27,14 @@ int admin_layout(struct admin *a, struct admin_layout *out, char *err, size_t er
     return 0;
 }
 
-/* Writes VERSION (2 or 3): created, or set over another value; *changed is 0 when it
+/* Writes VERSION (2, 3 or 4): created, or set over another value; *changed is 0 when it
  * already said so. */
 static int upgrade(struct admin *a, const char *path, int version, int *changed, char *err,
                    size_t errlen)
 {
-    const char *text = version == LAYOUT_VERSION_CLAIMS ? "3" : "2";
+    const char *text = version == LAYOUT_VERSION_SHORT    ? "4"
+                       : version == LAYOUT_VERSION_CLAIMS ? "3"
+                                                          : "2";
     int rc = admin_create_parents(a, path);
     if (rc == ZOK)
         rc = zoo_create(a->zh, path, text, 1, &a->acl, 0, NULL, 0);
@@ -54,7 +56,7 @@ int admin_layout_set(struct admin *a, int version, int *changed, char *err, size
     char path[LAYOUT_PATH_MAX];
     marker_path(a, path, sizeof path);
     *changed = 0;
-    if (version == LAYOUT_VERSION_PACKS || version == LAYOUT_VERSION_CLAIMS)
+    if (version >= LAYOUT_VERSION_PACKS && version <= LAYOUT_VERSION_SHORT)
         return upgrade(a, path, version, changed, err, errlen);
     int rc = zoo_delete(a->zh, path, -1);
     *changed = rc == ZOK;

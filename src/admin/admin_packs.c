@@ -148,7 +148,7 @@ int admin_packs_visit(struct admin *a, const char *queue, uint64_t from, uint64_
         return rc == ZNONODE ? ZOK : rc;
     for (int i = 0; rc == ZOK && i < l1s.count; i++) {
         uint64_t l1;
-        if (layout_parse_bucket(l1s.data[i], 1, 0, &l1) != 0 ||
+        if (layout_parse_bucket(l1s.data[i], 1, 0, &l1) < 0 ||
             (l1 + 1) * layout_bucket_width[1] <= from || l1 * layout_bucket_width[1] > until)
             continue;
         snprintf(sub, sizeof sub, "%s/%s", dir, l1s.data[i]);

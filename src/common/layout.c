@@ -115,15 +115,22 @@ static int parse_results(const char *f, size_t len, struct job_name *out)
     return 0;
 }
 
-/* Optional tagged fields after the uid, in this order: a<prior attempts>, t<ttr ms>,
- * g<group>, f<flow>, r<results>. */
+/* Optional tagged fields after the uid, in this order: c (short bucket names),
+ * a<prior attempts>, t<ttr ms>, g<group>, f<flow>, r<results>. */
 static int parse_tags(const char *const *f, const size_t *len, size_t nf, struct job_name *out)
 {
-    static const char order[] = "atgfr";
+    static const char order[] = "catgfr";
     size_t next = 0;
     for (size_t i = 3; i < nf; i++) {
         const char *pos = len[i] ? strchr(order + next, f[i][0]) : NULL;
         uint64_t v;
+        if (pos && *pos == 'c') {
+            if (len[i] != 1)
+                return -1;
+            out->short_buckets = 1;
+            next = (size_t)(pos - order) + 1;
+            continue;
+        }
         if (pos && *pos == 'r') {
             if (parse_results(f[i], len[i], out) != 0)
                 return -1;
@@ -206,6 +213,8 @@ int layout_format_name(const struct job_name *jn, char *buf, size_t len)
     add_u64(buf, len, &n, jn->priority);
     add_str(buf, len, &n, "-");
     add_str(buf, len, &n, jn->uid);
+    if (jn->short_buckets)
+        add_str(buf, len, &n, "-c");
     if (jn->prior_attempts) {
         add_str(buf, len, &n, "-a");
         add_u64(buf, len, &n, jn->prior_attempts);
@@ -243,21 +252,47 @@ uint64_t layout_bucket_of(uint64_t due_ms, int level)
     return due_ms / layout_bucket_width[level];
 }
 
+/* How many buckets of LEVEL one bucket of the level above holds: 100 or 1000. */
+static uint64_t buckets_per_parent(int level)
+{
+    return layout_bucket_width[level - 1] / layout_bucket_width[level];
+}
+
 int layout_parse_bucket(const char *child, int level, uint64_t parent, uint64_t *value)
 {
     uint64_t v;
     if (level < 1 || level > LAYOUT_DEPTH ||
         parse_canonical(child, strlen(child), LAYOUT_DUE_MAX / layout_bucket_width[level], &v))
         return -1;
-    if (level > 1 && v / (layout_bucket_width[level - 1] / layout_bucket_width[level]) != parent)
+    if (level == 1 || parent == 0) { /* "38" under "0" is the full form's name too */
+        if (level > 1 && v >= buckets_per_parent(level))
+            return -1;
+        *value = v;
+        return LAYOUT_FORM_EITHER;
+    }
+    uint64_t per = buckets_per_parent(level);
+    if (v < per) { /* the full form's names under PARENT are PARENT * per and more */
+        *value = parent * per + v;
+        return LAYOUT_FORM_SHORT;
+    }
+    if (v / per != parent)
         return -1;
     *value = v;
-    return 0;
+    return LAYOUT_FORM_FULL;
 }
 
-int layout_job_in_bucket(uint64_t due_ms, uint64_t leaf)
+int layout_form_join(int parent, int child)
 {
-    return layout_bucket_of(due_ms, LAYOUT_DEPTH) == leaf;
+    if (parent == LAYOUT_FORM_EITHER || child == LAYOUT_FORM_EITHER)
+        return parent == LAYOUT_FORM_EITHER ? child : parent;
+    return parent == child ? parent : -1;
+}
+
+int layout_job_in_bucket(const struct job_name *jn, uint64_t leaf, int form)
+{
+    if (layout_bucket_of(jn->due_ms, LAYOUT_DEPTH) != leaf)
+        return 0;
+    return form == LAYOUT_FORM_EITHER || (form == LAYOUT_FORM_SHORT) == !!jn->short_buckets;
 }
 
 /* "/PART" after the N bytes of BUF already written, if PART; the new length or -1. */
@@ -338,14 +373,15 @@ int layout_owner_path(char *buf, size_t len, const char *job_path, uint64_t sess
 }
 
 int layout_bucket_path(char *buf, size_t len, const char *root, const char *queue,
-                       uint64_t due_ms, int level)
+                       uint64_t due_ms, int level, int short_form)
 {
     if (layout_queue_path(buf, len, root, queue, LAYOUT_JOBS, NULL) != 0)
         return -1;
     int n = (int)strlen(buf);
     for (int l = 1; l <= level && n > 0; l++) {
+        uint64_t v = layout_bucket_of(due_ms, l);
         add_str(buf, len, &n, "/");
-        add_u64(buf, len, &n, layout_bucket_of(due_ms, l));
+        add_u64(buf, len, &n, short_form && l > 1 ? v % buckets_per_parent(l) : v);
     }
     return n > 0 ? 0 : -1;
 }
@@ -365,7 +401,7 @@ int layout_parent_path(char *buf, size_t len, const char *path)
 static int job_path_named(char *buf, size_t len, const char *root, const char *queue,
                           const struct job_name *jn, const char *name)
 {
-    if (layout_bucket_path(buf, len, root, queue, jn->due_ms, LAYOUT_DEPTH) != 0)
+    if (layout_bucket_path(buf, len, root, queue, jn->due_ms, LAYOUT_DEPTH, jn->short_buckets) != 0)
         return -1;
     if (jn->shard[0] && !layout_valid_shard(jn->shard))
         return -1;

@@ -8,8 +8,11 @@
 
 #include "names.h"
 
-/* Jobs live in <root>/queues/<queue>/jobs/<L1>/<L2>/<L3>/<job name>, where the bucket
- * names are the due time (epoch ms) divided by these widths. */
+/* Jobs live in <root>/queues/<queue>/jobs/<L1>/<L2>/<L3>/<job name>, where each bucket's
+ * value is the due time (epoch ms) divided by these widths. L1 is named by its value; L2 and
+ * L3 by their value (the full form, layout versions 1-3) or by their own digits, the value's
+ * remainder by 100 and 1000 (the short form, version 4: 14 bytes less a job's path, which
+ * ZooKeeper hashes, stores and logs at every create; issue 43). */
 #define LAYOUT_DEPTH 3
 extern const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1]; /* [1..3] used */
 
@@ -71,6 +74,9 @@ struct job_name {
      * others in the data of one znode until its window comes near. Not part of the name;
      * a job is in a shard or in a pack, never both. */
     char pack[LAYOUT_PACK_MAX + 1];
+    /* 1: the job's buckets are named in the short form (layout version 4); its name says so
+     * with "-c" after the uid, so that its id alone leads to its path. */
+    int short_buckets;
 };
 
 /* Shard names: 's', then 1..23 of [0-9a-z-]. Job names start with a digit. */
@@ -79,19 +85,29 @@ int layout_valid_shard(const char *name);
 int layout_parse_name(const char *name, struct job_name *out);
 int layout_format_name(const struct job_name *jn, char *buf, size_t len);
 
-/* Bucket name at level 1..3 for a due time, and the reverse check: does CHILD name a
- * valid bucket at LEVEL under a parent bucket whose value is PARENT (ignored at level 1)? */
+/* Which names a bucket path has: under a parent of value 0 (and at level 1) the two forms
+ * name a bucket alike (LAYOUT_FORM_EITHER). */
+enum layout_form { LAYOUT_FORM_EITHER, LAYOUT_FORM_FULL, LAYOUT_FORM_SHORT };
+
+/* A bucket's value at level 1..3 for a due time, and the reverse: does CHILD name a valid
+ * bucket at LEVEL under a parent bucket whose value is PARENT (ignored at level 1)? Its
+ * value, and its form (enum layout_form, >= 0), or -1 when it names none. */
 uint64_t layout_bucket_of(uint64_t due_ms, int level);
 int layout_parse_bucket(const char *child, int level, uint64_t parent, uint64_t *value);
-/* Is a job due at DUE allowed in the level-3 bucket with value LEAF? */
-int layout_job_in_bucket(uint64_t due_ms, uint64_t leaf);
+/* The form of a bucket path whose parent path has form PARENT and whose last name has form
+ * CHILD, or -1 when they differ (a path of two layouts, which no id leads to). */
+int layout_form_join(int parent, int child);
+/* Is the job JN allowed in the level-3 bucket with value LEAF whose path has form FORM:
+ * its due time in the bucket, and its name's form the path's? */
+int layout_job_in_bucket(const struct job_name *jn, uint64_t leaf, int form);
 
 /* PATH's parent (the part before its last '/') into BUF: 0, or -1 when PATH has no '/' after
  * its first byte or BUF is too short. */
 int layout_parent_path(char *buf, size_t len, const char *path);
-/* <root>/queues/<queue>/jobs, then the bucket at LEVEL (0 = the jobs directory itself). */
+/* <root>/queues/<queue>/jobs, then the bucket at LEVEL (0 = the jobs directory itself),
+ * its names in the short form when SHORT_FORM. */
 int layout_bucket_path(char *buf, size_t len, const char *root, const char *queue,
-                       uint64_t due_ms, int level);
+                       uint64_t due_ms, int level, int short_form);
 int layout_job_path(char *buf, size_t len, const char *root, const char *queue,
                     const struct job_name *jn);
 /* <root>/<node>[/<child>]: the marker, a daemon's node, a schedule's state. */
@@ -188,6 +204,12 @@ int layout_parse_marker(const char *data, size_t len);
 int layout_claim_name(char *buf, size_t len, uint64_t session, uint64_t n);
 /* 0 and the session and number of a claim's name, -1 when NAME is none. */
 int layout_parse_claim_name(const char *name, uint64_t *session, uint64_t *n);
+
+/* ---- layout version 4: short bucket names (issue 43) ----
+ * New jobs' L2 and L3 buckets are named by their own digits, and their names carry "-c"
+ * (job_name.short_buckets); a job keeps the form it was put with, and packed jobs stay in
+ * the full form (a pack's record has no field for it). */
+#define LAYOUT_VERSION_SHORT 4
 /* <root>/sessions/<session hex>, or <root>/sessions alone for SESSION 0. */
 int layout_session_path(char *buf, size_t len, const char *root, uint64_t session);
 

@@ -1,4 +1,4 @@
-/* deferctl layout [--upgrade | --downgrade]: shows or sets the root's layout version (the
+/* deferctl layout [--upgrade | --claims | --short-names | --downgrade]: shows or sets the root's layout version (the
  * marker every daemon watches, docs/zookeeper-layout.md "Rolling upgrade") and counts the
  * packs each queue still holds. */
 #include <getopt.h>
@@ -12,13 +12,14 @@
 
 void ctl_layout_usage(FILE *f)
 {
-    fputs("Usage: deferctl [-c CONFIG] layout [--upgrade | --claims | --downgrade] [--yes]\n"
-          "                [--json]\n"
+    fputs("Usage: deferctl [-c CONFIG] layout [--upgrade | --claims | --short-names |\n"
+          "                --downgrade] [--yes] [--json]\n"
           "Show the ZooKeeper layout version of the config's root and the packs each queue\n"
           "holds, or change it. Version 2 lets daemons store far-future jobs many to a znode\n"
-          "(packs); version 3 also claims due jobs many to a transaction; version 1 (no\n"
-          "marker) is the layout of deferd 0.2 and earlier. A root that this deferd creates\n"
-          "starts at version 3.\n\n"
+          "(packs); version 3 also claims due jobs many to a transaction; version 4 also\n"
+          "names new jobs' buckets short (14 bytes less a path); version 1 (no marker) is\n"
+          "the layout of deferd 0.2 and earlier. A root that this deferd creates starts at\n"
+          "version 4.\n\n"
           "  --upgrade    write the marker <root>/layout = 2: every daemon starts packing.\n"
           "               Only once every daemon on the root runs deferd 0.3 or later:\n"
           "               older daemons do not read packs\n"
@@ -27,6 +28,10 @@ void ctl_layout_usage(FILE *f)
           "               (docs/zookeeper-layout.md, Claims). Only once every daemon on the\n"
           "               root recovers claims (this version); --upgrade goes back to 2,\n"
           "               once no daemon holds a claim\n"
+          "  --short-names  write the marker = 4: daemons name the buckets of new jobs by\n"
+          "               their own digits (docs/zookeeper-layout.md, Short bucket names).\n"
+          "               Only once every daemon on the root reads them (this version);\n"
+          "               --claims goes back to 3 at any time: jobs keep their paths\n"
           "  --downgrade  delete the marker: new packs stop; packs already written are still\n"
           "               unpacked by daemons of 0.3 or later. Go back to older daemons only\n"
           "               when this command counts no pack left\n"
@@ -61,8 +66,10 @@ static void print_head(struct layout_out *o, const char *root, const struct admi
     else
         printf("root %s: layout version %d%s%s\n", root, l->version,
                set ? (changed ? " (changed)" : " (already)") : "",
-               l->version >= LAYOUT_VERSION_CLAIMS ? ": far-future jobs are packed, due jobs "
-                                                     "claimed"
+               l->version >= LAYOUT_VERSION_SHORT ? ": far-future jobs are packed, due jobs "
+                                                    "claimed, new jobs' buckets named short"
+               : l->version == LAYOUT_VERSION_CLAIMS ? ": far-future jobs are packed, due jobs "
+                                                       "claimed"
                : l->version == LAYOUT_VERSION_PACKS ? ": far-future jobs are packed"
                                                     : ": no packing (no marker)");
 }
@@ -91,7 +98,7 @@ static int parse_layout(int argc, char **argv, int *set, int *json, int *yes)
 {
     static const struct option longopts[] = {
         {"upgrade", no_argument, NULL, 'u'}, {"downgrade", no_argument, NULL, 'd'},
-        {"claims", no_argument, NULL, 'c'},
+        {"claims", no_argument, NULL, 'c'}, {"short-names", no_argument, NULL, 's'},
         {"yes", no_argument, NULL, 'y'}, {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
@@ -103,18 +110,22 @@ static int parse_layout(int argc, char **argv, int *set, int *json, int *yes)
             *json = 1;
         else if (opt == 'y')
             *yes = 1;
-        else if ((opt == 'u' || opt == 'd' || opt == 'c') && !*set)
-            *set = opt == 'u' ? LAYOUT_VERSION_PACKS : opt == 'c' ? LAYOUT_VERSION_CLAIMS : 1;
+        else if (strchr("udcs", opt) && !*set)
+            *set = opt == 'u'   ? LAYOUT_VERSION_PACKS
+                   : opt == 'c' ? LAYOUT_VERSION_CLAIMS
+                   : opt == 's' ? LAYOUT_VERSION_SHORT
+                                : 1;
         else
-            return ctl_usage_error("layout ", opt == 'u' || opt == 'd' || opt == 'c'
-                                                  ? "give one of --upgrade, --claims and "
-                                                    "--downgrade"
+            return ctl_usage_error("layout ", strchr("udcs", opt)
+                                                  ? "give one of --upgrade, --claims, "
+                                                    "--short-names and --downgrade"
                                                   : NULL);
     }
     if (optind < argc)
         return ctl_usage_error("layout ", "unexpected argument '%s'", argv[optind]);
     if (*yes && !*set)
-        return ctl_usage_error("layout ", "--yes confirms --upgrade, --claims or --downgrade");
+        return ctl_usage_error("layout ", "--yes confirms --upgrade, --claims, --short-names "
+                                          "or --downgrade");
     return 0;
 }
 
@@ -122,7 +133,11 @@ static int parse_layout(int argc, char **argv, int *set, int *json, int *yes)
  * jobs), or what a change would do, before it is confirmed. */
 static void advise(const char *root, const struct admin_layout *l, int set)
 {
-    if (set == LAYOUT_VERSION_CLAIMS)
+    if (set == LAYOUT_VERSION_SHORT)
+        printf("--short-names writes %s/layout = 4: every daemon on the root names the buckets "
+               "of new jobs by their own digits.\nRun it only once every daemon on the root "
+               "reads them (deferd of this version); then add --yes.\n", root);
+    else if (set == LAYOUT_VERSION_CLAIMS)
         printf("--claims writes %s/layout = 3: every daemon on the root claims due jobs instead "
                "of locking them (docs/zookeeper-layout.md, Claims).\nRun it only "
                "once every daemon on the root recovers claims; then add --yes.\n", root);

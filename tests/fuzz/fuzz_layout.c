@@ -34,7 +34,9 @@ static void job_names(const char *s, size_t len)
         CHECK(layout_job_path(buf, sizeof buf, "/deferd", "q", &jn) == 0);
         CHECK(layout_dead_path(buf, sizeof buf, "/deferd", "q", &jn) == 0);
         uint64_t leaf = layout_bucket_of(jn.due_ms, LAYOUT_DEPTH);
-        CHECK(layout_job_in_bucket(jn.due_ms, leaf));
+        CHECK(layout_job_in_bucket(&jn, leaf, LAYOUT_FORM_EITHER));
+        CHECK(layout_job_in_bucket(&jn, leaf, jn.short_buckets ? LAYOUT_FORM_SHORT
+                                                               : LAYOUT_FORM_FULL));
         CHECK(layout_key_data(buf, sizeof buf, &jn) == 0 && strcmp(buf, s) == 0);
         if (jn.key[0])
             CHECK(layout_key_path(buf, sizeof buf, "/deferd", "q", jn.key) == 0);
@@ -78,10 +80,17 @@ static void job_names(const char *s, size_t len)
     for (int level = 0; level <= LAYOUT_DEPTH + 1; level++) {
         uint64_t parent = len ? (uint64_t)(unsigned char)s[0] * 1000 : 0, v;
         for (int k = 0; k < 2; k++, parent = 0) {
-            if (layout_parse_bucket(s, level, parent, &v) != 0)
+            int form = layout_parse_bucket(s, level, parent, &v);
+            if (form < 0)
                 continue;
             CHECK(level >= 1 && level <= LAYOUT_DEPTH);
-            snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+            CHECK(form == LAYOUT_FORM_EITHER || form == LAYOUT_FORM_FULL ||
+                  form == LAYOUT_FORM_SHORT);
+            CHECK((form == LAYOUT_FORM_EITHER) == (level == 1 || parent == 0));
+            uint64_t per = level > 1 ? layout_bucket_width[level - 1] / layout_bucket_width[level]
+                                     : 1;
+            snprintf(buf, sizeof buf, "%llu",
+                     (unsigned long long)(form == LAYOUT_FORM_SHORT ? v % per : v));
             CHECK(strcmp(buf, s) == 0);
             uint64_t due = v * layout_bucket_width[level];
             CHECK(due <= LAYOUT_DUE_MAX && layout_bucket_of(due, level) == v);

@@ -389,7 +389,9 @@ static void crawler(deferd_client *ca, deferd_client *cb)
         CHECK(rc == DEFERD_OK);
         links += found;
         char tag[40];
-        snprintf(tag, sizeof tag, "-f%s", strrchr(ids[0], '-') + 1); /* the parent's uid */
+        char uid[DEFERD_UID_SIZE] = "";
+        CHECK(deferd_job_uid(ids[0], uid, sizeof uid) == 0);
+        snprintf(tag, sizeof tag, "-f%s", uid); /* the parent's uid */
         for (int i = 0; i < found; i++)
             CHECK(strstr(items[i].id, tag) != NULL);
         deferd_job_clear(&job);

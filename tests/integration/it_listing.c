@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "layout.h"
 
 enum { N = 300 };
 
@@ -74,22 +75,24 @@ static int leaf_of(zhandle_t *zh, char *out, size_t len)
     return 0;
 }
 
-/* Y: a plain job name of LEAF ("<due>-<prio>-<uid>") made most urgent (priority 0) with
- * another uid; then one of LEAF's jobs not held (a held one has its lock child) deleted and
- * Y created in one multi, as another writer would: the bucket's count stays. */
+/* Y: a job name of LEAF made most urgent (priority 0) with another uid; then one of LEAF's
+ * jobs not held (a held one has its lock child) deleted and Y created in one multi, as
+ * another writer would: the bucket's count stays. */
 static int swap_one(zhandle_t *zh, const char *leaf, char *y, size_t ylen)
 {
     struct String_vector sv;
     int rc = zoo_get_children(zh, leaf, 0, &sv);
     for (int i = 0; rc == ZOK && i < sv.count; i++) {
-        const char *name = sv.data[i], *d1 = strchr(name, '-'), *d2 = d1 ? strchr(d1 + 1, '-') : NULL;
-        if (!d2 || strchr(d2 + 1, '-'))
+        const char *name = sv.data[i];
+        struct job_name jn;
+        if (layout_parse_name(name, &jn) != 0)
             continue;
-        char uid[64];
-        snprintf(uid, sizeof uid, "%s", d2 + 1);
-        uid[strlen(uid) - 1] = uid[strlen(uid) - 1] == 'z' ? 'y' : 'z';
+        size_t u = strlen(jn.uid) - 1;
+        jn.uid[u] = jn.uid[u] == 'z' ? 'y' : 'z';
+        jn.priority = 0;
+        if (ylen <= LAYOUT_NAME_MAX || layout_format_name(&jn, y, ylen) != 0)
+            continue;
         char xpath[600], ypath[600];
-        snprintf(y, ylen, "%.*s-0-%s", (int)(d1 - name), name, uid);
         snprintf(xpath, sizeof xpath, "%s/%s", leaf, name);
         snprintf(ypath, sizeof ypath, "%s/%s", leaf, y);
         zoo_op_t ops[2];

@@ -283,7 +283,7 @@ static void unreadable_left_alone(zhandle_t *zh)
     deferd_close(cons);
 }
 
-/* A root no deferd has stored in starts at layout 3 (claims), once, whichever daemon comes first:
+/* A root no deferd has stored in starts at layout 4 (claims, short bucket names), once, whichever daemon comes first:
  * they race to create it, and the one transaction that makes queues/ and the marker wins. */
 static void new_root_packs(zhandle_t *zh)
 {
@@ -295,11 +295,12 @@ static void new_root_packs(zhandle_t *zh)
     for (int k = 0; k < 2; k++)
         CHECK(daemon_wait_ready(&n[k]) == 0 && daemon_wait_connected(&n[k], 20000) == 0);
     for (int k = 0; k < 2; k++)
-        CHECK(log_wait(&n[k], 0, "layout version 3", 10000));
-    CHECK(log_count(&n[0], 0, "layout version 3 (a new root)") +
-              log_count(&n[1], 0, "layout version 3 (a new root)") == 1); /* one claim won */
+        CHECK(log_wait(&n[k], 0, "layout version 4", 10000));
+    CHECK(log_count(&n[0], 0, "layout version 4 (a new root)") +
+              log_count(&n[1], 0, "layout version 4 (a new root)") == 1); /* one claim won */
     CHECK(run_deferctl(&n[0], "layout", out, sizeof out) == 0 &&
-          strstr(out, "layout version 3: far-future jobs are packed, due jobs claimed") &&
+          strstr(out, "layout version 4: far-future jobs are packed, due jobs claimed, new "
+                      "jobs' buckets named short") &&
           !strstr(out, "--upgrade"));
     deferd_client *c = client(&n[0]);
     CHECK(put_job(c, "b", "far", -1, now_ms() + 5 * 3600 * 1000, -1, id) == 0);
@@ -310,7 +311,7 @@ static void new_root_packs(zhandle_t *zh)
     daemon_kill(&n[1], SIGTERM);
     long mark = log_mark(&n[1]);
     char read_it[200];
-    snprintf(read_it, sizeof read_it, "layout version 3 (%s/layout)", fresh);
+    snprintf(read_it, sizeof read_it, "layout version 4 (%s/layout)", fresh);
     CHECK(daemon_restart(&n[1], packing) == 0);
     CHECK(log_wait(&n[1], mark, read_it, 10000));
     CHECK(log_count(&n[1], mark, "(a new root)") == 0);

@@ -19,7 +19,7 @@ static int count_shards(zhandle_t *zh, const char *queue, int64_t due, int *larg
 {
     char path[LAYOUT_PATH_MAX];
     struct String_vector kids;
-    layout_bucket_path(path, sizeof path, root, queue, (uint64_t)due, LAYOUT_DEPTH);
+    layout_bucket_path(path, sizeof path, root, queue, (uint64_t)due, LAYOUT_DEPTH, 1);
     if (zoo_get_children(zh, path, 0, &kids) != ZOK)
         return -1;
     int shards = 0;

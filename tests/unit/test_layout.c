@@ -15,17 +15,24 @@ static void round_trips(void)
         a.priority = (uint32_t)rand() * 2u + (uint32_t)(rand() & 1);
         a.prior_attempts = (i % 3) ? 0 : (uint32_t)rand() + 1;
         a.ttr_ms = (i % 5) ? 0 : (uint32_t)rand() + 1;
+        a.short_buckets = i % 2;
         snprintf(a.uid, sizeof a.uid, "%x%x", rand(), i);
         char name[LAYOUT_NAME_MAX + 1], id[LAYOUT_ID_MAX + 1], q[65];
         CHECK(layout_format_name(&a, name, sizeof name) == 0);
         CHECK(layout_parse_name(name, &b) == 0);
         CHECK(a.due_ms == b.due_ms && a.priority == b.priority &&
-              a.prior_attempts == b.prior_attempts && a.ttr_ms == b.ttr_ms);
+              a.prior_attempts == b.prior_attempts && a.ttr_ms == b.ttr_ms &&
+              a.short_buckets == b.short_buckets);
         CHECK_STR(a.uid, b.uid);
         CHECK(layout_format_id(id, sizeof id, "emails", name) == 0);
         CHECK(layout_parse_id(id, q, sizeof q, &b) == 0);
         CHECK_STR(q, "emails");
-        CHECK(layout_job_in_bucket(a.due_ms, layout_bucket_of(a.due_ms, 3)));
+        uint64_t leaf = layout_bucket_of(a.due_ms, 3);
+        CHECK(layout_job_in_bucket(&a, leaf, a.short_buckets ? LAYOUT_FORM_SHORT
+                                                             : LAYOUT_FORM_FULL));
+        CHECK(layout_job_in_bucket(&a, leaf, LAYOUT_FORM_EITHER));
+        CHECK(!layout_job_in_bucket(&a, leaf, a.short_buckets ? LAYOUT_FORM_FULL
+                                                              : LAYOUT_FORM_SHORT));
     }
 }
 
@@ -35,19 +42,70 @@ static void paths(void)
     char buf[LAYOUT_PATH_MAX];
     CHECK(layout_job_path(buf, sizeof buf, "/deferd", "emails", &jn) == 0);
     CHECK_STR(buf, "/deferd/queues/emails/jobs/176376/17637696/17637696051/1763769605123-10-abc");
-    CHECK(layout_bucket_path(buf, sizeof buf, "/r", "q", jn.due_ms, 0) == 0);
+    CHECK(layout_bucket_path(buf, sizeof buf, "/r", "q", jn.due_ms, 0, 0) == 0);
     CHECK_STR(buf, "/r/queues/q/jobs");
     uint64_t v;
-    CHECK(layout_parse_bucket("176376", 1, 0, &v) == 0 && v == 176376);
-    CHECK(layout_parse_bucket("17637696", 2, 176376, &v) == 0 && v == 17637696);
-    CHECK(layout_parse_bucket("17637696", 2, 176377, &v) != 0); /* wrong parent */
-    CHECK(layout_parse_bucket("17637696051", 3, 17637696, &v) == 0);
-    CHECK(layout_parse_bucket("017637696051", 3, 17637696, &v) != 0);
-    CHECK(layout_parse_bucket("abc", 1, 0, &v) != 0);
-    CHECK(layout_parse_bucket("", 1, 0, &v) != 0);
-    CHECK(!layout_job_in_bucket(1763769605123ULL, 17637696052ULL));
+    CHECK(layout_parse_bucket("176376", 1, 0, &v) == LAYOUT_FORM_EITHER && v == 176376);
+    CHECK(layout_parse_bucket("17637696", 2, 176376, &v) == LAYOUT_FORM_FULL && v == 17637696);
+    CHECK(layout_parse_bucket("17637696", 2, 176377, &v) < 0); /* wrong parent */
+    CHECK(layout_parse_bucket("17637696051", 3, 17637696, &v) == LAYOUT_FORM_FULL);
+    CHECK(layout_parse_bucket("017637696051", 3, 17637696, &v) < 0);
+    CHECK(layout_parse_bucket("abc", 1, 0, &v) < 0);
+    CHECK(layout_parse_bucket("", 1, 0, &v) < 0);
+    CHECK(!layout_job_in_bucket(&jn, 17637696052ULL, LAYOUT_FORM_EITHER));
     char small[20];
     CHECK(layout_job_path(small, sizeof small, "/deferd", "emails", &jn) != 0);
+}
+
+/* Layout version 4: L2 and L3 named by their own digits, the name marked "-c". */
+static void short_form(void)
+{
+    struct job_name jn = {.due_ms = 1763769605123ULL, .priority = 10, .uid = "abc",
+                          .short_buckets = 1}, back;
+    char buf[LAYOUT_PATH_MAX], id[LAYOUT_ID_MAX + 1], q[65];
+    CHECK(layout_job_path(buf, sizeof buf, "/deferd", "emails", &jn) == 0);
+    CHECK_STR(buf, "/deferd/queues/emails/jobs/176376/96/51/1763769605123-10-abc-c");
+    CHECK(layout_job_id(id, sizeof id, "emails", &jn) == 0);
+    CHECK_STR(id, "emails/1763769605123-10-abc-c");
+    CHECK(layout_parse_id(id, q, sizeof q, &back) == 0 && back.short_buckets == 1);
+    CHECK(layout_job_path(id, sizeof id, "/deferd", q, &back) == 0);
+    CHECK_STR(id, buf); /* the id alone leads to the path */
+    jn.prior_attempts = 2;
+    jn.key[0] = 'k';
+    CHECK(layout_format_name(&jn, buf, sizeof buf) == 0);
+    CHECK_STR(buf, "1763769605123-10-abc-c-a2-kk");
+    CHECK(layout_parse_name("1763769605123-10-abc-a2-c", &back) != 0); /* out of order */
+    CHECK(layout_parse_name("1763769605123-10-abc-cc", &back) != 0);
+    CHECK(layout_parse_name("1763769605123-10-abc-c-c", &back) != 0);
+
+    uint64_t v;
+    CHECK(layout_parse_bucket("96", 2, 176376, &v) == LAYOUT_FORM_SHORT && v == 17637696);
+    CHECK(layout_parse_bucket("17637696", 2, 176376, &v) == LAYOUT_FORM_FULL && v == 17637696);
+    CHECK(layout_parse_bucket("51", 3, 17637696, &v) == LAYOUT_FORM_SHORT && v == 17637696051);
+    CHECK(layout_parse_bucket("999", 3, 17637696, &v) == LAYOUT_FORM_SHORT && v == 17637696999);
+    CHECK(layout_parse_bucket("100", 2, 176376, &v) < 0); /* neither form */
+    CHECK(layout_parse_bucket("05", 2, 176376, &v) < 0);   /* not canonical */
+    CHECK(layout_parse_bucket("176376", 1, 0, &v) == LAYOUT_FORM_EITHER);
+    /* under a bucket of value 0 the two forms are one name */
+    CHECK(layout_parse_bucket("7", 2, 0, &v) == LAYOUT_FORM_EITHER && v == 7);
+    CHECK(layout_parse_bucket("100", 2, 0, &v) < 0);
+    CHECK(layout_bucket_path(buf, sizeof buf, "/r", "q", 150000, 3, 1) == 0);
+    CHECK_STR(buf, "/r/queues/q/jobs/0/1/500");
+    CHECK(layout_bucket_path(buf, sizeof buf, "/r", "q", 150000, 3, 0) == 0);
+    CHECK_STR(buf, "/r/queues/q/jobs/0/1/1500");
+
+    CHECK(layout_form_join(LAYOUT_FORM_EITHER, LAYOUT_FORM_SHORT) == LAYOUT_FORM_SHORT);
+    CHECK(layout_form_join(LAYOUT_FORM_FULL, LAYOUT_FORM_EITHER) == LAYOUT_FORM_FULL);
+    CHECK(layout_form_join(LAYOUT_FORM_SHORT, LAYOUT_FORM_SHORT) == LAYOUT_FORM_SHORT);
+    CHECK(layout_form_join(LAYOUT_FORM_SHORT, LAYOUT_FORM_FULL) < 0);
+    CHECK(layout_form_join(LAYOUT_FORM_FULL, LAYOUT_FORM_SHORT) < 0);
+
+    jn.key[0] = '\0';
+    CHECK(layout_job_in_bucket(&jn, 17637696051ULL, LAYOUT_FORM_SHORT));
+    CHECK(!layout_job_in_bucket(&jn, 17637696051ULL, LAYOUT_FORM_FULL));
+    jn.short_buckets = 0;
+    CHECK(layout_job_in_bucket(&jn, 17637696051ULL, LAYOUT_FORM_FULL));
+    CHECK(!layout_job_in_bucket(&jn, 17637696051ULL, LAYOUT_FORM_SHORT));
 }
 
 static void shards(void)
@@ -625,6 +683,7 @@ int main(void)
     queue_nodes();
     tokens();
     paths();
+    short_form();
     shards();
     path_and_id();
     foreign_names();

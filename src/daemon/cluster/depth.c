@@ -40,6 +40,7 @@ struct call {
     enum call_kind kind;
     int level;                  /* of the directory: 0 jobs/, 1-3 buckets, 4 a shard */
     uint64_t value;             /* its bucket value (a shard: its leaf's) */
+    int form;                   /* of its path's bucket names (enum layout_form) */
     char path[LAYOUT_PATH_MAX];
 };
 
@@ -74,7 +75,7 @@ struct depth {
 
 static void pump(struct walk *w);
 
-static void enqueue(struct walk *w, enum call_kind kind, int level, uint64_t value,
+static void enqueue(struct walk *w, enum call_kind kind, int level, uint64_t value, int form,
                     const char *path)
 {
     /* A refresh holds no more calls than it may still send: a long overdue past (every
@@ -93,6 +94,7 @@ static void enqueue(struct walk *w, enum call_kind kind, int level, uint64_t val
     c->w = w;
     c->kind = kind;
     c->level = level;
+    c->form = form;
     c->value = value;
     if (w->census) { /* depth first: what a listing finds goes before what waits */
         c->next = w->head;
@@ -212,43 +214,54 @@ static void on_jobs(struct walk *w, const struct call *c, const struct zk_result
         const char *name = res->children[i];
         struct job_name jn;
         if (name[0] >= '0' && name[0] <= '9') {
-            if (layout_parse_name(name, &jn) == 0 && layout_job_in_bucket(jn.due_ms, c->value))
+            if (layout_parse_name(name, &jn) == 0 && layout_job_in_bucket(&jn, c->value, c->form))
                 count_job(w, jn.due_ms);
         } else if (c->level == LEAF_LEVEL && layout_valid_shard(name) &&
                    snprintf(path, sizeof path, "%s/%s", c->path, name) < (int)sizeof path) {
-            enqueue(w, CK_JOBS, SHARD_LEVEL, c->value, path);
+            enqueue(w, CK_JOBS, SHARD_LEVEL, c->value, c->form, path);
         }
     }
 }
 
-static int cmp_u64(const void *a, const void *b)
+struct named {
+    uint64_t value;
+    int form;
+    const char *name;
+};
+
+static int cmp_named(const void *a, const void *b)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    uint64_t x = ((const struct named *)a)->value, y = ((const struct named *)b)->value;
     return (x > y) - (x < y);
 }
 
-/* A directory's buckets one level down that begin within the hour, earliest first. */
+/* A directory's buckets one level down that begin within the hour, earliest first; a
+ * bucket named in both forms (while old jobs remain) is walked under each name. */
 static void on_buckets(struct walk *w, const struct call *c, const struct zk_result *res)
 {
     int level = c->level + 1;
-    uint64_t *v = calloc((size_t)res->nchildren + 1, sizeof *v);
+    struct named *v;
     size_t n = 0;
     char path[LAYOUT_PATH_MAX];
-    if (!v) {
+    if (!(v = calloc((size_t)res->nchildren + 1, sizeof *v))) {
         w->errors++;
         return;
     }
     int64_t horizon = w->census ? INT64_MAX : w->run.refreshed_ms + DEPTH_HOUR_MS;
-    for (int i = 0; i < res->nchildren; i++)
-        if (layout_parse_bucket(res->children[i], level, c->value, &v[n]) == 0 &&
-            (int64_t)(v[n] * layout_bucket_width[level]) <= horizon)
-            n++;
-    qsort(v, n, sizeof *v, cmp_u64);
+    for (int i = 0; i < res->nchildren; i++) {
+        int form = layout_parse_bucket(res->children[i], level, c->value, &v[n].value);
+        if (form >= 0 && (form = layout_form_join(c->form, form)) >= 0 &&
+            (int64_t)(v[n].value * layout_bucket_width[level]) <= horizon) {
+            v[n].form = form;
+            v[n++].name = res->children[i];
+        }
+    }
+    qsort(v, n, sizeof *v, cmp_named);
     for (size_t k = 0; k < n; k++) {
         size_t i = w->census ? n - 1 - k : k; /* pushed in front: the last goes first */
-        if (snprintf(path, sizeof path, "%s/%llu", c->path, (unsigned long long)v[i]) <
-            (int)sizeof path)
-            enqueue(w, level == LEAF_LEVEL ? CK_JOBS : CK_BUCKETS, level, v[i], path);
+        if (snprintf(path, sizeof path, "%s/%s", c->path, v[i].name) < (int)sizeof path)
+            enqueue(w, level == LEAF_LEVEL ? CK_JOBS : CK_BUCKETS, level, v[i].value, v[i].form,
+                    path);
     }
     free(v);
 }
@@ -258,9 +271,9 @@ static void on_dead_dirs(struct walk *w, const struct call *c, const struct zk_r
     char path[LAYOUT_PATH_MAX];
     uint64_t v;
     for (int i = 0; i < res->nchildren; i++)
-        if (layout_parse_bucket(res->children[i], 1, 0, &v) == 0 &&
+        if (layout_parse_bucket(res->children[i], 1, 0, &v) >= 0 &&
             snprintf(path, sizeof path, "%s/%s", c->path, res->children[i]) < (int)sizeof path)
-            enqueue(w, CK_DEAD_COUNT, 1, v, path);
+            enqueue(w, CK_DEAD_COUNT, 1, v, LAYOUT_FORM_EITHER, path);
 }
 
 /* packs/: the window directories; a window directory: its packs. Names that are not
@@ -272,10 +285,11 @@ static void on_pack_names(struct walk *w, const struct call *c, const struct zk_
     uint64_t v;
     for (int i = 0; i < res->nchildren; i++) {
         const char *name = res->children[i];
-        int ok = c->kind == CK_PACK_DIRS ? layout_parse_bucket(name, 1, 0, &v) == 0
+        int ok = c->kind == CK_PACK_DIRS ? layout_parse_bucket(name, 1, 0, &v) >= 0
                                          : layout_parse_pack_name(name, &pn) == 0;
         if (ok && snprintf(path, sizeof path, "%s/%s", c->path, name) < (int)sizeof path)
-            enqueue(w, c->kind == CK_PACK_DIRS ? CK_PACKS : CK_PACK, 0, 0, path);
+            enqueue(w, c->kind == CK_PACK_DIRS ? CK_PACKS : CK_PACK, 0, 0, LAYOUT_FORM_EITHER,
+                    path);
     }
 }
 
@@ -299,7 +313,7 @@ static void on_claim_names(struct walk *w, const struct call *c, const struct zk
     for (int i = 0; i < res->nchildren; i++)
         if (layout_parse_claim_name(res->children[i], &session, &n) == 0 &&
             snprintf(path, sizeof path, "%s/%s", c->path, res->children[i]) < (int)sizeof path)
-            enqueue(w, CK_CLAIM, 0, 0, path);
+            enqueue(w, CK_CLAIM, 0, 0, LAYOUT_FORM_EITHER, path);
 }
 
 /* A claim's jobs are held by a consumer, out of their buckets: each counted at its due time
@@ -405,16 +419,16 @@ static void start(struct walk *w)
         return;
     w->active = 1;
     if (w->census && layout_packs_path(path, sizeof path, cfg->zk_root, w->qc->name) == 0)
-        enqueue(w, CK_PACK_DIRS, 0, 0, path);
-    if (layout_bucket_path(path, sizeof path, cfg->zk_root, w->qc->name, 0, 0) == 0)
-        enqueue(w, CK_BUCKETS, 0, 0, path);
+        enqueue(w, CK_PACK_DIRS, 0, 0, LAYOUT_FORM_EITHER, path);
+    if (layout_bucket_path(path, sizeof path, cfg->zk_root, w->qc->name, 0, 0, 0) == 0)
+        enqueue(w, CK_BUCKETS, 0, 0, LAYOUT_FORM_EITHER, path);
     if (!w->census &&
         layout_queue_path(path, sizeof path, cfg->zk_root, w->qc->name, LAYOUT_DEAD, NULL) == 0)
-        enqueue(w, CK_DEAD_DIRS, 0, 0, path);
+        enqueue(w, CK_DEAD_DIRS, 0, 0, LAYOUT_FORM_EITHER, path);
     /* claims exist only on a root at version 3 (and are recovered only while it is) */
     if (!w->census && w->dp->d->layout_version >= LAYOUT_VERSION_CLAIMS &&
         layout_queue_path(path, sizeof path, cfg->zk_root, w->qc->name, LAYOUT_CLAIMS, NULL) == 0)
-        enqueue(w, CK_CLAIMS, 0, 0, path);
+        enqueue(w, CK_CLAIMS, 0, 0, LAYOUT_FORM_EITHER, path);
     pump(w);
 }
 

@@ -22,7 +22,9 @@ static void set_version(struct deferd *d, int version, const char *why)
     if (version == d->layout_version)
         return;
     log_info("layout version %d (%s): %s", version, why,
-             version >= LAYOUT_VERSION_CLAIMS ? "far-future jobs are packed, due jobs claimed"
+             version >= LAYOUT_VERSION_SHORT ? "far-future jobs are packed, due jobs claimed, "
+                                               "new jobs' buckets named short"
+             : version >= LAYOUT_VERSION_CLAIMS ? "far-future jobs are packed, due jobs claimed"
              : version >= LAYOUT_VERSION_PACKS ? "far-future jobs are packed"
                                                : "no new packs are written");
     d->layout_version = version;
@@ -43,12 +45,12 @@ static void on_data(const struct zk_result *res, void *ctx)
     marker_path(d, path, sizeof path);
     v = res->datalen > 0 ? layout_parse_marker(res->data, (size_t)res->datalen) : -1;
     if (v < 1) {
-        log_warn("%s: '%.*s' names no layout version (expected 1, 2 or 3); packing stays off",
+        log_warn("%s: '%.*s' names no layout version (expected 1 to 4); packing stays off",
                  path, res->datalen > 0 && res->datalen < 40 ? res->datalen : 0,
                  res->datalen > 0 ? res->data : "");
         v = 1;
     }
-    set_version(d, v > LAYOUT_VERSION_CLAIMS ? LAYOUT_VERSION_CLAIMS : v, path);
+    set_version(d, v > LAYOUT_VERSION_SHORT ? LAYOUT_VERSION_SHORT : v, path);
 }
 
 static void on_exists(const struct zk_result *res, void *ctx)
@@ -72,13 +74,13 @@ static void read_marker(struct deferd *d)
 
 static void on_claimed(const struct zk_result *res, void *ctx)
 {
-    if (res->rc == ZOK) /* the read that follows finds "3" and says nothing more */
-        set_version(ctx, LAYOUT_VERSION_CLAIMS, "a new root");
+    if (res->rc == ZOK) /* the read that follows finds "4" and says nothing more */
+        set_version(ctx, LAYOUT_VERSION_SHORT, "a new root");
 }
 
-/* A root where nothing was ever stored starts at the newest layout, 3 (claims; issue 43:
- * a delivery costs about one ZooKeeper operation where a lock costs five): no older daemon
- * can have jobs there. Transactions sent before any other request of the session that could
+/* A root where nothing was ever stored starts at the newest layout, 4 (claims, and short
+ * bucket names; issue 43: a delivery costs about one ZooKeeper operation where a lock costs
+ * five, a put's path 14 bytes less): no older daemon can have jobs there. Transactions sent before any other request of the session that could
  * create a directory (one session is served in order), one for each level of the root's
  * path (the levels from that one down, queues/ and the marker), and one for queues/ and the
  * marker alone. Each fails, changing nothing, when one of its nodes exists, so at most one
@@ -89,7 +91,7 @@ static void claim_new_root(struct deferd *d)
 {
     enum { LEVELS = 16 }; /* of a deeper root, the deepest: the rest are taken to exist */
     char marker[LAYOUT_PATH_MAX], queues[LAYOUT_PATH_MAX], levels[LEVELS][LAYOUT_PATH_MAX];
-    static const char version[] = "3";
+    static const char version[] = "4";
     struct zk_txn_op ops[LEVELS + 2];
     const char *root = d->cfg->zk_root;
     int n = 0, all = 0;

@@ -224,7 +224,7 @@ static void on_packs_listed(const struct zk_result *res, void *ctx)
     for (int i = 0; qp && res->rc == ZOK && i < res->nchildren; i++) {
         if (join(path, c->path, res->children[i]) != 0)
             continue;
-        if (layout_parse_bucket(res->children[i], 1, 0, &l1) != 0)
+        if (layout_parse_bucket(res->children[i], 1, 0, &l1) < 0)
             note_once(u, path, "not a window directory of packs/");
         else
             dir_of(u, c->queue, path, l1);

@@ -45,6 +45,7 @@ struct dir {
     char *path;
     int level;
     uint64_t value;
+    int form;                   /* of its path's bucket names: enum layout_form */
     int64_t start_ms, end_ms;   /* due times it may hold */
     struct mirror *m;
     struct dqueue *q;
@@ -114,7 +115,7 @@ static void note_foreign(struct mirror *m, const char *path, const char *why)
 }
 
 static struct dir *dir_new(struct mirror *m, struct dqueue *q, struct dir *parent,
-                           const char *path, int level, uint64_t value)
+                           const char *path, int level, uint64_t value, int form)
 {
     struct dir *dir = calloc(1, sizeof *dir);
     if (!dir || !(dir->path = strdup(path))) {
@@ -125,6 +126,7 @@ static struct dir *dir_new(struct mirror *m, struct dqueue *q, struct dir *paren
     dir->q = q;
     dir->level = level;
     dir->value = value;
+    dir->form = form;
     dir->relist_pos = HEAP_NONE;
     dir->parent = parent;
     if (level == 0) {
@@ -214,8 +216,8 @@ static struct mirror_entry *job_listed(struct mirror *m, struct dir *leaf, const
         note_foreign(m, path, "not a job name <due ms>-<priority>-<uid>[-<attempts>]");
         return NULL;
     }
-    if (!layout_job_in_bucket(jn.due_ms, leaf->value)) {
-        note_foreign(m, path, "due time does not belong to this bucket");
+    if (!layout_job_in_bucket(&jn, leaf->value, leaf->form)) {
+        note_foreign(m, path, "due time or bucket form ('-c') does not belong to this bucket");
         return NULL;
     }
     size_t slen = strlen(shard);
@@ -249,7 +251,7 @@ static void shard_listed(struct mirror *m, struct dir *leaf, const char *path)
 {
     struct dir *shard;
     HASH_FIND_STR(m->dirs, path, shard);
-    if (!shard && (shard = dir_new(m, leaf->q, leaf, path, SHARD_LEVEL, leaf->value)))
+    if (!shard && (shard = dir_new(m, leaf->q, leaf, path, SHARD_LEVEL, leaf->value, leaf->form)))
         load(m, shard);
     if (shard)
         shard->gen = leaf->gen;
@@ -258,14 +260,19 @@ static void shard_listed(struct mirror *m, struct dir *leaf, const char *path)
 static void dir_listed(struct mirror *m, struct dir *dir, const char *path, const char *name)
 {
     uint64_t v;
-    if (layout_parse_bucket(name, dir->level + 1, dir->value, &v) != 0) {
+    int form = layout_parse_bucket(name, dir->level + 1, dir->value, &v);
+    if (form < 0) {
         note_foreign(m, path, "not a bucket of this level");
+        return;
+    }
+    if ((form = layout_form_join(dir->form, form)) < 0) {
+        note_foreign(m, path, "a short bucket name under a full one, or the reverse");
         return;
     }
     struct dir *kid;
     HASH_FIND_STR(m->dirs, path, kid);
     if (!kid) {
-        kid = dir_new(m, dir->q, dir, path, dir->level + 1, v);
+        kid = dir_new(m, dir->q, dir, path, dir->level + 1, v, form);
         if (!kid)
             return;
         int64_t at = kid->start_ms - (int64_t)m->d->cfg->lookahead_ms;
@@ -506,9 +513,9 @@ int mirror_start(struct mirror *m, struct dqueue *q)
     if (q->root)
         return 0;
     char path[LAYOUT_PATH_MAX];
-    if (layout_bucket_path(path, sizeof path, m->d->cfg->zk_root, q->cfg->name, 0, 0) != 0)
+    if (layout_bucket_path(path, sizeof path, m->d->cfg->zk_root, q->cfg->name, 0, 0, 0) != 0)
         return -1;
-    q->root = dir_new(m, q, NULL, path, 0, 0);
+    q->root = dir_new(m, q, NULL, path, 0, 0, LAYOUT_FORM_EITHER);
     if (!q->root)
         return -1;
     load(m, q->root);

@@ -64,6 +64,7 @@ int putpacks_join(struct putpacks *pp, const struct put_env *env, struct putjob 
     p->jobs++;
     pj->pack = (int)i;
     pj->jn.shard[0] = '\0';
+    pj->jn.short_buckets = 0; /* a pack's record has no field for it: unpacked in full form */
     memcpy(pj->jn.pack, p->name, sizeof pj->jn.pack);
     memcpy(pj->path, p->path, sizeof pj->path);
     return ZOK;

@@ -261,6 +261,7 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
     pj->key_version = -1;
     pj->pack = -1;
     pj->jn.due_ms = due;
+    pj->jn.short_buckets = ps->env->d->layout_version >= LAYOUT_VERSION_SHORT;
     pj->jn.priority = pp->has_prio ? pp->prio : q->cfg->priority;
     pj->jn.ttr_ms = pp->has_ttr ? (uint32_t)pp->ttr_ms : 0; /* 0: queue default */
     memcpy(pj->jn.key, pp->key, sizeof pj->jn.key);
