@@ -1,6 +1,6 @@
-/* deferctl layout [--upgrade | --claims | --short-names | --downgrade]: shows or sets the root's layout version (the
- * marker every daemon watches, docs/zookeeper-layout.md "Rolling upgrade") and counts the
- * packs each queue still holds. */
+/* deferctl layout [--upgrade | --claims | --short-names | --downgrade]: shows or sets the
+ * root's layout version (the marker every daemon watches, docs/zookeeper-layout.md "Rolling
+ * upgrade") and counts the packs each queue still holds. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>

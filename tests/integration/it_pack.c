@@ -283,8 +283,9 @@ static void unreadable_left_alone(zhandle_t *zh)
     deferd_close(cons);
 }
 
-/* A root no deferd has stored in starts at layout 4 (claims, short bucket names), once, whichever daemon comes first:
- * they race to create it, and the one transaction that makes queues/ and the marker wins. */
+/* A root no deferd has stored in starts at layout 4 (claims, short bucket names), once,
+ * whichever daemon comes first: they race to create it, and the one transaction that makes
+ * queues/ and the marker wins. */
 static void new_root_packs(zhandle_t *zh)
 {
     char fresh[160], out[2048], id[DEFERD_ID_SIZE], pack[LAYOUT_PACK_MAX + 1];

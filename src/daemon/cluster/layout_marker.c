@@ -80,10 +80,10 @@ static void on_claimed(const struct zk_result *res, void *ctx)
 
 /* A root where nothing was ever stored starts at the newest layout, 4 (claims, and short
  * bucket names; issue 43: a delivery costs about one ZooKeeper operation where a lock costs
- * five, a put's path 14 bytes less): no older daemon can have jobs there. Transactions sent before any other request of the session that could
- * create a directory (one session is served in order), one for each level of the root's
- * path (the levels from that one down, queues/ and the marker), and one for queues/ and the
- * marker alone. Each fails, changing nothing, when one of its nodes exists, so at most one
+ * five, a put's path 14 bytes less): no older daemon can have jobs there. Transactions
+ * sent before any other request of the session that could create a directory (one session
+ * is served in order), one for each level of the root's path (the levels from that one
+ * down, queues/ and the marker), and one for queues/ and the marker alone. Each fails, changing nothing, when one of its nodes exists, so at most one
  * succeeds: the one that starts at the first missing level. A root where some deferd made
  * queues/ (maybe one older than packs) keeps version 1; of daemons starting together one
  * claims the root for all. */
