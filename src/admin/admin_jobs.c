@@ -82,6 +82,7 @@ static int add_names(struct page *pg, const struct String_vector *names, uint64_
     return 0;
 }
 
+/* The jobs of one leaf bucket and of its shards, added to the page unsorted. */
 static int read_leaf(struct admin *a, struct page *pg, const char *path, uint64_t leaf,
                      int form)
 {
@@ -91,7 +92,6 @@ static int read_leaf(struct admin *a, struct page *pg, const char *path, uint64_
         return ZOK; /* emptied and deleted since its parent was listed */
     if (rc != ZOK)
         return rc;
-    size_t first = pg->n;
     rc = add_names(pg, &kids, leaf, form, "") == 0 ? ZOK : ZSYSTEMERROR;
     for (int i = 0; rc == ZOK && i < kids.count; i++) {
         if (!layout_valid_shard(kids.data[i]))
@@ -108,13 +108,20 @@ static int read_leaf(struct admin *a, struct page *pg, const char *path, uint64_
         }
     }
     deallocate_String_vector(&kids);
-    if (pg->n > first) /* rows may still be NULL */
-        qsort(pg->rows + first, pg->n - first, sizeof *pg->rows, row_cmp);
-    cut_rows(pg, pg->want);
     return rc;
 }
 
-struct bucket { uint64_t value; int form; char name[24]; };
+/* One bucket's window under as many names as it has: its full name and its short one
+ * (layout version 4) while jobs of both forms remain, each under its own parent's path. */
+enum { NAMES_A_BUCKET = 2 };
+struct group {
+    int n;
+    uint64_t value;
+    char path[NAMES_A_BUCKET][LAYOUT_PATH_MAX];
+    int form[NAMES_A_BUCKET];
+};
+
+struct bucket { uint64_t value; int form, parent; char name[24]; };
 
 static int bucket_cmp(const void *x, const void *y)
 {
@@ -122,51 +129,79 @@ static int bucket_cmp(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-/* The valid buckets of one level under PATH whose window meets [from, until], in order. */
-static int buckets_of(struct admin *a, const struct page *pg, const char *path, int level,
-                      uint64_t parent, int parent_form, struct bucket **out, int *count)
+/* Appends the valid buckets of one level under G's name PARENT whose window meets [from,
+ * until] to *B (*COUNT of them). */
+static int buckets_of(struct admin *a, const struct page *pg, const struct group *g, int parent,
+                      int level, struct bucket **b, int *count)
 {
     struct String_vector kids;
-    int rc = zoo_get_children(a->zh, path, 0, &kids);
-    *count = 0;
-    *out = NULL;
+    int rc = zoo_get_children(a->zh, g->path[parent], 0, &kids);
     if (rc != ZOK)
         return rc == ZNONODE ? ZOK : rc;
     uint64_t width = layout_bucket_width[level], from = pg->o->from_ms;
     if (pg->o->after && pg->after.due_ms > from)
         from = pg->after.due_ms; /* nothing before the cursor's bucket is on this page */
-    struct bucket *b = calloc((size_t)kids.count + 1, sizeof *b);
-    for (int i = 0; b && i < kids.count; i++) {
+    struct bucket *more = realloc(*b, ((size_t)*count + (size_t)kids.count + 1) * sizeof **b);
+    for (int i = 0; more && i < kids.count; i++) {
         uint64_t v;
-        int form = layout_parse_bucket(kids.data[i], level, parent, &v);
-        if (form < 0 || (form = layout_form_join(parent_form, form)) < 0 ||
+        int form = layout_parse_bucket(kids.data[i], level, g->value, &v);
+        if (form < 0 || (form = layout_form_join(g->form[parent], form)) < 0 ||
             (v + 1) * width <= from || v * width > pg->o->until_ms)
             continue;
-        b[*count].value = v;
-        b[*count].form = form;
-        snprintf(b[*count].name, sizeof b[*count].name, "%s", kids.data[i]);
-        (*count)++;
+        struct bucket *at = &more[(*count)++];
+        *at = (struct bucket){.value = v, .form = form, .parent = parent};
+        snprintf(at->name, sizeof at->name, "%s", kids.data[i]);
     }
     deallocate_String_vector(&kids);
-    if (!b)
-        return ZSYSTEMERROR;
-    qsort(b, (size_t)*count, sizeof *b, bucket_cmp);
-    *out = b;
-    return ZOK;
+    if (more)
+        *b = more;
+    return more ? ZOK : ZSYSTEMERROR;
 }
 
-/* Depth first through the levels, in due order, until the page is full. */
-static int walk(struct admin *a, struct page *pg, const char *path, int level, uint64_t parent,
-                int form)
+static int walk(struct admin *a, struct page *pg, const struct group *g, int level);
+
+/* The leaves of one window, all of its names read before the page is sorted and cut, so
+ * that a page ends at the same job whichever name held it. */
+static int read_leaves(struct admin *a, struct page *pg, const struct group *g)
+{
+    size_t first = pg->n;
+    int rc = ZOK;
+    for (int k = 0; rc == ZOK && k < g->n; k++)
+        rc = read_leaf(a, pg, g->path[k], g->value, g->form[k]);
+    if (pg->n > first) /* rows may still be NULL */
+        qsort(pg->rows + first, pg->n - first, sizeof *pg->rows, row_cmp);
+    cut_rows(pg, pg->want);
+    return rc;
+}
+
+/* Depth first through the levels, in due order, until the page is full; a window under two
+ * names is walked as one. */
+static int walk(struct admin *a, struct page *pg, const struct group *g, int level)
 {
     if (level > LAYOUT_DEPTH)
-        return read_leaf(a, pg, path, parent, form);
-    struct bucket *b;
-    int count, rc = buckets_of(a, pg, path, level, parent, form, &b, &count);
-    for (int i = 0; rc == ZOK && i < count && pg->n < pg->want; i++) {
-        char sub[LAYOUT_PATH_MAX];
-        snprintf(sub, sizeof sub, "%s/%s", path, b[i].name);
-        rc = walk(a, pg, sub, level + 1, b[i].value, b[i].form);
+        return read_leaves(a, pg, g);
+    struct bucket *b = NULL;
+    int count = 0, rc = ZOK;
+    for (int k = 0; rc == ZOK && k < g->n; k++)
+        rc = buckets_of(a, pg, g, k, level, &b, &count);
+    if (b)
+        qsort(b, (size_t)count, sizeof *b, bucket_cmp);
+    for (int i = 0; rc == ZOK && i < count && pg->n < pg->want;) {
+        struct group *sub = calloc(1, sizeof *sub);
+        if (!sub) {
+            rc = ZSYSTEMERROR;
+            break;
+        }
+        sub->value = b[i].value;
+        for (; i < count && b[i].value == sub->value; i++) {
+            if (sub->n == NAMES_A_BUCKET)
+                continue; /* a value has two names at most: full and short */
+            snprintf(sub->path[sub->n], sizeof sub->path[0], "%s/%s", g->path[b[i].parent],
+                     b[i].name);
+            sub->form[sub->n++] = b[i].form;
+        }
+        rc = walk(a, pg, sub, level + 1);
+        free(sub);
     }
     free(b);
     return rc;
@@ -414,8 +449,14 @@ int admin_list(struct admin *a, const char *queue, const struct admin_list_opts 
         return snprintf(err, errlen, "--after: '%s' is not a job id of queue %s", o->after,
                         queue), -1;
     snprintf(pg.queue, sizeof pg.queue, "%s", queue);
+    struct group *top = calloc(1, sizeof *top);
+    if (!top)
+        return snprintf(err, errlen, "out of memory"), -1;
+    *top = (struct group){.n = 1, .form = {LAYOUT_FORM_EITHER}};
     layout_bucket_path(dir, sizeof dir, a->cfg.zk_root, queue, 0, 0, 0);
-    int rc = walk(a, &pg, dir, 1, 0, LAYOUT_FORM_EITHER);
+    snprintf(top->path[0], sizeof top->path[0], "%s", dir);
+    int rc = walk(a, &pg, top, 1);
+    free(top);
     if (rc == ZOK && (rc = add_packs(a, &pg, queue)) != ZOK)
         layout_packs_path(dir, sizeof dir, a->cfg.zk_root, queue);
     if (rc == ZOK && (rc = add_claims(a, &pg, queue)) != ZOK)

@@ -1,7 +1,8 @@
 /* Short bucket names (layout version 4, issue 43) against a real ZooKeeper: on a root at
  * version 3 the daemon puts jobs in the full form; `deferctl layout --short-names --yes`
  * writes 4 and its next puts are short (the name's "-c", L2 and L3 named by their own
- * digits). Jobs of both forms side by side are listed by deferctl, counted in the queue's
+ * digits). Jobs of both forms side by side are listed by deferctl (paged one job at a time
+ * through windows that hold both forms: each job once, in due order), counted in the queue's
  * depth, found by their ids (cancel), delivered, and keep their form when a nack moves them.
  * A path of two forms, or a "-c" job in full-form buckets, is foreign: logged once, never
  * delivered, never deleted. */
@@ -95,6 +96,37 @@ static int take(deferd_client *c, int n, char ids[][DEFERD_ID_SIZE], int *attemp
     return got;
 }
 
+/* Jobs of both forms in the same 100-second and 100 ms windows: T + 10, 30 and 250 ms put
+ * full (before the upgrade), T + 20, 40 and 260 short (after it). */
+enum { INTERLEAVED = 6 };
+static const int64_t offsets[INTERLEAVED] = {10, 30, 250, 20, 40, 260};
+
+/* deferctl list one job a page from T: every job of both forms once, in due order. */
+static void pages_in_order(int64_t t)
+{
+    char args[400], out[4096], last[DEFERD_ID_SIZE] = "";
+    int64_t seen[INTERLEAVED + 1];
+    int n = 0;
+    for (int page = 0; page <= INTERLEAVED; page++) {
+        int k = snprintf(args, sizeof args, "list a --limit 1 --from %lld --until %lld",
+                         (long long)t, (long long)t + 999);
+        if (last[0])
+            snprintf(args + k, sizeof args - (size_t)k, " --after %s", last);
+        CHECK(run_deferctl(&d, args, out, sizeof out) == 0);
+        char *row = strchr(out, '\n'); /* after the header */
+        if (!row || !row[1])
+            break;
+        sscanf(row + 1, "%199s", last);
+        seen[n++] = (int64_t)due_of(last) - t;
+    }
+    CHECK(n == INTERLEAVED);
+    for (int i = 0; i < n; i++)
+        if (i > 0)
+            CHECK(seen[i] > seen[i - 1]);
+    if (n != INTERLEAVED)
+        fprintf(stderr, "paged %d of %d jobs\n", n, INTERLEAVED);
+}
+
 static int index_of(char ids[][DEFERD_ID_SIZE], int n, const char *uid_of)
 {
     char want[DEFERD_UID_SIZE], uid[DEFERD_UID_SIZE];
@@ -121,16 +153,24 @@ int main(void)
 
     /* full: F[0] and F[1] due soon, F[2] in ten minutes */
     enum { SOON = 3000, LATER = 600000 };
-    char full[3][DEFERD_ID_SIZE], shrt[3][DEFERD_ID_SIZE];
+    char full[3][DEFERD_ID_SIZE], shrt[3][DEFERD_ID_SIZE], mixed[INTERLEAVED][DEFERD_ID_SIZE];
+    int64_t t = (now_ms() + 1200000) / 100000 * 100000; /* 20-21 minutes ahead */
     deferd_client *prod = client(&d);
     for (int i = 0; i < 3; i++)
         CHECK(put_job(prod, "a", "full", i < 2 ? SOON : LATER, -1, -1, full[i]) == 0);
+    for (int i = 0; i < INTERLEAVED / 2; i++)
+        CHECK(put_job(prod, "a", "m", -1, t + offsets[i], -1, mixed[i]) == 0);
     long mark = log_mark(&d);
     CHECK(run_deferctl(&d, "layout --short-names --yes", out, sizeof out) == 0);
     CHECK_CONTAINS(out, "layout version 4 (changed)");
     CHECK(log_wait(&d, mark, "layout version 4", 10000));
     for (int i = 0; i < 3; i++)
         CHECK(put_job(prod, "a", "short", i < 2 ? SOON : LATER, -1, -1, shrt[i]) == 0);
+    for (int i = INTERLEAVED / 2; i < INTERLEAVED; i++)
+        CHECK(put_job(prod, "a", "m", -1, t + offsets[i], -1, mixed[i]) == 0);
+    for (int i = 0; i < INTERLEAVED; i++)
+        CHECK(is_short(mixed[i]) == (i >= INTERLEAVED / 2));
+    pages_in_order(t);
     for (int i = 0; i < 3; i++) {
         CHECK(!is_short(full[i]) && is_short(shrt[i]));
         check_path(zh, full[i], 0);
@@ -146,7 +186,7 @@ int main(void)
         CHECK_CONTAINS(out, shrt[i]);
     }
     CHECK(!strstr(out, "mixedforms") && !strstr(out, "wrongform"));
-    CHECK(wait_queue_stat(prod, "a", "depth_hour", 2, 15000));
+    CHECK(wait_queue_stat(prod, "a", "depth_hour", 2 + INTERLEAVED, 15000));
 
     /* found by their ids */
     CHECK(deferd_cancel(prod, full[2], NULL, NULL, 0, NULL, 0) == DEFERD_OK);
