@@ -342,7 +342,7 @@ static void check_browser(const char *r, const char *dead_before)
         fprintf(stderr, "kicked %s; deferctl dead list b: %s\n", dead_before, cmd_out);
     CHECK(strstr(cmd_out, dead_before) == NULL);
     char uid[64] = "?"; /* b/<due>-<priority>-<uid>-a<attempts> */
-    CHECK(sscanf(dead_before, "b/%*[0-9]-%*[0-9]-%16[0-9a-f]", uid) == 1);
+    CHECK(deferd_job_uid(dead_before, uid, sizeof uid) == 0);
     CHECK(run_deferctl(&d, "list b", cmd_out, sizeof cmd_out) == 0);
     CHECK(strstr(cmd_out, uid) != NULL);
     CHECK(stats_has(&d, "paused.b=1") == 0);

@@ -1,5 +1,6 @@
 /* The znode layout codec: names and paths round-trip, foreign names are refused. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "jobedit.h"
@@ -99,6 +100,17 @@ static void short_form(void)
     CHECK(layout_form_join(LAYOUT_FORM_SHORT, LAYOUT_FORM_SHORT) == LAYOUT_FORM_SHORT);
     CHECK(layout_form_join(LAYOUT_FORM_SHORT, LAYOUT_FORM_FULL) < 0);
     CHECK(layout_form_join(LAYOUT_FORM_FULL, LAYOUT_FORM_SHORT) < 0);
+
+    /* a name that fit before the field fits with it: 150 bytes, then 152 */
+    struct job_name longest = {.due_ms = 1763769605123ULL, .priority = 4294967295u,
+                               .uid = "0123456789abcdefghijklmnopqrstuv"};
+    memset(longest.key, 'k', LAYOUT_KEY_MAX);
+    memset(longest.group, 'g', 150 - 13 - 1 - 10 - 1 - 32 - (2 + LAYOUT_KEY_MAX) - 2);
+    CHECK(layout_format_name(&longest, buf, sizeof buf) == 0 && strlen(buf) == 150);
+    longest.short_buckets = 1;
+    CHECK(layout_format_name(&longest, buf, sizeof buf) == 0 && strlen(buf) == 152);
+    CHECK(layout_parse_name(buf, &back) == 0 && back.short_buckets);
+    CHECK(layout_job_path(buf, sizeof buf, "/deferd", "emails", &longest) == 0);
 
     jn.key[0] = '\0';
     CHECK(layout_job_in_bucket(&jn, 17637696051ULL, LAYOUT_FORM_SHORT));
