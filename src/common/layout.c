@@ -164,9 +164,16 @@ static int parse_tags(const char *const *f, const size_t *len, size_t nf, struct
     return 0;
 }
 
+/* A name without the c field keeps the limit it had before the field (150 bytes), so
+ * that no full-form name is one an older daemon refuses; with it, 2 bytes more. */
+static size_t name_limit(const struct job_name *jn)
+{
+    return LAYOUT_NAME_MAX - (jn->short_buckets ? 0 : 2);
+}
+
 int layout_parse_name(const char *name, struct job_name *out)
 {
-    enum { MAXF = 8 };
+    enum { MAXF = 9 }; /* due, priority, uid, c, a, t, g, f, r: the key is split off first */
     const char *f[MAXF];
     size_t len[MAXF], nf = 0, base_len;
     char base[LAYOUT_NAME_MAX + 1];
@@ -197,7 +204,7 @@ int layout_parse_name(const char *name, struct job_name *out)
         return -1;
     out->due_ms = due;
     out->priority = (uint32_t)prio;
-    return 0;
+    return strlen(name) <= name_limit(out) ? 0 : -1;
 }
 
 int layout_format_name(const struct job_name *jn, char *buf, size_t len)
@@ -244,7 +251,7 @@ int layout_format_name(const struct job_name *jn, char *buf, size_t len)
         add_str(buf, len, &n, "-k");
         add_str(buf, len, &n, jn->key);
     }
-    return n > 0 ? 0 : -1;
+    return n > 0 && (size_t)n <= name_limit(jn) ? 0 : -1;
 }
 
 uint64_t layout_bucket_of(uint64_t due_ms, int level)

@@ -22,7 +22,7 @@ extern const uint64_t layout_bucket_width[LAYOUT_DEPTH + 1]; /* [1..3] used */
 #define LAYOUT_PACK_MAX 48
 #define LAYOUT_KEY_MAX NAMES_KEY_MAX
 #define LAYOUT_GROUP_MAX NAMES_GROUP_MAX
-#define LAYOUT_NAME_MAX 152 /* 150 before the -c field (version 4): the same jobs fit */
+#define LAYOUT_NAME_MAX 152 /* with the -c field (version 4); 150 without: the same jobs fit */
 #define LAYOUT_PATH_MAX 512
 #define LAYOUT_ID_MAX NAMES_ID_MAX
 #define LAYOUT_DUE_MAX 9999999999999ULL /* year 2286; keeps names 13 digits or less */

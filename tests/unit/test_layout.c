@@ -111,6 +111,18 @@ static void short_form(void)
     CHECK(layout_format_name(&longest, buf, sizeof buf) == 0 && strlen(buf) == 152);
     CHECK(layout_parse_name(buf, &back) == 0 && back.short_buckets);
     CHECK(layout_job_path(buf, sizeof buf, "/deferd", "emails", &longest) == 0);
+    /* ...but a full-form name stays within 150, as older daemons read it */
+    longest.short_buckets = 0;
+    longest.group[strlen(longest.group)] = 'g';
+    CHECK(layout_format_name(&longest, buf, sizeof buf) != 0);
+    longest.short_buckets = 1;
+    CHECK(layout_format_name(&longest, buf, sizeof buf) != 0); /* 153 */
+    /* every field at once: nine before the key */
+    static const char all[] = "1700000000123-5-abc-c-a2-t3000-gg1-fpp-r1.0-kkey-1";
+    CHECK(layout_parse_name(all, &back) == 0 && back.short_buckets && back.prior_attempts == 2 &&
+          back.ttr_ms == 3000 && back.has_results && strcmp(back.key, "key-1") == 0);
+    CHECK(layout_format_name(&back, buf, sizeof buf) == 0);
+    CHECK_STR(buf, all);
 
     jn.key[0] = '\0';
     CHECK(layout_job_in_bucket(&jn, 17637696051ULL, LAYOUT_FORM_SHORT));

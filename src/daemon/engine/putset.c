@@ -374,6 +374,8 @@ static int prepare_key_dir(const struct put_env *env, const char *key_path)
 /* Its znode in a bucket (or shard), or a place in one of the set's packs. */
 static int place_job(struct putset *ps, struct putjob *pj)
 {
+    /* again: a pack that could not be written placed it in full form (putpacks_join) */
+    pj->jn.short_buckets = ps->env->d->layout_version >= LAYOUT_VERSION_SHORT;
     int rc = putpacks_join(&ps->packs, ps->env, pj);
     if (rc != 1)
         return rc;
