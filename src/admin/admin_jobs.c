@@ -158,8 +158,6 @@ static int buckets_of(struct admin *a, const struct page *pg, const struct group
     return more ? ZOK : ZSYSTEMERROR;
 }
 
-static int walk(struct admin *a, struct page *pg, const struct group *g, int level);
-
 /* The leaves of one window, all of its names read before the page is sorted and cut, so
  * that a page ends at the same job whichever name held it. */
 static int read_leaves(struct admin *a, struct page *pg, const struct group *g)
