@@ -194,9 +194,10 @@ static int walk(struct admin *a, struct page *pg, const struct group *g, int lev
         for (; i < count && b[i].value == sub->value; i++) {
             if (sub->n == NAMES_A_BUCKET)
                 continue; /* a value has two names at most: full and short */
-            snprintf(sub->path[sub->n], sizeof sub->path[0], "%s/%s", g->path[b[i].parent],
-                     b[i].name);
-            sub->form[sub->n++] = b[i].form;
+            int len = snprintf(sub->path[sub->n], sizeof sub->path[0], "%s/%s",
+                               g->path[b[i].parent], b[i].name);
+            if (len > 0 && (size_t)len < sizeof sub->path[0]) /* else no such znode */
+                sub->form[sub->n++] = b[i].form;
         }
         rc = walk(a, pg, sub, level + 1);
         free(sub);
