@@ -573,6 +573,20 @@ int zk_exists(zhandle_t *zh, const char *path)
     return zoo_exists(zh, path, 0, &st) == ZOK;
 }
 
+int zk_create_path(zhandle_t *zh, const char *path, const char *data)
+{
+    char buf[LAYOUT_PATH_MAX + 64];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return ZBADARGUMENTS;
+    for (char *p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
+        *p = '\0';
+        zoo_create(zh, buf, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0); /* there already: fine */
+        *p = '/';
+    }
+    return zoo_create(zh, buf, data, data ? (int)strlen(data) : -1, &ZOO_OPEN_ACL_UNSAFE, 0,
+                      NULL, 0);
+}
+
 static int count_under(zhandle_t *zh, const char *path, int level)
 {
     struct String_vector kids;

@@ -111,6 +111,9 @@ int zk_ensemble_start(char *ensdir, size_t len);
 /* A synchronous ZooKeeper session for checking what deferd wrote (tests only). */
 zhandle_t *zk_connect(void);
 int zk_exists(zhandle_t *zh, const char *path);
+/* PATH created with DATA (NULL: none), its missing parents first, as another client would
+ * write a node by hand: the node's create's result (ZNODEEXISTS when it was there). */
+int zk_create_path(zhandle_t *zh, const char *path, const char *data);
 /* Writes a Curator item frame (docs/curator-compat.md) of N text PARTS into BUF; its size. */
 size_t curator_frame(unsigned char *buf, const char *const *parts, int n);
 

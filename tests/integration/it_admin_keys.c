@@ -23,22 +23,9 @@ static zhandle_t *zh;
 
 #define QUEUE "retry" /* nobody consumes it here: the hand-made jobs stay put */
 
-static void mkparents(const char *path)
-{
-    char buf[LAYOUT_PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
-        *p = '\0';
-        zoo_create(zh, buf, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-        *p = '/';
-    }
-}
-
 static void create(const char *path, const char *data)
 {
-    mkparents(path);
-    CHECK(zoo_create(zh, path, data, data ? (int)strlen(data) : -1, &ZOO_OPEN_ACL_UNSAFE, 0,
-                     NULL, 0) == ZOK);
+    CHECK(zk_create_path(zh, path, data) == ZOK);
 }
 
 static void key_path(const char *key, char *path)

@@ -10,16 +10,7 @@ static char root[128];
 
 static void create_path(zhandle_t *zh, const char *path, const char *data)
 {
-    char buf[600];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
-        *p = '\0';
-        zoo_create(zh, buf, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-        *p = '/';
-    }
-    int rc = zoo_create(zh, buf, data, data ? (int)strlen(data) : -1, &ZOO_OPEN_ACL_UNSAFE, 0,
-                        NULL, 0);
-    CHECK(rc == ZOK);
+    CHECK(zk_create_path(zh, path, data) == ZOK);
 }
 
 /* A well-named job whose data is over max_payload (4 KiB in the harness), written by another

@@ -49,19 +49,6 @@ static void check_path(zhandle_t *zh, const char *id, int short_form)
     CHECK(zk_exists(zh, want));
 }
 
-static int create_all(zhandle_t *zh, const char *path)
-{
-    char part[LAYOUT_PATH_MAX];
-    for (const char *at = strchr(path + 1, '/');; at = strchr(at + 1, '/')) {
-        snprintf(part, sizeof part, "%.*s", at ? (int)(at - path) : (int)strlen(path), path);
-        int rc = zoo_create(zh, part, "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-        if (rc != ZOK && rc != ZNODEEXISTS)
-            return rc;
-        if (!at)
-            return ZOK;
-    }
-}
-
 /* Two jobs no id leads to, due with DUE: one under a full L3 in a short L2, and a "-c" name
  * in full buckets. Their paths into FOREIGN, and what the daemon names foreign into LOGGED:
  * the full L3 itself, and the "-c" job. */
@@ -77,7 +64,7 @@ static void make_foreign(zhandle_t *zh, uint64_t due, char foreign[2][LAYOUT_PAT
              (unsigned long long)due);
     snprintf(logged[1], LAYOUT_PATH_MAX, "%s", foreign[1]);
     for (int i = 0; i < 2; i++)
-        CHECK(create_all(zh, foreign[i]) == ZOK);
+        CHECK(zk_create_path(zh, foreign[i], "x") == ZOK);
 }
 
 /* Takes the pushes of C until N arrived (or 20 s); each one's id into IDS and its attempt. */

@@ -261,7 +261,6 @@ int putset_add(struct putset *ps, struct proto_put *pp, enum proto_errcode *code
     pj->key_version = -1;
     pj->pack = -1;
     pj->jn.due_ms = due;
-    pj->jn.short_buckets = ps->env->d->layout_version >= LAYOUT_VERSION_SHORT;
     pj->jn.priority = pp->has_prio ? pp->prio : q->cfg->priority;
     pj->jn.ttr_ms = pp->has_ttr ? (uint32_t)pp->ttr_ms : 0; /* 0: queue default */
     memcpy(pj->jn.key, pp->key, sizeof pj->jn.key);
@@ -374,8 +373,6 @@ static int prepare_key_dir(const struct put_env *env, const char *key_path)
 /* Its znode in a bucket (or shard), or a place in one of the set's packs. */
 static int place_job(struct putset *ps, struct putjob *pj)
 {
-    /* again: a pack that could not be written placed it in full form (putpacks_join) */
-    pj->jn.short_buckets = ps->env->d->layout_version >= LAYOUT_VERSION_SHORT;
     int rc = putpacks_join(&ps->packs, ps->env, pj);
     if (rc != 1)
         return rc;
@@ -406,6 +403,8 @@ static int place_flow(struct putset *ps, struct putjob *pj)
 static int name_job(struct putset *ps, struct putjob *pj)
 {
     uid_next(ps->env->uids, pj->jn.uid);
+    /* each naming: a pack that could not be written left it in full form (putpacks_join) */
+    pj->jn.short_buckets = ps->env->d->layout_version >= LAYOUT_VERSION_SHORT;
     pj->jn.shard[0] = pj->id[0] = '\0'; /* its id: made with its path (place_job), or below */
     if (pj->more)
         pj->more->marker_path[0] = '\0';
